@@ -1,0 +1,1 @@
+"""The ``coverage-mcp`` command line (click)."""

@@ -1,0 +1,20 @@
+"""The click application: one group, commands registered from their modules."""
+
+from __future__ import annotations
+
+import click
+
+from .parse_cmd import parse_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="coverage-mcp")
+def cli() -> None:
+    """Coverage history for every git repository on this machine.
+
+    Parse and store coverage reports, review them, compare them in CI, and
+    serve them to coding agents over MCP.
+    """
+
+
+cli.add_command(parse_command)

@@ -1,0 +1,45 @@
+"""``coverage-mcp parse``: read one report and print its totals."""
+
+from __future__ import annotations
+
+import click
+
+from coverage_core.config import Settings
+from coverage_core.parsers import FORMATS, Limits, parse
+from coverage_core.report import COUNTERS
+
+from .output import emit_json, handles_errors, json_option, percent
+
+
+@click.command("parse")
+@click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Skip detection and read as this format.")
+@json_option
+@handles_errors
+def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
+    """Parse REPORT (any supported format, gzip/zstd too) and print its totals.
+
+    Totals are the producing tool's own view (lcov --summary, coverage report,
+    llvm-cov report, ...). Nothing is stored.
+
+    Example: coverage-mcp parse coverage.json --json
+    """
+    settings = Settings.from_env()
+    limits = Limits(settings.max_report_bytes)
+    if report == "-":
+        source = click.get_binary_stream("stdin")
+    else:
+        source = report
+    result = parse(source, format=fmt, limits=limits)
+    summary = result.summary()
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(f"{report}: {summary['format']}, {summary['files']} files, {summary['tests']} named tests")
+    click.echo(f"  {'counter':<16}{'hit':>12}{'found':>12}{'percent':>10}")
+    for name in COUNTERS:
+        if name in result.totals:
+            c = result.totals[name]
+            click.echo(f"  {name:<16}{c.hit:>12,}{c.found:>12,}{percent(c.hit, c.found):>10}")
+    for w in summary["warnings"]:
+        click.echo(f"  warning [{w['code']}]: {w['message']}")

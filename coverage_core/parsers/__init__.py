@@ -1,0 +1,92 @@
+"""Report parsers: one module per format, detection from content, one entry point.
+
+Each format module exposes ``FORMAT`` (its identifier), ``TOOL`` (a default
+producing-tool name), ``sniff(head, tail) -> bool`` (does this content look
+like the format) and ``parse_bytes(report: ReportBytes) -> NormalizedReport``.
+``parse`` reads a bounded source, detects or checks the format and calls the
+module; whatever goes wrong reaches the caller as a ``CoverageError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ..errors import CoverageError, ErrorCode
+from ..report import NormalizedReport
+from .source import Limits, ReportBytes, Source, malformed, read_report
+
+# Detection order: the most specific signatures first.
+FORMATS: dict[str, str] = {
+    "regions-v1": "regions_v1",
+    "llvm": "llvm",
+    "coveragepy": "coveragepy",
+    "istanbul": "istanbul",
+    "jacoco": "jacoco",
+    "cobertura": "cobertura",
+    "go": "go",
+    "lcov": "lcov",
+}
+
+SNIFF_BYTES = 64 * 1024
+
+
+def module(fmt: str) -> ModuleType:
+    try:
+        name = FORMATS[fmt]
+    except KeyError:
+        raise CoverageError(
+            ErrorCode.UNKNOWN_FORMAT,
+            f"unknown report format {fmt!r}",
+            f"Use one of: {', '.join(FORMATS)}; or omit the format to detect it from content.",
+            {"formats": list(FORMATS)},
+        ) from None
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def detect(data: bytes, origin: str = "<report>") -> str:
+    """The format of ``data``, judged from its first and last bytes."""
+    head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    tail = data[-SNIFF_BYTES:]
+    if not head:
+        raise malformed(origin, "report is empty", suggestion="Regenerate the report; the file has no content.")
+    for fmt in FORMATS:
+        if module(fmt).sniff(head, tail):
+            return fmt
+    raise CoverageError(
+        ErrorCode.UNKNOWN_FORMAT,
+        f"{origin}: not a coverage report in any known format",
+        f"Supported formats: {', '.join(FORMATS)}. Pass --format if the report is one of them; "
+        "for other tools, write coverage-mcp-regions-v1 JSON (see the README).",
+        {"formats": list(FORMATS), "path": origin},
+    )
+
+
+def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport:
+    fmt = fmt or detect(report.data, report.origin)
+    mod = module(fmt)
+    try:
+        return mod.parse_bytes(report)
+    except CoverageError:
+        raise
+    except RecursionError:
+        raise malformed(report.origin, f"not a valid {fmt} report (nested too deeply)") from None
+    except MemoryError:
+        raise CoverageError(
+            ErrorCode.REPORT_TOO_LARGE, f"{report.origin}: not enough memory to parse the report",
+            "Lower COVERAGE_MCP_MAX_REPORT_BYTES or free memory; split the report if you can.",
+        ) from None
+    except Exception as exc:  # a damaged report must never escape as a traceback
+        raise malformed(
+            report.origin, f"not a valid {fmt} report ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
+
+
+def parse(source: Source, *, format: str | None = None, limits: Limits | None = None) -> NormalizedReport:
+    """Parse a report from a path, a binary stream or bytes."""
+    if format is not None:
+        module(format)  # refuse an unknown format before reading anything
+    return parse_bytes(read_report(source, limits), format)
+
+
+__all__ = ["FORMATS", "Limits", "ReportBytes", "detect", "parse", "parse_bytes", "read_report"]

@@ -1,0 +1,17 @@
+"""lcov reports. (Being written.)"""
+
+from __future__ import annotations
+
+from ..report import NormalizedReport
+from .source import ReportBytes, malformed
+
+FORMAT = "lcov"
+TOOL = None
+
+
+def sniff(head: bytes, tail: bytes) -> bool:
+    return False
+
+
+def parse_bytes(report: ReportBytes) -> NormalizedReport:
+    raise malformed(report.origin, "lcov parser not implemented yet")

@@ -1,0 +1,49 @@
+"""Validation of the numbers a report carries.
+
+Every count is a non-negative integer that fits in a signed 64-bit column;
+anything else (negative, fractional, NaN, overflowing) is a ``malformed_report``
+error naming the file and, where known, the line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .source import malformed
+
+INT64_MAX = 2**63 - 1
+
+
+def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
+    """A non-negative integer from a JSON/XML/text value, or a clear error."""
+    if isinstance(value, bool):
+        raise malformed(origin, f"{what} must be an integer, got {value!r}", line)
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, float):
+        if math.isnan(value) or math.isinf(value) or value != int(value):
+            raise malformed(origin, f"{what} must be an integer, got {value!r}", line)
+        n = int(value)
+    elif isinstance(value, str | bytes):
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        text = text.strip()
+        if not text.isascii() or not text.lstrip("+-").isdigit():
+            raise malformed(origin, f"{what} must be an integer, got {text[:40]!r}", line)
+        n = int(text)
+    else:
+        raise malformed(origin, f"{what} must be an integer, got {type(value).__name__}", line)
+    if n < 0:
+        raise malformed(origin, f"{what} is negative ({n})", line)
+    if n > INT64_MAX:
+        raise malformed(origin, f"{what} overflows a 64-bit counter ({n})", line)
+    return n
+
+
+def check_array(values: np.ndarray, origin: str, what: str) -> np.ndarray:
+    """Refuse negative entries of an already-integer array."""
+    if len(values) and values.min() < 0:
+        raise malformed(origin, f"{what} is negative ({int(values.min())})")
+    return values

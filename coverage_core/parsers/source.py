@@ -1,0 +1,185 @@
+"""Bounded report sources: a path or a binary stream, gzip and zstd undone.
+
+The cap counts *decompressed* bytes and is enforced while reading, so neither
+a huge file nor a small gzip that inflates past the cap is ever held whole.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+import attrs
+import zstandard
+
+from ..config import MIB
+from ..errors import CoverageError, ErrorCode
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+CHUNK = 1 * MIB
+DEFAULT_MAX_REPORT_BYTES = 256 * MIB
+
+Source = str | os.PathLike[str] | BinaryIO | bytes
+
+
+@attrs.frozen
+class Limits:
+    max_report_bytes: int = DEFAULT_MAX_REPORT_BYTES
+
+
+@attrs.frozen
+class ReportBytes:
+    """A report's decompressed content and where it came from."""
+
+    data: bytes
+    origin: str  # a path or "<stream>", used in error messages
+    compression: str | None  # "gzip", "zstd" or None
+    stored_bytes: int  # size as read, before decompression
+
+
+def too_large(origin: str, limit: int) -> CoverageError:
+    return CoverageError(
+        ErrorCode.REPORT_TOO_LARGE,
+        f"{origin}: report is larger than {limit:,} bytes once decompressed",
+        "Raise the cap with COVERAGE_MCP_MAX_REPORT_BYTES (bytes, e.g. "
+        f"{4 * limit}) or split the report.",
+        {"limit_bytes": limit},
+    )
+
+
+def read_report(source: Source, limits: Limits | None = None) -> ReportBytes:
+    """Read ``source`` whole, refusing it as soon as it passes the cap."""
+    limits = limits or Limits()
+    if isinstance(source, bytes | bytearray | memoryview):
+        return _from_stream(io.BytesIO(bytes(source)), "<bytes>", limits)
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            stream = path.open("rb")
+        except FileNotFoundError:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"{path}: no such report file",
+                "Check the path; relative paths are taken from the current directory.",
+            ) from None
+        except IsADirectoryError:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"{path}: is a directory, not a report file",
+                "Pass the report file itself (e.g. coverage.json or lcov.info).",
+            ) from None
+        except OSError as exc:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"{path}: cannot be read ({exc.strerror})",
+                "Check the file's permissions.",
+            ) from None
+        with stream:
+            return _from_stream(stream, str(path), limits)
+    return _from_stream(source, getattr(source, "name", "<stream>"), limits)
+
+
+def _from_stream(stream: BinaryIO, origin: str, limits: Limits) -> ReportBytes:
+    cap = limits.max_report_bytes
+    head = _read_exact(stream, 4)
+    if head.startswith(GZIP_MAGIC):
+        raw = _CountingReader(_Prefixed(head, stream))
+        try:
+            data = _bounded(gzip.GzipFile(fileobj=raw, mode="rb"), origin, cap)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise malformed(origin, f"broken gzip stream ({exc})") from None
+        return ReportBytes(data, origin, "gzip", raw.count)
+    if head.startswith(ZSTD_MAGIC):
+        raw = _CountingReader(_Prefixed(head, stream))
+        # max_window_size allows zstd --long=27 (and up to 2 GiB windows).
+        dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+        try:
+            with dctx.stream_reader(raw, read_across_frames=True) as reader:
+                data = _bounded(reader, origin, cap)
+        except zstandard.ZstdError as exc:
+            raise malformed(origin, f"broken zstd stream ({exc})") from None
+        return ReportBytes(data, origin, "zstd", raw.count)
+    data = _bounded(_Prefixed(head, stream), origin, cap)
+    return ReportBytes(data, origin, None, len(data))
+
+
+def malformed(origin: str, what: str, line: int | None = None, suggestion: str = "") -> CoverageError:
+    where = f"{origin}:{line}" if line is not None else origin
+    return CoverageError(
+        ErrorCode.MALFORMED_REPORT,
+        f"{where}: {what}",
+        suggestion or "Regenerate the report with its tool; the file looks damaged or is not a coverage report.",
+        {"path": origin, **({"line": line} if line is not None else {})},
+    )
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        part = stream.read(n - len(buf))
+        if not part:
+            break
+        buf += part
+    return buf
+
+
+def _bounded(stream, origin: str, cap: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        part = stream.read(CHUNK)
+        if not part:
+            break
+        total += len(part)
+        if total > cap:
+            raise too_large(origin, cap)
+        parts.append(part)
+    return b"".join(parts)
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with some already-read bytes put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            if n is None or n < 0:
+                out, self._head = self._head + self._rest.read(), b""
+                return out
+            out, self._head = self._head[:n], self._head[n:]
+            if len(out) < n:
+                out += self._rest.read(n - len(out)) or b""
+            return out
+        return self._rest.read(n) or b""
+
+    def readinto(self, b) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+class _CountingReader(io.RawIOBase):
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._inner.read(n)
+        self.count += len(data)
+        return data
+
+    def readinto(self, b) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
