@@ -60,13 +60,16 @@ SCHEMAS: dict[str, dict[str, np.dtype]] = {
         "hits": I64,
         "kind": I8,
     },
-    # One row per (test, observed item) that the test hit; unhit items are not stored.
+    # One row per (test, observed item) that the test hit; unhit items are not
+    # stored. ``item`` tells items of one line apart: 0 for a line, the
+    # branch's ordinal on its line for a branch (LCOV: block << 16 | branch),
+    # 0 for a function (``line`` is its start line).
     "test_observations": {
         "test": I32,
         "file": I32,
         "kind": I8,
         "line": I32,
-        "key": OBJ,
+        "item": I32,
         "hits": I64,
     },
 }
@@ -269,21 +272,27 @@ class ReportBuilder:
         totals: Mapping[str, Counter] | None = None,
         file_totals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
         *,
-        merge_lines: str = "sum",
+        merge_lines: str | None = "sum",
+        merge_observations: bool = True,
     ) -> NormalizedReport:
+        """Assemble the report.
+
+        ``merge_lines`` reduces repeated (file, line) rows ("sum", "max" or
+        "or"); pass None when the parser already produced unique rows sorted
+        by (file, line). ``merge_observations=False`` likewise skips the merge
+        of named-test observations that are already unique.
+        """
         lines = _concat("lines", self._chunks["lines"])
-        if len(lines):
+        if len(lines) and merge_lines is not None:
             first, hits = _group_sum([lines["line"], lines["file"]], lines["hits"], how=merge_lines)
             lines = Table("lines", {"file": lines["file"][first], "line": lines["line"][first], "hits": hits})
         branches = _concat("branches", self._chunks["branches"])
         functions = _concat("functions", self._chunks["functions"])
         regions = _concat("regions", self._chunks["regions"])
         obs = _concat("test_observations", self._chunks["test_observations"])
-        if len(obs):
-            keys = obs["key"].astype(str)
-            key_codes = np.unique(keys, return_inverse=True)[1]
+        if len(obs) and merge_observations:
             first, hits = _group_sum(
-                [key_codes, obs["line"], obs["kind"], obs["file"], obs["test"]], obs["hits"]
+                [obs["item"], obs["line"], obs["kind"], obs["file"], obs["test"]], obs["hits"]
             )
             obs = obs.take(first)
             obs = Table(obs.name, {**obs.columns, "hits": hits})
