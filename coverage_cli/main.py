@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .parse_cmd import parse_command
+from .store_cmds import ingest_command, show_command, snapshots_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -17,4 +18,5 @@ def cli() -> None:
     """
 
 
-cli.add_command(parse_command)
+for command in (parse_command, ingest_command, snapshots_command, show_command):
+    cli.add_command(command)

@@ -1,0 +1,188 @@
+"""Git identity of a checkout (pygit2): repository key, worktree, HEAD, dirty, ancestry.
+
+The canonical repository key is the real path of git's *common* directory, so
+every linked worktree of one repository maps to one key, one project id and
+one store. Nothing here writes to the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import attrs
+import pygit2
+
+from .errors import CoverageError, ErrorCode
+
+# Status flags that make a checkout dirty: tracked changes, staged or not.
+# Untracked and ignored files (report files among them) do not.
+_DIRTY = (
+    pygit2.enums.FileStatus.INDEX_NEW
+    | pygit2.enums.FileStatus.INDEX_MODIFIED
+    | pygit2.enums.FileStatus.INDEX_DELETED
+    | pygit2.enums.FileStatus.INDEX_RENAMED
+    | pygit2.enums.FileStatus.INDEX_TYPECHANGE
+    | pygit2.enums.FileStatus.WT_MODIFIED
+    | pygit2.enums.FileStatus.WT_DELETED
+    | pygit2.enums.FileStatus.WT_RENAMED
+    | pygit2.enums.FileStatus.WT_TYPECHANGE
+)
+
+
+def project_id_for(repo_key: str) -> str:
+    """Stable short project id: the first 16 hex digits of SHA-256(repo key)."""
+    return hashlib.sha256(repo_key.encode()).hexdigest()[:16]
+
+
+@attrs.frozen
+class Checkout:
+    """One worktree of a repository, as found from a path inside it."""
+
+    repo_key: str  # real path of git's common directory
+    project_id: str
+    worktree_path: Path  # root of this checkout
+    worktree_name: str  # "main" or the linked worktree's name
+    main_worktree: Path | None  # root of the main worktree (None for a bare repository)
+    git_dir: Path
+
+    @property
+    def store_dir(self) -> Path:
+        """Where the project store lives: ``<main worktree>/.coverage-mcp``."""
+        base = self.main_worktree if self.main_worktree is not None else Path(self.repo_key)
+        return base / ".coverage-mcp"
+
+    @property
+    def worktree_id(self) -> str:
+        return hashlib.sha256(str(self.worktree_path).encode()).hexdigest()[:16]
+
+
+def discover(path: str | os.PathLike[str] = ".") -> Checkout:
+    """The checkout containing ``path``, or ``not_a_repository``."""
+    start = Path(path).expanduser().absolute()
+    if not start.exists():
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY, f"{start}: no such directory",
+            "Run inside a git checkout or pass --repo PATH to one.",
+        )
+    found = pygit2.discover_repository(str(start))
+    if found is None:
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY,
+            f"{start} is not inside a git repository",
+            "Run inside a git checkout, pass --repo PATH to one, or create one with `git init`.",
+            {"path": str(start)},
+        )
+    repo = pygit2.Repository(found)
+    if repo.workdir is None:
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY,
+            f"{found} is a bare repository: there is no checkout to measure",
+            "Run inside a worktree of the repository (git worktree add).",
+        )
+    git_dir = Path(os.path.realpath(repo.path))
+    common = _common_dir(git_dir)
+    worktree = Path(os.path.realpath(repo.workdir))
+    main = common.parent if common.name == ".git" else None
+    linked = git_dir != common
+    name = git_dir.name if linked else "main"
+    repo_key = str(common)
+    return Checkout(repo_key, project_id_for(repo_key), worktree, name, main, git_dir)
+
+
+def _common_dir(git_dir: Path) -> Path:
+    # git's own rule: a linked worktree's gitdir holds a `commondir` file
+    # pointing (usually relatively) at the shared repository directory.
+    marker = git_dir / "commondir"
+    if marker.is_file():
+        target = marker.read_text().strip()
+        return Path(os.path.realpath(git_dir / target))
+    return git_dir
+
+
+class Git:
+    """Read-only git questions about one checkout."""
+
+    def __init__(self, checkout: Checkout) -> None:
+        self.checkout = checkout
+        self.repo = pygit2.Repository(str(checkout.worktree_path))
+
+    # -- state of the checkout ---------------------------------------------
+    def head_commit(self) -> str | None:
+        if self.repo.head_is_unborn:
+            return None
+        return str(self.repo.head.target)
+
+    def branch(self) -> str | None:
+        if self.repo.head_is_unborn or self.repo.head_is_detached:
+            return None
+        return self.repo.head.shorthand
+
+    def is_dirty(self) -> bool:
+        status = self.repo.status(untracked_files="no", ignored=False)
+        return any(flags & _DIRTY for flags in status.values())
+
+    # -- commits ----------------------------------------------------------
+    def resolve(self, ref: str) -> str:
+        """A full commit id for a ref, a branch, a tag or an abbreviated hash."""
+        try:
+            obj = self.repo.revparse_single(ref)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"{ref!r} does not name a commit in {self.checkout.worktree_path}",
+                "Use a branch, a tag or a commit hash that exists here (git log --oneline).",
+                {"ref": ref},
+            ) from None
+        return str(commit.id)
+
+    def has_commit(self, sha: str) -> bool:
+        try:
+            return isinstance(self.repo.get(sha), pygit2.Commit)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        base = self.repo.merge_base(self.resolve(a), self.resolve(b))
+        return None if base is None else str(base)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        a, d = self.resolve(ancestor), self.resolve(descendant)
+        return a == d or self.repo.descendant_of(d, a)
+
+    def distance(self, commit: str, head: str) -> tuple[int, int]:
+        """(commits ``head`` has that ``commit`` lacks, and the reverse)."""
+        ahead, behind = self.repo.ahead_behind(self.resolve(head), self.resolve(commit))
+        return ahead, behind
+
+    def parent(self, commit: str) -> str | None:
+        parents = self.repo[self.resolve(commit)].parent_ids
+        return str(parents[0]) if parents else None
+
+    # -- content ------------------------------------------------------------
+    def tracked_files(self, commit: str | None) -> list[str]:
+        """Every file path in the tree of ``commit`` (the index when None)."""
+        if commit is None:
+            return [entry.path for entry in self.repo.index]
+        tree = self.repo[self.resolve(commit)].peel(pygit2.Tree)
+        out: list[str] = []
+        stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+        while stack:
+            prefix, node = stack.pop()
+            for entry in node:
+                if entry.type_str == "tree":
+                    stack.append((prefix + entry.name + "/", self.repo[entry.id]))
+                elif entry.type_str == "blob":
+                    out.append(prefix + entry.name)
+        return out
+
+    def read_file(self, commit: str, path: str) -> bytes | None:
+        """The blob at ``path`` in ``commit``, or None when git has no such file."""
+        tree = self.repo[self.resolve(commit)].peel(pygit2.Tree)
+        try:
+            entry = tree[path]
+        except KeyError:
+            return None
+        obj = self.repo[entry.id]
+        return obj.data if isinstance(obj, pygit2.Blob) else None

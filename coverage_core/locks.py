@@ -1,0 +1,111 @@
+"""OS-backed leases with holder metadata (portalocker / flock).
+
+A lease is an exclusive advisory lock on ``<file>.lock``, held through a live
+file descriptor for as long as its owner runs. The holder writes its metadata
+(pid, instance id, executable, version, ...) into the locked file, mode 0600.
+A crashed owner's lock disappears with its process; the metadata file stays
+and is never taken as proof of ownership, and nothing ever deletes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import portalocker
+
+from .errors import CoverageError, ErrorCode
+
+VERSION = "0.1.0"
+
+
+def instance_metadata(**extra: Any) -> dict[str, Any]:
+    return {
+        "pid": os.getpid(),
+        "instance_id": secrets.token_hex(8),
+        "executable": sys.executable,
+        "version": VERSION,
+        "started_at": time.time(),
+        **extra,
+    }
+
+
+class Lease:
+    """An exclusive lease on ``path`` (the ``.lock`` file itself)."""
+
+    def __init__(self, path: Path, handle: Any, metadata: dict[str, Any]) -> None:
+        self.path = path
+        self._handle = handle
+        self.metadata = metadata
+
+    @classmethod
+    def acquire(cls, path: Path, metadata: dict[str, Any], *, what: str, suggestion: str) -> Lease:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        handle = os.fdopen(fd, "r+")
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.exceptions.LockException:
+            holder = read_metadata(path)
+            handle.close()
+            pid = holder.get("pid", "unknown")
+            raise CoverageError(
+                ErrorCode.STORE_LOCKED,
+                f"{what} is held by another process (pid {pid})",
+                suggestion,
+                {"lock": str(path), "holder": {k: v for k, v in holder.items() if k != "capability"}},
+            ) from None
+        os.chmod(path, 0o600)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(metadata))
+        handle.flush()
+        os.fsync(handle.fileno())
+        return cls(path, handle, metadata)
+
+    def release(self) -> None:
+        if self._handle is not None:
+            try:
+                portalocker.unlock(self._handle)
+            finally:
+                self._handle.close()
+                self._handle = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    """What the (last) holder wrote; ``{}`` when absent or unreadable."""
+    try:
+        return json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def is_held(path: Path) -> bool:
+    """Whether some live process holds the lease on ``path`` right now."""
+    if not path.exists():
+        return False
+    try:
+        with open(path, "r") as handle:
+            try:
+                portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+            except portalocker.exceptions.LockException:
+                return True
+            portalocker.unlock(handle)
+            return False
+    except OSError:
+        return False

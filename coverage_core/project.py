@@ -1,0 +1,182 @@
+"""The library's front door: open a repository's coverage store and use it.
+
+    from coverage_core import open_project
+    with open_project(".") as project:
+        snap = project.ingest("coverage.json", suite="unit")
+        page = project.files(snap.snapshot_id)
+
+``open_project`` finds the checkout from any path inside it (any linked
+worktree), takes the store's lease and opens it; reads and ingests are then
+plain method calls. While the daemon owns the store this raises
+``store_locked``; ``coverage_daemon.client.open_project`` routes to the daemon
+in that case with identical results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+
+from .config import Settings
+from .errors import CoverageError, ErrorCode
+from .git import Checkout, Git, discover
+from .model import FileDetail, FilesPage, Snapshot
+from .parsers import Limits, parse_bytes, read_report
+from .storage.paths import map_paths
+from .storage.store import ProjectStore, Provenance, store_path
+
+SCOPES = ("complete", "subset")
+DEFAULT_SUITE = "default"
+
+
+class Project:
+    """One repository's store, opened from one of its checkouts."""
+
+    def __init__(self, checkout: Checkout, store: ProjectStore, settings: Settings) -> None:
+        self.checkout = checkout
+        self.store = store
+        self.settings = settings
+        self.git = Git(checkout)
+
+    # -- lifecycle ----------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes -------------------------------------------------------------
+    def ingest(
+        self,
+        report: str | os.PathLike[str],
+        *,
+        suite: str = DEFAULT_SUITE,
+        format: str | None = None,
+        scope: str = "complete",
+        commit: str | None = None,
+        branch: str | None = None,
+        path_map: Sequence[tuple[str, str]] = (),
+        provenance: str = "import",
+        progress: Callable[[str], None] | None = None,
+    ) -> Snapshot:
+        """Parse ``report``, map its paths and store it as one snapshot.
+
+        Re-importing an identical artifact (same SHA-256, commit and suite)
+        returns the existing snapshot with ``duplicate=True``.
+        """
+        _check_name("suite", suite)
+        if scope not in SCOPES:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"scope must be one of {SCOPES}, got {scope!r}",
+                "Use 'complete' for a whole test run, 'subset' for a run of selected tests.",
+            )
+        head = self.git.head_commit()
+        commit = self.git.resolve(commit) if commit else head
+        on_head = commit == head
+        if progress:
+            progress("reading")
+        raw = read_report(report, Limits(self.settings.max_report_bytes))
+        sha = hashlib.sha256(raw.data).hexdigest()
+        existing = self.store.find_duplicate(sha, commit, suite)
+        if existing is not None:
+            return existing
+        if progress:
+            progress("parsing")
+        parsed = parse_bytes(raw, format)
+        if progress:
+            progress("mapping")
+        mapping = map_paths(
+            [f.path for f in parsed.files],
+            checkout_root=str(self.checkout.worktree_path),
+            tracked=self.git.tracked_files(commit),
+            source_roots=parsed.source_roots,
+            prefix_map=path_map,
+        )
+        artifact = Path(report)
+        prov = Provenance(
+            suite=suite,
+            scope=scope,
+            provenance=provenance,
+            commit=commit,
+            branch=branch if branch is not None else (self.git.branch() if on_head else None),
+            # Dirty describes the checkout, so it only applies to a report of HEAD.
+            dirty=self.git.is_dirty() if on_head else False,
+            worktree_id=self.checkout.worktree_id,
+            worktree_path=str(self.checkout.worktree_path),
+            worktree_name=self.checkout.worktree_name,
+            artifact_path=self._artifact_label(artifact),
+            artifact_sha256=sha,
+            artifact_bytes=raw.stored_bytes,
+        )
+        return self.store.ingest(parsed, mapping, prov, progress=progress)
+
+    def _artifact_label(self, artifact: Path) -> str:
+        try:
+            return str(artifact.resolve().relative_to(self.checkout.worktree_path))
+        except ValueError:
+            return str(artifact.resolve())
+
+    # -- reads --------------------------------------------------------------
+    def snapshots(
+        self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
+        limit: int | None = None,
+    ) -> list[Snapshot]:
+        return self.store.snapshots(suite=suite, branch=branch, commit=commit, limit=limit)
+
+    def snapshot(self, snapshot_id: str) -> Snapshot:
+        return self.store.snapshot(snapshot_id)
+
+    def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
+        found = self.store.snapshots(suite=suite, limit=1)
+        return found[0] if found else None
+
+    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
+        return self.store.files(snapshot_id, offset=offset, limit=limit, order=order)
+
+    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
+        return self.store.file_detail(snapshot_id, path)
+
+    def relation(self, sql: str, params: Sequence[object] = ()):
+        """A DuckDB relation over the store, for notebooks and analysis."""
+        return self.store.con.sql(sql, params=list(params)) if params else self.store.con.sql(sql)
+
+
+def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None, owner: str = "cli") -> Project:
+    """Open the coverage store of the repository containing ``path``."""
+    settings = settings or Settings.from_env()
+    checkout = discover(path)
+    store = ProjectStore.open(store_path(checkout), owner=owner)
+    return Project(checkout, store, settings)
+
+
+def _check_name(what: str, value: str) -> None:
+    if not isinstance(value, str) or not value or len(value) > 200 or any(c in value for c in "\0\n\r"):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"{what} must be a non-empty single-line name of at most 200 characters",
+            f"Pick a short {what} name such as 'unit' or 'integration'.",
+        )
+
+
+@attrs.frozen
+class PathMapArg:
+    """``OLD=NEW`` from the command line."""
+
+    old: str
+    new: str
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[str, str]:
+        if "=" not in text:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"path map {text!r} is not OLD=NEW",
+                "Write it as the report's prefix, '=', and the repository-relative prefix: /build/app=src",
+            )
+        old, new = text.split("=", 1)
+        return old, new

@@ -1,0 +1,117 @@
+"""Mapping report paths to repository-relative paths.
+
+Rules, in order, for each path a report names:
+1. explicit prefix maps (``--path-map /build/app=src``), first match wins;
+2. an absolute path under the checkout root, or under a root the report
+   declares (Cobertura ``<sources>``), loses that root;
+3. a relative path that git tracks as is, is kept;
+4. otherwise the longest path suffix (by whole components) that exactly one
+   tracked file ends with maps to it; when several do, the file is ambiguous.
+A file that maps nowhere keeps its report path and is flagged ``unmapped``:
+it is still stored and still counted.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+MAPPED, AMBIGUOUS, UNMAPPED = "mapped", "ambiguous", "unmapped"
+
+
+@attrs.frozen
+class Mapping:
+    paths: tuple[str, ...]  # stored path per report file
+    status: tuple[str, ...]  # MAPPED / AMBIGUOUS / UNMAPPED per report file
+
+    def counts(self) -> dict[str, int]:
+        return {s: self.status.count(s) for s in (MAPPED, AMBIGUOUS, UNMAPPED)}
+
+
+def _norm(path: str) -> str:
+    path = path.replace("\\", "/")
+    if path.startswith("file://"):
+        path = path[len("file://") :]
+    norm = posixpath.normpath(path)
+    return "" if norm == "." else norm
+
+
+class SuffixIndex:
+    """Tracked files by every whole-component suffix of their path."""
+
+    def __init__(self, tracked: Iterable[str]) -> None:
+        self.tracked = frozenset(tracked)
+        self._by_suffix: dict[str, list[str]] = defaultdict(list)
+        for path in self.tracked:
+            parts = path.split("/")
+            for i in range(len(parts)):
+                self._by_suffix["/".join(parts[i:])].append(path)
+
+    def lookup(self, path: str) -> tuple[str | None, str]:
+        parts = [p for p in path.split("/") if p not in ("", ".", "..")]
+        for i in range(len(parts)):
+            hits = self._by_suffix.get("/".join(parts[i:]))
+            if hits:
+                return (hits[0], MAPPED) if len(hits) == 1 else (None, AMBIGUOUS)
+        return None, UNMAPPED
+
+
+def map_paths(
+    report_paths: Sequence[str],
+    *,
+    checkout_root: str,
+    tracked: Iterable[str],
+    source_roots: Sequence[str] = (),
+    prefix_map: Sequence[tuple[str, str]] = (),
+) -> Mapping:
+    index = SuffixIndex(tracked)
+    roots = [_norm(checkout_root)] + [_norm(r) for r in source_roots if r]
+    out_paths: list[str] = []
+    out_status: list[str] = []
+    taken: set[str] = set()
+    for raw in report_paths:
+        path, status = _map_one(_norm(raw), roots, index, prefix_map)
+        # Two report files landing on one repository path would merge two
+        # measurements silently; the second keeps its report path instead.
+        if status == MAPPED and path in taken:
+            path, status = None, AMBIGUOUS
+        if path is None:
+            out_paths.append(raw)
+        else:
+            taken.add(path)
+            out_paths.append(path)
+        out_status.append(status)
+    return Mapping(tuple(out_paths), tuple(out_status))
+
+
+def _map_one(
+    path: str, roots: list[str], index: SuffixIndex, prefix_map: Sequence[tuple[str, str]]
+) -> tuple[str | None, str]:
+    candidates: list[str] = []
+    for old, new in prefix_map:
+        old_n = _norm(old)
+        if path == old_n or path.startswith(old_n.rstrip("/") + "/"):
+            rest = path[len(old_n) :].lstrip("/")
+            candidates.append(_norm(posixpath.join(_norm(new), rest)) if new else rest)
+            break
+    if posixpath.isabs(path):
+        for root in roots:
+            if root and (path.startswith(root.rstrip("/") + "/")):
+                candidates.append(path[len(root.rstrip("/")) + 1 :])
+    else:
+        candidates.append(path)
+        # A relative path under a declared (relative) source root.
+        for root in roots[1:]:
+            if root and not posixpath.isabs(root):
+                candidates.append(_norm(posixpath.join(root, path)))
+    for cand in candidates:
+        if cand in index.tracked:
+            return cand, MAPPED
+    for cand in candidates + [path]:
+        mapped, status = index.lookup(cand)
+        if status != UNMAPPED:
+            return mapped, status
+    return None, UNMAPPED

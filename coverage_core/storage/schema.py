@@ -1,0 +1,193 @@
+"""The project store's schema: one revision number, commented DDL, ordered migrations.
+
+History:
+    1  snapshots with git identity, files, line/branch/function/region detail,
+       named tests and their observations, worktrees, settings.
+    2  per-test signatures (the full ordered item list of each named test),
+       computed at ingest so duplicate-test questions are reads.
+
+Each migration runs with its revision bump in one transaction. A store whose
+revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
+
+Detail tables are keyed by the snapshot's integer ``snap`` (not its text id)
+and inserted in (snap, file_id, line) order, so DuckDB's zone maps make a
+snapshot's rows a contiguous range. They carry no index: bulk inserts from
+columnar arrays stay fast.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from ..errors import CoverageError, ErrorCode
+
+SCHEMA_REVISION = 2
+
+_REVISION_1 = """
+-- Key/value project settings (JSON values), scoped to the repository.
+CREATE TABLE settings (
+    key        VARCHAR PRIMARY KEY,
+    value      JSON NOT NULL
+);
+
+-- Every worktree that ever ingested into this repository's store.
+CREATE TABLE worktrees (
+    worktree_id VARCHAR PRIMARY KEY,
+    path        VARCHAR NOT NULL,
+    name        VARCHAR NOT NULL,
+    first_seen  TIMESTAMPTZ NOT NULL,
+    last_seen   TIMESTAMPTZ NOT NULL
+);
+
+-- Immutable coverage snapshots: one ingested report, with its git provenance.
+CREATE TABLE snapshots (
+    snap            INTEGER PRIMARY KEY,      -- internal key of detail rows
+    snapshot_id     VARCHAR NOT NULL UNIQUE,  -- public id, 'snap-' prefixed
+    created_at      TIMESTAMPTZ NOT NULL,
+    suite           VARCHAR NOT NULL,
+    format          VARCHAR NOT NULL,
+    tool            VARCHAR,
+    scope           VARCHAR NOT NULL,         -- 'complete' | 'subset'
+    provenance      VARCHAR NOT NULL,         -- 'import' | 'run'
+    commit_sha      VARCHAR,                  -- NULL only in a repository without commits
+    branch          VARCHAR,
+    dirty           BOOLEAN NOT NULL,
+    worktree_id     VARCHAR NOT NULL,
+    artifact_path   VARCHAR,
+    artifact_sha256 VARCHAR NOT NULL,
+    artifact_bytes  BIGINT NOT NULL,
+    file_count      INTEGER NOT NULL,
+    mapped_files    INTEGER NOT NULL,
+    ambiguous_files INTEGER NOT NULL,
+    unmapped_files  INTEGER NOT NULL,
+    test_count      INTEGER NOT NULL,
+    warnings        JSON NOT NULL,            -- [{code, message}]
+    metadata        JSON NOT NULL             -- report facts (source roots, ...)
+);
+
+-- The producing tool's totals of a snapshot, one row per counter.
+CREATE TABLE snapshot_totals (
+    snap    INTEGER NOT NULL,
+    counter VARCHAR NOT NULL,                 -- lines, branches, functions, ...
+    found   BIGINT NOT NULL,
+    hit     BIGINT NOT NULL
+);
+
+-- Files of a snapshot, with per-file summary counts.
+CREATE TABLE files (
+    snap              INTEGER NOT NULL,
+    file_id           INTEGER NOT NULL,       -- index into the report's files
+    path              VARCHAR NOT NULL,       -- repository-relative when mapped
+    report_path       VARCHAR NOT NULL,       -- as the report named it
+    mapping           VARCHAR NOT NULL,       -- 'mapped' | 'ambiguous' | 'unmapped'
+    lines_found       BIGINT NOT NULL,
+    lines_hit         BIGINT NOT NULL,
+    branches_found    BIGINT NOT NULL,
+    branches_hit      BIGINT NOT NULL,
+    functions_found   BIGINT NOT NULL,
+    functions_hit     BIGINT NOT NULL,
+    source_sha256     VARCHAR,
+    logical_source_id VARCHAR,
+    variant           VARCHAR
+);
+
+CREATE TABLE lines (
+    snap    INTEGER NOT NULL,
+    file_id INTEGER NOT NULL,
+    line    INTEGER NOT NULL,
+    hits    BIGINT NOT NULL
+);
+
+CREATE TABLE branches (
+    snap    INTEGER NOT NULL,
+    file_id INTEGER NOT NULL,
+    line    INTEGER NOT NULL,
+    block   INTEGER NOT NULL,
+    branch  VARCHAR NOT NULL,
+    taken   BIGINT NOT NULL                    -- -1: never evaluated ('-')
+);
+
+CREATE TABLE functions (
+    snap       INTEGER NOT NULL,
+    file_id    INTEGER NOT NULL,
+    name       VARCHAR NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line   INTEGER NOT NULL,               -- 0: unknown
+    hits       BIGINT NOT NULL
+);
+
+CREATE TABLE regions (
+    snap       INTEGER NOT NULL,
+    file_id    INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    start_col  INTEGER NOT NULL,
+    end_line   INTEGER NOT NULL,
+    end_col    INTEGER NOT NULL,
+    hits       BIGINT NOT NULL,
+    kind       TINYINT NOT NULL                -- llvm numbering: 0 code .. 4 branch
+);
+
+-- Named tests (LCOV TN:, coverage.py contexts) of a snapshot.
+CREATE TABLE test_names (
+    snap    INTEGER NOT NULL,
+    test_id INTEGER NOT NULL,
+    name    VARCHAR NOT NULL
+);
+
+-- Which named test hit which item: kind 0 line, 1 branch, 2 function.
+CREATE TABLE test_observations (
+    snap    INTEGER NOT NULL,
+    test_id INTEGER NOT NULL,
+    file_id INTEGER NOT NULL,
+    kind    TINYINT NOT NULL,
+    line    INTEGER NOT NULL,
+    item    INTEGER NOT NULL,
+    hits    BIGINT NOT NULL
+);
+"""
+
+_REVISION_2 = """
+-- A test's full ordered item list as JSON text ({kind,file_path,line_number,
+-- region_key} objects). Equal signatures are compared as whole strings, never
+-- by hash, so duplicate candidates are exact.
+CREATE TABLE test_signatures (
+    snap       INTEGER NOT NULL,
+    test_id    INTEGER NOT NULL,
+    item_count BIGINT NOT NULL,
+    signature  VARCHAR NOT NULL
+);
+"""
+
+# Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2)
+assert len(MIGRATIONS) == SCHEMA_REVISION
+
+_META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+
+
+def current_revision(con: duckdb.DuckDBPyConnection) -> int:
+    con.execute(_META)
+    row = con.execute("SELECT max(revision) FROM schema_revision").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def migrate(con: duckdb.DuckDBPyConnection, *, target: int = SCHEMA_REVISION, where: str = "store") -> int:
+    """Bring the store to ``target``; each step commits with its revision row."""
+    revision = current_revision(con)
+    if revision > SCHEMA_REVISION:
+        raise CoverageError(
+            ErrorCode.SCHEMA_TOO_NEW,
+            f"{where} has schema revision {revision}; this coverage-mcp knows up to {SCHEMA_REVISION}",
+            "Upgrade coverage-mcp (pip install -U coverage-mcp); the store is left untouched.",
+            {"store_revision": revision, "supported_revision": SCHEMA_REVISION},
+        )
+    for step in range(revision, target):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(MIGRATIONS[step])
+            con.execute("INSERT INTO schema_revision VALUES (?, now())", [step + 1])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return max(revision, target)

@@ -1,0 +1,434 @@
+"""The project store: one DuckDB file per repository, owned through a lease.
+
+``ProjectStore.open`` takes ``<database>.lock`` before DuckDB opens the file,
+migrates the schema, and keeps both for the store's life. An ingest is one
+transaction: the snapshot row, its totals, files and every detail row commit
+together or not at all. Detail goes in from NumPy columns, never row by row.
+Nothing here deletes a lock, a WAL or a database to recover from an error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import duckdb
+import numpy as np
+
+from ..errors import CoverageError, ErrorCode
+from ..git import Checkout
+from ..locks import Lease, instance_metadata
+from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
+from ..report import COUNTERS, OBS_KINDS, Counter, NormalizedReport
+from . import schema
+from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
+
+STORE_FILE = "coverage.duckdb"
+
+
+@attrs.frozen
+class Provenance:
+    """Where a snapshot came from: git state, artifact, how it was recorded."""
+
+    suite: str
+    scope: str
+    provenance: str
+    commit: str | None
+    branch: str | None
+    dirty: bool
+    worktree_id: str
+    worktree_path: str
+    worktree_name: str
+    artifact_path: str | None
+    artifact_sha256: str
+    artifact_bytes: int
+
+
+def store_path(checkout: Checkout) -> Path:
+    return checkout.store_dir / STORE_FILE
+
+
+def _prepare_dir(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
+
+
+def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise CoverageError(
+            ErrorCode.STORE_UNAVAILABLE,
+            f"{path}: the coverage store will not open ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})",
+            "Nothing was changed or deleted. Stop any other process using the store; if the database or its "
+            f"WAL ({path.name}.wal) is damaged, restore them from a backup, or move them aside to start a new history.",
+            {"path": str(path)},
+        ) from None
+
+
+class ProjectStore:
+    """An open project store. Not thread-safe for writes; use one writer."""
+
+    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, lease: Lease | None) -> None:
+        self.path = path
+        self.con = con
+        self._lease = lease
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path, *, owner: str = "cli") -> ProjectStore:
+        _prepare_dir(path.parent)
+        lease = Lease.acquire(
+            path.with_name(path.name + ".lock"),
+            instance_metadata(owner=owner, database=str(path)),
+            what=f"coverage store {path}",
+            suggestion="The daemon (or another coverage-mcp command) owns this store: use the daemon client "
+            "(coverage_daemon.client.open_project) or stop the holder with `coverage-mcp stop`, then retry.",
+        )
+        try:
+            con = open_database(path)
+            try:
+                schema.migrate(con, where=str(path))
+            except BaseException:
+                con.close()
+                raise
+        except BaseException:
+            lease.release()
+            raise
+        return cls(path, con, lease)
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        finally:
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
+
+    def __enter__(self) -> ProjectStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A separate connection to the same database (for concurrent reads)."""
+        return self.con.cursor()
+
+    # -- writes -------------------------------------------------------------
+    def find_duplicate(self, sha256: str, commit: str | None, suite: str) -> Snapshot | None:
+        row = self.con.execute(
+            "SELECT snapshot_id FROM snapshots WHERE artifact_sha256 = ? AND commit_sha IS NOT DISTINCT FROM ? "
+            "AND suite = ? ORDER BY snap LIMIT 1",
+            [sha256, commit, suite],
+        ).fetchone()
+        return None if row is None else attrs.evolve(self.snapshot(row[0]), duplicate=True)
+
+    def ingest(
+        self,
+        report: NormalizedReport,
+        mapping: Mapping,
+        prov: Provenance,
+        *,
+        progress: Callable[[str], None] | None = None,
+    ) -> Snapshot:
+        """Store ``report`` as one immutable snapshot, in one transaction."""
+        with self._write_lock:
+            con = self.con
+            con.execute("BEGIN TRANSACTION")
+            try:
+                snap = self._insert(con, report, mapping, prov, progress)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return self.snapshot(snap)
+
+    def _insert(self, con, report, mapping, prov, progress) -> str:
+        now = dt.datetime.now(dt.timezone.utc)
+        snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
+        snapshot_id = "snap-" + secrets.token_hex(8)
+        counts = mapping.counts()
+        con.execute(
+            "INSERT INTO worktrees VALUES (?, ?, ?, ?, ?) ON CONFLICT (worktree_id) DO UPDATE SET last_seen = excluded.last_seen",
+            [prov.worktree_id, prov.worktree_path, prov.worktree_name, now, now],
+        )
+        con.execute(
+            "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                snap, snapshot_id, now, prov.suite, report.format, report.tool, prov.scope, prov.provenance,
+                prov.commit, prov.branch, prov.dirty, prov.worktree_id, prov.artifact_path,
+                prov.artifact_sha256, prov.artifact_bytes, len(report.files),
+                counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED], len(report.tests),
+                json.dumps([w.to_dict() for w in report.warnings] + _mapping_warnings(counts, len(report.files))),
+                json.dumps({"source_roots": list(report.source_roots), **_jsonable(report.metadata)}),
+            ],
+        )
+        totals = {"counter": [], "found": [], "hit": []}
+        for name in COUNTERS:
+            if name in report.totals:
+                totals["counter"].append(name)
+                totals["found"].append(report.totals[name].found)
+                totals["hit"].append(report.totals[name].hit)
+        _bulk(con, "snapshot_totals", snap, {
+            "counter": np.array(totals["counter"], dtype=object),
+            "found": np.array(totals["found"], dtype=np.int64),
+            "hit": np.array(totals["hit"], dtype=np.int64),
+        })
+        if progress:
+            progress("files")
+        n = len(report.files)
+        zeros = np.zeros(n, dtype=np.int64)
+
+        def per_file(counter: str, i: int) -> np.ndarray:
+            pair = report.file_totals.get(counter)
+            return zeros if pair is None else pair[i]
+
+        _bulk(con, "files", snap, {
+            "file_id": np.arange(n, dtype=np.int32),
+            "path": np.array(mapping.paths, dtype=object),
+            "report_path": np.array([f.path for f in report.files], dtype=object),
+            "mapping": np.array(mapping.status, dtype=object),
+            "lines_found": per_file("lines", 0), "lines_hit": per_file("lines", 1),
+            "branches_found": per_file("branches", 0), "branches_hit": per_file("branches", 1),
+            "functions_found": per_file("functions", 0), "functions_hit": per_file("functions", 1),
+            "source_sha256": np.array([f.source_sha256 for f in report.files], dtype=object),
+            "logical_source_id": np.array([f.logical_source_id for f in report.files], dtype=object),
+            "variant": np.array([f.variant for f in report.files], dtype=object),
+        })
+        for table, columns in (
+            ("lines", report.lines),
+            ("branches", report.branches),
+            ("functions", report.functions),
+            ("regions", report.regions),
+        ):
+            if progress:
+                progress(table)
+            if len(columns):
+                cols = dict(columns.columns)
+                cols["file_id"] = cols.pop("file")
+                _bulk(con, table, snap, cols)
+        if report.tests:
+            if progress:
+                progress("tests")
+            _bulk(con, "test_names", snap, {
+                "test_id": np.arange(len(report.tests), dtype=np.int32),
+                "name": np.array(report.tests, dtype=object),
+            })
+            obs = report.test_observations
+            if len(obs):
+                _bulk(con, "test_observations", snap, {
+                    "test_id": obs["test"], "file_id": obs["file"], "kind": obs["kind"],
+                    "line": obs["line"], "item": obs["item"], "hits": obs["hits"],
+                })
+                self._store_signatures(con, snap)
+        return snapshot_id
+
+    @staticmethod
+    def _store_signatures(con: duckdb.DuckDBPyConnection, snap: int) -> None:
+        kinds = " ".join(f"WHEN {k} THEN '{v}'" for k, v in OBS_KINDS.items())
+        con.execute(
+            f"""
+            INSERT INTO test_signatures
+            SELECT o.snap, o.test_id, count(*),
+                   '[' || string_agg(
+                       json_object('kind', CASE o.kind {kinds} END, 'file_path', f.path,
+                                   'line_number', o.line, 'region_key', o.item)::VARCHAR,
+                       ',' ORDER BY f.path, o.kind, o.line, o.item) || ']'
+            FROM test_observations o JOIN files f ON f.snap = o.snap AND f.file_id = o.file_id
+            WHERE o.snap = ?
+            GROUP BY o.snap, o.test_id
+            """,
+            [snap],
+        )
+
+    # -- reads --------------------------------------------------------------
+    _SNAPSHOT_SQL = """
+        SELECT s.snap, s.snapshot_id, s.created_at, s.suite, s.format, s.tool, s.scope, s.provenance,
+               s.commit_sha, s.branch, s.dirty, w.name, w.path, s.artifact_path, s.artifact_sha256,
+               s.artifact_bytes, s.file_count, s.test_count, s.mapped_files, s.ambiguous_files,
+               s.unmapped_files, s.warnings,
+               (SELECT list(struct_pack(c := t.counter, f := t.found, h := t.hit))
+                  FROM snapshot_totals t WHERE t.snap = s.snap) AS totals
+        FROM snapshots s JOIN worktrees w USING (worktree_id)
+    """
+
+    def _row_to_snapshot(self, row: tuple) -> Snapshot:
+        totals = {t["c"]: Counter(int(t["f"]), int(t["h"])) for t in (row[22] or [])}
+        return Snapshot(
+            snapshot_id=row[1], created_at=row[2], suite=row[3], format=row[4], tool=row[5],
+            scope=row[6], provenance=row[7], commit=row[8], branch=row[9], dirty=bool(row[10]),
+            worktree=row[11], worktree_path=row[12], artifact_path=row[13], artifact_sha256=row[14],
+            artifact_bytes=int(row[15]), files=int(row[16]), tests=int(row[17]),
+            path_mapping=MappingSummary(int(row[18]), int(row[19]), int(row[20])),
+            totals=totals, warnings=tuple(json.loads(row[21])),
+        )
+
+    def snap_key(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> int:
+        row = (con or self.con).execute("SELECT snap FROM snapshots WHERE snapshot_id = ?", [snapshot_id]).fetchone()
+        if row is None:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
+                "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
+                {"snapshot_id": snapshot_id},
+            )
+        return int(row[0])
+
+    def snapshot(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot:
+        self.snap_key(snapshot_id, con)
+        row = (con or self.con).execute(self._SNAPSHOT_SQL + " WHERE s.snapshot_id = ?", [snapshot_id]).fetchone()
+        return self._row_to_snapshot(row)
+
+    def snapshots(
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+        limit: int | None = None,
+        con: duckdb.DuckDBPyConnection | None = None,
+    ) -> list[Snapshot]:
+        """Snapshots, newest first, filtered by suite, branch and commit (prefix)."""
+        where, params = ["TRUE"], []
+        if suite is not None:
+            where.append("s.suite = ?")
+            params.append(suite)
+        if branch is not None:
+            where.append("s.branch = ?")
+            params.append(branch)
+        if commit is not None:
+            where.append("starts_with(s.commit_sha, ?)")
+            params.append(commit)
+        sql = self._SNAPSHOT_SQL + f" WHERE {' AND '.join(where)} ORDER BY s.snap DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [self._row_to_snapshot(r) for r in (con or self.con).execute(sql, params).fetchall()]
+
+    def files(
+        self,
+        snapshot_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 1000,
+        order: str = "path",
+        con: duckdb.DuckDBPyConnection | None = None,
+    ) -> FilesPage:
+        """One page of a snapshot's files, sorted by path or by uncovered lines."""
+        con = con or self.con
+        snap = self.snap_key(snapshot_id, con)
+        orders = {
+            "path": "path",
+            "uncovered": "lines_found - lines_hit DESC, path",
+            "coverage": "CASE WHEN lines_found = 0 THEN 1.0 ELSE lines_hit / lines_found END, path",
+        }
+        if order not in orders:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"unknown file order {order!r}",
+                f"Use one of: {', '.join(orders)}.",
+            )
+        total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchone()[0]
+        rows = con.execute(
+            f"""SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
+                       functions_found, functions_hit
+                FROM files WHERE snap = ? ORDER BY {orders[order]} LIMIT ? OFFSET ?""",
+            [snap, int(limit), int(offset)],
+        ).fetchall()
+        return FilesPage(snapshot_id, int(total), offset, tuple(_file_summary(r) for r in rows))
+
+    def file_detail(
+        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection | None = None
+    ) -> FileDetail:
+        con = con or self.con
+        snap = self.snap_key(snapshot_id, con)
+        row = con.execute(
+            """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
+                      branches_hit, functions_found, functions_hit
+               FROM files WHERE snap = ? AND (path = ? OR report_path = ?) ORDER BY path = ? DESC LIMIT 1""",
+            [snap, path, path, path],
+        ).fetchone()
+        if row is None:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"{path!r} is not a file of snapshot {snapshot_id}",
+                "Use a repository-relative path as listed by `coverage-mcp show SNAPSHOT`.",
+                {"path": path, "snapshot_id": snapshot_id},
+            )
+        file_id = row[0]
+
+        def table(sql: str) -> dict[str, np.ndarray]:
+            return con.execute(sql, [snap, file_id]).fetchnumpy()
+
+        tests = con.execute(
+            """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
+                 (SELECT DISTINCT test_id FROM test_observations WHERE snap = ? AND file_id = ?)
+               ORDER BY n.name""",
+            [snap, snap, file_id],
+        ).fetchall()
+        return FileDetail(
+            snapshot_id=snapshot_id,
+            summary=_file_summary(row[1:]),
+            lines=table("SELECT line, hits FROM lines WHERE snap = ? AND file_id = ? ORDER BY line"),
+            branches=table(
+                "SELECT line, block, branch, taken FROM branches WHERE snap = ? AND file_id = ? ORDER BY line, block"
+            ),
+            functions=table(
+                "SELECT name, start_line, end_line, hits FROM functions WHERE snap = ? AND file_id = ? ORDER BY start_line"
+            ),
+            regions=table(
+                "SELECT start_line, start_col, end_line, end_col, hits, kind FROM regions "
+                "WHERE snap = ? AND file_id = ? ORDER BY start_line, start_col"
+            ),
+            tests=tuple(t[0] for t in tests),
+        )
+
+
+def _file_summary(r: Sequence[Any]) -> FileSummary:
+    return FileSummary(
+        path=r[0], report_path=r[1], mapping=r[2],
+        lines=Counter(int(r[3]), int(r[4])),
+        branches=Counter(int(r[5]), int(r[6])),
+        functions=Counter(int(r[7]), int(r[8])),
+    )
+
+
+def _bulk(con: duckdb.DuckDBPyConnection, table: str, snap: int, columns: dict[str, np.ndarray]) -> None:
+    """INSERT a table's rows from NumPy columns in one statement (no executemany)."""
+    name = f"_bulk_{table}"
+    con.register(name, columns)
+    try:
+        cols = ", ".join(columns)
+        con.execute(f"INSERT INTO {table} (snap, {cols}) SELECT {int(snap)}, {cols} FROM {name}")
+    finally:
+        con.unregister(name)
+
+
+def _mapping_warnings(counts: dict[str, int], n_files: int) -> list[dict[str, str]]:
+    if n_files and counts[MAPPED] == 0:
+        return [{
+            "code": "no_files_mapped",
+            "message": f"none of the report's {n_files} files maps to a file git tracks here; "
+            "check --path-map or that the report belongs to this repository",
+        }]
+    out = []
+    if counts[UNMAPPED]:
+        out.append({"code": "unmapped_files", "message": f"{counts[UNMAPPED]} of {n_files} files do not map to a tracked file"})
+    if counts[AMBIGUOUS]:
+        out.append({"code": "ambiguous_files", "message": f"{counts[AMBIGUOUS]} of {n_files} files match several tracked files"})
+    return out
+
+
+def _jsonable(meta: Any) -> dict[str, Any]:
+    try:
+        json.dumps(meta)
+        return dict(meta)
+    except (TypeError, ValueError):
+        return {}
