@@ -316,7 +316,7 @@ def test_cli_ingest_json_prints_the_snapshot_record_and_snapshots_lists_them(rep
     assert rec["snapshot_id"].startswith("snap-") and rec["provenance"] == "import"
     assert rec["duplicate"] is False
     assert rec["path_mapping"] == {"mapped": 1, "ambiguous": 0, "unmapped": 0}
-    assert rec["totals"] == {"lines": {"found": 2, "hit": 1}}
+    assert rec["totals"]["lines"] == {"found": 2, "hit": 1}
     again = json.loads(_cli("ingest", str(report), "--suite", "unit", "--json", cwd=repo).stdout)
     assert again["duplicate"] is True and again["snapshot_id"] == rec["snapshot_id"]
     listed = json.loads(_cli("snapshots", "--json", "--repo", str(repo), cwd=repo.parent).stdout)

@@ -83,6 +83,7 @@ class ProjectStore:
         self.con = con
         self._lease = lease
         self._write_lock = threading.Lock()
+        self.cursor_secret = b""
 
     @classmethod
     def open(cls, path: Path, *, owner: str = "cli") -> ProjectStore:
@@ -104,7 +105,18 @@ class ProjectStore:
         except BaseException:
             lease.release()
             raise
-        return cls(path, con, lease)
+        store = cls(path, con, lease)
+        store.cursor_secret = store._ensure_secret()
+        return store
+
+    def _ensure_secret(self) -> bytes:
+        """The per-store HMAC key that makes answer cursors tamper-evident."""
+        self.con.execute(
+            "INSERT INTO settings VALUES ('cursor_secret', ?) ON CONFLICT (key) DO NOTHING",
+            [json.dumps(secrets.token_hex(32))],
+        )
+        row = self.con.execute("SELECT value FROM settings WHERE key = 'cursor_secret'").fetchone()
+        return json.loads(row[0]).encode()
 
     def close(self) -> None:
         try:

@@ -1,0 +1,1 @@
+"""Agent-facing projections: budgets, cursors, project context and review tasks."""

@@ -1,0 +1,179 @@
+"""``project_context`` and the claim rules every answer shares.
+
+A claim is never stronger than its evidence: a snapshot of another commit than
+HEAD is ``stale``; one taken on a dirty tree, of a ``subset`` run, with
+unmapped files, or read while the checkout has uncommitted tracked changes is
+``limited``; no snapshot at all is ``not_measured``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from typing import Any
+
+import attrs
+
+from ..model import Snapshot
+from ..report import COUNTERS
+from .budget import Budget, size, words
+from .call import Call
+
+MAX_SUITES = 10
+MAX_ACTIVE_RUNS = 10
+MAX_COMMANDS = 8
+# HEAD and dirty state are re-read at most this often (a status scan of a big
+# worktree costs far more than a compact answer should).
+CHECKOUT_STATE_TTL_S = 1.0
+
+
+@attrs.frozen
+class CheckoutState:
+    head: str | None
+    branch: str | None
+    dirty: bool
+
+
+_state_lock = threading.Lock()
+
+
+def checkout_state(call: Call) -> CheckoutState:
+    project = call.project
+    with _state_lock:
+        cached = getattr(project, "_state_cache", None)
+        if cached and time.monotonic() - cached[0] < CHECKOUT_STATE_TTL_S:
+            return cached[1]
+        git = project.git
+        state = CheckoutState(git.head_commit(), git.branch(), git.is_dirty())
+        project._state_cache = (time.monotonic(), state)
+        return state
+
+
+def commits_behind(call: Call, commit: str | None, head: str | None) -> int | None:
+    if not commit or not head or commit == head:
+        return 0 if commit == head else None
+    if not call.project.git.has_commit(commit):
+        return None
+    with _state_lock:
+        ahead, _behind = call.project.git.distance(commit, head)
+    return ahead
+
+
+def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None = None) -> dict[str, Any]:
+    """``claim_status`` and ``reasons`` of an answer drawn from ``snap``."""
+    if snap is None:
+        return {"claim_status": "not_measured", "reasons": [f"no snapshot of suite {call.suite!r} yet"]}
+    state = state or checkout_state(call)
+    reasons: list[str] = []
+    status = "supported"
+    if snap.commit != state.head:
+        status = "stale"
+        behind = commits_behind(call, snap.commit, state.head)
+        gap = f" ({behind} commits behind)" if behind else ""
+        reasons.append(f"measured at {(snap.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}{gap}")
+    limited = []
+    if snap.dirty:
+        limited.append("measured on a tree with uncommitted tracked changes")
+    if snap.commit == state.head and state.dirty:
+        limited.append("the checkout has uncommitted tracked changes the snapshot may not reflect")
+    if snap.scope == "subset":
+        limited.append("measured by a subset of the tests: absence is not_observed, not uncovered")
+    if snap.path_mapping.unmapped or snap.path_mapping.ambiguous:
+        limited.append(
+            f"{snap.path_mapping.unmapped} unmapped and {snap.path_mapping.ambiguous} ambiguous files "
+            "are stored under their report paths"
+        )
+    if limited and status == "supported":
+        status = "limited"
+    return {"claim_status": status, "reasons": reasons + limited}
+
+
+def _age_seconds(created: dt.datetime) -> int:
+    return max(0, int((dt.datetime.now(dt.timezone.utc) - created).total_seconds()))
+
+
+def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str, Any]:
+    main = next((snap.totals[k] for k in ("lines", "statements") if k in snap.totals), None)
+    brief = {
+        "suite": snap.suite,
+        "snapshot_id": snap.snapshot_id,
+        "format": snap.format,
+        "commit": (snap.commit or "")[:12],
+        "age_s": _age_seconds(snap.created_at),
+        "behind_head": commits_behind(call, snap.commit, state.head),
+        "dirty": snap.dirty,
+        "scope": snap.scope,
+        "covered": [main.hit, main.found] if main else None,
+        "claim_status": claim_for(call, snap, state=state)["claim_status"],
+    }
+    return brief
+
+
+def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
+    rows = call.rows(
+        """SELECT snapshot_id FROM (
+               SELECT snapshot_id, suite, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
+               FROM snapshots) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
+        [MAX_SUITES + 1],
+    )
+    store = call.project.store
+    snaps = [store.snapshot(r[0], call.con) for r in rows[:MAX_SUITES]]
+    return snaps, len(rows) > MAX_SUITES
+
+
+def project_context(call: Call) -> dict[str, Any]:
+    budget = Budget(None, max_words=call.args.get("max_words"))
+    state = checkout_state(call)
+    checkout = call.project.checkout
+    snaps, truncated = latest_per_suite(call)
+    settings = call.project.settings
+    data: dict[str, Any] = {
+        "project": {
+            "repo_key": checkout.repo_key,
+            "project_id": checkout.project_id,
+            "checkout_path": str(checkout.worktree_path),
+            "worktree": checkout.worktree_name,
+            "head": state.head,
+            "branch": state.branch,
+            "dirty": state.dirty,
+        },
+        "suites": [snapshot_brief(call, s, state) for s in snaps],
+        "suites_truncated": truncated,
+        "latest_composite": None,
+        "active_runs": [],
+        "active_runs_truncated": False,
+        "settings": {"max_report_bytes": settings.max_report_bytes, "formats": "detected from content"},
+        "next": (
+            "coverage_review task=insight for what to test next; task=source with file for annotated lines"
+            if snaps else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
+        ),
+    }
+    latest = next((s for s in snaps if s.suite == call.suite), snaps[0] if snaps else None)
+    data.update(claim_for(call, latest, state=state))
+    # The fixed reservation is everything but the command page; commands are
+    # paged into whatever budget remains (no approved commands exist yet).
+    data["commands"] = []
+    reserved_words, reserved_bytes = size(data)
+    if reserved_words > budget.max_words or reserved_bytes > budget.max_bytes:
+        raise budget.too_small(reserved_words, reserved_bytes)
+    commands: list[dict[str, Any]] = []
+    shown = budget.fit_list(data, "commands", commands[:MAX_COMMANDS])
+    page_words = words(data["commands"]) if shown else 0
+    return {
+        "data": data,
+        "page": {
+            "reserved_words": reserved_words,
+            "word_count": page_words,
+            "response_word_count": words(data),
+            "max_words": budget.max_words,
+            "next_cursor": None,
+        },
+    }
+
+
+def main_counter(snap: Snapshot) -> str | None:
+    for name in ("lines", "statements", *COUNTERS):
+        if name in snap.totals:
+            return name
+    return None

@@ -1,0 +1,248 @@
+"""The transport-neutral API: one declared operation table, validation, envelopes.
+
+Every wrapper (MCP tools, REST, CLI ``--json``, notebooks) calls
+``Service.call(name, arguments)`` and gets the same envelope back::
+
+    {"context": {repo_key, project_id, checkout_path, suite, schema_revision,
+                 stats: {elapsed_ms, rows_scanned}},
+     "data": {..., "claim_status", "reasons"},
+     "page": {...} | None}
+
+``OPERATIONS`` is the single declaration of the surface: name, description,
+input schema (JSON Schema 2020-12), behaviour hints and handler. Listing,
+dispatch, validation and documentation all derive from it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .errors import CoverageError, ErrorCode
+from .model import snapshot_to_dict
+from .parsers import FORMATS
+from .project import SCOPES, Project
+from .review import budget, context, tasks
+from .review.call import Call
+from .storage.schema import SCHEMA_REVISION
+from .validation import Validator
+
+
+@attrs.frozen
+class Operation:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Callable[[Call], dict[str, Any]]
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = True
+    open_world: bool = False
+
+
+def _import(call: Call) -> dict[str, Any]:
+    args = call.args
+    project = call.project
+    root = project.checkout.worktree_path
+    raw = Path(args["report_path"])
+    path = (raw if raw.is_absolute() else root / raw).resolve()
+    if not path.is_relative_to(root):
+        raise CoverageError(
+            ErrorCode.PATH_OUTSIDE_CHECKOUT,
+            f"report_path {args['report_path']!r} is outside the checkout {root}",
+            "Pass a report inside the checkout, relative to its root (e.g. 'coverage.json').",
+            {"checkout_path": str(root)},
+        )
+    if args.get("base_ref"):
+        project.git.resolve(args["base_ref"])  # refuse an unknown base early
+    snap = project.ingest(
+        path,
+        suite=args.get("suite", call.suite),
+        format=args.get("format"),
+        scope=args.get("scope", "complete"),
+        commit=args.get("commit"),
+        branch=args.get("branch"),
+    )
+    body = snapshot_to_dict(snap)
+    body["base_ref"] = args.get("base_ref")
+    call.suite = snap.suite
+    return {"data": {"snapshot": body, "duplicate": snap.duplicate, **context.claim_for(call, snap)}}
+
+
+_LIMITS = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Response bounds; each has a default and a range.",
+    "properties": {
+        "max_files": {"type": "integer", "minimum": 1, "maximum": budget.MAX_FILES_CAP,
+                      "description": f"Files per answer (default {budget.DEFAULT_MAX_FILES})."},
+        "max_regions": {"type": "integer", "minimum": 1, "maximum": budget.MAX_REGIONS_CAP,
+                        "description": f"Ranked targets or ranges per answer (default {budget.DEFAULT_MAX_REGIONS})."},
+        "max_words": {"type": "integer", "minimum": budget.MIN_WORDS, "maximum": budget.MAX_WORDS,
+                      "description": f"Word budget over the whole data object (default {budget.DEFAULT_MAX_WORDS})."},
+        "max_bytes": {"type": "integer", "minimum": budget.MIN_BYTES, "maximum": budget.MAX_BYTES,
+                      "description": f"Byte budget of data's compact JSON (default {budget.DEFAULT_MAX_BYTES})."},
+    },
+}
+
+_MEASUREMENT = {
+    "type": "object",
+    "additionalProperties": False,
+    "maxProperties": 1,
+    "description": "Which coverage to read: one snapshot, several unioned, or the latest of a suite. "
+    "Omitted: the latest snapshot of the default suite.",
+    "properties": {
+        "snapshot_id": {"type": "string", "pattern": "^snap-[0-9a-f]{1,64}$"},
+        "snapshot_ids": {"type": "array", "items": {"type": "string", "pattern": "^snap-[0-9a-f]{1,64}$"},
+                         "minItems": 1, "maxItems": 32},
+        "run_id": {"type": "string"},
+        "composite_snapshot_id": {"type": "string"},
+        "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+    },
+}
+
+_BASELINE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "description": "What to compare against.",
+    "properties": {
+        "kind": {"enum": ["explicit", "previous_snapshot", "parent_commit", "ref", "merge_base", "worktree_base", "none"]},
+        "snapshot_id": {"type": "string"},
+        "snapshot_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 32},
+        "composite_snapshot_id": {"type": "string"},
+        "ref": {"type": "string", "minLength": 1, "maxLength": 500},
+    },
+}
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation(
+            name="project_context",
+            title="Project context",
+            description=(
+                "Call this first. Identity and freshness of the repository (HEAD, branch, dirty), the latest "
+                "snapshot of each suite with its age and distance from HEAD, and settings. Compact; "
+                "page.reserved_words / word_count / response_word_count account for the budget."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "max_words": {"type": "integer", "minimum": budget.MIN_WORDS, "maximum": budget.MAX_WORDS,
+                                  "description": f"Word budget over data (default {budget.DEFAULT_MAX_WORDS})."},
+                    "cursor": {"type": "string", "maxLength": 2000, "description": "page.next_cursor of a previous answer."},
+                },
+            },
+            handler=context.project_context,
+        ),
+        Operation(
+            name="coverage_review",
+            title="Review coverage",
+            description=(
+                "Answers about stored coverage, compact by default. task: insight (ranked uncovered regions), "
+                "history (trend), source (annotated source lines), tests (which named tests cover what, duplicate "
+                "candidates), audit (exact records, paged), all (insight + history in one budget). Select data with "
+                "measurement, bound it with limits, continue with cursor. data.claim_status says how far the "
+                "evidence goes."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["task"],
+                "properties": {
+                    "task": {"enum": list(tasks.TASKS)},
+                    "measurement": _MEASUREMENT,
+                    "baseline": _BASELINE,
+                    "limits": _LIMITS,
+                    "representation": {"enum": ["review", "compact", "audit"],
+                                       "description": "compact (default): short tuples with a legend; review: "
+                                       "readable grouped ranges; audit: exact records."},
+                    "cursor": {"type": "string", "maxLength": 2000},
+                    "file": {"type": "string", "minLength": 1, "maxLength": 4096,
+                             "description": "Repository-relative path to focus on."},
+                    "lines": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$",
+                              "description": "A line or range 'A-B' within file."},
+                    "ranges": {"type": "array", "maxItems": 10,
+                               "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+                               "description": "source: up to 10 line ranges 'A-B'."},
+                },
+            },
+            handler=tasks.coverage_review,
+        ),
+        Operation(
+            name="coverage_import",
+            title="Import a coverage report",
+            description=(
+                "Store a coverage report that lies inside the checkout as an immutable snapshot (external "
+                "evidence). Provenance (commit, branch, dirty) defaults from git. Re-importing an identical "
+                "report is a success marked duplicate."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["report_path"],
+                "properties": {
+                    "report_path": {"type": "string", "minLength": 1, "maxLength": 4096,
+                                    "description": "Relative to the checkout root, or absolute within it."},
+                    "format": {"enum": list(FORMATS)},
+                    "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "branch": {"type": "string", "minLength": 1, "maxLength": 500},
+                    "commit": {"type": "string", "minLength": 4, "maxLength": 200},
+                    "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
+                    "scope": {"enum": list(SCOPES)},
+                },
+            },
+            handler=_import,
+            read_only=False,
+            idempotent=True,
+        ),
+    )
+}
+
+_VALIDATORS = {name: Validator(op.input_schema) for name, op in OPERATIONS.items()}
+
+
+class Service:
+    """The operations of one open project."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        op = OPERATIONS.get(name)
+        if op is None:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"unknown operation {name!r}",
+                f"Use one of: {', '.join(OPERATIONS)}.",
+            )
+        args = {} if arguments is None else arguments
+        _VALIDATORS[name].check(args, what=name)
+        started = time.perf_counter()
+        con = self.project.store.cursor()
+        try:
+            call = Call(self.project, con, args)
+            result = op.handler(call)
+        finally:
+            con.close()
+        return {
+            "context": {
+                "repo_key": self.project.checkout.repo_key,
+                "project_id": self.project.checkout.project_id,
+                "checkout_path": str(self.project.checkout.worktree_path),
+                "suite": call.suite,
+                "schema_revision": SCHEMA_REVISION,
+                "stats": {
+                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                    "rows_scanned": call.rows_scanned,
+                },
+            },
+            "data": result["data"],
+            "page": result.get("page"),
+        }
