@@ -273,7 +273,12 @@ class _Parser:
         raise malformed(self.origin, what, self._line_of(here))
 
     def _int(self, text: bytes, what: str, here: int, maximum: int = INT64_MAX) -> int:
-        value = count(text, self.origin, what, self._line_of(here))
+        if text.isdigit() and len(text) < 19:
+            value = int(text)
+        elif len(text) > 40:
+            self._bad(here, f"{what} must be an integer below 2**63, got {_text(text[:20])!r}...")
+        else:  # the line number is only worked out for a report's one error
+            value = count(text, self.origin, what, self._line_of(here))
         if value > maximum:
             self._bad(here, f"{what} is out of range ({value})")
         return value
