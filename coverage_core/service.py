@@ -215,7 +215,9 @@ class Service:
     def __init__(self, project: Project) -> None:
         self.project = project
 
-    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    def call(self, name: str, arguments: dict[str, Any] | None = None, *, con: Any = None) -> dict[str, Any]:
+        """Validate, dispatch and wrap one operation. ``con`` is an optional
+        pooled read connection of this project's store (one is made otherwise)."""
         op = OPERATIONS.get(name)
         if op is None:
             raise CoverageError(
@@ -225,12 +227,14 @@ class Service:
         args = {} if arguments is None else arguments
         _VALIDATORS[name].check(args, what=name)
         started = time.perf_counter()
-        con = self.project.store.cursor()
+        own = con is None
+        con = self.project.store.cursor() if own else con
         try:
             call = Call(self.project, con, args)
             result = op.handler(call)
         finally:
-            con.close()
+            if own:
+                con.close()
         return {
             "context": {
                 "repo_key": self.project.checkout.repo_key,

@@ -67,10 +67,11 @@ def _tool(report: ReportBytes, version: str | None) -> tuple[str | None, str | N
 class _Collector:
     """lxml parser target: collects one report while libxml2 streams the tags.
 
-    Attribute values stay strings while a class's ``<line>`` elements are read
-    and become integer columns in one step when the class ends. Elements are
-    remembered by their ordinal among same-named elements, so that an error
-    found later can still name its line (``xml.sourceline``).
+    Every ``<line>`` element, a method's included, is appended to the same
+    lists in document order, so a list index is also the element's ordinal
+    among ``<line>`` elements, which is how an error found after the stream
+    still names its line (``xml.sourceline``). ``runs`` says who owns each
+    stretch of them: a class, one of its methods, or nobody.
     """
 
     def __init__(self, report: ReportBytes) -> None:
@@ -78,43 +79,25 @@ class _Collector:
         self._builder = ReportBuilder(FORMAT, TOOL)
         self._root: dict[str, str] | None = None
         self._n_classes = 0
-        self._n_lines = 0  # <line> elements so far, a method's included
         self._n_sources = 0
-        self._file: int | None = None  # the open <class>'s file
-        self._in_method = False
-        # The open class's own <line> elements.
+        self._file = _NO_FILE  # the open <class>'s file
         self._numbers: list[str | None] = []
         self._hits: list[str | None] = []
-        self._first_ordinal = 0
-        self._branch_at: list[int] = []  # which of them carry condition-coverage
-        self._branch_text: list[str] = []
-        # Per-class results, joined once at the end.
-        self._line_chunks: list[tuple[int, np.ndarray, np.ndarray]] = []
-        self._branch_chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-        # One entry per method: the attributes of its first and last <line> and their ordinals.
-        self._methods = _Methods()
+        self._conditions: list[str | None] = []
+        # Bound once: start() runs for every element, 220,000 times for SQLite.
+        self._add_number, self._add_hits = self._numbers.append, self._hits.append
+        self._add_condition = self._conditions.append
+        # (index of the first <line> of the run, file, method name or None for the class's own lines)
+        self._runs: list[tuple[int, int, str | None]] = [(0, _NO_FILE, None)]
 
     # -- lxml target interface ---------------------------------------------
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "line":
-            ordinal = self._n_lines
-            self._n_lines = ordinal + 1
-            if self._file is None:
-                raise malformed(self._report.origin, "<line> outside a <class>", self._line_of("line", ordinal))
-            if self._in_method:
-                self._methods.line(ordinal, attrib)
-                return
-            if not self._numbers:
-                self._first_ordinal = ordinal
-            self._numbers.append(attrib.get("number"))
-            self._hits.append(attrib.get("hits"))
-            condition = attrib.get("condition-coverage")
-            if condition is not None:
-                self._branch_at.append(len(self._numbers) - 1)
-                self._branch_text.append(condition)
+            self._add_number(attrib.get("number"))
+            self._add_hits(attrib.get("hits"))
+            self._add_condition(attrib.get("condition-coverage"))
         elif tag == "method":
-            self._in_method = True
-            self._methods.start(attrib.get("name", ""))
+            self._runs.append((len(self._numbers), self._file, attrib.get("name", "")))
         elif tag == "class":
             self._start_class(attrib)
         elif tag == "coverage" and self._root is None:
@@ -123,19 +106,14 @@ class _Collector:
             self._n_sources += 1
 
     def end(self, tag: str) -> None:
-        if tag == "method":
-            self._in_method = False
-            self._methods.end(self._file)
-        elif tag == "class":
-            self._end_class()
+        if tag == "method" or tag == "class":
+            if tag == "class":
+                self._file = _NO_FILE
+            self._runs.append((len(self._numbers), self._file, None))
 
     def close(self) -> None:
         if self._root is None:
             raise malformed(self._report.origin, "not a Cobertura report (the root is not <coverage>)")
-
-    # -- classes -----------------------------------------------------------
-    def _line_of(self, tag: str, ordinal: int) -> int | None:
-        return xml.sourceline(self._report.data, tag, ordinal)
 
     def _start_class(self, attrib: dict[str, str]) -> None:
         ordinal = self._n_classes
@@ -146,65 +124,52 @@ class _Collector:
                 self._report.origin, "<class> has no filename attribute", self._line_of("class", ordinal)
             )
         self._file = self._builder.file(filename)
+        self._runs.append((len(self._numbers), self._file, None))
 
-    def _end_class(self) -> None:
-        file, self._file = self._file, None
-        if file is None or not self._numbers:
-            return
-        origin, base = self._report.origin, self._first_ordinal
-
-        def line_of(i: int) -> int | None:
-            return self._line_of("line", base + i)
-
-        numbers = xml.int_column(self._numbers, "line number", origin, line_of, maximum=xml.I32_MAX)
-        hits = xml.int_column(self._hits, "hits", origin, line_of)
-        self._line_chunks.append((file, numbers, hits))
-        if self._branch_at:
-            at = np.array(self._branch_at, dtype=np.int64)
-            covered, total = self._conditions(lambda k: line_of(self._branch_at[k]))
-            self._branch_chunks.append((file, numbers[at], covered, total))
-        self._numbers, self._hits, self._branch_at, self._branch_text = [], [], [], []
-
-    def _conditions(self, line_of: Callable[[int], int | None]) -> tuple[np.ndarray, np.ndarray]:
-        """(covered, total) per branch line, from its condition-coverage text."""
-        parsed: dict[str, tuple[int, int]] = {}  # a report uses few distinct texts
-        covered = np.empty(len(self._branch_text), dtype=np.int64)
-        total = np.empty(len(self._branch_text), dtype=np.int64)
-        for k, text in enumerate(self._branch_text):
-            pair = parsed.get(text)
-            if pair is None:
-                match = _CONDITION.fullmatch(text.strip())
-                if match is None or int(match[1]) > int(match[2]):
-                    raise malformed(
-                        self._report.origin,
-                        f"condition-coverage must read like '50% (1/2)', got {text[:40]!r}",
-                        line_of(k),
-                    )
-                pair = parsed[text] = (int(match[1]), int(match[2]))
-            covered[k], total[k] = pair
-        return covered, total
+    def _line_of(self, tag: str, ordinal: int) -> int | None:
+        return xml.sourceline(self._report.data, tag, ordinal)
 
     # -- result ------------------------------------------------------------
     def report(self) -> NormalizedReport:
         assert self._root is not None  # close() refused a document without one
-        builder = self._builder
+        builder, origin = self._builder, self._report.origin
         builder.tool, version = _tool(self._report, self._root.get("version"))
         if version:
             builder.metadata["tool_version"] = version
         builder.source_roots.extend(self._sources())
+
+        def line_of(i: int) -> int | None:
+            return self._line_of("line", i)
+
+        numbers = xml.int_column(self._numbers, "line number", origin, line_of, maximum=xml.I32_MAX)
+        hits = xml.int_column(self._hits, "hits", origin, line_of)
+        runs = _Runs(self._runs, len(numbers))
+        if len(outside := np.flatnonzero(runs.line_file < 0)):
+            raise malformed(origin, "<line> outside a <class>", line_of(int(outside[0])))
+        own = np.flatnonzero(~runs.line_in_method)  # the classes' own lines: the detail
+        file, line = runs.line_file[own], numbers[own]
+        keys = (file << 32) | line
+        # Each file's lines usually come once and in order; only repeats need merging.
+        in_order = bool(np.all(keys[1:] > keys[:-1]))
+        distinct = len(keys) if in_order else len(np.unique(keys))
+        builder.add("lines", file=file, line=line, hits=hits[own])
+        has_branches = np.not_equal(np.array(self._conditions, dtype=object), None)
+        with_branches = own[has_branches[own]]
+        covered, total = self._parse_conditions(with_branches)
+        xml.add_branch_outcomes(builder, self._report, runs.line_file[with_branches], numbers[with_branches], covered, total)
+        self._add_functions(runs, numbers, hits)
+        elements = Counter(len(own), int((hits[own] > 0).sum()))
+        branches = Counter(int(total.sum()), int(covered.sum()))
+        totals = self._totals(elements, branches, distinct)
         # Repeated (file, line) elements are summed, as ReportBuilder does by
         # default. gcovr repeats a line once per function instance that
         # contains it (inline header functions, templates) with that
         # instance's own count, so the sum is how often the line ran, which is
         # also the count gcov and lcov give the line; max would undercount.
-        for file, numbers, hits in self._line_chunks:
-            builder.add_lines(file, numbers, hits)
-        self._add_branches()
-        self._methods.add_to(builder, self._report, self._line_of)
-        return builder.build(self._totals())
+        return builder.build(totals, merge_lines=None if in_order else "sum")
 
     def _sources(self) -> list[str]:
-        """<source> texts (coverage.py writes the absolute root there); they come first, so
+        """<source> texts (coverage.py writes its absolute root there); they come first, so
         the side pass that reads them stops early."""
         texts: list[str] = []
         if not self._n_sources:
@@ -216,58 +181,62 @@ class _Collector:
                 break
         return texts
 
-    def _add_branches(self) -> None:
-        """One row per branch outcome: the covered ones (taken=1) first, then the missed ones.
+    def _parse_conditions(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(covered, total) outcomes of the <line>s at ``at``, from their condition-coverage."""
+        texts = [self._conditions[i] for i in at.tolist()]
+        pairs = {text: self._parse_condition(text, at, texts) for text in set(texts)}
+        parsed = np.array([pairs[text] for text in texts], dtype=np.int64).reshape(-1, 2)
+        covered, total = parsed[:, 0], parsed[:, 1]
+        return covered, total
 
-        Cobertura gives how many outcomes were covered, not which or how
-        often. A line repeated in one file (gcovr's header lines) keeps each
-        element's outcomes apart through ``block``, its ordinal among the repeats.
-        """
-        chunks = self._branch_chunks
-        if not chunks:
+    def _parse_condition(self, text: str | None, at: np.ndarray, texts: list[str | None]) -> tuple[int, int]:
+        match = _CONDITION.fullmatch(str(text).strip())
+        if match is None or int(match[1]) > int(match[2]):
+            raise malformed(
+                self._report.origin,
+                f"condition-coverage must read like '50% (1/2)', got {str(text)[:40]!r}",
+                self._line_of("line", int(at[texts.index(text)])),
+            )
+        return int(match[1]), int(match[2])
+
+    def _add_functions(self, runs: _Runs, numbers: np.ndarray, hits: np.ndarray) -> None:
+        """gcovr's <method>s: name, first and last line, and the first line's count (a
+        function's first line runs once per call)."""
+        method = np.flatnonzero(runs.is_method & (runs.file >= 0))
+        listed = method[runs.length[method] > 0]
+        if without_lines := len(method) - len(listed):
+            self._builder.warn(
+                "methods_without_lines",
+                f"{without_lines} <method> elements list no lines (functions the compiler never "
+                "emitted, such as unused inline functions of a header); they are not in the "
+                "functions table",
+            )
+        if not len(listed):
             return
-        file = np.concatenate([np.full(len(line), f, dtype=np.int64) for f, line, _, _ in chunks])
-        line, covered, total = (np.concatenate([c[k] for c in chunks]) for k in (1, 2, 3))
-        order = np.lexsort((line, file))  # stable, so repeats keep document order
-        f, n = file[order], line[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (f[1:] != f[:-1]) | (n[1:] != n[:-1])
-        starts = np.flatnonzero(new)
-        block = np.empty(len(order), dtype=np.int64)
-        block[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
-        outcome = np.arange(int(total.sum())) - np.repeat(np.cumsum(total) - total, total)
-        # One shared label object per outcome number, not one per row.
-        labels = np.array([str(i) for i in range(int(total.max()))], dtype=object)
+        first, last = runs.start[listed], runs.start[listed] + runs.length[listed] - 1
         self._builder.add(
-            "branches",
-            file=np.repeat(file, total),
-            line=np.repeat(line, total),
-            block=np.repeat(block, total),
-            branch=labels[outcome],
-            taken=(outcome < np.repeat(covered, total)).astype(np.int64),
+            "functions",
+            file=runs.file[listed],
+            name=np.array([self._runs[i][2] for i in listed.tolist()], dtype=object),
+            start_line=numbers[first],
+            end_line=numbers[last],
+            hits=hits[first],
         )
 
     # -- totals ------------------------------------------------------------
-    def _totals(self) -> dict[str, Counter]:
+    def _totals(self, elements: Counter, branches: Counter, distinct: int) -> dict[str, Counter]:
         """The root's figures; the detail's where the root lacks them, with a warning."""
-        elements = sum(len(numbers) for _, numbers, _ in self._line_chunks)
-        lines_detail = Counter(elements, sum(int((hits > 0).sum()) for _, _, hits in self._line_chunks))
-        branches_detail = Counter(
-            sum(int(total.sum()) for *_, total in self._branch_chunks),
-            sum(int(covered.sum()) for _, _, covered, _ in self._branch_chunks),
-        )
         totals = {
-            "lines": self._root_counter("lines", lines_detail),
-            "branches": self._root_counter("branches", branches_detail),
+            "lines": self._root_counter("lines", elements),
+            "branches": self._root_counter("branches", branches),
         }
-        distinct = self._distinct_lines()
-        if distinct != elements:
+        if distinct != elements.found:
             self._builder.warn(
                 "repeated_lines",
-                f"the {elements} class-level <line> elements name {distinct} distinct (file, line) "
-                "pairs (gcovr repeats a line once per function that contains it); the totals keep "
-                f"the report's lines-valid={totals['lines'].found}, the line detail has each pair once "
-                "with the repeats' hits summed",
+                f"the {elements.found} class-level <line> elements name {distinct} distinct "
+                "(file, line) pairs (gcovr repeats a line once per function that contains it); "
+                f"the totals keep the report's lines-valid={totals['lines'].found}, the line "
+                "detail has each pair once, with the repeats' hits summed",
             )
         return totals
 
@@ -297,71 +266,18 @@ class _Collector:
         column = xml.int_column([value], name, self._report.origin, lambda _: self._line_of("coverage", 0))
         return int(column[0])
 
-    def _distinct_lines(self) -> int:
-        if not self._line_chunks:
-            return 0
-        return len(np.unique(np.concatenate([(f << 32) | numbers for f, numbers, _ in self._line_chunks])))
+
+_NO_FILE = -1
 
 
-class _Methods:
-    """gcovr's <method> elements: name, extent and entry count, from the method's own <line>s."""
+class _Runs:
+    """The owners of consecutive stretches of <line> elements, as columns."""
 
-    def __init__(self) -> None:
-        self._name = ""
-        self._first: tuple[int, str | None, str | None] | None = None  # ordinal, number, hits
-        self._last: tuple[int, str | None] | None = None  # ordinal, number
-        self._files: list[int] = []
-        self._names: list[str] = []
-        self._starts: list[tuple[int, str | None, str | None]] = []
-        self._ends: list[tuple[int, str | None]] = []
-        self._without_lines = 0
+    def __init__(self, runs: list[tuple[int, int, str | None]], n_lines: int) -> None:
+        self.start = np.array([start for start, _, _ in runs], dtype=np.int64)
+        self.file = np.array([file for _, file, _ in runs], dtype=np.int64)
+        self.is_method = np.array([name is not None for _, _, name in runs], dtype=bool)
+        self.length = np.diff(np.append(self.start, n_lines))
+        self.line_file = np.repeat(self.file, self.length)
+        self.line_in_method = np.repeat(self.is_method, self.length)
 
-    def start(self, name: str) -> None:
-        self._name, self._first, self._last = name, None, None
-
-    def line(self, ordinal: int, attrib: dict[str, str]) -> None:
-        if self._first is None:
-            self._first = (ordinal, attrib.get("number"), attrib.get("hits"))
-        self._last = (ordinal, attrib.get("number"))
-
-    def end(self, file: int | None) -> None:
-        if file is None or self._first is None or self._last is None:
-            # gcovr lists header functions the compiler never emitted with <lines/>.
-            self._without_lines += 1
-            return
-        self._files.append(file)
-        self._names.append(self._name)
-        self._starts.append(self._first)
-        self._ends.append(self._last)
-
-    def add_to(
-        self, builder: ReportBuilder, report: ReportBytes, line_of: Callable[[str, int], int | None]
-    ) -> None:
-        if self._without_lines:
-            builder.warn(
-                "methods_without_lines",
-                f"{self._without_lines} <method> elements list no lines (functions the compiler "
-                "never emitted, such as unused inline functions of a header); they are not in the "
-                "functions table",
-            )
-        if not self._names:
-            return
-        first_ordinals = [ordinal for ordinal, _, _ in self._starts]
-        last_ordinals = [ordinal for ordinal, _ in self._ends]
-
-        def first(i: int) -> int | None:
-            return line_of("line", first_ordinals[i])
-
-        def last(i: int) -> int | None:
-            return line_of("line", last_ordinals[i])
-
-        origin = report.origin
-        builder.add(
-            "functions",
-            file=np.array(self._files, dtype=np.int64),
-            name=np.array(self._names, dtype=object),
-            start_line=xml.int_column([n for _, n, _ in self._starts], "line number", origin, first, xml.I32_MAX),
-            end_line=xml.int_column([n for _, n in self._ends], "line number", origin, last, xml.I32_MAX),
-            # A function's first line runs once per call: its count is the call count.
-            hits=xml.int_column([h for _, _, h in self._starts], "hits", origin, first),
-        )

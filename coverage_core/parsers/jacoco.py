@@ -1,17 +1,347 @@
-"""jacoco reports. (Being written.)"""
+"""JaCoCo reports: the XML report (report.dtd 1.1) and, for its totals only, the CSV report.
+
+The XML grammar (``report.dtd``, which is never fetched)::
+
+    <report name>
+      <sessioninfo id start dump/>*
+      (<group name> ... </group> | <package name>)*
+        <class name="pkg/Outer$Inner" sourcefilename>       (no counters: an interface)
+          <method name="&lt;init&gt;" desc="()V" line><counter .../>*</method>
+          <counter .../>*
+        </class>
+        <sourcefile name="Outer.java">
+          <line nr mi ci mb cb/>*                            (instructions, branches missed/covered)
+          <counter .../>*
+        </sourcefile>
+        <counter .../>*
+      </package>
+      <counter type="INSTRUCTION|BRANCH|LINE|COMPLEXITY|METHOD|CLASS" missed covered/>*
+
+Totals are the ``<counter>`` elements directly under ``<report>``; a counter
+type that is absent has a total of zero (JaCoCo writes only non-empty ones).
+Class counters are never summed: a source line shared by an outer class and
+its inner classes is counted once per class. Files are ``package/sourcefile``
+paths.
+"""
 
 from __future__ import annotations
 
-from ..report import NormalizedReport
+import csv
+import io
+
+import numpy as np
+
+from ..report import Counter, NormalizedReport, ReportBuilder
+from . import xml
+from .numbers import count
 from .source import ReportBytes, malformed
 
 FORMAT = "jacoco"
-TOOL = None
+TOOL = "jacoco"
+
+COUNTERS: dict[str, str] = {
+    "INSTRUCTION": "instructions",
+    "BRANCH": "branches",
+    "LINE": "lines",
+    "COMPLEXITY": "complexity",
+    "METHOD": "functions",
+    "CLASS": "classes",
+}
+
+CSV_HEADER = (
+    b"GROUP,PACKAGE,CLASS,INSTRUCTION_MISSED,INSTRUCTION_COVERED,BRANCH_MISSED,BRANCH_COVERED,"
+    b"LINE_MISSED,LINE_COVERED,COMPLEXITY_MISSED,COMPLEXITY_COVERED,METHOD_MISSED,METHOD_COVERED"
+)
+
+_NO_FILE = -1
 
 
 def sniff(head: bytes, tail: bytes) -> bool:
-    return False
+    if head.startswith(CSV_HEADER) and head[len(CSV_HEADER) : len(CSV_HEADER) + 1] in (b"\r", b"\n", b""):
+        return True
+    root = xml.root_element(head)
+    if root is None or root.name != b"report":
+        return False
+    # JaCoCo always writes its DOCTYPE; without one, its first child tells it
+    # from other <report> roots (EMMA's starts with <stats>).
+    first_child = head[head.find(b">", root.offset) + 1 :].lstrip()
+    return b"-//JACOCO//DTD Report" in root.doctype or first_child.startswith(
+        (b"<sessioninfo", b"<package", b"<group")
+    )
 
 
 def parse_bytes(report: ReportBytes) -> NormalizedReport:
-    raise malformed(report.origin, "jacoco parser not implemented yet")
+    if report.data.lstrip(b"\xef\xbb\xbf").startswith(CSV_HEADER):
+        return _parse_csv(report)
+    collector = _Collector(report)
+    xml.stream(report, collector)
+    return collector.report()
+
+
+class _Collector:
+    """lxml parser target for the XML report.
+
+    A stack of open tags says whose a ``<counter>`` is. ``<line>`` attributes
+    stay strings until the end and become integer columns in one step; list
+    indices are ordinals among same-named elements, which is how an error
+    found late still names its line (``xml.sourceline``).
+    """
+
+    def __init__(self, report: ReportBytes) -> None:
+        self._report = report
+        self._builder = ReportBuilder(FORMAT, TOOL)
+        self._open: list[str] = []
+        self._saw_report = False
+        self._package = ""
+        self._class_name = ""
+        self._class_file: str | None = None  # package/sourcefilename of the open <class>
+        self._file = _NO_FILE  # the open <sourcefile>
+        self._sessions: list[str] = []
+        # <line> attributes, and which file each stretch of them belongs to.
+        self._columns: dict[str, list[str | None]] = {name: [] for name in ("nr", "mi", "ci", "mb", "cb")}
+        self._runs: list[tuple[int, int]] = [(0, _NO_FILE)]
+        # <counter> elements that matter: (owner, type, missed, covered, ordinal)
+        # with owner -1 for <report>, a file for <sourcefile>, a method for <method>.
+        self._n_counters = 0
+        self._report_counters: list[tuple[str, str | None, str | None, int]] = []
+        self._file_counters: list[tuple[int, str, str | None, str | None, int]] = []
+        self._method_covered: list[tuple[str | None, int] | None] = []
+        self._open_method: int | None = None  # index of the open <method> in _methods
+        # Methods: file path, qualified name, start line and ordinal among <method>s.
+        self._methods: list[tuple[str, str, str]] = []
+        self._methods_without_source = 0
+
+    # -- lxml target interface ---------------------------------------------
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        parent = self._open[-1] if self._open else None
+        self._open.append(tag)
+        if tag == "line":
+            if self._file == _NO_FILE:
+                raise malformed(
+                    self._report.origin, "<line> outside a <sourcefile>", self._line_of("line", self._n_lines)
+                )
+            for name, column in self._columns.items():
+                column.append(attrib.get(name))
+        elif tag == "counter":
+            self._counter(parent, attrib)
+        elif tag == "method":
+            self._method(attrib)
+        elif tag == "sourcefile":
+            self._file = self._builder.file(f"{self._package}/{attrib.get('name', '')}".lstrip("/"))
+            self._runs.append((self._n_lines, self._file))
+        elif tag == "class":
+            self._class_name = attrib.get("name", "")
+            source = attrib.get("sourcefilename")
+            self._class_file = f"{self._package}/{source}".lstrip("/") if source else None
+        elif tag == "package":
+            self._package = attrib.get("name", "")
+        elif tag == "sessioninfo":
+            self._sessions.append(attrib.get("id", ""))
+        elif tag == "report" and parent is None:
+            self._saw_report = True
+            if name := attrib.get("name"):
+                self._builder.metadata["name"] = name
+
+    def end(self, tag: str) -> None:
+        self._open.pop()
+        if tag == "sourcefile":
+            self._file = _NO_FILE
+            self._runs.append((self._n_lines, _NO_FILE))
+
+    def close(self) -> None:
+        if not self._saw_report:
+            raise malformed(self._report.origin, "not a JaCoCo report (the root is not <report>)")
+
+    @property
+    def _n_lines(self) -> int:
+        return len(self._columns["nr"])
+
+    def _line_of(self, tag: str, ordinal: int) -> int | None:
+        return xml.sourceline(self._report.data, tag, ordinal)
+
+    def _counter(self, parent: str | None, attrib: dict[str, str]) -> None:
+        ordinal = self._n_counters
+        self._n_counters += 1
+        kind = attrib.get("type", "")
+        if kind not in COUNTERS:
+            raise malformed(
+                self._report.origin,
+                f"unknown counter type {kind[:40]!r}; expected one of {', '.join(COUNTERS)}",
+                self._line_of("counter", ordinal),
+            )
+        missed, covered = attrib.get("missed"), attrib.get("covered")
+        if parent == "report":
+            self._report_counters.append((kind, missed, covered, ordinal))
+        elif parent == "sourcefile":
+            self._file_counters.append((self._file, kind, missed, covered, ordinal))
+        elif parent == "method" and kind == "METHOD" and self._open_method is not None:
+            self._method_covered[self._open_method] = (covered, ordinal)
+
+    def _method(self, attrib: dict[str, str]) -> None:
+        self._open_method = None
+        if self._class_file is None:
+            # Classes compiled without debug information name no source file.
+            self._methods_without_source += 1
+            return
+        self._open_method = len(self._methods)
+        simple = self._class_name.rsplit("/", 1)[-1]
+        name = f"{simple}.{attrib.get('name', '')}{attrib.get('desc', '')}"
+        # line is optional in report.dtd (no debug information): 0 means unknown.
+        self._methods.append((self._class_file, name, attrib.get("line", "0")))
+        self._method_covered.append(None)
+
+    # -- result ------------------------------------------------------------
+    def report(self) -> NormalizedReport:
+        builder, origin = self._builder, self._report.origin
+        builder.metadata["dialect"] = "xml"
+        builder.metadata["sessions"] = self._sessions
+
+        def line_of(i: int) -> int | None:
+            return self._line_of("line", i)
+
+        nr, mi, ci, mb, cb = (
+            xml.int_column(self._columns[name], f"<line> {name}", origin, line_of, xml.I32_MAX if name == "nr" else None)
+            for name in ("nr", "mi", "ci", "mb", "cb")
+        )
+        starts = np.array([start for start, _ in self._runs], dtype=np.int64)
+        files = np.array([file for _, file in self._runs], dtype=np.int64)
+        file = np.repeat(files, np.diff(np.append(starts, len(nr))))
+        # A line's count is its covered instructions: JaCoCo counts a line
+        # covered when any of its instructions ran (ci > 0), partly covered included.
+        builder.add("lines", file=file, line=nr, hits=ci)
+        keys = (file << 32) | nr
+        in_order = bool(np.all(keys[1:] > keys[:-1]))
+        has_branches = np.flatnonzero(mb + cb)
+        xml.add_branch_outcomes(
+            builder, self._report, file[has_branches], nr[has_branches], cb[has_branches], (mb + cb)[has_branches]
+        )
+        self._add_functions()
+        totals = self._totals()
+        self._check_detail(totals, Counter(len(nr), int((ci > 0).sum())), Counter(int((mb + cb).sum()), int(cb.sum())))
+        return builder.build(totals, self._file_totals(), merge_lines=None if in_order else "sum")
+
+    def _add_functions(self) -> None:
+        if self._methods_without_source:
+            self._builder.warn(
+                "methods_without_source",
+                f"{self._methods_without_source} methods belong to classes that name no source file "
+                "(compiled without debug information); they are not in the functions table",
+            )
+        if not self._methods:
+            return
+        origin = self._report.origin
+        covered_at = [entry or ("0", -1) for entry in self._method_covered]
+        start = xml.int_column(
+            [line for _, _, line in self._methods],
+            "<method> line",
+            origin,
+            lambda i: self._line_of("method", i),
+            xml.I32_MAX,
+        )
+        # A method with no METHOD counter has no recorded coverage: it counts as not run.
+        covered = xml.int_column(
+            [c for c, _ in covered_at], "METHOD counter covered", origin, lambda i: self._line_of("counter", covered_at[i][1])
+        )
+        self._builder.add(
+            "functions",
+            file=np.array([self._builder.file(path) for path, _, _ in self._methods], dtype=np.int64),
+            name=np.array([name for _, name, _ in self._methods], dtype=object),
+            start_line=start,
+            end_line=0,  # JaCoCo gives a method's first line only
+            hits=(covered > 0).astype(np.int64),
+        )
+
+    def _counter_values(
+        self, entries: list[tuple[str | None, str | None, int]], what: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(missed, covered) columns of counters given as (missed, covered, ordinal)."""
+        origin = self._report.origin
+
+        def line_of(i: int) -> int | None:
+            return self._line_of("counter", entries[i][2])
+
+        missed = xml.int_column([m for m, _, _ in entries], f"{what} missed", origin, line_of)
+        covered = xml.int_column([c for _, c, _ in entries], f"{what} covered", origin, line_of)
+        return missed, covered
+
+    def _totals(self) -> dict[str, Counter]:
+        totals = {name: Counter(0, 0) for name in COUNTERS.values()}
+        entries = [(m, c, o) for _, m, c, o in self._report_counters]
+        missed, covered = self._counter_values(entries, "<report> counter")
+        for (kind, *_), m, c in zip(self._report_counters, missed.tolist(), covered.tolist(), strict=True):
+            totals[COUNTERS[kind]] = Counter(m + c, c)
+        return totals
+
+    def _file_totals(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per-file figures from the <sourcefile> counters (JaCoCo's own per-file view)."""
+        n = self._builder.n_files
+        result = {name: (np.zeros(n, np.int64), np.zeros(n, np.int64)) for name in COUNTERS.values()}
+        entries = [(m, c, o) for _, _, m, c, o in self._file_counters]
+        missed, covered = self._counter_values(entries, "<sourcefile> counter")
+        for (file, kind, *_), m, c in zip(self._file_counters, missed.tolist(), covered.tolist(), strict=True):
+            found, hit = result[COUNTERS[kind]]
+            found[file] += m + c
+            hit[file] += c
+        return result
+
+    def _check_detail(self, totals: dict[str, Counter], lines: Counter, branches: Counter) -> None:
+        for name, detail in (("lines", lines), ("branches", branches)):
+            if totals[name] != detail:
+                self._builder.warn(
+                    "totals_differ_from_detail",
+                    f"the report-level counter says {name} {totals[name].hit}/{totals[name].found} "
+                    f"(covered/total); the <line> elements add up to {detail.hit}/{detail.found}",
+                )
+
+
+# -- CSV report --------------------------------------------------------------
+_CSV_COLUMNS = CSV_HEADER.decode().split(",")
+
+
+def _parse_csv(report: ReportBytes) -> NormalizedReport:
+    """Totals of JaCoCo's CSV report: one row per class, summed.
+
+    The CSV has no source files and no line detail. Summing its rows is exact
+    for every counter but LINE, which counts a source line shared by several
+    classes (inner and anonymous ones) once per class; the XML report's
+    report-level LINE counter is the exact figure.
+    """
+    origin = report.origin
+    try:
+        text = report.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise malformed(origin, f"the CSV report is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    rows = csv.reader(io.StringIO(text, newline=""))
+    if next(rows, None) != _CSV_COLUMNS:
+        raise malformed(origin, "not a JaCoCo CSV report (unexpected header)", 1)
+    sums = dict.fromkeys(_CSV_COLUMNS[3:], 0)
+    classes = covered_classes = 0
+    for row in rows:
+        if not row:
+            continue
+        if len(row) != len(_CSV_COLUMNS):
+            raise malformed(origin, f"expected {len(_CSV_COLUMNS)} fields, got {len(row)}", rows.line_num)
+        values = {
+            column: count(value, origin, column, rows.line_num)
+            for column, value in zip(_CSV_COLUMNS[3:], row[3:], strict=True)
+        }
+        for column, value in values.items():
+            sums[column] += value
+        classes += 1
+        # JaCoCo counts a class as covered when at least one of its methods ran.
+        covered_classes += values["METHOD_COVERED"] > 0
+    builder = ReportBuilder(FORMAT, TOOL)
+    builder.metadata["dialect"] = "csv"
+    builder.warn(
+        "lines_summed_over_classes",
+        "a JaCoCo CSV report has one row per class; its LINE counts, summed here, count a source "
+        "line shared by several classes (inner and anonymous ones) once per class, so the lines "
+        "total can exceed the XML report's",
+    )
+    totals = {
+        name: Counter(sums[f"{kind}_MISSED"] + sums[f"{kind}_COVERED"], sums[f"{kind}_COVERED"])
+        for kind, name in COUNTERS.items()
+        if kind != "CLASS"
+    }
+    totals["classes"] = Counter(classes, covered_classes)
+    return builder.build(totals)

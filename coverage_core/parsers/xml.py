@@ -30,7 +30,8 @@ import numpy as np
 from lxml import etree
 
 from ..errors import CoverageError
-from .numbers import count
+from ..report import ReportBuilder
+from .numbers import INT64_MAX, count
 from .source import ReportBytes, malformed
 
 SAFE_OPTIONS: dict[str, bool] = {
@@ -139,13 +140,17 @@ def int_column(
     for a value that is refused, because finding a line rereads the document.
     """
     try:
+        # Fast path, for values that are plain ASCII digits. numpy reads the
+        # joined text in C, several times faster than int() per value; an
+        # empty value makes the count come out short, and numpy saturates
+        # rather than overflows, so a value at the int64 maximum goes the slow way.
         digits = "".join(values)  # type: ignore[arg-type]  # a None (missing) raises TypeError
-        # isdigit alone would let through non-ASCII digits such as "²".
-        if digits.isascii() and digits.isdigit():
-            column = np.fromiter(map(int, values), dtype=np.int64, count=len(values))  # type: ignore[arg-type]
-            if maximum is None or not len(column) or column.max() <= maximum:
+        if digits.isascii() and digits.isdigit():  # isdigit alone would accept "²"
+            column = np.fromstring(" ".join(values), dtype=np.int64, sep=" ")  # type: ignore[arg-type]
+            limit = INT64_MAX - 1 if maximum is None else min(maximum, INT64_MAX - 1)
+            if len(column) == len(values) and column.max() <= limit:
                 return column
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError):
         pass
     # Slow path: find the first value numbers.count refuses, and say where it is.
     parsed = []
@@ -161,3 +166,50 @@ def int_column(
             raise malformed(origin, f"{what} is out of range ({n})", line_of(i))
         parsed.append(n)
     return np.array(parsed, dtype=np.int64)
+
+
+
+def add_branch_outcomes(
+    builder: ReportBuilder,
+    report: ReportBytes,
+    file: np.ndarray,
+    line: np.ndarray,
+    covered: np.ndarray,
+    total: np.ndarray,
+) -> None:
+    """Branch rows for lines that state only how many outcomes were covered of how many.
+
+    That is all Cobertura's condition-coverage and JaCoCo's mb/cb say: not
+    which outcomes or how often. Each line gets ``total`` rows, the covered
+    ones first with taken=1, then the missed ones with taken=0. A line
+    repeated in one file (gcovr's header lines) keeps each element's outcomes
+    apart through ``block``, the element's ordinal among the repeats.
+    """
+    if not len(line):
+        return
+    rows = int(total.sum())
+    # A real report spends far more than a byte per outcome; this only stops a
+    # small file from claiming billions of rows.
+    if rows > len(report.data):
+        raise malformed(
+            report.origin,
+            f"the report claims {rows:,} branch outcomes in {len(report.data):,} bytes; refusing to expand them",
+        )
+    order = np.lexsort((line, file))  # stable, so repeats keep document order
+    f, n = file[order], line[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (f[1:] != f[:-1]) | (n[1:] != n[:-1])
+    starts = np.flatnonzero(new)
+    block = np.empty(len(order), dtype=np.int64)
+    block[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
+    outcome = np.arange(rows) - np.repeat(np.cumsum(total) - total, total)
+    # One shared label object per outcome number, not one per row.
+    labels = np.array([str(i) for i in range(int(total.max()))], dtype=object)
+    builder.add(
+        "branches",
+        file=np.repeat(file, total),
+        line=np.repeat(line, total),
+        block=np.repeat(block, total),
+        branch=labels[outcome],
+        taken=(outcome < np.repeat(covered, total)).astype(np.int64),
+    )

@@ -59,10 +59,14 @@ class Budget:
             {"needed_words": needed_words, "needed_bytes": needed_bytes},
         )
 
-    def fit_list(self, data: dict[str, Any], key: str, items: list[Any]) -> int:
-        """Put as many leading ``items`` under ``data[key]`` as the budget allows; return the count."""
+    def fit_list(self, data: dict[str, Any], key: str, items: list[Any], *, whole: Any = None) -> int:
+        """Put as many leading ``items`` under ``data[key]`` as the budget allows; return the count.
+
+        ``whole`` is the object the budget applies to when ``data`` is nested in it.
+        """
+        whole = data if whole is None else whole
         data[key] = []
-        w, b = size(data)
+        w, b = size(whole)
         if w > self.max_words or b > self.max_bytes:
             raise self.too_small(w, b)
         # Binary search on the prefix length: sizes grow monotonically with it.
@@ -70,7 +74,7 @@ class Budget:
         while lo < hi:
             mid = (lo + hi + 1) // 2
             data[key] = items[:mid]
-            if self.fits(data):
+            if self.fits(whole):
                 lo = mid
             else:
                 hi = mid - 1

@@ -5,6 +5,8 @@ History:
        named tests and their observations, worktrees, settings.
     2  per-test signatures (the full ordered item list of each named test),
        computed at ingest so duplicate-test questions are reads.
+    3  uncovered ranges (runs of uncovered executable lines, and hit lines
+       with untaken branches), computed at ingest so insight is a read.
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -21,7 +23,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 2
+SCHEMA_REVISION = 3
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -158,8 +160,23 @@ CREATE TABLE test_signatures (
 );
 """
 
+_REVISION_3 = """
+-- Runs of consecutive uncovered executable lines (kind 0), and executed lines
+-- with at least one untaken branch (kind 1, one row per line; missed counts
+-- the untaken branches). Ranked by line_count for coverage_review insight.
+CREATE TABLE uncovered_ranges (
+    snap       INTEGER NOT NULL,
+    file_id    INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line   INTEGER NOT NULL,
+    line_count INTEGER NOT NULL,
+    kind       TINYINT NOT NULL,
+    missed     INTEGER NOT NULL
+);
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"

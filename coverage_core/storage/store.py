@@ -84,6 +84,11 @@ class ProjectStore:
         self._lease = lease
         self._write_lock = threading.Lock()
         self.cursor_secret = b""
+        # Snapshots are immutable, so their records are cached for good;
+        # ``generation`` moves on every ingest for caches of "latest" answers.
+        self._snapshots: dict[str, tuple[int, Snapshot]] = {}
+        self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
+        self.generation = 0
 
     @classmethod
     def open(cls, path: Path, *, owner: str = "cli") -> ProjectStore:
@@ -163,6 +168,7 @@ class ProjectStore:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+            self.generation += 1
         return self.snapshot(snap)
 
     def _insert(self, con, report, mapping, prov, progress) -> str:
@@ -229,6 +235,7 @@ class ProjectStore:
                 cols = dict(columns.columns)
                 cols["file_id"] = cols.pop("file")
                 _bulk(con, table, snap, cols)
+        self._store_uncovered_ranges(con, snap)
         if report.tests:
             if progress:
                 progress("tests")
@@ -244,6 +251,36 @@ class ProjectStore:
                 })
                 self._store_signatures(con, snap)
         return snapshot_id
+
+    @staticmethod
+    def _store_uncovered_ranges(con: duckdb.DuckDBPyConnection, snap: int) -> None:
+        # Gaps and islands: within a file, the difference between a line's rank
+        # among all executable lines and its rank among uncovered ones is
+        # constant along a run of consecutive uncovered lines.
+        con.execute(
+            """
+            INSERT INTO uncovered_ranges
+            SELECT ?, file_id, min(line), max(line), count(*), 0, count(*)
+            FROM (SELECT file_id, line, hits,
+                         row_number() OVER (PARTITION BY file_id ORDER BY line)
+                       - row_number() OVER (PARTITION BY file_id, hits = 0 ORDER BY line) AS grp
+                  FROM lines WHERE snap = ?)
+            WHERE hits = 0
+            GROUP BY file_id, grp
+            """,
+            [snap, snap],
+        )
+        con.execute(
+            """
+            INSERT INTO uncovered_ranges
+            SELECT ?, b.file_id, b.line, b.line, 1, 1, b.missed
+            FROM (SELECT file_id, line, count(*) FILTER (WHERE taken <= 0) AS missed
+                  FROM branches WHERE snap = ? GROUP BY file_id, line) b
+            JOIN lines l ON l.snap = ? AND l.file_id = b.file_id AND l.line = b.line
+            WHERE b.missed > 0 AND l.hits > 0
+            """,
+            [snap, snap, snap],
+        )
 
     @staticmethod
     def _store_signatures(con: duckdb.DuckDBPyConnection, snap: int) -> None:
@@ -285,20 +322,39 @@ class ProjectStore:
             totals=totals, warnings=tuple(json.loads(row[21])),
         )
 
+    def _load(self, ids: Sequence[str], con: duckdb.DuckDBPyConnection | None = None) -> None:
+        missing = [i for i in dict.fromkeys(ids) if i not in self._snapshots]
+        if not missing:
+            return
+        rows = (con or self.con).execute(
+            self._SNAPSHOT_SQL + " WHERE list_contains(?, s.snapshot_id)", [missing]
+        ).fetchall()
+        for row in rows:
+            self._snapshots[row[1]] = (int(row[0]), self._row_to_snapshot(row))
+
     def snap_key(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> int:
-        row = (con or self.con).execute("SELECT snap FROM snapshots WHERE snapshot_id = ?", [snapshot_id]).fetchone()
-        if row is None:
+        self._load([snapshot_id], con)
+        found = self._snapshots.get(snapshot_id)
+        if found is None:
             raise CoverageError(
                 ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
                 "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
                 {"snapshot_id": snapshot_id},
             )
-        return int(row[0])
+        return found[0]
 
     def snapshot(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot:
         self.snap_key(snapshot_id, con)
-        row = (con or self.con).execute(self._SNAPSHOT_SQL + " WHERE s.snapshot_id = ?", [snapshot_id]).fetchone()
-        return self._row_to_snapshot(row)
+        return self._snapshots[snapshot_id][1]
+
+    def latest(self, suite: str | None, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot | None:
+        """The newest snapshot of ``suite`` (of any suite when None), cached until the next ingest."""
+        key = (self.generation, suite)
+        if key not in self._latest:
+            found = self.snapshots(suite=suite, limit=1, con=con)
+            self._latest = {k: v for k, v in self._latest.items() if k[0] == self.generation}
+            self._latest[key] = found[0] if found else None
+        return self._latest[key]
 
     def snapshots(
         self,
@@ -312,19 +368,21 @@ class ProjectStore:
         """Snapshots, newest first, filtered by suite, branch and commit (prefix)."""
         where, params = ["TRUE"], []
         if suite is not None:
-            where.append("s.suite = ?")
+            where.append("suite = ?")
             params.append(suite)
         if branch is not None:
-            where.append("s.branch = ?")
+            where.append("branch = ?")
             params.append(branch)
         if commit is not None:
-            where.append("starts_with(s.commit_sha, ?)")
+            where.append("starts_with(commit_sha, ?)")
             params.append(commit)
-        sql = self._SNAPSHOT_SQL + f" WHERE {' AND '.join(where)} ORDER BY s.snap DESC"
+        sql = f"SELECT snapshot_id FROM snapshots WHERE {' AND '.join(where)} ORDER BY snap DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [self._row_to_snapshot(r) for r in (con or self.con).execute(sql, params).fetchall()]
+        ids = [r[0] for r in (con or self.con).execute(sql, params).fetchall()]
+        self._load(ids, con)
+        return [self._snapshots[i][1] for i in ids]
 
     def files(
         self,

@@ -1,0 +1,123 @@
+"""``coverage_review(task="tests")``: which named tests cover what, and duplicates.
+
+Named tests come from LCOV ``TN:`` sections and coverage.py contexts. For a
+file (and optionally ``lines``) the answer lists the tests that ran it and the
+lines only one test covers. Without a file it gives the snapshot's duplicate
+candidates: tests whose full ordered ``{kind, file_path, line_number,
+region_key}`` item lists (stored at ingest) are identical, compared as whole
+strings inside DuckDB. Reports without named tests answer
+``status: unavailable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import cursors
+from .budget import Budget
+from .call import Call
+from .context import claim_for
+from .select import Selection, file_id, line_range
+
+MAX_GROUPS_SCAN = 1000
+
+
+def _ranges_by_test(rows: list[tuple]) -> list[list[Any]]:
+    """[(line, test)] sorted by line -> [[start, end, line_count, test], ...] of consecutive lines."""
+    out: list[list[Any]] = []
+    for line, test in rows:
+        if out and out[-1][3] == test and line == out[-1][1] + 1:
+            out[-1][1] = line
+            out[-1][2] += 1
+        else:
+            out.append([line, line, 1, test])
+    return out
+
+
+def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    primary, snap = sel.primary, sel.snaps[0]
+    data: dict[str, Any] = {"task": "tests", "snapshot_id": primary.snapshot_id, "named_tests": primary.tests}
+    data.update(claim_for(call, primary))
+    if primary.tests == 0:
+        data["status"] = "unavailable"
+        data["reasons"] = [
+            f"this {primary.format} snapshot carries no named tests (LCOV TN: sections or coverage.py "
+            "contexts give them: coverage run --context / dynamic_context = test_function)"
+        ] + data["reasons"]
+        return {"data": data, "page": None}
+    data["status"] = "available"
+    representation = call.args.get("representation", "compact")
+    if call.args.get("file"):
+        return _for_file(call, sel, budget, data, representation)
+    offset = cursors.decode(call, "tests", sel.scope_key, call.args.get("cursor"))
+    total_groups = call.one(
+        """SELECT count(*) FROM (SELECT signature FROM test_signatures WHERE snap = ?
+                                 GROUP BY signature HAVING count(*) > 1)""",
+        [snap],
+    )[0]
+    page_size = min(budget.max_regions, MAX_GROUPS_SCAN)
+    groups = call.rows(
+        """SELECT list(n.name ORDER BY n.name), any_value(s.item_count), count(*)
+           FROM test_signatures s JOIN test_names n ON n.snap = s.snap AND n.test_id = s.test_id
+           WHERE s.snap = ? GROUP BY s.signature HAVING count(*) > 1
+           ORDER BY count(*) DESC, any_value(s.item_count) DESC, min(n.name) LIMIT ? OFFSET ?""",
+        [snap, page_size, offset],
+    )
+    data["duplicate_groups"] = int(total_groups)
+    if representation == "compact":
+        data["legend"] = {"duplicates": "[item_count, [test names with identical coverage]]"}
+        items = [[int(g[1]), list(g[0])] for g in groups]
+    else:
+        items = [{"item_count": int(g[1]), "tests": list(g[0])} for g in groups]
+    data["duplicates_truncated"] = False
+    shown = budget.fit_list(data, "duplicates", items)
+    data["duplicates_truncated"] = shown < len(items)
+    next_offset = offset + shown
+    return {
+        "data": data,
+        "page": {
+            "offset": offset,
+            "groups": shown,
+            "total_groups": int(total_groups),
+            "next_cursor": cursors.encode(call, "tests", sel.scope_key, next_offset) if next_offset < total_groups else None,
+        },
+    }
+
+
+def _for_file(call: Call, sel: Selection, budget: Budget, data: dict[str, Any], representation: str) -> dict[str, Any]:
+    snap = sel.snaps[0]
+    fid, path = file_id(call, snap, call.args["file"], sel.primary.snapshot_id)
+    lo, hi = line_range(call.args.get("lines")) or (1, 2**31 - 1)
+    data["file"] = path
+    if call.args.get("lines"):
+        data["lines"] = call.args["lines"]
+    covering = call.rows(
+        """SELECT n.name, count(DISTINCT o.line) AS lines
+           FROM test_observations o JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
+           WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
+           GROUP BY n.name ORDER BY lines DESC, n.name""",
+        [snap, fid, lo, hi],
+    )
+    unique = call.rows(
+        """SELECT o.line, min(n.name)
+           FROM test_observations o JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
+           WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
+           GROUP BY o.line HAVING count(DISTINCT o.test_id) = 1 ORDER BY o.line""",
+        [snap, fid, lo, hi],
+    )
+    data["covering_tests"] = len(covering)
+    data["single_test_lines"] = len(unique)
+    ranges = _ranges_by_test(unique)
+    if representation == "compact":
+        data["legend"] = {"tests": "[test, lines covered]", "only_one_test": "[start, end, line_count, test]"}
+        tests_list: list[Any] = [[r[0], int(r[1])] for r in covering]
+        only = ranges
+    else:
+        tests_list = [{"test": r[0], "lines": int(r[1])} for r in covering]
+        only = [{"start": a, "end": b, "line_count": n, "test": t} for a, b, n, t in ranges]
+    data["only_one_test"] = []
+    data["truncated"] = False
+    shown_tests = budget.fit_list(data, "tests", tests_list)
+    shown_only = budget.fit_list(data, "only_one_test", only)
+    data["truncated"] = shown_tests < len(tests_list) or shown_only < len(only)
+    return {"data": data, "page": None}

@@ -1,0 +1,89 @@
+"""Resolving the ``measurement`` selector to stored snapshots, and argument helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..errors import CoverageError, ErrorCode
+from ..model import Snapshot
+from ..project import DEFAULT_SUITE
+from .call import Call
+
+
+@attrs.frozen
+class Selection:
+    snapshots: tuple[Snapshot, ...]
+    snaps: tuple[int, ...]  # internal keys, same order
+    notes: tuple[str, ...] = ()
+
+    @property
+    def primary(self) -> Snapshot:
+        return self.snapshots[0]
+
+    @property
+    def scope_key(self) -> str:
+        """What a cursor is bound to: the snapshot ids it pages over."""
+        return ",".join(s.snapshot_id for s in self.snapshots)
+
+
+def select(call: Call) -> Selection | None:
+    """The snapshot(s) ``measurement`` names; None when nothing is stored yet."""
+    m: dict[str, Any] = call.args.get("measurement") or {}
+    store = call.project.store
+    if "run_id" in m or "composite_snapshot_id" in m:
+        which = "run_id" if "run_id" in m else "composite_snapshot_id"
+        raise CoverageError(
+            ErrorCode.NOT_SUPPORTED,
+            f"measurement.{which} is not supported yet: managed runs and composite snapshots are not built",
+            "Select stored snapshots with measurement.snapshot_id, snapshot_ids or suite.",
+        )
+    ids: list[str] = []
+    notes: list[str] = []
+    if "snapshot_id" in m:
+        ids = [m["snapshot_id"]]
+    elif "snapshot_ids" in m:
+        ids = list(dict.fromkeys(m["snapshot_ids"]))
+    else:
+        suite = m.get("suite") or DEFAULT_SUITE
+        found = store.latest(suite, call.con)
+        if found is None and "suite" not in m:
+            found = store.latest(None, call.con)
+            if found is not None:
+                notes.append(f"no snapshot in suite {suite!r}; using the latest snapshot, of suite {found.suite!r}")
+        if found is None:
+            return None
+        ids = [found.snapshot_id]
+    snapshots = tuple(store.snapshot(i, call.con) for i in ids)
+    call.suite = snapshots[0].suite
+    snaps = tuple(store.snap_key(i, call.con) for i in ids)
+    return Selection(snapshots, snaps, tuple(notes))
+
+
+def line_range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    a, _, b = text.partition("-")
+    start, end = int(a), int(b or a)
+    if start < 1 or end < start:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"line range {text!r} is empty or starts before line 1",
+            "Write a range as 'A-B' with 1 <= A <= B, or a single line 'A'.",
+        )
+    return start, end
+
+
+def file_id(call: Call, snap: int, path: str, snapshot_id: str) -> tuple[int, str]:
+    row = call.one(
+        "SELECT file_id, path FROM files WHERE snap = ? AND (path = ? OR report_path = ?) ORDER BY path = ? DESC LIMIT 1",
+        [snap, path, path, path],
+    )
+    if row is None:
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"{path!r} is not a file of snapshot {snapshot_id}",
+            "Use a repository-relative path as listed by coverage_review task=audit or task=insight.",
+            {"path": path},
+        )
+    return int(row[0]), row[1]

@@ -1,0 +1,136 @@
+"""``coverage_review(task="source")``: numbered source lines, marked by coverage.
+
+The text comes from git at the snapshot's commit (never the working tree, which
+may have moved on). Each line is ``c`` covered, ``u`` uncovered, ``p`` partial
+(executed with an untaken branch) or ``-`` not code. Up to ten ranges; with
+none given, the top insight target of ``file`` (or of the snapshot). A file git
+does not have at that commit is ``not_measured``, not an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CoverageError, ErrorCode
+from .budget import Budget, size
+from .call import Call
+from .context import claim_for
+from .insight import ranked_files, targets_for
+from .select import Selection, file_id, line_range
+
+MAX_RANGES = 10
+MAX_LINES_PER_RANGE = 200
+MAX_LINE_CHARS = 160
+CONTEXT_LINES = 2
+MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "-": "not code"}
+
+
+def _default_target(call: Call, sel: Selection, path: str | None) -> tuple[str, list[tuple[int, int]]] | None:
+    if path is None:
+        files, _ = ranked_files(call, sel, 0, 1)
+        if not files:
+            return None
+        f = files[0]
+    else:
+        fid, real = file_id(call, sel.snaps[0], path, sel.primary.snapshot_id)
+        f = {"file_id": fid, "path": real}
+    targets = targets_for(call, sel, [f])
+    if not targets:
+        return f["path"], []
+    best = max(targets, key=lambda t: t["uncovered_lines"] + t["partial_lines"])
+    ranges = sorted((r[0], r[1]) for r in best["ranges"][:3])
+    return f["path"], [(max(1, a - CONTEXT_LINES), b + CONTEXT_LINES) for a, b in ranges]
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, min(b, a + MAX_LINES_PER_RANGE - 1)))
+    return out
+
+
+def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    representation = call.args.get("representation", "compact")
+    snap, primary = sel.snaps[0], sel.primary
+    path = call.args.get("file")
+    asked = [line_range(r) for r in call.args.get("ranges") or []]
+    if call.args.get("lines"):
+        asked.append(line_range(call.args["lines"]))
+    if asked and path is None:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "ranges and lines need file", "Pass file (repository-relative) with the ranges."
+        )
+    if len(asked) > MAX_RANGES:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"at most {MAX_RANGES} ranges per answer", "Ask for the rest in a second call."
+        )
+    data: dict[str, Any] = {"task": "source", "snapshot_id": primary.snapshot_id, "commit": (primary.commit or "")[:12]}
+    if not asked:
+        target = _default_target(call, sel, path)
+        if target is None:
+            data.update(claim_for(call, primary))
+            data.update({"file": None, "ranges": [], "note": "no uncovered code in this snapshot"})
+            return {"data": data, "page": None}
+        path, asked = target
+    data["file"] = path
+    claim = claim_for(call, primary)
+    text = call.project.git.read_file(primary.commit, path) if primary.commit else None
+    if text is None:
+        data.update({
+            "claim_status": "not_measured",
+            "reasons": [f"git has no file {path!r} at commit {(primary.commit or 'none')[:12]}"] + claim["reasons"],
+            "ranges": [],
+        })
+        return {"data": data, "page": None}
+    try:
+        fid, _real = file_id(call, snap, path, primary.snapshot_id)
+    except CoverageError:
+        fid = None
+        claim = {
+            "claim_status": "not_measured",
+            "reasons": [f"snapshot {primary.snapshot_id} has no coverage for {path!r}"] + claim["reasons"],
+        }
+    src = text.decode("utf-8", "replace").splitlines()
+    ranges = _merge([(a, min(b, len(src))) for a, b in asked if a <= len(src)])
+    marks: dict[int, str] = {}
+    if fid is not None and ranges:
+        lo, hi = ranges[0][0], ranges[-1][1]
+        for line, hits, partial in call.rows(
+            """SELECT l.line, l.hits, EXISTS (SELECT 1 FROM uncovered_ranges u WHERE u.snap = l.snap
+                      AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line)
+               FROM lines l WHERE l.snap = ? AND l.file_id = ? AND l.line BETWEEN ? AND ?""",
+            [snap, fid, lo, hi],
+        ):
+            marks[int(line)] = "u" if hits == 0 else ("p" if partial else "c")
+    data.update(claim)
+    if representation == "compact":
+        data["legend"] = {"lines": "[number, mark, text]", "marks": MARKS}
+    out_ranges = []
+    for a, b in ranges:
+        rows = []
+        for n in range(a, b + 1):
+            line = src[n - 1][:MAX_LINE_CHARS]
+            mark = marks.get(n, "-")
+            rows.append([n, mark, line] if representation == "compact" else {"line": n, "status": MARKS[mark], "text": line})
+        out_ranges.append({"start": a, "end": b, "lines": rows})
+    data["ranges"] = []
+    data["lines_truncated"] = False
+    if size(data)[0] > budget.max_words or size(data)[1] > budget.max_bytes:
+        raise budget.too_small(*size(data))
+    # Fill ranges in order, cutting the last one to what the budget allows.
+    for r in out_ranges:
+        # "end" starts at its largest value so shrinking it later keeps the fit.
+        entry = {"start": r["start"], "end": r["end"], "lines": []}
+        data["ranges"].append(entry)
+        kept = budget.fit_list(entry, "lines", r["lines"], whole=data)
+        if kept == 0:
+            data["ranges"].pop()
+        else:
+            entry["end"] = r["start"] + kept - 1
+        if kept < len(r["lines"]):
+            data["lines_truncated"] = True
+            break
+    return {"data": data, "page": None}

@@ -1,0 +1,426 @@
+"""Finding the daemon of this home, starting it, and replacing an older one.
+
+Owned here: the connector's settings, reading the daemon lease, judging a
+``/health`` answer against this build, the detached daemon start and the
+verified handoff from an older daemon. The lease decides who the daemon is:
+connectors never take it and never create a lock of their own, so racing
+connectors may each start a daemon and all but one lose the lease and exit.
+
+Stdlib only (the stdio connector imports this on every MCP session start);
+``subprocess`` is imported only on the cold path that starts a daemon.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import http.client
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from .identity import (
+    CAPABILITY_HEADER,
+    COMMON_DB,
+    DAEMON_LOCK,
+    DAEMON_LOG,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    VERSION,
+    build_fingerprint,
+    home,
+)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+START_TIMEOUT_S = 30.0  # a cold start on a loaded 2-core CI box, with racing connectors
+HANDOFF_TIMEOUT_S = 15.0  # an older daemon drains its requests before it exits
+HEALTH_TIMEOUT_S = 2.0
+POLL_S = 0.01
+MAX_STARTS = 4  # attempts per connect: a lost lease race or a start that died early
+
+
+class UsageError(Exception):
+    """A setting or argument the person must fix (exit code 2)."""
+
+
+class DaemonError(Exception):
+    """The daemon cannot be used; ``code`` is the coverage-mcp error code."""
+
+    code = "daemon_unreachable"
+
+    def __init__(self, message: str, suggestion: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.suggestion = suggestion
+
+
+class Unreachable(DaemonError):
+    """No daemon answered and none could be started."""
+
+
+class Refused(DaemonError):
+    """A process answers for this home but this connector must not use or replace it."""
+
+    code = "daemon_conflict"
+
+
+class Settings:
+    """The environment settings the connector shares with ``coverage-mcp serve``."""
+
+    __slots__ = ("home", "host", "port", "request_timeout_s")
+
+    def __init__(self, home: Path, host: str, port: int, request_timeout_s: float) -> None:
+        self.home = home
+        self.host = host
+        self.port = port
+        self.request_timeout_s = request_timeout_s
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | os._Environ[str] = os.environ) -> Settings:
+        host = environ.get("COVERAGE_MCP_HOST") or DEFAULT_HOST
+        if host not in LOOPBACK_HOSTS and not host.startswith("127."):
+            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address; the daemon only listens on loopback")
+        port = _int_setting(environ, "COVERAGE_MCP_PORT", DEFAULT_PORT, 0, 65535)
+        # The daemon answers its own deadline (COVERAGE_MCP_HTTP_TIMEOUT_S) first;
+        # the connector waits a little longer so that answer is what the client sees.
+        timeout = _int_setting(environ, "COVERAGE_MCP_HTTP_TIMEOUT_S", 60, 1, 3600) + 5.0
+        return cls(home(), host, port, timeout)
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / DAEMON_LOCK
+
+    @property
+    def common_db(self) -> str:
+        return os.path.realpath(self.home / COMMON_DB)
+
+
+def _int_setting(environ: dict[str, str] | os._Environ[str], name: str, default: int, low: int, high: int) -> int:
+    raw = environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name}={value} is outside {low}..{high}")
+    return value
+
+
+class Lease:
+    """What ``daemon.lock`` says, and whether a live process holds it right now."""
+
+    __slots__ = ("held", "metadata")
+
+    def __init__(self, held: bool, metadata: dict[str, object]) -> None:
+        self.held = held
+        self.metadata = metadata
+
+
+def read_lease(path: Path) -> Lease:
+    """The lease's metadata, trusted only while a live process holds the lock.
+
+    The metadata is read before and after the lock probe and must not change
+    in between, so it belongs to the holder seen by the probe. The probe takes
+    a *shared* lock for an instant: probing connectors never collide with each
+    other, and a daemon that loses its exclusive attempt to a probe is
+    restarted by the connector that started it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return Lease(False, {})
+    try:
+        before = _read_all(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            held = False
+        after = _read_all(fd)
+    finally:
+        os.close(fd)
+    if before != after:
+        return Lease(held, {})
+    try:
+        metadata = json.loads(after or b"{}")
+    except ValueError:  # the holder is rewriting it (the port after binding)
+        metadata = {}
+    return Lease(held, metadata if isinstance(metadata, dict) else {})
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class Daemon:
+    """A verified daemon: where it listens and what its ``/health`` said."""
+
+    __slots__ = ("host", "port", "health")
+
+    def __init__(self, host: str, port: int, health: dict[str, object]) -> None:
+        self.host = host
+        self.port = port
+        self.health = health
+
+    @property
+    def instance_id(self) -> object:
+        return self.health.get("instance_id")
+
+    def where(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+_NOBODY = "nobody"  # connection refused: nothing listens
+_SILENT = "silent"  # accepted, but no HTTP answer in time
+_FOREIGN = "foreign"  # an HTTP answer that is not a coverage-mcp health document
+
+
+def probe(host: str, port: int, timeout: float = HEALTH_TIMEOUT_S) -> dict[str, object] | str:
+    """``GET /health``: the health document, or why there is none."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", "/health", headers={"Accept": "application/json"})
+        response = conn.getresponse()
+        body = response.read()
+        status = response.status
+    except ConnectionRefusedError:
+        return _NOBODY
+    except (OSError, http.client.HTTPException):
+        return _SILENT
+    finally:
+        conn.close()
+    if status != 200:
+        return _FOREIGN
+    try:
+        health = json.loads(body)
+    except ValueError:
+        return _FOREIGN
+    if not isinstance(health, dict) or health.get("name") != "coverage-mcp":
+        return _FOREIGN
+    return health
+
+
+def version_key(version: str) -> tuple[tuple[int, str], ...]:
+    """Orders ``0.9.0`` before ``0.10.0`` before ``0.10.1rc1``-style strings."""
+    key = []
+    for part in str(version).split("."):
+        digits = len(part) - len(part.lstrip("0123456789"))
+        key.append((int(part[:digits] or -1), part[digits:]))
+    return tuple(key)
+
+
+class Launcher:
+    """Finds, verifies, starts and hands off the daemon of one home."""
+
+    def __init__(self, settings: Settings, log: object) -> None:
+        self.settings = settings
+        self._log = log  # callable(str): the connector's stderr logger
+        self.fingerprint = build_fingerprint()
+        self._started: list[object] = []  # Popen objects this connector launched
+
+    def connect(self) -> Daemon:
+        """A daemon of this exact build for this home, started or handed off if needed."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        starts = 0
+        silent_at: tuple[str, int] | None = None
+        while True:
+            lease: Lease | None = None
+            address = self._configured()
+            answer: dict[str, object] | str = _NOBODY
+            if address is not None:
+                answer = probe(*address)
+            if not isinstance(answer, dict):
+                # With an ephemeral port, or while a daemon of this home listens
+                # elsewhere, the lease is where its address is written.
+                lease = read_lease(self.settings.lock_path)
+                held_at = _lease_address(lease)
+                if held_at is not None and held_at != address:
+                    address, answer = held_at, probe(*held_at)
+            if isinstance(answer, dict):
+                assert address is not None
+                daemon = Daemon(address[0], address[1], answer)
+                if self._accept(daemon):
+                    return daemon
+                continue  # an older daemon was handed off: start ours
+            if answer == _FOREIGN:
+                assert address is not None
+                raise Refused(
+                    f"{address[0]}:{address[1]} is held by a program that is not a coverage-mcp daemon; "
+                    "it was left alone",
+                    "Stop that program, or give coverage-mcp another port with COVERAGE_MCP_PORT "
+                    "(set the same value where the MCP client launches `coverage-mcp connect`).",
+                )
+            if answer == _SILENT:
+                silent_at = address
+            if lease is None:
+                lease = read_lease(self.settings.lock_path)
+            if not lease.held and not self._starting():
+                if starts == MAX_STARTS:
+                    raise self._failed_to_start(silent_at)
+                starts += 1
+                self._start()
+            if time.monotonic() > deadline:
+                raise self._failed_to_start(silent_at)
+            time.sleep(POLL_S)
+
+    def _configured(self) -> tuple[str, int] | None:
+        if self.settings.port == 0:
+            return None
+        return (self.settings.host, self.settings.port)
+
+    # -- judging a daemon ----------------------------------------------------
+    def _accept(self, daemon: Daemon) -> bool:
+        """True to use ``daemon``; False after handing it off; raises to refuse it."""
+        health = daemon.health
+        where = daemon.where()
+        theirs = str(health.get("version"))
+        if os.path.realpath(str(health.get("common_db"))) != self.settings.common_db:
+            raise Refused(
+                f"the daemon at {where} serves another home ({health.get('common_db')}), "
+                f"not {self.settings.common_db}",
+                "Use the same COVERAGE_MCP_HOME as that daemon, or give this home its own COVERAGE_MCP_PORT.",
+            )
+        if version_key(theirs) > version_key(VERSION):
+            raise Refused(
+                f"the daemon at {where} is coverage-mcp {theirs}, newer than this connector ({VERSION}); "
+                "a connector never replaces a newer daemon",
+                "Upgrade the coverage-mcp that this MCP client launches, or run `coverage-mcp stop` "
+                "with the newer version first.",
+            )
+        if version_key(theirs) < version_key(VERSION):
+            self._hand_off(daemon)
+            return False
+        if health.get("build_fingerprint") != self.fingerprint:
+            raise Refused(
+                f"the daemon at {where} is coverage-mcp {theirs} built from other files "
+                f"(fingerprint {health.get('build_fingerprint')}, this build {self.fingerprint})",
+                "Run `coverage-mcp stop`; the next connector starts a daemon of this build.",
+            )
+        if not isinstance(health.get("schema_revision"), int):
+            raise Refused(
+                f"the daemon at {where} reports no schema revision",
+                "Run `coverage-mcp stop`; the next connector starts a daemon of this build.",
+            )
+        # The fingerprint hashes the schema module, so an equal fingerprint is
+        # also an equal schema revision; the connector cannot import it to compare.
+        return True
+
+    def _hand_off(self, daemon: Daemon) -> None:
+        """Stop a verified older daemon of this home through its own shutdown endpoint."""
+        lease = read_lease(self.settings.lock_path)
+        meta = lease.metadata
+        health = daemon.health
+        verified = (
+            lease.held
+            and meta.get("pid") == health.get("pid")
+            and meta.get("instance_id") == health.get("instance_id")
+            and isinstance(meta.get("instance_id"), str)
+            and os.path.realpath(str(meta.get("common_db"))) == self.settings.common_db
+            and _lease_address(lease) == (daemon.host, daemon.port)
+        )
+        if not verified:
+            raise Refused(
+                f"the daemon at {daemon.where()} reports coverage-mcp {health.get('version')} (older than "
+                f"{VERSION}), but it is not the process holding {self.settings.lock_path}; it was not stopped",
+                "Stop that process yourself (its pid is in its /health answer), then reconnect.",
+            )
+        self._log(f"handing off the older daemon {health.get('version')} (pid {health.get('pid')}) "
+                  f"at {daemon.where()}")
+        if health.get("handoff_supported") is True:
+            capability = meta.get("capability")
+            if not isinstance(capability, str) or not self._request_shutdown(daemon, capability):
+                raise Refused(
+                    f"the older daemon at {daemon.where()} refused the handoff",
+                    "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
+                )
+        else:
+            # A verified daemon from before the shutdown endpoint: the seed's
+            # platform-native termination request for the recorded pid.
+            os.kill(int(str(meta["pid"])), signal.SIGTERM)
+        deadline = time.monotonic() + HANDOFF_TIMEOUT_S
+        while probe(daemon.host, daemon.port) != _NOBODY or read_lease(self.settings.lock_path).held:
+            if time.monotonic() > deadline:
+                raise Refused(
+                    f"the older daemon at {daemon.where()} did not exit within {HANDOFF_TIMEOUT_S:.0f} s",
+                    f"Look at {self.settings.home / DAEMON_LOG}; run `coverage-mcp stop` and reconnect.",
+                )
+            time.sleep(POLL_S)
+
+    def _request_shutdown(self, daemon: Daemon, capability: str) -> bool:
+        conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=HEALTH_TIMEOUT_S)
+        try:
+            conn.request("POST", "/api/shutdown", body=b"", headers={CAPABILITY_HEADER: capability})
+            response = conn.getresponse()
+            response.read()
+            return response.status in (200, 202)
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
+
+    # -- starting a daemon ---------------------------------------------------
+    def _start(self) -> None:
+        import subprocess  # the cold path only: it costs the warm start a few ms
+
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        with open(self.settings.home / DAEMON_LOG, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "coverage_cli", "serve"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                # Its own session: the MCP client's signals to this connector
+                # must not reach the shared daemon, which outlives it.
+                start_new_session=True,
+                cwd=self.settings.home,  # never keep the person's directory busy
+                env=dict(os.environ),
+            )
+        self._log(f"started the daemon (pid {process.pid}); its log is {self.settings.home / DAEMON_LOG}")
+        self._started.append(process)
+
+    def _starting(self) -> bool:
+        """Whether a daemon this connector started is still running (and may take the lease)."""
+        return any(p.poll() is None for p in self._started)  # type: ignore[attr-defined]
+
+    def _failed_to_start(self, silent_at: tuple[str, int] | None) -> Unreachable:
+        log = self.settings.home / DAEMON_LOG
+        tail = _tail(log)
+        if silent_at is not None:
+            return Unreachable(
+                f"{silent_at[0]}:{silent_at[1]} accepts connections but does not answer /health",
+                f"Find the process listening there; look at {log}.",
+            )
+        return Unreachable(
+            "no coverage-mcp daemon answered and none could be started" + (f": {tail}" if tail else ""),
+            f"Run `coverage-mcp serve` in a terminal to see why; its log is {log}.",
+        )
+
+
+def _lease_address(lease: Lease) -> tuple[str, int] | None:
+    """Where the lease holder says it listens (its port is 0 until it has bound)."""
+    if not lease.held:
+        return None
+    port = lease.metadata.get("port")
+    host = lease.metadata.get("host") or DEFAULT_HOST
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        return None
+    return (str(host), port)
+
+
+def _tail(path: Path, limit: int = 300) -> str:
+    """The last line of the daemon log: usually why it could not start."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
+            lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][-limit:] if lines else ""
