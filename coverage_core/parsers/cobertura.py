@@ -41,6 +41,8 @@ TOOL = None
 # (gcovr's <conditions> only repeat the percentage, so they add nothing.)
 _CONDITION = re.compile(r"\d+% \((\d{1,9})/(\d{1,9})\)")
 
+_NO_FILE = -1  # the owner of <line> elements outside any <class>
+
 
 def sniff(head: bytes, tail: bytes) -> bool:
     # line-rate is required by coverage-04.dtd; it tells Cobertura apart from
@@ -112,8 +114,7 @@ class _Collector:
             self._runs.append((len(self._numbers), self._file, None))
 
     def close(self) -> None:
-        if self._root is None:
-            raise malformed(self._report.origin, "not a Cobertura report (the root is not <coverage>)")
+        """lxml calls this when the document ends; ``report()`` builds the result."""
 
     def _start_class(self, attrib: dict[str, str]) -> None:
         ordinal = self._n_classes
@@ -127,12 +128,13 @@ class _Collector:
         self._runs.append((len(self._numbers), self._file, None))
 
     def _line_of(self, tag: str, ordinal: int) -> int | None:
-        return xml.sourceline(self._report.data, tag, ordinal)
+        return xml.sourceline(self._report, tag, ordinal)
 
     # -- result ------------------------------------------------------------
     def report(self) -> NormalizedReport:
-        assert self._root is not None  # close() refused a document without one
         builder, origin = self._builder, self._report.origin
+        if self._root is None:
+            raise malformed(origin, "not a Cobertura report (the root element is not <coverage>)")
         builder.tool, version = _tool(self._report, self._root.get("version"))
         if version:
             builder.metadata["tool_version"] = version
@@ -156,7 +158,9 @@ class _Collector:
         has_branches = np.not_equal(np.array(self._conditions, dtype=object), None)
         with_branches = own[has_branches[own]]
         covered, total = self._parse_conditions(with_branches)
-        xml.add_branch_outcomes(builder, self._report, runs.line_file[with_branches], numbers[with_branches], covered, total)
+        xml.add_branch_outcomes(
+            builder, self._report, runs.line_file[with_branches], numbers[with_branches], covered, total
+        )
         self._add_functions(runs, numbers, hits)
         elements = Counter(len(own), int((hits[own] > 0).sum()))
         branches = Counter(int(total.sum()), int(covered.sum()))
@@ -174,7 +178,7 @@ class _Collector:
         texts: list[str] = []
         if not self._n_sources:
             return texts
-        for n, element in enumerate(xml.elements(self._report.data, "source"), 1):
+        for n, element in enumerate(xml.elements(self._report, "source"), 1):
             if text := (element.text or "").strip():
                 texts.append(text)
             if n == self._n_sources:
@@ -184,10 +188,11 @@ class _Collector:
     def _parse_conditions(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(covered, total) outcomes of the <line>s at ``at``, from their condition-coverage."""
         texts = [self._conditions[i] for i in at.tolist()]
-        pairs = {text: self._parse_condition(text, at, texts) for text in set(texts)}
+        # A report uses few distinct texts; dict.fromkeys keeps document order,
+        # so the first bad one is the one reported.
+        pairs = {text: self._parse_condition(text, at, texts) for text in dict.fromkeys(texts)}
         parsed = np.array([pairs[text] for text in texts], dtype=np.int64).reshape(-1, 2)
-        covered, total = parsed[:, 0], parsed[:, 1]
-        return covered, total
+        return parsed[:, 0], parsed[:, 1]
 
     def _parse_condition(self, text: str | None, at: np.ndarray, texts: list[str | None]) -> tuple[int, int]:
         match = _CONDITION.fullmatch(str(text).strip())
@@ -266,8 +271,6 @@ class _Collector:
         column = xml.int_column([value], name, self._report.origin, lambda _: self._line_of("coverage", 0))
         return int(column[0])
 
-
-_NO_FILE = -1
 
 
 class _Runs:

@@ -38,6 +38,7 @@ from .source import ReportBytes, malformed
 
 FORMAT = "istanbul"
 TOOL = "nyc"
+COUNTERS = ("statements", "branches", "functions", "lines")
 
 # {"<path>": {"path": ... or {"<path>": {"statementMap": ... at the very start.
 _HEAD = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"(?:path|statementMap|all)"\s*:')
@@ -48,12 +49,15 @@ def sniff(head: bytes, tail: bytes) -> bool:
 
 
 def parse_bytes(report: ReportBytes) -> NormalizedReport:
-    doc = load_json(report)
+    doc = _load_json(report)
     if not isinstance(doc, dict):
         raise malformed(report.origin, "$: an Istanbul report is a JSON object of files")
     builder = ReportBuilder(FORMAT, TOOL)
     instrumenters = set()
-    statements: list[tuple[int, int, int]] = []  # (file, found, hit)
+    # Every counter per file, so that a report without (say) branches still
+    # totals 0 of 0 branches, as nyc prints it.
+    tallies: dict[str, list[tuple[int, int]]] = {name: [] for name in COUNTERS}
+    seen: dict[str, str] = {}
     for key, entry in doc.items():
         where = f"$[{json.dumps(key)}]"
         if not isinstance(entry, dict):
@@ -61,9 +65,12 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
         path = entry.get("path", key)
         if not isinstance(path, str) or not path:
             raise malformed(report.origin, f"{where}.path: must be a non-empty string")
+        if path in seen:
+            raise malformed(report.origin, f"{where}.path: {path!r} is also the path of {seen[path]}")
+        seen[path] = where
         fc = _FileCoverage(entry, where, report.origin)
-        file = builder.file(path)
-        statements.append(fc.add_to(builder, file))
+        for name, counter in fc.add_to(builder, builder.file(path)).items():
+            tallies[name].append(counter)
         instrumenters.add(fc.instrumenter())
     if len(instrumenters) > 1:
         builder.tool = None
@@ -74,15 +81,12 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
         )
     elif instrumenters:
         builder.tool = instrumenters.pop()
-    n = builder.n_files
-    found, hit = np.zeros(n, I64), np.zeros(n, I64)
-    for file, f, h in statements:
-        found[file] += f
-        hit[file] += h
-    return builder.build(file_totals={"statements": (found, hit)}, merge_lines="max")
+    file_totals = {name: (np.array([f for f, _ in rows], I64), np.array([h for _, h in rows], I64))
+                   for name, rows in tallies.items()}
+    return builder.build(file_totals=file_totals, merge_lines="max")
 
 
-def load_json(report: ReportBytes) -> Any:
+def _load_json(report: ReportBytes) -> Any:
     """The report's JSON, or a malformed_report error naming the line."""
     try:
         return json.loads(report.data)
@@ -92,7 +96,7 @@ def load_json(report: ReportBytes) -> Any:
         raise malformed(report.origin, f"not UTF-8 JSON (byte {exc.start})") from None
 
 
-def counts(values: list[Any], origin: str, where: Callable[[int], str]) -> np.ndarray:
+def _counts(values: list[Any], origin: str, where: Callable[[int], str]) -> np.ndarray:
     """Non-negative int64 counts, or an error naming the JSON path of the first bad one."""
     # Fast path: one C-level type check for the whole list. JSON true/false
     # are bools (not ints) and NaN/1.5 are floats, so they take the slow path.
@@ -146,16 +150,18 @@ class _FileCoverage:
         types = {b.get("type") for b in self._object("branchMap").values() if isinstance(b, dict)}
         return "c8" if types == {"branch"} else "nyc"
 
-    def add_to(self, builder: ReportBuilder, file: int) -> tuple[int, int, int]:
-        found, hit = self._statements(builder, file)
-        self._functions(builder, file)
-        self._branches(builder, file)
-        return file, found, hit
+    def add_to(self, builder: ReportBuilder, file: int) -> dict[str, tuple[int, int]]:
+        """Add the file's detail; its (found, hit) per counter."""
+        return {
+            **self._statements(builder, file),
+            "functions": self._functions(builder, file),
+            "branches": self._branches(builder, file),
+        }
 
-    def _statements(self, builder: ReportBuilder, file: int) -> tuple[int, int]:
+    def _statements(self, builder: ReportBuilder, file: int) -> dict[str, tuple[int, int]]:
         s = self._object("s")
         keys = list(s)
-        hits = counts(list(s.values()), self.origin, lambda i: f"{self.where}.s[{json.dumps(keys[i])}]")
+        hits = _counts(list(s.values()), self.origin, lambda i: f"{self.where}.s[{json.dumps(keys[i])}]")
         spans = np.zeros((4, len(keys)), dtype=I64)
         for i, key in enumerate(keys):
             loc = self._map_entry("statementMap", key)
@@ -173,12 +179,14 @@ class _FileCoverage:
         # nyc's line rule: a line's count is the largest of the statements that
         # start on it; ReportBuilder.build(merge_lines="max") applies it.
         builder.add_lines(file, spans[0], hits)
-        return len(hits), int((hits > 0).sum())
+        lines = np.unique(spans[0])
+        hit_lines = np.unique(spans[0][hits > 0])
+        return {"statements": _tally(hits), "lines": (len(lines), len(hit_lines))}
 
-    def _functions(self, builder: ReportBuilder, file: int) -> None:
+    def _functions(self, builder: ReportBuilder, file: int) -> tuple[int, int]:
         f = self._object("f")
         keys = list(f)
-        hits = counts(list(f.values()), self.origin, lambda i: f"{self.where}.f[{json.dumps(keys[i])}]")
+        hits = _counts(list(f.values()), self.origin, lambda i: f"{self.where}.f[{json.dumps(keys[i])}]")
         names = np.empty(len(keys), dtype=object)
         lines = np.zeros((2, len(keys)), dtype=I64)
         for i, key in enumerate(keys):
@@ -193,8 +201,9 @@ class _FileCoverage:
             lines[1, i] = self._position(loc.get("end") if isinstance(loc, dict) else None, f"{path}.loc.end")
         _check_int32(lines, self.origin, lambda i: f"{self.where}.fnMap[{json.dumps(keys[i])}]")
         builder.add("functions", file=file, name=names, start_line=lines[0], end_line=lines[1], hits=hits)
+        return _tally(hits)
 
-    def _branches(self, builder: ReportBuilder, file: int) -> None:
+    def _branches(self, builder: ReportBuilder, file: int) -> tuple[int, int]:
         b = self._object("b")
         lines: list[int] = []
         taken: list[Any] = []
@@ -223,8 +232,14 @@ class _FileCoverage:
             k = int(np.searchsorted(starts, i, side="right")) - 1
             return f"{self.where}.b[{json.dumps(keys[k])}][{i - starts[k]}]"
 
+        taken_arr = _counts(taken, self.origin, where)
         builder.add("branches", file=file, line=np.array(lines, dtype=I32), block=np.array(block, dtype=I32),
-                    branch=np.array(outcome, dtype=object), taken=counts(taken, self.origin, where))
+                    branch=np.array(outcome, dtype=object), taken=taken_arr)
+        return _tally(taken_arr)
+
+
+def _tally(hits: np.ndarray) -> tuple[int, int]:
+    return len(hits), int((hits > 0).sum())
 
 
 def _check_int32(positions: np.ndarray, origin: str, where: Callable[[int], str]) -> None:

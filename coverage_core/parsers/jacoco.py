@@ -82,9 +82,10 @@ class _Collector:
     """lxml parser target for the XML report.
 
     A stack of open tags says whose a ``<counter>`` is. ``<line>`` attributes
-    stay strings until the end and become integer columns in one step; list
-    indices are ordinals among same-named elements, which is how an error
-    found late still names its line (``xml.sourceline``).
+    stay strings until the end and become integer columns in one step. Every
+    element that can be refused later is remembered with its ordinal among
+    same-named elements, which is how an error found after the stream still
+    names its line (``xml.sourceline``); for ``<line>`` that is its list index.
     """
 
     def __init__(self, report: ReportBytes) -> None:
@@ -92,23 +93,27 @@ class _Collector:
         self._builder = ReportBuilder(FORMAT, TOOL)
         self._open: list[str] = []
         self._saw_report = False
+        self._sessions: list[str] = []
         self._package = ""
         self._class_name = ""
         self._class_file: str | None = None  # package/sourcefilename of the open <class>
         self._file = _NO_FILE  # the open <sourcefile>
-        self._sessions: list[str] = []
-        # <line> attributes, and which file each stretch of them belongs to.
-        self._columns: dict[str, list[str | None]] = {name: [] for name in ("nr", "mi", "ci", "mb", "cb")}
-        self._runs: list[tuple[int, int]] = [(0, _NO_FILE)]
-        # <counter> elements that matter: (owner, type, missed, covered, ordinal)
-        # with owner -1 for <report>, a file for <sourcefile>, a method for <method>.
+        # <line> attributes, and the file of each stretch of them: (first index, file).
+        self._nr: list[str | None] = []
+        self._mi: list[str | None] = []
+        self._ci: list[str | None] = []
+        self._mb: list[str | None] = []
+        self._cb: list[str | None] = []
+        self._runs: list[tuple[int, int]] = []
+        # Counters as (type, missed, covered, ordinal); a file's also name the file.
         self._n_counters = 0
         self._report_counters: list[tuple[str, str | None, str | None, int]] = []
         self._file_counters: list[tuple[int, str, str | None, str | None, int]] = []
+        # Methods as (file path, name, line, ordinal) and their METHOD counter's (covered, ordinal).
+        self._n_methods = 0
+        self._methods: list[tuple[str, str, str, int]] = []
         self._method_covered: list[tuple[str | None, int] | None] = []
-        self._open_method: int | None = None  # index of the open <method> in _methods
-        # Methods: file path, qualified name, start line and ordinal among <method>s.
-        self._methods: list[tuple[str, str, str]] = []
+        self._open_method: int | None = None  # index in _methods of the open <method>
         self._methods_without_source = 0
 
     # -- lxml target interface ---------------------------------------------
@@ -117,22 +122,23 @@ class _Collector:
         self._open.append(tag)
         if tag == "line":
             if self._file == _NO_FILE:
-                raise malformed(
-                    self._report.origin, "<line> outside a <sourcefile>", self._line_of("line", self._n_lines)
-                )
-            for name, column in self._columns.items():
-                column.append(attrib.get(name))
+                raise malformed(self._report.origin, "<line> outside a <sourcefile>", self._line_of("line", len(self._nr)))
+            self._nr.append(attrib.get("nr"))
+            self._mi.append(attrib.get("mi"))
+            self._ci.append(attrib.get("ci"))
+            self._mb.append(attrib.get("mb"))
+            self._cb.append(attrib.get("cb"))
         elif tag == "counter":
             self._counter(parent, attrib)
         elif tag == "method":
             self._method(attrib)
         elif tag == "sourcefile":
-            self._file = self._builder.file(f"{self._package}/{attrib.get('name', '')}".lstrip("/"))
-            self._runs.append((self._n_lines, self._file))
+            self._file = self._builder.file(_path(self._package, attrib.get("name", "")))
+            self._runs.append((len(self._nr), self._file))
         elif tag == "class":
             self._class_name = attrib.get("name", "")
             source = attrib.get("sourcefilename")
-            self._class_file = f"{self._package}/{source}".lstrip("/") if source else None
+            self._class_file = _path(self._package, source) if source else None
         elif tag == "package":
             self._package = attrib.get("name", "")
         elif tag == "sessioninfo":
@@ -146,18 +152,14 @@ class _Collector:
         self._open.pop()
         if tag == "sourcefile":
             self._file = _NO_FILE
-            self._runs.append((self._n_lines, _NO_FILE))
+        elif tag == "method":
+            self._open_method = None
 
     def close(self) -> None:
-        if not self._saw_report:
-            raise malformed(self._report.origin, "not a JaCoCo report (the root is not <report>)")
-
-    @property
-    def _n_lines(self) -> int:
-        return len(self._columns["nr"])
+        """lxml calls this when the document ends; ``report()`` builds the result."""
 
     def _line_of(self, tag: str, ordinal: int) -> int | None:
-        return xml.sourceline(self._report.data, tag, ordinal)
+        return xml.sourceline(self._report, tag, ordinal)
 
     def _counter(self, parent: str | None, attrib: dict[str, str]) -> None:
         ordinal = self._n_counters
@@ -178,46 +180,51 @@ class _Collector:
             self._method_covered[self._open_method] = (covered, ordinal)
 
     def _method(self, attrib: dict[str, str]) -> None:
-        self._open_method = None
+        ordinal = self._n_methods
+        self._n_methods += 1
         if self._class_file is None:
-            # Classes compiled without debug information name no source file.
+            # A class compiled without debug information names no source file.
             self._methods_without_source += 1
             return
         self._open_method = len(self._methods)
-        simple = self._class_name.rsplit("/", 1)[-1]
-        name = f"{simple}.{attrib.get('name', '')}{attrib.get('desc', '')}"
-        # line is optional in report.dtd (no debug information): 0 means unknown.
-        self._methods.append((self._class_file, name, attrib.get("line", "0")))
+        simple_class = self._class_name.rsplit("/", 1)[-1]
+        name = f"{simple_class}.{attrib.get('name', '')}{attrib.get('desc', '')}"
+        # line is optional in report.dtd (no debug information); 0 means unknown.
+        self._methods.append((self._class_file, name, attrib.get("line", "0"), ordinal))
         self._method_covered.append(None)
 
     # -- result ------------------------------------------------------------
     def report(self) -> NormalizedReport:
         builder, origin = self._builder, self._report.origin
+        if not self._saw_report:
+            raise malformed(origin, "not a JaCoCo report (the root element is not <report>)")
         builder.metadata["dialect"] = "xml"
         builder.metadata["sessions"] = self._sessions
 
         def line_of(i: int) -> int | None:
             return self._line_of("line", i)
 
-        nr, mi, ci, mb, cb = (
-            xml.int_column(self._columns[name], f"<line> {name}", origin, line_of, xml.I32_MAX if name == "nr" else None)
-            for name in ("nr", "mi", "ci", "mb", "cb")
+        nr = xml.int_column(self._nr, "<line> nr", origin, line_of, xml.I32_MAX)
+        mi, ci, mb, cb = (
+            xml.int_column(values, f"<line> {name}", origin, line_of)
+            for name, values in (("mi", self._mi), ("ci", self._ci), ("mb", self._mb), ("cb", self._cb))
         )
         starts = np.array([start for start, _ in self._runs], dtype=np.int64)
         files = np.array([file for _, file in self._runs], dtype=np.int64)
         file = np.repeat(files, np.diff(np.append(starts, len(nr))))
-        # A line's count is its covered instructions: JaCoCo counts a line
-        # covered when any of its instructions ran (ci > 0), partly covered included.
+        # A line's count is its covered instructions: JaCoCo counts a line as
+        # covered when any of its instructions ran (ci > 0), partly covered ones included.
         builder.add("lines", file=file, line=nr, hits=ci)
         keys = (file << 32) | nr
         in_order = bool(np.all(keys[1:] > keys[:-1]))
-        has_branches = np.flatnonzero(mb + cb)
-        xml.add_branch_outcomes(
-            builder, self._report, file[has_branches], nr[has_branches], cb[has_branches], (mb + cb)[has_branches]
-        )
+        branches = mb + cb
+        at = np.flatnonzero(branches)
+        xml.add_branch_outcomes(builder, self._report, file[at], nr[at], cb[at], branches[at])
         self._add_functions()
         totals = self._totals()
-        self._check_detail(totals, Counter(len(nr), int((ci > 0).sum())), Counter(int((mb + cb).sum()), int(cb.sum())))
+        self._check_detail(totals["lines"], Counter(len(nr), int((ci > 0).sum())), "lines")
+        self._check_detail(totals["branches"], Counter(int(branches.sum()), int(cb.sum())), "branches")
+        # A source file listed in two groups comes twice: its lines are summed.
         return builder.build(totals, self._file_totals(), merge_lines=None if in_order else "sum")
 
     def _add_functions(self) -> None:
@@ -229,69 +236,77 @@ class _Collector:
             )
         if not self._methods:
             return
-        origin = self._report.origin
+        origin, methods = self._report.origin, self._methods
+        # A method without a METHOD counter has no recorded coverage: it counts as not run.
         covered_at = [entry or ("0", -1) for entry in self._method_covered]
         start = xml.int_column(
-            [line for _, _, line in self._methods],
+            [line for _, _, line, _ in methods],
             "<method> line",
             origin,
-            lambda i: self._line_of("method", i),
+            lambda i: self._line_of("method", methods[i][3]),
             xml.I32_MAX,
         )
-        # A method with no METHOD counter has no recorded coverage: it counts as not run.
         covered = xml.int_column(
-            [c for c, _ in covered_at], "METHOD counter covered", origin, lambda i: self._line_of("counter", covered_at[i][1])
+            [covered for covered, _ in covered_at],
+            "METHOD counter covered",
+            origin,
+            lambda i: self._line_of("counter", covered_at[i][1]),
         )
         self._builder.add(
             "functions",
-            file=np.array([self._builder.file(path) for path, _, _ in self._methods], dtype=np.int64),
-            name=np.array([name for _, name, _ in self._methods], dtype=object),
+            file=np.array([self._builder.file(path) for path, _, _, _ in methods], dtype=np.int64),
+            name=np.array([name for _, name, _, _ in methods], dtype=object),
             start_line=start,
-            end_line=0,  # JaCoCo gives a method's first line only
+            end_line=0,  # JaCoCo gives a method's first line only; 0 means unknown
             hits=(covered > 0).astype(np.int64),
         )
 
     def _counter_values(
-        self, entries: list[tuple[str | None, str | None, int]], what: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(missed, covered) columns of counters given as (missed, covered, ordinal)."""
+        self, entries: list[tuple[str | None, str | None, int]], owner: str
+    ) -> tuple[list[int], list[int]]:
+        """(missed, covered) of counters given as (missed, covered, ordinal)."""
         origin = self._report.origin
 
         def line_of(i: int) -> int | None:
             return self._line_of("counter", entries[i][2])
 
-        missed = xml.int_column([m for m, _, _ in entries], f"{what} missed", origin, line_of)
-        covered = xml.int_column([c for _, c, _ in entries], f"{what} covered", origin, line_of)
-        return missed, covered
+        missed = xml.int_column([m for m, _, _ in entries], f"{owner} counter missed", origin, line_of)
+        covered = xml.int_column([c for _, c, _ in entries], f"{owner} counter covered", origin, line_of)
+        return missed.tolist(), covered.tolist()
 
     def _totals(self) -> dict[str, Counter]:
+        # JaCoCo writes only counters with a non-zero total: an absent one is 0 of 0.
         totals = {name: Counter(0, 0) for name in COUNTERS.values()}
-        entries = [(m, c, o) for _, m, c, o in self._report_counters]
-        missed, covered = self._counter_values(entries, "<report> counter")
-        for (kind, *_), m, c in zip(self._report_counters, missed.tolist(), covered.tolist(), strict=True):
+        counters = self._report_counters
+        missed, covered = self._counter_values([(m, c, o) for _, m, c, o in counters], "<report>")
+        for (kind, *_), m, c in zip(counters, missed, covered, strict=True):
             totals[COUNTERS[kind]] = Counter(m + c, c)
         return totals
 
     def _file_totals(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per-file figures from the <sourcefile> counters (JaCoCo's own per-file view)."""
+        """Per-file figures from the <sourcefile> counters, JaCoCo's own per-file view."""
         n = self._builder.n_files
         result = {name: (np.zeros(n, np.int64), np.zeros(n, np.int64)) for name in COUNTERS.values()}
-        entries = [(m, c, o) for _, _, m, c, o in self._file_counters]
-        missed, covered = self._counter_values(entries, "<sourcefile> counter")
-        for (file, kind, *_), m, c in zip(self._file_counters, missed.tolist(), covered.tolist(), strict=True):
+        counters = self._file_counters
+        missed, covered = self._counter_values([(m, c, o) for _, _, m, c, o in counters], "<sourcefile>")
+        for (file, kind, *_), m, c in zip(counters, missed, covered, strict=True):
             found, hit = result[COUNTERS[kind]]
             found[file] += m + c
             hit[file] += c
         return result
 
-    def _check_detail(self, totals: dict[str, Counter], lines: Counter, branches: Counter) -> None:
-        for name, detail in (("lines", lines), ("branches", branches)):
-            if totals[name] != detail:
-                self._builder.warn(
-                    "totals_differ_from_detail",
-                    f"the report-level counter says {name} {totals[name].hit}/{totals[name].found} "
-                    f"(covered/total); the <line> elements add up to {detail.hit}/{detail.found}",
-                )
+    def _check_detail(self, total: Counter, detail: Counter, name: str) -> None:
+        if total != detail:
+            self._builder.warn(
+                "totals_differ_from_detail",
+                f"the report-level counter says {name} {total.hit}/{total.found} (covered/total); "
+                f"the <line> elements add up to {detail.hit}/{detail.found}",
+            )
+
+
+def _path(package: str, source_file: str) -> str:
+    """``package/Source.java``; classes of the default package have no package part."""
+    return f"{package}/{source_file}" if package else source_file
 
 
 # -- CSV report --------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""LCOV tracefiles (geninfo/lcov, coverage.py, istanbul/nyc/c8, llvm-cov writers).
+"""LCOV tracefiles (geninfo/lcov, coverage.py, istanbul/nyc/c8 and llvm-cov writers).
 
 This module owns reading LCOV into a ``NormalizedReport``: records split on
-``end_of_record``, several records of one file merged the way ``lcov
---summary`` merges them, per-test observations from ``TN:``, and the choice
-between a writer's summary lines and its detail (see FORMATS.md).
+``end_of_record``, the records of one file merged the way ``lcov --summary``
+merges them, per-test observations from ``TN:``, and the choice between a
+writer's summary lines and its detail (FORMATS.md).
 
 Grammar (one item per line)::
 
@@ -18,11 +18,18 @@ Grammar (one item per line)::
     LF:<n> / LH:<n>                     lines found / hit
     end_of_record                       ends the record
 
-Speed: a record's contiguous run of ``DA:`` (likewise ``BRDA:``, ``FN:``,
-``FNDA:``) lines is located with ``bytes.find`` and its numbers parsed by
-NumPy in one call. Everything else, and any run the fast path cannot vouch
-for (a count mismatch, a minus sign, text branch ids), goes through the exact
-line-by-line reader, which is also what names the line of an error.
+Totals: a file with one record takes its LF/LH, BRF/BRH, FNF/FNH lines (the
+producing tool's own figures); a file with several records (geninfo writes
+one per ``TN:`` test) takes the merged detail, as ``lcov --summary`` does.
+Every disagreement between a record's summary lines and its detail is a
+warning naming both figures.
+
+Speed: a record's run of ``DA:`` (likewise ``BRDA:``, ``FNDA:``) lines is cut
+out with ``bytes.find`` and its numbers parsed by NumPy in one call, after a
+check that proves the run holds nothing but such lines: deleting the digits
+must leave exactly ``DA:,`` on every line. Any run that fails the check (text
+branch ids, a minus sign, a damaged line) is read by the exact line-by-line
+reader, which is also what names the line of an error.
 
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
@@ -36,7 +43,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..report import I32, I64, OBS_BRANCH, OBS_FUNCTION, OBS_LINE, NormalizedReport, ReportBuilder
+from ..report import I64, OBS_BRANCH, OBS_FUNCTION, OBS_LINE, NormalizedReport, ReportBuilder
 from .numbers import INT64_MAX, count
 from .source import ReportBytes, malformed
 
@@ -49,7 +56,7 @@ INT32_MAX = 2**31 - 1  # line, block and numeric branch ids land in int32 column
 # id, so one int64 key column orders and merges both kinds.
 TEXT_KEY = 2**40
 MAX_WARNINGS = 20
-# counter -> (found tag, hit tag, the detail records it summarizes)
+# counter -> (found tag, hit tag, the detail records they summarize)
 SUMMARIES = {
     "lines": (b"LF", b"LH", "DA"),
     "branches": (b"BRF", b"BRH", "BRDA"),
@@ -58,8 +65,16 @@ SUMMARIES = {
 SUMMARY_TAGS = frozenset(tag for found, hit, _ in SUMMARIES.values() for tag in (found, hit))
 # Tags of other lcov versions (VER:, FNL:, FNA:, MCDC:...) carry nothing counted here.
 OTHER_TAG = re.compile(rb"[A-Z][A-Z0-9_]*\Z")
-CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.M)
 BULK_TAGS = (b"\nDA:", b"\nBRDA:", b"\nFN:", b"\nFNDA:")
+CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.M)
+DIGITS = b"0123456789"
+# For NumPy, a run's tags become leading zeros and its newlines commas:
+# "DA:12,3\nDA:13,0" reads as "00012,3,00013,0". An empty line-number field
+# would read as 0, so the fast path refuses line 0 and lets the exact reader judge.
+DA_NUMBERS = bytes.maketrans(b"DA:\n", b"000,")
+BRDA_NUMBERS = bytes.maketrans(b"BRDA:\n-", b"00000,0")
+
+Rows = np.ndarray  # int64 (n, 2) lines: line, count | (n, 4) branches: line, block, key, taken
 
 
 def sniff(head: bytes, tail: bytes) -> bool:
@@ -80,15 +95,14 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
 
 
 def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
-    """Each record as ``(offset in data of its first byte, b"\\n" + its lines)``.
+    """Each record as ``(offset in data of rec[0], rec)``, ``rec = b"\\n" + its lines``.
 
     The leading newline lets every tag be found as ``b"\\nTAG:"``; a record
     ends with the newline before its ``end_of_record``.
     """
     pos = search = 0
     while (end := data.find(END, search)) >= 0:
-        after = end + len(END)
-        search = after
+        after = search = end + len(END)
         if (end and data[end - 1] != 0x0A) or data[after : after + 1] not in (b"", b"\n", b" ", b"\t"):
             continue  # inside another line, which the record's reader will judge
         yield pos - 1, (data[pos - 1 : end] if pos else b"\n" + data[:end])
@@ -107,23 +121,6 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
         raise malformed(origin, "no LCOV record (SF: ... end_of_record) found")
 
 
-class _Record:
-    """One record's detail as arrays, before it is merged with other records."""
-
-    def __init__(self) -> None:
-        self.path: bytes | None = None
-        self.summary: dict[bytes, int] = {}
-        self.lines: list[np.ndarray] = []  # int64 (n, 2): line, count
-        self.branches: list[np.ndarray] = []  # int64 (n, 4): line, block, key, taken
-        self.functions: _Functions | None = None  # from a contiguous FN run
-        self.fn_hits: np.ndarray | None = None
-        # Items read by the exact path.
-        self.exact_lines: list[tuple[int, int]] = []
-        self.exact_branches: list[tuple[int, int, int, int]] = []
-        self.exact_fn: list[tuple[bytes, int, int]] = []
-        self.exact_fnda: list[tuple[bytes, int]] = []
-
-
 class _Functions:
     """A record's functions in FN order, keyed (name, ordinal among equal names).
 
@@ -132,31 +129,52 @@ class _Functions:
     """
 
     def __init__(self, fn: list[tuple[bytes, int, int]]) -> None:
-        seen: dict[bytes, int] = {}
+        self.items = fn
+        per_name: dict[bytes, int] = {}
         keys = []
         for name, _, _ in fn:
-            keys.append((name, seen.get(name, 0)))
-            seen[name] = seen.get(name, 0) + 1
-        self.keys: list[tuple[bytes, int]] = keys
-        self.per_name = seen
-        self.start = np.array([s for _, s, _ in fn], dtype=I32)
-        self.end = np.array([e for _, _, e in fn], dtype=I32)
+            k = per_name.get(name, 0)
+            keys.append((name, k))
+            per_name[name] = k + 1
+        self.keys = keys
+        self.per_name = per_name
+        self.start = np.array([start for _, start, _ in fn], dtype=I64)
         self.position = {key: i for i, key in enumerate(keys)}
-        self.unique_names = {name: i for i, (name, _) in enumerate(keys)} if len(seen) == len(keys) else None
+        # name -> position when no name repeats: lets FNDA runs be matched in bulk
+        self.unique_names = {name: i for (name, _), i in self.position.items()} if len(per_name) == len(keys) else None
 
-    def match(self, fnda: list[tuple[bytes, int]], hits: np.ndarray) -> list[tuple[bytes, int]]:
-        """Add FNDA counts to ``hits``; return the FNDA lines that name no FN."""
-        taken: dict[bytes, int] = {}
-        orphans = []
+    def extended(self, more: list[tuple[bytes, int, int]]) -> _Functions:
+        return _Functions(self.items + more) if more else self
+
+    def match(self, fnda: list[tuple[bytes, int]], hits: np.ndarray) -> dict[bytes, int]:
+        """Add FNDA counts to ``hits``; return the counts of names no FN line declares."""
+        seen: dict[bytes, int] = {}
+        orphans: dict[bytes, int] = {}
         for name, n in fnda:
-            k = taken.get(name, 0)
-            taken[name] = k + 1
-            have = self.per_name.get(name, 0)
-            if not have:
-                orphans.append((name, n))
-            else:  # more FNDA than FN lines for a name: lcov sums them by name
-                hits[self.position[(name, min(k, have - 1))]] += n
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            declared = self.per_name.get(name, 0)
+            if declared:  # more FNDA than FN lines for a name: lcov sums them by name
+                hits[self.position[(name, min(k, declared - 1))]] += n
+            else:
+                orphans[name] = orphans.get(name, 0) + n
         return orphans
+
+
+class _Record:
+    """One record's detail, gathered from fast runs and exact lines."""
+
+    def __init__(self) -> None:
+        self.path: bytes | None = None
+        self.summary: dict[bytes, int] = {}
+        self.lines: list[Rows] = []
+        self.branches: list[Rows] = []
+        self.functions: _Functions | None = None
+        self.fn_hits = np.empty(0, I64)
+        self.exact_lines: list[tuple[int, int]] = []
+        self.exact_branches: list[tuple[int, int, int, int]] = []
+        self.exact_fn: list[tuple[bytes, int, int]] = []
+        self.exact_fnda: list[tuple[bytes, int]] = []
 
 
 class _Parser:
@@ -176,38 +194,28 @@ class _Parser:
         self.notes: list[str] = []
         self._fn_runs: dict[bytes, _Functions] = {}
 
-    # -- one record -----------------------------------------------------------
+    # -- one record -------------------------------------------------------------
     def record(self, offset: int, rec: bytes) -> None:
         r = _Record()
-        runs = []
-        for tag in BULK_TAGS:
-            first = rec.find(tag)
-            if first >= 0:
-                stop = rec.find(b"\n", rec.rfind(tag) + 1)
-                run = rec[first + 1 : stop]
-                if run.count(tag) == run.count(b"\n"):  # no other line in between
-                    runs.append((first + 1, stop, tag, run))
-        runs.sort()
-        at = 0
-        for start, stop, _, _ in runs:
-            self._exact(rec[at:start], offset + at, r)
-            at = stop
-        self._exact(rec[at:], offset + at, r)
+        fnda = None
+        fast = {b"\nDA:": self._da, b"\nBRDA:": self._brda}
+        for start, stop, tag in _regions(rec):
+            part, here = rec[start:stop], offset + start
+            if tag == b"\nFNDA:":
+                fnda = (part, here)  # read once the record's FN lines are known
+            elif tag == b"\nFN:":
+                self._fn(part, here, r)
+            elif tag is None or not fast[tag](part, r):
+                self._exact(part, here, r)
         if r.path is None:
             raise malformed(self.origin, "a record has no SF: line", self._line_of(offset + 1))
-        fnda = None
-        for start, _, tag, run in runs:
-            if tag == b"\nFNDA:":
-                fnda = (run, offset + start)
-            else:
-                self._FAST[tag](self, run, offset + start, r)
         self._functions(r, fnda)
         self._merge(r)
 
     def _line_of(self, offset: int) -> int:
         return self.data.count(b"\n", 0, max(offset, 0)) + 1
 
-    # -- the exact path ---------------------------------------------------------
+    # -- the exact reader -------------------------------------------------------
     def _exact(self, text: bytes, offset: int, r: _Record) -> None:
         for line in text.split(b"\n"):
             item = line.rstrip()
@@ -219,7 +227,7 @@ class _Parser:
             offset += len(line) + 1
 
     def _item(self, tag: bytes, value: bytes, here: int, r: _Record) -> None:
-        """One ``TAG:value`` line, checked exactly; ``here`` is its offset."""
+        """One ``TAG:value`` line, checked exactly; ``here`` is its offset in the report."""
         if tag == b"DA":
             # DA:<line>,<count>[,<checksum>]
             fields = value.split(b",")
@@ -238,13 +246,13 @@ class _Parser:
                 self._int(head[0], "BRDA line number", here, INT32_MAX),
                 self._int(head[1], "BRDA block", here, INT32_MAX),
                 self._branch_key(branch),
-                -1 if taken.strip() == b"-" else self._int(taken, "BRDA taken count", here),
+                -1 if taken == b"-" else self._int(taken, "BRDA taken count", here),
             ))
         elif tag == b"FN":
             # FN:<line>[,<end line>],<name>
             start, _, rest = value.partition(b",")
             end, comma, name = rest.partition(b",")
-            if not (comma and end.strip().isdigit()):
+            if not (comma and end.isdigit()):
                 end, name = b"0", rest
             if not name:
                 self._bad(here, "FN needs <line>[,<end line>],<name>")
@@ -263,7 +271,7 @@ class _Parser:
                 self._bad(here, "a second SF: in one record (end_of_record missing before it)")
             if not value.strip():
                 self._bad(here, "SF: names no file")
-            r.path = value
+            r.path = value.strip()
         elif tag == b"TN":
             self.test = _text(value.strip())
         elif not OTHER_TAG.match(tag):
@@ -277,7 +285,7 @@ class _Parser:
             value = int(text)
         elif len(text) > 40:
             self._bad(here, f"{what} must be an integer below 2**63, got {_text(text[:20])!r}...")
-        else:  # the line number is only worked out for a report's one error
+        else:  # the line number is worked out only for the report's one error
             value = count(text, self.origin, what, self._line_of(here))
         if value > maximum:
             self._bad(here, f"{what} is out of range ({value})")
@@ -288,128 +296,127 @@ class _Parser:
             return int(branch)
         return TEXT_KEY + self.branch_texts.setdefault(branch, len(self.branch_texts))
 
-    # -- the vectorized path for contiguous runs ----------------------------------
-    def _da(self, run: bytes, offset: int, r: _Record) -> None:
-        """``DA:<line>,<count>`` lines, parsed as one ``line,count,...`` string."""
-        n = run.count(b"\n") + 1
-        text = run[3:].replace(b"\nDA:", b",")
-        if text.count(b",") == 3 * n - 1:  # every line has a checksum: drop them
-            text = CHECKSUM.sub(rb"\1", run)[3:].replace(b"\nDA:", b",")
-        values = _ints(text, 2 * n)
-        if values is None or values[0::2].max() > INT32_MAX:
-            return self._exact(run, offset, r)
-        r.lines.append(values.reshape(n, 2))
-
-    def _brda(self, run: bytes, offset: int, r: _Record) -> None:
-        """``BRDA:<line>,<block>,<branch>,<taken>`` lines with numeric ids."""
-        n = run.count(b"\n") + 1
-        text = run[5:].replace(b"\nBRDA:", b",")
-        # "-" (never evaluated) is read as -1; any other minus sign is left to
-        # the exact path to report.
-        ends_with_dash = text.endswith(b",-")
-        if text.count(b"-") != text.count(b",-,") + ends_with_dash:
-            return self._exact(run, offset, r)
-        text = text.replace(b",-,", b",-1,") + (b"1" if ends_with_dash else b"")
-        values = _ints(text, 4 * n, negative_ok=True)
+    # -- the fast path: whole runs at once; False sends a run to the exact reader -
+    def _da(self, run: bytes, r: _Record) -> bool:
+        """``DA:<line>,<count>`` lines (checksums dropped) as one NumPy parse."""
+        skeleton = run.translate(None, DIGITS)
+        n = (len(skeleton) + 1) // 5
+        if skeleton != b"DA:," + b"\nDA:," * (n - 1):
+            run = CHECKSUM.sub(rb"\1", run)  # DA:<line>,<count>,<checksum>
+            skeleton = run.translate(None, DIGITS)
+            n = (len(skeleton) + 1) // 5
+            if skeleton != b"DA:," + b"\nDA:," * (n - 1):
+                return False
+        values = _ints(run.translate(DA_NUMBERS), 2 * n)
         if values is None:
-            return self._exact(run, offset, r)
-        rows = values.reshape(n, 4)
-        ids = rows[:, :3]
-        if ids.min() < 0 or ids.max() > INT32_MAX:
-            return self._exact(run, offset, r)
-        r.branches.append(rows)
+            return False
+        rows = values.reshape(n, 2)
+        if rows[:, 0].min() < 1 or rows[:, 0].max() > INT32_MAX:
+            return False
+        r.lines.append(rows)
+        return True
 
-    def _fn(self, run: bytes, offset: int, r: _Record) -> None:
-        """A run of FN lines; the same run in another record is read once."""
+    def _brda(self, run: bytes, r: _Record) -> bool:
+        """``BRDA:<line>,<block>,<branch>,<taken|->`` lines with numeric ids."""
+        skeleton = run.translate(None, DIGITS)
+        dash_lines = None
+        if b"-" in skeleton:
+            # A "-" is fine only as a whole taken field: after a comma, at a line's end.
+            a = np.frombuffer(run, np.uint8)
+            at = np.flatnonzero(a == 0x2D)
+            nxt = np.minimum(at + 1, len(a) - 1)
+            if not ((a[at - 1] == 0x2C) & ((at + 1 == len(a)) | (a[nxt] == 0x0A))).all():
+                return False
+            # Each skeleton line is "BRDA:,,,\n" (9 bytes) plus its dash.
+            in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
+            dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
+            skeleton = skeleton.translate(None, b"-")
+        n = (len(skeleton) + 1) // 9
+        if skeleton != b"BRDA:,,," + b"\nBRDA:,,," * (n - 1):
+            return False
+        values = _ints(run.translate(BRDA_NUMBERS), 4 * n)
+        if values is None:
+            return False
+        rows = values.reshape(n, 4)
+        if rows[:, 0].min() < 1 or rows[:, :3].max() > INT32_MAX:
+            return False
+        if dash_lines is not None:
+            rows[dash_lines, 3] = -1
+        r.branches.append(rows)
+        return True
+
+    def _fn(self, run: bytes, here: int, r: _Record) -> None:
+        """A run of FN lines, read exactly; the same run in another record is read once."""
         functions = self._fn_runs.get(run)
         if functions is None:
-            before = len(r.exact_fn)
-            self._exact(run, offset, r)
-            functions = _Functions(r.exact_fn[before:])
-            del r.exact_fn[before:]
-            if len(self._fn_runs) > 256:
+            exact = _Record()
+            self._exact(run, here, exact)
+            functions = _Functions(exact.exact_fn)
+            if len(self._fn_runs) > 1024:
                 self._fn_runs.clear()
             self._fn_runs[run] = functions
         r.functions = functions
 
-    _FAST = {b"\nDA:": _da, b"\nBRDA:": _brda, b"\nFN:": _fn}
-
     def _functions(self, r: _Record, fnda: tuple[bytes, int] | None) -> None:
-        """Pair FNDA counts with the record's FN lines (a FN run is all of them)."""
-        if r.functions is None:
-            r.functions = _Functions(r.exact_fn)
-        hits = np.zeros(len(r.functions.keys), I64)
-        if fnda is not None and not self._fast_fnda(fnda[0], r.functions, hits):
-            self._exact(fnda[0], fnda[1], r)
-        orphans: dict[bytes, int] = {}
-        for name, n in r.functions.match(r.exact_fnda, hits):
-            orphans[name] = orphans.get(name, 0) + n
+        """Pair FNDA counts with the record's FN lines."""
+        fn = r.functions.extended(r.exact_fn) if r.functions is not None else _Functions(r.exact_fn)
+        hits = np.zeros(len(fn.keys), I64)
+        if fnda is not None and not _bulk_fnda(fnda[0], fn, hits):
+            self._exact(*fnda, r)
+        orphans = fn.match(r.exact_fnda, hits)
         if orphans:  # FNDA without FN: lcov still counts the function; its line is unknown (0)
-            fn = r.functions
-            known = [(name, int(s), int(e)) for (name, _), s, e in zip(fn.keys, fn.start, fn.end)]
-            r.functions = _Functions(known + [(name, 0, 0) for name in orphans])
+            fn = fn.extended([(name, 0, 0) for name in orphans])
             hits = np.concatenate([hits, np.array(list(orphans.values()), dtype=I64)])
+        r.functions = fn
         r.fn_hits = _checked(hits, self.origin)
 
-    @staticmethod
-    def _fast_fnda(run: bytes, functions: _Functions, hits: np.ndarray) -> bool:
-        n = run.count(b"\n") + 1
-        parts = run[5:].replace(b"\nFNDA:", b",").split(b",")
-        if functions.unique_names is None or len(parts) != 2 * n:
-            return False
-        where = list(map(functions.unique_names.get, parts[1::2]))
-        counts = _ints(b",".join(parts[0::2]), n)
-        if counts is None or None in where:
-            return False
-        np.add.at(hits, np.array(where, dtype=np.intp), counts)
-        return True
-
-    # -- merging ------------------------------------------------------------------
+    # -- merging -----------------------------------------------------------------
     def _merge(self, r: _Record) -> None:
-        assert r.path is not None and r.functions is not None and r.fn_hits is not None
-        path = _text(r.path.strip())
+        assert r.path is not None and r.functions is not None
+        path = _text(r.path)
         index = self.builder.file(path)
         if index == len(self.files):
-            self.files.append(_FileMerge())
+            self.files.append(_FileMerge(self.origin))
             self.paths.append(path)
-        lines = _unique(_rows(r.lines, r.exact_lines, 2), 1, _sum, self.origin)
-        branches = _unique(_rows(r.branches, r.exact_branches, 4), 3, _sum_taken, self.origin)
-        self._check_summary(index, r, lines, branches)
-        self.files[index].add(lines, branches, r.functions, r.fn_hits, r.summary, self.origin)
+        merge = self.files[index]
+        merge.lines, lines = _combine(merge.lines, _rows(r.lines, r.exact_lines, 2), 1, self.origin)
+        merge.branches, branches = _combine(merge.branches, _rows(r.branches, r.exact_branches, 4), 3, self.origin)
+        merge.add_functions(r.functions, r.fn_hits, r.summary)
+        self._check_summary(index, r.summary, lines, branches, r.fn_hits)
         if self.test:
             self._observe(index, lines, branches, r.functions, r.fn_hits)
 
-    def _check_summary(self, index: int, r: _Record, lines: np.ndarray, branches: np.ndarray) -> None:
-        """Record every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's detail."""
+    def _check_summary(self, index: int, summary: dict[bytes, int], lines: Rows, branches: Rows,
+                       fn_hits: np.ndarray) -> None:
+        """Note every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's own detail."""
         detail = {
             "lines": (len(lines), int(np.count_nonzero(lines[:, 1] > 0))),
             "branches": (len(branches), int(np.count_nonzero(branches[:, 3] > 0))),
-            "functions": (len(r.fn_hits), int(np.count_nonzero(r.fn_hits > 0))),
+            "functions": (len(fn_hits), int(np.count_nonzero(fn_hits))),
         }
         for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
-            if found_tag in r.summary or hit_tag in r.summary:
+            if found_tag in summary or hit_tag in summary:
                 found, hit = detail[counter]
-                said = (r.summary.get(found_tag, found), r.summary.get(hit_tag, hit))
+                said = (summary.get(found_tag, found), summary.get(hit_tag, hit))
                 if said != (found, hit):
                     self.mismatches.append((index, self.test, counter, said, (found, hit)))
 
-    def _observe(self, index: int, lines: np.ndarray, branches: np.ndarray, fn: _Functions, fn_hits: np.ndarray) -> None:
-        """Per-test observations: every line, branch and function the test hit."""
+    def _observe(self, index: int, lines: Rows, branches: Rows, fn: _Functions, fn_hits: np.ndarray) -> None:
+        """Per-test observations: every line, branch and function the record's test hit."""
         test = self.builder.test(self.test)
-        if (test, index) in self.observed:
-            self.repeated_observations = True
+        self.repeated_observations |= (test, index) in self.observed
         self.observed.add((test, index))
         add = self.builder.add
         hit = lines[lines[:, 1] > 0]
         add("test_observations", test=test, file=index, kind=OBS_LINE, line=hit[:, 0], item=0, hits=hit[:, 1])
         taken = branches[branches[:, 3] > 0]
-        low = np.where(taken[:, 2] >= TEXT_KEY, taken[:, 2] - TEXT_KEY, taken[:, 2])
-        fits = (taken[:, 1] < 2**15) & (low < 2**16)
+        branch = np.where(taken[:, 2] >= TEXT_KEY, taken[:, 2] - TEXT_KEY, taken[:, 2])
+        fits = (taken[:, 1] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
         if not fits.all():
             self.notes.append(f"{self.paths[index]}: {int((~fits).sum())} branch observations of test "
-                              f"{self.test!r} are not kept (block above 32767 or branch id above 65535)")
+                              f"{self.test!r} are not kept (block above 32767 or branch above 65535)")
         add("test_observations", test=test, file=index, kind=OBS_BRANCH, line=taken[fits, 0],
-            item=(taken[fits, 1] << 16) | low[fits], hits=taken[fits, 3])
+            item=(taken[fits, 1] << 16) | branch[fits], hits=taken[fits, 3])
         called = fn_hits > 0
         add("test_observations", test=test, file=index, kind=OBS_FUNCTION, line=fn.start[called],
             item=0, hits=fn_hits[called])
@@ -433,71 +440,112 @@ class _Parser:
     def _mismatch_messages(self) -> Iterator[str]:
         for index, test, counter, said, detail in self.mismatches[:MAX_WARNINGS]:
             found_tag, hit_tag, records = SUMMARIES[counter]
-            single = self.files[index].records == 1
+            tags = f"{found_tag.decode()}/{hit_tag.decode()}"
             where = self.paths[index] + (f" (TN:{test})" if test else "")
-            yield (
-                f"{where}: {found_tag.decode()}/{hit_tag.decode()} say {said[0]:,} {counter} found, {said[1]:,} hit; "
-                f"the {records} records give {detail[0]:,} found, {detail[1]:,} hit. The detail is kept; "
-                + (f"the totals use {found_tag.decode()}/{hit_tag.decode()}, the producing tool's figures"
-                   if single else "the totals merge the file's records like lcov --summary")
-            )
+            use = (f"the totals use {tags}, the producing tool's figures" if self.files[index].records == 1
+                   else "the totals merge the file's records like lcov --summary")
+            yield (f"{where}: {tags} say {said[0]:,} {counter} found, {said[1]:,} hit; the {records} records "
+                   f"give {detail[0]:,} found, {detail[1]:,} hit. The detail is kept; {use}")
         if len(self.mismatches) > MAX_WARNINGS:
             yield f"{len(self.mismatches) - MAX_WARNINGS} more summary/detail disagreements are not listed"
+
+
+def _regions(rec: bytes) -> list[tuple[int, int, bytes | None]]:
+    """Split a record into disjoint ``(start, stop, tag)`` regions covering it.
+
+    A tagged region runs from the tag's first line to its last line before
+    the next tag's first line. Writers group each tag's lines, so a region
+    normally holds all of them and nothing else; when one does not (coverage.py
+    writes FN and FNDA lines in turns), the fast path's check fails and the
+    region is read line by line, like the untagged gaps between regions.
+    """
+    firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag)) >= 0)
+    regions: list[tuple[int, int, bytes | None]] = []
+    at = 0
+    for i, (first, tag) in enumerate(firsts):
+        limit = firsts[i + 1][0] if i + 1 < len(firsts) else len(rec)
+        stop = rec.find(b"\n", rec.rfind(tag, first - 1, limit) + 1)
+        regions += [(at, first, None), (first, stop, tag)]
+        at = stop
+    regions.append((at, len(rec), None))
+    return regions
+
+
+def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
+    """``FNDA:<count>,<name>`` lines matched to FN names in bulk, when no name repeats."""
+    if fn.unique_names is None:
+        return False
+    a = np.frombuffer(run, np.uint8)
+    commas, newlines = np.flatnonzero(a == 0x2C), np.flatnonzero(a == 0x0A)
+    n = len(newlines) + 1
+    # exactly one comma on each line (else a name holds commas: the exact reader splits it)
+    if len(commas) != n or (commas[:-1] > newlines).any() or (commas[1:] < newlines).any():
+        return False
+    parts = run[5:].replace(b"\nFNDA:", b",").split(b",")
+    counts = b",".join(parts[0::2])
+    if len(parts) != 2 * n or counts.translate(None, DIGITS + b","):  # some line is not FNDA:<digits>,
+        return False
+    where = list(map(fn.unique_names.get, parts[1::2]))
+    values = _ints(counts, n)
+    if values is None or None in where:
+        return False
+    np.add.at(hits, np.array(where, dtype=np.intp), values)
+    return True
 
 
 class _FileMerge:
     """All records of one source file, merged as ``lcov --summary`` merges them.
 
-    Lines: union, counts summed. Branches: union, taken summed, ``-`` only
-    where every record says ``-``. Functions: union by (name, ordinal), counts
-    summed. Geninfo repeats the same lines and branches in every test's
-    record, so the common case is an element-wise sum of equal-shaped arrays.
+    Lines: union, counts summed. Branches: union, taken summed, "-" (-1) only
+    where every record says "-". Functions: union by (name, ordinal), counts
+    summed. Geninfo repeats the same lines and branches in every test's record,
+    so the common case is an element-wise sum of equal-shaped arrays.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
         self.records = 0
+        self.summary: dict[bytes, int] = {}
         self.lines = np.empty((0, 2), I64)
         self.branches = np.empty((0, 4), I64)
         self.fn_keys: list[tuple[bytes, int]] = []
         self.fn_index: dict[tuple[bytes, int], int] = {}
         self.fn_start: list[int] = []
+        self.fn_end: list[int] = []
         self.fn_hits = np.empty(0, I64)
-        self.summary: dict[bytes, int] = {}
 
-    def add(self, lines: np.ndarray, branches: np.ndarray, fn: _Functions, fn_hits: np.ndarray,
-            summary: dict[bytes, int], origin: str) -> None:
+    def add_functions(self, fn: _Functions, hits: np.ndarray, summary: dict[bytes, int]) -> None:
         self.records += 1
         self.summary = summary
-        self.lines = _combine(self.lines, lines, 1, _sum, origin)
-        self.branches = _combine(self.branches, branches, 3, _sum_taken, origin)
         if fn.keys == self.fn_keys:
-            self.fn_hits = _checked(self.fn_hits + fn_hits, origin)
+            self.fn_hits = _checked(self.fn_hits + hits, self.origin)
             return
         where = []
-        for key, start in zip(fn.keys, fn.start.tolist()):
+        for key, (_, start, end) in zip(fn.keys, fn.items):
             i = self.fn_index.get(key)
             if i is None:
                 i = self.fn_index[key] = len(self.fn_keys)
                 self.fn_keys.append(key)
                 self.fn_start.append(start)
+                self.fn_end.append(end)
             where.append(i)
-        hits = np.zeros(len(self.fn_keys), I64)
-        hits[: len(self.fn_hits)] = self.fn_hits
-        np.add.at(hits, np.array(where, dtype=np.intp), fn_hits)
-        self.fn_hits = _checked(hits, origin)
+        merged = np.zeros(len(self.fn_keys), I64)
+        merged[: len(self.fn_hits)] = self.fn_hits
+        np.add.at(merged, np.array(where, dtype=np.intp), hits)
+        self.fn_hits = _checked(merged, self.origin)
 
     def totals(self) -> dict[str, tuple[int, int]]:
         """The file's totals: its summary lines if it has one record, else the merged detail."""
         detail = {
             "lines": (len(self.lines), int(np.count_nonzero(self.lines[:, 1] > 0))),
             "branches": (len(self.branches), int(np.count_nonzero(self.branches[:, 3] > 0))),
-            "functions": (len(self.fn_hits), int(np.count_nonzero(self.fn_hits > 0))),
+            "functions": (len(self.fn_hits), int(np.count_nonzero(self.fn_hits))),
         }
         if self.records > 1:
             return detail
         return {
-            counter: (self.summary.get(found_tag, detail[counter][0]), self.summary.get(hit_tag, detail[counter][1]))
-            for counter, (found_tag, hit_tag, _) in SUMMARIES.items()
+            counter: (self.summary.get(found, detail[counter][0]), self.summary.get(hit, detail[counter][1]))
+            for counter, (found, hit, _) in SUMMARIES.items()
         }
 
     def emit(self, b: ReportBuilder, index: int, texts: dict[int, str]) -> None:
@@ -510,27 +558,26 @@ class _FileMerge:
                   branch=labels[at], taken=self.branches[:, 3])
         if self.fn_keys:
             names = np.array([_text(name) for name, _ in self.fn_keys], dtype=object)
-            b.add("functions", file=index, name=names, start_line=self.fn_start, end_line=0, hits=self.fn_hits)
+            b.add("functions", file=index, name=names, start_line=self.fn_start, end_line=self.fn_end,
+                  hits=self.fn_hits)
 
 
-# -- array helpers ------------------------------------------------------------------
-def _ints(text: bytes, expected: int, *, negative_ok: bool = False) -> np.ndarray | None:
-    """``expected`` comma-separated integers, or None if the text is anything else."""
+# -- array helpers ---------------------------------------------------------------
+def _ints(text: bytes, expected: int) -> np.ndarray | None:
+    """Exactly ``expected`` comma-separated integers, or None."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # numpy < 2 warns on bad data
             values = np.fromstring(text, dtype=I64, sep=",")
     except ValueError:
         return None
-    if len(values) != expected or not expected:
-        return None
-    # fromstring clamps overflowing numbers to INT64_MAX: let the exact path judge them.
-    if values.max() == INT64_MAX or (not negative_ok and values.min() < 0):
+    # fromstring clamps overflowing numbers to INT64_MAX: the exact reader judges them.
+    if len(values) != expected or values.max() == INT64_MAX:
         return None
     return values
 
 
-def _rows(chunks: list[np.ndarray], exact: list[tuple[int, ...]], width: int) -> np.ndarray:
+def _rows(chunks: list[Rows], exact: list[tuple[int, ...]], width: int) -> Rows:
     if exact:
         chunks = [*chunks, np.array(exact, dtype=I64).reshape(-1, width)]
     if not chunks:
@@ -538,58 +585,53 @@ def _rows(chunks: list[np.ndarray], exact: list[tuple[int, ...]], width: int) ->
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
-def _sum(a: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
-    return np.add.reduceat(a, starts) if starts is not None else a
+def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> tuple[Rows, Rows]:
+    """Merge a record's rows into a file's; return (merged rows, the record's unique rows).
+
+    The last column is summed; for branches it is a taken count, and -1
+    ("-") survives only where every merged count is -1.
+    """
+    if len(acc) == len(rows) and np.array_equal(acc[:, :keys], rows[:, :keys]):
+        merged = acc.copy()
+        a, b = acc[:, keys], rows[:, keys]
+        if keys == 1:  # line counts are never negative
+            merged[:, 1] = _checked(a + b, origin)
+        else:
+            total = _checked(np.maximum(a, 0) + np.maximum(b, 0), origin)
+            merged[:, keys] = np.where((a < 0) & (b < 0), -1, total)
+        return merged, rows
+    rows = _unique(rows, keys, origin)
+    if not len(acc):
+        return rows, rows
+    return _unique(np.concatenate([acc, rows]), keys, origin), rows
 
 
-def _sum_taken(a: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Merge ``taken`` counts: -1 ("-") only where every merged count is -1."""
-    total = np.add.reduceat(np.maximum(a, 0), starts)
-    return np.where(np.maximum.reduceat(a, starts) < 0, -1, total)
-
-
-def _unique(rows: np.ndarray, keys: int, reduce, origin: str) -> np.ndarray:
-    """Rows sorted by their first ``keys`` columns, duplicates merged by ``reduce``."""
+def _unique(rows: Rows, keys: int, origin: str) -> Rows:
+    """Rows sorted by their first ``keys`` columns; rows with equal keys merged."""
     if len(rows) < 2:
         return rows
-    k = rows[:, :keys]
-    step = k[1:] - k[:-1]
-    # strictly increasing in lexicographic order <=> first nonzero step of each row > 0
-    first = np.argmax(step != 0, axis=1)
-    if (step[np.arange(len(step)), first] > 0).all():
+    step = np.diff(rows[:, :keys], axis=0)
+    increasing = step[:, keys - 1] > 0
+    for j in range(keys - 2, -1, -1):  # lexicographic: the first nonzero step decides
+        increasing = (step[:, j] > 0) | ((step[:, j] == 0) & increasing)
+    if increasing.all():
         return rows
-    order = np.lexsort(k.T[::-1])
-    rows = rows[order]
-    change = np.ones(len(rows), dtype=bool)
-    change[1:] = (rows[1:, :keys] != rows[:-1, :keys]).any(axis=1)
-    starts = np.flatnonzero(change)
+    rows = rows[np.lexsort(rows[:, :keys].T[::-1])]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = (rows[1:, :keys] != rows[:-1, :keys]).any(axis=1)
+    starts = np.flatnonzero(first)
+    values = rows[:, keys]
+    counts = np.maximum(values, 0)
+    if (np.add.reduceat(counts.astype(np.float64), starts) > 9.2e18).any():
+        raise malformed(origin, "a merged execution count overflows a 64-bit counter")
     out = rows[starts]
-    if len(starts) < len(rows):
-        wide = np.add.reduceat(rows[:, keys].astype(np.float64), starts)
-        if (wide > INT64_MAX).any():
-            raise malformed(origin, "a merged execution count overflows a 64-bit counter")
-        out[:, keys] = reduce(rows[:, keys], starts)
+    out[:, keys] = np.where(np.maximum.reduceat(values, starts) < 0, -1, np.add.reduceat(counts, starts))
     return out
-
-
-def _combine(acc: np.ndarray, rows: np.ndarray, keys: int, reduce, origin: str) -> np.ndarray:
-    """Merge a record's unique sorted rows into the file's."""
-    if not len(acc):
-        return rows
-    if len(acc) == len(rows) and np.array_equal(acc[:, :keys], rows[:, :keys]):
-        out = acc.copy()
-        a, b = acc[:, keys], rows[:, keys]
-        if reduce is _sum:
-            out[:, keys] = _checked(a + b, origin)
-        else:
-            out[:, keys] = np.where((a < 0) & (b < 0), -1, _checked(np.maximum(a, 0) + np.maximum(b, 0), origin))
-        return out
-    return _unique(np.concatenate([acc, rows]), keys, reduce, origin)
 
 
 def _checked(total: np.ndarray, origin: str) -> np.ndarray:
     """Sums of non-negative int64 counts are negative exactly when they overflowed."""
-    if len(total) and total.min() < 0:
+    if len(total) and total.min() < -1:
         raise malformed(origin, "a merged execution count overflows a 64-bit counter")
     return total
 

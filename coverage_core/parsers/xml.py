@@ -93,38 +93,48 @@ def refuse_entity_declarations(report: ReportBytes) -> None:
         )
 
 
-def stream(report: ReportBytes, target: Any) -> Any:
-    """Feed the whole document to ``target``'s start/end methods; return ``target.close()``.
+def stream(report: ReportBytes, target: Any) -> None:
+    """Feed the whole document to ``target``'s ``start(tag, attrib)`` and ``end(tag)``.
 
     A well-formedness error becomes a ``malformed_report`` naming its line;
     errors the target raises pass through unchanged.
     """
+    if not report.data.strip():
+        raise malformed(report.origin, "report is empty", suggestion="Regenerate the report; the file has no content.")
     refuse_entity_declarations(report)
     try:
-        return etree.fromstring(report.data, safe_parser(target))
+        etree.fromstring(report.data, safe_parser(target))
     except etree.XMLSyntaxError as exc:
-        message = _POSITION.sub("", exc.msg or "") or "syntax error"
-        raise malformed(report.origin, f"not well-formed XML: {message}", exc.lineno) from None
+        raise _not_well_formed(report, exc) from None
 
 
-def elements(data: bytes, tag: str) -> Iterator[Any]:
+def elements(report: ReportBytes, tag: str) -> Iterator[Any]:
     """Each ``<tag>`` element, complete, in document order (for short side passes).
 
     Earlier matches are cleared as the pass goes, so only the skeleton of the
     elements read so far is kept.
     """
-    for _, element in etree.iterparse(io.BytesIO(data), events=("end",), tag=tag, **SAFE_OPTIONS):
-        yield element
-        element.clear()
+    parse = etree.iterparse(io.BytesIO(report.data), events=("end",), tag=tag, **SAFE_OPTIONS)
+    try:
+        for _, element in parse:
+            yield element
+            element.clear()
+    except etree.XMLSyntaxError as exc:
+        raise _not_well_formed(report, exc) from None
 
 
-def sourceline(data: bytes, tag: str, ordinal: int) -> int | None:
+def sourceline(report: ReportBytes, tag: str, ordinal: int) -> int | None:
     """The line of the ``ordinal``-th ``<tag>`` element (0-based), if the document gets that far."""
     try:
-        element = next(islice(elements(data, tag), ordinal, None), None)
-    except etree.XMLSyntaxError:
+        element = next(islice(elements(report, tag), ordinal, None), None)
+    except CoverageError:
         return None
     return None if element is None else element.sourceline
+
+
+def _not_well_formed(report: ReportBytes, exc: etree.XMLSyntaxError) -> CoverageError:
+    message = _POSITION.sub("", exc.msg or "") or "syntax error"
+    return malformed(report.origin, f"not well-formed XML: {message}", exc.lineno)
 
 
 def int_column(

@@ -16,7 +16,7 @@ import bisect
 from typing import Any
 
 from . import cursors
-from .budget import RECORD_CAP, Budget, record_cap_exceeded
+from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for
 from .select import Selection
@@ -170,24 +170,31 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "files": "[path, uncovered_lines, executable_lines]",
             "targets": "[path, function, uncovered_lines, partial_lines, [[start,end,line_count]...], region_count, regions_truncated]",
         }
-        data["files"] = [[f["path"], f["found"] - f["hit"], f["found"]] for f in files]
+        file_items: list[Any] = [[f["path"], f["found"] - f["hit"], f["found"]] for f in files]
     else:
-        data["files"] = [
+        file_items = [
             {"path": f["path"], "uncovered_lines": f["found"] - f["hit"], "executable_lines": f["found"]} for f in files
         ]
     claim = claim_for(call, primary)
     if sel.notes:
         claim["reasons"] = list(sel.notes) + claim["reasons"]
     data.update(claim)
-    rendered = [_render_target(t, representation) for t in targets]
     # "true" is no longer than "false": setting the flag after fitting keeps the fit.
     data["targets_truncated"] = False
+    data["targets"] = []
+    # Files first (the page the cursor advances over), then targets of the files shown.
+    shown_files = budget.fit_list(data, "files", file_items)
+    if file_items and not shown_files:
+        data["files"] = file_items[:1]
+        raise budget.too_small(*size(data))
+    kept = {f["path"] for f in files[:shown_files]}
+    rendered = [_render_target(t, representation) for t in targets if t["path"] in kept]
     shown = budget.fit_list(data, "targets", rendered)
     data["targets_truncated"] = shown < len(rendered)
-    next_offset = offset + len(files)
+    next_offset = offset + shown_files
     page = {
         "offset": offset,
-        "files": len(files),
+        "files": shown_files,
         "total_files": total,
         "next_cursor": cursors.encode(call, "insight", sel.scope_key, next_offset) if next_offset < total else None,
     }

@@ -1,0 +1,412 @@
+"""MCP JSON-RPC dispatch: both protocol eras, the tool and resource surface, one function for every transport.
+
+``dispatch(message, conn, backend)`` answers one decoded JSON-RPC message; the
+HTTP endpoint (``mcp_http``) and anything else that carries MCP call it, so
+transports cannot diverge in behaviour or errors.
+
+Two eras, as the specification allows a server to speak both:
+
+* handshake (``initialize``, versions 2024-11-05 .. 2025-11-25): an unknown
+  requested version gets a counter-offer of the latest handshake version, never
+  an error, because a legacy client has no way forward from an error;
+* stateless 2026-07-28: every request carries its version and client
+  capabilities in ``params._meta``; ``server/discover`` replaces
+  ``initialize``; results carry ``resultType`` (and ``ttlMs``/``cacheScope``
+  where the schema makes them cacheable).
+
+The tool list derives from ``coverage_core.service.OPERATIONS`` and nothing
+else; tools/call runs the same operation table, so listing and dispatch cannot
+drift. A client's mistake (bad arguments, a missing repository, a store in use)
+is a ``CallToolResult`` with ``isError: true`` and a suggestion; only a
+malformed request (unknown tool, bad params shape, unknown method) is a
+JSON-RPC error. The hot path uses plain dicts: pydantic and the SDK stay out of
+the daemon (tests validate every shape with the SDK's own serializers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from coverage_core.errors import CoverageError, ErrorCode
+
+from .errors_http import compact
+from .identity import VERSION
+
+log = logging.getLogger("coverage_daemon")
+
+# Protocol revisions, as mcp_types.version names them (a test keeps them equal).
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+DEFAULT_NEGOTIATED = "2025-03-26"  # a handshake-era request without a version header
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
+REQUEST_CANCELLED = -32800
+LEGACY_RESOURCE_NOT_FOUND = -32002  # 2026-07-28 uses INVALID_PARAMS instead
+
+Era = Literal["handshake", "modern"]
+
+SERVER_INFO = {"name": "coverage-mcp", "title": "Coverage MCP", "version": VERSION}
+CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": False, "listChanged": False}}
+
+INSTRUCTIONS = (
+    "coverage-mcp answers questions about the stored coverage history of one git repository. "
+    "Call project_context first: it says which checkout this is (HEAD, branch, dirty) and how fresh each "
+    "suite's latest snapshot is. Safe workflow: if there is no snapshot, or it is stale, import a report "
+    "that lies inside the checkout with coverage_import (re-importing the same report is harmless: "
+    "data.duplicate is true); then coverage_review task=insight for the most valuable uncovered regions, "
+    "task=source with a file for annotated lines, task=tests for which named tests cover what. "
+    "Read data.claim_status and data.reasons on every answer: never present a stale, limited or "
+    "not_measured claim as the current state of the checkout. Errors carry a suggestion: follow it."
+)
+
+# Every tool answers this envelope; data's shape depends on the operation and task.
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["context", "data", "page"],
+    "properties": {
+        "context": {"type": "object"},
+        "data": {"type": "object"},
+        "page": {"type": ["object", "null"]},
+    },
+}
+
+CONTEXT_URI = "coverage://context"
+SNAPSHOT_TEMPLATE = "coverage://snapshot/{snapshot_id}/summary"
+_SNAPSHOT_URI = re.compile(r"^coverage://snapshot/(snap-[0-9a-f]{1,64})/summary$")
+RESOURCES = [{
+    "uri": CONTEXT_URI, "name": "context", "title": "Project context",
+    "description": "The project_context answer for the selected repository: identity, freshness, latest snapshots.",
+    "mimeType": "application/json",
+}]
+RESOURCE_TEMPLATES = [{
+    "uriTemplate": SNAPSHOT_TEMPLATE, "name": "snapshot-summary", "title": "Snapshot summary",
+    "description": "One snapshot's record (provenance, path mapping, warnings) and its totals.",
+    "mimeType": "application/json",
+}]
+
+# How long a 2026-07-28 client may cache a list: the surface is fixed for a
+# daemon's life, while context and summaries are read fresh.
+_LIST_TTL_MS = 60_000
+
+
+class RpcError(Exception):
+    """A JSON-RPC protocol error (never a tool's failure, which is an isError result)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class Backend(Protocol):
+    """What dispatch needs from the daemon, already bound to the request's repository selection."""
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The envelope of one declared operation; raises CoverageError."""
+
+    async def snapshot_summary(self, snapshot_id: str) -> dict[str, Any]:
+        """The envelope of one snapshot's record and totals; raises CoverageError."""
+
+
+@attrs.define(eq=False)
+class Conn:
+    """What a transport keeps for one client: its era, version, and requests in flight."""
+
+    era: Era
+    version: str
+    initialized: bool = False
+    inflight: dict[tuple[str, Any], asyncio.Task[Any]] = attrs.field(factory=dict)
+
+    def cancel_all(self) -> None:
+        for task in self.inflight.values():
+            task.cancel()
+
+
+# -- the tool surface -------------------------------------------------------------
+
+@functools.cache
+def tools() -> list[dict[str, Any]]:
+    """``tools/list``: one entry per declared operation, in declaration order."""
+    from coverage_core.service import OPERATIONS
+
+    return [
+        {
+            "name": op.name,
+            "title": op.title,
+            "description": op.description,
+            "inputSchema": op.input_schema,
+            "outputSchema": ENVELOPE_SCHEMA,
+            "annotations": {
+                "title": op.title,
+                "readOnlyHint": op.read_only,
+                "destructiveHint": op.destructive,
+                "idempotentHint": op.idempotent,
+                "openWorldHint": op.open_world,
+            },
+        }
+        for op in OPERATIONS.values()
+    ]
+
+
+@functools.cache
+def tool_names() -> frozenset[str]:
+    return frozenset(tool["name"] for tool in tools())
+
+
+def tool_error(error: CoverageError) -> dict[str, Any]:
+    """A failed call as the agent sees it: what went wrong and what to do next."""
+    text = f"{error.code.value}: {error.message}"
+    if error.suggestion:
+        text += f" Suggestion: {error.suggestion}"
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"error": {"code": error.code.value, "message": error.message,
+                                        "suggestion": error.suggestion}},
+        "isError": True,
+    }
+
+
+def tool_result(envelope: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": compact(envelope)}], "structuredContent": envelope,
+            "isError": False}
+
+
+# -- the 2026-07-28 envelope ----------------------------------------------------------
+
+def envelope_version(params: Any) -> Any:
+    """The version a stateless request declares in ``params._meta`` (rung 1 of the spec's ladder)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        raise RpcError(INVALID_PARAMS, f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} "
+                                       f"and {META_CLIENT_CAPABILITIES!r}")
+    missing = [key for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if key not in meta]
+    if missing:
+        raise RpcError(INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}")
+    return meta[META_PROTOCOL_VERSION]
+
+
+def require_modern(version: Any) -> str:
+    """Rung 3: the declared version must be one this server serves statelessly."""
+    if not isinstance(version, str):
+        raise RpcError(INVALID_PARAMS, "the protocol version in params._meta must be a string")
+    if version not in MODERN_VERSIONS:
+        raise unsupported_version(version)
+    return version
+
+
+def unsupported_version(requested: Any) -> RpcError:
+    return RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version",
+                    {"supported": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "requested": requested})
+
+
+def declared_modern_version(message: dict[str, Any]) -> Any:
+    """A modern ``_meta`` version the body carries, or None."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+
+
+# -- dispatch ------------------------------------------------------------------------
+
+def is_request(message: Any) -> bool:
+    return isinstance(message, dict) and "method" in message and "id" in message
+
+
+def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+
+async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any] | None:
+    """Answer one JSON-RPC message; None for notifications and responses."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return error_response(None, RpcError(INVALID_REQUEST, "expected one JSON-RPC 2.0 object"))
+    method = message.get("method")
+    if method is None:
+        return None  # a response to a request we never send; nothing to do
+    request_id = message.get("id")
+    if not isinstance(method, str) or ("id" in message and not _valid_id(request_id)):
+        return error_response(request_id if _valid_id(request_id) else None,
+                              RpcError(INVALID_REQUEST, "method must be a string and id a string or an integer"))
+    params = message.get("params")
+    if "id" not in message:
+        _notify(method, params, conn)
+        return None
+    key = (type(request_id).__name__, request_id)
+    task = asyncio.current_task()
+    if task is not None:
+        conn.inflight[key] = task
+    try:
+        result = await _answer(method, params, conn, backend)
+    except RpcError as error:
+        return error_response(request_id, error)
+    except asyncio.CancelledError:
+        # Cancelled by notifications/cancelled: the HTTP exchange still owes a
+        # body, so it answers -32800 (the SDK's 2025-era transport does too).
+        # A disconnect or shutdown cancels the whole handler instead.
+        if task is not None and task.cancelling() > 1:
+            raise
+        return error_response(request_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
+    finally:
+        if conn.inflight.get(key) is task:
+            del conn.inflight[key]
+    return {"jsonrpc": "2.0", "id": request_id, "result": _finish(method, result, conn)}
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _notify(method: str, params: Any, conn: Conn) -> None:
+    if method == "notifications/initialized":
+        conn.initialized = True
+    elif method == "notifications/cancelled" and isinstance(params, dict):
+        request_id = params.get("requestId")
+        task = conn.inflight.get((type(request_id).__name__, request_id))
+        if task is not None:
+            task.cancel()
+    # progress, roots and anything else: nothing to do
+
+
+async def _answer(method: str, params: Any, conn: Conn, backend: Backend) -> dict[str, Any]:
+    handler = _METHODS.get(method)
+    if handler is None or conn.era not in handler.eras:
+        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    if params is not None and not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object")
+    if conn.era == "handshake" and not conn.initialized and method not in ("initialize", "ping"):
+        raise RpcError(INVALID_PARAMS, "send initialize first")
+    return await handler.run(params or {}, conn, backend)
+
+
+@attrs.frozen
+class _Method:
+    run: Any
+    eras: tuple[Era, ...]
+    cacheable: bool = False
+
+
+async def _initialize(params: dict[str, Any], conn: Conn, _backend: Backend) -> dict[str, Any]:
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str):
+        raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
+    conn.version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+    conn.initialized = True  # the SDK gates on initialize, not on the racing initialized notification
+    return {"protocolVersion": conn.version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO,
+            "instructions": INSTRUCTIONS}
+
+
+async def _ping(_params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
+    return {}
+
+
+async def _discover(_params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
+    return {"supportedVersions": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "capabilities": CAPABILITIES,
+            "instructions": INSTRUCTIONS}
+
+
+def _no_cursor(params: dict[str, Any]) -> None:
+    if params.get("cursor") is not None:
+        raise RpcError(INVALID_PARAMS, "invalid cursor: this list has one page")
+
+
+async def _tools_list(params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
+    _no_cursor(params)
+    return {"tools": tools()}
+
+
+async def _tools_call(params: dict[str, Any], _conn: Conn, backend: Backend) -> dict[str, Any]:
+    name = params.get("name")
+    arguments = params.get("arguments")
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "params.arguments must be an object")
+    if name not in tool_names():
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"tools": sorted(tool_names())})
+    try:
+        return tool_result(await backend.call(name, arguments))
+    except CoverageError as error:
+        return tool_error(error)
+    except Exception as exc:  # a bug must reach the agent as a tool error, never a dropped request
+        log.exception("tools/call %s failed", name)
+        return tool_error(CoverageError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}",
+                                        "This is a bug in coverage-mcp; the daemon's log has the traceback."))
+
+
+async def _resources_list(params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
+    _no_cursor(params)
+    return {"resources": RESOURCES}
+
+
+async def _templates_list(params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
+    _no_cursor(params)
+    return {"resourceTemplates": RESOURCE_TEMPLATES}
+
+
+async def _resources_read(params: dict[str, Any], conn: Conn, backend: Backend) -> dict[str, Any]:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise RpcError(INVALID_PARAMS, "resources/read needs params.uri (a string)")
+    match = _SNAPSHOT_URI.match(uri)
+    try:
+        if uri == CONTEXT_URI:
+            envelope = await backend.call("project_context", {})
+        elif match:
+            envelope = await backend.snapshot_summary(match.group(1))
+        else:
+            raise _not_found(conn, uri, f"no resource {uri!r}; read {CONTEXT_URI} or {SNAPSHOT_TEMPLATE}")
+    except CoverageError as error:
+        if error.code == ErrorCode.NOT_FOUND:
+            raise _not_found(conn, uri, error.message) from None
+        # Resources have no isError channel: the error object carries the suggestion.
+        raise RpcError(INTERNAL_ERROR, f"{error.code.value}: {error.message}",
+                       {"uri": uri, "error": error.to_dict()}) from None
+    return {"contents": [{"uri": uri, "mimeType": "application/json", "text": compact(envelope)}]}
+
+
+def _not_found(conn: Conn, uri: str, message: str) -> RpcError:
+    code = INVALID_PARAMS if conn.era == "modern" else LEGACY_RESOURCE_NOT_FOUND
+    return RpcError(code, message, {"uri": uri})
+
+
+_BOTH: tuple[Era, ...] = ("handshake", "modern")
+_METHODS: dict[str, _Method] = {
+    "initialize": _Method(_initialize, ("handshake",)),
+    "ping": _Method(_ping, ("handshake",)),
+    "server/discover": _Method(_discover, ("modern",), cacheable=True),
+    "tools/list": _Method(_tools_list, _BOTH, cacheable=True),
+    "tools/call": _Method(_tools_call, _BOTH),
+    "resources/list": _Method(_resources_list, _BOTH, cacheable=True),
+    "resources/templates/list": _Method(_templates_list, _BOTH, cacheable=True),
+    "resources/read": _Method(_resources_read, _BOTH, cacheable=True),
+}
+METHODS = tuple(_METHODS)
+
+
+def _finish(method: str, result: dict[str, Any], conn: Conn) -> dict[str, Any]:
+    """Add what the 2026-07-28 schema requires on results; handshake results stay as they are."""
+    if conn.era != "modern":
+        return result
+    out = {**result, "resultType": "complete", "_meta": {META_SERVER_INFO: SERVER_INFO}}
+    if _METHODS[method].cacheable:
+        out["ttlMs"] = 0 if method == "resources/read" else _LIST_TTL_MS
+        out["cacheScope"] = "private"
+    return out

@@ -1,0 +1,373 @@
+"""The daemon's project stores: opened lazily, one per canonical repository, never blocking the loop.
+
+A request names its repository by a path inside a checkout or by project id
+(``Target``). ``Projects`` finds the checkout, opens that repository's store on
+first use (waiting up to ``COVERAGE_MCP_STORE_WAIT_MS`` while another process,
+say a CLI ingest, holds it, then ``store_locked``), records it in the common
+registry and keeps it open until shutdown. Linked worktrees share their
+repository's store; each worktree gets its own ``Project`` view of it.
+
+Every DuckDB, git and filesystem call runs on the bounded worker pool. Reads
+borrow pooled cursors (``pool.ReadPool``); writes (operations not declared
+read-only) pass one asyncio write gate per store, released only when the
+worker thread has really finished, so a cancelled ingest never overlaps the
+next one. A watchdog interrupts queries past their deadline; shutdown
+interrupts everything, waits for it, and closes stores and leases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import duckdb
+
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import Checkout, discover
+from coverage_core.locks import read_metadata
+from coverage_core.project import Project
+from coverage_core.storage.store import ProjectStore, store_path
+
+from .pool import SHUTDOWN, CallToken, PooledConnection, ReadPool, bound, interrupted_error
+from .registry import Registry
+
+log = logging.getLogger("coverage_daemon")
+
+T = TypeVar("T")
+
+# How often the watchdog looks for overdue queries, and how long shutdown
+# waits for interrupted work to hand its connections back.
+WATCHDOG_INTERVAL_S = 0.05
+SHUTDOWN_GRACE_S = 5.0
+_STORE_RETRY_S = 0.05
+
+
+@attrs.frozen
+class ProjectSetting:
+    """A per-repository setting kept in the project store's ``settings`` table."""
+
+    key: str
+    default: Any
+    choices: tuple[Any, ...]
+    help: str
+
+
+# Declared once: PATCH validates against it, GET shows exactly these keys,
+# and a store gets the defaults the first time the daemon opens it.
+PROJECT_SETTINGS: dict[str, ProjectSetting] = {
+    s.key: s
+    for s in (
+        ProjectSetting(
+            "approval_mode", "out_of_band", ("out_of_band", "attested"),
+            "How a registered test command is approved: by a person out of band (default), "
+            "or by the agent's attested human approval.",
+        ),
+    )
+}
+
+
+@attrs.frozen
+class Target:
+    """How a request selects its repository: a path inside a checkout, a project id, or both."""
+
+    path: str | None = None
+    project_id: str | None = None
+
+
+class DaemonStore(ProjectStore):
+    """A project store whose ``cursor()`` lends a connection of the daemon's bounded read pool."""
+
+    pool: ReadPool
+
+    def cursor(self) -> PooledConnection:  # type: ignore[override]
+        return self.pool.checkout()
+
+
+@attrs.define(eq=False)
+class ProjectHandle:
+    """One open repository store, its write gate, and a ``Project`` per worktree."""
+
+    store: DaemonStore
+    write_gate: asyncio.Lock
+    worktrees: dict[Path, Project] = attrs.field(factory=dict)
+
+
+def no_repository_selected() -> CoverageError:
+    return CoverageError(
+        ErrorCode.NOT_A_REPOSITORY,
+        "no repository is selected for this request",
+        "Send the header x-coverage-mcp-repo: <absolute path inside a git checkout>, or use "
+        "/p/{project_id}/mcp (ids from GET /api/projects); `coverage-mcp connect --repo PATH` does this for you.",
+    )
+
+
+class Projects:
+    """Lazily opened project stores of one daemon."""
+
+    def __init__(self, settings: Settings, registry: Registry, executor: ThreadPoolExecutor) -> None:
+        self.settings = settings
+        self.registry = registry
+        self._executor = executor
+        self._handles: dict[str, ProjectHandle] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._closing = False
+        self._watchdog: asyncio.Task[None] | None = None
+
+    # -- threads ------------------------------------------------------------
+    async def run(self, fn: Callable[..., T], *args: Any, token: CallToken | None = None,
+                  unbounded: bool = False) -> T:
+        """Run ``fn(*args)`` on a worker thread; a cancellation interrupts its queries."""
+        token = token or CallToken()
+        future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, unbounded, fn, args))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            token.interrupt("cancelled")
+            raise
+
+    def _bound_call(self, token: CallToken, unbounded: bool, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        with bound(token, unbounded=unbounded):
+            try:
+                return fn(*args)
+            except duckdb.InterruptException:
+                raise interrupted_error(token.reason(), self.settings.db_query_timeout_ms) from None
+            except CoverageError:
+                raise
+            except Exception as exc:
+                log.exception("internal error in %s", getattr(fn, "__qualname__", fn))
+                raise CoverageError(
+                    ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {str(exc)[:300]}",
+                    "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
+                ) from exc
+
+    # -- lifecycle ------------------------------------------------------------
+    def start(self) -> None:
+        self._watchdog = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        # The interrupt itself is a flag DuckDB checks; it never blocks the loop.
+        while True:
+            await asyncio.sleep(WATCHDOG_INTERVAL_S)
+            now = time.monotonic()
+            for handle in list(self._handles.values()):
+                handle.store.pool.interrupt_overdue(now)
+
+    async def close(self) -> None:
+        """Interrupt every query and ingest, wait for them, close every store and release its lease."""
+        self._closing = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        for handle in list(self._handles.values()):
+            handle.store.con.interrupt()  # an in-flight ingest rolls back
+            await asyncio.to_thread(handle.store.pool.close, SHUTDOWN_GRACE_S)
+            try:
+                await asyncio.wait_for(handle.write_gate.acquire(), SHUTDOWN_GRACE_S)
+            except TimeoutError:
+                log.warning("a write to %s did not finish within %.0f s of shutdown", handle.store.path,
+                            SHUTDOWN_GRACE_S)
+            await asyncio.to_thread(handle.store.close)
+        self._handles.clear()
+
+    @property
+    def open_stores(self) -> dict[str, Path]:
+        return {key: handle.store.path for key, handle in self._handles.items()}
+
+    # -- resolution -------------------------------------------------------------
+    async def resolve(self, target: Target) -> tuple[ProjectHandle, Project]:
+        checkout = await self.checkout_for(target)
+        handle = await self._handle(checkout)
+        project = handle.worktrees.get(checkout.worktree_path)
+        if project is None:
+            project = await self.run(Project, checkout, handle.store, self.settings)
+            project = handle.worktrees.setdefault(checkout.worktree_path, project)
+        return handle, project
+
+    async def checkout_for(self, target: Target) -> Checkout:
+        if target.path is not None:
+            if not Path(target.path).is_absolute():
+                raise CoverageError(
+                    ErrorCode.NOT_A_REPOSITORY, f"repository path {target.path!r} is not absolute",
+                    "Send an absolute path inside a git checkout in x-coverage-mcp-repo.",
+                )
+            checkout = await self.run(discover, target.path)
+            if target.project_id is not None and checkout.project_id != target.project_id:
+                raise CoverageError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{target.path} belongs to project {checkout.project_id}, not {target.project_id}",
+                    "Drop the x-coverage-mcp-repo header, or use the project id of that checkout.",
+                )
+            return checkout
+        if target.project_id is not None:
+            record = await self.run(self.registry.get, target.project_id)
+            if record is None:
+                raise CoverageError(
+                    ErrorCode.NOT_FOUND, f"no project {target.project_id!r} is known to this daemon",
+                    "List projects with GET /api/projects, or register a checkout with POST /api/projects {\"path\": ...}.",
+                    {"project_id": target.project_id},
+                )
+            return await self.run(discover, record.checkout_path)
+        raise no_repository_selected()
+
+    async def _handle(self, checkout: Checkout) -> ProjectHandle:
+        key = checkout.repo_key
+        handle = self._handles.get(key)
+        if handle is not None:
+            return handle
+        async with self._opening.setdefault(key, asyncio.Lock()):
+            handle = self._handles.get(key)
+            if handle is None:
+                store = await self.run(self._open_store, checkout)
+                if self._closing:
+                    await asyncio.to_thread(store.close)
+                    raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
+                handle = self._handles[key] = ProjectHandle(store, asyncio.Lock())
+        return handle
+
+    def _open_store(self, checkout: Checkout) -> DaemonStore:
+        path = store_path(checkout)
+        give_up = time.monotonic() + self.settings.store_wait_ms / 1000
+        while True:
+            try:
+                store = DaemonStore.open(path, owner="daemon")
+                break
+            except CoverageError as error:
+                if error.code != ErrorCode.STORE_LOCKED or self._closing or time.monotonic() >= give_up:
+                    if error.code == ErrorCode.STORE_LOCKED:
+                        raise self._still_locked(path, error) from None
+                    raise
+                time.sleep(_STORE_RETRY_S)
+        s = self.settings
+        store.pool = ReadPool(store.con.cursor, size=s.db_pool_size, acquire_timeout_ms=s.db_acquire_timeout_ms,
+                              query_timeout_ms=s.db_query_timeout_ms)
+        try:
+            for setting in PROJECT_SETTINGS.values():
+                store.con.execute(
+                    "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                    [setting.key, json.dumps(setting.default)],
+                )
+            self.registry.record(checkout, path)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _still_locked(self, path: Path, error: CoverageError) -> CoverageError:
+        holder = read_metadata(path.with_name(path.name + ".lock"))
+        return CoverageError(
+            ErrorCode.STORE_LOCKED,
+            f"coverage store {path} is held by another process (pid {holder.get('pid', 'unknown')}) "
+            f"and was not released within COVERAGE_MCP_STORE_WAIT_MS={self.settings.store_wait_ms}",
+            "Another coverage-mcp command (a CLI ingest?) is using this repository's store: retry when it "
+            "finishes, or raise COVERAGE_MCP_STORE_WAIT_MS to wait longer.",
+            error.details,
+        )
+
+    # -- operations ---------------------------------------------------------------
+    async def call(self, target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One declared operation (``coverage_core.service``) on the target's project: its envelope."""
+        from coverage_core.service import OPERATIONS, Service
+
+        handle, project = await self.resolve(target)
+        op = OPERATIONS.get(name)
+        service = Service(project)
+        if op is None or op.read_only:
+            return await self.run(service.call, name, arguments)
+        return await self.write(handle, service.call, name, arguments)
+
+    async def write(self, handle: ProjectHandle, fn: Callable[..., T], *args: Any) -> T:
+        """Run a write under the store's gate, held until the worker thread has finished."""
+        loop = asyncio.get_running_loop()
+        await handle.write_gate.acquire()
+        token = CallToken()
+        try:
+            work = self._executor.submit(self._bound_call, token, True, fn, args)
+        except BaseException:
+            handle.write_gate.release()
+            raise
+        # A running thread cannot be cancelled: the gate opens when it ends,
+        # not when its caller stops waiting.
+        work.add_done_callback(lambda _: loop.call_soon_threadsafe(handle.write_gate.release))
+        try:
+            return await asyncio.wrap_future(work)
+        except asyncio.CancelledError:
+            token.interrupt("cancelled")
+            raise
+
+    async def read(self, target: Target, fn: Callable[[Project, PooledConnection], T]) -> T:
+        """``fn(project, connection)`` on a worker thread with a pooled read connection."""
+        _, project = await self.resolve(target)
+
+        def work() -> T:
+            con = project.store.cursor()
+            try:
+                return fn(project, con)
+            finally:
+                con.close()
+
+        return await self.run(work)
+
+    # -- project settings -------------------------------------------------------
+    async def settings_of(self, target: Target) -> dict[str, Any]:
+        return await self.read(target, lambda _project, con: read_project_settings(con))
+
+    async def update_settings(self, target: Target, values: Any) -> dict[str, Any]:
+        checked = validate_project_settings(values)
+        handle, project = await self.resolve(target)
+
+        def apply() -> dict[str, Any]:
+            con = project.store.con
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for key, value in checked.items():
+                    con.execute(
+                        "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [key, json.dumps(value)],
+                    )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            return read_project_settings(con)
+
+        return await self.write(handle, apply)
+
+
+def read_project_settings(con: Any) -> dict[str, Any]:
+    rows = con.execute(
+        "SELECT key, value FROM settings WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(PROJECT_SETTINGS)]
+    ).fetchall()
+    stored = {key: json.loads(value) for key, value in rows}
+    return {key: stored.get(key, spec.default) for key, spec in PROJECT_SETTINGS.items()}
+
+
+def validate_project_settings(values: Any) -> dict[str, Any]:
+    """Check a settings object against ``PROJECT_SETTINGS``: unknown keys and bad values are refused."""
+    if not isinstance(values, dict) or not values:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "settings must be a non-empty JSON object",
+            f"Send {{\"settings\": {{...}}}} with any of: {', '.join(PROJECT_SETTINGS)}.",
+        )
+    unknown = sorted(set(values) - set(PROJECT_SETTINGS))
+    if unknown:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"unknown project setting(s): {', '.join(map(repr, unknown))}",
+            f"Project settings are: {', '.join(PROJECT_SETTINGS)}.", {"unknown": unknown},
+        )
+    for key, value in values.items():
+        spec = PROJECT_SETTINGS[key]
+        if value not in spec.choices:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"{key} cannot be {value!r}",
+                f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}", {"setting": key},
+            )
+    return dict(values)
+
+

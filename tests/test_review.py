@@ -1,0 +1,310 @@
+"""Agent-facing answers: envelopes, budgets, cursors, claims and every review task."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from coverage_core import open_project
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.review.budget import words
+from coverage_core.review.context import CHECKOUT_STATE_TTL_S
+from coverage_core.service import OPERATIONS, Service
+
+from . import corpus
+from .gitrepo import commit, git, lcov, make_repo, write
+
+SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """The bundled sample project as a git repository, with its real step3 reports beside it."""
+    repo = tmp_path / "inventory"
+    shutil.copytree(SAMPLE / "project", repo)
+    make_repo(repo, {})
+    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
+        shutil.copy(SAMPLE / "reports" / name, repo / name)
+    return repo
+
+
+@pytest.fixture
+def service(sample_repo: Path):
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+        yield svc
+
+
+def review(svc: Service, **args) -> dict:
+    return svc.call("coverage_review", args)
+
+
+def test_every_answer_is_one_envelope_with_context_data_and_page(service: Service) -> None:
+    for task in ("insight", "history", "source", "tests", "audit", "all"):
+        env = review(service, task=task)
+        assert set(env) == {"context", "data", "page"}
+        ctx = env["context"]
+        assert {"repo_key", "checkout_path", "suite", "schema_revision", "stats"} <= set(ctx)
+        assert ctx["stats"]["elapsed_ms"] >= 0 and isinstance(ctx["stats"]["rows_scanned"], int)
+        assert env["data"]["claim_status"] in {"supported", "limited", "not_measured", "stale", "invalid"}
+        assert isinstance(env["data"]["reasons"], list)
+
+
+def test_insight_ranks_uncovered_code_with_at_most_three_ranges_per_target(service: Service) -> None:
+    data = review(service, task="insight")["data"]
+    assert len(data["files"]) <= 3 and len(data["targets"]) <= 5
+    # format_price (lines 24-27) is the largest uncovered run of the sample.
+    top = data["targets"][0]
+    assert top[0] == "inventory/pricing.py" and top[1] == "format_price"
+    assert top[4] == [[24, 27, 4]]
+    for t in data["targets"]:
+        assert len(t[4]) <= 3
+        assert t[6] == (t[5] > len(t[4]))  # regions_truncated tells the truth
+    sizes = [t[2] + t[3] for t in data["targets"]]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_representations_grow_from_compact_to_review_to_audit(service: Service) -> None:
+    for task in ("insight", "all"):
+        sizes = [len(json.dumps(review(service, task=task, representation=r)["data"])) for r in ("compact", "review", "audit")]
+        assert sizes[0] < sizes[1] < sizes[2], (task, sizes)
+
+
+@pytest.mark.parametrize("max_words", [60, 90, 150, 400])
+def test_word_budgets_are_honoured_to_the_word_over_the_whole_data_object(service: Service, max_words: int) -> None:
+    for task in ("insight", "source", "audit"):
+        try:
+            env = review(service, task=task, limits={"max_words": max_words})
+        except CoverageError as err:
+            assert err.code is ErrorCode.BUDGET_TOO_SMALL and err.details["needed_words"] > max_words
+            continue
+        assert words(env["data"]) <= max_words
+
+
+def test_project_context_accounts_reserved_page_and_response_words(service: Service) -> None:
+    env = service.call("project_context", {})
+    page = env["page"]
+    assert page["response_word_count"] == words(env["data"])
+    assert page["reserved_words"] + page["word_count"] == page["response_word_count"]
+    assert env["data"]["active_runs"] == [] and env["data"]["active_runs_truncated"] is False
+    suite = env["data"]["suites"][0]
+    assert suite["behind_head"] == 0 and suite["claim_status"] == "supported"
+    with pytest.raises(CoverageError) as err:
+        service.call("project_context", {"max_words": 40})
+    assert err.value.code is ErrorCode.BUDGET_TOO_SMALL
+
+
+def test_source_marks_lines_from_git_at_the_snapshots_commit(service: Service, sample_repo: Path) -> None:
+    (sample_repo / "inventory" / "pricing.py").write_text("rewritten\n")  # the working tree moves on
+    time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
+    data = review(service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])["data"]
+    lines = {n: (mark, text) for r in data["ranges"] for n, mark, text in r["lines"]}
+    assert lines[6] == ("c", "def price_with_tax(net, band=\"standard\"):")
+    assert lines[8][0] == "c" and "raise ValueError" in lines[8][1]
+    assert lines[15] == ("p", "    elif quantity >= 20:")  # executed, its true branch never taken
+    assert lines[16][0] == "u"
+    assert lines[24][0] == "u" and lines[23][0] == "c" and lines[22][0] == "-"
+    assert data["claim_status"] == "limited"  # the checkout is dirty now
+
+
+def test_source_without_a_range_shows_the_top_insight_target(service: Service) -> None:
+    data = review(service, task="source")["data"]
+    assert data["file"] == "inventory/pricing.py"
+    numbers = [n for r in data["ranges"] for n, _, _ in r["lines"]]
+    assert {24, 25, 26, 27} <= set(numbers)
+
+
+def test_source_of_a_file_git_lacks_at_that_commit_is_not_measured(service: Service) -> None:
+    data = review(service, task="source", file="inventory/nowhere.py", lines="1-3")["data"]
+    assert data["claim_status"] == "not_measured" and "git has no file" in data["reasons"][0]
+
+
+def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> None:
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "unit"})
+        write(sample_repo, {"CHANGELOG": "x\n"})
+        commit(sample_repo, "later")
+        svc.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "unit"})
+        data = review(svc, task="history", measurement={"suite": "unit"})["data"]
+        assert data["window"]["snapshots"] == 2 and len(data["points"]) == 2
+        assert data["window"]["newest"] == [40, 48] and data["window"]["change"] > 0
+        file_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py")["data"]
+        assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [13, 18]
+        line_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py", lines="24")["data"]
+        assert [p[3:] for p in line_hist["points"]] == [[0, 1], [0, 1]]
+
+
+def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(service: Service, sample_repo: Path) -> None:
+    write(sample_repo, {"NEWS": "x\n"})
+    commit(sample_repo, "moved on")
+    time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
+    data = review(service, task="insight")["data"]
+    assert data["claim_status"] == "stale"
+    assert "1 commits behind" in data["reasons"][0]
+
+
+def test_wrong_typed_and_unknown_arguments_are_refused_with_a_suggestion(service: Service) -> None:
+    cases = [
+        ({"task": "insight", "limits": {"max_words": "many"}}, "$.limits.max_words"),
+        ({"task": "insight", "colour": "red"}, "colour"),
+        ({"task": "sideways"}, "$.task"),
+        ({}, "task"),
+        ({"task": "insight", "measurement": {"snapshot_id": "HEAD"}}, "$.measurement.snapshot_id"),
+    ]
+    for args, mention in cases:
+        with pytest.raises(CoverageError) as err:
+            service.call("coverage_review", args)
+        assert err.value.code is ErrorCode.INVALID_ARGUMENT
+        assert mention in err.value.message and err.value.suggestion
+
+
+def test_tests_task_is_unavailable_for_reports_without_named_tests(service: Service) -> None:
+    data = review(service, task="tests")["data"]
+    assert data["status"] == "unavailable"
+
+
+def _duplicate_tracefile(with_duplicates: bool) -> str:
+    a = {"src/a.c": {1: 1, 2: 1, 3: 0}}
+    b = {"src/a.c": {1: 2, 2: 5, 3: 0}} if with_duplicates else {"src/a.c": {1: 1, 2: 0, 3: 1}}
+    c = {"src/a.c": {1: 0, 2: 0, 3: 1}}
+    return lcov(a, "alpha") + lcov(b, "beta") + lcov(c, "gamma")
+
+
+@pytest.mark.parametrize("with_duplicates", [True, False])
+def test_duplicate_candidates_are_tests_with_identical_coverage(tmp_path: Path, with_duplicates: bool) -> None:
+    repo = make_repo(tmp_path / "r", {"src/a.c": "1\n2\n3\n"})
+    (repo / "t.info").write_text(_duplicate_tracefile(with_duplicates))
+    with open_project(repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "t.info"})
+        data = review(svc, task="tests")["data"]
+        assert data["status"] == "available" and data["named_tests"] == 3
+        if with_duplicates:
+            assert data["duplicate_groups"] == 1 and data["duplicates"] == [[2, ["alpha", "beta"]]]
+        else:
+            assert data["duplicate_groups"] == 0 and data["duplicates"] == []
+        per_file = review(svc, task="tests", file="src/a.c")["data"]
+        assert per_file["covering_tests"] == 3
+        if not with_duplicates:
+            # alpha runs lines 1-2, beta 1 and 3, gamma 3: only line 2 has a single test.
+            assert per_file["only_one_test"] == [[2, 2, 1, "alpha"]]
+
+
+def test_tests_task_attributes_lines_of_a_real_tracefile(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"README": "x\n"})
+    shutil.copy(corpus.path("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"), repo / "cmark.info")
+    with open_project(repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "cmark.info"})
+        glob = review(svc, task="tests", representation="review")["data"]
+        assert glob["named_tests"] == 9
+        path = "/build/cmark-gfm-0.29.0.gfm.13/src/blocks.c"
+        per_file = review(svc, task="tests", file=path, limits={"max_words": 2000})["data"]
+        assert 1 <= per_file["covering_tests"] <= 9
+        assert per_file["claim_status"] == "limited"  # its files are unmapped here
+
+
+def test_audit_pages_exact_file_records_with_a_cursor(service: Service) -> None:
+    env = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
+    seen = [tuple(r) for r in env["data"]["lines"]]
+    while env["page"]["next_cursor"]:
+        env = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80},
+                     cursor=env["page"]["next_cursor"])
+        seen += [tuple(r) for r in env["data"]["lines"]]
+    assert len(seen) == len(set(seen)) == 27
+
+
+def test_tampered_and_foreign_cursors_are_refused(service: Service) -> None:
+    env = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
+    cursor = env["page"]["next_cursor"]
+    assert cursor
+    body, mac = cursor.rsplit(".", 1)
+    tampered = body + "." + ("0" if mac[0] != "0" else "1") + mac[1:]
+    bad = [
+        (tampered, {"file": "inventory/stock.py", "limits": {"max_words": 80}}),
+        (cursor, {"file": "inventory/pricing.py", "limits": {"max_words": 80}}),  # another query
+        (cursor, {"file": "inventory/stock.py", "limits": {"max_words": 90}}),
+        ("garbage", {"file": "inventory/stock.py", "limits": {"max_words": 80}}),
+    ]
+    for c, args in bad:
+        with pytest.raises(CoverageError) as err:
+            review(service, task="audit", cursor=c, **args)
+        assert err.value.code is ErrorCode.INVALID_CURSOR and err.value.suggestion
+
+
+def test_a_cursor_of_another_snapshot_is_refused(service: Service, sample_repo: Path) -> None:
+    first = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
+    sid = first["data"]["snapshot_id"]
+    other = service.call("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "other"})
+    other_id = other["data"]["snapshot"]["snapshot_id"]
+    page = review(service, task="audit", measurement={"snapshot_id": sid}, file="inventory/stock.py",
+                  limits={"max_words": 80})
+    with pytest.raises(CoverageError) as err:
+        review(service, task="audit", measurement={"snapshot_id": other_id}, file="inventory/stock.py",
+               limits={"max_words": 80}, cursor=page["page"]["next_cursor"])
+    assert err.value.code is ErrorCode.INVALID_CURSOR
+
+
+def test_a_hundred_thousand_file_snapshot_is_walked_page_by_page_without_gaps_or_duplicates(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "big", {"README": "x\n"})
+    n = 100_000
+    lines = []
+    for i in range(n):
+        lines.append(f"SF:gen/d{i % 97}/f{i:06d}.c\nDA:1,{i % 2}\nDA:2,0\nend_of_record\n")
+    (repo / "big.info").write_text("".join(lines))
+    with open_project(repo) as project:
+        svc = Service(project)
+        snap = svc.call("coverage_import", {"report_path": "big.info"})["data"]["snapshot"]
+        assert snap["files"] == n
+        seen: list[str] = []
+        cursor = None
+        while True:
+            args = {"task": "audit", "limits": {"max_words": 50_000, "max_bytes": 2_000_000}}
+            if cursor:
+                args["cursor"] = cursor
+            env = svc.call("coverage_review", args)
+            seen += [f[0] for f in env["data"]["files"]]
+            cursor = env["page"]["next_cursor"]
+            if not cursor:
+                break
+        assert len(seen) == n and len(set(seen)) == n and seen == sorted(seen)
+        insight = svc.call("coverage_review", {"task": "insight", "limits": {"max_files": 200, "max_words": 50_000}})
+        assert insight["page"]["total_files"] == n and len(insight["data"]["files"]) == 200
+
+
+def test_nothing_stored_yet_is_not_measured_with_the_way_forward(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "empty", {"a.py": "x\n"})
+    with open_project(repo) as project:
+        data = review(Service(project), task="insight")["data"]
+    assert data["claim_status"] == "not_measured" and "coverage_import" in data["next"]
+
+
+def test_cli_review_json_prints_exactly_the_tool_envelope(service: Service, sample_repo: Path) -> None:
+    expected = review(service, task="insight")
+    service.project.close()
+    out = subprocess.run([sys.executable, "-m", "coverage_cli", "review", "insight", "--json"], cwd=sample_repo,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["data"] == expected["data"] and got["page"] == expected["page"]
+    assert set(got["context"]) == set(expected["context"])
+    human = subprocess.run([sys.executable, "-m", "coverage_cli", "review", "source"], cwd=sample_repo,
+                           capture_output=True, text=True)
+    assert "24 u" in human.stdout.replace("  ", " ")
+    ctx = subprocess.run([sys.executable, "-m", "coverage_cli", "context", "--json"], cwd=sample_repo,
+                         capture_output=True, text=True)
+    assert json.loads(ctx.stdout)["page"]["response_word_count"] > 0
+
+
+def test_every_declared_operation_has_a_strict_object_schema() -> None:
+    for op in OPERATIONS.values():
+        assert op.input_schema["type"] == "object" and op.input_schema["additionalProperties"] is False
+        assert op.description and op.title
