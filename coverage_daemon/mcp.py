@@ -238,7 +238,9 @@ async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any]
         return error_response(None, RpcError(INVALID_REQUEST, "expected one JSON-RPC 2.0 object"))
     method = message.get("method")
     if method is None:
-        return None  # a response to a request we never send; nothing to do
+        if "id" in message and ("result" in message or "error" in message):
+            return None  # a response to a request we never send; nothing to do
+        return error_response(None, RpcError(INVALID_REQUEST, "expected a request, a notification or a response"))
     request_id = message.get("id")
     if not isinstance(method, str) or ("id" in message and not _valid_id(request_id)):
         return error_response(request_id if _valid_id(request_id) else None,
@@ -247,23 +249,25 @@ async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any]
     if "id" not in message:
         _notify(method, params, conn)
         return None
+    # The work runs as its own task so notifications/cancelled can stop it
+    # while this exchange still answers; cancelling the caller (a disconnect,
+    # a deadline, shutdown) reaches the work through the await.
     key = (type(request_id).__name__, request_id)
-    task = asyncio.current_task()
-    if task is not None:
-        conn.inflight[key] = task
+    work = asyncio.ensure_future(_answer(method, params, conn, backend))
+    conn.inflight[key] = work
     try:
-        result = await _answer(method, params, conn, backend)
+        result = await work
     except RpcError as error:
         return error_response(request_id, error)
     except asyncio.CancelledError:
-        # Cancelled by notifications/cancelled: the HTTP exchange still owes a
-        # body, so it answers -32800 (the SDK's 2025-era transport does too).
-        # A disconnect or shutdown cancels the whole handler instead.
-        if task is not None and task.cancelling() > 1:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
             raise
+        # Only the work was cancelled: the HTTP exchange still owes a body,
+        # so it answers -32800 like the SDK's 2025-era transport.
         return error_response(request_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
     finally:
-        if conn.inflight.get(key) is task:
+        if conn.inflight.get(key) is work:
             del conn.inflight[key]
     return {"jsonrpc": "2.0", "id": request_id, "result": _finish(method, result, conn)}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import cache
 
 import numpy as np
 import pytest
@@ -22,9 +23,15 @@ def ids(entries: list[dict]) -> list[str]:
     return [e["file"] for e in entries]
 
 
+@cache
+def parsed(name: str):
+    """A corpus report parsed once per test session (reports are immutable)."""
+    return parse(corpus.path(name))
+
+
 @pytest.fixture(scope="module")
 def sqlite():
-    return parse(corpus.path(SQLITE))
+    return parsed(SQLITE)
 
 
 def line_of(doc: bytes, marker: bytes) -> int:
@@ -69,7 +76,7 @@ ONE_CLASS = b"""<?xml version="1.0" ?>
 # -- the corpus -----------------------------------------------------------------
 @pytest.mark.parametrize("entry", COBERTURA, ids=ids(COBERTURA))
 def test_every_corpus_report_has_the_roots_totals_and_one_file_per_class_filename(entry: dict) -> None:
-    report = parse(corpus.path(entry["file"]))
+    report = parsed(entry["file"])
     canon = entry["canonical_totals"]
     assert report.format == "cobertura"
     assert report.totals["lines"].to_dict() == canon["lines"]
@@ -80,7 +87,7 @@ def test_every_corpus_report_has_the_roots_totals_and_one_file_per_class_filenam
 
 @pytest.mark.parametrize("entry", COBERTURA, ids=ids(COBERTURA))
 def test_every_corpus_reports_detail_adds_up_to_its_root_totals(entry: dict) -> None:
-    report = parse(corpus.path(entry["file"]))
+    report = parsed(entry["file"])
     lines, branches = report.lines, report.branches
     assert len(lines) == report.totals["lines"].found
     assert int((lines["hits"] > 0).sum()) == report.totals["lines"].hit
@@ -91,7 +98,7 @@ def test_every_corpus_reports_detail_adds_up_to_its_root_totals(entry: dict) -> 
 
 @pytest.mark.parametrize("entry", COBERTURA, ids=ids(COBERTURA))
 def test_the_producing_tool_is_told_from_the_report_gcovr_or_coverage_py(entry: dict) -> None:
-    report = parse(corpus.path(entry["file"]))
+    report = parsed(entry["file"])
     version = entry["tool_reported_totals"]["root_attributes"]["version"]
     if "gcovr" in entry["format"]:
         assert report.tool == "gcovr"
@@ -118,14 +125,14 @@ def test_gcovr_methods_are_functions_that_agree_with_gcovrs_own_function_summary
 
 
 def test_gcovr_methods_that_list_no_lines_are_left_out_of_the_functions_with_a_warning() -> None:
-    report = parse(corpus.path(CMARK))
+    report = parsed(CMARK)
     assert len(report.functions) == 482
     (warning,) = [w for w in report.warnings if w.code == "methods_without_lines"]
     assert warning.message.startswith("8 <method> elements")
 
 
 def test_coverage_py_reports_have_no_functions_and_claim_no_function_totals() -> None:
-    report = parse(corpus.path("coveragepy/markupsafe-3.0.4.cobertura.xml"))
+    report = parsed("coveragepy/markupsafe-3.0.4.cobertura.xml")
     assert len(report.functions) == 0
     assert "functions" not in report.totals
 

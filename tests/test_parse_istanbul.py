@@ -131,6 +131,7 @@ def test_two_entries_for_one_path_are_refused() -> None:
         ({"s": {"0": 1.5, "1": 0, "2": 7, "3": 0}}, '$["/src/a.js"].s["0"]', "must be an integer"),
         ({"s": {"0": 1, "1": True, "2": 7, "3": 0}}, '$["/src/a.js"].s["1"]', "must be an integer"),
         ({"f": {"0": 2**64}}, '$["/src/a.js"].f["0"]', "overflows a 64-bit counter"),
+        ({"f": {"0": "7"}}, '$["/src/a.js"].f["0"]', "must be an integer, got a string"),
         ({"b": {"0": [7, -2], "1": [0, 0, 0]}}, '$["/src/a.js"].b["0"][1]', "is negative"),
         ({"b": {"0": [7, 0], "1": [0, None, 0]}}, '$["/src/a.js"].b["1"][1]', "must be an integer"),
         ({"s": {"0": 1, "1": 0, "2": 7, "3": 0, "9": 1}}, '$["/src/a.js"].statementMap["9"]', "missing"),
@@ -139,6 +140,8 @@ def test_two_entries_for_one_path_are_refused() -> None:
         ({"statementMap": {"0": {"start": {"line": -3, "column": 0}, "end": {"line": 1, "column": 1}}},
           "s": {"0": 1}}, '$["/src/a.js"].statementMap["0"].start.line', "is negative"),
         ({"path": 7}, '$["/src/a.js"].path', "non-empty string"),
+        ({"branchMap": {"0": {"type": "if", "line": 2**40, "locations": []}, "1": {"line": 1}}},
+         '$["/src/a.js"].b["0"][0]', "larger than 2147483647"),
     ],
 )
 def test_bad_numbers_and_shapes_are_refused_naming_their_json_path(bad: dict, path: str, says: str) -> None:

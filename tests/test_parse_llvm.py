@@ -238,6 +238,8 @@ FILE0 = ["data", 0, "files", 0]
         (mutate(["data", 0, "functions", 1, "count"], -1), "$.data[0].functions[1].count is negative"),
         (mutate(["data", 0, "functions", 2, "regions", 0, 4], 1.5), "$.data[0].functions[2].regions[0][4]"),
         (mutate(["data", 0, "functions", 1, "regions", 0, 5], 3), "$.data[0].functions[1].regions[0][5]: file id 3"),
+        (mutate(["data", 0, "functions", 2, "regions", 0, 7], 300),
+         "$.data[0].functions[2].regions[0][7]: region kind"),
         (mutate(["data", 0, "totals", "lines", "covered"], 10), "$.data[0].totals.lines: covered (10)"),
         (mutate(["data", 0, "totals"], None), "$.data[0].totals: missing"),
         (mutate([*FILE0, "summary", "regions", "count"], -2), "$.data[0].files[0].summary.regions.count"),

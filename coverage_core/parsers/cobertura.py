@@ -26,7 +26,6 @@ summary only), so they are never claimed as totals.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import numpy as np
 

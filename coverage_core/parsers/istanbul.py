@@ -108,8 +108,15 @@ def _counts(values: list[Any], origin: str, where: Callable[[int], str]) -> np.n
         if arr is not None and not (len(arr) and arr.min() < 0):
             return arr
     for i, v in enumerate(values):
-        count(v, origin, where(i))
-    raise AssertionError("unreachable: a value failed the fast path but passed count()")
+        _count(v, origin, where(i))
+    raise AssertionError("unreachable: a value failed the fast path but passed _count()")
+
+
+def _count(value: Any, origin: str, path: str) -> int:
+    """numbers.count for JSON, where "7" is a string and not a number."""
+    if isinstance(value, str):
+        raise malformed(origin, f"{path} must be an integer, got a string {value[:40]!r}")
+    return count(value, origin, path)
 
 
 class _FileCoverage:
@@ -139,8 +146,8 @@ class _FileCoverage:
         if column:
             # Some source-mapped reports carry a null column: 0 means unknown.
             value = obj.get("column")
-            return 0 if value is None else count(value, self.origin, f"{path}.column") + 1
-        return count(obj.get("line"), self.origin, f"{path}.line")
+            return 0 if value is None else _count(value, self.origin, f"{path}.column") + 1
+        return _count(obj.get("line"), self.origin, f"{path}.line")
 
     def instrumenter(self) -> str:
         if "_coverageSchema" in self.entry:
@@ -219,7 +226,7 @@ class _FileCoverage:
             if isinstance(loc, dict) and isinstance(loc.get("start"), dict) and "line" in loc["start"]:
                 line = self._position(loc["start"], f"{mpath}.loc.start")
             else:
-                line = count(meta.get("line"), self.origin, f"{mpath}.line")
+                line = _count(meta.get("line"), self.origin, f"{mpath}.line")
             n = len(outcomes)
             lines += [line] * n
             taken += outcomes
@@ -233,7 +240,9 @@ class _FileCoverage:
             return f"{self.where}.b[{json.dumps(keys[k])}][{i - starts[k]}]"
 
         taken_arr = _counts(taken, self.origin, where)
-        builder.add("branches", file=file, line=np.array(lines, dtype=I32), block=np.array(block, dtype=I32),
+        line_arr = np.array(lines, dtype=I64)
+        _check_int32(line_arr[np.newaxis], self.origin, where)
+        builder.add("branches", file=file, line=line_arr, block=np.array(block, dtype=I32),
                     branch=np.array(outcome, dtype=object), taken=taken_arr)
         return _tally(taken_arr)
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ..report import I32, I64, Counter, NormalizedReport, ReportBuilder
+from ..report import I32, I64, REGION_KINDS, Counter, NormalizedReport, ReportBuilder
 from .numbers import count
 from .source import ReportBytes, malformed
 
@@ -248,16 +248,23 @@ def _slow_matrix(rows: list[Any], width: int, origin: str, row_path: RowPath) ->
             raise malformed(origin, f"{row_path(i)}: must be a list of at least {width} integers")
         for j, value in enumerate(row[:width]):
             if not isinstance(value, bool):
-                count(value, origin, f"{row_path(i)}[{j}]")
+                _count(value, origin, f"{row_path(i)}[{j}]")
     return np.array([row[:width] for row in rows], dtype=I64)
+
+
+def _count(value: Any, origin: str, path: str) -> int:
+    """numbers.count for JSON, where "7" is a string and not a number."""
+    if isinstance(value, str):
+        raise malformed(origin, f"{path} must be an integer, got a string {value[:40]!r}")
+    return count(value, origin, path)
 
 
 def _counter(obj: Any, origin: str, path: str) -> Counter:
     """``{"count": n, "covered": k}`` as a Counter."""
     if not isinstance(obj, dict):
         raise malformed(origin, f"{path}: must be an object with count and covered")
-    found = count(obj.get("count"), origin, f"{path}.count")
-    hit = count(obj.get("covered"), origin, f"{path}.covered")
+    found = _count(obj.get("count"), origin, f"{path}.count")
+    hit = _count(obj.get("covered"), origin, f"{path}.covered")
     if hit > found:
         raise malformed(origin, f"{path}: covered ({hit}) is larger than count ({found})")
     return Counter(found, hit)
@@ -285,7 +292,7 @@ def line_coverage(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lines = np.arange(first, last + 1, dtype=I64)
     starts_on = np.flatnonzero(np.r_[True, line[1:] != line[:-1]])  # first segment of each line
     on = line[starts_on] - first
-    region_start = np.where((gap == 0) & (has != 0) & (entry != 0), cnt, -1)
+    region_start = np.where((has != 0) & (entry != 0), cnt, -1)
     best_start = np.full(len(lines), -1, I64)
     best_start[on] = np.maximum.reduceat(region_start, starts_on)
     skipped = np.zeros(len(lines), bool)
@@ -352,6 +359,8 @@ def _per_file(rows: list[tuple[int, Counter]], n_files: int) -> tuple[np.ndarray
 
 
 class _Export:
+    """One ``data[]`` entry (one binary's coverage mapping): its files, functions and totals."""
+
     def __init__(self, entry: Any, path: str, origin: str) -> None:
         if not isinstance(entry, dict):
             raise malformed(origin, f"{path}: must be an object")
@@ -391,12 +400,14 @@ class _Export:
                 raise malformed(self.origin, f"{path}.summary: must be an object")
             for name in COUNTERS:
                 if name in summary:
-                    tallies.summary[name].append((file, _counter(summary[name], self.origin, f"{path}.summary.{name}")))
+                    counter = _counter(summary[name], self.origin, f"{path}.summary.{name}")
+                    tallies.summary[name].append((file, counter))
             budget -= self._lines(builder, tallies, f, file, path, budget)
             self._branches(builder, tallies, f, file, path)
         self._functions(builder, files, tallies)
 
-    def _lines(self, builder, tallies: _Tallies, f: dict, file: int, path: str, budget: int) -> int:
+    def _lines(self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str, budget: int) -> int:
+        """Add the file's lines; how many lines its segments span (counted against ``budget``)."""
         if "segments" not in f:  # -summary-only
             return 0
         rows = f["segments"]
@@ -408,14 +419,14 @@ class _Export:
             segs = segs[np.lexsort((segs[:, 1], segs[:, 0]))]
         span = int(segs[-1, 0] - segs[0, 0] + 1) if len(segs) else 0
         if span > budget:
-            raise malformed(self.origin, f"{path}.segments: spans {span:,} lines, more than the "
-                            f"{MAX_LINE_ROWS:,} an export can plausibly cover")
+            raise malformed(self.origin, f"{path}.segments: spans {span:,} lines, which takes the export "
+                            f"past the {MAX_LINE_ROWS:,} lines it can plausibly cover")
         lines, counts = line_coverage(segs)
         builder.add_lines(file, lines, counts)
         tallies.detail["lines"].append((file, Counter(len(lines), int((counts > 0).sum()))))
         return span
 
-    def _branches(self, builder, tallies: _Tallies, f: dict, file: int, path: str) -> None:
+    def _branches(self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str) -> None:
         parts = [_matrix(self._list("branches", f, path), 9, self.origin, f"{path}.branches", 4)]
         for j, ex in enumerate(self._list("expansions", f, path)):
             xpath = f"{path}.expansions[{j}]"
@@ -427,7 +438,7 @@ class _Export:
                 source = ex.get("source_region")
                 if not isinstance(source, list) or not source:
                     raise malformed(self.origin, f"{xpath}.source_region: must be a region array")
-                inner[:, 0] = count(source[0], self.origin, f"{xpath}.source_region[0]")
+                inner[:, 0] = _count(source[0], self.origin, f"{xpath}.source_region[0]")
                 parts.append(inner)
         branches = np.concatenate(parts)
         n = len(branches)
@@ -470,7 +481,7 @@ class _FunctionRecords:
             if not isinstance(regions, list):
                 raise malformed(origin, f"{where}.regions: must be a list")
             names.append(name)
-            hits.append(count(fn.get("count"), origin, f"{where}.count"))
+            hits.append(_count(fn.get("count"), origin, f"{where}.count"))
             region_lists.append(regions)
             filename_lists.append(filenames)
         self.names = names
@@ -505,6 +516,12 @@ class _FunctionRecords:
         order = np.lexsort(keys)
         sorted_keys = np.stack([k[order] for k in keys])
         first = np.flatnonzero(np.r_[True, (sorted_keys[:, 1:] != sorted_keys[:, :-1]).any(axis=0)])
+        unknown = ~np.isin(r[:, 7], list(REGION_KINDS))
+        if unknown.any():
+            k = int(np.argmax(unknown))
+            fn = int(self.function[k])
+            raise malformed(self.origin, f"{self.path}[{fn}].regions[{k - self.region_start[fn]}][7]: region kind "
+                            f"{int(r[k, 7])} is not one llvm-cov writes (0 to 4)")
         counts = r[order, 4]
         if np.add.reduceat(counts.astype(np.float64), first).max() >= 2.0**63:
             raise malformed(self.origin, f"{self.path}: region counts add up past a 64-bit counter")

@@ -121,7 +121,8 @@ def _kind(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, int | float):
         return repr(value)
-    return {dict: "an object", list: "a list", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)
+    names = {dict: "an object", list: "a list", str: "a string", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _integers(values: list[Any], where: Where, minimum: int, maximum: int) -> np.ndarray:
@@ -145,6 +146,8 @@ def _integers(values: list[Any], where: Where, minimum: int, maximum: int) -> np
 # -- the document ----------------------------------------------------------------
 
 class _Reader:
+    """Checks a parsed document rule by rule while building its report."""
+
     def __init__(self, doc: Any) -> None:
         if not isinstance(doc, dict):
             raise _Invalid("$", f"must be an object, got {_kind(doc)}")
@@ -162,7 +165,9 @@ class _Reader:
         declared = self._tests()
         files = _list(self.doc["files"], "$.files")
         seen: dict[str, int] = {}
-        found, hit = [], []
+        # Both counters for every file, so that a document without code still
+        # totals 0 of 0 regions and lines.
+        tallies: dict[str, list[tuple[int, int]]] = {"regions": [], "lines": []}
         for i, entry in enumerate(files):
             path = f"$.files[{i}]"
             f = _object(entry, path, FILE_KEYS, FILE_REQUIRED)
@@ -172,12 +177,11 @@ class _Reader:
                                "give each file (and each variant of one) its own entry and path")
             seen[name] = i
             file = self.builder.file(name, **self._file_info(f, path))
-            regions_found, regions_hit = self._file(file, f, path, declared)
-            found.append(regions_found)
-            hit.append(regions_hit)
-        n = self.builder.n_files
-        regions = (np.array(found, dtype=I64).reshape(n), np.array(hit, dtype=I64).reshape(n))
-        return self.builder.build(file_totals={"regions": regions}, merge_lines="max", merge_observations=False)
+            for counter, found_hit in self._file(file, f, path, declared).items():
+                tallies[counter].append(found_hit)
+        file_totals = {counter: (np.array([n for n, _ in rows], I64), np.array([h for _, h in rows], I64))
+                       for counter, rows in tallies.items()}
+        return self.builder.build(file_totals=file_totals, merge_lines="max", merge_observations=False)
 
     def _tool(self) -> None:
         if "tool" not in self.doc:
@@ -209,7 +213,8 @@ class _Reader:
                 info[key] = _string(f[key], f"{path}.{key}")
         return info
 
-    def _file(self, file: int, f: dict, path: str, declared: int) -> tuple[int, int]:
+    def _file(self, file: int, f: dict, path: str, declared: int) -> dict[str, tuple[int, int]]:
+        """Add one file's detail; its (found, hit) regions and lines."""
         regions = _list(f["regions"], f"{path}.regions")
         for j, region in enumerate(regions):
             _object(region, f"{path}.regions[{j}]", REGION_KEYS, REGION_REQUIRED)
@@ -233,13 +238,13 @@ class _Reader:
                          hits=hits, kind=kind)
         code = kind == REGION_CODE
         if "lines" in f:
-            self._explicit_lines(file, f["lines"], f"{path}.lines")
+            lines = self._explicit_lines(file, f["lines"], f"{path}.lines")
         else:
-            self._derived_lines(file, sl[code], el[code], hits[code], path)
+            lines = self._derived_lines(file, sl[code], el[code], hits[code], path)
         self._observations(file, regions, sl, el, hits, kind, path, declared)
-        return int(code.sum()), int((hits[code] > 0).sum())
+        return {"regions": (int(code.sum()), int((hits[code] > 0).sum())), "lines": lines}
 
-    def _explicit_lines(self, file: int, rows: Any, path: str) -> None:
+    def _explicit_lines(self, file: int, rows: Any, path: str) -> tuple[int, int]:
         for k, row in enumerate(_list(rows, path)):
             if not isinstance(row, list) or len(row) != 2:
                 raise _Invalid(f"{path}[{k}]", "must be a [line, hits] pair")
@@ -251,12 +256,16 @@ class _Reader:
             k = int(order[repeated[0] + 1])
             raise _Invalid(f"{path}[{k}]", f"line {int(lines[k])} is listed twice")
         self.builder.add_lines(file, lines, hits)
+        return len(lines), int((hits > 0).sum())
 
-    def _derived_lines(self, file: int, start: np.ndarray, end: np.ndarray, hits: np.ndarray, path: str) -> None:
+    def _derived_lines(self, file: int, start: np.ndarray, end: np.ndarray, hits: np.ndarray,
+                       path: str) -> tuple[int, int]:
         line, row = _spanned_lines(start, end, f"{path}.regions")
         self.builder.add_lines(file, line, hits[row])
+        return len(np.unique(line)), len(np.unique(line[hits[row] > 0]))
 
-    def _observations(self, file: int, regions: list, sl, el, hits, kind, path: str, declared: int) -> None:
+    def _observations(self, file: int, regions: list, sl: np.ndarray, el: np.ndarray, hits: np.ndarray,
+                      kind: np.ndarray, path: str, declared: int) -> None:
         with_tests = [j for j, r in enumerate(regions) if "tests" in r]
         tests: list[int] = []
         owners: list[int] = []
@@ -294,8 +303,8 @@ def _spanned_lines(start: np.ndarray, end: np.ndarray, path: str) -> tuple[np.nd
     span = end - start + 1
     total = int(span.sum())
     if total > MAX_LINE_ROWS:
-        raise _Invalid(path, f"regions span {total:,} lines, more than the {MAX_LINE_ROWS:,} a document "
-                       "may describe")
+        raise _Invalid(path, f"regions span {total:,} lines, more than the {MAX_LINE_ROWS:,} a file "
+                       "can plausibly have")
     row = np.repeat(np.arange(len(span)), span)
     offset = np.arange(total, dtype=I64) - np.repeat(np.cumsum(span) - span, span)
     return (start[row] + offset).astype(I32), row

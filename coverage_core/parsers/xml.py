@@ -15,6 +15,10 @@ with element clearing. A target has no source lines, so errors found in it
 name an element by its ordinal among same-named elements, and
 ``sourceline`` rereads the document to turn that into a line number (only
 ever on the error path).
+
+Both XML formats also share how attribute strings become validated integer
+columns (``int_column``) and how "covered of total" branch counts become
+branch rows (``add_branch_outcomes``).
 """
 
 from __future__ import annotations
@@ -47,9 +51,7 @@ I32_MAX = 2**31 - 1
 # Everything that may precede the root element: whitespace, the XML
 # declaration and other processing instructions, comments, and a DOCTYPE with
 # an optional internal subset.
-_PROLOG = re.compile(
-    rb"(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^\[>]*(?:\[.*?\]\s*)?>)*", re.DOTALL
-)
+_PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^\[>]*(?:\[.*?\]\s*)?>)*", re.DOTALL)
 _DOCTYPE = re.compile(rb"<!DOCTYPE[^\[>]*(?:\[.*?\]\s*)?>", re.DOTALL)
 _ROOT = re.compile(rb"<([A-Za-z_][-\w.:]*)([^>]*)")
 # libxml2 appends the position to its messages; the error carries it already.
@@ -82,8 +84,11 @@ def safe_parser(target: Any = None) -> etree.XMLParser:
 
 
 def refuse_entity_declarations(report: ReportBytes) -> None:
+    """Refuse a document whose DOCTYPE declares entities (billion laughs, XXE) before parsing it."""
     root = root_element(report.data)
-    prolog = report.data[: root.offset] if root else b""
+    # Where the root cannot be told, the whole document is searched: a real
+    # report never carries the text "<!ENTITY" (in text it would be escaped).
+    prolog = report.data[: root.offset] if root else report.data
     if b"<!ENTITY" in prolog:
         raise malformed(
             report.origin,
@@ -176,7 +181,6 @@ def int_column(
             raise malformed(origin, f"{what} is out of range ({n})", line_of(i))
         parsed.append(n)
     return np.array(parsed, dtype=np.int64)
-
 
 
 def add_branch_outcomes(

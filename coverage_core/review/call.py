@@ -21,8 +21,8 @@ class Call:
         self.suite: str = measurement.get("suite") or args.get("suite") or DEFAULT_SUITE
         self.rows_scanned = 0
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        out = self.con.execute(sql, list(params)).fetchall()
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
 

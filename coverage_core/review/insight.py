@@ -96,10 +96,8 @@ def _functions(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[
     return out
 
 
-def targets_for(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The files' uncovered ranges grouped by enclosing function (or the whole file)."""
-    if not files:
-        return []
+def _group_targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Union path: group each file's ranges by enclosing function in Python."""
     ranges = _ranges(call, sel, files)
     functions = _functions(call, sel, files)
     targets = []
@@ -119,6 +117,51 @@ def targets_for(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list
                 "region_count": len(rs),
             })
     return targets
+
+
+def targets_for(
+    call: Call, sel: Selection, files: list[dict[str, Any]], *, limit: int, per_target: int | None
+) -> list[dict[str, Any]]:
+    """The files' uncovered ranges grouped by enclosing function (or the whole
+    file), ranked by uncovered size; ``per_target`` ranges each (None: all)."""
+    if not files:
+        return []
+    if len(sel.snaps) > 1:
+        targets = _group_targets(call, sel, files)
+        targets.sort(key=lambda t: (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or ""))
+        return targets[:limit]
+    by_id = {f["file_id"]: f["path"] for f in files}
+    # ASOF join: each range belongs to the last function starting at or before it.
+    rows = call.rows(
+        """
+        WITH fn AS (
+            SELECT file_id, start_line, min(name) AS name FROM functions
+            WHERE snap = $snap AND list_contains($ids, file_id) AND start_line > 0 GROUP BY ALL),
+        r AS (SELECT * FROM uncovered_ranges WHERE snap = $snap AND list_contains($ids, file_id)),
+        j AS (SELECT r.*, fn.name FROM r ASOF LEFT JOIN fn
+              ON r.file_id = fn.file_id AND r.start_line >= fn.start_line)
+        SELECT file_id, name,
+               coalesce(sum(line_count) FILTER (WHERE kind = 0), 0) AS uncovered,
+               count(*) FILTER (WHERE kind = 1) AS partial,
+               list([start_line, end_line, line_count, kind, missed] ORDER BY line_count DESC, start_line)[1:$per] AS ranges,
+               count(*) AS region_count
+        FROM j GROUP BY file_id, name
+        ORDER BY uncovered + partial DESC, file_id, name NULLS FIRST
+        LIMIT $limit
+        """,
+        {"snap": sel.snaps[0], "ids": list(by_id), "per": per_target or 2**31 - 1, "limit": limit},
+    )
+    return [
+        {
+            "path": by_id[r[0]],
+            "function": r[1],
+            "uncovered_lines": int(r[2]),
+            "partial_lines": int(r[3]),
+            "ranges": [tuple(x) for x in r[4]],
+            "region_count": int(r[5]),
+        }
+        for r in rows
+    ]
 
 
 def _render_target(t: dict[str, Any], representation: str) -> Any:
@@ -155,9 +198,8 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if budget.max_files > RECORD_CAP:
         raise record_cap_exceeded("insight", budget.max_files)
     files, total = ranked_files(call, sel, offset, budget.max_files)
-    targets = targets_for(call, sel, files)
-    targets.sort(key=lambda t: (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or ""))
-    targets = targets[: budget.max_regions]
+    per_target = None if representation == "audit" else RANGES_PER_TARGET
+    targets = targets_for(call, sel, files, limit=budget.max_regions, per_target=per_target)
     primary = sel.primary
     data: dict[str, Any] = {
         "task": "insight",

@@ -4,8 +4,8 @@ Named tests come from LCOV ``TN:`` sections and coverage.py contexts. For a
 file (and optionally ``lines``) the answer lists the tests that ran it and the
 lines only one test covers. Without a file it gives the snapshot's duplicate
 candidates: tests whose full ordered ``{kind, file_path, line_number,
-region_key}`` item lists (stored at ingest) are identical, compared as whole
-strings inside DuckDB. Reports without named tests answer
+region_key}`` item lists are identical, as grouped at ingest by comparing the
+whole lists inside DuckDB (see storage.store). Reports without named tests answer
 ``status: unavailable``.
 """
 
@@ -51,15 +51,15 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         return _for_file(call, sel, budget, data, representation)
     offset = cursors.decode(call, "tests", sel.scope_key, call.args.get("cursor"))
     total_groups = call.one(
-        """SELECT count(*) FROM (SELECT signature FROM test_signatures WHERE snap = ?
-                                 GROUP BY signature HAVING count(*) > 1)""",
+        """SELECT count(*) FROM (SELECT dup_group FROM test_signatures WHERE snap = ?
+                                 GROUP BY dup_group HAVING count(*) > 1)""",
         [snap],
     )[0]
     page_size = min(budget.max_regions, MAX_GROUPS_SCAN)
     groups = call.rows(
         """SELECT list(n.name ORDER BY n.name), any_value(s.item_count), count(*)
            FROM test_signatures s JOIN test_names n ON n.snap = s.snap AND n.test_id = s.test_id
-           WHERE s.snap = ? GROUP BY s.signature HAVING count(*) > 1
+           WHERE s.snap = ? GROUP BY s.dup_group HAVING count(*) > 1
            ORDER BY count(*) DESC, any_value(s.item_count) DESC, min(n.name) LIMIT ? OFFSET ?""",
         [snap, page_size, offset],
     )

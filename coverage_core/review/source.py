@@ -15,7 +15,7 @@ from ..errors import CoverageError, ErrorCode
 from .budget import Budget, size
 from .call import Call
 from .context import claim_for
-from .insight import ranked_files, targets_for
+from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .select import Selection, file_id, line_range
 
 MAX_RANGES = 10
@@ -34,11 +34,10 @@ def _default_target(call: Call, sel: Selection, path: str | None) -> tuple[str, 
     else:
         fid, real = file_id(call, sel.snaps[0], path, sel.primary.snapshot_id)
         f = {"file_id": fid, "path": real}
-    targets = targets_for(call, sel, [f])
+    targets = targets_for(call, sel, [f], limit=1, per_target=RANGES_PER_TARGET)
     if not targets:
         return f["path"], []
-    best = max(targets, key=lambda t: t["uncovered_lines"] + t["partial_lines"])
-    ranges = sorted((r[0], r[1]) for r in best["ranges"][:3])
+    ranges = sorted((r[0], r[1]) for r in targets[0]["ranges"])
     return f["path"], [(max(1, a - CONTEXT_LINES), b + CONTEXT_LINES) for a, b in ranges]
 
 

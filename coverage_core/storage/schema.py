@@ -3,7 +3,7 @@
 History:
     1  snapshots with git identity, files, line/branch/function/region detail,
        named tests and their observations, worktrees, settings.
-    2  per-test signatures (the full ordered item list of each named test),
+    2  duplicate-test groups (tests with identical ordered item lists),
        computed at ingest so duplicate-test questions are reads.
     3  uncovered ranges (runs of uncovered executable lines, and hit lines
        with untaken branches), computed at ingest so insight is a read.
@@ -149,14 +149,15 @@ CREATE TABLE test_observations (
 """
 
 _REVISION_2 = """
--- A test's full ordered item list as JSON text ({kind,file_path,line_number,
--- region_key} objects). Equal signatures are compared as whole strings, never
--- by hash, so duplicate candidates are exact.
+-- Duplicate-test groups, computed at ingest: tests whose full ordered lists of
+-- {kind, file, line, item} observations are identical share ``dup_group``
+-- (the smallest test_id among them). Equality is decided by comparing the
+-- whole lists inside DuckDB; a hash only pre-selects candidates.
 CREATE TABLE test_signatures (
     snap       INTEGER NOT NULL,
     test_id    INTEGER NOT NULL,
     item_count BIGINT NOT NULL,
-    signature  VARCHAR NOT NULL
+    dup_group  INTEGER NOT NULL
 );
 """
 

@@ -25,7 +25,7 @@ from ..errors import CoverageError, ErrorCode
 from ..git import Checkout
 from ..locks import Lease, instance_metadata
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
-from ..report import COUNTERS, OBS_KINDS, Counter, NormalizedReport
+from ..report import COUNTERS, Counter, NormalizedReport
 from . import schema
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 
@@ -284,20 +284,30 @@ class ProjectStore:
 
     @staticmethod
     def _store_signatures(con: duckdb.DuckDBPyConnection, snap: int) -> None:
-        kinds = " ".join(f"WHEN {k} THEN '{v}'" for k, v in OBS_KINDS.items())
+        # A test's signature is its full ordered list of (kind, file, line,
+        # item) observations; file_id stands for the file's path, one to one
+        # within a snapshot. A sum of per-item hashes only pre-selects the
+        # candidates; groups are decided by comparing the whole lists.
         con.execute(
-            f"""
+            """
             INSERT INTO test_signatures
-            SELECT o.snap, o.test_id, count(*),
-                   '[' || string_agg(
-                       json_object('kind', CASE o.kind {kinds} END, 'file_path', f.path,
-                                   'line_number', o.line, 'region_key', o.item)::VARCHAR,
-                       ',' ORDER BY f.path, o.kind, o.line, o.item) || ']'
-            FROM test_observations o JOIN files f ON f.snap = o.snap AND f.file_id = o.file_id
-            WHERE o.snap = ?
-            GROUP BY o.snap, o.test_id
+            WITH fp AS (
+                SELECT test_id, count(*) AS n, sum(hash(kind, file_id, line, item)::HUGEINT) AS h
+                FROM test_observations WHERE snap = $snap GROUP BY test_id),
+            candidates AS (
+                SELECT test_id FROM fp QUALIFY count(*) OVER (PARTITION BY n, h) > 1),
+            exact AS (
+                SELECT test_id, min(test_id) OVER (PARTITION BY items) AS grp FROM (
+                    SELECT o.test_id,
+                           list(struct_pack(k := o.kind, f := o.file_id, l := o.line, r := o.item)
+                                ORDER BY o.file_id, o.kind, o.line, o.item) AS items
+                    FROM test_observations o
+                    WHERE o.snap = $snap AND o.test_id IN (SELECT test_id FROM candidates)
+                    GROUP BY o.test_id))
+            SELECT $snap, fp.test_id, fp.n, coalesce(exact.grp, fp.test_id)
+            FROM fp LEFT JOIN exact USING (test_id)
             """,
-            [snap],
+            {"snap": snap},
         )
 
     # -- reads --------------------------------------------------------------

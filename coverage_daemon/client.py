@@ -1,0 +1,248 @@
+"""A Python client of the daemon's REST API, and ``open_project`` that routes to whoever owns the store.
+
+``DaemonClient`` speaks plain HTTP/1.1 with the standard library (the CLI and
+notebooks should not pay for an event loop) and hands back the library's own
+records: ``Snapshot``, ``FilesPage``, ``FileDetail``, and the service's
+envelopes. ``open_project(path)`` returns the library's ``Project`` when the
+store's lease is free, and a ``DaemonProject`` with the same read methods when
+the running daemon of this home holds it; any other holder stays an error.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import Checkout, discover
+from coverage_core.locks import is_held, read_metadata
+from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
+from coverage_core.project import DEFAULT_SUITE, Project
+from coverage_core.project import open_project as open_direct
+
+from .errors_http import error_from_body
+from .identity import CAPABILITY_HEADER, REPO_HEADER
+
+MAX_PAGE = 1000
+
+
+class DaemonClient:
+    """The REST API of one daemon; ``repo`` (a checkout path) selects the worktree for project calls."""
+
+    def __init__(self, base_url: str, *, repo: str | None = None, timeout_s: float = 60.0) -> None:
+        parsed = urllib.parse.urlsplit(base_url)
+        if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{base_url!r} is not http://HOST:PORT",
+                                "Pass the daemon's address, e.g. http://127.0.0.1:59471.")
+        self.base_url = base_url.rstrip("/")
+        self._host, self._port = parsed.hostname, parsed.port
+        self.repo = repo
+        self.timeout_s = timeout_s
+
+    # -- transport ------------------------------------------------------------
+    def request(self, method: str, path: str, *, body: Any = None, query: dict[str, Any] | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        """One exchange: (status, decoded JSON). A REST error body raises its CoverageError."""
+        if query:
+            path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        sent = {"Accept": "application/json", **(headers or {})}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        if self.repo is not None:
+            sent[REPO_HEADER] = self.repo
+        conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        try:
+            conn.request(method, path, body=payload, headers=sent)
+            response = conn.getresponse()
+            raw = response.read()
+        except OSError as exc:
+            raise CoverageError(
+                ErrorCode.DAEMON_UNREACHABLE, f"the daemon at {self.base_url} did not answer ({exc})",
+                "Check it with `coverage-mcp status`; start it with `coverage-mcp serve`.",
+                {"url": self.base_url},
+            ) from None
+        finally:
+            conn.close()
+        decoded = json.loads(raw) if raw else None
+        if response.status >= 400:
+            raise error_from_body(response.status, decoded)
+        return response.status, decoded
+
+    def _get(self, path: str, **query: Any) -> Any:
+        return self.request("GET", path, query=query)[1]
+
+    # -- daemon -------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        return self._get("/health")
+
+    def shutdown(self, capability: str) -> dict[str, Any]:
+        return self.request("POST", "/api/shutdown", headers={CAPABILITY_HEADER: capability})[1]
+
+    # -- projects ---------------------------------------------------------------------
+    def projects(self) -> list[dict[str, Any]]:
+        return self._get("/api/projects")["data"]["projects"]
+
+    def register(self, path: str | os.PathLike[str], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"path": str(Path(path).absolute())}
+        if settings:
+            body["settings"] = settings
+        return self.request("POST", "/api/projects", body=body)[1]["data"]["project"]
+
+    def project(self, project_id: str) -> dict[str, Any]:
+        return self._get(f"/api/projects/{project_id}")["data"]["project"]
+
+    def update_settings(self, project_id: str, settings: dict[str, Any]) -> dict[str, Any]:
+        return self.request("PATCH", f"/api/projects/{project_id}", body={"settings": settings})[1]["data"]["project"]
+
+    # -- reads: the library's records ------------------------------------------------------
+    def snapshots(self, project_id: str, *, suite: str | None = None, branch: str | None = None,
+                  commit: str | None = None, limit: int | None = None) -> list[Snapshot]:
+        answer = self._get(f"/api/projects/{project_id}/snapshots", suite=suite, branch=branch, commit=commit,
+                           limit=limit or MAX_PAGE)
+        if limit is None and answer["page"]["truncated"]:
+            raise CoverageError(
+                ErrorCode.RECORD_CAP_EXCEEDED, f"more than {MAX_PAGE} snapshots match",
+                "Filter by suite, branch or commit, or pass limit.", {"cap": MAX_PAGE},
+            )
+        return [converter.structure(s, Snapshot) for s in answer["data"]["snapshots"]]
+
+    def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
+        answer = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}")
+        return converter.structure(answer["data"]["snapshot"], Snapshot)
+
+    def files(self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = MAX_PAGE,
+              order: str = "path") -> FilesPage:
+        data = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}/files", offset=offset, limit=limit,
+                         order=order)["data"]
+        files = tuple(converter.structure(f, FileSummary) for f in data["files"])
+        return FilesPage(data["snapshot_id"], data["total"], offset, files)
+
+    def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
+        data = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}/files/detail", path=path)["data"]
+
+        def table(columns: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+            return {name: np.asarray(values) for name, values in columns.items()}
+
+        return FileDetail(
+            snapshot_id=data["snapshot_id"], summary=converter.structure(data["summary"], FileSummary),
+            lines=table(data["lines"]), branches=table(data["branches"]), functions=table(data["functions"]),
+            regions=table(data["regions"]), tests=tuple(data["tests"]),
+        )
+
+    # -- declared operations: the service's envelopes -----------------------------------------
+    def context(self, project_id: str, **args: Any) -> dict[str, Any]:
+        return self._get(f"/api/projects/{project_id}/context", **args)
+
+    def review(self, project_id: str, **args: Any) -> dict[str, Any]:
+        return self.request("POST", f"/api/projects/{project_id}/review", body=args)[1]
+
+    def ingest(self, project_id: str, report_path: str, **args: Any) -> dict[str, Any]:
+        body = {"report_path": report_path, **{k: v for k, v in args.items() if v is not None}}
+        return self.request("POST", f"/api/projects/{project_id}/ingest", body=body)[1]
+
+
+def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | None:
+    """The daemon of this home (client, lock metadata), or None when none holds ``daemon.lock``."""
+    lock = settings.daemon_lock
+    if not is_held(lock):
+        return None
+    meta = read_metadata(lock)
+    if not meta.get("port"):
+        raise CoverageError(
+            ErrorCode.DAEMON_UNREACHABLE, f"a daemon (pid {meta.get('pid', 'unknown')}) holds {lock} but has not "
+            "published its port", "It is probably starting: retry in a moment.", {"lock": str(lock)},
+        )
+    host = meta.get("host") or "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return DaemonClient(f"http://{host}:{meta['port']}"), meta
+
+
+class DaemonProject:
+    """A project the daemon owns, with the read methods (and ingest) of ``coverage_core.Project``."""
+
+    def __init__(self, client: DaemonClient, checkout: Checkout, settings: Settings) -> None:
+        self.checkout = checkout
+        self.settings = settings
+        self.client = client
+        self.project_id = checkout.project_id
+        client.register(checkout.worktree_path)
+
+    def ingest(self, report: str | os.PathLike[str], *, suite: str = DEFAULT_SUITE, format: str | None = None,
+               scope: str = "complete", commit: str | None = None, branch: str | None = None,
+               path_map: Any = (), provenance: str = "import", progress: Any = None) -> Snapshot:
+        if path_map or provenance != "import":
+            raise CoverageError(
+                ErrorCode.NOT_SUPPORTED, "path maps and run provenance are not available through the daemon",
+                "Stop the daemon (`coverage-mcp stop`) to ingest with --path-map, or map paths in the report.",
+            )
+        answer = self.client.ingest(self.project_id, str(Path(report).absolute()), suite=suite, format=format,
+                                    scope=scope, commit=commit, branch=branch)
+        return converter.structure(answer["data"]["snapshot"], Snapshot)
+
+    def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
+                  limit: int | None = None) -> list[Snapshot]:
+        return self.client.snapshots(self.project_id, suite=suite, branch=branch, commit=commit, limit=limit)
+
+    def snapshot(self, snapshot_id: str) -> Snapshot:
+        return self.client.snapshot(self.project_id, snapshot_id)
+
+    def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
+        found = self.snapshots(suite=suite, limit=1)
+        return found[0] if found else None
+
+    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = MAX_PAGE, order: str = "path") -> FilesPage:
+        return self.client.files(self.project_id, snapshot_id, offset=offset, limit=limit, order=order)
+
+    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
+        return self.client.file_detail(self.project_id, snapshot_id, path)
+
+    def close(self) -> None:
+        """Nothing to release: the daemon keeps the store."""
+
+    def __enter__(self) -> DaemonProject:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None,
+                 owner: str = "cli") -> Project | DaemonProject:
+    """The library's project when its store is free; the daemon's when the daemon of this home holds it."""
+    settings = settings or Settings.from_env()
+    try:
+        return open_direct(path, settings=settings, owner=owner)
+    except CoverageError as error:
+        if error.code != ErrorCode.STORE_LOCKED:
+            raise
+        holder = error.details.get("holder", {})
+        found = running_daemon(settings) if holder.get("owner") == "daemon" else None
+        if found is None:
+            raise
+        client, _meta = found
+        health = client.health()
+        if health.get("pid") != holder.get("pid") or health.get("home") != str(settings.home):
+            raise
+        checkout = discover(path)
+        client.repo = str(checkout.worktree_path)
+        return DaemonProject(client, checkout, settings)
+
+
+def wait_released(lock: Path, timeout_s: float) -> bool:
+    """Whether ``lock`` was released within ``timeout_s``."""
+    give_up = time.monotonic() + timeout_s
+    while is_held(lock):
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,166 @@
+"""Run the daemon: refuse non-loopback hosts, take ``daemon.lock`` before binding, stop gracefully.
+
+The order matters and is the contract connectors rely on:
+
+1. settings were validated once by the caller; a non-loopback host is refused;
+2. ``$COVERAGE_MCP_HOME/daemon.lock`` is taken (a second daemon on the same
+   home fails here, naming the holder) with metadata a connector or
+   ``coverage-mcp stop`` reads: pid, instance id, build, common database and
+   the shutdown capability (the file is mode 0600);
+3. the listener binds, and the bound port is written into the locked file;
+4. on SIGINT, SIGTERM or an authorized ``POST /api/shutdown``: stop accepting,
+   interrupt queries and cancel in-flight calls, close stores (releasing their
+   leases), close the registry, release ``daemon.lock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aiohttp import web
+
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.locks import Lease, instance_metadata
+
+from .app import create_app
+from .identity import VERSION, build_fingerprint
+from .mcp_http import Sessions
+from .projects import Projects
+from .registry import Registry
+from .state import Daemon
+
+log = logging.getLogger("coverage_daemon")
+
+# Handlers still running at shutdown get this long once their queries were interrupted.
+HANDLER_GRACE_S = 5.0
+
+
+def check_loopback(host: str) -> None:
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"{host!r} is not a loopback address; the daemon serves this machine only",
+            "Use 127.0.0.1 (the default), localhost or ::1. Exposing the daemon beyond this machine needs an "
+            "authentication and isolation design this project does not provide.",
+        )
+
+
+def take_daemon_lock(settings: Settings, fingerprint: str) -> Lease:
+    """``daemon.lock`` with the metadata connectors and ``stop`` read; fails fast when another daemon holds it."""
+    metadata = instance_metadata(
+        owner="daemon", version=VERSION, build_fingerprint=fingerprint, common_db=str(settings.common_db),
+        capability=secrets.token_urlsafe(32), host=settings.host, port=0, home=str(settings.home),
+    )
+    try:
+        return Lease.acquire(settings.daemon_lock, metadata, what="daemon lock", suggestion="")
+    except CoverageError as error:
+        if error.code != ErrorCode.STORE_LOCKED:
+            raise
+        holder = error.details.get("holder", {})
+        raise CoverageError(
+            ErrorCode.DAEMON_CONFLICT,
+            f"a coverage-mcp daemon already runs for {settings.home} (pid {holder.get('pid', 'unknown')}, "
+            f"port {holder.get('port', 'unknown')})",
+            "Use it (`coverage-mcp status`), stop it first (`coverage-mcp stop`), or choose another "
+            "COVERAGE_MCP_HOME.",
+            error.details,
+        ) from None
+
+
+def publish_port(lease: Lease, port: int) -> None:
+    """Rewrite the locked file with the bound port (written in place: the lock stays held throughout)."""
+    lease.metadata = {**lease.metadata, "port": port}
+    data = json.dumps(lease.metadata).encode()
+    fd = os.open(lease.path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.asynccontextmanager
+async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIterator[Daemon]:
+    """A bound, serving daemon for the body's duration; the graceful stop on the way out."""
+    executor = ThreadPoolExecutor(max_workers=settings.mcp_concurrency + settings.db_pool_size + 4,
+                                  thread_name_prefix="coverage-mcp")
+    loop = asyncio.get_running_loop()
+    registry = await loop.run_in_executor(executor, Registry, settings.common_db)
+    projects = Projects(settings, registry, executor)
+    daemon = Daemon(
+        settings=settings, projects=projects, registry=registry, capability=lease.metadata["capability"],
+        instance_id=lease.metadata["instance_id"], build_fingerprint=fingerprint, stop=asyncio.Event(),
+        mcp_slots=asyncio.Semaphore(settings.mcp_concurrency), sessions=Sessions(),
+    )
+    runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port, shutdown_timeout=HANDLER_GRACE_S)
+    try:
+        await site.start()
+        daemon.port = runner.addresses[0][1]
+        publish_port(lease, daemon.port)
+        projects.start()
+        yield daemon
+    finally:
+        await site.stop()
+        daemon.sessions.close_all()
+        await projects.close()
+        await runner.cleanup()
+        await loop.run_in_executor(executor, registry.close)
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def serve(settings: Settings, *, announce: Callable[[str], None]) -> int:
+    """Run in the foreground until SIGINT, SIGTERM or ``/api/shutdown``; the exit status."""
+    check_loopback(settings.host)
+    fingerprint = build_fingerprint()
+    lease = take_daemon_lock(settings, fingerprint)
+    try:
+        asyncio.run(_serve(settings, lease, fingerprint, announce))
+    finally:
+        lease.release()
+    return 0
+
+
+async def _serve(settings: Settings, lease: Lease, fingerprint: str, announce: Callable[[str], None]) -> None:
+    _log_to_stderr()
+    async with running(settings, lease, fingerprint) as daemon:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, daemon.stop.set)
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        announce(f"coverage-mcp daemon listening on http://{host}:{daemon.port} (home {settings.home})")
+        # The first tool call should not pay for importing the service layer.
+        warm = loop.run_in_executor(None, _warm_imports)
+        await daemon.stop.wait()
+        warm.cancel()
+    log.info("coverage-mcp daemon stopped")
+
+
+def _warm_imports() -> Any:
+    import coverage_core.service
+
+    return coverage_core.service
+
+
+def _log_to_stderr() -> None:
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s coverage-mcp %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)

@@ -1,0 +1,76 @@
+"""What one running daemon holds, shared by its HTTP handlers: settings, stores, sessions, identity.
+
+Kept apart from ``app`` (which declares the routes) so the handler modules
+(``rest``, ``mcp_http``) can depend on it without importing the route table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import attrs
+from aiohttp import web
+
+from coverage_core.config import Settings
+from coverage_core.storage.schema import SCHEMA_REVISION
+
+from .errors_http import compact
+from .identity import REPO_HEADER, VERSION
+from .projects import Projects, Target
+from .registry import Registry
+
+
+@attrs.define(eq=False)
+class Daemon:
+    """One daemon's shared state; the handlers reach it through ``request.app[DAEMON]``."""
+
+    settings: Settings
+    projects: Projects
+    registry: Registry
+    capability: str
+    instance_id: str
+    build_fingerprint: str
+    stop: asyncio.Event
+    mcp_slots: asyncio.Semaphore
+    sessions: Any  # mcp_http.Sessions (typed there, to keep this module free of the MCP layer)
+    port: int = 0
+    pid: int = attrs.field(factory=os.getpid)
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: enough for a connector to decide whether this is its daemon, never the capability."""
+        return {
+            "name": "coverage-mcp",
+            "version": VERSION,
+            "build_fingerprint": self.build_fingerprint,
+            "schema_revision": SCHEMA_REVISION,
+            "common_db": str(self.settings.common_db),
+            "home": str(self.settings.home),
+            "pid": self.pid,
+            "instance_id": self.instance_id,
+            "handoff_supported": True,
+            "port": self.port,
+        }
+
+    def allowed_hosts(self) -> frozenset[str]:
+        """Host header values a browser on this machine sends for this daemon (DNS-rebinding guard)."""
+        names = {"127.0.0.1", "localhost", "[::1]"}
+        return frozenset(f"{name}:{self.port}" for name in names)
+
+    def allowed_origins(self) -> frozenset[str]:
+        return frozenset(f"http://{host}" for host in self.allowed_hosts())
+
+
+DAEMON = web.AppKey("daemon", Daemon)
+
+
+def target_of(request: web.Request) -> Target:
+    """The repository a request selects: the repo header, the project id in its path, or both."""
+    path = request.headers.get(REPO_HEADER) or None
+    return Target(path=path, project_id=request.match_info.get("project_id"))
+
+
+def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(text=compact(payload), status=status, content_type="application/json",
+                        charset="utf-8", headers=headers)

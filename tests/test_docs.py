@@ -1,0 +1,37 @@
+"""Drift tests: every declared surface is documented and mapped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coverage_cli.main import cli
+from coverage_cli.output import EXIT_CODES
+from coverage_core.config import SETTINGS
+from coverage_core.errors import ErrorCode
+from coverage_core.parsers import FORMATS
+from coverage_core.service import OPERATIONS
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    assert [s.env for s in SETTINGS if f"`{s.env}`" not in README] == []
+
+
+def test_every_error_code_has_an_exit_code() -> None:
+    assert set(EXIT_CODES) == set(ErrorCode)
+    assert set(EXIT_CODES.values()) <= {1, 2, 3}
+
+
+def test_every_cli_command_is_documented_in_the_readme() -> None:
+    assert [name for name in cli.commands if f"`{name}" not in README] == []
+
+
+def test_every_cli_command_help_ends_with_an_example() -> None:
+    missing = [name for name, cmd in cli.commands.items() if "Example:" not in (cmd.help or "")]
+    assert missing == []
+
+
+def test_every_mcp_tool_and_format_is_documented_in_the_readme() -> None:
+    assert [name for name in OPERATIONS if f"`{name}`" not in README] == []
+    assert [fmt for fmt in FORMATS if f"`{fmt}`" not in README] == []
