@@ -168,6 +168,7 @@ def client_config(repo: str) -> dict[str, Any]:
 
 def _show(result: dict[str, Any]) -> None:
     answers = result["answers"]
+    _step("\nStored snapshots (coverage_import, one per commit):")
     for item in result["snapshots"]:
         snap = item["snapshot"]
         lines = snap["totals"].get("lines") or snap["totals"].get("statements") or {}

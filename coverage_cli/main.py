@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .demo_cmd import demo_command
+from .daemon_cmds import DAEMON_COMMANDS
 from .parse_cmd import parse_command
 from .review_cmds import context_command, review_command
 from .store_cmds import ingest_command, show_command, snapshots_command
@@ -20,6 +21,7 @@ def cli() -> None:
     """
 
 
-for command in (parse_command, ingest_command, snapshots_command, show_command, review_command, context_command):
+for command in (parse_command, ingest_command, snapshots_command, show_command, review_command, context_command,
+                *DAEMON_COMMANDS):
     cli.add_command(command)
 cli.add_command(demo_command)

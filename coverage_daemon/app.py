@@ -144,6 +144,9 @@ _HTTP_SUGGESTIONS = {
 async def _harden(_request: web.Request, response: web.StreamResponse) -> None:
     response.headers.update(SECURITY_HEADERS)
     response.headers["Server"] = "coverage-mcp"
+    # aiohttp has already chosen the Connection header when this hook runs:
+    # close the connection and say so.
+    response.headers["Connection"] = "close"
     response.force_close()
 
 

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 from .identity import REPO_HEADER
 from .launcher import Daemon, DaemonError, Launcher, Settings, UsageError
@@ -38,7 +39,10 @@ Example: claude mcp add coverage -- coverage-mcp connect --repo /path/to/repo
 
 MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-EXIT_GRACE_S = 0.5  # the best-effort session DELETE at end of input
+# At end of input, answers still in flight get this long to arrive (a piped
+# script wants them) and the session DELETE the rest of the second.
+EXIT_GRACE_S = 0.5
+DELETE_TIMEOUT_S = 0.3
 
 # JSON-RPC codes; -32000..-32019 are implementation-defined.
 PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR = -32700, -32600, -32603
@@ -170,8 +174,9 @@ class Link:
                     self._launcher = Launcher(self._settings, self._log)
                 self._daemon = self._launcher.connect()
             except DaemonError as error:
+                if self._error is None or self._error.message != error.message:  # say it once
+                    self._log(f"error [{error.code}]: {error.message}\n  suggestion: {error.suggestion}")
                 self._daemon, self._error = None, error
-                self._log(f"error [{error.code}]: {error.message}\n  suggestion: {error.suggestion}")
                 raise
             finally:
                 self._finished += 1
@@ -265,8 +270,10 @@ class Bridge:
             reply = self._deliver(message, line.strip(), key)
             if key is not None:
                 self._answer(message, key, reply)
-        except DaemonError as error:
-            self._fail(key, message, DAEMON_UNAVAILABLE, error.message, {"code": error.code, "suggestion": error.suggestion})
+        except DaemonError as error:  # the link has told the person on stderr already
+            if key is not None:
+                self._fail(key, message, DAEMON_UNAVAILABLE, error.message,
+                           {"code": error.code, "suggestion": error.suggestion})
         except Interrupted as error:
             self._fail(key, message, TRANSPORT_INTERRUPTED, f"the daemon connection was interrupted: {error}", {
                 "code": "daemon_unreachable",
@@ -423,7 +430,10 @@ class Bridge:
 
     # -- end of input --------------------------------------------------------
     def _close(self) -> int:
-        """Cancel what is in flight, end the session, and say whether we ever served."""
+        """Let in-flight answers arrive briefly, cancel the rest, end the session; 1 if never served."""
+        deadline = time.monotonic() + EXIT_GRACE_S
+        while self._flights and time.monotonic() < deadline:
+            time.sleep(0.005)
         with self._out:
             self._closed.set()
         with self._flights_lock:
@@ -433,7 +443,7 @@ class Bridge:
             flight.abort()
         daemon = self.link.current()
         if self.session.id is not None and daemon is not None:
-            conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=EXIT_GRACE_S)
+            conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=DELETE_TIMEOUT_S)
             try:
                 headers = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo}
                 if self.session.version:

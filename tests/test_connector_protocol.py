@@ -75,12 +75,93 @@ def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_session_
     connector = Connector(repo, daemon_env)
     connector.initialize()
     connector.send(b'{"jsonrpc": "2.0", "id": 7, "method": ')
-    assert connector.receive() == {"jsonrpc": "2.0", "id": None, "error": {
-        "code": -32700, "message": connector_message(connector.receive, -32700)}} if False else True
+    error = connector.receive()
+    assert error["id"] is None and error["error"]["code"] == -32700
+    connector.send(b"[1, 2]")
+    assert connector.receive()["error"]["code"] == -32600
     answer = connector.call(8, "project_context", {})
     assert answer["id"] == 8 and "result" in answer
     assert connector.close() == 0
 
 
-def connector_message(receive: object, code: int) -> str:
-    return ""
+def test_every_answer_is_one_compact_line_and_stdout_carries_nothing_else(
+    daemon_env: dict[str, str], repo: Path,
+) -> None:
+    connector = Connector(repo, daemon_env)
+    connector.initialize()
+    for request_id in (2, 3):
+        connector.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})
+    connector.close()
+    assert connector.process.stdout is not None
+    rest = connector.process.stdout.read().decode()
+    lines = rest.splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == [2, 3]
+    assert all(line == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False) for line in lines)
+
+
+def test_a_stateless_request_reaches_the_daemon_with_its_protocol_version_and_no_session(
+    daemon_env: dict[str, str], repo: Path,
+) -> None:
+    connector = Connector(repo, daemon_env)
+    discovered = connector.request(_modern("server/discover", 1))
+    assert MODERN in discovered["result"]["supportedVersions"]
+    listed = connector.request(_modern("tools/list", 2))
+    assert "project_context" in {tool["name"] for tool in listed["result"]["tools"]}
+    context = connector.request(_modern("tools/call", 3, name="project_context", arguments={}))
+    assert context["result"]["structuredContent"]["context"]["checkout_path"] == str(repo)
+    assert connector.close() == 0
+
+
+def test_without_repo_the_connector_serves_the_directory_it_was_started_in(
+    daemon_env: dict[str, str], repo: Path,
+) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "connect"], cwd=repo / "inventory", env=daemon_env,
+        input=json.dumps(_modern("tools/call", 1, name="project_context", arguments={})).encode() + b"\n",
+        capture_output=True, timeout=30,
+    )
+    answer = json.loads(process.stdout)
+    assert answer["result"]["structuredContent"]["context"]["checkout_path"] == str(repo)
+
+
+def test_a_repo_that_is_not_a_directory_is_a_usage_error(daemon_env: dict[str, str], tmp_path: Path) -> None:
+    process = subprocess.run([sys.executable, "-m", "coverage_cli", "connect", "--repo", str(tmp_path / "nope")],
+                             env=daemon_env, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert process.returncode == 2
+    assert b"not a directory" in process.stderr and process.stdout == b""
+
+
+def test_the_connector_exits_within_a_second_of_its_input_closing_even_with_a_call_in_flight(
+    daemon_env: dict[str, str], repo: Path,
+) -> None:
+    connector = Connector(repo, daemon_env)
+    connector.initialize()
+    connector.call(2, "project_context", {})
+    connector.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "coverage_review", "arguments": {"task": "all"}}})
+    closed = time.perf_counter()
+    assert connector.close(timeout=5) == 0
+    assert time.perf_counter() - closed < 1.0
+
+
+def test_the_connector_loads_only_the_standard_library_and_its_own_modules(
+    daemon_env: dict[str, str], repo: Path,
+) -> None:
+    baseline = _imported([sys.executable, "-X", "importtime", "-c", "pass"], b"")
+    connector = [sys.executable, "-X", "importtime", "-m", "coverage_cli", "connect", "--repo", str(repo)]
+    request = json.dumps(_modern("tools/list", 1)).encode() + b"\n"
+    loaded = _imported(connector, request, env=daemon_env) - baseline
+    assert "coverage_daemon.connector" in loaded
+    foreign = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names
+                     and m.split(".")[0] not in ("coverage_daemon", "coverage_cli"))
+    assert foreign == []
+    assert not {"coverage_cli.main", "coverage_daemon.app", "coverage_daemon.mcp"} & loaded
+
+
+def _imported(argv: list[str], stdin: bytes, env: dict[str, str] | None = None) -> set[str]:
+    process = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=30)
+    assert process.returncode == 0, process.stderr.decode()[-2000:]
+    if stdin:
+        assert json.loads(process.stdout)["id"] == 1
+    return {line.split("|")[-1].strip() for line in process.stderr.decode().splitlines()
+            if line.startswith("import time:") and "cumulative" not in line}

@@ -70,10 +70,16 @@ def test_every_line_of_a_block_gets_the_block_count() -> None:
 
 
 def test_a_line_shared_by_two_blocks_takes_the_larger_count() -> None:
-    # `if cond {` on line 4: the outer block ran and ends at the brace, the
-    # body starting there did not. go tool cover -html shows the condition run.
-    report = parse_profile("mode: count\nm/a.go:3.10,4.12 2 5\nm/a.go:4.12,6.3 1 0\n")
-    assert lines_of(report) == {3: 5, 4: 5, 5: 0, 6: 0}
+    # `if cond {` on line 4: the outer block ran 5 times and ends at the brace,
+    # the body starting there ran twice; go tool cover -html paints the
+    # condition with the outer block's count.
+    report = parse_profile("mode: count\nm/a.go:3.10,4.12 2 5\nm/a.go:4.12,6.3 1 2\n")
+    assert lines_of(report) == {3: 5, 4: 5, 5: 2, 6: 2}
+
+
+def test_a_line_whose_condition_ran_is_covered_even_when_the_body_after_its_brace_did_not() -> None:
+    report = parse_profile("mode: set\nm/a.go:3.10,4.12 2 1\nm/a.go:4.12,6.3 1 0\n")
+    assert lines_of(report) == {3: 1, 4: 1, 5: 0, 6: 0}
 
 
 def test_blocks_become_code_regions_with_their_positions() -> None:

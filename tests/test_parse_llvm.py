@@ -23,7 +23,7 @@ SEGMENTS = [
     [1, 1, 5, T, T, F],  # line 1: a region starts, count 5
     [2, 3, 0, T, T, F],  # line 2: a region with count 0 starts, but the wrapped count is 5
     [3, 1, 5, T, F, F],  # line 3: no region starts; the wrapped segment (line 2's) says 0
-    [4, 1, 0, T, T, T],  # line 4: a gap region is no region start; wrapped count 5
+    [4, 1, 8, T, T, T],  # line 4: a gap region (count 8) is no region start; wrapped count 5
     [5, 1, 0, F, T, F],  # line 5: a skipped region starts: not mapped
     [6, 1, 0, F, F, F],  # line 6: wrapped by the skipped region, nothing starts: not mapped
     [7, 2, 9, T, T, F],  # line 7: a region starts, count 9
@@ -58,9 +58,9 @@ def export() -> dict:
                 },
                 {
                     "filename": "/src/h.h",
-                    "segments": [[10, 1, 3, T, T, F], [12, 2, 0, F, F, F]],
+                    "segments": [[10, 1, 5, T, T, F], [12, 2, 0, F, F, F]],
                     "branches": [], "expansions": [],
-                    "summary": summary((3, 3), (1, 1), (2, 1), (1, 1)),
+                    "summary": summary((3, 3), (1, 1), (2, 2), (1, 1)),
                 },
                 {"filename": "/src/m.h", "segments": [], "branches": [], "expansions": [], "summary": summary((0, 0))},
             ],
@@ -69,10 +69,10 @@ def export() -> dict:
                  "regions": [[1, 1, 8, 2, 5, 0, 0, 0], [7, 3, 7, 12, 9, 0, 1, 1], [1, 1, 1, 10, 9, 1, 0, 0]]},
                 {"name": "a.c:helper", "count": 3, "filenames": ["/src/h.h"], "branches": [],
                  "regions": [[10, 1, 12, 2, 3, 0, 0, 0]]},
-                {"name": "b.c:helper", "count": 0, "filenames": ["/src/h.h"], "branches": [],
-                 "regions": [[10, 1, 12, 2, 0, 0, 0, 0]]},
+                {"name": "b.c:helper", "count": 2, "filenames": ["/src/h.h"], "branches": [],
+                 "regions": [[10, 1, 12, 2, 2, 0, 0, 0]]},
             ],
-            "totals": summary((9, 8), (2, 2), (3, 2), (4, 4), (4, 3)),
+            "totals": summary((9, 8), (2, 2), (3, 3), (4, 4), (4, 3)),
         }],
         "type": "llvm.coverage.json.export",
         "version": "2.0.1",
@@ -105,13 +105,13 @@ def test_lines_follow_llvm_covs_line_coverage_iterator() -> None:
 
 
 def test_lines_between_segments_take_the_wrapping_regions_count() -> None:
-    assert lines_of(parse_doc(export()), "/src/h.h") == {10: 3, 11: 3, 12: 3}
+    assert lines_of(parse_doc(export()), "/src/h.h") == {10: 5, 11: 5, 12: 5}
 
 
 def test_totals_are_the_exports_totals_not_the_detail() -> None:
     report = parse_doc(export())
     assert {k: (c.found, c.hit) for k, c in report.totals.items()} == {
-        "lines": (9, 8), "functions": (2, 2), "instantiations": (3, 2), "regions": (4, 4), "branches": (4, 3)
+        "lines": (9, 8), "functions": (2, 2), "instantiations": (3, 3), "regions": (4, 4), "branches": (4, 3)
     }
     assert report.tool == "llvm-cov"
 
@@ -123,14 +123,14 @@ def test_totals_of_several_exports_are_summed() -> None:
         f["filename"] = f["filename"].replace("/src/", "/lib/")
     doc["data"].append(second)
     report = parse_doc(doc)
-    assert report.totals["instantiations"].to_dict() == {"found": 6, "hit": 4}
+    assert report.totals["instantiations"].to_dict() == {"found": 6, "hit": 6}
     assert len(report.files) == 6
 
 
 def test_per_file_totals_are_llvm_covs_file_summaries() -> None:
     report = parse_doc(export())
     found, hit = report.file_totals["instantiations"]
-    assert (found.tolist(), hit.tolist()) == ([1, 2, 0], [1, 1, 0])
+    assert (found.tolist(), hit.tolist()) == ([1, 2, 0], [1, 2, 0])
 
 
 def test_each_branch_is_a_true_and_a_false_row_and_macro_branches_sit_where_the_macro_is_used() -> None:
@@ -143,7 +143,7 @@ def test_instantiations_starting_at_the_same_place_are_one_function_with_summed_
     report = parse_doc(export())
     functions = {(report.files[f].path, n, s, h) for f, n, s, h in zip(
         *(report.functions[c].tolist() for c in ("file", "name", "start_line", "hits")), strict=True)}
-    assert functions == {("/src/a.c", "main", 1, 5), ("/src/h.h", "helper", 10, 3)}
+    assert functions == {("/src/a.c", "main", 1, 5), ("/src/h.h", "helper", 10, 5)}
 
 
 def test_identical_regions_of_several_instantiations_are_merged_by_summing() -> None:
@@ -152,7 +152,7 @@ def test_identical_regions_of_several_instantiations_are_merged_by_summing() -> 
         *(report.regions[c].tolist() for c in ("file", "start_line", "end_line", "hits", "kind")), strict=True)}
     assert regions == {
         ("/src/a.c", 1, 8, 5, REGION_CODE), ("/src/a.c", 7, 7, 9, REGION_EXPANSION),
-        ("/src/m.h", 1, 1, 9, REGION_CODE), ("/src/h.h", 10, 12, 3, REGION_CODE),
+        ("/src/m.h", 1, 1, 9, REGION_CODE), ("/src/h.h", 10, 12, 5, REGION_CODE),
     }
 
 
@@ -207,7 +207,7 @@ def test_version_2_0_0_segments_without_the_gap_flag_are_read() -> None:
     doc = export()
     doc["version"] = "2.0.0"
     doc["data"][0]["files"][1]["segments"] = [s[:5] for s in doc["data"][0]["files"][1]["segments"]]
-    assert lines_of(parse_doc(doc), "/src/h.h") == {10: 3, 11: 3, 12: 3}
+    assert lines_of(parse_doc(doc), "/src/h.h") == {10: 5, 11: 5, 12: 5}
 
 
 def mutate(path: list, value) -> dict:

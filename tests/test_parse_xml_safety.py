@@ -108,15 +108,17 @@ def test_an_external_file_entity_is_refused_and_the_file_never_read(tmp_path: Pa
 )
 def test_an_entity_on_the_network_is_refused_and_never_fetched(server: Server, declaration: str) -> None:
     subset = declaration.format(url=server.url)
-    cobertura = f"<!DOCTYPE coverage [{subset}]>" + COBERTURA_BODY.format(source="&xxe;" if "xxe" in subset else "s")
-    jacoco = f"<!DOCTYPE report [{subset}]>" + JACOCO_BODY.format(name="&xxe;" if "xxe" in subset else "r")
+    reference = "&xxe;" if "xxe" in subset else "plain"
+    cobertura = f"<!DOCTYPE coverage [{subset}]>" + COBERTURA_BODY.format(source=reference)
+    jacoco = f"<!DOCTYPE report [{subset}]>" + JACOCO_BODY.format(name=reference)
     refused(cobertura.encode(), "cobertura")
     refused(jacoco.encode(), "jacoco")
     assert server.requests == []
 
 
 def test_a_cobertura_doctype_on_the_network_is_never_fetched_and_the_report_parses(server: Server) -> None:
-    doc = f"<!DOCTYPE coverage SYSTEM '{server.url}/coverage-04.dtd'>\n" + COBERTURA_BODY.format(source="/src")
+    doctype = f"<!DOCTYPE coverage SYSTEM '{server.url}/coverage-04.dtd'>\n"
+    doc = doctype + COBERTURA_BODY.format(source="/src")
     report = parse(doc.encode())
     assert report.totals["lines"].to_dict() == {"found": 1, "hit": 1}
     assert report.source_roots == ("/src",)  # read by a second, equally safe, pass
@@ -127,9 +129,8 @@ def test_a_cobertura_doctype_on_the_network_is_never_fetched_and_the_report_pars
 
 
 def test_jacocos_doctype_is_never_fetched_from_the_network(server: Server) -> None:
-    doc = f'<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "{server.url}/report.dtd">' + JACOCO_BODY.format(
-        name="r"
-    )
+    doctype = f'<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "{server.url}/report.dtd">'
+    doc = doctype + JACOCO_BODY.format(name="r")
     report = parse(doc.encode())
     assert report.format == "jacoco" and report.metadata["name"] == "r"
     assert server.requests == []

@@ -122,7 +122,8 @@ class _Collector:
         self._open.append(tag)
         if tag == "line":
             if self._file == _NO_FILE:
-                raise malformed(self._report.origin, "<line> outside a <sourcefile>", self._line_of("line", len(self._nr)))
+                line = self._line_of("line", len(self._nr))
+                raise malformed(self._report.origin, "<line> outside a <sourcefile>", line)
             self._nr.append(attrib.get("nr"))
             self._mi.append(attrib.get("mi"))
             self._ci.append(attrib.get("ci"))

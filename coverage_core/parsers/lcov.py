@@ -24,12 +24,12 @@ one per ``TN:`` test) takes the merged detail, as ``lcov --summary`` does.
 Every disagreement between a record's summary lines and its detail is a
 warning naming both figures.
 
-Speed: a record's run of ``DA:`` (likewise ``BRDA:``, ``FNDA:``) lines is cut
-out with ``bytes.find`` and its numbers parsed by NumPy in one call, after a
-check that proves the run holds nothing but such lines: deleting the digits
-must leave exactly ``DA:,`` on every line. Any run that fails the check (text
-branch ids, a minus sign, a damaged line) is read by the exact line-by-line
-reader, which is also what names the line of an error.
+Speed: each record's run of ``DA:`` (and ``BRDA:``) lines is cut out with
+``bytes.find``; the runs of many records are parsed together by one NumPy
+call, after a check proving they hold nothing but such lines: deleting the
+digits must leave exactly ``DA:,`` on every line. A run that fails the check
+(text branch ids, a minus sign, a damaged line) is read by the exact
+line-by-line reader, which is also what names the line of an error.
 
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -55,6 +55,11 @@ INT32_MAX = 2**31 - 1  # line, block and numeric branch ids land in int32 column
 # Text branch ids (coverage.py: "jump to line 5") get keys above every numeric
 # id, so one int64 key column orders and merges both kinds.
 TEXT_KEY = 2**40
+# Runs are parsed together up to this much text: fewer NumPy calls for many
+# small records, bounded extra memory for big ones.
+BATCH_BYTES = 8 * 2**20
+BATCH_RECORDS = 4096
+BULK_FNDA_BYTES = 2048  # smaller FNDA runs are cheaper to read line by line
 MAX_WARNINGS = 20
 # counter -> (found tag, hit tag, the detail records they summarize)
 SUMMARIES = {
@@ -68,13 +73,15 @@ OTHER_TAG = re.compile(rb"[A-Z][A-Z0-9_]*\Z")
 BULK_TAGS = (b"\nDA:", b"\nBRDA:", b"\nFN:", b"\nFNDA:")
 CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.M)
 DIGITS = b"0123456789"
-# For NumPy, a run's tags become leading zeros and its newlines commas:
-# "DA:12,3\nDA:13,0" reads as "00012,3,00013,0". An empty line-number field
-# would read as 0, so the fast path refuses line 0 and lets the exact reader judge.
+# For NumPy, tags become leading zeros and newlines commas: "DA:12,3\nDA:13,0"
+# reads as "00012,3,00013,0". An empty line-number field would read as 0, so
+# the bulk path refuses line 0 and leaves the judgement to the exact reader.
 DA_NUMBERS = bytes.maketrans(b"DA:\n", b"000,")
 BRDA_NUMBERS = bytes.maketrans(b"BRDA:\n-", b"00000,0")
 
-Rows = np.ndarray  # int64 (n, 2) lines: line, count | (n, 4) branches: line, block, key, taken
+# int64 detail rows: lines (line, count), branches (line, block, key, taken),
+# with the record's index in its batch as an extra first column while batched.
+Rows = np.ndarray
 
 
 def sniff(head: bytes, tail: bytes) -> bool:
@@ -121,6 +128,27 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
         raise malformed(origin, "no LCOV record (SF: ... end_of_record) found")
 
 
+def _regions(rec: bytes) -> list[tuple[int, int, bytes | None]]:
+    """Split a record into disjoint ``(start, stop, tag)`` regions covering it.
+
+    A tagged region runs from the tag's first line to its last line before
+    the next tag's first line. Writers group each tag's lines, so a region
+    normally holds all of them and nothing else; when one does not (coverage.py
+    writes FN and FNDA lines in turns), the bulk check fails and the region is
+    read line by line, like the untagged gaps between regions.
+    """
+    firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag)) >= 0)
+    regions: list[tuple[int, int, bytes | None]] = []
+    at = 0
+    for i, (first, tag) in enumerate(firsts):
+        limit = firsts[i + 1][0] if i + 1 < len(firsts) else len(rec)
+        stop = rec.find(b"\n", rec.rfind(tag, first - 1, limit) + 1)
+        regions += [(at, first, None), (first, stop, tag)]
+        at = stop
+    regions.append((at, len(rec), None))
+    return regions
+
+
 class _Functions:
     """A record's functions in FN order, keyed (name, ordinal among equal names).
 
@@ -129,7 +157,7 @@ class _Functions:
     """
 
     def __init__(self, fn: list[tuple[bytes, int, int]]) -> None:
-        self.items = fn
+        self.items = fn  # (name, start line, end line or 0)
         per_name: dict[bytes, int] = {}
         keys = []
         for name, _, _ in fn:
@@ -161,15 +189,21 @@ class _Functions:
         return orphans
 
 
+NO_FUNCTIONS = _Functions([])
+
+
 class _Record:
-    """One record's detail, gathered from fast runs and exact lines."""
+    """What one record said, before its runs are parsed in bulk."""
+
+    __slots__ = ("path", "file", "test", "summary", "functions", "fn_hits",
+                 "exact_lines", "exact_branches", "exact_fn", "exact_fnda")
 
     def __init__(self) -> None:
         self.path: bytes | None = None
+        self.file = -1
+        self.test = ""
         self.summary: dict[bytes, int] = {}
-        self.lines: list[Rows] = []
-        self.branches: list[Rows] = []
-        self.functions: _Functions | None = None
+        self.functions = NO_FUNCTIONS
         self.fn_hits = np.empty(0, I64)
         self.exact_lines: list[tuple[int, int]] = []
         self.exact_branches: list[tuple[int, int, int, int]] = []
@@ -177,8 +211,27 @@ class _Record:
         self.exact_fnda: list[tuple[bytes, int]] = []
 
 
+class _Runs:
+    """One tag's runs from the records of a batch, waiting to be parsed together."""
+
+    def __init__(self, parse: Callable[[bytes], Rows | None], width: int, exact: str) -> None:
+        self.parse = parse
+        self.width = width
+        self.exact = exact  # the _Record list that the exact reader fills
+        self.texts: list[bytes] = []
+        self.owners: list[int] = []  # index of each run's record in the batch
+        self.offsets: list[int] = []
+        self.size = 0
+
+    def add(self, text: bytes, owner: int, offset: int) -> None:
+        self.texts.append(text)
+        self.owners.append(owner)
+        self.offsets.append(offset)
+        self.size += len(text)
+
+
 class _Parser:
-    """Reads records one at a time and merges them per source file."""
+    """Reads records, parses their runs in batches and merges them per source file."""
 
     def __init__(self, data: bytes, origin: str) -> None:
         self.data = data
@@ -187,6 +240,9 @@ class _Parser:
         self.test = ""  # TN: holds until the next TN: line, as in lcov
         self.files: list[_FileMerge] = []
         self.paths: list[str] = []
+        self.batch: list[_Record] = []
+        self.da = _Runs(_da_rows, 2, "exact_lines")
+        self.brda = _Runs(_brda_rows, 4, "exact_branches")
         self.branch_texts: dict[bytes, int] = {}
         self.observed: set[tuple[int, int]] = set()
         self.repeated_observations = False
@@ -197,20 +253,32 @@ class _Parser:
     # -- one record -------------------------------------------------------------
     def record(self, offset: int, rec: bytes) -> None:
         r = _Record()
+        owner = len(self.batch)
         fnda = None
-        fast = {b"\nDA:": self._da, b"\nBRDA:": self._brda}
         for start, stop, tag in _regions(rec):
             part, here = rec[start:stop], offset + start
-            if tag == b"\nFNDA:":
-                fnda = (part, here)  # read once the record's FN lines are known
+            if tag == b"\nDA:":
+                self.da.add(part, owner, here)
+            elif tag == b"\nBRDA:":
+                self.brda.add(part, owner, here)
             elif tag == b"\nFN:":
                 self._fn(part, here, r)
-            elif tag is None or not fast[tag](part, r):
+            elif tag == b"\nFNDA:":
+                fnda = (part, here)  # read once the record's FN lines are known
+            else:
                 self._exact(part, here, r)
         if r.path is None:
             raise malformed(self.origin, "a record has no SF: line", self._line_of(offset + 1))
         self._functions(r, fnda)
-        self._merge(r)
+        path = _text(r.path)
+        r.file = self.builder.file(path)
+        if r.file == len(self.files):
+            self.files.append(_FileMerge(self.origin))
+            self.paths.append(path)
+        r.test = self.test
+        self.batch.append(r)
+        if self.da.size + self.brda.size > BATCH_BYTES or len(self.batch) >= BATCH_RECORDS:
+            self._flush()
 
     def _line_of(self, offset: int) -> int:
         return self.data.count(b"\n", 0, max(offset, 0)) + 1
@@ -296,55 +364,7 @@ class _Parser:
             return int(branch)
         return TEXT_KEY + self.branch_texts.setdefault(branch, len(self.branch_texts))
 
-    # -- the fast path: whole runs at once; False sends a run to the exact reader -
-    def _da(self, run: bytes, r: _Record) -> bool:
-        """``DA:<line>,<count>`` lines (checksums dropped) as one NumPy parse."""
-        skeleton = run.translate(None, DIGITS)
-        n = (len(skeleton) + 1) // 5
-        if skeleton != b"DA:," + b"\nDA:," * (n - 1):
-            run = CHECKSUM.sub(rb"\1", run)  # DA:<line>,<count>,<checksum>
-            skeleton = run.translate(None, DIGITS)
-            n = (len(skeleton) + 1) // 5
-            if skeleton != b"DA:," + b"\nDA:," * (n - 1):
-                return False
-        values = _ints(run.translate(DA_NUMBERS), 2 * n)
-        if values is None:
-            return False
-        rows = values.reshape(n, 2)
-        if rows[:, 0].min() < 1 or rows[:, 0].max() > INT32_MAX:
-            return False
-        r.lines.append(rows)
-        return True
-
-    def _brda(self, run: bytes, r: _Record) -> bool:
-        """``BRDA:<line>,<block>,<branch>,<taken|->`` lines with numeric ids."""
-        skeleton = run.translate(None, DIGITS)
-        dash_lines = None
-        if b"-" in skeleton:
-            # A "-" is fine only as a whole taken field: after a comma, at a line's end.
-            a = np.frombuffer(run, np.uint8)
-            at = np.flatnonzero(a == 0x2D)
-            nxt = np.minimum(at + 1, len(a) - 1)
-            if not ((a[at - 1] == 0x2C) & ((at + 1 == len(a)) | (a[nxt] == 0x0A))).all():
-                return False
-            # Each skeleton line is "BRDA:,,,\n" (9 bytes) plus its dash.
-            in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
-            dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
-            skeleton = skeleton.translate(None, b"-")
-        n = (len(skeleton) + 1) // 9
-        if skeleton != b"BRDA:,,," + b"\nBRDA:,,," * (n - 1):
-            return False
-        values = _ints(run.translate(BRDA_NUMBERS), 4 * n)
-        if values is None:
-            return False
-        rows = values.reshape(n, 4)
-        if rows[:, 0].min() < 1 or rows[:, :3].max() > INT32_MAX:
-            return False
-        if dash_lines is not None:
-            rows[dash_lines, 3] = -1
-        r.branches.append(rows)
-        return True
-
+    # -- functions (per record) ---------------------------------------------------
     def _fn(self, run: bytes, here: int, r: _Record) -> None:
         """A run of FN lines, read exactly; the same run in another record is read once."""
         functions = self._fn_runs.get(run)
@@ -359,9 +379,9 @@ class _Parser:
 
     def _functions(self, r: _Record, fnda: tuple[bytes, int] | None) -> None:
         """Pair FNDA counts with the record's FN lines."""
-        fn = r.functions.extended(r.exact_fn) if r.functions is not None else _Functions(r.exact_fn)
+        fn = r.functions.extended(r.exact_fn)
         hits = np.zeros(len(fn.keys), I64)
-        if fnda is not None and not _bulk_fnda(fnda[0], fn, hits):
+        if fnda is not None and not (len(fnda[0]) > BULK_FNDA_BYTES and _bulk_fnda(fnda[0], fn, hits)):
             self._exact(*fnda, r)
         orphans = fn.match(r.exact_fnda, hits)
         if orphans:  # FNDA without FN: lcov still counts the function; its line is unknown (0)
@@ -370,67 +390,134 @@ class _Parser:
         r.functions = fn
         r.fn_hits = _checked(hits, self.origin)
 
-    # -- merging -----------------------------------------------------------------
-    def _merge(self, r: _Record) -> None:
-        assert r.path is not None and r.functions is not None
-        path = _text(r.path)
-        index = self.builder.file(path)
-        if index == len(self.files):
-            self.files.append(_FileMerge(self.origin))
-            self.paths.append(path)
-        merge = self.files[index]
-        merge.lines, lines = _combine(merge.lines, _rows(r.lines, r.exact_lines, 2), 1, self.origin)
-        merge.branches, branches = _combine(merge.branches, _rows(r.branches, r.exact_branches, 4), 3, self.origin)
-        merge.add_functions(r.functions, r.fn_hits, r.summary)
-        self._check_summary(index, r.summary, lines, branches, r.fn_hits)
-        if self.test:
-            self._observe(index, lines, branches, r.functions, r.fn_hits)
+    # -- a batch of records ---------------------------------------------------------
+    def _flush(self) -> None:
+        """Parse the batch's runs, then merge its records into their files."""
+        batch = self.batch
+        if not batch:
+            return
+        lines = _unique(self._rows(self.da), 2, self.origin)  # record, line, count
+        branches = _unique(self._rows(self.brda), 4, self.origin)  # record, line, block, key, taken
+        self._check_summaries(lines, branches)
+        self._observe(lines, branches)
+        records = np.arange(len(batch) + 1)
+        line_at = np.searchsorted(lines[:, 0], records)
+        branch_at = np.searchsorted(branches[:, 0], records)
+        for i, r in enumerate(batch):
+            self.files[r.file].add(lines[line_at[i] : line_at[i + 1], 1:],
+                                   branches[branch_at[i] : branch_at[i + 1], 1:], r)
+        self.batch = []
+        self.da = _Runs(_da_rows, 2, "exact_lines")
+        self.brda = _Runs(_brda_rows, 4, "exact_branches")
 
-    def _check_summary(self, index: int, summary: dict[bytes, int], lines: Rows, branches: Rows,
-                       fn_hits: np.ndarray) -> None:
+    def _rows(self, runs: _Runs) -> Rows:
+        """The batch's rows of one tag, with the record index as first column."""
+        parts = []
+        if runs.texts:
+            # All runs in one NumPy call; if one is off, each alone, and the
+            # ones still refused go to the exact reader.
+            parsed = runs.parse(b"\n".join(runs.texts))
+            if parsed is not None:
+                sizes = [text.count(b"\n") + 1 for text in runs.texts]
+                parts.append((np.repeat(runs.owners, sizes), parsed))
+            else:
+                for text, owner, offset in zip(runs.texts, runs.owners, runs.offsets):
+                    rows = runs.parse(text)
+                    if rows is None:
+                        self._exact(text, offset, self.batch[owner])
+                    else:
+                        parts.append((np.full(len(rows), owner), rows))
+        exact = [(i, *row) for i, r in enumerate(self.batch) for row in getattr(r, runs.exact)]
+        if exact:
+            table = np.array(exact, dtype=I64)
+            parts.append((table[:, 0], table[:, 1:]))
+        out = np.empty((sum(len(p[0]) for p in parts), runs.width + 1), I64)
+        at = 0
+        for owners, rows in parts:
+            out[at : at + len(rows), 0] = owners
+            out[at : at + len(rows), 1:] = rows
+            at += len(rows)
+        return out
+
+    def _check_summaries(self, lines: Rows, branches: Rows) -> None:
         """Note every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's own detail."""
+        n = len(self.batch)
         detail = {
-            "lines": (len(lines), int(np.count_nonzero(lines[:, 1] > 0))),
-            "branches": (len(branches), int(np.count_nonzero(branches[:, 3] > 0))),
-            "functions": (len(fn_hits), int(np.count_nonzero(fn_hits))),
+            "lines": (np.bincount(lines[:, 0], minlength=n), np.bincount(lines[:, 0], lines[:, 2] > 0, n)),
+            "branches": (np.bincount(branches[:, 0], minlength=n), np.bincount(branches[:, 0], branches[:, 4] > 0, n)),
         }
-        for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
-            if found_tag in summary or hit_tag in summary:
-                found, hit = detail[counter]
-                said = (summary.get(found_tag, found), summary.get(hit_tag, hit))
-                if said != (found, hit):
-                    self.mismatches.append((index, self.test, counter, said, (found, hit)))
+        for i, r in enumerate(self.batch):
+            if not r.summary:
+                continue
+            for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
+                if found_tag in r.summary or hit_tag in r.summary:
+                    if counter == "functions":
+                        found, hit = len(r.fn_hits), int(np.count_nonzero(r.fn_hits))
+                    else:
+                        found, hit = int(detail[counter][0][i]), int(detail[counter][1][i])
+                    said = (r.summary.get(found_tag, found), r.summary.get(hit_tag, hit))
+                    if said != (found, hit):
+                        self.mismatches.append((r.file, r.test, counter, said, (found, hit)))
 
-    def _observe(self, index: int, lines: Rows, branches: Rows, fn: _Functions, fn_hits: np.ndarray) -> None:
-        """Per-test observations: every line, branch and function the record's test hit."""
-        test = self.builder.test(self.test)
-        self.repeated_observations |= (test, index) in self.observed
-        self.observed.add((test, index))
-        add = self.builder.add
-        hit = lines[lines[:, 1] > 0]
-        add("test_observations", test=test, file=index, kind=OBS_LINE, line=hit[:, 0], item=0, hits=hit[:, 1])
-        taken = branches[branches[:, 3] > 0]
-        branch = np.where(taken[:, 2] >= TEXT_KEY, taken[:, 2] - TEXT_KEY, taken[:, 2])
-        fits = (taken[:, 1] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
-        if not fits.all():
-            self.notes.append(f"{self.paths[index]}: {int((~fits).sum())} branch observations of test "
-                              f"{self.test!r} are not kept (block above 32767 or branch above 65535)")
-        add("test_observations", test=test, file=index, kind=OBS_BRANCH, line=taken[fits, 0],
-            item=(taken[fits, 1] << 16) | branch[fits], hits=taken[fits, 3])
-        called = fn_hits > 0
-        add("test_observations", test=test, file=index, kind=OBS_FUNCTION, line=fn.start[called],
-            item=0, hits=fn_hits[called])
-
-    def build(self) -> NormalizedReport:
+    def _observe(self, lines: Rows, branches: Rows) -> None:
+        """Per-test observations: every line, branch and function a record's test hit."""
         b = self.builder
-        n = b.n_files
-        file_totals = {k: (np.zeros(n, I64), np.zeros(n, I64)) for k in SUMMARIES}
-        texts = {TEXT_KEY + i: _text(t) for t, i in self.branch_texts.items()}
+        tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I64)
+        if not (tests >= 0).any():
+            return
+        files = np.array([r.file for r in self.batch], dtype=I64)
+        for r, test in zip(self.batch, tests.tolist()):
+            if test >= 0:
+                self.repeated_observations |= (test, r.file) in self.observed
+                self.observed.add((test, r.file))
+        hit = lines[(lines[:, 2] > 0) & (tests[lines[:, 0]] >= 0)]
+        b.add("test_observations", test=tests[hit[:, 0]], file=files[hit[:, 0]], kind=OBS_LINE,
+              line=hit[:, 1], item=0, hits=hit[:, 2])
+        taken = branches[(branches[:, 4] > 0) & (tests[branches[:, 0]] >= 0)]
+        branch = np.where(taken[:, 3] >= TEXT_KEY, taken[:, 3] - TEXT_KEY, taken[:, 3])
+        fits = (taken[:, 2] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
+        if not fits.all():
+            self.notes.append(f"{int((~fits).sum())} branch observations are not kept "
+                              "(block above 32767 or branch id above 65535)")
+        b.add("test_observations", test=tests[taken[fits, 0]], file=files[taken[fits, 0]], kind=OBS_BRANCH,
+              line=taken[fits, 1], item=(taken[fits, 2] << 16) | branch[fits], hits=taken[fits, 4])
+        observed = [(i, r.functions.start, r.fn_hits) for i, r in enumerate(self.batch) if tests[i] >= 0]
+        owner = np.repeat([i for i, _, _ in observed], [len(h) for _, _, h in observed]).astype(I64)
+        start = np.concatenate([s for _, s, _ in observed])
+        hits = np.concatenate([h for _, _, h in observed])
+        called = hits > 0
+        b.add("test_observations", test=tests[owner[called]], file=files[owner[called]], kind=OBS_FUNCTION,
+              line=start[called], item=0, hits=hits[called])
+
+    # -- the report -------------------------------------------------------------------
+    def build(self) -> NormalizedReport:
+        self._flush()
+        b = self.builder
+        n = len(self.files)
+        lines = _stack([m.lines for m in self.files], 2)
+        branches = _stack([m.branches for m in self.files], 4)
+        functions = _stack([m.fn_hits.reshape(-1, 1) for m in self.files], 1)
+        b.add("lines", file=lines[:, 0], line=lines[:, 1], hits=lines[:, 2])
+        keys, at = np.unique(branches[:, 3], return_inverse=True)
+        texts = list(self.branch_texts)
+        labels = [_text(texts[k - TEXT_KEY]) if k >= TEXT_KEY else str(k) for k in keys.tolist()]
+        b.add("branches", file=branches[:, 0], line=branches[:, 1], block=branches[:, 2],
+              branch=np.array(labels, dtype=object)[at.reshape(-1)], taken=branches[:, 4])
+        items = [item for m in self.files for item in m.fn_items]
+        b.add("functions", file=functions[:, 0], name=np.array([_text(name) for name, _, _ in items], dtype=object),
+              start_line=[start for _, start, _ in items], end_line=[end for _, _, end in items],
+              hits=functions[:, 1])
+        # Totals per file: the merged detail, or a single record's summary lines.
+        file_totals = {}
+        for counter, rows, hit in (("lines", lines, lines[:, 2] > 0), ("branches", branches, branches[:, 4] > 0),
+                                   ("functions", functions, functions[:, 1] > 0)):
+            file_totals[counter] = (np.bincount(rows[:, 0], minlength=n), np.bincount(rows[:, 0], hit, n).astype(I64))
         for index, merge in enumerate(self.files):
-            merge.emit(b, index, texts)
-            for counter, (found, hit) in merge.totals().items():
-                file_totals[counter][0][index] = found
-                file_totals[counter][1][index] = hit
+            if merge.records == 1:
+                for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
+                    found, hit = file_totals[counter]
+                    found[index] = merge.summary.get(found_tag, found[index])
+                    hit[index] = merge.summary.get(hit_tag, hit[index])
         for message in self._mismatch_messages():
             b.warn("summary_detail_mismatch", message)
         for note in self.notes[:MAX_WARNINGS]:
@@ -450,25 +537,97 @@ class _Parser:
             yield f"{len(self.mismatches) - MAX_WARNINGS} more summary/detail disagreements are not listed"
 
 
-def _regions(rec: bytes) -> list[tuple[int, int, bytes | None]]:
-    """Split a record into disjoint ``(start, stop, tag)`` regions covering it.
+class _FileMerge:
+    """All records of one source file, merged as ``lcov --summary`` merges them.
 
-    A tagged region runs from the tag's first line to its last line before
-    the next tag's first line. Writers group each tag's lines, so a region
-    normally holds all of them and nothing else; when one does not (coverage.py
-    writes FN and FNDA lines in turns), the fast path's check fails and the
-    region is read line by line, like the untagged gaps between regions.
+    Lines: union, counts summed. Branches: union, taken summed, "-" (-1) only
+    where every record says "-". Functions: union by (name, ordinal), counts
+    summed. Geninfo repeats the same lines and branches in every test's record,
+    so the common case is an element-wise sum of equal-shaped arrays.
     """
-    firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag)) >= 0)
-    regions: list[tuple[int, int, bytes | None]] = []
-    at = 0
-    for i, (first, tag) in enumerate(firsts):
-        limit = firsts[i + 1][0] if i + 1 < len(firsts) else len(rec)
-        stop = rec.find(b"\n", rec.rfind(tag, first - 1, limit) + 1)
-        regions += [(at, first, None), (first, stop, tag)]
-        at = stop
-    regions.append((at, len(rec), None))
-    return regions
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.records = 0
+        self.summary: dict[bytes, int] = {}
+        self.lines = np.empty((0, 2), I64)
+        self.branches = np.empty((0, 4), I64)
+        self.fn_keys: list[tuple[bytes, int]] = []
+        self.fn_index: dict[tuple[bytes, int], int] = {}
+        self.fn_items: list[tuple[bytes, int, int]] = []
+        self.fn_hits = np.empty(0, I64)
+
+    def add(self, lines: Rows, branches: Rows, r: _Record) -> None:
+        """Merge one record's unique, sorted rows and its functions."""
+        self.records += 1
+        self.summary = r.summary
+        self.lines = _combine(self.lines, lines, 1, self.origin)
+        self.branches = _combine(self.branches, branches, 3, self.origin)
+        fn = r.functions
+        if fn.keys == self.fn_keys:
+            self.fn_hits = _checked(self.fn_hits + r.fn_hits, self.origin)
+            return
+        where = []
+        for key, item in zip(fn.keys, fn.items):
+            i = self.fn_index.get(key)
+            if i is None:
+                i = self.fn_index[key] = len(self.fn_keys)
+                self.fn_keys.append(key)
+                self.fn_items.append(item)
+            where.append(i)
+        merged = np.zeros(len(self.fn_keys), I64)
+        merged[: len(self.fn_hits)] = self.fn_hits
+        np.add.at(merged, np.array(where, dtype=np.intp), r.fn_hits)
+        self.fn_hits = _checked(merged, self.origin)
+
+
+# -- bulk parsing -----------------------------------------------------------------
+def _da_rows(text: bytes) -> Rows | None:
+    """``DA:<line>,<count>`` lines (checksums dropped) as (line, count) rows, or None."""
+    skeleton = text.translate(None, DIGITS)
+    n = (len(skeleton) + 1) // 5
+    if skeleton != b"DA:," + b"\nDA:," * (n - 1):
+        text = CHECKSUM.sub(rb"\1", text)  # DA:<line>,<count>,<checksum>
+        skeleton = text.translate(None, DIGITS)
+        n = (len(skeleton) + 1) // 5
+        if skeleton != b"DA:," + b"\nDA:," * (n - 1):
+            return None
+    values = _ints(text.translate(DA_NUMBERS), 2 * n)
+    if values is None:
+        return None
+    rows = values.reshape(n, 2)
+    if rows[:, 0].min() < 1 or rows[:, 0].max() > INT32_MAX:
+        return None
+    return rows
+
+
+def _brda_rows(text: bytes) -> Rows | None:
+    """``BRDA:<line>,<block>,<branch>,<taken|->`` lines with numeric ids as rows, or None."""
+    skeleton = text.translate(None, DIGITS)
+    dash_lines = None
+    if b"-" in skeleton:
+        # A "-" is fine only as a whole taken field: after a comma, at a line's end.
+        a = np.frombuffer(text, np.uint8)
+        at = np.flatnonzero(a == 0x2D)
+        after = np.minimum(at + 1, len(a) - 1)
+        if not ((a[at - 1] == 0x2C) & ((at + 1 == len(a)) | (a[after] == 0x0A))).all():
+            return None
+        # Each skeleton line is "BRDA:,,,\n" (9 bytes) plus its dash.
+        in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
+        dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
+        skeleton = skeleton.translate(None, b"-")
+    n = (len(skeleton) + 1) // 9
+    if skeleton != b"BRDA:,,," + b"\nBRDA:,,," * (n - 1):
+        return None
+    values = _ints(text.translate(BRDA_NUMBERS), 4 * n)
+    if values is None:
+        return None
+    rows = values.reshape(n, 4)
+    if rows[:, 0].min() < 1 or rows[:, :3].max() > INT32_MAX:
+        return None
+    if dash_lines is not None:
+        rows[dash_lines, 3] = -1
+    return rows
 
 
 def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
@@ -493,76 +652,6 @@ def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
     return True
 
 
-class _FileMerge:
-    """All records of one source file, merged as ``lcov --summary`` merges them.
-
-    Lines: union, counts summed. Branches: union, taken summed, "-" (-1) only
-    where every record says "-". Functions: union by (name, ordinal), counts
-    summed. Geninfo repeats the same lines and branches in every test's record,
-    so the common case is an element-wise sum of equal-shaped arrays.
-    """
-
-    def __init__(self, origin: str) -> None:
-        self.origin = origin
-        self.records = 0
-        self.summary: dict[bytes, int] = {}
-        self.lines = np.empty((0, 2), I64)
-        self.branches = np.empty((0, 4), I64)
-        self.fn_keys: list[tuple[bytes, int]] = []
-        self.fn_index: dict[tuple[bytes, int], int] = {}
-        self.fn_start: list[int] = []
-        self.fn_end: list[int] = []
-        self.fn_hits = np.empty(0, I64)
-
-    def add_functions(self, fn: _Functions, hits: np.ndarray, summary: dict[bytes, int]) -> None:
-        self.records += 1
-        self.summary = summary
-        if fn.keys == self.fn_keys:
-            self.fn_hits = _checked(self.fn_hits + hits, self.origin)
-            return
-        where = []
-        for key, (_, start, end) in zip(fn.keys, fn.items):
-            i = self.fn_index.get(key)
-            if i is None:
-                i = self.fn_index[key] = len(self.fn_keys)
-                self.fn_keys.append(key)
-                self.fn_start.append(start)
-                self.fn_end.append(end)
-            where.append(i)
-        merged = np.zeros(len(self.fn_keys), I64)
-        merged[: len(self.fn_hits)] = self.fn_hits
-        np.add.at(merged, np.array(where, dtype=np.intp), hits)
-        self.fn_hits = _checked(merged, self.origin)
-
-    def totals(self) -> dict[str, tuple[int, int]]:
-        """The file's totals: its summary lines if it has one record, else the merged detail."""
-        detail = {
-            "lines": (len(self.lines), int(np.count_nonzero(self.lines[:, 1] > 0))),
-            "branches": (len(self.branches), int(np.count_nonzero(self.branches[:, 3] > 0))),
-            "functions": (len(self.fn_hits), int(np.count_nonzero(self.fn_hits))),
-        }
-        if self.records > 1:
-            return detail
-        return {
-            counter: (self.summary.get(found, detail[counter][0]), self.summary.get(hit, detail[counter][1]))
-            for counter, (found, hit, _) in SUMMARIES.items()
-        }
-
-    def emit(self, b: ReportBuilder, index: int, texts: dict[int, str]) -> None:
-        if len(self.lines):
-            b.add("lines", file=index, line=self.lines[:, 0], hits=self.lines[:, 1])
-        if len(self.branches):
-            keys, at = np.unique(self.branches[:, 2], return_inverse=True)
-            labels = np.array([texts.get(k, str(k)) for k in keys.tolist()], dtype=object)
-            b.add("branches", file=index, line=self.branches[:, 0], block=self.branches[:, 1],
-                  branch=labels[at], taken=self.branches[:, 3])
-        if self.fn_keys:
-            names = np.array([_text(name) for name, _ in self.fn_keys], dtype=object)
-            b.add("functions", file=index, name=names, start_line=self.fn_start, end_line=self.fn_end,
-                  hits=self.fn_hits)
-
-
-# -- array helpers ---------------------------------------------------------------
 def _ints(text: bytes, expected: int) -> np.ndarray | None:
     """Exactly ``expected`` comma-separated integers, or None."""
     try:
@@ -572,25 +661,31 @@ def _ints(text: bytes, expected: int) -> np.ndarray | None:
     except ValueError:
         return None
     # fromstring clamps overflowing numbers to INT64_MAX: the exact reader judges them.
-    if len(values) != expected or values.max() == INT64_MAX:
+    if len(values) != expected or not expected or values.max() == INT64_MAX:
         return None
     return values
 
 
-def _rows(chunks: list[Rows], exact: list[tuple[int, ...]], width: int) -> Rows:
-    if exact:
-        chunks = [*chunks, np.array(exact, dtype=I64).reshape(-1, width)]
-    if not chunks:
-        return np.empty((0, width), I64)
-    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+# -- merging ----------------------------------------------------------------------
+def _stack(per_file: list[Rows], width: int) -> Rows:
+    """Per-file rows as one table whose first column is the file index."""
+    out = np.empty((sum(len(rows) for rows in per_file), width + 1), I64)
+    out[:, 0] = np.repeat(np.arange(len(per_file)), [len(rows) for rows in per_file])
+    at = 0
+    for rows in per_file:
+        out[at : at + len(rows), 1:] = rows
+        at += len(rows)
+    return out
 
 
-def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> tuple[Rows, Rows]:
-    """Merge a record's rows into a file's; return (merged rows, the record's unique rows).
+def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
+    """A file's unique sorted rows merged with a record's.
 
     The last column is summed; for branches it is a taken count, and -1
     ("-") survives only where every merged count is -1.
     """
+    if not len(acc):
+        return rows
     if len(acc) == len(rows) and np.array_equal(acc[:, :keys], rows[:, :keys]):
         merged = acc.copy()
         a, b = acc[:, keys], rows[:, keys]
@@ -599,15 +694,12 @@ def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> tuple[Rows, Rows]
         else:
             total = _checked(np.maximum(a, 0) + np.maximum(b, 0), origin)
             merged[:, keys] = np.where((a < 0) & (b < 0), -1, total)
-        return merged, rows
-    rows = _unique(rows, keys, origin)
-    if not len(acc):
-        return rows, rows
-    return _unique(np.concatenate([acc, rows]), keys, origin), rows
+        return merged
+    return _unique(np.concatenate([acc, rows]), keys, origin)
 
 
 def _unique(rows: Rows, keys: int, origin: str) -> Rows:
-    """Rows sorted by their first ``keys`` columns; rows with equal keys merged."""
+    """Rows sorted by their first ``keys`` columns; rows with equal keys merged as in ``_combine``."""
     if len(rows) < 2:
         return rows
     step = np.diff(rows[:, :keys], axis=0)
@@ -630,7 +722,7 @@ def _unique(rows: Rows, keys: int, origin: str) -> Rows:
 
 
 def _checked(total: np.ndarray, origin: str) -> np.ndarray:
-    """Sums of non-negative int64 counts are negative exactly when they overflowed."""
+    """Sums of non-negative int64 counts are below -1 exactly when they overflowed."""
     if len(total) and total.min() < -1:
         raise malformed(origin, "a merged execution count overflows a 64-bit counter")
     return total

@@ -292,7 +292,7 @@ def line_coverage(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lines = np.arange(first, last + 1, dtype=I64)
     starts_on = np.flatnonzero(np.r_[True, line[1:] != line[:-1]])  # first segment of each line
     on = line[starts_on] - first
-    region_start = np.where((has != 0) & (entry != 0), cnt, -1)
+    region_start = np.where((gap == 0) & (has != 0) & (entry != 0), cnt, -1)
     best_start = np.full(len(lines), -1, I64)
     best_start[on] = np.maximum.reduceat(region_start, starts_on)
     skipped = np.zeros(len(lines), bool)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,8 @@ TOOL = None
 
 FORMAT_ID = "coverage-mcp-regions-v1"
 SUPPORTED_VERSION = 1
+# The JSON Schema of the format, shipped as package data for tools to validate against.
+SCHEMA_PATH = Path(__file__).with_name("regions-v1.schema.json")
 KINDS = {"code": REGION_CODE, "gap": REGION_GAP, "skipped": REGION_SKIPPED, "branch": REGION_BRANCH}
 
 DOCUMENT_KEYS = frozenset({"format", "version", "tool", "tests", "files"})

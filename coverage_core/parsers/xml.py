@@ -105,7 +105,9 @@ def stream(report: ReportBytes, target: Any) -> None:
     errors the target raises pass through unchanged.
     """
     if not report.data.strip():
-        raise malformed(report.origin, "report is empty", suggestion="Regenerate the report; the file has no content.")
+        raise malformed(
+            report.origin, "report is empty", suggestion="Regenerate the report; the file has no content."
+        )
     refuse_entity_declarations(report)
     try:
         etree.fromstring(report.data, safe_parser(target))
@@ -207,7 +209,8 @@ def add_branch_outcomes(
     if rows > len(report.data):
         raise malformed(
             report.origin,
-            f"the report claims {rows:,} branch outcomes in {len(report.data):,} bytes; refusing to expand them",
+            f"the report claims {rows:,} branch outcomes in {len(report.data):,} bytes; "
+            "refusing to expand them",
         )
     order = np.lexsort((line, file))  # stable, so repeats keep document order
     f, n = file[order], line[order]

@@ -131,24 +131,10 @@ def targets_for(
         targets.sort(key=lambda t: (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or ""))
         return targets[:limit]
     by_id = {f["file_id"]: f["path"] for f in files}
-    # ASOF join: each range belongs to the last function starting at or before it.
     rows = call.rows(
-        """
-        WITH fn AS (
-            SELECT file_id, start_line, min(name) AS name FROM functions
-            WHERE snap = $snap AND list_contains($ids, file_id) AND start_line > 0 GROUP BY ALL),
-        r AS (SELECT * FROM uncovered_ranges WHERE snap = $snap AND list_contains($ids, file_id)),
-        j AS (SELECT r.*, fn.name FROM r ASOF LEFT JOIN fn
-              ON r.file_id = fn.file_id AND r.start_line >= fn.start_line)
-        SELECT file_id, name,
-               coalesce(sum(line_count) FILTER (WHERE kind = 0), 0) AS uncovered,
-               count(*) FILTER (WHERE kind = 1) AS partial,
-               list([start_line, end_line, line_count, kind, missed] ORDER BY line_count DESC, start_line)[1:$per] AS ranges,
-               count(*) AS region_count
-        FROM j GROUP BY file_id, name
-        ORDER BY uncovered + partial DESC, file_id, name NULLS FIRST
-        LIMIT $limit
-        """,
+        """SELECT file_id, function, uncovered, partial, ranges[1:$per], region_count
+           FROM uncovered_targets WHERE snap = $snap AND list_contains($ids, file_id)
+           ORDER BY uncovered + partial DESC, file_id, function NULLS FIRST LIMIT $limit""",
         {"snap": sel.snaps[0], "ids": list(by_id), "per": per_target or 2**31 - 1, "limit": limit},
     )
     return [

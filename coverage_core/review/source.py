@@ -9,6 +9,8 @@ does not have at that commit is ``not_measured``, not an error.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from ..errors import CoverageError, ErrorCode
@@ -23,6 +25,26 @@ MAX_LINES_PER_RANGE = 200
 MAX_LINE_CHARS = 160
 CONTEXT_LINES = 2
 MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "-": "not code"}
+# Decoded sources by (repository, commit, path): a commit's content never
+# changes, and splitting a 9 MB file costs more than the rest of an answer.
+_CACHE: OrderedDict[tuple[str, str, str], list[str] | None] = OrderedDict()
+_CACHE_SIZE = 8
+_cache_lock = threading.Lock()
+
+
+def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
+    key = (call.project.checkout.repo_key, commit, path)
+    with _cache_lock:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    blob = call.project.git.read_file(commit, path)
+    lines = None if blob is None else blob.decode("utf-8", "replace").splitlines()
+    with _cache_lock:
+        _CACHE[key] = lines
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return lines
 
 
 def _default_target(call: Call, sel: Selection, path: str | None) -> tuple[str, list[tuple[int, int]]] | None:
@@ -76,8 +98,8 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         path, asked = target
     data["file"] = path
     claim = claim_for(call, primary)
-    text = call.project.git.read_file(primary.commit, path) if primary.commit else None
-    if text is None:
+    src = source_lines(call, primary.commit, path) if primary.commit else None
+    if src is None:
         data.update({
             "claim_status": "not_measured",
             "reasons": [f"git has no file {path!r} at commit {(primary.commit or 'none')[:12]}"] + claim["reasons"],
@@ -92,7 +114,6 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "claim_status": "not_measured",
             "reasons": [f"snapshot {primary.snapshot_id} has no coverage for {path!r}"] + claim["reasons"],
         }
-    src = text.decode("utf-8", "replace").splitlines()
     ranges = _merge([(a, min(b, len(src))) for a, b in asked if a <= len(src)])
     marks: dict[int, str] = {}
     if fid is not None and ranges:

@@ -6,7 +6,8 @@ History:
     2  duplicate-test groups (tests with identical ordered item lists),
        computed at ingest so duplicate-test questions are reads.
     3  uncovered ranges (runs of uncovered executable lines, and hit lines
-       with untaken branches), computed at ingest so insight is a read.
+       with untaken branches) and their grouping into per-function targets,
+       computed at ingest so insight is a read.
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -173,6 +174,19 @@ CREATE TABLE uncovered_ranges (
     line_count INTEGER NOT NULL,
     kind       TINYINT NOT NULL,
     missed     INTEGER NOT NULL
+);
+
+-- Insight targets: a file's uncovered ranges grouped by the function that
+-- encloses them (the last function starting at or before the range; NULL:
+-- outside any function, or a report without functions).
+CREATE TABLE uncovered_targets (
+    snap         INTEGER NOT NULL,
+    file_id      INTEGER NOT NULL,
+    function     VARCHAR,
+    uncovered    INTEGER NOT NULL,            -- uncovered executable lines
+    partial      INTEGER NOT NULL,            -- executed lines with untaken branches
+    region_count INTEGER NOT NULL,
+    ranges       INTEGER[][] NOT NULL          -- [start, end, line_count, kind, missed], largest first
 );
 """
 

@@ -281,6 +281,25 @@ class ProjectStore:
             """,
             [snap, snap, snap],
         )
+        # ASOF join: each range belongs to the last function starting at or before it.
+        con.execute(
+            """
+            INSERT INTO uncovered_targets
+            WITH fn AS (
+                SELECT file_id, start_line, min(name) AS name FROM functions
+                WHERE snap = $snap AND start_line > 0 GROUP BY ALL),
+            r AS (SELECT * FROM uncovered_ranges WHERE snap = $snap),
+            j AS (SELECT r.*, fn.name FROM r ASOF LEFT JOIN fn
+                  ON r.file_id = fn.file_id AND r.start_line >= fn.start_line)
+            SELECT $snap, file_id, name,
+                   coalesce(sum(line_count) FILTER (WHERE kind = 0), 0),
+                   count(*) FILTER (WHERE kind = 1),
+                   count(*),
+                   list([start_line, end_line, line_count, kind, missed] ORDER BY line_count DESC, start_line)
+            FROM j GROUP BY file_id, name
+            """,
+            {"snap": snap},
+        )
 
     @staticmethod
     def _store_signatures(con: duckdb.DuckDBPyConnection, snap: int) -> None:

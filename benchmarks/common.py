@@ -1,0 +1,86 @@
+"""Shared helpers of the benchmark scripts: corpus files, timing, RSS, README sections."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import zstandard
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "benchmarks" / ".work"
+CORPUS = Path(os.environ.get("COVERAGE_MCP_CORPUS", ROOT.parent / "shared" / "corpus"))
+README = ROOT / "benchmarks" / "README.md"
+
+
+def corpus_file(name: str) -> Path:
+    """A corpus file, decompressed once into benchmarks/.work/."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    src = CORPUS / name
+    if not name.endswith(".zst"):
+        return src
+    out = WORK / Path(name).name.removesuffix(".zst")
+    if not out.exists():
+        tmp = out.with_suffix(".part")
+        with src.open("rb") as f, tmp.open("wb") as g:
+            zstandard.ZstdDecompressor(max_window_size=2**31).copy_stream(f, g)
+        tmp.rename(out)
+    return out
+
+
+def run_measured(cmd: list[str], *, env: dict | None = None, cwd: Path | None = None) -> tuple[float, int, str]:
+    """Run ``cmd`` in a fresh process; (wall seconds, peak RSS in MB, stdout)."""
+    wrapper = (
+        "import json, resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "wall = time.perf_counter() - t\n"
+        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024\n"
+        "print(json.dumps({'wall': wall, 'rss': rss, 'rc': p.returncode, 'out': p.stdout[-4000:], 'err': p.stderr[-2000:]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, env=env, cwd=cwd)
+    res = json.loads(out.stdout)
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd} failed: {res['err']}")
+    return res["wall"], res["rss"], res["out"]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def write_section(name: str, text: str) -> None:
+    """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->``."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    current = README.read_text() if README.exists() else "# Benchmarks\n\nMeasured on this project's machine (2 cores); each script rewrites its own section.\n"
+    block = f"{begin}\n{text.rstrip()}\n{end}"
+    if begin in current and end in current:
+        head, rest = current.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        current = head + block + tail
+    else:
+        current = current.rstrip() + "\n\n" + block + "\n"
+    README.write_text(current)
+
+
+def machine() -> str:
+    return f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}"
+
+
+def peak_rss_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024

@@ -1,0 +1,157 @@
+"""Which daemon a connector uses: one per home, started on demand, replaced only when that is provably safe.
+
+Every daemon here is a real ``coverage-mcp serve``: other releases and builds
+are copies of this checkout's packages with another ``VERSION`` or another
+file content (so another build fingerprint), run from ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .test_connector_support import (
+    Connector,
+    env_for,
+    free_port,
+    health,
+    lease,
+    other_build,
+    sample_repo,
+    serve_processes,
+    start_daemon,
+    stop_all,
+)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "home"
+    yield path
+    stop_all(path)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sample_repo(tmp_path_factory.mktemp("lifecycle-repo") / "inventory")
+
+
+def _refusal(connector: Connector) -> dict[str, object]:
+    """The error a request gets from a connector that must not use the daemon it found."""
+    answer = connector.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert answer["id"] == 1
+    return answer["error"]
+
+
+def test_the_first_connector_starts_a_detached_daemon_that_outlives_it(home: Path, repo: Path) -> None:
+    port = free_port()
+    connector = Connector(repo, env_for(home, port))
+    assert connector.initialize()["result"]["serverInfo"]["name"] == "coverage-mcp"
+    assert connector.close() == 0
+    holder = lease(home)
+    assert holder["port"] == port and serve_processes(home) == [holder["pid"]]
+    assert os.getsid(holder["pid"]) != os.getsid(0)  # its own session: the client's signals miss it
+    assert (home / "daemon.log").exists()
+    assert health(port) is not None  # still serving with no connector left
+
+
+def test_eight_connectors_started_at_once_end_with_exactly_one_daemon(home: Path, repo: Path) -> None:
+    env = env_for(home, free_port())
+    connectors = [Connector(repo, env) for _ in range(8)]
+    for connector in connectors:
+        connector.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "race", "version": "1"}}})
+    answers = [connector.receive() for connector in connectors]
+    assert all("result" in answer for answer in answers), answers
+    served = {connector.call(2, "project_context", {})["result"]["structuredContent"]["context"]["checkout_path"]
+              for connector in connectors}
+    assert served == {str(repo)}
+    assert [c.close() for c in connectors] == [0] * 8
+    assert serve_processes(home) == [lease(home)["pid"]]
+
+
+def test_a_daemon_killed_mid_session_is_restarted_and_the_session_goes_on(home: Path, repo: Path) -> None:
+    connector = Connector(repo, env_for(home, free_port()))
+    connector.initialize()
+    assert "result" in connector.call(2, "project_context", {})
+    killed = lease(home)
+    os.kill(killed["pid"], signal.SIGKILL)
+    answer = connector.call(3, "project_context", {})
+    assert "result" in answer, answer
+    replacement = lease(home)
+    assert replacement["pid"] != killed["pid"] and replacement["instance_id"] != killed["instance_id"]
+    assert connector.close() == 0
+
+
+def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(home: Path, repo: Path, tmp_path: Path) -> None:
+    port = free_port()
+    older = start_daemon(home, port, build=other_build(tmp_path / "old", version="0.0.1"))
+    assert health(port)["version"] == "0.0.1"
+    connector = Connector(repo, env_for(home, port))
+    assert "result" in connector.initialize()
+    assert older.wait(10) == 0  # it exited on its own, through its shutdown endpoint
+    current = health(port)
+    assert current["version"] != "0.0.1" and current["pid"] == lease(home)["pid"]
+    assert connector.close() == 0
+
+
+def test_a_newer_daemon_is_never_downgraded(home: Path, repo: Path, tmp_path: Path) -> None:
+    port = free_port()
+    newer = start_daemon(home, port, build=other_build(tmp_path / "new", version="9.9.9"))
+    connector = Connector(repo, env_for(home, port))
+    error = _refusal(connector)
+    assert error["data"]["code"] == "daemon_conflict" and "newer" in error["message"]
+    assert connector.close() == 1
+    assert newer.poll() is None and health(port)["version"] == "9.9.9"
+
+
+def test_a_daemon_of_this_version_built_from_other_files_is_refused_with_the_stop_hint(
+    home: Path, repo: Path, tmp_path: Path,
+) -> None:
+    port = free_port()
+    other = start_daemon(home, port, build=other_build(tmp_path / "edited", note="an edited build"))
+    connector = Connector(repo, env_for(home, port))
+    error = _refusal(connector)
+    assert "built from other files" in error["message"]
+    assert "coverage-mcp stop" in error["data"]["suggestion"]
+    assert connector.close() == 1
+    assert "coverage-mcp stop" in connector.stderr()
+    assert other.poll() is None
+
+
+def test_a_daemon_of_another_home_on_the_port_is_refused(home: Path, repo: Path, tmp_path: Path) -> None:
+    port = free_port()
+    elsewhere = tmp_path / "elsewhere"
+    try:
+        start_daemon(elsewhere, port)
+        connector = Connector(repo, env_for(home, port))
+        error = _refusal(connector)
+        assert "another home" in error["message"]
+        assert connector.close() == 1
+        assert serve_processes(home) == [] and len(serve_processes(elsewhere)) == 1
+    finally:
+        stop_all(elsewhere)
+
+
+def test_a_foreign_program_on_the_port_is_refused_and_left_running(home: Path, repo: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        connector = Connector(repo, env_for(home, server.server_address[1]))
+        started = time.perf_counter()
+        error = _refusal(connector)
+        assert time.perf_counter() - started < 5
+        assert "not a coverage-mcp daemon" in error["message"]
+        assert connector.close() == 1
+        assert thread.is_alive() and serve_processes(home) == []
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,245 @@
+"""The REST API of a real in-process daemon: hardening, projects, settings, reads, writes, one error shape."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from coverage_core.config import Settings
+
+from .gitrepo import git
+from .test_daemon_support import Running, daemon, in_process, sample_repo  # noqa: F401
+
+HARDENING = {
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Connection": "close",
+}
+
+
+async def call(d: Running, method: str, path: str, *, body: Any = None, headers: dict[str, str] | None = None,
+               raw: bytes | None = None) -> tuple[int, dict[str, str], Any]:
+    sent = dict(headers or {})
+    data = raw
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent.setdefault("Content-Type", "application/json")
+    async with aiohttp.ClientSession() as session:
+        async with session.request(method, d.url + path, data=data, headers=sent) as response:
+            text = await response.read()
+            return response.status, dict(response.headers), json.loads(text) if text else None
+
+
+async def register(d: Running, repo: Path) -> str:
+    status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(repo)})
+    assert status in (200, 201), answer
+    return answer["data"]["project"]["project_id"]
+
+
+def assert_error(status: int, answer: Any, expected_status: int, code: str) -> dict[str, Any]:
+    assert status == expected_status, answer
+    assert set(answer) == {"error"} and set(answer["error"]) == {"code", "message", "suggestion", "details"}
+    assert answer["error"]["code"] == code and answer["error"]["suggestion"]
+    return answer["error"]
+
+
+async def test_every_response_is_hardened_closes_its_connection_and_has_no_cors(daemon: Running) -> None:
+    for method, path in (("GET", "/health"), ("GET", "/nowhere"), ("GET", "/mcp"), ("PUT", "/api/projects")):
+        status, headers, _ = await call(daemon, method, path, headers={"Origin": daemon.url})
+        assert {k: headers.get(k) for k in HARDENING} == HARDENING, (method, path, status)
+        assert not [k for k in headers if k.lower().startswith("access-control-")]
+
+
+async def test_a_foreign_host_or_origin_is_forbidden_on_every_route(daemon: Running) -> None:
+    port = daemon.daemon.port
+    for path in ("/health", "/api/projects", "/mcp"):
+        status, _, _ = await call(daemon, "GET", path, headers={"Host": f"evil.example:{port}"})
+        assert status == 403
+        status, _, _ = await call(daemon, "GET", path, headers={"Origin": "http://evil.example"})
+        assert status == 403
+        status, _, _ = await call(daemon, "GET", path, headers={"Host": f"127.0.0.1:{port + 1}"})
+        assert status == 403
+    assert (await call(daemon, "GET", "/health", headers={"Host": f"localhost:{port}"}))[0] == 200
+    assert (await call(daemon, "GET", "/health", headers={"Origin": f"http://localhost:{port}"}))[0] == 200
+
+
+async def test_registering_a_checkout_opens_its_project_once_and_lists_it(daemon: Running, sample_repo: Path) -> None:
+    status, _, answer = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo / "inventory")})
+    assert status == 201
+    project = answer["data"]["project"]
+    assert project["checkout_path"] == str(sample_repo.resolve())
+    assert project["settings"] == {"approval_mode": "out_of_band"}
+    status, _, again = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo)})
+    assert status == 200 and again["data"]["project"]["project_id"] == project["project_id"]
+    _, _, listing = await call(daemon, "GET", "/api/projects")
+    assert [(p["project_id"], p["open"]) for p in listing["data"]["projects"]] == [(project["project_id"], True)]
+    status, _, one = await call(daemon, "GET", f"/api/projects/{project['project_id']}")
+    assert status == 200 and one["data"]["project"]["repo_key"] == project["repo_key"]
+
+
+async def test_project_settings_are_set_at_creation_patched_later_and_unknown_keys_refused(
+        daemon: Running, sample_repo: Path) -> None:
+    status, _, answer = await call(daemon, "POST", "/api/projects",
+                                   body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
+    assert status == 201 and answer["data"]["project"]["settings"] == {"approval_mode": "attested"}
+    pid = answer["data"]["project"]["project_id"]
+    status, _, again = await call(daemon, "POST", "/api/projects",
+                                  body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
+    assert "PATCH" in assert_error(status, again, 400, "invalid_argument")["suggestion"]
+    status, _, patched = await call(daemon, "PATCH", f"/api/projects/{pid}",
+                                    body={"settings": {"approval_mode": "out_of_band"}})
+    assert status == 200 and patched["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"settings": {"colour": "blue"}})
+    assert "colour" in assert_error(status, bad, 400, "invalid_argument")["message"]
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"settings": {"approval_mode": "yes"}})
+    assert "out_of_band" in assert_error(status, bad, 400, "invalid_argument")["suggestion"]
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"approval_mode": "attested"})
+    assert_error(status, bad, 400, "invalid_argument")
+    status, _, one = await call(daemon, "GET", f"/api/projects/{pid}")
+    assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
+
+
+async def test_ingest_stores_a_snapshot_once_and_every_read_returns_the_envelope(
+        daemon: Running, sample_repo: Path) -> None:
+    pid = await register(daemon, sample_repo)
+    base = f"/api/projects/{pid}"
+    status, _, first = await call(daemon, "POST", base + "/ingest",
+                                  body={"report_path": "step3.coverage.lcov", "suite": "unit"})
+    assert status == 201 and first["data"]["duplicate"] is False
+    snap = first["data"]["snapshot"]
+    status, _, second = await call(daemon, "POST", base + "/ingest",
+                                   body={"report_path": "step3.coverage.lcov", "suite": "unit"})
+    assert status == 200 and second["data"]["duplicate"] is True
+    assert second["data"]["snapshot"]["snapshot_id"] == snap["snapshot_id"]
+
+    _, _, listed = await call(daemon, "GET", base + "/snapshots?suite=unit&limit=5")
+    assert set(listed) == {"context", "data", "page"} and listed["context"]["project_id"] == pid
+    assert [s["snapshot_id"] for s in listed["data"]["snapshots"]] == [snap["snapshot_id"]]
+    assert listed["page"] == {"limit": 5, "returned": 1, "truncated": False}
+    _, _, one = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}")
+    assert one["data"]["snapshot"]["totals"] == snap["totals"] and one["context"]["suite"] == "unit"
+
+    _, _, files = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}/files?limit=2&order=uncovered")
+    assert files["data"]["total"] == snap["files"] and len(files["data"]["files"]) == 2
+    assert files["page"]["next_offset"] == (2 if snap["files"] > 2 else None)
+    path = files["data"]["files"][0]["path"]
+    _, _, detail = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}/files/detail?path={path}")
+    lines = detail["data"]["lines"]
+    assert detail["data"]["summary"]["path"] == path and len(lines["line"]) == len(lines["hits"]) > 0
+
+    _, _, ctx = await call(daemon, "GET", base + "/context")
+    assert ctx["data"]["suites"][0]["snapshot_id"] == snap["snapshot_id"]
+    status, _, insight = await call(daemon, "POST", base + "/review",
+                                    body={"task": "insight", "measurement": {"suite": "unit"}})
+    assert status == 200 and insight["data"]["claim_status"] in {"supported", "limited"}
+
+
+async def test_errors_have_one_shape_and_the_status_of_their_code(daemon: Running, sample_repo: Path,
+                                                                  tmp_path: Path) -> None:
+    pid = await register(daemon, sample_repo)
+    base = f"/api/projects/{pid}"
+    assert_error(*(await call(daemon, "GET", base + "/snapshots/snap-0123")) [::2], 404, "not_found")
+    assert_error(*(await call(daemon, "GET", "/api/projects/0123456789abcdef"))[::2], 404, "not_found")
+    assert_error(*(await call(daemon, "GET", base + "/snapshots?limit=lots"))[::2], 400, "invalid_argument")
+    assert_error(*(await call(daemon, "GET", base + "/snapshots?colour=1"))[::2], 400, "invalid_argument")
+    assert_error(*(await call(daemon, "GET", base + "/snapshots?limit=0"))[::2], 400, "invalid_argument")
+    assert_error(*(await call(daemon, "POST", base + "/ingest", raw=b"{not json",
+                              headers={"Content-Type": "application/json"}))[::2], 400, "invalid_argument")
+    assert_error(*(await call(daemon, "POST", base + "/ingest", raw=b"{}",
+                              headers={"Content-Type": "text/plain"}))[::2], 415, "invalid_argument")
+    outside = await call(daemon, "POST", base + "/ingest", body={"report_path": "../elsewhere.lcov"})
+    assert_error(outside[0], outside[2], 400, "path_outside_checkout")
+    bad_args = await call(daemon, "POST", base + "/review", body={"task": "insight", "colour": 1})
+    assert "colour" in assert_error(bad_args[0], bad_args[2], 400, "invalid_argument")["message"]
+    (tmp_path / "plain").mkdir()
+    not_repo = await call(daemon, "POST", "/api/projects", body={"path": str(tmp_path / "plain")})
+    assert_error(not_repo[0], not_repo[2], 400, "not_a_repository")
+    relative = await call(daemon, "POST", "/api/projects", body={"path": "relative/path"})
+    assert_error(relative[0], relative[2], 400, "not_a_repository")
+    assert_error(*(await call(daemon, "GET", "/api/nothing"))[::2], 404, "not_found")
+    status, headers, answer = await call(daemon, "DELETE", "/api/projects")
+    assert_error(status, answer, 405, "invalid_argument")
+    assert "GET" in headers["Allow"]
+
+
+async def test_a_body_over_the_limit_is_refused_with_413(isolated_home: Path, sample_repo: Path) -> None:
+    async with in_process(Settings.from_env(port=0, http_max_body_bytes=1024)) as d:
+        pid = await register(d, sample_repo)
+        body = {"report_path": "x" * 2000}
+        status, _, answer = await call(d, "POST", f"/api/projects/{pid}/ingest", body=body)
+        assert_error(status, answer, 413, "invalid_argument")
+
+
+async def test_a_linked_worktree_shares_the_project_but_answers_for_its_own_checkout(
+        daemon: Running, sample_repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(sample_repo, "worktree", "add", "-q", "-b", "feature", str(linked))
+    pid = await register(daemon, sample_repo)
+    _, _, main_ctx = await call(daemon, "GET", f"/api/projects/{pid}/context")
+    _, _, linked_ctx = await call(daemon, "GET", f"/api/projects/{pid}/context",
+                                  headers={"x-coverage-mcp-repo": str(linked)})
+    assert main_ctx["context"]["project_id"] == linked_ctx["context"]["project_id"] == pid
+    assert linked_ctx["context"]["checkout_path"] == str(linked.resolve())
+    assert linked_ctx["data"]["project"]["branch"] == "feature"
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    status, _, answer = await call(daemon, "GET", f"/api/projects/{pid}/context",
+                                   headers={"x-coverage-mcp-repo": str(other)})
+    assert_error(status, answer, 400, "invalid_argument")
+
+
+HOLD_STORE = textwrap.dedent("""
+    import sys, time
+    from coverage_core import open_project
+    with open_project(sys.argv[1]):
+        print("held", flush=True)
+        sys.stdin.readline()
+""")
+
+
+async def test_a_store_held_by_another_process_answers_store_locked_after_the_wait(
+        isolated_home: Path, sample_repo: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        async with in_process(Settings.from_env(port=0, store_wait_ms=300)) as d:
+            started = time.monotonic()
+            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+            waited = time.monotonic() - started
+            error = assert_error(status, answer, 409, "store_locked")
+            assert f"pid {holder.pid}" in error["message"] and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
+            assert 0.3 <= waited < 5
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            holder.wait(timeout=10)
+            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+            assert status == 201, answer
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+async def test_a_store_released_during_the_wait_is_opened(isolated_home: Path, sample_repo: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        async with in_process(Settings.from_env(port=0, store_wait_ms=5000)) as d:
+            asyncio.get_running_loop().call_later(0.3, lambda: (holder.stdin.write("\n"), holder.stdin.flush()))
+            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+            assert status == 201, answer
+    finally:
+        holder.kill()
+        holder.wait()

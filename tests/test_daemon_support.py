@@ -1,0 +1,180 @@
+"""Shared daemon fixtures (a real daemon in-process or in a subprocess, real repositories), and the small tables.
+
+Other daemon and MCP test modules import their fixtures from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from coverage_core.config import SETTINGS, Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_daemon.errors_http import HTTP_STATUS, error_body, error_from_body
+from coverage_daemon.identity import build_fingerprint
+from coverage_daemon.server import check_loopback, running, take_daemon_lock
+from coverage_daemon.state import Daemon
+
+from .gitrepo import make_repo
+
+SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
+ACCEPT = "application/json, text/event-stream"
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
+    repo = tmp_path / "inventory"
+    shutil.copytree(SAMPLE / "project", repo)
+    make_repo(repo, {})
+    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
+        shutil.copy(SAMPLE / "reports" / name, repo / name)
+    return repo
+
+
+class Running:
+    """A daemon under test: its state and its address."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.url = f"http://127.0.0.1:{daemon.port}"
+
+
+@pytest.fixture
+async def daemon(isolated_home: Path) -> AsyncIterator[Running]:
+    """A real daemon in this test's event loop, on an ephemeral loopback port, with its lock taken."""
+    async with in_process(Settings.from_env(port=0)) as running_daemon:
+        yield running_daemon
+
+
+class in_process:
+    """``async with in_process(settings) as d``: lock, bind, serve; graceful stop and release after."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def __aenter__(self) -> Running:
+        fingerprint = build_fingerprint()
+        self.lease = take_daemon_lock(self.settings, fingerprint)
+        self.context = running(self.settings, self.lease, fingerprint)
+        return Running(await self.context.__aenter__())
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.context.__aexit__(*exc)
+        finally:
+            self.lease.release()
+
+
+async def post_mcp(session: aiohttp.ClientSession, url: str, message: Any, *, headers: dict[str, str] | None = None,
+                   repo: Path | None = None, raw: bytes | None = None) -> tuple[int, dict[str, str], Any]:
+    """One raw POST to an MCP endpoint: (status, headers, decoded body or None)."""
+    sent = {"Content-Type": "application/json", "Accept": ACCEPT, **(headers or {})}
+    if repo is not None:
+        sent["x-coverage-mcp-repo"] = str(repo)
+    data = raw if raw is not None else json.dumps(message).encode()
+    async with session.post(url, data=data, headers=sent) as response:
+        text = await response.read()
+        return response.status, dict(response.headers), (json.loads(text) if text else None)
+
+
+class ServeProcess:
+    """``coverage-mcp serve`` in a subprocess, on an ephemeral port."""
+
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.env = {**os.environ, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0", **(env or {})}
+        self.proc = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], env=self.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.announce = self.proc.stderr.readline()
+        if "listening on" not in self.announce:
+            self.proc.kill()
+            raise AssertionError(f"serve did not start: {self.announce}{self.proc.stderr.read()}")
+        self.url = self.announce.split("listening on ")[1].split(" ")[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def lock_metadata(self) -> dict[str, Any]:
+        return json.loads((self.home / "daemon.lock").read_text())
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "coverage_cli", *args], env=self.env, capture_output=True,
+                              text=True, timeout=30)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=15)
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+@pytest.fixture
+def serve_process(isolated_home: Path) -> Iterator[ServeProcess]:
+    proc = ServeProcess(isolated_home)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def wait_until(predicate: Any, timeout_s: float = 10.0) -> bool:
+    give_up = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# -- the small tables ---------------------------------------------------------------------
+
+def test_every_error_code_has_exactly_one_http_status() -> None:
+    assert set(HTTP_STATUS) == set(ErrorCode)
+    assert all(400 <= status < 600 for status in HTTP_STATUS.values())
+
+
+def test_an_error_body_round_trips_through_the_python_client() -> None:
+    error = CoverageError(ErrorCode.STORE_LOCKED, "held", "wait", {"pid": 7})
+    body = error_body(error)
+    assert body == {"error": {"code": "store_locked", "message": "held", "suggestion": "wait", "details": {"pid": 7}}}
+    back = error_from_body(409, body)
+    assert (back.code, back.message, back.suggestion, back.details) == (error.code, "held", "wait", {"pid": 7})
+
+
+def test_a_foreign_error_body_is_reported_as_an_unreachable_daemon() -> None:
+    assert error_from_body(502, "<html>bad gateway</html>").code == ErrorCode.DAEMON_UNREACHABLE
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_loopback_hosts_are_accepted(host: str) -> None:
+    check_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::"])
+def test_a_non_loopback_host_is_refused(host: str) -> None:
+    with pytest.raises(CoverageError) as caught:
+        check_loopback(host)
+    assert caught.value.code == ErrorCode.INVALID_ARGUMENT and "loopback" in caught.value.message
+
+
+def test_serve_help_lists_every_setting_with_its_default_and_range() -> None:
+    out = subprocess.run([sys.executable, "-m", "coverage_cli", "serve", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for spec in SETTINGS:
+        assert spec.env in out
+        assert f"default {spec.default}" in out
+        if spec.minimum is not None:
+            assert f"range {spec.minimum}..{spec.maximum}" in out
