@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .demo_cmd import demo_command
 from .daemon_cmds import DAEMON_COMMANDS
+from .demo_cmd import demo_command
 from .parse_cmd import parse_command
 from .review_cmds import context_command, review_command
 from .store_cmds import ingest_command, show_command, snapshots_command

@@ -147,10 +147,14 @@ OPERATIONS: dict[str, Operation] = {
             title="Review coverage",
             description=(
                 "Answers about stored coverage, compact by default. task: insight (ranked uncovered regions), "
+                "change (lines against a baseline in lcov's 12 differential categories, e.g. UNC uncovered new "
+                "code, LBC lost baseline coverage; patch coverage; baseline kinds explicit, previous_snapshot "
+                "(default), parent_commit, ref, merge_base, worktree_base, none), incremental (an explicit run "
+                "against an explicit baseline snapshot: baseline-union-current projection, test set differences), "
                 "history (trend), source (annotated source lines), tests (which named tests cover what, duplicate "
-                "candidates), audit (exact records, paged), all (insight + history in one budget). Select data with "
-                "measurement, bound it with limits, continue with cursor. data.claim_status says how far the "
-                "evidence goes."
+                "candidates), audit (exact records, paged), all (change + insight + history in one budget; change "
+                "when a baseline resolves). Select data with measurement, bound it with limits, continue with "
+                "cursor. data.claim_status says how far the evidence goes."
             ),
             input_schema={
                 "type": "object",
@@ -235,18 +239,24 @@ class Service:
         finally:
             if own:
                 con.close()
-        return {
-            "context": {
-                "repo_key": self.project.checkout.repo_key,
-                "project_id": self.project.checkout.project_id,
-                "checkout_path": str(self.project.checkout.worktree_path),
-                "suite": call.suite,
-                "schema_revision": SCHEMA_REVISION,
-                "stats": {
-                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
-                    "rows_scanned": call.rows_scanned,
-                },
+        return envelope(call, result, started)
+
+
+def envelope(call: Call, result: dict[str, Any], started: float) -> dict[str, Any]:
+    """Wrap a handler's result (also one computed outside ``Service.call``, e.g. of an unstored report)."""
+    checkout = call.project.checkout
+    return {
+        "context": {
+            "repo_key": checkout.repo_key,
+            "project_id": checkout.project_id,
+            "checkout_path": str(checkout.worktree_path),
+            "suite": call.suite,
+            "schema_revision": SCHEMA_REVISION,
+            "stats": {
+                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                "rows_scanned": call.rows_scanned,
             },
-            "data": result["data"],
-            "page": result.get("page"),
-        }
+        },
+        "data": result["data"],
+        "page": result.get("page"),
+    }

@@ -78,8 +78,8 @@ class DaemonClient:
             raise error_from_body(response.status, decoded)
         return response.status, decoded
 
-    def _get(self, path: str, **query: Any) -> Any:
-        return self.request("GET", path, query=query)[1]
+    def _get(self, route: str, **query: Any) -> Any:
+        return self.request("GET", route, query=query)[1]
 
     # -- daemon -------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

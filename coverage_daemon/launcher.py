@@ -230,7 +230,6 @@ class Launcher:
     def __init__(self, settings: Settings, log: Callable[[str], None]) -> None:
         self.settings = settings
         self._log = log
-        self.fingerprint = build_fingerprint()
         self._started: list[subprocess.Popen[bytes]] = []
 
     def connect(self) -> Daemon:
@@ -305,10 +304,14 @@ class Launcher:
         if version_key(theirs) < version_key(VERSION):
             self._hand_off(daemon)
             return False
-        if health.get("build_fingerprint") != self.fingerprint:
+        # Hashed now rather than at connector start: "this build" is the code
+        # installed when the daemon is judged, so a daemon this connector just
+        # started from freshly edited files is not mistaken for a stale one.
+        ours = build_fingerprint()
+        if health.get("build_fingerprint") != ours:
             raise Refused(
                 f"the daemon at {where} is coverage-mcp {theirs} built from other files "
-                f"(fingerprint {health.get('build_fingerprint')}, this build {self.fingerprint})",
+                f"(fingerprint {health.get('build_fingerprint')}, this build {ours})",
                 "Run `coverage-mcp stop`; the next connector starts a daemon of this build.",
             )
         if not isinstance(health.get("schema_revision"), int):

@@ -25,20 +25,16 @@ import secrets
 import signal
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import Lease, instance_metadata
 
-from .app import create_app
 from .identity import VERSION, build_fingerprint
-from .mcp_http import Sessions
-from .projects import Projects
-from .registry import Registry
-from .state import Daemon
+
+if TYPE_CHECKING:
+    from .state import Daemon
 
 log = logging.getLogger("coverage_daemon")
 
@@ -97,6 +93,16 @@ def publish_port(lease: Lease, port: int) -> None:
 @contextlib.asynccontextmanager
 async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIterator[Daemon]:
     """A bound, serving daemon for the body's duration; the graceful stop on the way out."""
+    # Imported here, after the lock: a daemon that loses the race for
+    # daemon.lock exits without paying for aiohttp.
+    from aiohttp import web
+
+    from .app import create_app
+    from .mcp_http import Sessions
+    from .projects import Projects
+    from .registry import Registry
+    from .state import Daemon
+
     executor = ThreadPoolExecutor(max_workers=settings.mcp_concurrency + settings.db_pool_size + 4,
                                   thread_name_prefix="coverage-mcp")
     loop = asyncio.get_running_loop()
@@ -107,9 +113,10 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
         instance_id=lease.metadata["instance_id"], build_fingerprint=fingerprint, stop=asyncio.Event(),
         mcp_slots=asyncio.Semaphore(settings.mcp_concurrency), sessions=Sessions(),
     )
-    runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None)
+    runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None,
+                           shutdown_timeout=HANDLER_GRACE_S)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port, shutdown_timeout=HANDLER_GRACE_S)
+    site = web.TCPSite(runner, settings.host, settings.port)
     try:
         await site.start()
         daemon.port = runner.addresses[0][1]

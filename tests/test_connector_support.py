@@ -146,6 +146,7 @@ def serve_processes(home: Path) -> list[int]:
 
 def start_daemon(home: Path, port: int, *, build: Path | None = None) -> subprocess.Popen[bytes]:
     """``coverage-mcp serve`` in the foreground (of another build when ``build`` is given); waits until it listens."""
+    home.mkdir(parents=True, exist_ok=True)
     env = env_for(home, port, **({"PYTHONPATH": str(build)} if build else {}))
     process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], env=env,
                                cwd=build or home, stdin=subprocess.DEVNULL,
@@ -156,6 +157,17 @@ def start_daemon(home: Path, port: int, *, build: Path | None = None) -> subproc
         assert time.monotonic() < deadline, "the daemon did not start"
         time.sleep(0.02)
     return process
+
+
+def refuses(port: int) -> bool:
+    """Whether nothing listens on ``port`` any more (a connection is refused, not reset)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        pass
+    return False
 
 
 def health(port: int) -> dict[str, Any] | None:

@@ -47,6 +47,11 @@ async def register(d: Running, repo: Path) -> str:
     return answer["data"]["project"]["project_id"]
 
 
+async def refused(d: Running, method: str, path: str, status: int, code: str, **kw: Any) -> dict[str, Any]:
+    got, _, answer = await call(d, method, path, **kw)
+    return assert_error(got, answer, status, code)
+
+
 def assert_error(status: int, answer: Any, expected_status: int, code: str) -> dict[str, Any]:
     assert status == expected_status, answer
     assert set(answer) == {"error"} and set(answer["error"]) == {"code", "message", "suggestion", "details"}
@@ -149,25 +154,24 @@ async def test_errors_have_one_shape_and_the_status_of_their_code(daemon: Runnin
                                                                   tmp_path: Path) -> None:
     pid = await register(daemon, sample_repo)
     base = f"/api/projects/{pid}"
-    assert_error(*(await call(daemon, "GET", base + "/snapshots/snap-0123")) [::2], 404, "not_found")
-    assert_error(*(await call(daemon, "GET", "/api/projects/0123456789abcdef"))[::2], 404, "not_found")
-    assert_error(*(await call(daemon, "GET", base + "/snapshots?limit=lots"))[::2], 400, "invalid_argument")
-    assert_error(*(await call(daemon, "GET", base + "/snapshots?colour=1"))[::2], 400, "invalid_argument")
-    assert_error(*(await call(daemon, "GET", base + "/snapshots?limit=0"))[::2], 400, "invalid_argument")
-    assert_error(*(await call(daemon, "POST", base + "/ingest", raw=b"{not json",
-                              headers={"Content-Type": "application/json"}))[::2], 400, "invalid_argument")
-    assert_error(*(await call(daemon, "POST", base + "/ingest", raw=b"{}",
-                              headers={"Content-Type": "text/plain"}))[::2], 415, "invalid_argument")
-    outside = await call(daemon, "POST", base + "/ingest", body={"report_path": "../elsewhere.lcov"})
-    assert_error(outside[0], outside[2], 400, "path_outside_checkout")
-    bad_args = await call(daemon, "POST", base + "/review", body={"task": "insight", "colour": 1})
-    assert "colour" in assert_error(bad_args[0], bad_args[2], 400, "invalid_argument")["message"]
+    await refused(daemon, "GET", base + "/snapshots/snap-0123", 404, "not_found")
+    await refused(daemon, "GET", "/api/projects/0123456789abcdef", 404, "not_found")
+    await refused(daemon, "GET", base + "/snapshots?limit=lots", 400, "invalid_argument")
+    await refused(daemon, "GET", base + "/snapshots?colour=1", 400, "invalid_argument")
+    await refused(daemon, "GET", base + "/snapshots?limit=0", 400, "invalid_argument")
+    await refused(daemon, "POST", base + "/ingest", 400, "invalid_argument", raw=b"{not json",
+                  headers={"Content-Type": "application/json"})
+    await refused(daemon, "POST", base + "/ingest", 415, "invalid_argument", raw=b"{}",
+                  headers={"Content-Type": "text/plain"})
+    await refused(daemon, "POST", base + "/ingest", 400, "path_outside_checkout",
+                  body={"report_path": "../elsewhere.lcov"})
+    error = await refused(daemon, "POST", base + "/review", 400, "invalid_argument",
+                          body={"task": "insight", "colour": 1})
+    assert "colour" in error["message"]
     (tmp_path / "plain").mkdir()
-    not_repo = await call(daemon, "POST", "/api/projects", body={"path": str(tmp_path / "plain")})
-    assert_error(not_repo[0], not_repo[2], 400, "not_a_repository")
-    relative = await call(daemon, "POST", "/api/projects", body={"path": "relative/path"})
-    assert_error(relative[0], relative[2], 400, "not_a_repository")
-    assert_error(*(await call(daemon, "GET", "/api/nothing"))[::2], 404, "not_found")
+    await refused(daemon, "POST", "/api/projects", 400, "not_a_repository", body={"path": str(tmp_path / "plain")})
+    await refused(daemon, "POST", "/api/projects", 400, "not_a_repository", body={"path": "relative/path"})
+    await refused(daemon, "GET", "/api/nothing", 404, "not_found")
     status, headers, answer = await call(daemon, "DELETE", "/api/projects")
     assert_error(status, answer, 405, "invalid_argument")
     assert "GET" in headers["Allow"]

@@ -19,7 +19,20 @@ from coverage_core.parsers import FORMATS, Limits, ReportBytes, module, parse, r
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample" / "reports"
 
+def _llvm_sample() -> bytes:
+    from .test_parse_llvm import encode, export
+
+    return encode(export())
+
+
+def _regions_sample() -> bytes:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "regions-v1.md").read_text()
+    return doc.split("```json", 1)[1].split("```", 1)[0].encode()
+
+
 SMALL_REPORTS = {
+    "llvm": _llvm_sample(),
+    "regions-v1": _regions_sample(),
     "lcov": b"TN:t\nSF:a.c\nFN:1,f\nFNDA:2,f\nDA:1,2\nDA:2,0\nBRDA:1,0,0,1\nBRDA:1,0,1,-\nLF:2\nLH:1\nend_of_record\n",
     "coveragepy": (SAMPLE / "step3.coverage.json").read_bytes(),
     "cobertura": (SAMPLE / "step3.cobertura.xml").read_bytes(),

@@ -219,7 +219,7 @@ def test_methods_become_functions_named_by_class_method_and_descriptor() -> None
     assert functions["hits"].tolist() == [1, 1, 0]
 
 
-def test_interfaces_and_sessions_and_paths_of_a_small_report() -> None:
+def test_every_sourcefile_is_a_file_and_every_session_is_kept() -> None:
     report = parse(SMALL)
     assert [f.path for f in report.files] == ["org/demo/Outer.java", "org/demo/Listener.java"]
     assert report.metadata["sessions"] == ["unit", "integration"]

@@ -8,9 +8,10 @@ import re
 from collections import Counter as Tally
 
 import pytest
+import zstandard
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.parsers import detect, llvm, parse
+from coverage_core.parsers import SNIFF_BYTES, ReportBytes, detect, go, istanbul, llvm, parse, regions_v1
 from coverage_core.report import REGION_CODE, REGION_EXPANSION
 
 from . import corpus
@@ -313,3 +314,54 @@ def test_the_246_mb_sqlite_export_parses_to_llvm_cov_reports_totals_and_names_it
     lines_warning = next(w.message for w in report.warnings if w.message.startswith("lines:"))
     # FORMATS.md: llvm-cov's LCOV has 112,130 DA lines for sqlite3.c against LF:109800.
     assert re.search(r"sqlite3\.c: 112,130/[\d,]+ vs 109,800/", lines_warning)
+
+
+def head_and_tail(name: str) -> tuple[bytes, bytes]:
+    """A corpus file's first and last 64 KiB, decompressed as the registry sees them."""
+    with corpus.path(name).open("rb") as raw:
+        stream = zstandard.ZstdDecompressor(max_window_size=2**31).stream_reader(raw) if name.endswith(".zst") else raw
+        head = stream.read(SNIFF_BYTES)
+        tail = head
+        while chunk := stream.read(1 << 20):
+            tail = (tail + chunk)[-SNIFF_BYTES:]
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n"), tail[-SNIFF_BYTES:]
+
+
+def test_each_of_our_sniffers_claims_exactly_the_corpus_files_of_its_format(corpus_dir) -> None:
+    sniffers = {"llvm": llvm.sniff, "istanbul": istanbul.sniff, "go": go.sniff, "regions-v1": regions_v1.sniff}
+    formats = {"llvm": "LLVM llvm-cov export JSON", "istanbul": "Istanbul coverage-final.json",
+               "go": "Go coverprofile", "regions-v1": "(none in the corpus)"}
+    claimed = {fmt: set() for fmt in sniffers}
+    for entry in corpus.entries():
+        head, tail = head_and_tail(entry["file"])
+        for fmt, sniff in sniffers.items():
+            if sniff(head, tail):
+                claimed[fmt].add(entry["file"])
+    for fmt, files in claimed.items():
+        assert files == {e["file"] for e in corpus.entries() if e["format"].startswith(formats[fmt])}, fmt
+
+
+ODD_VALUES = [None, "x", "", [], {}, -1, 1.5, True, 2**70, [[1]], [None], float("nan"), 2**31]
+
+
+def value_paths(node, path=()):
+    """Paths to every object member and to the first item of every list (the others look alike)."""
+    yield path
+    children = node.items() if isinstance(node, dict) else enumerate(node[:1]) if isinstance(node, list) else ()
+    for key, child in children:
+        yield from value_paths(child, (*path, key))
+
+
+def test_any_value_replaced_by_any_odd_value_ends_in_a_report_or_a_coverage_error() -> None:
+    for *parents, last in list(value_paths(export()))[1:]:
+        for value in ODD_VALUES:
+            doc = export()
+            target = doc
+            for key in parents:
+                target = target[key]
+            target[last] = value
+            blob = encode(doc)
+            try:
+                llvm.parse_bytes(ReportBytes(blob, "<fuzz>", None, len(blob)))  # not the registry's safety net
+            except CoverageError:
+                pass

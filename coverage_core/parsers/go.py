@@ -148,7 +148,7 @@ def _explain(line: str, origin: str, lineno: int, mode_line: str) -> Exception:
     )
 
 
-def _merge(blocks: _Blocks, mode: str, origin: str):
+def _merge(blocks: _Blocks, mode: str, origin: str) -> tuple[np.ndarray, np.ndarray]:
     """Identical blocks merged: (first row of each block, merged counts)."""
     b = blocks
     order = np.lexsort((b.end_col, b.end_line, b.start_col, b.start_line, b.file))
@@ -214,7 +214,8 @@ def _sum_by_file(file: np.ndarray, values: np.ndarray, n_files: int, origin: str
     return out
 
 
-def _add_lines(builder: ReportBuilder, file, start, end, hits, lineno, origin: str) -> None:
+def _add_lines(builder: ReportBuilder, file: np.ndarray, start: np.ndarray, end: np.ndarray, hits: np.ndarray,
+               lineno: np.ndarray, origin: str) -> None:
     """Every line of a block gets the block's count; a shared line the largest.
 
     cmd/cover never lets blocks overlap: it ends a block at the ``{`` of any
@@ -224,8 +225,8 @@ def _add_lines(builder: ReportBuilder, file, start, end, hits, lineno, origin: s
     that ran is green even when the body after the ``{`` is red. Taking the
     largest count keeps such a line covered, as the page shows its code;
     taking the smallest would report every skipped body as an uncovered line,
-    which is branch information, not line information. It is also llvm-cov's
-    rule (a line's count is the largest of the regions on it).
+    which is branch information, not line information. llvm-cov's line rule
+    is alike: a line's count is the largest of the regions on it.
     """
     span = (end - start + 1).astype(I64)
     total = int(span.sum())

@@ -212,22 +212,37 @@ class _Record:
 
 
 class _Runs:
-    """One tag's runs from the records of a batch, waiting to be parsed together."""
+    """One tag's runs from the records of a batch, waiting to be parsed together.
 
-    def __init__(self, parse: Callable[[bytes], Rows | None], width: int, exact: str) -> None:
-        self.parse = parse
+    A run is only taken if its shape shows that it holds nothing but that
+    tag's lines; otherwise the record's reader reads it line by line at once.
+    """
+
+    def __init__(self, shape: Callable[[bytes], tuple[bytes, bytes] | None],
+                 rows: Callable[[bytes, bytes], Rows | None], width: int, exact: str) -> None:
+        self.shape = shape
+        self.rows = rows
         self.width = width
         self.exact = exact  # the _Record list that the exact reader fills
         self.texts: list[bytes] = []
+        self.skeletons: list[bytes] = []
         self.owners: list[int] = []  # index of each run's record in the batch
         self.offsets: list[int] = []
         self.size = 0
 
-    def add(self, text: bytes, owner: int, offset: int) -> None:
-        self.texts.append(text)
+    def add(self, text: bytes, owner: int, offset: int) -> bool:
+        shaped = self.shape(text)
+        if shaped is None:
+            return False
+        self.texts.append(shaped[0])
+        self.skeletons.append(shaped[1])
         self.owners.append(owner)
         self.offsets.append(offset)
         self.size += len(text)
+        return True
+
+    def clear(self) -> None:
+        self.__init__(self.shape, self.rows, self.width, self.exact)
 
 
 class _Parser:
@@ -241,8 +256,8 @@ class _Parser:
         self.files: list[_FileMerge] = []
         self.paths: list[str] = []
         self.batch: list[_Record] = []
-        self.da = _Runs(_da_rows, 2, "exact_lines")
-        self.brda = _Runs(_brda_rows, 4, "exact_branches")
+        self.da = _Runs(_da_shape, _da_rows, 2, "exact_lines")
+        self.brda = _Runs(_brda_shape, _brda_rows, 4, "exact_branches")
         self.branch_texts: dict[bytes, int] = {}
         self.observed: set[tuple[int, int]] = set()
         self.repeated_observations = False
@@ -257,19 +272,16 @@ class _Parser:
         fnda = None
         for start, stop, tag in _regions(rec):
             part, here = rec[start:stop], offset + start
-            if tag == b"\nDA:":
-                self.da.add(part, owner, here)
-            elif tag == b"\nBRDA:":
-                self.brda.add(part, owner, here)
-            elif tag == b"\nFN:":
+            if tag == b"\nFN:":
                 self._fn(part, here, r)
             elif tag == b"\nFNDA:":
                 fnda = (part, here)  # read once the record's FN lines are known
-            else:
+            elif not (tag == b"\nDA:" and self.da.add(part, owner, here)
+                      or tag == b"\nBRDA:" and self.brda.add(part, owner, here)):
                 self._exact(part, here, r)
+        self._functions(r, fnda)
         if r.path is None:
             raise malformed(self.origin, "a record has no SF: line", self._line_of(offset + 1))
-        self._functions(r, fnda)
         path = _text(r.path)
         r.file = self.builder.file(path)
         if r.file == len(self.files):
@@ -296,7 +308,9 @@ class _Parser:
 
     def _item(self, tag: bytes, value: bytes, here: int, r: _Record) -> None:
         """One ``TAG:value`` line, checked exactly; ``here`` is its offset in the report."""
-        if tag == b"DA":
+        if tag in SUMMARY_TAGS:  # LF:<n> and the like, the most frequent outside runs
+            r.summary[tag] = int(value) if value.isdigit() and len(value) < 19 else self._int(value, f"{tag.decode()} value", here)
+        elif tag == b"DA":
             # DA:<line>,<count>[,<checksum>]
             fields = value.split(b",")
             if len(fields) < 2:
@@ -332,8 +346,6 @@ class _Parser:
             if not name:
                 self._bad(here, "FNDA needs <count>,<name>")
             r.exact_fnda.append((name, self._int(hits, "FNDA execution count", here)))
-        elif tag in SUMMARY_TAGS:
-            r.summary[tag] = self._int(value, f"{tag.decode()} value", here)
         elif tag == b"SF":
             if r.path is not None:
                 self._bad(here, "a second SF: in one record (end_of_record missing before it)")
@@ -369,6 +381,8 @@ class _Parser:
         """A run of FN lines, read exactly; the same run in another record is read once."""
         functions = self._fn_runs.get(run)
         if functions is None:
+            if run.count(b"\nFN:") != run.count(b"\n"):  # other lines in between: no reuse
+                return self._exact(run, here, r)
             exact = _Record()
             self._exact(run, here, exact)
             functions = _Functions(exact.exact_fn)
@@ -382,7 +396,9 @@ class _Parser:
         fn = r.functions.extended(r.exact_fn)
         hits = np.zeros(len(fn.keys), I64)
         if fnda is not None and not (len(fnda[0]) > BULK_FNDA_BYTES and _bulk_fnda(fnda[0], fn, hits)):
-            self._exact(*fnda, r)
+            self._exact(*fnda, r)  # which may hold FN lines too (coverage.py alternates them)
+            fn = r.functions.extended(r.exact_fn)
+            hits = np.zeros(len(fn.keys), I64)
         orphans = fn.match(r.exact_fnda, hits)
         if orphans:  # FNDA without FN: lcov still counts the function; its line is unknown (0)
             fn = fn.extended([(name, 0, 0) for name in orphans])
@@ -392,75 +408,90 @@ class _Parser:
 
     # -- a batch of records ---------------------------------------------------------
     def _flush(self) -> None:
-        """Parse the batch's runs, then merge its records into their files."""
-        batch = self.batch
-        if not batch:
-            return
-        lines = _unique(self._rows(self.da), 2, self.origin)  # record, line, count
-        branches = _unique(self._rows(self.brda), 4, self.origin)  # record, line, block, key, taken
-        self._check_summaries(lines, branches)
-        self._observe(lines, branches)
-        records = np.arange(len(batch) + 1)
-        line_at = np.searchsorted(lines[:, 0], records)
-        branch_at = np.searchsorted(branches[:, 0], records)
-        for i, r in enumerate(batch):
-            self.files[r.file].add(lines[line_at[i] : line_at[i + 1], 1:],
-                                   branches[branch_at[i] : branch_at[i + 1], 1:], r)
-        self.batch = []
-        self.da = _Runs(_da_rows, 2, "exact_lines")
-        self.brda = _Runs(_brda_rows, 4, "exact_branches")
+        """Parse the batch's runs, then merge its records into their files.
 
-    def _rows(self, runs: _Runs) -> Rows:
-        """The batch's rows of one tag, with the record index as first column."""
-        parts = []
+        Rows stay grouped by record: record i owns ``rows[at[i]:at[i + 1]]``.
+        """
+        if not self.batch:
+            return
+        lines, line_at = self._rows(self.da)
+        branches, branch_at = self._rows(self.brda)
+        line_hit, branch_hit = lines[:, 1] > 0, branches[:, 3] > 0
+        # hits before each record's first row: record i hit hits_at[i + 1] - hits_at[i]
+        line_hits_at = np.concatenate([[0], np.cumsum(line_hit)])[line_at]
+        branch_hits_at = np.concatenate([[0], np.cumsum(branch_hit)])[branch_at]
+        self._check_summaries(line_at, line_hits_at, branch_at, branch_hits_at)
+        self._observe(lines[line_hit], np.diff(line_hits_at), branches[branch_hit], np.diff(branch_hits_at))
+        for i, r in enumerate(self.batch):
+            self.files[r.file].add(lines[line_at[i] : line_at[i + 1]], branches[branch_at[i] : branch_at[i + 1]], r)
+        self.batch = []
+        self.da.clear()
+        self.brda.clear()
+
+    def _rows(self, runs: _Runs) -> tuple[Rows, np.ndarray]:
+        """The batch's rows of one tag, each record's unique and sorted, and where each record's start."""
+        n = len(self.batch)
+        pieces: list[list[Rows]] = [[] for _ in range(n)]
+        rows = None
         if runs.texts:
             # All runs in one NumPy call; if one is off, each alone, and the
-            # ones still refused go to the exact reader.
-            parsed = runs.parse(b"\n".join(runs.texts))
-            if parsed is not None:
-                sizes = [text.count(b"\n") + 1 for text in runs.texts]
-                parts.append((np.repeat(runs.owners, sizes), parsed))
+            # ones still refused (a bad number) go to the exact reader.
+            rows = runs.rows(b"\n".join(runs.texts), b"\n".join(runs.skeletons))
+            if rows is not None:
+                sizes = [skeleton.count(b"\n") + 1 for skeleton in runs.skeletons]
+                for owner, start, stop in zip(runs.owners, np.cumsum([0, *sizes]).tolist(), np.cumsum(sizes).tolist()):
+                    pieces[owner].append(rows[start:stop])
             else:
-                for text, owner, offset in zip(runs.texts, runs.owners, runs.offsets):
-                    rows = runs.parse(text)
-                    if rows is None:
+                for text, skeleton, owner, offset in zip(runs.texts, runs.skeletons, runs.owners, runs.offsets):
+                    parsed = runs.rows(text, skeleton)
+                    if parsed is None:
                         self._exact(text, offset, self.batch[owner])
                     else:
-                        parts.append((np.full(len(rows), owner), rows))
-        exact = [(i, *row) for i, r in enumerate(self.batch) for row in getattr(r, runs.exact)]
-        if exact:
-            table = np.array(exact, dtype=I64)
-            parts.append((table[:, 0], table[:, 1:]))
-        out = np.empty((sum(len(p[0]) for p in parts), runs.width + 1), I64)
-        at = 0
-        for owners, rows in parts:
-            out[at : at + len(rows), 0] = owners
-            out[at : at + len(rows), 1:] = rows
-            at += len(rows)
-        return out
+                        pieces[owner].append(parsed)
+        for owner, r in enumerate(self.batch):
+            exact = getattr(r, runs.exact)
+            if exact:
+                pieces[owner].append(np.array(exact, dtype=I64).reshape(-1, runs.width))
+        sizes = [sum(len(p) for p in own) for own in pieces]
+        at = np.zeros(n + 1, dtype=np.intp)
+        np.cumsum(sizes, out=at[1:])
+        if rows is None or len(rows) != at[-1]:  # some record has exact rows: reassemble in record order
+            rows = np.concatenate([p for own in pieces for p in own] or [np.empty((0, runs.width), I64)])
+        keys = runs.width - 1
+        increasing = _increasing(rows[:, :keys])
+        increasing[at[1:-1][(at[1:-1] > 0) & (at[1:-1] < len(rows))] - 1] = True  # a record's first row
+        unsorted = np.flatnonzero(~increasing)
+        if len(unsorted):  # the records holding these rows need sorting and merging of repeats
+            owners = set(np.searchsorted(at, unsorted, side="right").tolist())
+            parts = [_unique(rows[at[i] : at[i + 1]], keys, self.origin) if i + 1 in owners else rows[at[i] : at[i + 1]]
+                     for i in range(n)]
+            rows = np.concatenate(parts)
+            np.cumsum([len(p) for p in parts], out=at[1:])
+        return rows, at
 
-    def _check_summaries(self, lines: Rows, branches: Rows) -> None:
+    def _check_summaries(self, line_at: np.ndarray, line_hits_at: np.ndarray,
+                         branch_at: np.ndarray, branch_hits_at: np.ndarray) -> None:
         """Note every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's own detail."""
-        n = len(self.batch)
-        detail = {
-            "lines": (np.bincount(lines[:, 0], minlength=n), np.bincount(lines[:, 0], lines[:, 2] > 0, n)),
-            "branches": (np.bincount(branches[:, 0], minlength=n), np.bincount(branches[:, 0], branches[:, 4] > 0, n)),
-        }
+        line_at, line_hits_at = line_at.tolist(), line_hits_at.tolist()
+        branch_at, branch_hits_at = branch_at.tolist(), branch_hits_at.tolist()
         for i, r in enumerate(self.batch):
-            if not r.summary:
+            said = r.summary
+            if not said:
                 continue
-            for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
-                if found_tag in r.summary or hit_tag in r.summary:
-                    if counter == "functions":
-                        found, hit = len(r.fn_hits), int(np.count_nonzero(r.fn_hits))
-                    else:
-                        found, hit = int(detail[counter][0][i]), int(detail[counter][1][i])
-                    said = (r.summary.get(found_tag, found), r.summary.get(hit_tag, hit))
-                    if said != (found, hit):
-                        self.mismatches.append((r.file, r.test, counter, said, (found, hit)))
+            for counter, found, hit in (
+                ("lines", line_at[i + 1] - line_at[i], line_hits_at[i + 1] - line_hits_at[i]),
+                ("branches", branch_at[i + 1] - branch_at[i], branch_hits_at[i + 1] - branch_hits_at[i]),
+                ("functions", len(r.fn_hits), None),
+            ):
+                found_tag, hit_tag, _ = SUMMARIES[counter]
+                if found_tag in said or hit_tag in said:
+                    hit = int(np.count_nonzero(r.fn_hits)) if hit is None else hit
+                    stated = (said.get(found_tag, found), said.get(hit_tag, hit))
+                    if stated != (found, hit):
+                        self.mismatches.append((r.file, r.test, counter, stated, (found, hit)))
 
-    def _observe(self, lines: Rows, branches: Rows) -> None:
-        """Per-test observations: every line, branch and function a record's test hit."""
+    def _observe(self, lines: Rows, lines_per_record: np.ndarray, branches: Rows, branches_per_record: np.ndarray) -> None:
+        """Per-test observations from the rows each record hit: every line, branch and function."""
         b = self.builder
         tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I64)
         if not (tests >= 0).any():
@@ -470,19 +501,21 @@ class _Parser:
             if test >= 0:
                 self.repeated_observations |= (test, r.file) in self.observed
                 self.observed.add((test, r.file))
-        hit = lines[(lines[:, 2] > 0) & (tests[lines[:, 0]] >= 0)]
-        b.add("test_observations", test=tests[hit[:, 0]], file=files[hit[:, 0]], kind=OBS_LINE,
-              line=hit[:, 1], item=0, hits=hit[:, 2])
-        taken = branches[(branches[:, 4] > 0) & (tests[branches[:, 0]] >= 0)]
-        branch = np.where(taken[:, 3] >= TEXT_KEY, taken[:, 3] - TEXT_KEY, taken[:, 3])
-        fits = (taken[:, 2] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
-        if not fits.all():
-            self.notes.append(f"{int((~fits).sum())} branch observations are not kept "
+        test, file = np.repeat(tests, lines_per_record), np.repeat(files, lines_per_record)
+        named = test >= 0
+        b.add("test_observations", test=test[named], file=file[named], kind=OBS_LINE, line=lines[named, 0],
+              item=0, hits=lines[named, 1])
+        test, file = np.repeat(tests, branches_per_record), np.repeat(files, branches_per_record)
+        branch = np.where(branches[:, 2] >= TEXT_KEY, branches[:, 2] - TEXT_KEY, branches[:, 2])
+        # item = block << 16 | branch must fit an int32
+        kept = (test >= 0) & (branches[:, 1] < 2**15) & (branch < 2**16)
+        if (kept != (test >= 0)).any():
+            self.notes.append(f"{int((kept != (test >= 0)).sum())} branch observations are not kept "
                               "(block above 32767 or branch id above 65535)")
-        b.add("test_observations", test=tests[taken[fits, 0]], file=files[taken[fits, 0]], kind=OBS_BRANCH,
-              line=taken[fits, 1], item=(taken[fits, 2] << 16) | branch[fits], hits=taken[fits, 4])
+        b.add("test_observations", test=test[kept], file=file[kept], kind=OBS_BRANCH, line=branches[kept, 0],
+              item=(branches[kept, 1] << 16) | branch[kept], hits=branches[kept, 3])
         observed = [(i, r.functions.start, r.fn_hits) for i, r in enumerate(self.batch) if tests[i] >= 0]
-        owner = np.repeat([i for i, _, _ in observed], [len(h) for _, _, h in observed]).astype(I64)
+        owner = np.repeat([i for i, _, _ in observed], [len(h) for _, _, h in observed]).astype(np.intp)
         start = np.concatenate([s for _, s, _ in observed])
         hits = np.concatenate([h for _, _, h in observed])
         called = hits > 0
@@ -582,8 +615,8 @@ class _FileMerge:
 
 
 # -- bulk parsing -----------------------------------------------------------------
-def _da_rows(text: bytes) -> Rows | None:
-    """``DA:<line>,<count>`` lines (checksums dropped) as (line, count) rows, or None."""
+def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
+    """``(text, skeleton)`` if every line is ``DA:<digits>,<digits>`` (checksums dropped), else None."""
     skeleton = text.translate(None, DIGITS)
     n = (len(skeleton) + 1) // 5
     if skeleton != b"DA:," + b"\nDA:," * (n - 1):
@@ -592,6 +625,12 @@ def _da_rows(text: bytes) -> Rows | None:
         n = (len(skeleton) + 1) // 5
         if skeleton != b"DA:," + b"\nDA:," * (n - 1):
             return None
+    return text, skeleton
+
+
+def _da_rows(text: bytes, skeleton: bytes) -> Rows | None:
+    """Shaped DA lines as (line, count) rows, or None if a number is out of bounds."""
+    n = (len(skeleton) + 1) // 5
     values = _ints(text.translate(DA_NUMBERS), 2 * n)
     if values is None:
         return None
@@ -601,9 +640,16 @@ def _da_rows(text: bytes) -> Rows | None:
     return rows
 
 
-def _brda_rows(text: bytes) -> Rows | None:
-    """``BRDA:<line>,<block>,<branch>,<taken|->`` lines with numeric ids as rows, or None."""
+def _brda_shape(text: bytes) -> tuple[bytes, bytes] | None:
+    """``(text, skeleton)`` if every line is ``BRDA:`` and four fields of digits or "-", else None."""
     skeleton = text.translate(None, DIGITS)
+    bare = skeleton.translate(None, b"-") if b"-" in skeleton else skeleton
+    n = (len(bare) + 1) // 9
+    return (text, skeleton) if bare == b"BRDA:,,," + b"\nBRDA:,,," * (n - 1) else None
+
+
+def _brda_rows(text: bytes, skeleton: bytes) -> Rows | None:
+    """Shaped BRDA lines as (line, block, branch, taken) rows, "-" as -1; or None."""
     dash_lines = None
     if b"-" in skeleton:
         # A "-" is fine only as a whole taken field: after a comma, at a line's end.
@@ -615,10 +661,7 @@ def _brda_rows(text: bytes) -> Rows | None:
         # Each skeleton line is "BRDA:,,,\n" (9 bytes) plus its dash.
         in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
         dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
-        skeleton = skeleton.translate(None, b"-")
-    n = (len(skeleton) + 1) // 9
-    if skeleton != b"BRDA:,,," + b"\nBRDA:,,," * (n - 1):
-        return None
+    n = (len(skeleton) + 1 - (0 if dash_lines is None else len(dash_lines))) // 9
     values = _ints(text.translate(BRDA_NUMBERS), 4 * n)
     if values is None:
         return None
@@ -700,13 +743,7 @@ def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
 
 def _unique(rows: Rows, keys: int, origin: str) -> Rows:
     """Rows sorted by their first ``keys`` columns; rows with equal keys merged as in ``_combine``."""
-    if len(rows) < 2:
-        return rows
-    step = np.diff(rows[:, :keys], axis=0)
-    increasing = step[:, keys - 1] > 0
-    for j in range(keys - 2, -1, -1):  # lexicographic: the first nonzero step decides
-        increasing = (step[:, j] > 0) | ((step[:, j] == 0) & increasing)
-    if increasing.all():
+    if _increasing(rows[:, :keys]).all():
         return rows
     rows = rows[np.lexsort(rows[:, :keys].T[::-1])]
     first = np.ones(len(rows), dtype=bool)
@@ -719,6 +756,17 @@ def _unique(rows: Rows, keys: int, origin: str) -> Rows:
     out = rows[starts]
     out[:, keys] = np.where(np.maximum.reduceat(values, starts) < 0, -1, np.add.reduceat(counts, starts))
     return out
+
+
+def _increasing(keys: Rows) -> np.ndarray:
+    """For each row after the first: are its keys above the previous row's (lexicographically)?"""
+    if len(keys) < 2:
+        return np.ones(0, dtype=bool)
+    above = keys[1:, -1] > keys[:-1, -1]
+    for j in range(keys.shape[1] - 2, -1, -1):  # the first column that differs decides
+        a, b = keys[1:, j], keys[:-1, j]
+        above = (a > b) | ((a == b) & above)
+    return above
 
 
 def _checked(total: np.ndarray, origin: str) -> np.ndarray:

@@ -63,6 +63,7 @@ EXPORT_TYPE = "llvm.coverage.json.export"
 SUPPORTED_MAJOR = ("2", "3")
 COUNTERS = ("lines", "functions", "instantiations", "regions", "branches")
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 # Lines derived from segments: a real file spans its own length; this only
 # stops a damaged export (a segment on line two billion) from exhausting memory.
 MAX_LINE_ROWS = 2**25
@@ -410,7 +411,7 @@ class _Export:
         """Add the file's lines; how many lines its segments span (counted against ``budget``)."""
         if "segments" not in f:  # -summary-only
             return 0
-        rows = f["segments"]
+        rows = self._list("segments", f, path)
         width = 6 if rows and isinstance(rows[0], list) and len(rows[0]) >= 6 else 5
         segs = _matrix(rows, width, self.origin, f"{path}.segments")
         if width == 5:  # export 2.0.0 had no gap flag
@@ -534,34 +535,30 @@ class _FunctionRecords:
     def add_functions(self, builder: ReportBuilder, tallies: _Tallies) -> None:
         """One row per group of instantiations starting at the same place (llvm-cov's InstantiationGroup)."""
         groups: dict[tuple[int, int, int], list[int]] = {}
+        body: dict[tuple[int, int, int], int] = {}  # group -> row of its first region in its main file
         for fn in range(len(self.names)):
             lo, hi = self.region_start[fn], self.region_start[fn + 1]
             if lo == hi:
                 continue  # no region, no place in any file
             regions = self.regions[lo:hi]
-            main = _main_file_id(regions)
-            in_main = np.flatnonzero(regions[:, 5] == main)
+            in_main = np.flatnonzero(regions[:, 5] == _main_file_id(regions))
             if not len(in_main):
                 continue
-            first = int(in_main[0])
-            key = (int(self.region_file[lo + first]), int(regions[first, 0]), int(regions[first, 1]))
+            row = lo + int(in_main[0])
+            key = (int(self.region_file[row]), int(self.regions[row, 0]), int(self.regions[row, 1]))
             groups.setdefault(key, []).append(fn)
+            body.setdefault(key, row)
         if not groups:
             return
-        files, names, starts, ends, hits = [], [], [], [], []
-        for (file, line, _col), members in groups.items():
-            files.append(file)
-            names.append(_group_name([self.names[m] for m in members]))
-            starts.append(line)
-            lo = self.region_start[members[0]]
-            ends.append(int(self.regions[lo, 2]))
-            hits.append(int(self.hits[members].sum()))
-        hits_arr = np.array(hits, dtype=np.float64)
-        if hits_arr.max() >= 2.0**63:
+        hits = [sum(int(self.hits[m]) for m in members) for members in groups.values()]
+        if max(hits) > INT64_MAX:
             raise malformed(self.origin, f"{self.path}: instantiation counts add up past a 64-bit counter")
-        builder.add("functions", file=np.array(files, I32), name=np.array(names, dtype=object),
-                    start_line=np.array(starts, I32), end_line=np.array(ends, I32), hits=np.array(hits, I64))
-        for file, h in zip(files, hits, strict=True):
+        files = np.array([file for file, _, _ in groups], I32)
+        names = np.array([_group_name([self.names[m] for m in members]) for members in groups.values()], object)
+        rows = np.array(list(body.values()), I64)
+        builder.add("functions", file=files, name=names, start_line=self.regions[rows, 0],
+                    end_line=self.regions[rows, 2], hits=np.array(hits, I64))
+        for file, h in zip(files.tolist(), hits, strict=True):
             tallies.detail["functions"].append((file, Counter(1, int(h > 0))))
 
 

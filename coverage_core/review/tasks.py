@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import CoverageError, ErrorCode
 from .audit import audit
 from .budget import Budget
 from .call import Call
+from .change import change
 from .history import history
+from .incremental import incremental
 from .insight import insight
 from .named_tests import tests
 from .select import Selection, select
@@ -22,34 +25,64 @@ from .source import source
 
 Task = Callable[[Call, Selection, Budget], dict[str, Any]]
 
-# Share of the budget each part of task=all gets.
-ALL_SHARES = {"insight": 0.6, "history": 0.4}
+# Share of the budget each part of task=all gets, with and without a change part.
+ALL_SHARES = {"change": 0.4, "insight": 0.35, "history": 0.25}
+ALL_SHARES_NO_BASELINE = {"insight": 0.6, "history": 0.4}
+_CLAIM_ORDER = ("invalid", "not_measured", "stale", "limited", "supported")
+
+
+def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
+    part_budget = Budget(
+        {**(call.args.get("limits") or {}),
+         "max_words": max(40, int(budget.max_words * share)),
+         "max_bytes": max(512, int(budget.max_bytes * share))},
+    )
+    if name != "change":
+        return TASKS[name](call, sel, part_budget)
+    # The page of task=all continues insight; the change part is one first page.
+    sub = Call(call.project, call.con, {k: v for k, v in call.args.items() if k != "cursor"})
+    sub.suite = call.suite
+    try:
+        return change(sub, sel, part_budget)
+    finally:
+        call.rows_scanned += sub.rows_scanned
 
 
 def review_all(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    """change (when a baseline resolves), insight and history under one budget."""
     parts: dict[str, Any] = {}
-    for name, share in ALL_SHARES.items():
-        part_budget = Budget(
-            {**(call.args.get("limits") or {}),
-             "max_words": max(40, int(budget.max_words * share)),
-             "max_bytes": max(512, int(budget.max_bytes * share))},
-        )
-        parts[name] = TASKS[name](call, sel, part_budget)
-    data = {
-        "task": "all",
-        "insight": parts["insight"]["data"],
-        "history": parts["history"]["data"],
-        "claim_status": parts["insight"]["data"]["claim_status"],
-        "reasons": parts["insight"]["data"]["reasons"],
-    }
-    for part in ("insight", "history"):
-        data[part].pop("claim_status", None)
-        data[part].pop("reasons", None)
+    notes: list[str] = []
+    try:
+        parts["change"] = _part(call, "change", sel, budget, ALL_SHARES["change"])
+        shares = ALL_SHARES
+    except CoverageError as error:
+        # Without an explicit baseline, a missing one only drops the change part.
+        if "baseline" in call.args or error.code not in (
+            ErrorCode.BASELINE_UNAVAILABLE, ErrorCode.NOT_FOUND, ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+        ):
+            raise
+        notes.append(f"change omitted: {error.message}")
+        shares = ALL_SHARES_NO_BASELINE
+    for name in ("insight", "history"):
+        parts[name] = _part(call, name, sel, budget, shares[name])
+    data: dict[str, Any] = {"task": "all"}
+    status, reasons = "supported", []
+    for name, part in parts.items():
+        data[name] = part["data"]
+        part_status = data[name].pop("claim_status", "supported")
+        part_reasons = data[name].pop("reasons", [])
+        if name != "history":
+            status = min(status, part_status, key=_CLAIM_ORDER.index)
+            reasons += [r for r in part_reasons if r not in reasons]
+    data["claim_status"] = status
+    data["reasons"] = notes + reasons
     return {"data": data, "page": parts["insight"]["page"]}
 
 
 TASKS: dict[str, Task] = {
     "insight": insight,
+    "change": change,
+    "incremental": incremental,
     "history": history,
     "source": source,
     "tests": tests,

@@ -1,0 +1,267 @@
+"""Resolving the ``baseline`` selector of a comparison to stored snapshots at a known commit.
+
+Kinds:
+
+- ``explicit``: ``snapshot_id`` or ``snapshot_ids`` (unioned; one commit).
+- ``previous_snapshot``: the newest snapshot of the current suite stored before
+  the current one.
+- ``parent_commit``: the newest snapshot of the suite at the current commit's
+  first parent.
+- ``ref``: ... at the commit ``ref`` names (a branch, tag or hash).
+- ``merge_base``: ... at the merge-base of ``ref`` and the current commit
+  (what a pull request from the current commit into ``ref`` changes).
+- ``worktree_base``: ... at the commit this line of work started from: the
+  merge-base of the current commit with the repository's main branch. The main
+  branch is the remote's default branch (``refs/remotes/origin/HEAD``) when it
+  is known, else the first of ``main``, ``master``, ``trunk``, ``origin/main``,
+  ``origin/master`` that exists. On the main branch itself the base is the
+  current commit: the comparison is then with an earlier snapshot of that
+  commit (e.g. the clean run before uncommitted edits).
+- ``none``: no baseline: nothing is new, lost or deleted; every line is
+  "included" code, split into covered (GIC) and uncovered (UIC).
+
+A snapshot "at" a commit is the newest of the suite that measured it, clean
+snapshots first; the current snapshots are never their own baseline. The
+baseline commit must be one git knows and must share history with the current
+commit; otherwise, and when no snapshot measured it, the answer is a
+``baseline_unavailable`` (or ``not_found``) error that names the commit and
+says how to store one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..errors import CoverageError, ErrorCode
+from ..model import Snapshot
+from .call import Call
+from .select import Selection
+
+KINDS = ("explicit", "previous_snapshot", "parent_commit", "ref", "merge_base", "worktree_base", "none")
+MAIN_BRANCHES = ("main", "master", "trunk", "origin/main", "origin/master")
+
+
+@attrs.frozen
+class Baseline:
+    kind: str
+    snapshots: tuple[Snapshot, ...]
+    snaps: tuple[int, ...]
+    commit: str | None
+    ref: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def scope_key(self) -> str:
+        return ",".join(s.snapshot_id for s in self.snapshots) or self.kind
+
+
+def one_commit(snapshots: tuple[Snapshot, ...], side: str) -> str | None:
+    """The commit a set of unioned snapshots measures; they must agree."""
+    commits = {s.commit for s in snapshots}
+    if len(commits) > 1:
+        raise CoverageError(
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            f"the {side} snapshots measure {len(commits)} different commits "
+            f"({', '.join(sorted((c or 'none')[:12] for c in commits))}); a union needs one commit",
+            f"Select {side} snapshots of one commit, or compare them one at a time.",
+            {"commits": sorted(c or "" for c in commits)},
+        )
+    return next(iter(commits))
+
+
+def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite: bool = True) -> Baseline:
+    """The baseline ``spec`` names for the ``current`` measurement."""
+    kind = spec["kind"]
+    if "composite_snapshot_id" in spec:
+        raise CoverageError(
+            ErrorCode.NOT_SUPPORTED, "baseline.composite_snapshot_id is not supported yet: composite snapshots are not built",
+            "Compare ordinary snapshots: baseline.kind='explicit' with snapshot_id or snapshot_ids.",
+        )
+    if kind == "none":
+        return Baseline("none", (), (), None, notes=("no baseline: nothing is new, lost or deleted",))
+    suite = current.primary.suite
+    cur_commit = one_commit(current.snapshots, "current")
+    if kind == "explicit":
+        found = _explicit(call, spec)
+        if same_suite:
+            _same_suite(found, suite)
+        base_commit = one_commit(found, "baseline")
+        notes = _lineage(call, base_commit, cur_commit, f"baseline snapshot {found[0].snapshot_id}")
+        return _baseline(call, kind, found, base_commit, None, notes)
+    if cur_commit is None:
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE,
+            f"the current snapshot {current.primary.snapshot_id} records no commit, so no commit can be its baseline",
+            "Commit first, or compare with an explicit baseline snapshot (baseline.kind='explicit').",
+        )
+    if kind == "previous_snapshot":
+        row = call.one(
+            "SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? ORDER BY snap DESC LIMIT 1",
+            [suite, min(current.snaps, default=2**31 - 1)],
+        )
+        if row is None:
+            raise CoverageError(
+                ErrorCode.BASELINE_UNAVAILABLE,
+                f"no snapshot of suite {suite!r} was stored before {current.primary.snapshot_id}",
+                f"Store a report of an earlier commit: `coverage-mcp ingest REPORT --suite {suite} --commit <sha>` "
+                "(or coverage_import with commit), or choose baseline.kind='ref' with a ref that has one.",
+                {"suite": suite},
+            )
+        found = (call.project.store.snapshot(row[0], call.con),)
+        notes = _lineage(call, found[0].commit, cur_commit, f"previous snapshot {found[0].snapshot_id}")
+        return _baseline(call, kind, found, found[0].commit, None, notes)
+    commit, ref, how = _commit_for(call, kind, spec, cur_commit)
+    notes = _lineage(call, commit, cur_commit, how)
+    found = _snapshot_at(call, suite, commit, current.snaps, how)
+    return _baseline(call, kind, (found,), commit, ref, notes)
+
+
+def _baseline(call: Call, kind: str, found: tuple[Snapshot, ...], commit: str | None, ref: str | None,
+              notes: list[str]) -> Baseline:
+    snaps = tuple(call.project.store.snap_key(s.snapshot_id, call.con) for s in found)
+    return Baseline(kind, found, snaps, commit, ref, tuple(notes))
+
+
+def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
+    ids = [spec["snapshot_id"]] if "snapshot_id" in spec else list(dict.fromkeys(spec.get("snapshot_ids") or []))
+    if not ids:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
+            "Pass baseline={'kind': 'explicit', 'snapshot_id': 'snap-...'} (ids from `coverage-mcp snapshots`).",
+        )
+    return tuple(call.project.store.snapshot(i, call.con) for i in ids)
+
+
+def _same_suite(found: tuple[Snapshot, ...], suite: str) -> None:
+    other = sorted({s.suite for s in found} - {suite})
+    if other:
+        raise CoverageError(
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            f"the baseline measures suite {other[0]!r}, the current measurement suite {suite!r}; "
+            "a change review compares one suite",
+            f"Pick a baseline snapshot of suite {suite!r}, or use task='incremental', which compares across suites.",
+            {"baseline_suites": other, "current_suite": suite},
+        )
+
+
+def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) -> tuple[str, str | None, str]:
+    """(commit, ref, description) of a commit-based baseline kind."""
+    git = call.project.git
+    if kind == "parent_commit":
+        parent = git.parent(cur_commit)
+        if parent is None:
+            raise CoverageError(
+                ErrorCode.BASELINE_UNAVAILABLE, f"commit {cur_commit[:12]} has no parent (it is a root commit)",
+                "Compare with an explicit baseline snapshot, or choose baseline.kind='none'.",
+                {"commit": cur_commit},
+            )
+        return parent, None, f"parent commit {parent[:12]} of {cur_commit[:12]}"
+    if kind in ("ref", "merge_base"):
+        ref = spec.get("ref")
+        if not ref:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"baseline.kind={kind!r} needs baseline.ref",
+                "Name a branch, tag or commit: baseline={'kind': '%s', 'ref': 'main'}." % kind,
+            )
+        commit = _resolve_ref(call, ref)
+        if kind == "ref":
+            return commit, ref, f"ref {ref!r} ({commit[:12]})"
+        base = git.repo.merge_base(commit, cur_commit)
+        if base is None:
+            raise _unrelated(commit, cur_commit, f"ref {ref!r}")
+        return str(base), ref, f"merge-base {str(base)[:12]} of {ref!r} and {cur_commit[:12]}"
+    main = main_branch(call)
+    if main is None:
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE,
+            "this repository has no main branch to find the worktree base from "
+            f"(no origin/HEAD and none of {', '.join(MAIN_BRANCHES)})",
+            "Choose baseline.kind='merge_base' with the ref of your main branch.",
+        )
+    base = git.repo.merge_base(git.resolve(main), cur_commit)
+    if base is None:
+        raise _unrelated(git.resolve(main), cur_commit, f"main branch {main!r}")
+    return str(base), main, f"worktree base {str(base)[:12]} (merge-base of {main!r} and {cur_commit[:12]})"
+
+
+def main_branch(call: Call) -> str | None:
+    """The repository's main branch, as ``worktree_base`` defines it."""
+    repo = call.project.git.repo
+    try:
+        return repo.lookup_reference("refs/remotes/origin/HEAD").resolve().shorthand
+    except (KeyError, ValueError):
+        pass
+    for name in MAIN_BRANCHES:
+        try:
+            call.project.git.resolve(name)
+        except CoverageError:
+            continue
+        return name
+    return None
+
+
+def _resolve_ref(call: Call, ref: str) -> str:
+    try:
+        return call.project.git.resolve(ref)
+    except CoverageError:
+        raise CoverageError(
+            ErrorCode.NOT_FOUND, f"baseline ref {ref!r} does not name a commit of this repository",
+            "Use a branch, tag or commit hash that exists here (git log --oneline; fetch it first in a shallow "
+            "CI clone: git fetch origin <branch>), or a snapshot id (snap-...).",
+            {"ref": ref},
+        ) from None
+
+
+def _unrelated(base: str, cur: str, what: str) -> CoverageError:
+    return CoverageError(
+        ErrorCode.BASELINE_UNAVAILABLE,
+        f"{what} ({base[:12]}) shares no history with the current commit {cur[:12]}: there is no diff to compare along",
+        "Compare with a commit of this line of history (e.g. baseline.kind='parent_commit'), or fetch the full "
+        "history in a shallow clone (git fetch --unshallow).",
+        {"baseline_commit": base, "current_commit": cur},
+    )
+
+
+def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[str]:
+    """Refuse a baseline commit git does not know or that is unrelated; note one that is not an ancestor."""
+    git = call.project.git
+    if base is None or cur is None:
+        if base == cur:
+            return []
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE, f"{what} records no commit, so its lines cannot be followed to the current commit",
+            "Compare snapshots that record their commit (coverage-mcp ingest --commit <sha>).",
+        )
+    if not git.has_commit(base):
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE, f"{what} measures commit {base[:12]}, which this repository does not have",
+            f"Fetch it (git fetch origin {base}) or compare with a snapshot of a commit that exists here.",
+            {"commit": base},
+        )
+    if base == cur:
+        return []
+    if git.repo.merge_base(base, cur) is None:
+        raise _unrelated(base, cur, what)
+    if not git.is_ancestor(base, cur):
+        return [f"{what} is not an ancestor of {cur[:12]}: the diff also undoes changes made only on its side"]
+    return []
+
+
+def _snapshot_at(call: Call, suite: str, commit: str, exclude: tuple[int, ...], how: str) -> Snapshot:
+    row = call.one(
+        "SELECT snapshot_id FROM snapshots WHERE suite = ? AND commit_sha = ? AND NOT list_contains(?, snap) "
+        "ORDER BY dirty, snap DESC LIMIT 1",
+        [suite, commit, list(exclude)],
+    )
+    if row is None:
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE,
+            f"no snapshot of suite {suite!r} measures the baseline commit: {how}",
+            f"Measure that commit and store it: check out {commit[:12]}, run the tests, then "
+            f"`coverage-mcp ingest REPORT --suite {suite} --commit {commit}` (or coverage_import with "
+            f"commit='{commit}'); or import a CI report of that commit.",
+            {"commit": commit, "suite": suite},
+        )
+    return call.project.store.snapshot(row[0], call.con)

@@ -1,0 +1,350 @@
+"""lcov's twelve differential categories, computed columnar from two measurements and a diff.
+
+Every executable line of the current and the baseline measurement lands in
+exactly one category (genhtml ``--differential`` semantics):
+
+====  ==========================  ============================================
+UNC   uncovered new code          added or changed by the diff, not hit
+LBC   lost baseline coverage      unchanged, hit in the baseline, not now
+UIC   uncovered included code     unchanged, not executable in the baseline, not hit
+UBC   uncovered baseline code     unchanged, hit in neither
+GBC   gained baseline coverage    unchanged, not hit in the baseline, hit now
+GIC   gained included code        unchanged, not executable in the baseline, hit
+GNC   gained new code             added or changed by the diff, hit
+CBC   covered baseline code       unchanged, hit in both
+EUB   excluded uncovered baseline unchanged, executable only in the baseline, was not hit
+ECB   excluded covered baseline   unchanged, executable only in the baseline, was hit
+DUB   deleted uncovered baseline  removed by the diff, was not hit
+DCB   deleted covered baseline    removed by the diff, was hit
+====  ==========================  ============================================
+
+"Unchanged" means the diff carries the line over (possibly moved by edits
+above it, possibly into a renamed file): ``diffmap.forward`` gives each
+baseline line its current position, so a line keeps its identity. Deleted and
+excluded lines exist only in the baseline and never read as a regression.
+Branches (by line, block and branch id) and functions (by file and name; new
+when their first line is new) get the same treatment as counts.
+
+A measurement is a ``Side``: NumPy columns keyed ``path index << 32 | line``,
+loaded from stored snapshots (several unioned: hit when any hit) or built from
+an unstored report. Nothing here creates a Python object per line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import duckdb
+import numpy as np
+
+from ..diffmap import KEY_SHIFT, LINE_MASK, DiffMap, FileChange, Hunks, added, forward
+from ..report import NormalizedReport
+
+CATEGORIES: tuple[str, ...] = ("UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB")
+UNC, LBC, UIC, UBC, GBC, GIC, GNC, CBC, EUB, ECB, DUB, DCB = range(12)
+NAMES = {
+    "UNC": "uncovered new code", "LBC": "lost baseline coverage", "UIC": "uncovered included code",
+    "UBC": "uncovered baseline code", "GBC": "gained baseline coverage", "GIC": "gained included code",
+    "GNC": "gained new code", "CBC": "covered baseline code", "EUB": "excluded uncovered baseline",
+    "ECB": "excluded covered baseline", "DUB": "deleted uncovered baseline", "DCB": "deleted covered baseline",
+}
+# Categories whose lines exist only in the baseline (their line numbers are the baseline's).
+BASELINE_ONLY = frozenset({EUB, ECB, DUB, DCB})
+N = len(CATEGORIES)
+
+
+@attrs.frozen(eq=False)
+class Side:
+    """One measurement as columns. ``keys`` are sorted and unique; ``paths[key >> 32]`` names the file."""
+
+    paths: tuple[str, ...]
+    keys: np.ndarray  # int64
+    hits: np.ndarray  # int64
+    branches: dict[str, np.ndarray]  # pid, line, block, branch (str), taken
+    functions: dict[str, np.ndarray]  # pid, name (str), start_line, hits
+
+    @property
+    def lines_found(self) -> int:
+        return len(self.keys)
+
+    @property
+    def lines_hit(self) -> int:
+        return int(np.count_nonzero(self.hits > 0))
+
+
+def _paths_cte(snaps: Sequence[int]) -> str:
+    ids = ",".join(str(int(s)) for s in snaps)
+    return f"""
+        f AS (SELECT snap, file_id, path FROM files WHERE snap IN ({ids})),
+        p AS (SELECT path, (dense_rank() OVER (ORDER BY path) - 1)::BIGINT AS pid FROM (SELECT DISTINCT path FROM f))
+    """
+
+
+def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
+    """The lines, branches and functions of stored snapshots, unioned by repository path."""
+    ids = ",".join(str(int(s)) for s in snaps)
+    with_ = "WITH " + _paths_cte(snaps)
+    paths = tuple(r[0] for r in con.execute(with_ + "SELECT path FROM p ORDER BY pid").fetchall())
+    join = "JOIN f ON f.snap = t.snap AND f.file_id = t.file_id JOIN p ON p.path = f.path"
+    union = len(snaps) > 1
+    lines = con.execute(
+        with_ + f"""SELECT (p.pid << {KEY_SHIFT}) | t.line AS key, {'max(t.hits)' if union else 't.hits'} AS hits
+                    FROM lines t {join} WHERE t.snap IN ({ids}) {'GROUP BY key' if union else ''} ORDER BY key"""
+    ).fetchnumpy()
+    branches = con.execute(
+        with_ + f"""SELECT p.pid, t.line, t.block, t.branch, max(t.taken) AS taken FROM branches t {join}
+                    WHERE t.snap IN ({ids}) GROUP BY ALL"""
+    ).fetchnumpy()
+    functions = con.execute(
+        with_ + f"""SELECT p.pid, t.name, min(t.start_line) AS start_line, max(t.hits) AS hits FROM functions t {join}
+                    WHERE t.snap IN ({ids}) GROUP BY ALL"""
+    ).fetchnumpy()
+    return Side(paths, np.asarray(lines["key"], dtype=np.int64), np.asarray(lines["hits"], dtype=np.int64),
+                branches, functions)
+
+
+def side_from_report(report: NormalizedReport, paths: Sequence[str]) -> Side:
+    """A side from a parsed report whose file ``i`` maps to ``paths[i]`` (nothing is stored)."""
+    unique = sorted(set(paths))
+    index = {p: i for i, p in enumerate(unique)}
+    pid_of = np.array([index[p] for p in paths], dtype=np.int64)
+    lines = report.lines
+    keys = (pid_of[lines["file"]] << KEY_SHIFT) | lines["line"].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    br, fn = report.branches, report.functions
+    return Side(
+        tuple(unique), keys[order], lines["hits"].astype(np.int64)[order],
+        {"pid": pid_of[br["file"]], "line": br["line"], "block": br["block"], "branch": br["branch"], "taken": br["taken"]},
+        {"pid": pid_of[fn["file"]], "name": fn["name"], "start_line": fn["start_line"], "hits": fn["hits"]},
+    )
+
+
+@attrs.frozen(eq=False)
+class Comparison:
+    """Every line's category, per identity file (the current path; the old path of a deleted file)."""
+
+    paths: tuple[str, ...]
+    status: tuple[str, ...]  # added | modified | renamed | deleted | unchanged (git's view)
+    previous: tuple[str | None, ...]  # the baseline path of a renamed file
+    in_current: np.ndarray  # bool per file: the current measurement has lines of it
+    in_baseline: np.ndarray  # bool per file
+    cur_file: np.ndarray  # per current line (sorted by file, line)
+    cur_line: np.ndarray
+    cur_cat: np.ndarray
+    cur_base_hits: np.ndarray  # the baseline's hits of the same line, -1 when it had none
+    cur_hits: np.ndarray
+    base_file: np.ndarray  # per baseline-only line (sorted by file, then baseline position)
+    base_line: np.ndarray  # its line number in the baseline version
+    base_pos: np.ndarray  # its index among the baseline's lines (consecutive = adjacent code)
+    base_cat: np.ndarray
+    per_file: np.ndarray  # (files, 12) line counts
+    branches: np.ndarray  # (12,) counts
+    functions: np.ndarray  # (12,) counts
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self.per_file.sum(axis=0)
+
+
+def _cat(covered: np.ndarray, if_hit: int, if_not: int) -> np.ndarray:
+    return np.where(covered, if_hit, if_not).astype(np.uint8)
+
+
+def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
+    """Categorize every line of ``base`` and ``cur`` across ``diff`` (baseline commit -> current)."""
+    files = _Files(base, cur, diff)
+    hunks = Hunks.collect(diff.changes, files.hunk_file)
+
+    # Baseline lines: where each one is now, or that the diff removed it.
+    b_keys = files.rekey(base.keys, files.base_pid)
+    moved, removed = forward(b_keys, hunks)
+    removed |= files.gone[b_keys >> KEY_SHIFT]
+    # Current lines: added by the diff, or carried over (then found among the moved baseline lines).
+    c_keys = files.rekey(cur.keys, files.cur_pid)
+    new = added(c_keys, hunks) | files.fresh[c_keys >> KEY_SHIFT]
+    kept = np.flatnonzero(~removed)
+    order = np.argsort(moved[kept], kind="stable")
+    kept_sorted = kept[order]
+    targets = moved[kept_sorted]
+    at = np.searchsorted(targets, c_keys)
+    at_ok = np.minimum(at, max(len(targets) - 1, 0))
+    matched = ~new & (at < len(targets))
+    if len(targets):
+        matched &= targets[at_ok] == c_keys
+    base_index = np.where(matched, kept_sorted[at_ok] if len(targets) else 0, -1)
+
+    c_hit = cur.hits > 0
+    base_hits = np.where(matched, base.hits[np.maximum(base_index, 0)] if len(base.hits) else 0, -1)
+    b_was = base_hits > 0
+    cur_cat = np.where(
+        new, _cat(c_hit, GNC, UNC),
+        np.where(matched,
+                 np.where(c_hit, np.where(b_was, CBC, GBC), np.where(b_was, LBC, UBC)),
+                 _cat(c_hit, GIC, UIC)),
+    ).astype(np.uint8)
+
+    # Baseline lines no current line carried over: deleted or excluded.
+    used = np.zeros(len(b_keys), dtype=bool)
+    used[base_index[matched]] = True
+    only = np.flatnonzero(~used)
+    b_hit = base.hits[only] > 0
+    base_cat = np.where(removed[only], _cat(b_hit, DCB, DUB), _cat(b_hit, ECB, EUB)).astype(np.uint8)
+    base_file = (b_keys[only] >> KEY_SHIFT).astype(np.int64)
+    by_file = np.argsort(base_file, kind="stable")
+    only, base_file, base_cat = only[by_file], base_file[by_file], base_cat[by_file]
+
+    cur_file = (c_keys >> KEY_SHIFT).astype(np.int64)
+    n = len(files.paths)
+    per_file = (
+        np.bincount(cur_file * N + cur_cat, minlength=n * N) + np.bincount(base_file * N + base_cat, minlength=n * N)
+    ).reshape(n, N)
+    return Comparison(
+        paths=files.paths, status=files.status, previous=files.previous,
+        in_current=np.bincount(cur_file, minlength=n) > 0,
+        in_baseline=np.bincount((b_keys >> KEY_SHIFT).astype(np.int64), minlength=n) > 0,
+        cur_file=cur_file, cur_line=(c_keys & LINE_MASK).astype(np.int64), cur_cat=cur_cat,
+        cur_base_hits=base_hits, cur_hits=cur.hits,
+        base_file=base_file, base_line=(b_keys[only] & LINE_MASK).astype(np.int64), base_pos=only,
+        base_cat=base_cat, per_file=per_file,
+        branches=_branch_categories(base, cur, files, hunks),
+        functions=_function_categories(base, cur, files, hunks),
+    )
+
+
+class _Files:
+    """The identity file space: current paths, renamed baseline paths, and every path the diff names."""
+
+    def __init__(self, base: Side, cur: Side, diff: DiffMap) -> None:
+        by_old: dict[str, FileChange] = {c.old_path: c for c in diff.changes if c.old_path is not None}
+        by_new: dict[str, FileChange] = {c.new_path: c for c in diff.changes if c.new_path is not None}
+        renamed = {old: c.new_path for old, c in by_old.items() if c.status == "renamed"}
+        self.ident_of_base = [renamed.get(p, p) for p in base.paths]
+        self.paths = tuple(sorted(set(cur.paths) | set(self.ident_of_base) | {c.path for c in diff.changes}))
+        index = {p: i for i, p in enumerate(self.paths)}
+        self.index = index
+        self.base_pid = np.array([index[p] for p in self.ident_of_base], dtype=np.int64)
+        self.cur_pid = np.array([index[p] for p in cur.paths], dtype=np.int64)
+        change = [by_new.get(p) or by_old.get(p) for p in self.paths]
+        self.status = tuple(c.status if c is not None else "unchanged" for c in change)
+        self.previous = tuple(c.old_path if c is not None and c.status == "renamed" else None for c in change)
+        # Every current line of an added file is new; no baseline line of a deleted one survives.
+        self.fresh = np.array([s == "added" for s in self.status], dtype=bool)
+        self.gone = np.array([s == "deleted" for s in self.status], dtype=bool)
+
+    def hunk_file(self, change: FileChange) -> int | None:
+        return self.index.get(change.path)
+
+    @staticmethod
+    def rekey(keys: np.ndarray, pid_to_file: np.ndarray) -> np.ndarray:
+        if not len(keys):
+            return keys
+        return (pid_to_file[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
+
+
+def _rekey_lines(pid: np.ndarray, line: np.ndarray, pid_to_file: np.ndarray) -> np.ndarray:
+    pid = np.asarray(pid, dtype=np.int64)
+    if not len(pid):
+        return np.empty(0, dtype=np.int64)
+    return (pid_to_file[pid] << KEY_SHIFT) | np.asarray(line, dtype=np.int64)
+
+
+_CATEGORY_SQL = f"""
+    CASE
+      WHEN c.k IS NULL THEN CASE WHEN b.gone THEN (CASE WHEN b.hit THEN {DCB} ELSE {DUB} END)
+                                 ELSE (CASE WHEN b.hit THEN {ECB} ELSE {EUB} END) END
+      WHEN c.new THEN (CASE WHEN c.hit THEN {GNC} ELSE {UNC} END)
+      WHEN b.k IS NULL THEN (CASE WHEN c.hit THEN {GIC} ELSE {UIC} END)
+      WHEN c.hit THEN (CASE WHEN b.hit THEN {CBC} ELSE {GBC} END)
+      ELSE (CASE WHEN b.hit THEN {LBC} ELSE {UBC} END)
+    END
+"""
+
+
+def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], on: str) -> np.ndarray:
+    """Counts per category of a full outer join of two item sets (branches or functions).
+
+    ``k`` is an item's (moved) line key, ``gone``/``new`` whether the diff removed
+    or added its line; removed and added items never match anything.
+    """
+    con = duckdb.connect()
+    try:
+        con.register("b", base)
+        con.register("c", cur)
+        rows = con.execute(
+            f"""SELECT {_CATEGORY_SQL} AS cat, count(*) FROM b FULL OUTER JOIN c
+                ON {on} AND NOT b.gone AND NOT c.new GROUP BY cat"""
+        ).fetchall()
+    finally:
+        con.close()
+    out = np.zeros(N, dtype=np.int64)
+    for cat, count in rows:
+        out[int(cat)] = int(count)
+    return out
+
+
+def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np.ndarray:
+    bb, cb = base.branches, cur.branches
+    b_keys = _rekey_lines(bb["pid"], bb["line"], files.base_pid)
+    c_keys = _rekey_lines(cb["pid"], cb["line"], files.cur_pid)
+    if not len(b_keys) and not len(c_keys):
+        return np.zeros(N, dtype=np.int64)
+    moved, removed = forward(b_keys, hunks)
+    removed |= files.gone[b_keys >> KEY_SHIFT] if len(b_keys) else removed
+    new = added(c_keys, hunks) | (files.fresh[c_keys >> KEY_SHIFT] if len(c_keys) else False)
+    return _count_categories(
+        {"k": moved, "block": bb["block"], "branch": bb["branch"], "hit": bb["taken"] > 0, "gone": removed},
+        {"k": c_keys, "block": cb["block"], "branch": cb["branch"], "hit": cb["taken"] > 0, "new": new},
+        "b.k = c.k AND b.block = c.block AND b.branch = c.branch",
+    )
+
+
+def _function_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np.ndarray:
+    bf, cf = base.functions, cur.functions
+    b_keys = _rekey_lines(bf["pid"], bf["start_line"], files.base_pid)
+    c_keys = _rekey_lines(cf["pid"], cf["start_line"], files.cur_pid)
+    if not len(b_keys) and not len(c_keys):
+        return np.zeros(N, dtype=np.int64)
+    _moved, removed = forward(b_keys, hunks)
+    removed |= files.gone[b_keys >> KEY_SHIFT] if len(b_keys) else removed
+    new = added(c_keys, hunks) | (files.fresh[c_keys >> KEY_SHIFT] if len(c_keys) else False)
+    # Functions match by file and name; "k" carries the file only.
+    return _count_categories(
+        {"k": b_keys >> KEY_SHIFT, "name": bf["name"], "hit": bf["hits"] > 0, "gone": removed},
+        {"k": c_keys >> KEY_SHIFT, "name": cf["name"], "hit": cf["hits"] > 0, "new": new},
+        "b.k = c.k AND b.name = c.name",
+    )
+
+
+def runs(positions: np.ndarray, files: np.ndarray, lines: np.ndarray) -> list[tuple[int, int, int]]:
+    """Group lines into (start, end, line_count) runs of adjacent executable lines of one file.
+
+    ``positions`` are the lines' indices among their side's executable lines:
+    adjacent code has consecutive positions, whatever blank lines lie between.
+    """
+    if not len(positions):
+        return []
+    brk = np.flatnonzero((np.diff(positions) != 1) | (np.diff(files) != 0)) + 1
+    starts = np.concatenate(([0], brk))
+    ends = np.concatenate((brk, [len(positions)])) - 1
+    return [(int(lines[s]), int(lines[e]), int(e - s + 1)) for s, e in zip(starts, ends)]
+
+
+def file_runs(c: Comparison, f: int, cur_code: np.ndarray, base_code: np.ndarray,
+              order: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """(code, start, end, line_count) runs of one file, ``order`` first, then by line.
+
+    ``cur_code`` / ``base_code`` map each category to the code a run is grouped
+    by (several categories may share one); a code outside ``order`` is not listed.
+    """
+    s, e = np.searchsorted(c.cur_file, [f, f + 1])
+    bs, be = np.searchsorted(c.base_file, [f, f + 1])
+    cur = cur_code[c.cur_cat[s:e]]
+    base = base_code[c.base_cat[bs:be]]
+    out: list[tuple[int, int, int, int]] = []
+    for code in order:
+        at = s + np.flatnonzero(cur == code)
+        out += [(code, a, b, n) for a, b, n in runs(at, c.cur_file[at], c.cur_line[at])]
+        at = bs + np.flatnonzero(base == code)
+        out += [(code, a, b, n) for a, b, n in runs(c.base_pos[at], c.base_file[at], c.base_line[at])]
+    return out

@@ -1,0 +1,124 @@
+"""One comparison of a current measurement with a baseline: load, diff, categorize, cache.
+
+Both sides are loaded as columns from the store (or the current side comes
+from an unstored report), the diff runs from the baseline commit to the
+current commit, and ``categories.compare`` places every line. The current
+side is read against the *working tree* instead when it measured a dirty
+checkout at HEAD, since its line numbers are then those of uncommitted files.
+
+Snapshots and commits are immutable, so a finished comparison is cached (a
+few, per process) under the store, the snapshot ids and both commits: the
+next page of an answer, or the gate after a diff, does not recompute it. A
+working-tree comparison is never cached; the tree may change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+
+import attrs
+import numpy as np
+
+from ..diffmap import DiffMap, diff_trees
+from ..model import MappingSummary, Snapshot
+from ..parsers import Limits, parse_bytes, read_report
+from ..project import Project
+from ..storage.paths import AMBIGUOUS, MAPPED, UNMAPPED, map_paths
+from .baseline import Baseline, one_commit
+from .call import Call
+from .categories import Comparison, Side, compare, load_side, side_from_report
+from .select import Selection
+
+_CACHE: OrderedDict[tuple, Compared] = OrderedDict()
+_CACHE_SIZE = 4
+_lock = threading.Lock()
+
+
+@attrs.frozen(eq=False)
+class Compared:
+    comparison: Comparison
+    diff: DiffMap
+    base: Side
+    cur: Side
+    notes: tuple[str, ...]
+
+
+def empty_side() -> Side:
+    i64, obj = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    return Side(
+        (), i64, i64,
+        {"pid": i64, "line": i64, "block": i64, "branch": obj, "taken": i64},
+        {"pid": i64, "name": obj, "start_line": i64, "hits": i64},
+    )
+
+
+def unstored(project: Project, report: str | os.PathLike[str], *, suite: str, scope: str = "complete",
+             format: str | None = None) -> tuple[Selection, Side]:
+    """A report of the checkout as a current side, parsed and mapped in memory and never stored.
+
+    Its record says what an ingest would have stored (HEAD, dirty state); its id
+    is ``report:`` and the first hex digits of the report's SHA-256.
+    """
+    raw = read_report(report, Limits(project.settings.max_report_bytes))
+    sha = hashlib.sha256(raw.data).hexdigest()
+    parsed = parse_bytes(raw, format)
+    git = project.git
+    head = git.head_commit()
+    mapping = map_paths(
+        [f.path for f in parsed.files], checkout_root=str(project.checkout.worktree_path),
+        tracked=git.tracked_files(head), source_roots=parsed.source_roots,
+    )
+    counts = mapping.counts()
+    record = Snapshot(
+        snapshot_id=f"report:{sha[:16]}", created_at=dt.datetime.now(dt.timezone.utc), suite=suite,
+        format=parsed.format, tool=parsed.tool, scope=scope, provenance="unstored", commit=head,
+        branch=git.branch(), dirty=git.is_dirty(), worktree=project.checkout.worktree_name,
+        worktree_path=str(project.checkout.worktree_path), artifact_path=str(report), artifact_sha256=sha,
+        artifact_bytes=raw.stored_bytes, files=len(parsed.files), tests=len(parsed.tests),
+        path_mapping=MappingSummary(counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED]), totals=dict(parsed.totals),
+    )
+    return Selection((record,), ()), side_from_report(parsed, mapping.paths)
+
+
+def scope_key(current: Selection, baseline: Baseline) -> str:
+    """What a cursor of a comparison is bound to: both sides' snapshot ids."""
+    return f"{current.scope_key}|{baseline.scope_key}"
+
+
+def compared(call: Call, current: Selection, baseline: Baseline, current_side: Side | None = None) -> Compared:
+    """The comparison of ``current`` (or ``current_side``, an unstored report) with ``baseline``."""
+    cur_commit = one_commit(current.snapshots, "current")
+    notes: list[str] = []
+    head: str | None = cur_commit
+    if baseline.kind == "none":
+        diff = DiffMap.empty(cur_commit)
+    else:
+        if current.primary.dirty and cur_commit is not None and cur_commit == call.project.git.head_commit():
+            head = None
+            notes.append("the current measurement was taken on uncommitted changes: lines are followed into "
+                         "the working tree as it is now")
+        diff = None
+    key = (str(call.project.store.path), scope_key(current, baseline), baseline.commit, head)
+    if head is not None:
+        with _lock:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+                return hit
+    if diff is None:
+        same = head is not None and baseline.commit == head
+        diff = DiffMap.empty(head) if same else diff_trees(call.project.git, baseline.commit, head)
+    base = load_side(call.con, baseline.snaps) if baseline.snaps else empty_side()
+    cur = current_side if current_side is not None else load_side(call.con, current.snaps)
+    call.rows_scanned += len(base.keys) + len(cur.keys)
+    result = Compared(compare(base, cur, diff), diff, base, cur, tuple(notes))
+    if head is not None:
+        with _lock:
+            _CACHE[key] = result
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return result

@@ -1,0 +1,255 @@
+"""``coverage_review(task="incremental")``: what a targeted run adds to a fixed baseline.
+
+Both sides are explicit: ``measurement.snapshot_id(s)`` is the current run
+(several ids are unioned, e.g. the artifacts of one run) and
+``baseline={"kind": "explicit", "snapshot_id(s)"}`` the base. They must be of
+this repository and of one normalized format; their suites may differ (suite,
+branch, commit and execution case are provenance, not test identity). When
+the commits differ, lines are followed across the git diff as in ``change``.
+
+The primary answer is the deduplicated baseline-union-current projection: a
+line counts once, hit when either side hit it. Lines are grouped:
+
+- ``kept`` hit in both, ``gained`` hit only now, ``uncovered`` hit in neither;
+- ``lost``: hit in the baseline, executable but not hit now. Only a
+  ``complete`` current run supports that regression claim; from a ``subset``
+  run such lines are ``not_observed`` (the selected tests may never reach them);
+- ``not_observed`` also holds baseline lines the current run did not measure
+  at all (a subset run, or a file it lacks): the union keeps the baseline's word;
+- ``excluded``: baseline lines a complete current run no longer counts as code;
+- ``added_covered`` / ``added_uncovered``: lines executable only now;
+- ``deleted``: baseline lines the diff removed (out of the union).
+
+Beside it: aggregate deltas (baseline, current, union), bounded opaque
+``test_id`` set differences (a keyed hash of each test name; never the name),
+attribution of newly hit lines to named tests, and the nested ``diff``: the
+twelve ``change`` categories, a replacement-style diagnostic (as if the
+current run replaced the baseline).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+import numpy as np
+
+from ..diffmap import KEY_SHIFT
+from ..errors import CoverageError, ErrorCode
+from . import baseline as baselines
+from . import cursors
+from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
+from .call import Call
+from .categories import (
+    CATEGORIES, CBC, DCB, DUB, ECB, EUB, GBC, GIC, GNC, LBC, UBC, UIC, UNC, Comparison, file_runs,
+)
+from .comparing import Compared, compared, scope_key
+from .context import claim_for
+from .select import Selection
+
+GROUPS = ("kept", "gained", "lost", "not_observed", "uncovered", "added_covered", "added_uncovered", "excluded",
+          "deleted")
+KEPT, GAINED, LOST, NOT_OBSERVED, UNCOVERED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED = range(9)
+RANGE_ORDER = (LOST, NOT_OBSERVED, ADDED_UNCOVERED, GAINED, ADDED_COVERED, EXCLUDED, DELETED)
+TEST_IDS = 10  # opaque ids listed per set difference outside audit
+
+
+def _group_map(subset: bool, keep_baseline: bool) -> np.ndarray:
+    """Category -> group, for a current run that is (or not) a subset, and a file it has (or not)."""
+    g = np.empty(len(CATEGORIES), dtype=np.int64)
+    g[[CBC, GBC, UBC]] = [KEPT, GAINED, UNCOVERED]
+    g[LBC] = NOT_OBSERVED if subset else LOST
+    g[[GNC, GIC]] = ADDED_COVERED
+    g[[UNC, UIC]] = ADDED_UNCOVERED
+    g[[ECB, EUB]] = NOT_OBSERVED if keep_baseline else EXCLUDED
+    g[[DCB, DUB]] = DELETED
+    return g
+
+
+def _metrics(counts: np.ndarray, keep_baseline_only: np.ndarray) -> dict[str, list[int]]:
+    """[hit, found] of baseline, current and union from category counts (``keep...``: ECB/EUB kept in the union)."""
+    c = counts
+    kept_ecb, kept_eub = keep_baseline_only
+    base = [c[CBC] + c[LBC] + c[ECB] + c[DCB], c[CBC] + c[LBC] + c[GBC] + c[UBC] + c[ECB] + c[EUB] + c[DCB] + c[DUB]]
+    cur_found = c[CBC] + c[GBC] + c[LBC] + c[UBC] + c[GNC] + c[GIC] + c[UNC] + c[UIC]
+    cur = [c[CBC] + c[GBC] + c[GNC] + c[GIC], cur_found]
+    union = [cur[0] + c[LBC] + kept_ecb, cur_found + kept_ecb + kept_eub]
+    out = {k: [int(v[0]), int(v[1])] for k, v in (("baseline", base), ("current", cur), ("union", union))}
+    out["delta_union"] = [out["union"][0] - out["baseline"][0], out["union"][1] - out["baseline"][1]]
+    out["delta_current"] = [out["current"][0] - out["baseline"][0], out["current"][1] - out["baseline"][1]]
+    return out
+
+
+def _check(call: Call, sel: Selection, base: baselines.Baseline) -> None:
+    formats = {s.format for s in sel.snapshots + base.snapshots}
+    if len(formats) > 1:
+        raise CoverageError(
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            f"an incremental comparison needs one normalized format; these snapshots are {', '.join(sorted(formats))}",
+            "Compare snapshots produced by the same coverage tool (same format), or use task='change' per format.",
+            {"formats": sorted(formats)},
+        )
+
+
+def _arguments(call: Call) -> dict[str, Any]:
+    m = call.args.get("measurement") or {}
+    spec = call.args.get("baseline") or {}
+    if not ("snapshot_id" in m or "snapshot_ids" in m):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "task='incremental' needs an explicit current measurement",
+            "Pass measurement={'snapshot_id': 'snap-...'} or {'snapshot_ids': [...]} (the run's snapshots).",
+        )
+    # A composite baseline goes on to baseline.resolve, which answers not_supported.
+    if spec.get("kind") != "explicit" and "composite_snapshot_id" not in spec:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "task='incremental' needs baseline.kind='explicit' with snapshot_id(s)",
+            "Pass baseline={'kind': 'explicit', 'snapshot_id': 'snap-...'}; for a baseline found from git use "
+            "task='change'.",
+        )
+    return spec
+
+
+def _opaque(secret: bytes, name: str) -> str:
+    return "t-" + hmac.new(secret, name.encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
+    def names(snaps: tuple[int, ...]) -> set[str]:
+        ids = ",".join(str(s) for s in snaps)
+        return {r[0] for r in call.rows(f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})")}
+
+    b, c = names(base.snaps), names(sel.snaps)
+    secret = call.project.store.cursor_secret
+
+    def bounded(items: set[str]) -> dict[str, Any]:
+        ids = sorted(_opaque(secret, n) for n in items)
+        return {"count": len(ids), "ids": ids[:limit], "truncated": len(ids) > limit}
+
+    return {"baseline": len(b), "current": len(c), "common": len(b & c),
+            "only_current": bounded(c - b), "only_baseline": bounded(b - c)}
+
+
+def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict[str, Any]:
+    c = done.comparison
+    if not any(s.tests for s in sel.snapshots):
+        return {"status": "unavailable",
+                "reason": "the current snapshots carry no named tests (LCOV TN:, coverage.py contexts)"}
+    newly = np.isin(c.cur_cat, [GBC, GNC, GIC])
+    keys = done.cur.keys[newly]
+    ids = ",".join(str(s) for s in sel.snaps)
+    obs = call.con.execute(
+        f"""WITH f AS (SELECT snap, file_id, path FROM files WHERE snap IN ({ids})),
+                 p AS (SELECT path, (dense_rank() OVER (ORDER BY path) - 1)::BIGINT AS pid
+                       FROM (SELECT DISTINCT path FROM f))
+            SELECT DISTINCT (p.pid << {KEY_SHIFT}) | o.line AS key, n.name
+            FROM test_observations o JOIN f ON f.snap = o.snap AND f.file_id = o.file_id JOIN p ON p.path = f.path
+                 JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
+            WHERE o.snap IN ({ids}) AND o.kind = 0"""
+    ).fetchnumpy()
+    call.rows_scanned += len(obs["key"])
+    seen = np.isin(obs["key"], keys)
+    tests = sorted({_opaque(call.project.store.cursor_secret, n) for n in obs["name"][seen]})
+    return {
+        "status": "available",
+        "newly_hit_lines": int(len(keys)),
+        "attributed_lines": int(np.count_nonzero(np.isin(keys, obs["key"]))),
+        "tests": {"count": len(tests), "ids": tests[:limit], "truncated": len(tests) > limit},
+    }
+
+
+def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    spec = _arguments(call)
+    base = baselines.resolve(call, sel, spec, same_suite=False)
+    _check(call, sel, base)
+    done = compared(call, sel, base)
+    c = done.comparison
+    representation = call.args.get("representation", "compact")
+    subset = any(s.scope == "subset" for s in sel.snapshots)
+    keep = subset | ~c.in_current  # per file: the union keeps its baseline-only lines
+    per_group = np.zeros((len(c.paths), len(GROUPS)), dtype=np.int64)
+    for flag in (False, True):
+        rows = np.flatnonzero(keep == flag)
+        np.add.at(per_group, (rows[:, None], _group_map(subset, flag)[None, :]), c.per_file[rows])
+    totals = per_group.sum(axis=0)
+    kept_only = c.per_file[keep][:, [ECB, EUB]].sum(axis=0)
+    items_keep = np.array([c.branches[ECB], c.branches[EUB]]) * subset
+    fn_keep = np.array([c.functions[ECB], c.functions[EUB]]) * subset
+    limit = RECORD_CAP if representation == "audit" else TEST_IDS
+    data: dict[str, Any] = {
+        "task": "incremental",
+        "projection": "baseline_union_current",
+        "baseline": _side(base.snapshots, base.commit),
+        "current": _side(sel.snapshots, sel.primary.commit),
+        "lines": _metrics(c.totals, kept_only),
+        "branches": _metrics(c.branches, items_keep),
+        "functions": _metrics(c.functions, fn_keep),
+        "categories": {g: int(v) for g, v in zip(GROUPS, totals)},
+        "regression": {"status": ("not_observed" if subset else "regression") if c.totals[LBC] else "none",
+                       "lines": int(c.totals[LBC])},
+        "tests": _test_sets(call, sel, base, limit),
+        "attribution": _attribution(call, sel, done, limit),
+        "diff": {"replacement": True, "categories": {k: int(v) for k, v in zip(CATEGORIES, c.totals)},
+                 "patch": {"found": int(c.totals[UNC] + c.totals[GNC]), "hit": int(c.totals[GNC])}},
+    }
+    claim = claim_for(call, sel.primary)
+    reasons = list(base.notes) + list(done.notes) + claim["reasons"]
+    if subset:
+        reasons.append("the current run is a subset: baseline coverage it did not reach is not_observed, not lost")
+    data.update({"claim_status": claim["claim_status"], "reasons": reasons})
+    return _paged(call, sel, base, c, per_group, keep, subset, data, budget, representation)
+
+
+def _side(snapshots: tuple, commit: str | None) -> dict[str, Any]:
+    return {"snapshot_ids": [s.snapshot_id for s in snapshots], "suites": sorted({s.suite for s in snapshots}),
+            "commit": (commit or "")[:12] or None,
+            "scope": "subset" if any(s.scope == "subset" for s in snapshots) else "complete"}
+
+
+def _paged(call: Call, sel: Selection, base: baselines.Baseline, c: Comparison, per_group: np.ndarray,
+           keep: np.ndarray, subset: bool, data: dict[str, Any], budget: Budget, representation: str) -> dict[str, Any]:
+    scope = scope_key(sel, base)
+    offset = cursors.decode(call, "incremental", scope, call.args.get("cursor"))
+    if budget.max_files > RECORD_CAP:
+        raise record_cap_exceeded("incremental", budget.max_files)
+    moving = per_group[:, [GAINED, LOST, NOT_OBSERVED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED]].sum(axis=1)
+    idx = np.flatnonzero(moving > 0)
+    order = np.lexsort((idx, -per_group[idx, GAINED], -per_group[idx, ADDED_UNCOVERED],
+                        -(per_group[idx, LOST] + per_group[idx, NOT_OBSERVED])))
+    ranked = idx[order]
+    page_idx = ranked[offset: offset + budget.max_files]
+
+    def row(f: int) -> Any:
+        g = per_group[f]
+        if representation == "compact":
+            return [c.paths[f], int(g[GAINED]), int(g[LOST]), int(g[NOT_OBSERVED]), int(g[ADDED_UNCOVERED])]
+        every = representation == "audit"
+        return {"path": c.paths[f], "lines": {n: int(v) for n, v in zip(GROUPS, g) if every or v}}
+
+    if representation == "compact":
+        data["legend"] = {"files": "[path, gained, lost, not_observed, added_uncovered]",
+                          "ranges": "[path, group, start, end, line_count]"}
+    data["ranges_truncated"] = False
+    data["ranges"] = []
+    shown = budget.fit_list(data, "files", [row(int(f)) for f in page_idx])
+    if len(page_idx) and not shown:
+        data["files"] = [row(int(page_idx[0]))]
+        raise budget.too_small(*size(data))
+    found = []
+    for rank, f in enumerate(page_idx[:shown]):
+        groups = _group_map(subset, bool(keep[f]))
+        found += [(RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)
+                  for r in file_runs(c, int(f), groups, groups, RANGE_ORDER)]
+    found.sort(key=lambda t: t[:3])
+    cap = RECORD_CAP if representation == "audit" else budget.max_regions
+    rendered = []
+    for _o, _r, _s, f, (code, a, b, n) in found[:cap]:
+        rendered.append([c.paths[f], GROUPS[code], a, b, n] if representation == "compact" else
+                        {"path": c.paths[f], "group": GROUPS[code], "start": a, "end": b, "line_count": n})
+    listed = budget.fit_list(data, "ranges", rendered)
+    data["ranges_truncated"] = listed < len(found)
+    next_offset = offset + shown
+    return {"data": data, "page": {
+        "offset": offset, "files": shown, "total_files": len(ranked),
+        "next_cursor": cursors.encode(call, "incremental", scope, next_offset) if next_offset < len(ranked) else None,
+    }}

@@ -1,0 +1,109 @@
+"""The Python client: the library's records over REST, and open_project routing to whoever owns the store."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coverage_core import Project
+from coverage_core import open_project as open_direct
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_daemon.client import DaemonClient, DaemonProject, open_project
+
+from .test_daemon_rest import HOLD_STORE
+from .test_daemon_support import Running, daemon, in_process, sample_repo  # noqa: F401
+
+
+def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo: Path) -> None:
+    with open_project(sample_repo) as project:
+        assert isinstance(project, Project)
+
+
+async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
+        isolated_home: Path, sample_repo: Path) -> None:
+    with open_direct(sample_repo) as project:
+        snap = project.ingest(sample_repo / "step3.coverage.json", suite="unit")
+        expected = {
+            "snapshots": project.snapshots(), "snapshot": project.snapshot(snap.snapshot_id),
+            "latest": project.latest("unit"), "files": project.files(snap.snapshot_id, limit=3, order="uncovered"),
+        }
+        path = expected["files"].files[0].path
+        detail = project.file_detail(snap.snapshot_id, path)
+
+    async with in_process(Settings.from_env(port=0)) as d:
+        await asyncio.to_thread(DaemonClient(d.url).register, sample_repo)  # the daemon now holds the store
+
+        def through_the_daemon() -> dict[str, object]:
+            with open_project(sample_repo / "inventory") as routed:
+                assert isinstance(routed, DaemonProject)
+                got = {
+                    "snapshots": routed.snapshots(), "snapshot": routed.snapshot(snap.snapshot_id),
+                    "latest": routed.latest("unit"),
+                    "files": routed.files(snap.snapshot_id, limit=3, order="uncovered"),
+                }
+                got["detail"] = routed.file_detail(snap.snapshot_id, path)
+                got["duplicate"] = routed.ingest(sample_repo / "step3.coverage.json", suite="unit")
+                got["new"] = routed.ingest(sample_repo / "step1.coverage.json", suite="unit")
+                with pytest.raises(CoverageError) as caught:
+                    routed.ingest(sample_repo / "step1.coverage.json", path_map=[("a", "b")])
+                got["path_map_error"] = caught.value.code
+                return got
+
+        got = await asyncio.to_thread(through_the_daemon)
+
+    for key in expected:
+        assert got[key] == expected[key], key
+    routed_detail = got["detail"]
+    assert routed_detail.summary == detail.summary and routed_detail.tests == detail.tests
+    for table in ("lines", "branches", "functions", "regions"):
+        ours, theirs = getattr(routed_detail, table), getattr(detail, table)
+        assert list(ours) == list(theirs)
+        assert all(ours[c].tolist() == theirs[c].tolist() for c in theirs), table
+    assert got["duplicate"].duplicate is True and got["duplicate"].snapshot_id == snap.snapshot_id
+    assert got["new"].duplicate is False and got["new"].suite == "unit"
+    assert got["path_map_error"] == ErrorCode.NOT_SUPPORTED
+    with open_direct(sample_repo) as project:  # the daemon is gone; its writes are in the store
+        assert project.latest("unit") == got["new"]
+
+
+def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(sample_repo: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(CoverageError) as caught:
+            open_project(sample_repo)
+        assert caught.value.code == ErrorCode.STORE_LOCKED and f"pid {holder.pid}" in caught.value.message
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_unreachable_daemon_is_a_clear_error() -> None:
+    with pytest.raises(CoverageError) as caught:
+        DaemonClient("http://127.0.0.1:9").health()
+    assert caught.value.code == ErrorCode.DAEMON_UNREACHABLE and "coverage-mcp status" in caught.value.suggestion
+
+
+async def test_the_client_raises_the_daemons_errors_with_their_codes(daemon: Running, sample_repo: Path) -> None:
+    def work() -> None:
+        client = DaemonClient(daemon.url)
+        project_id = client.register(sample_repo)["project_id"]
+        with pytest.raises(CoverageError) as caught:
+            client.snapshot(project_id, "snap-00")
+        assert caught.value.code == ErrorCode.NOT_FOUND and caught.value.suggestion
+        with pytest.raises(CoverageError) as caught:
+            client.update_settings(project_id, {"nope": 1})
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+        assert client.update_settings(project_id, {"approval_mode": "attested"})["settings"] == {
+            "approval_mode": "attested"}
+        assert [p["project_id"] for p in client.projects()] == [project_id]
+        envelope = client.review(project_id, task="insight")
+        assert envelope["data"]["claim_status"] == "not_measured"
+
+    await asyncio.to_thread(work)

@@ -1,0 +1,86 @@
+"""Bounded reads: checkout deadlines, the query watchdog, shutdown interruption, and a loop that never blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.locks import is_held
+from coverage_daemon.projects import Target
+
+from .test_daemon_support import in_process, sample_repo  # noqa: F401
+
+SLOW = "SELECT count(*) FROM range(100000000000) a"
+
+
+def slow_query(_project: Any, con: Any) -> Any:
+    return con.execute(SLOW).fetchall()
+
+
+async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exceeded(
+        isolated_home: Path, sample_repo: Path) -> None:
+    async with in_process(Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=300)) as d:
+        target = Target(path=str(sample_repo))
+        started = time.monotonic()
+        with pytest.raises(CoverageError) as caught:
+            await d.daemon.projects.read(target, slow_query)
+        assert caught.value.code == ErrorCode.DEADLINE_EXCEEDED
+        assert "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS=300" in caught.value.message
+        assert 0.3 <= time.monotonic() - started < 2
+        # the interrupted connection went back to the pool and serves the next read
+        assert await d.daemon.projects.read(target, lambda _p, con: con.execute("SELECT 42").fetchall()) == [(42,)]
+
+
+async def test_a_checkout_waits_at_most_the_acquire_timeout(isolated_home: Path, sample_repo: Path) -> None:
+    settings = Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=1500, db_pool_size=1,
+                                 db_acquire_timeout_ms=100)
+    async with in_process(settings) as d:
+        target = Target(path=str(sample_repo))
+        await d.daemon.projects.resolve(target)
+        busy = asyncio.create_task(d.daemon.projects.read(target, slow_query))
+        await asyncio.sleep(0.2)
+        with pytest.raises(CoverageError) as caught:
+            await d.daemon.projects.read(target, lambda _p, con: con.execute("SELECT 1").fetchall())
+        assert caught.value.code == ErrorCode.DEADLINE_EXCEEDED and "all 1 are busy" in caught.value.message
+        with pytest.raises(CoverageError):
+            await busy
+
+
+async def test_the_loop_keeps_answering_while_queries_run(isolated_home: Path, sample_repo: Path) -> None:
+    async with in_process(Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=1000)) as d:
+        target = Target(path=str(sample_repo))
+        await d.daemon.projects.resolve(target)
+        running = [asyncio.create_task(d.daemon.projects.read(target, slow_query)) for _ in range(2)]
+        await asyncio.sleep(0.1)
+        async with aiohttp.ClientSession() as http:
+            started = time.monotonic()
+            async with http.get(d.url + "/health") as response:
+                assert response.status == 200
+            assert time.monotonic() - started < 0.5
+        results = await asyncio.gather(*running, return_exceptions=True)
+        assert all(isinstance(r, CoverageError) and r.code == ErrorCode.DEADLINE_EXCEEDED for r in results)
+
+
+async def test_shutdown_interrupts_running_queries_and_releases_the_store(isolated_home: Path,
+                                                                         sample_repo: Path) -> None:
+    settings = Settings.from_env(port=0, http_timeout_s=60, db_query_timeout_ms=50000)
+    store_lock = sample_repo / ".coverage-mcp" / "coverage.duckdb.lock"
+    async with in_process(settings) as d:
+        target = Target(path=str(sample_repo))
+        await d.daemon.projects.resolve(target)
+        running = asyncio.create_task(d.daemon.projects.read(target, slow_query))
+        await asyncio.sleep(0.2)
+        assert is_held(store_lock)
+        started = time.monotonic()
+    assert time.monotonic() - started < 3
+    assert not is_held(store_lock) and not is_held(isolated_home / "daemon.lock")
+    with pytest.raises(CoverageError) as caught:
+        await running
+    assert caught.value.code == ErrorCode.STORE_UNAVAILABLE and "shutting down" in caught.value.message

@@ -1,0 +1,128 @@
+"""The MCP surface: derived from the operation table, small, and valid for every protocol version the SDK knows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import mcp_types
+import pytest
+from mcp_types import jsonrpc
+from mcp_types import methods as sdk_methods
+from mcp_types import version as sdk_version
+
+from coverage_core.service import OPERATIONS
+from coverage_daemon import mcp
+
+from .test_daemon_support import Running, daemon, post_mcp, sample_repo  # noqa: F401
+from .test_mcp_http import META, Session, modern
+
+# Arguments that reach each operation's handler; a new operation without an
+# entry here fails test_every_listed_tool_dispatches_and_every_operation_is_listed.
+SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "project_context": {},
+    "coverage_review": {"task": "insight"},
+    "coverage_import": {"report_path": "step3.coverage.lcov"},
+}
+
+TOOLS_LIST_BUDGET_BYTES = 8192
+
+
+def test_protocol_constants_are_the_sdks() -> None:
+    assert mcp.HANDSHAKE_VERSIONS == sdk_version.HANDSHAKE_PROTOCOL_VERSIONS
+    assert mcp.MODERN_VERSIONS == sdk_version.MODERN_PROTOCOL_VERSIONS
+    assert mcp.LATEST_HANDSHAKE == sdk_version.LATEST_HANDSHAKE_VERSION
+    assert mcp.DEFAULT_NEGOTIATED == mcp_types.DEFAULT_NEGOTIATED_VERSION
+    assert (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_SERVER_INFO) == (
+        mcp_types.PROTOCOL_VERSION_META_KEY, mcp_types.CLIENT_CAPABILITIES_META_KEY, mcp_types.SERVER_INFO_META_KEY)
+    assert (mcp.PARSE_ERROR, mcp.INVALID_REQUEST, mcp.METHOD_NOT_FOUND, mcp.INVALID_PARAMS, mcp.INTERNAL_ERROR) == (
+        jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST, jsonrpc.METHOD_NOT_FOUND, jsonrpc.INVALID_PARAMS,
+        jsonrpc.INTERNAL_ERROR)
+    assert (mcp.HEADER_MISMATCH, mcp.MISSING_CLIENT_CAPABILITY, mcp.UNSUPPORTED_VERSION) == (
+        jsonrpc.HEADER_MISMATCH, jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION)
+    cacheable = {name for name, method in mcp._METHODS.items() if method.cacheable}
+    assert cacheable == {name for name in mcp.METHODS if name in sdk_methods.CACHEABLE_METHODS}
+
+
+def test_tools_list_is_small_derived_and_self_contained() -> None:
+    tools = mcp.tools()
+    size = len(json.dumps({"tools": tools}, separators=(",", ":")).encode())
+    assert size <= TOOLS_LIST_BUDGET_BYTES, f"tools/list is {size} bytes"
+    assert [tool["name"] for tool in tools] == list(OPERATIONS)
+    for tool in tools:
+        op = OPERATIONS[tool["name"]]
+        assert re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool["name"])
+        assert tool["inputSchema"] is op.input_schema and tool["inputSchema"]["type"] == "object"
+        assert tool["outputSchema"] == mcp.ENVELOPE_SCHEMA
+        assert "$ref" not in json.dumps(tool)
+        assert tool["annotations"] == {
+            "title": op.title, "readOnlyHint": op.read_only, "destructiveHint": op.destructive,
+            "idempotentHint": op.idempotent, "openWorldHint": op.open_world,
+        }
+
+
+async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
+        daemon: Running, sample_repo: Path) -> None:
+    assert set(SAMPLE_ARGUMENTS) == set(OPERATIONS)
+    async with aiohttp.ClientSession() as http:
+        session = Session(http, daemon.url + "/mcp", repo=sample_repo)
+        await session.open()
+        _, _, listed = await session.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        names = [tool["name"] for tool in listed["result"]["tools"]]
+        assert names == list(OPERATIONS)
+        for number, name in enumerate(names, start=2):
+            _, _, body = await session.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                                             "params": {"name": name, "arguments": SAMPLE_ARGUMENTS[name]}})
+            assert body["result"]["isError"] is False, (name, body["result"]["content"][0]["text"])
+        _, _, body = await session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                                         "params": {"name": "unlisted_tool"}})
+        assert body["error"]["code"] == -32602
+
+
+async def test_every_result_is_valid_for_every_handshake_version_as_sent(daemon: Running, sample_repo: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        for version in mcp.HANDSHAKE_VERSIONS:
+            session = Session(http, daemon.url + "/mcp", repo=sample_repo)
+            result = await session.open(version)
+            assert_valid("initialize", version, result)
+            for number, (method, params) in enumerate(_requests(), start=1):
+                _, _, body = await session.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+                assert_valid(method, version, body["result"])
+
+
+async def test_every_result_is_valid_for_the_stateless_version_as_sent(daemon: Running, sample_repo: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        for number, (method, params) in enumerate([("server/discover", {}), *_requests()], start=1):
+            message, headers = modern(method, params, request_id=number)
+            status, _, body = await post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)
+            assert status == 200, body
+            assert_valid(method, mcp.MODERN_VERSIONS[0], body["result"])
+
+
+def _requests() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("tools/list", {}),
+        ("tools/call", {"name": "project_context", "arguments": {}}),
+        ("tools/call", {"name": "coverage_review", "arguments": {"task": "insight", "limits": {"max_words": "x"}}}),
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("resources/read", {"uri": "coverage://context"}),
+    ]
+
+
+def assert_valid(method: str, version: str, result: dict[str, Any]) -> None:
+    """The SDK's schema for (method, version) accepts the result and drops nothing from it."""
+    assert sdk_methods.serialize_server_result(method, version, result) == result
+
+
+def test_the_stateless_envelope_check_names_what_is_missing() -> None:
+    with pytest.raises(mcp.RpcError) as caught:
+        mcp.envelope_version({"_meta": {mcp.META_PROTOCOL_VERSION: "2026-07-28"}})
+    assert caught.value.code == -32602 and mcp.META_CLIENT_CAPABILITIES in caught.value.message
+    assert mcp.envelope_version({"_meta": META}) == "2026-07-28"
+    with pytest.raises(mcp.RpcError) as caught:
+        mcp.require_modern("2025-11-25")
+    assert caught.value.code == -32022 and caught.value.data["requested"] == "2025-11-25"
