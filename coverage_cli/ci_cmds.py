@@ -238,7 +238,7 @@ def annotations(s: Summary) -> list[str]:
     return out
 
 
-def as_json(s: Summary) -> dict[str, Any]:
+def summary_json(s: Summary) -> dict[str, Any]:
     return {**s.data, "files": list(s.files), "ranges": list(s.ranges), "ranges_truncated": s.ranges_truncated}
 
 
@@ -267,7 +267,7 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
             return
         result = summary(fetch, args)
     if fmt == "json":
-        click.echo(json.dumps(globals()["as_json"](result), indent=2))
+        click.echo(json.dumps(summary_json(result), indent=2))
     elif fmt == "markdown":
         click.echo(render_markdown(result), nl=False)
     else:

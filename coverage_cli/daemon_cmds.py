@@ -43,7 +43,22 @@ def serve_command(host: str | None, port: int | None) -> None:
     settings = Settings.from_env(host=host, port=port)
     from coverage_daemon.server import serve
 
-    sys.exit(serve(settings, announce=lambda line: click.echo(line, err=True)))
+    def announce(line: str, url: str) -> None:
+        click.echo(line, err=True)  # the one stderr line connectors and scripts wait for
+        if sys.stdout.isatty():
+            click.echo(client_configs(url))
+
+    sys.exit(serve(settings, announce=announce))
+
+
+def client_configs(url: str) -> str:
+    """How to point an MCP client at this daemon, for the person who started it."""
+    config = '{"mcpServers": {"coverage": {"command": "coverage-mcp", "args": ["connect", "--repo", "/path/to/checkout"]}}}'
+    return "\n".join([
+        f"MCP over HTTP:  {url}/mcp  (select the repository with the x-coverage-mcp-repo header or /p/PROJECT_ID/mcp)",
+        "Claude Code:    claude mcp add coverage -- coverage-mcp connect --repo /path/to/checkout",
+        f"Cursor/VS Code: {config}",
+    ])
 
 
 @click.command("status")

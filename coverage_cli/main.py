@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .ci_cmds import CI_COMMANDS
 from .daemon_cmds import DAEMON_COMMANDS
 from .demo_cmd import demo_command
 from .parse_cmd import parse_command
@@ -22,6 +23,6 @@ def cli() -> None:
 
 
 for command in (parse_command, ingest_command, snapshots_command, show_command, review_command, context_command,
-                *DAEMON_COMMANDS):
+                *CI_COMMANDS, *DAEMON_COMMANDS):
     cli.add_command(command)
 cli.add_command(demo_command)

@@ -16,7 +16,7 @@ import os
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -209,7 +209,7 @@ class DaemonProject:
     def close(self) -> None:
         """Nothing to release: the daemon keeps the store."""
 
-    def __enter__(self) -> DaemonProject:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

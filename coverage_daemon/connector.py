@@ -17,11 +17,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import sys
 import threading
 import time
 
-from .identity import REPO_HEADER
+from .identity import DAEMON_LOG, REPO_HEADER
 from .launcher import Daemon, DaemonError, Launcher, Settings, UsageError
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
@@ -101,7 +102,7 @@ class Interrupted(Exception):
 class Reply:
     """One HTTP answer from ``/mcp``."""
 
-    __slots__ = ("status", "session_id", "content_type", "body")
+    __slots__ = ("body", "content_type", "session_id", "status")
 
     def __init__(self, status: int, session_id: str | None, content_type: str, body: bytes) -> None:
         self.status = status
@@ -113,7 +114,7 @@ class Reply:
 class Flight:
     """A request being forwarded: cancelling a stateless one closes its HTTP exchange."""
 
-    __slots__ = ("modern", "conn", "cancelled")
+    __slots__ = ("cancelled", "conn", "modern")
 
     def __init__(self, modern: bool) -> None:
         self.modern = modern
@@ -124,7 +125,7 @@ class Flight:
         sock = self.conn.sock if self.conn is not None else None
         if sock is not None:
             try:
-                sock.shutdown(2)  # socket.SHUT_RDWR, without importing socket here
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -231,7 +232,8 @@ class Bridge:
         try:
             message = json.loads(line)
         except ValueError as error:
-            self._emit({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": f"Parse error: {error}"}})
+            self._emit({"jsonrpc": "2.0", "id": None,
+                        "error": {"code": PARSE_ERROR, "message": f"Parse error: {error}"}})
             return
         if not isinstance(message, dict):
             self._emit({"jsonrpc": "2.0", "id": None, "error": {
@@ -274,12 +276,16 @@ class Bridge:
             if key is not None:
                 self._fail(key, message, DAEMON_UNAVAILABLE, error.message,
                            {"code": error.code, "suggestion": error.suggestion})
+        except ConnectionRefusedError:  # again, after a restart: still not delivered
+            log = self.settings.home / DAEMON_LOG
+            self._fail(key, message, DAEMON_UNAVAILABLE, "the daemon refused the connection; nothing was delivered",
+                       {"code": "daemon_unreachable", "suggestion": f"Retry; if it persists, look at {log}."})
         except Interrupted as error:
             self._fail(key, message, TRANSPORT_INTERRUPTED, f"the daemon connection was interrupted: {error}", {
                 "code": "daemon_unreachable",
                 "suggestion": "The request may or may not have run, so it was not repeated; check before retrying.",
             })
-        except Exception as error:  # noqa: BLE001 - a request is never left unanswered
+        except Exception as error:  # a bug here must still not leave a request unanswered
             _log(f"internal error: {error!r}")
             self._fail(key, message, INTERNAL_ERROR, f"connector error: {error}", None)
         finally:
@@ -305,10 +311,7 @@ class Bridge:
             # daemon again (same verified path) and send it once more.
             _log("the daemon went away; reconnecting")
             daemon = self.link.get(stale=daemon)
-            try:
-                reply = self._post(daemon, body, self._headers(message, modern), key)
-            except ConnectionRefusedError as error:
-                raise Interrupted(f"connection refused again after a restart ({error})") from None
+            reply = self._post(daemon, body, self._headers(message, modern), key)
         if reply.status == 404 and stateful and session_id is not None:
             # An unknown session is rejected before dispatch: a restarted
             # daemon. Re-establish it from the cached handshake and retry once.
@@ -396,10 +399,11 @@ class Bridge:
             return
         if response.get("id") is None:  # an HTTP-level error body names no request
             response["id"] = request["id"]
-        if request.get("method") == "initialize" and reply.status == 200 and isinstance(response.get("result"), dict):
+        result = response.get("result")
+        if request.get("method") == "initialize" and reply.status == 200 and isinstance(result, dict):
             # Before the client sees the answer: its next message needs both.
             self.session.id = reply.session_id
-            self.session.version = str(response["result"].get("protocolVersion") or "") or None
+            self.session.version = str(result.get("protocolVersion") or "") or None
         self._emit(response)
 
     def _fail(self, key: str | None, request: dict[str, object], code: int, message: str,
@@ -445,7 +449,7 @@ class Bridge:
         if self.session.id is not None and daemon is not None:
             conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=DELETE_TIMEOUT_S)
             try:
-                headers = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo}
+                headers: dict[str, str | bytes] = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo}
                 if self.session.version:
                     headers["MCP-Protocol-Version"] = self.session.version
                 conn.request("DELETE", "/mcp", headers=headers)

@@ -16,15 +16,9 @@ import fcntl
 import http.client
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
-
-TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
-if TYPE_CHECKING:
-    import subprocess
-    from collections.abc import Callable
 
 from .identity import (
     CAPABILITY_HEADER,
@@ -38,12 +32,20 @@ from .identity import (
     home,
 )
 
+TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Callable
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 START_TIMEOUT_S = 30.0  # a cold start on a loaded 2-core CI box, with racing connectors
 HANDOFF_TIMEOUT_S = 15.0  # an older daemon drains its requests before it exits
 HEALTH_TIMEOUT_S = 2.0
 POLL_S = 0.01
-MAX_STARTS = 4  # attempts per connect: a lost lease race or a start that died early
+# Starts per connect: a second one only for a daemon that lost its exclusive
+# lock attempt to a connector's instant probe; a daemon that cannot start
+# fails the same way every time.
+MAX_STARTS = 2
 
 
 class UsageError(Exception):
@@ -86,7 +88,8 @@ class Settings:
     def from_env(cls, environ: dict[str, str] | os._Environ[str] = os.environ) -> Settings:
         host = environ.get("COVERAGE_MCP_HOST") or DEFAULT_HOST
         if host not in LOOPBACK_HOSTS and not host.startswith("127."):
-            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address; the daemon only listens on loopback")
+            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address; "
+                             "the daemon only listens on loopback")
         port = _int_setting(environ, "COVERAGE_MCP_PORT", DEFAULT_PORT, 0, 65535)
         # The daemon answers its own deadline (COVERAGE_MCP_HTTP_TIMEOUT_S) first;
         # the connector waits a little longer so that answer is what the client sees.
@@ -170,7 +173,7 @@ def _read_all(fd: int) -> bytes:
 class Daemon:
     """A verified daemon: where it listens and what its ``/health`` said."""
 
-    __slots__ = ("host", "port", "health")
+    __slots__ = ("health", "host", "port")
 
     def __init__(self, host: str, port: int, health: dict[str, object]) -> None:
         self.host = host
@@ -231,6 +234,7 @@ class Launcher:
         self.settings = settings
         self._log = log
         self._started: list[subprocess.Popen[bytes]] = []
+        self._log_offset = 0  # where this connector's starts began writing daemon.log
 
     def connect(self) -> Daemon:
         """A daemon of this exact build for this home, started or handed off if needed."""
@@ -344,17 +348,15 @@ class Launcher:
             )
         self._log(f"handing off the older daemon {health.get('version')} (pid {health.get('pid')}) "
                   f"at {daemon.where()}")
-        if health.get("handoff_supported") is True:
-            capability = meta.get("capability")
-            if not isinstance(capability, str) or not self._request_shutdown(daemon, capability):
-                raise Refused(
-                    f"the older daemon at {daemon.where()} refused the handoff",
-                    "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
-                )
-        else:
-            # A verified daemon from before the shutdown endpoint: the seed's
-            # platform-native termination request for the recorded pid.
-            os.kill(int(str(meta["pid"])), signal.SIGTERM)
+        # Every coverage-mcp release has had the shutdown endpoint, so a daemon
+        # without it is not one this connector knows how to replace.
+        capability = meta.get("capability")
+        if health.get("handoff_supported") is not True or not isinstance(capability, str) \
+                or not self._request_shutdown(daemon, capability):
+            raise Refused(
+                f"the older daemon at {daemon.where()} did not accept the handoff",
+                "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
+            )
         deadline = time.monotonic() + HANDOFF_TIMEOUT_S
         while probe(daemon.host, daemon.port) != _NOBODY or read_lease(self.settings.lock_path).held:
             if time.monotonic() > deadline:
@@ -382,6 +384,8 @@ class Launcher:
 
         self.settings.home.mkdir(parents=True, exist_ok=True)
         with open(self.settings.home / DAEMON_LOG, "ab") as log:
+            if not self._started:
+                self._log_offset = log.tell()
             process = subprocess.Popen(
                 [sys.executable, "-m", "coverage_cli", "serve"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -400,7 +404,7 @@ class Launcher:
 
     def _failed_to_start(self, silent_at: tuple[str, int] | None) -> Unreachable:
         log = self.settings.home / DAEMON_LOG
-        tail = _tail(log)
+        tail = _written_since(log, self._log_offset)
         if silent_at is not None:
             return Unreachable(
                 f"{silent_at[0]}:{silent_at[1]} accepts connections but does not answer /health",
@@ -423,12 +427,16 @@ def _lease_address(lease: Lease) -> tuple[str, int] | None:
     return (str(host), port)
 
 
-def _tail(path: Path, limit: int = 300) -> str:
-    """The last line of the daemon log: usually why it could not start."""
+def _written_since(path: Path, offset: int, limit: int = 400) -> str:
+    """What the daemons this connector started wrote to their log: usually why they could not start."""
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
-            lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+            f.seek(offset)
+            text = f.read(64 * 1024).decode("utf-8", "replace")
     except OSError:
         return ""
-    return lines[-1][-limit:] if lines else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [i for i, line in enumerate(lines) if line.startswith("error")]
+    # The last error and its suggestion line, as the CLI prints them; else the last line.
+    shown = lines[errors[-1]:errors[-1] + 2] if errors else lines[-1:]
+    return " ".join(shown)[:limit]

@@ -403,6 +403,7 @@ _METHODS: dict[str, _Method] = {
     "resources/read": _Method(_resources_read, _BOTH, cacheable=True),
 }
 METHODS = tuple(_METHODS)
+CACHEABLE_METHODS = frozenset(name for name, method in _METHODS.items() if method.cacheable)
 
 
 def _finish(method: str, result: dict[str, Any], conn: Conn) -> dict[str, Any]:
@@ -410,7 +411,7 @@ def _finish(method: str, result: dict[str, Any], conn: Conn) -> dict[str, Any]:
     if conn.era != "modern":
         return result
     out = {**result, "resultType": "complete", "_meta": {META_SERVER_INFO: SERVER_INFO}}
-    if _METHODS[method].cacheable:
+    if method in CACHEABLE_METHODS:
         out["ttlMs"] = 0 if method == "resources/read" else _LIST_TTL_MS
         out["cacheScope"] = "private"
     return out

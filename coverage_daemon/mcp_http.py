@@ -187,9 +187,9 @@ async def _handshake(request: web.Request, message: dict[str, Any], backend: Rep
                        f"a request declaring params._meta protocolVersion must send the same {VERSION_HEADER} header",
                        request_id)
     if is_request(message) and message.get("method") == "initialize":
-        conn = Conn("handshake", DEFAULT_NEGOTIATED)
-        answer = await dispatch(message, conn, backend)
-        headers = {SESSION_HEADER: sessions.open(conn)} if answer and "result" in answer else None
+        fresh = Conn("handshake", DEFAULT_NEGOTIATED)
+        answer = await dispatch(message, fresh, backend)
+        headers = {SESSION_HEADER: sessions.open(fresh)} if answer and "result" in answer else None
         return _rpc(200, answer, headers)
     session_id = request.headers.get(SESSION_HEADER)
     if not session_id:
@@ -233,6 +233,8 @@ def _check_routing_headers(request: web.Request, message: dict[str, Any], header
     if header != declared:
         raise RpcError(HEADER_MISMATCH, f"{VERSION_HEADER} does not match params._meta's protocol version")
     method = message.get("method")
+    if not isinstance(method, str):
+        raise RpcError(INVALID_REQUEST, "method must be a string")
     if request.headers.get(METHOD_HEADER) != method:
         raise RpcError(HEADER_MISMATCH, f"{METHOD_HEADER} does not match the body's method")
     key = NAME_PARAMS.get(method)

@@ -105,7 +105,7 @@ def interrupted_error(reason: str | None, settings_ms: int) -> CoverageError:
 class PooledConnection:
     """A lent connection: DuckDB's API, except that ``close`` gives it back to the pool."""
 
-    __slots__ = ("_pool", "_lent")
+    __slots__ = ("_lent", "_pool")
 
     def __init__(self, pool: ReadPool, lent: _Lent) -> None:
         self._pool = pool
@@ -170,10 +170,10 @@ class ReadPool:
             if lent not in self._lent:
                 return  # closed twice
             self._lent.discard(lent)
-            if self._closed:
-                lent.con.close()
-            else:
+            if not self._closed and _reusable(lent.con):
                 self._idle.append(lent.con)
+            else:
+                lent.con.close()
             self._returned.notify_all()
         self._slots.release()
 
@@ -204,3 +204,12 @@ class ReadPool:
                 con.close()
             self._idle.clear()
         return done
+
+
+def _reusable(con: duckdb.DuckDBPyConnection) -> bool:
+    """Drop a half-read result, which would refuse the next borrower's work; False if the connection is broken."""
+    try:
+        con.abort()
+    except duckdb.Error:
+        return False
+    return True

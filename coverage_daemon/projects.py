@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 import duckdb
@@ -36,7 +36,7 @@ from coverage_core.locks import read_metadata
 from coverage_core.project import Project
 from coverage_core.storage.store import ProjectStore, store_path
 
-from .pool import SHUTDOWN, CallToken, PooledConnection, ReadPool, bound, interrupted_error
+from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .registry import Registry
 
 log = logging.getLogger("coverage_daemon")
@@ -87,8 +87,10 @@ class DaemonStore(ProjectStore):
 
     pool: ReadPool
 
-    def cursor(self) -> PooledConnection:  # type: ignore[override]
-        return self.pool.checkout()
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        # A stand-in with DuckDB's API whose close() gives the connection back:
+        # Service.call and every store read keep working unchanged.
+        return cast(duckdb.DuckDBPyConnection, self.pool.checkout())
 
 
 @attrs.define(eq=False)
@@ -117,20 +119,19 @@ class Projects:
         self.registry = registry
         self._executor = executor
         self._handles: dict[str, ProjectHandle] = {}
-        self._opening: dict[str, asyncio.Lock] = {}
+        self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- threads ------------------------------------------------------------
-    async def run(self, fn: Callable[..., T], *args: Any, token: CallToken | None = None,
-                  unbounded: bool = False) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on a worker thread; a cancellation interrupts its queries."""
-        token = token or CallToken()
-        future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, unbounded, fn, args))
+        token = CallToken()
+        future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, False, fn, args))
         try:
             return await future
         except asyncio.CancelledError:
-            token.interrupt("cancelled")
+            token.interrupt(CANCELLED)
             raise
 
     def _bound_call(self, token: CallToken, unbounded: bool, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -158,21 +159,29 @@ class Projects:
             await asyncio.sleep(WATCHDOG_INTERVAL_S)
             now = time.monotonic()
             for handle in list(self._handles.values()):
-                handle.store.pool.interrupt_overdue(now)
+                try:
+                    handle.store.pool.interrupt_overdue(now)
+                except Exception:  # a watchdog that dies silently would let queries run forever
+                    log.exception("watchdog failed on %s", handle.store.path)
 
     async def close(self) -> None:
         """Interrupt every query and ingest, wait for them, close every store and release its lease."""
         self._closing = True
         if self._watchdog is not None:
             self._watchdog.cancel()
+        # Stores still opening stop waiting for other processes and close themselves.
+        await asyncio.gather(*self._opening.values(), return_exceptions=True)
         for handle in list(self._handles.values()):
             handle.store.con.interrupt()  # an in-flight ingest rolls back
             await asyncio.to_thread(handle.store.pool.close, SHUTDOWN_GRACE_S)
             try:
                 await asyncio.wait_for(handle.write_gate.acquire(), SHUTDOWN_GRACE_S)
             except TimeoutError:
-                log.warning("a write to %s did not finish within %.0f s of shutdown", handle.store.path,
-                            SHUTDOWN_GRACE_S)
+                # Closing a connection a writer still uses is not safe; the
+                # process exit releases this store's lease instead.
+                log.warning("a write to %s did not stop within %.0f s of shutdown; leaving it to the exit",
+                            handle.store.path, SHUTDOWN_GRACE_S)
+                continue
             await asyncio.to_thread(handle.store.close)
         self._handles.clear()
 
@@ -210,7 +219,8 @@ class Projects:
             if record is None:
                 raise CoverageError(
                     ErrorCode.NOT_FOUND, f"no project {target.project_id!r} is known to this daemon",
-                    "List projects with GET /api/projects, or register a checkout with POST /api/projects {\"path\": ...}.",
+                    "List projects with GET /api/projects, or register a checkout with "
+                    "POST /api/projects {\"path\": ...}.",
                     {"project_id": target.project_id},
                 )
             return await self.run(discover, record.checkout_path)
@@ -221,22 +231,34 @@ class Projects:
         handle = self._handles.get(key)
         if handle is not None:
             return handle
-        async with self._opening.setdefault(key, asyncio.Lock()):
-            handle = self._handles.get(key)
-            if handle is None:
-                store = await self.run(self._open_store, checkout)
-                if self._closing:
-                    await asyncio.to_thread(store.close)
-                    raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
-                handle = self._handles[key] = ProjectHandle(store, asyncio.Lock())
+        opening = self._opening.get(key)
+        if opening is None:
+            opening = self._opening[key] = asyncio.ensure_future(self._open(checkout))
+            opening.add_done_callback(lambda done: self._opened(key, done))
+        # Shielded: a caller that gives up (deadline, disconnect) must not
+        # orphan a store the worker thread goes on to open and lease.
+        return await asyncio.shield(opening)
+
+    async def _open(self, checkout: Checkout) -> ProjectHandle:
+        store = await self.run(self._open_store, checkout)
+        if self._closing:
+            await asyncio.to_thread(store.close)
+            raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
+        handle = self._handles[checkout.repo_key] = ProjectHandle(store, asyncio.Lock())
         return handle
+
+    def _opened(self, key: str, done: asyncio.Future[ProjectHandle]) -> None:
+        del self._opening[key]
+        if not done.cancelled():
+            done.exception()  # retrieved here: every waiter may have gone
 
     def _open_store(self, checkout: Checkout) -> DaemonStore:
         path = store_path(checkout)
         give_up = time.monotonic() + self.settings.store_wait_ms / 1000
         while True:
             try:
-                store = DaemonStore.open(path, owner="daemon")
+                # ProjectStore.open builds ``cls``: this is a DaemonStore.
+                store = cast(DaemonStore, DaemonStore.open(path, owner="daemon"))
                 break
             except CoverageError as error:
                 if error.code != ErrorCode.STORE_LOCKED or self._closing or time.monotonic() >= give_up:
@@ -286,6 +308,9 @@ class Projects:
         """Run a write under the store's gate, held until the worker thread has finished."""
         loop = asyncio.get_running_loop()
         await handle.write_gate.acquire()
+        if self._closing:  # queued behind shutdown: the store is closing
+            handle.write_gate.release()
+            raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
         token = CallToken()
         try:
             work = self._executor.submit(self._bound_call, token, True, fn, args)
@@ -298,10 +323,10 @@ class Projects:
         try:
             return await asyncio.wrap_future(work)
         except asyncio.CancelledError:
-            token.interrupt("cancelled")
+            token.interrupt(CANCELLED)
             raise
 
-    async def read(self, target: Target, fn: Callable[[Project, PooledConnection], T]) -> T:
+    async def read(self, target: Target, fn: Callable[[Project, duckdb.DuckDBPyConnection], T]) -> T:
         """``fn(project, connection)`` on a worker thread with a pooled read connection."""
         _, project = await self.resolve(target)
 

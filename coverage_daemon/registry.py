@@ -72,14 +72,14 @@ class Registry:
         con = self._con
         exists = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'registry_revision'"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         if not exists:
             con.execute("BEGIN TRANSACTION")
             con.execute(_SCHEMA)
             con.execute("INSERT INTO registry_revision VALUES (?)", [REGISTRY_REVISION])
             con.execute("COMMIT")
             return
-        revision = con.execute("SELECT max(revision) FROM registry_revision").fetchone()[0]
+        revision = con.execute("SELECT max(revision) FROM registry_revision").fetchall()[0][0]
         if revision > REGISTRY_REVISION:
             raise CoverageError(
                 ErrorCode.SCHEMA_TOO_NEW,
@@ -89,7 +89,7 @@ class Registry:
 
     def record(self, checkout: Checkout, store_path: Path) -> bool:
         """Register (or touch) ``checkout``'s project; True when it was not known before."""
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         home = checkout.main_worktree or checkout.worktree_path
         with self._lock:
             known = self._con.execute(

@@ -139,7 +139,8 @@ async def register_project(request: web.Request) -> web.Response:
     known = await daemon.projects.run(daemon.registry.get, checkout.project_id) is not None
     if overrides and known:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"project {checkout.project_id} already exists; settings here apply at creation",
+            ErrorCode.INVALID_ARGUMENT,
+            f"project {checkout.project_id} already exists; settings here apply at creation",
             f"Change them with PATCH /api/projects/{checkout.project_id} {{\"settings\": {{...}}}}.",
         )
     settings = (await daemon.projects.update_settings(target, overrides) if overrides

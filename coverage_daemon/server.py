@@ -25,7 +25,7 @@ import secrets
 import signal
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
@@ -118,7 +118,14 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise CoverageError(
+                ErrorCode.DAEMON_CONFLICT, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
+                "Another program uses this port: choose another with --port or COVERAGE_MCP_PORT "
+                "(0 picks a free one).",
+            ) from None
         daemon.port = runner.addresses[0][1]
         publish_port(lease, daemon.port)
         projects.start()
@@ -132,8 +139,12 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
         executor.shutdown(wait=False, cancel_futures=True)
 
 
-def serve(settings: Settings, *, announce: Callable[[str], None]) -> int:
-    """Run in the foreground until SIGINT, SIGTERM or ``/api/shutdown``; the exit status."""
+def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
+    """Run in the foreground until SIGINT, SIGTERM or ``/api/shutdown``; the exit status.
+
+    ``announce(line, url)`` is called once the listener is bound, with the one
+    line that says so (the line connectors and scripts wait for) and the URL.
+    """
     check_loopback(settings.host)
     fingerprint = build_fingerprint()
     lease = take_daemon_lock(settings, fingerprint)
@@ -144,14 +155,15 @@ def serve(settings: Settings, *, announce: Callable[[str], None]) -> int:
     return 0
 
 
-async def _serve(settings: Settings, lease: Lease, fingerprint: str, announce: Callable[[str], None]) -> None:
+async def _serve(settings: Settings, lease: Lease, fingerprint: str, announce: Callable[[str, str], None]) -> None:
     _log_to_stderr()
     async with running(settings, lease, fingerprint) as daemon:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, daemon.stop.set)
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        announce(f"coverage-mcp daemon listening on http://{host}:{daemon.port} (home {settings.home})")
+        url = f"http://{host}:{daemon.port}"
+        announce(f"coverage-mcp daemon listening on {url} (home {settings.home})", url)
         # The first tool call should not pay for importing the service layer.
         warm = loop.run_in_executor(None, _warm_imports)
         await daemon.stop.wait()
@@ -159,10 +171,8 @@ async def _serve(settings: Settings, lease: Lease, fingerprint: str, announce: C
     log.info("coverage-mcp daemon stopped")
 
 
-def _warm_imports() -> Any:
-    import coverage_core.service
-
-    return coverage_core.service
+def _warm_imports() -> None:
+    import coverage_core.service  # noqa: F401
 
 
 def _log_to_stderr() -> None:

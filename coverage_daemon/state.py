@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from aiohttp import web
@@ -20,6 +20,9 @@ from .errors_http import compact
 from .identity import REPO_HEADER, VERSION
 from .projects import Projects, Target
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from .mcp_http import Sessions
 
 
 @attrs.define(eq=False)
@@ -34,7 +37,7 @@ class Daemon:
     build_fingerprint: str
     stop: asyncio.Event
     mcp_slots: asyncio.Semaphore
-    sessions: Any  # mcp_http.Sessions (typed there, to keep this module free of the MCP layer)
+    sessions: Sessions
     port: int = 0
     pid: int = attrs.field(factory=os.getpid)
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,11 +45,17 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sample_repo(tmp_path_factory.mktemp("lifecycle-repo") / "inventory")
 
 
-def _refusal(connector: Connector) -> dict[str, object]:
+def _refusal(connector: Connector) -> dict[str, Any]:
     """The error a request gets from a connector that must not use the daemon it found."""
     answer = connector.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert answer["id"] == 1
     return answer["error"]
+
+
+def _health(port: int) -> dict[str, Any]:
+    answer = health(port)
+    assert answer is not None, f"nothing answers /health on port {port}"
+    return answer
 
 
 def test_the_first_connector_starts_a_detached_daemon_that_outlives_it(home: Path, repo: Path) -> None:
@@ -104,11 +111,11 @@ def test_a_daemon_killed_mid_session_is_restarted_and_the_session_goes_on(home: 
 def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(home: Path, repo: Path, tmp_path: Path) -> None:
     port = free_port()
     older = start_daemon(home, port, build=other_build(tmp_path / "old", version="0.0.1"))
-    assert health(port)["version"] == "0.0.1"
+    assert _health(port)["version"] == "0.0.1"
     connector = Connector(repo, env_for(home, port))
     assert "result" in connector.initialize()
     assert older.wait(10) == 0  # it exited on its own, through its shutdown endpoint
-    current = health(port)
+    current = _health(port)
     assert current["version"] != "0.0.1" and current["pid"] == lease(home)["pid"]
     assert connector.close() == 0
 
@@ -120,7 +127,7 @@ def test_a_newer_daemon_is_never_downgraded(home: Path, repo: Path, tmp_path: Pa
     error = _refusal(connector)
     assert error["data"]["code"] == "daemon_conflict" and "newer" in error["message"]
     assert connector.close() == 1
-    assert newer.poll() is None and health(port)["version"] == "9.9.9"
+    assert newer.poll() is None and _health(port)["version"] == "9.9.9"
 
 
 def test_a_daemon_of_this_version_built_from_other_files_is_refused_with_the_stop_hint(
@@ -166,3 +173,12 @@ def test_a_foreign_program_on_the_port_is_refused_and_left_running(home: Path, r
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answered(home: Path, repo: Path) -> None:
+    connector = Connector(repo, env_for(home, free_port(), COVERAGE_MCP_DB_POOL_SIZE="banana"))
+    answer = connector.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert answer["id"] == 1 and answer["error"]["data"]["code"] == "daemon_unreachable"
+    assert "COVERAGE_MCP_DB_POOL_SIZE" in answer["error"]["message"]  # the daemon's own reason
+    assert connector.close() == 1
+    assert "none could be started" in connector.stderr()

@@ -48,7 +48,7 @@ def sample_repo(root: Path) -> Path:
     """The bundled sample project committed as a git repository, its step-3 report beside it (untracked)."""
     files = {str(p.relative_to(SAMPLE / "project")): p.read_text()
              for p in (SAMPLE / "project").rglob("*.py")}
-    repo = make_repo(root, {**files, ".gitignore": "coverage.json\n.coverage-mcp/\n"})
+    repo = make_repo(root, {**files, ".gitignore": "coverage.json\n*.lcov\n.coverage-mcp/\n"})
     commit(repo, "sample")
     shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", repo / "coverage.json")
     return repo

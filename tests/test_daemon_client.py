@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,9 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_daemon.client import DaemonClient, DaemonProject, open_project
 
-from .test_daemon_rest import HOLD_STORE
-from .test_daemon_support import Running, daemon, in_process, sample_repo  # noqa: F401
+from .test_daemon_support import Running, StoreHolder, in_process
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 
 def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo: Path) -> None:
@@ -56,8 +55,8 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
 
         got = await asyncio.to_thread(through_the_daemon)
 
-    for key in expected:
-        assert got[key] == expected[key], key
+    for key, value in expected.items():
+        assert got[key] == value, key
     routed_detail = got["detail"]
     assert routed_detail.summary == detail.summary and routed_detail.tests == detail.tests
     for table in ("lines", "branches", "functions", "regions"):
@@ -71,17 +70,11 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
         assert project.latest("unit") == got["new"]
 
 
-def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(sample_repo: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(CoverageError) as caught:
-            open_project(sample_repo)
-        assert caught.value.code == ErrorCode.STORE_LOCKED and f"pid {holder.pid}" in caught.value.message
-    finally:
-        holder.kill()
-        holder.wait()
+def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(sample_repo: Path,
+                                                                    store_holder: StoreHolder) -> None:
+    with pytest.raises(CoverageError) as caught:
+        open_project(sample_repo)
+    assert caught.value.code == ErrorCode.STORE_LOCKED and f"pid {store_holder.pid}" in caught.value.message
 
 
 def test_an_unreachable_daemon_is_a_clear_error() -> None:

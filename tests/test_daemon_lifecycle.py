@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -17,7 +18,9 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
 from coverage_daemon.client import DaemonClient
 
-from .test_daemon_support import ServeProcess, sample_repo, serve_process, wait_until  # noqa: F401
+from .test_daemon_support import ServeProcess
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 LOCK_KEYS = {"pid", "instance_id", "version", "build_fingerprint", "executable", "common_db", "capability", "host",
              "port", "home", "started_at"}
@@ -101,17 +104,29 @@ def test_status_and_stop_find_the_daemon_through_its_lock(serve_process: ServePr
     assert again.returncode == 0 and json.loads(again.stdout) == {"stopped": False, "running": False}
 
 
+def serve_once(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``coverage-mcp serve`` expected to refuse to start."""
+    return subprocess.run([sys.executable, "-m", "coverage_cli", "serve", *args], capture_output=True, text=True,
+                          timeout=30, check=False, env={**os.environ, "COVERAGE_MCP_HOME": str(home), **env})
+
+
 def test_a_non_loopback_host_is_refused_before_anything_is_locked(tmp_path: Path) -> None:
-    env = {**os.environ, "COVERAGE_MCP_HOME": str(tmp_path / "home")}
-    refused = subprocess.run([sys.executable, "-m", "coverage_cli", "serve", "--host", "0.0.0.0", "--port", "0"],
-                             env=env, capture_output=True, text=True, timeout=30)
+    refused = serve_once(tmp_path / "home", "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode == 2 and "loopback" in refused.stderr
     assert not (tmp_path / "home" / "daemon.lock").exists()
 
 
 def test_settings_out_of_range_are_refused_at_start(tmp_path: Path) -> None:
-    env = {**os.environ, "COVERAGE_MCP_HOME": str(tmp_path / "home"), "COVERAGE_MCP_DB_POOL_SIZE": "0"}
-    refused = subprocess.run([sys.executable, "-m", "coverage_cli", "serve", "--port", "0"], env=env,
-                             capture_output=True, text=True, timeout=30)
+    refused = serve_once(tmp_path / "home", "--port", "0", COVERAGE_MCP_DB_POOL_SIZE="0")
     assert refused.returncode == 2 and "COVERAGE_MCP_DB_POOL_SIZE" in refused.stderr
-    assert wait_until(lambda: True)
+
+
+def test_a_port_in_use_is_a_clear_error_and_releases_the_lock(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = serve_once(tmp_path / "home", "--port", str(port))
+    assert refused.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not is_held(tmp_path / "home" / "daemon.lock")

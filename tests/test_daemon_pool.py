@@ -15,7 +15,9 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
 from coverage_daemon.projects import Target
 
-from .test_daemon_support import in_process, sample_repo  # noqa: F401
+from .test_daemon_support import in_process
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 SLOW = "SELECT count(*) FROM range(100000000000) a"
 
@@ -84,3 +86,12 @@ async def test_shutdown_interrupts_running_queries_and_releases_the_store(isolat
     with pytest.raises(CoverageError) as caught:
         await running
     assert caught.value.code == ErrorCode.STORE_UNAVAILABLE and "shutting down" in caught.value.message
+
+
+async def test_a_half_read_result_is_dropped_before_the_next_borrower(isolated_home: Path, sample_repo: Path) -> None:
+    async with in_process(Settings.from_env(port=0, db_pool_size=1)) as d:
+        target = Target(path=str(sample_repo))
+        first = await d.daemon.projects.read(target, lambda _p, con: con.execute("FROM range(10000000)").fetchone())
+        assert first == (0,)
+        # con.sql() refuses to run while a result of execute() is unfinished on the same connection
+        assert await d.daemon.projects.read(target, lambda _p, con: con.sql("SELECT 7").fetchall()) == [(7,)]

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from coverage_core.config import Settings
 
-from .gitrepo import git
-from .test_daemon_support import Running, daemon, in_process, sample_repo  # noqa: F401
+from .gitrepo import git, make_repo
+from .test_daemon_support import Running, StoreHolder, in_process
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 HARDENING = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -35,10 +33,10 @@ async def call(d: Running, method: str, path: str, *, body: Any = None, headers:
     if body is not None:
         data = json.dumps(body).encode()
         sent.setdefault("Content-Type", "application/json")
-    async with aiohttp.ClientSession() as session:
-        async with session.request(method, d.url + path, data=data, headers=sent) as response:
-            text = await response.read()
-            return response.status, dict(response.headers), json.loads(text) if text else None
+    async with aiohttp.ClientSession() as session, session.request(method, d.url + path, data=data,
+                                                                   headers=sent) as response:
+        text = await response.read()
+        return response.status, dict(response.headers), json.loads(text) if text else None
 
 
 async def register(d: Running, repo: Path) -> str:
@@ -196,54 +194,42 @@ async def test_a_linked_worktree_shares_the_project_but_answers_for_its_own_chec
     assert main_ctx["context"]["project_id"] == linked_ctx["context"]["project_id"] == pid
     assert linked_ctx["context"]["checkout_path"] == str(linked.resolve())
     assert linked_ctx["data"]["project"]["branch"] == "feature"
-    other = tmp_path / "other"
-    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    other = make_repo(tmp_path / "other", {"x.py": "x\n"})
     status, _, answer = await call(daemon, "GET", f"/api/projects/{pid}/context",
                                    headers={"x-coverage-mcp-repo": str(other)})
     assert_error(status, answer, 400, "invalid_argument")
 
 
-HOLD_STORE = textwrap.dedent("""
-    import sys, time
-    from coverage_core import open_project
-    with open_project(sys.argv[1]):
-        print("held", flush=True)
-        sys.stdin.readline()
-""")
-
-
 async def test_a_store_held_by_another_process_answers_store_locked_after_the_wait(
-        isolated_home: Path, sample_repo: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        async with in_process(Settings.from_env(port=0, store_wait_ms=300)) as d:
-            started = time.monotonic()
-            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
-            waited = time.monotonic() - started
-            error = assert_error(status, answer, 409, "store_locked")
-            assert f"pid {holder.pid}" in error["message"] and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
-            assert 0.3 <= waited < 5
-            holder.stdin.write("\n")
-            holder.stdin.flush()
-            holder.wait(timeout=10)
-            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
-            assert status == 201, answer
-    finally:
-        holder.kill()
-        holder.wait()
+        isolated_home: Path, sample_repo: Path, store_holder: StoreHolder) -> None:
+    async with in_process(Settings.from_env(port=0, store_wait_ms=300)) as d:
+        started = time.monotonic()
+        error = await refused(d, "POST", "/api/projects", 409, "store_locked", body={"path": str(sample_repo)})
+        assert 0.3 <= time.monotonic() - started < 5
+        assert f"pid {store_holder.pid}" in error["message"] and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
+        await asyncio.to_thread(store_holder.release)
+        status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+        assert status == 201, answer
 
 
-async def test_a_store_released_during_the_wait_is_opened(isolated_home: Path, sample_repo: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(sample_repo)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        async with in_process(Settings.from_env(port=0, store_wait_ms=5000)) as d:
-            asyncio.get_running_loop().call_later(0.3, lambda: (holder.stdin.write("\n"), holder.stdin.flush()))
-            status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
-            assert status == 201, answer
-    finally:
-        holder.kill()
-        holder.wait()
+async def test_a_store_released_during_the_wait_is_opened(isolated_home: Path, sample_repo: Path,
+                                                          store_holder: StoreHolder) -> None:
+    async with in_process(Settings.from_env(port=0, store_wait_ms=5000)) as d:
+        asyncio.get_running_loop().call_later(0.3, lambda: store_holder.release(wait=False))
+        status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+        assert status == 201, answer
+
+
+async def test_a_request_past_the_http_deadline_answers_504_and_leaks_nothing(
+        isolated_home: Path, sample_repo: Path, store_holder: StoreHolder) -> None:
+    settings = Settings.from_env(port=0, http_timeout_s=1, db_query_timeout_ms=500, store_wait_ms=10000)
+    async with in_process(settings) as d:
+        started = time.monotonic()
+        await refused(d, "POST", "/api/projects", 504, "deadline_exceeded", body={"path": str(sample_repo)})
+        assert 1 <= time.monotonic() - started < 3
+        await asyncio.to_thread(store_holder.release)
+        # The open the first request started went on (already registered: 200, not 201)
+        # and this request uses it, instead of meeting a store its own daemon leaked.
+        status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
+        assert status == 200, answer
+        assert len(d.daemon.projects.open_stores) == 1

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +69,7 @@ class in_process:
         self.context = running(self.settings, self.lease, fingerprint)
         return Running(await self.context.__aenter__())
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         try:
             await self.context.__aexit__(*exc)
         finally:
@@ -109,7 +108,7 @@ class ServeProcess:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "coverage_cli", *args], env=self.env, capture_output=True,
-                              text=True, timeout=30)
+                              text=True, timeout=30, check=False)
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -130,13 +129,44 @@ def serve_process(isolated_home: Path) -> Iterator[ServeProcess]:
         proc.stop()
 
 
-def wait_until(predicate: Any, timeout_s: float = 10.0) -> bool:
-    give_up = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > give_up:
-            return False
-        time.sleep(0.02)
-    return True
+HOLD_STORE = """
+import sys
+from coverage_core import open_project
+with open_project(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+class StoreHolder:
+    """Another process (a CLI ingest, say) holding a repository's store until released."""
+
+    def __init__(self, repo: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(repo)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "held"
+        self.pid = self.proc.pid
+
+    def release(self, *, wait: bool = True) -> None:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        if wait:
+            self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def store_holder(sample_repo: Path) -> Iterator[StoreHolder]:
+    holder = StoreHolder(sample_repo)
+    try:
+        yield holder
+    finally:
+        holder.close()
 
 
 # -- the small tables ---------------------------------------------------------------------

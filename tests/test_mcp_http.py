@@ -13,7 +13,9 @@ import pytest
 from coverage_core.config import Settings
 from coverage_daemon.projects import Target
 
-from .test_daemon_support import ACCEPT, Running, daemon, in_process, post_mcp, sample_repo  # noqa: F401
+from .test_daemon_support import ACCEPT, Running, in_process, post_mcp
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
@@ -25,7 +27,8 @@ def initialize(version: str, request_id: int = 1) -> dict[str, Any]:
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 
 
-def modern(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> tuple[dict[str, Any], dict[str, str]]:
+def modern(method: str, params: dict[str, Any] | None = None,
+           request_id: int | str = 1) -> tuple[dict[str, Any], dict[str, str]]:
     """A stateless request and the routing headers a conforming client sends with it."""
     params = {**(params or {}), "_meta": META}
     headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}

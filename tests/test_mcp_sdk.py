@@ -14,7 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 from coverage_core.service import OPERATIONS
 
 from .test_daemon_rest import register
-from .test_daemon_support import Running, daemon, sample_repo  # noqa: F401
+from .test_daemon_support import Running
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
@@ -93,9 +95,9 @@ async def test_without_a_repository_a_tool_says_how_to_select_one(daemon: Runnin
 async def test_the_repository_header_selects_the_checkout_without_a_project_id(daemon: Running,
                                                                               sample_repo: Path) -> None:
     headers = {"x-coverage-mcp-repo": str(sample_repo)}
-    async with httpx2.AsyncClient(headers=headers) as http:
-        async with Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http), mode="legacy") as client:
-            answer = await client.call_tool("project_context", {})
-            assert not answer.is_error
-            assert answer.structured_content["context"]["checkout_path"] == str(sample_repo.resolve())
-            assert answer.structured_content["data"]["claim_status"] == "not_measured"
+    async with httpx2.AsyncClient(headers=headers) as http, \
+            Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http), mode="legacy") as client:
+        answer = await client.call_tool("project_context", {})
+        assert not answer.is_error
+        assert answer.structured_content["context"]["checkout_path"] == str(sample_repo.resolve())
+        assert answer.structured_content["data"]["claim_status"] == "not_measured"

@@ -17,8 +17,10 @@ from mcp_types import version as sdk_version
 from coverage_core.service import OPERATIONS
 from coverage_daemon import mcp
 
-from .test_daemon_support import Running, daemon, post_mcp, sample_repo  # noqa: F401
+from .test_daemon_support import Running, post_mcp
 from .test_mcp_http import META, Session, modern
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 # Arguments that reach each operation's handler; a new operation without an
 # entry here fails test_every_listed_tool_dispatches_and_every_operation_is_listed.
@@ -43,8 +45,7 @@ def test_protocol_constants_are_the_sdks() -> None:
         jsonrpc.INTERNAL_ERROR)
     assert (mcp.HEADER_MISMATCH, mcp.MISSING_CLIENT_CAPABILITY, mcp.UNSUPPORTED_VERSION) == (
         jsonrpc.HEADER_MISMATCH, jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION)
-    cacheable = {name for name, method in mcp._METHODS.items() if method.cacheable}
-    assert cacheable == {name for name in mcp.METHODS if name in sdk_methods.CACHEABLE_METHODS}
+    assert mcp.CACHEABLE_METHODS == {name for name in mcp.METHODS if name in sdk_methods.CACHEABLE_METHODS}
 
 
 def test_tools_list_is_small_derived_and_self_contained() -> None:

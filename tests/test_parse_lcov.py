@@ -370,7 +370,7 @@ def test_the_cmark_tracefiles_line_observations_are_every_hit_da_line_of_every_t
     report, data = cmark
     expected = {}
     test = path = ""
-    for m in re.finditer(rb"^(?:TN:(.*)|SF:(.*)|DA:(\d+),(\d+))$", data, re.M):
+    for m in re.finditer(rb"^(?:TN:(.*)|SF:(.*)|DA:(\d+),(\d+))$", data, re.MULTILINE):
         if m.group(1) is not None:
             test = m.group(1).decode()
         elif m.group(2) is not None:

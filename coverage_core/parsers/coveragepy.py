@@ -18,7 +18,9 @@ not physical lines: excluded lines are not statements. ``branches`` are arcs;
 a negative ``to`` leaves the code object. ``functions`` count the named
 entries of ``functions`` that have statements, hit when one ran (what
 ``coverage lcov`` writes as FNF/FNH); ``""`` is module-level code, not a
-function. Totals are the report's own ``totals``, per file its ``summary``;
+function. A branch is an arc (line = from, id "jump to line N" or "exit"),
+taken 1 or 0, or -1 ("never evaluated") for every arc of a line none of whose
+arcs ran, as ``coverage lcov`` writes it. Totals are the report's own ``totals``, per file its ``summary``;
 every disagreement with the detail is a warning naming both figures.
 
 Per-test coverage: each non-empty context (``""`` is code run outside any
@@ -144,13 +146,16 @@ class _Reader:
                     raise malformed(self.origin, f"{at}[1] must be a line number, got {to!r:.40}")
                 arcs.append((start, to < 0, to, taken))
         arcs.sort()  # by line, exits after jumps (as coverage lcov orders them)
+        # As coverage lcov writes it: when none of a line's arcs ran, they were never evaluated ("-").
+        ran = {arc[0] for arc in arcs if arc[3]}
+        arcs = [arc if arc[0] in ran else (*arc[:3], -1) for arc in arcs]
         if arcs:
             self.builder.add(
                 "branches", file=index, line=[a[0] for a in arcs], block=0,
                 branch=np.array(["exit" if a[1] else f"jump to line {a[2]}" for a in arcs], dtype=object),
                 taken=[a[3] for a in arcs],
             )
-        return len(arcs), sum(a[3] for a in arcs)
+        return len(arcs), sum(a[3] > 0 for a in arcs)
 
     def _functions(self, index: int, functions: Any, where: str) -> tuple[int, int]:
         """Named functions with statements; hit when any of their statements ran."""

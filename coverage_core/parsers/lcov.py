@@ -25,11 +25,11 @@ Every disagreement between a record's summary lines and its detail is a
 warning naming both figures.
 
 Speed: each record's run of ``DA:`` (and ``BRDA:``) lines is cut out with
-``bytes.find``; the runs of many records are parsed together by one NumPy
-call, after a check proving they hold nothing but such lines: deleting the
-digits must leave exactly ``DA:,`` on every line. A run that fails the check
-(text branch ids, a minus sign, a damaged line) is read by the exact
-line-by-line reader, which is also what names the line of an error.
+``bytes.find`` and checked to hold nothing but such lines: deleting its
+digits must leave exactly ``DA:,`` on every line. The checked runs of many
+records are then parsed by one NumPy call. A run that fails the check (text
+branch ids, a minus sign, a damaged line) is read by the exact line-by-line
+reader, which is also what names the line of an error.
 
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
@@ -40,10 +40,18 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
-from ..report import I64, OBS_BRANCH, OBS_FUNCTION, OBS_LINE, NormalizedReport, ReportBuilder
+from ..report import (
+    I64,
+    OBS_BRANCH,
+    OBS_FUNCTION,
+    OBS_LINE,
+    NormalizedReport,
+    ReportBuilder,
+)
 from .numbers import INT64_MAX, count
 from .source import ReportBytes, malformed
 
@@ -55,10 +63,9 @@ INT32_MAX = 2**31 - 1  # line, block and numeric branch ids land in int32 column
 # Text branch ids (coverage.py: "jump to line 5") get keys above every numeric
 # id, so one int64 key column orders and merges both kinds.
 TEXT_KEY = 2**40
-# Runs are parsed together up to this much text: fewer NumPy calls for many
-# small records, bounded extra memory for big ones.
-BATCH_BYTES = 8 * 2**20
+BATCH_BYTES = 8 * 2**20  # run text per batch: bounds the memory held for parsing
 BATCH_RECORDS = 4096
+GROUP_BYTES = 2**20  # small runs joined for one NumPy call; a bigger run goes alone, uncopied
 BULK_FNDA_BYTES = 2048  # smaller FNDA runs are cheaper to read line by line
 MAX_WARNINGS = 20
 # counter -> (found tag, hit tag, the detail records they summarize)
@@ -71,16 +78,14 @@ SUMMARY_TAGS = frozenset(tag for found, hit, _ in SUMMARIES.values() for tag in 
 # Tags of other lcov versions (VER:, FNL:, FNA:, MCDC:...) carry nothing counted here.
 OTHER_TAG = re.compile(rb"[A-Z][A-Z0-9_]*\Z")
 BULK_TAGS = (b"\nDA:", b"\nBRDA:", b"\nFN:", b"\nFNDA:")
-CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.M)
+CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.MULTILINE)
 DIGITS = b"0123456789"
-# For NumPy, tags become leading zeros and newlines commas: "DA:12,3\nDA:13,0"
-# reads as "00012,3,00013,0". An empty line-number field would read as 0, so
-# the bulk path refuses line 0 and leaves the judgement to the exact reader.
-DA_NUMBERS = bytes.maketrans(b"DA:\n", b"000,")
-BRDA_NUMBERS = bytes.maketrans(b"BRDA:\n-", b"00000,0")
+# For NumPy the tags are deleted and newlines become commas: "DA:12,3\nDA:13,0"
+# reads as "12,3,13,0" (an empty field leaves ",," which NumPy refuses).
+NEWLINE_TO_COMMA = bytes.maketrans(b"\n", b",")
+DASH_TO_ZERO = bytes.maketrans(b"\n-", b",0")
 
-# int64 detail rows: lines (line, count), branches (line, block, key, taken),
-# with the record's index in its batch as an extra first column while batched.
+# int64 detail rows: lines (line, count); branches (line, block, key, taken).
 Rows = np.ndarray
 
 
@@ -116,7 +121,7 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
         pos = search = data.find(b"\n", after) + 1 or len(data)
     if data[pos:].strip():
         line = data.count(b"\n", 0, pos) + 1
-        sf = re.search(rb"^SF:([^\n]*)", data[pos:], re.M)
+        sf = re.search(rb"^SF:([^\n]*)", data[pos:], re.MULTILINE)
         what = f"the record for {_text(sf.group(1))}" if sf else "the last record"
         raise malformed(
             origin,
@@ -156,17 +161,17 @@ class _Functions:
     in order, so the k-th ``FNDA:<n>,f`` belongs to the k-th ``FN:..,f``.
     """
 
-    def __init__(self, fn: list[tuple[bytes, int, int]]) -> None:
-        self.items = fn  # (name, start line, end line or 0)
+    def __init__(self, items: list[tuple[bytes, int, int]]) -> None:
+        self.items = items  # (name, start line, end line or 0)
         per_name: dict[bytes, int] = {}
         keys = []
-        for name, _, _ in fn:
+        for name, _, _ in items:
             k = per_name.get(name, 0)
             keys.append((name, k))
             per_name[name] = k + 1
         self.keys = keys
         self.per_name = per_name
-        self.start = np.array([start for _, start, _ in fn], dtype=I64)
+        self.start = np.array([start for _, start, _ in items], dtype=I64)
         self.position = {key: i for i, key in enumerate(keys)}
         # name -> position when no name repeats: lets FNDA runs be matched in bulk
         self.unique_names = {name: i for (name, _), i in self.position.items()} if len(per_name) == len(keys) else None
@@ -195,8 +200,8 @@ NO_FUNCTIONS = _Functions([])
 class _Record:
     """What one record said, before its runs are parsed in bulk."""
 
-    __slots__ = ("path", "file", "test", "summary", "functions", "fn_hits",
-                 "exact_lines", "exact_branches", "exact_fn", "exact_fnda")
+    __slots__ = ("exact_branches", "exact_fn", "exact_fnda", "exact_lines", "file", "fn_hits", "functions", "path",
+                 "summary", "test")
 
     def __init__(self) -> None:
         self.path: bytes | None = None
@@ -205,25 +210,25 @@ class _Record:
         self.summary: dict[bytes, int] = {}
         self.functions = NO_FUNCTIONS
         self.fn_hits = np.empty(0, I64)
+        # what the exact reader found
         self.exact_lines: list[tuple[int, int]] = []
         self.exact_branches: list[tuple[int, int, int, int]] = []
         self.exact_fn: list[tuple[bytes, int, int]] = []
         self.exact_fnda: list[tuple[bytes, int]] = []
 
 
+class _RunKind(NamedTuple):
+    shape: Callable[[bytes], tuple[bytes, bytes] | None]  # (text, skeleton) if only this tag's lines
+    rows: Callable[[bytes, bytes], Rows | None]  # the rows of shaped text, None if a number is off
+    width: int
+    exact: str  # the _Record list the exact reader fills with this tag's items
+
+
 class _Runs:
-    """One tag's runs from the records of a batch, waiting to be parsed together.
+    """One tag's runs from the records of a batch, shaped, waiting to be parsed together."""
 
-    A run is only taken if its shape shows that it holds nothing but that
-    tag's lines; otherwise the record's reader reads it line by line at once.
-    """
-
-    def __init__(self, shape: Callable[[bytes], tuple[bytes, bytes] | None],
-                 rows: Callable[[bytes, bytes], Rows | None], width: int, exact: str) -> None:
-        self.shape = shape
-        self.rows = rows
-        self.width = width
-        self.exact = exact  # the _Record list that the exact reader fills
+    def __init__(self, kind: _RunKind) -> None:
+        self.kind = kind
         self.texts: list[bytes] = []
         self.skeletons: list[bytes] = []
         self.owners: list[int] = []  # index of each run's record in the batch
@@ -231,7 +236,7 @@ class _Runs:
         self.size = 0
 
     def add(self, text: bytes, owner: int, offset: int) -> bool:
-        shaped = self.shape(text)
+        shaped = self.kind.shape(text)
         if shaped is None:
             return False
         self.texts.append(shaped[0])
@@ -240,9 +245,6 @@ class _Runs:
         self.offsets.append(offset)
         self.size += len(text)
         return True
-
-    def clear(self) -> None:
-        self.__init__(self.shape, self.rows, self.width, self.exact)
 
 
 class _Parser:
@@ -256,16 +258,14 @@ class _Parser:
         self.files: list[_FileMerge] = []
         self.paths: list[str] = []
         self.batch: list[_Record] = []
-        self.da = _Runs(_da_shape, _da_rows, 2, "exact_lines")
-        self.brda = _Runs(_brda_shape, _brda_rows, 4, "exact_branches")
+        self.da, self.brda = _Runs(DA_RUNS), _Runs(BRDA_RUNS)
         self.branch_texts: dict[bytes, int] = {}
+        self.fn_runs: dict[bytes, _Functions] = {}
         self.observed: set[tuple[int, int]] = set()
         self.repeated_observations = False
         self.mismatches: list[tuple[int, str, str, tuple[int, int], tuple[int, int]]] = []
         self.notes: list[str] = []
-        self._fn_runs: dict[bytes, _Functions] = {}
 
-    # -- one record -------------------------------------------------------------
     def record(self, offset: int, rec: bytes) -> None:
         r = _Record()
         owner = len(self.batch)
@@ -276,8 +276,8 @@ class _Parser:
                 self._fn(part, here, r)
             elif tag == b"\nFNDA:":
                 fnda = (part, here)  # read once the record's FN lines are known
-            elif not (tag == b"\nDA:" and self.da.add(part, owner, here)
-                      or tag == b"\nBRDA:" and self.brda.add(part, owner, here)):
+            elif not ((tag == b"\nDA:" and self.da.add(part, owner, here))
+                      or (tag == b"\nBRDA:" and self.brda.add(part, owner, here))):
                 self._exact(part, here, r)
         self._functions(r, fnda)
         if r.path is None:
@@ -295,7 +295,7 @@ class _Parser:
     def _line_of(self, offset: int) -> int:
         return self.data.count(b"\n", 0, max(offset, 0)) + 1
 
-    # -- the exact reader -------------------------------------------------------
+    # -- the exact reader ------------------------------------------------------------
     def _exact(self, text: bytes, offset: int, r: _Record) -> None:
         for line in text.split(b"\n"):
             item = line.rstrip()
@@ -308,7 +308,7 @@ class _Parser:
 
     def _item(self, tag: bytes, value: bytes, here: int, r: _Record) -> None:
         """One ``TAG:value`` line, checked exactly; ``here`` is its offset in the report."""
-        if tag in SUMMARY_TAGS:  # LF:<n> and the like, the most frequent outside runs
+        if tag in SUMMARY_TAGS:  # LF:<n> and the like, the most frequent lines outside runs
             r.summary[tag] = int(value) if value.isdigit() and len(value) < 19 else self._int(value, f"{tag.decode()} value", here)
         elif tag == b"DA":
             # DA:<line>,<count>[,<checksum>]
@@ -376,19 +376,20 @@ class _Parser:
             return int(branch)
         return TEXT_KEY + self.branch_texts.setdefault(branch, len(self.branch_texts))
 
-    # -- functions (per record) ---------------------------------------------------
+    # -- functions, per record ---------------------------------------------------------
     def _fn(self, run: bytes, here: int, r: _Record) -> None:
         """A run of FN lines, read exactly; the same run in another record is read once."""
-        functions = self._fn_runs.get(run)
+        functions = self.fn_runs.get(run)
         if functions is None:
             if run.count(b"\nFN:") != run.count(b"\n"):  # other lines in between: no reuse
-                return self._exact(run, here, r)
+                self._exact(run, here, r)
+                return
             exact = _Record()
             self._exact(run, here, exact)
             functions = _Functions(exact.exact_fn)
-            if len(self._fn_runs) > 1024:
-                self._fn_runs.clear()
-            self._fn_runs[run] = functions
+            if len(self.fn_runs) > 1024:
+                self.fn_runs.clear()
+            self.fn_runs[run] = functions
         r.functions = functions
 
     def _functions(self, r: _Record, fnda: tuple[bytes, int] | None) -> None:
@@ -396,7 +397,7 @@ class _Parser:
         fn = r.functions.extended(r.exact_fn)
         hits = np.zeros(len(fn.keys), I64)
         if fnda is not None and not (len(fnda[0]) > BULK_FNDA_BYTES and _bulk_fnda(fnda[0], fn, hits)):
-            self._exact(*fnda, r)  # which may hold FN lines too (coverage.py alternates them)
+            self._exact(*fnda, r)  # which may hold FN lines too: coverage.py alternates them
             fn = r.functions.extended(r.exact_fn)
             hits = np.zeros(len(fn.keys), I64)
         orphans = fn.match(r.exact_fnda, hits)
@@ -406,74 +407,56 @@ class _Parser:
         r.functions = fn
         r.fn_hits = _checked(hits, self.origin)
 
-    # -- a batch of records ---------------------------------------------------------
+    # -- a batch of records ---------------------------------------------------------------
     def _flush(self) -> None:
-        """Parse the batch's runs, then merge its records into their files.
-
-        Rows stay grouped by record: record i owns ``rows[at[i]:at[i + 1]]``.
-        """
+        """Parse the batch's runs, then merge its records into their files."""
         if not self.batch:
             return
+        # Rows stay grouped by record: record i owns rows[at[i]:at[i + 1]].
         lines, line_at = self._rows(self.da)
         branches, branch_at = self._rows(self.brda)
         line_hit, branch_hit = lines[:, 1] > 0, branches[:, 3] > 0
-        # hits before each record's first row: record i hit hits_at[i + 1] - hits_at[i]
+        # rows hit before each record's first row
         line_hits_at = np.concatenate([[0], np.cumsum(line_hit)])[line_at]
         branch_hits_at = np.concatenate([[0], np.cumsum(branch_hit)])[branch_at]
-        self._check_summaries(line_at, line_hits_at, branch_at, branch_hits_at)
+        self._check_summaries(line_at.tolist(), line_hits_at.tolist(), branch_at.tolist(), branch_hits_at.tolist())
         self._observe(lines[line_hit], np.diff(line_hits_at), branches[branch_hit], np.diff(branch_hits_at))
         for i, r in enumerate(self.batch):
             self.files[r.file].add(lines[line_at[i] : line_at[i + 1]], branches[branch_at[i] : branch_at[i + 1]], r)
         self.batch = []
-        self.da.clear()
-        self.brda.clear()
+        self.da, self.brda = _Runs(DA_RUNS), _Runs(BRDA_RUNS)
 
     def _rows(self, runs: _Runs) -> tuple[Rows, np.ndarray]:
-        """The batch's rows of one tag, each record's unique and sorted, and where each record's start."""
-        n = len(self.batch)
-        pieces: list[list[Rows]] = [[] for _ in range(n)]
-        rows = None
-        if runs.texts:
-            # All runs in one NumPy call; if one is off, each alone, and the
-            # ones still refused (a bad number) go to the exact reader.
-            rows = runs.rows(b"\n".join(runs.texts), b"\n".join(runs.skeletons))
+        """The batch's rows of one tag, grouped by record, each record's sorted and unique."""
+        kind = runs.kind
+        pieces: list[list[Rows]] = [[] for _ in self.batch]
+        for group in _groups([len(text) for text in runs.texts]):
+            # Small runs are parsed together, a big one alone; if a group is
+            # refused, each of its runs alone, and a run still refused (a bad
+            # number) goes to the exact reader.
+            rows = kind.rows(b"\n".join([runs.texts[k] for k in group]), b"\n".join([runs.skeletons[k] for k in group]))
             if rows is not None:
-                sizes = [skeleton.count(b"\n") + 1 for skeleton in runs.skeletons]
-                for owner, start, stop in zip(runs.owners, np.cumsum([0, *sizes]).tolist(), np.cumsum(sizes).tolist()):
-                    pieces[owner].append(rows[start:stop])
-            else:
-                for text, skeleton, owner, offset in zip(runs.texts, runs.skeletons, runs.owners, runs.offsets):
-                    parsed = runs.rows(text, skeleton)
-                    if parsed is None:
-                        self._exact(text, offset, self.batch[owner])
-                    else:
-                        pieces[owner].append(parsed)
-        for owner, r in enumerate(self.batch):
-            exact = getattr(r, runs.exact)
+                at = 0
+                for k in group:
+                    size = runs.skeletons[k].count(b"\n") + 1
+                    pieces[runs.owners[k]].append(rows[at : at + size])
+                    at += size
+                continue
+            for k in group:
+                rows = kind.rows(runs.texts[k], runs.skeletons[k])
+                if rows is None:
+                    self._exact(runs.texts[k], runs.offsets[k], self.batch[runs.owners[k]])
+                else:
+                    pieces[runs.owners[k]].append(rows)
+        for own, r in zip(pieces, self.batch):
+            exact = getattr(r, kind.exact)
             if exact:
-                pieces[owner].append(np.array(exact, dtype=I64).reshape(-1, runs.width))
-        sizes = [sum(len(p) for p in own) for own in pieces]
-        at = np.zeros(n + 1, dtype=np.intp)
-        np.cumsum(sizes, out=at[1:])
-        if rows is None or len(rows) != at[-1]:  # some record has exact rows: reassemble in record order
-            rows = np.concatenate([p for own in pieces for p in own] or [np.empty((0, runs.width), I64)])
-        keys = runs.width - 1
-        increasing = _increasing(rows[:, :keys])
-        increasing[at[1:-1][(at[1:-1] > 0) & (at[1:-1] < len(rows))] - 1] = True  # a record's first row
-        unsorted = np.flatnonzero(~increasing)
-        if len(unsorted):  # the records holding these rows need sorting and merging of repeats
-            owners = set(np.searchsorted(at, unsorted, side="right").tolist())
-            parts = [_unique(rows[at[i] : at[i + 1]], keys, self.origin) if i + 1 in owners else rows[at[i] : at[i + 1]]
-                     for i in range(n)]
-            rows = np.concatenate(parts)
-            np.cumsum([len(p) for p in parts], out=at[1:])
-        return rows, at
+                own.append(np.array(exact, dtype=I64).reshape(-1, kind.width))
+        return _by_record(pieces, kind.width, self.origin)
 
-    def _check_summaries(self, line_at: np.ndarray, line_hits_at: np.ndarray,
-                         branch_at: np.ndarray, branch_hits_at: np.ndarray) -> None:
+    def _check_summaries(self, line_at: list[int], line_hits_at: list[int],
+                         branch_at: list[int], branch_hits_at: list[int]) -> None:
         """Note every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's own detail."""
-        line_at, line_hits_at = line_at.tolist(), line_hits_at.tolist()
-        branch_at, branch_hits_at = branch_at.tolist(), branch_hits_at.tolist()
         for i, r in enumerate(self.batch):
             said = r.summary
             if not said:
@@ -481,70 +464,69 @@ class _Parser:
             for counter, found, hit in (
                 ("lines", line_at[i + 1] - line_at[i], line_hits_at[i + 1] - line_hits_at[i]),
                 ("branches", branch_at[i + 1] - branch_at[i], branch_hits_at[i + 1] - branch_hits_at[i]),
-                ("functions", len(r.fn_hits), None),
+                ("functions", len(r.fn_hits), -1),
             ):
                 found_tag, hit_tag, _ = SUMMARIES[counter]
                 if found_tag in said or hit_tag in said:
-                    hit = int(np.count_nonzero(r.fn_hits)) if hit is None else hit
+                    hit = int(np.count_nonzero(r.fn_hits)) if hit < 0 else hit
                     stated = (said.get(found_tag, found), said.get(hit_tag, hit))
                     if stated != (found, hit):
                         self.mismatches.append((r.file, r.test, counter, stated, (found, hit)))
 
     def _observe(self, lines: Rows, lines_per_record: np.ndarray, branches: Rows, branches_per_record: np.ndarray) -> None:
-        """Per-test observations from the rows each record hit: every line, branch and function."""
+        """Per-test observations: every line, branch and function a named test's record hit."""
         b = self.builder
         tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I64)
         if not (tests >= 0).any():
             return
         files = np.array([r.file for r in self.batch], dtype=I64)
-        for r, test in zip(self.batch, tests.tolist()):
-            if test >= 0:
-                self.repeated_observations |= (test, r.file) in self.observed
-                self.observed.add((test, r.file))
+        for r, t in zip(self.batch, tests.tolist()):
+            if t >= 0:
+                self.repeated_observations |= (t, r.file) in self.observed
+                self.observed.add((t, r.file))
         test, file = np.repeat(tests, lines_per_record), np.repeat(files, lines_per_record)
         named = test >= 0
         b.add("test_observations", test=test[named], file=file[named], kind=OBS_LINE, line=lines[named, 0],
               item=0, hits=lines[named, 1])
         test, file = np.repeat(tests, branches_per_record), np.repeat(files, branches_per_record)
         branch = np.where(branches[:, 2] >= TEXT_KEY, branches[:, 2] - TEXT_KEY, branches[:, 2])
-        # item = block << 16 | branch must fit an int32
-        kept = (test >= 0) & (branches[:, 1] < 2**15) & (branch < 2**16)
-        if (kept != (test >= 0)).any():
-            self.notes.append(f"{int((kept != (test >= 0)).sum())} branch observations are not kept "
+        named = test >= 0
+        kept = named & (branches[:, 1] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
+        if (kept != named).any():
+            self.notes.append(f"{int((kept != named).sum())} branch observations are not kept "
                               "(block above 32767 or branch id above 65535)")
         b.add("test_observations", test=test[kept], file=file[kept], kind=OBS_BRANCH, line=branches[kept, 0],
               item=(branches[kept, 1] << 16) | branch[kept], hits=branches[kept, 3])
-        observed = [(i, r.functions.start, r.fn_hits) for i, r in enumerate(self.batch) if tests[i] >= 0]
-        owner = np.repeat([i for i, _, _ in observed], [len(h) for _, _, h in observed]).astype(np.intp)
-        start = np.concatenate([s for _, s, _ in observed])
-        hits = np.concatenate([h for _, _, h in observed])
+        named_records = [i for i, t in enumerate(tests.tolist()) if t >= 0]
+        owner = np.repeat(named_records, [len(self.batch[i].fn_hits) for i in named_records]).astype(np.intp)
+        start = np.concatenate([self.batch[i].functions.start for i in named_records])
+        hits = np.concatenate([self.batch[i].fn_hits for i in named_records])
         called = hits > 0
         b.add("test_observations", test=tests[owner[called]], file=files[owner[called]], kind=OBS_FUNCTION,
               line=start[called], item=0, hits=hits[called])
 
-    # -- the report -------------------------------------------------------------------
+    # -- the report -----------------------------------------------------------------------
     def build(self) -> NormalizedReport:
         self._flush()
         b = self.builder
         n = len(self.files)
-        lines = _stack([m.lines for m in self.files], 2)
-        branches = _stack([m.branches for m in self.files], 4)
-        functions = _stack([m.fn_hits.reshape(-1, 1) for m in self.files], 1)
+        lines = _stack([m.lines for m in self.files], 2)  # file, line, count
+        branches = _stack([m.branches for m in self.files], 4)  # file, line, block, key, taken
+        functions = _stack([m.fn_hits.reshape(-1, 1) for m in self.files], 1)  # file, hits
         b.add("lines", file=lines[:, 0], line=lines[:, 1], hits=lines[:, 2])
-        keys, at = np.unique(branches[:, 3], return_inverse=True)
+        keys, which = np.unique(branches[:, 3], return_inverse=True)
         texts = list(self.branch_texts)
-        labels = [_text(texts[k - TEXT_KEY]) if k >= TEXT_KEY else str(k) for k in keys.tolist()]
+        labels = np.array([_text(texts[k - TEXT_KEY]) if k >= TEXT_KEY else str(k) for k in keys.tolist()], dtype=object)
         b.add("branches", file=branches[:, 0], line=branches[:, 1], block=branches[:, 2],
-              branch=np.array(labels, dtype=object)[at.reshape(-1)], taken=branches[:, 4])
+              branch=labels[which.reshape(-1)], taken=branches[:, 4])
         items = [item for m in self.files for item in m.fn_items]
         b.add("functions", file=functions[:, 0], name=np.array([_text(name) for name, _, _ in items], dtype=object),
-              start_line=[start for _, start, _ in items], end_line=[end for _, _, end in items],
-              hits=functions[:, 1])
-        # Totals per file: the merged detail, or a single record's summary lines.
-        file_totals = {}
-        for counter, rows, hit in (("lines", lines, lines[:, 2] > 0), ("branches", branches, branches[:, 4] > 0),
-                                   ("functions", functions, functions[:, 1] > 0)):
-            file_totals[counter] = (np.bincount(rows[:, 0], minlength=n), np.bincount(rows[:, 0], hit, n).astype(I64))
+              start_line=[start for _, start, _ in items], end_line=[end for _, _, end in items], hits=functions[:, 1])
+        # A file's totals: the merged detail, or its one record's summary lines.
+        file_totals = {
+            counter: (np.bincount(rows[:, 0], minlength=n).astype(I64), np.bincount(rows[:, 0], rows[:, -1] > 0, n).astype(I64))
+            for counter, rows in (("lines", lines), ("branches", branches), ("functions", functions))
+        }
         for index, merge in enumerate(self.files):
             if merge.records == 1:
                 for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
@@ -591,7 +573,7 @@ class _FileMerge:
         self.fn_hits = np.empty(0, I64)
 
     def add(self, lines: Rows, branches: Rows, r: _Record) -> None:
-        """Merge one record's unique, sorted rows and its functions."""
+        """Merge one record: its rows sorted and unique, its functions and their counts."""
         self.records += 1
         self.summary = r.summary
         self.lines = _combine(self.lines, lines, 1, self.origin)
@@ -614,7 +596,21 @@ class _FileMerge:
         self.fn_hits = _checked(merged, self.origin)
 
 
-# -- bulk parsing -----------------------------------------------------------------
+# -- runs -------------------------------------------------------------------------------
+def _groups(sizes: list[int]) -> Iterator[list[int]]:
+    """Indexes of runs to parse together: consecutive runs up to GROUP_BYTES, a bigger run alone."""
+    group: list[int] = []
+    total = 0
+    for k, size in enumerate(sizes):
+        if group and total + size > GROUP_BYTES:
+            yield group
+            group, total = [], 0
+        group.append(k)
+        total += size
+    if group:
+        yield group
+
+
 def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
     """``(text, skeleton)`` if every line is ``DA:<digits>,<digits>`` (checksums dropped), else None."""
     skeleton = text.translate(None, DIGITS)
@@ -631,13 +627,10 @@ def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
 def _da_rows(text: bytes, skeleton: bytes) -> Rows | None:
     """Shaped DA lines as (line, count) rows, or None if a number is out of bounds."""
     n = (len(skeleton) + 1) // 5
-    values = _ints(text.translate(DA_NUMBERS), 2 * n)
-    if values is None:
+    values = _ints(text.translate(NEWLINE_TO_COMMA, b"DA:"), 2 * n)
+    if values is None or values[0::2].max() > INT32_MAX:
         return None
-    rows = values.reshape(n, 2)
-    if rows[:, 0].min() < 1 or rows[:, 0].max() > INT32_MAX:
-        return None
-    return rows
+    return values.reshape(n, 2)
 
 
 def _brda_shape(text: bytes) -> tuple[bytes, bytes] | None:
@@ -649,8 +642,8 @@ def _brda_shape(text: bytes) -> tuple[bytes, bytes] | None:
 
 
 def _brda_rows(text: bytes, skeleton: bytes) -> Rows | None:
-    """Shaped BRDA lines as (line, block, branch, taken) rows, "-" as -1; or None."""
-    dash_lines = None
+    """Shaped BRDA lines as (line, block, branch, taken) rows with "-" as -1, or None."""
+    dash_lines = np.empty(0, np.intp)
     if b"-" in skeleton:
         # A "-" is fine only as a whole taken field: after a comma, at a line's end.
         a = np.frombuffer(text, np.uint8)
@@ -661,20 +654,23 @@ def _brda_rows(text: bytes, skeleton: bytes) -> Rows | None:
         # Each skeleton line is "BRDA:,,,\n" (9 bytes) plus its dash.
         in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
         dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
-    n = (len(skeleton) + 1 - (0 if dash_lines is None else len(dash_lines))) // 9
-    values = _ints(text.translate(BRDA_NUMBERS), 4 * n)
+    n = (len(skeleton) + 1 - len(dash_lines)) // 9
+    values = _ints(text.translate(DASH_TO_ZERO, b"BRDA:"), 4 * n)
     if values is None:
         return None
     rows = values.reshape(n, 4)
-    if rows[:, 0].min() < 1 or rows[:, :3].max() > INT32_MAX:
+    if rows[:, :3].max() > INT32_MAX:
         return None
-    if dash_lines is not None:
-        rows[dash_lines, 3] = -1
+    rows[dash_lines, 3] = -1
     return rows
 
 
+DA_RUNS = _RunKind(_da_shape, _da_rows, 2, "exact_lines")
+BRDA_RUNS = _RunKind(_brda_shape, _brda_rows, 4, "exact_branches")
+
+
 def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
-    """``FNDA:<count>,<name>`` lines matched to FN names in bulk, when no name repeats."""
+    """Add a run of ``FNDA:<count>,<name>`` lines to ``hits`` in bulk; False if it needs the exact reader."""
     if fn.unique_names is None:
         return False
     a = np.frombuffer(run, np.uint8)
@@ -709,7 +705,27 @@ def _ints(text: bytes, expected: int) -> np.ndarray | None:
     return values
 
 
-# -- merging ----------------------------------------------------------------------
+# -- merging ----------------------------------------------------------------------------
+def _by_record(pieces: list[list[Rows]], width: int, origin: str) -> tuple[Rows, np.ndarray]:
+    """Each record's pieces as one table; record i owns ``rows[at[i]:at[i + 1]]``, sorted and unique."""
+    at = np.zeros(len(pieces) + 1, dtype=np.intp)
+    np.cumsum([sum(len(p) for p in own) for own in pieces], out=at[1:])
+    flat = [p for own in pieces for p in own]
+    rows = flat[0] if len(flat) == 1 else np.concatenate(flat) if flat else np.empty((0, width), I64)
+    keys = width - 1
+    increasing = _increasing(rows[:, :keys])
+    inner = at[1:-1]
+    increasing[inner[(inner > 0) & (inner < len(rows))] - 1] = True  # a record's first row starts afresh
+    unsorted = np.flatnonzero(~increasing)
+    if len(unsorted):
+        owners = set((np.searchsorted(at, unsorted, side="right") - 1).tolist())
+        parts = [_unique(rows[at[i] : at[i + 1]], keys, origin) if i in owners else rows[at[i] : at[i + 1]]
+                 for i in range(len(pieces))]
+        rows = np.concatenate(parts)
+        np.cumsum([len(p) for p in parts], out=at[1:])
+    return rows, at
+
+
 def _stack(per_file: list[Rows], width: int) -> Rows:
     """Per-file rows as one table whose first column is the file index."""
     out = np.empty((sum(len(rows) for rows in per_file), width + 1), I64)
@@ -722,7 +738,7 @@ def _stack(per_file: list[Rows], width: int) -> Rows:
 
 
 def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
-    """A file's unique sorted rows merged with a record's.
+    """A file's sorted unique rows merged with a record's.
 
     The last column is summed; for branches it is a taken count, and -1
     ("-") survives only where every merged count is -1.
@@ -760,8 +776,6 @@ def _unique(rows: Rows, keys: int, origin: str) -> Rows:
 
 def _increasing(keys: Rows) -> np.ndarray:
     """For each row after the first: are its keys above the previous row's (lexicographically)?"""
-    if len(keys) < 2:
-        return np.ones(0, dtype=bool)
     above = keys[1:, -1] > keys[:-1, -1]
     for j in range(keys.shape[1] - 2, -1, -1):  # the first column that differs decides
         a, b = keys[1:, j], keys[:-1, j]

@@ -73,35 +73,60 @@ class Side:
         return int(np.count_nonzero(self.hits > 0))
 
 
-def _paths_cte(snaps: Sequence[int]) -> str:
-    ids = ",".join(str(int(s)) for s in snaps)
-    return f"""
-        f AS (SELECT snap, file_id, path FROM files WHERE snap IN ({ids})),
-        p AS (SELECT path, (dense_rank() OVER (ORDER BY path) - 1)::BIGINT AS pid FROM (SELECT DISTINCT path FROM f))
-    """
-
-
 def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
     """The lines, branches and functions of stored snapshots, unioned by repository path."""
     ids = ",".join(str(int(s)) for s in snaps)
-    with_ = "WITH " + _paths_cte(snaps)
-    paths = tuple(r[0] for r in con.execute(with_ + "SELECT path FROM p ORDER BY pid").fetchall())
-    join = "JOIN f ON f.snap = t.snap AND f.file_id = t.file_id JOIN p ON p.path = f.path"
-    union = len(snaps) > 1
-    lines = con.execute(
-        with_ + f"""SELECT (p.pid << {KEY_SHIFT}) | t.line AS key, {'max(t.hits)' if union else 't.hits'} AS hits
-                    FROM lines t {join} WHERE t.snap IN ({ids}) {'GROUP BY key' if union else ''} ORDER BY key"""
-    ).fetchnumpy()
-    branches = con.execute(
-        with_ + f"""SELECT p.pid, t.line, t.block, t.branch, max(t.taken) AS taken FROM branches t {join}
-                    WHERE t.snap IN ({ids}) GROUP BY ALL"""
-    ).fetchnumpy()
-    functions = con.execute(
-        with_ + f"""SELECT p.pid, t.name, min(t.start_line) AS start_line, max(t.hits) AS hits FROM functions t {join}
-                    WHERE t.snap IN ({ids}) GROUP BY ALL"""
-    ).fetchnumpy()
-    return Side(paths, np.asarray(lines["key"], dtype=np.int64), np.asarray(lines["hits"], dtype=np.int64),
-                branches, functions)
+    files = con.execute(f"SELECT snap, file_id, path FROM files WHERE snap IN ({ids})").fetchnumpy()
+    paths, pid = np.unique(files["path"], return_inverse=True)
+    # Integer joins only: (snap, file_id) -> pid, never a path string per row.
+    mapping = {"snap": files["snap"], "file_id": files["file_id"], "pid": pid.astype(np.int64)}
+    parts = []
+    for snap in snaps:
+        mine = files["snap"] == snap
+        lut = np.zeros(int(files["file_id"][mine].max(initial=-1)) + 1, dtype=np.int64)
+        lut[files["file_id"][mine]] = mapping["pid"][mine]
+        rows = con.execute(
+            f"SELECT (file_id::BIGINT << {KEY_SHIFT}) | line AS key, hits FROM lines WHERE snap = ?", [int(snap)]
+        ).fetchnumpy()
+        parts.append((_relabel(np.asarray(rows["key"], dtype=np.int64), lut), np.asarray(rows["hits"], dtype=np.int64)))
+    keys, hits = _sorted_union([k for k, _ in parts], [h for _, h in parts])
+    con.register("_side_files", mapping)
+    try:
+        group = "GROUP BY ALL" if len(snaps) > 1 else ""
+        join = "JOIN _side_files m ON m.snap = t.snap AND m.file_id = t.file_id"
+        branches = con.execute(
+            f"""SELECT m.pid, t.line, t.block, t.branch, {'max(t.taken)' if group else 't.taken'} AS taken
+                FROM branches t {join} WHERE t.snap IN ({ids}) {group}"""
+        ).fetchnumpy()
+        functions = con.execute(
+            f"""SELECT m.pid, t.name, {'min(t.start_line)' if group else 't.start_line'} AS start_line,
+                       {'max(t.hits)' if group else 't.hits'} AS hits
+                FROM functions t {join} WHERE t.snap IN ({ids}) {'GROUP BY m.pid, t.name' if group else ''}"""
+        ).fetchnumpy()
+    finally:
+        con.unregister("_side_files")
+    return Side(tuple(str(p) for p in paths), keys, hits, branches, functions)
+
+
+def _relabel(keys: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Keys of ``file_id << 32 | line`` as ``pid << 32 | line``."""
+    if not len(keys):
+        return keys
+    return (lut[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
+
+
+def _sorted_union(keys: list[np.ndarray], hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Keys sorted and unique; a key several snapshots carry keeps its largest hit count."""
+    k = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
+    h = np.concatenate(hits) if hits else np.empty(0, dtype=np.int64)
+    if len(k) > 1 and not np.all(k[1:] > k[:-1]):
+        # Stored rows come in file_id order, which is usually path order: sorting is then cheap.
+        order = np.argsort(k, kind="stable")
+        k, h = k[order], h[order]
+        first = np.concatenate(([True], k[1:] != k[:-1]))
+        starts = np.flatnonzero(first)
+        k, h = k[starts], np.maximum.reduceat(h, starts)
+    return k, h
 
 
 def side_from_report(report: NormalizedReport, paths: Sequence[str]) -> Side:
@@ -147,54 +172,71 @@ class Comparison:
         return self.per_file.sum(axis=0)
 
 
-def _cat(covered: np.ndarray, if_hit: int, if_not: int) -> np.ndarray:
-    return np.where(covered, if_hit, if_not).astype(np.uint8)
+# Category of a current line by (new, matched, hit in the baseline, hit now), as 8*new + 4*m + 2*b + c.
+_CURRENT = np.array(
+    [UIC, GIC, UIC, GIC, UBC, GBC, LBC, CBC] + [UNC, GNC] * 4, dtype=np.uint8,
+)
+# Category of a baseline-only line by (removed, hit), as 2*removed + hit.
+_BASELINE = np.array([EUB, ECB, DUB, DCB], dtype=np.uint8)
+
+
+def _follow(keys: np.ndarray, hunks: Hunks, files: _Files) -> tuple[np.ndarray, np.ndarray]:
+    """Baseline keys moved into the current version, and whether the diff removed each line."""
+    moved, removed = keys.copy(), np.zeros(len(keys), dtype=bool)
+    # Only lines of touched files can move: the rest of a big tree is skipped.
+    at = np.flatnonzero(files.touched[keys >> KEY_SHIFT]) if len(keys) else np.empty(0, dtype=np.int64)
+    if len(at):
+        moved[at], removed[at] = forward(keys[at], hunks)
+        removed[at] |= files.gone[keys[at] >> KEY_SHIFT]
+    return moved, removed
+
+
+def _new(keys: np.ndarray, hunks: Hunks, files: _Files) -> np.ndarray:
+    """Whether the diff added or changed each current line."""
+    new = np.zeros(len(keys), dtype=bool)
+    at = np.flatnonzero(files.touched[keys >> KEY_SHIFT]) if len(keys) else np.empty(0, dtype=np.int64)
+    if len(at):
+        new[at] = added(keys[at], hunks) | files.fresh[keys[at] >> KEY_SHIFT]
+    return new
+
+
+def _match(moved: np.ndarray, removed: np.ndarray, c_keys: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """For each current line, the index of the baseline line carried over to it, or -1."""
+    kept = np.flatnonzero(~removed)
+    targets = moved[kept]
+    if len(targets) > 1 and not np.all(targets[1:] > targets[:-1]):  # a rename can reorder files
+        order = np.argsort(targets, kind="stable")
+        kept, targets = kept[order], targets[order]
+    if not len(targets):
+        return np.full(len(c_keys), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(targets, c_keys), len(targets) - 1)
+    matched = ~new & (targets[at] == c_keys)
+    return np.where(matched, kept[at], -1)
 
 
 def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
     """Categorize every line of ``base`` and ``cur`` across ``diff`` (baseline commit -> current)."""
     files = _Files(base, cur, diff)
     hunks = Hunks.collect(diff.changes, files.hunk_file)
-
-    # Baseline lines: where each one is now, or that the diff removed it.
     b_keys = files.rekey(base.keys, files.base_pid)
-    moved, removed = forward(b_keys, hunks)
-    removed |= files.gone[b_keys >> KEY_SHIFT]
-    # Current lines: added by the diff, or carried over (then found among the moved baseline lines).
     c_keys = files.rekey(cur.keys, files.cur_pid)
-    new = added(c_keys, hunks) | files.fresh[c_keys >> KEY_SHIFT]
-    kept = np.flatnonzero(~removed)
-    order = np.argsort(moved[kept], kind="stable")
-    kept_sorted = kept[order]
-    targets = moved[kept_sorted]
-    at = np.searchsorted(targets, c_keys)
-    at_ok = np.minimum(at, max(len(targets) - 1, 0))
-    matched = ~new & (at < len(targets))
-    if len(targets):
-        matched &= targets[at_ok] == c_keys
-    base_index = np.where(matched, kept_sorted[at_ok] if len(targets) else 0, -1)
-
-    c_hit = cur.hits > 0
+    moved, removed = _follow(b_keys, hunks, files)
+    new = _new(c_keys, hunks, files)
+    base_index = _match(moved, removed, c_keys, new)
+    matched = base_index >= 0
     base_hits = np.where(matched, base.hits[np.maximum(base_index, 0)] if len(base.hits) else 0, -1)
-    b_was = base_hits > 0
-    cur_cat = np.where(
-        new, _cat(c_hit, GNC, UNC),
-        np.where(matched,
-                 np.where(c_hit, np.where(b_was, CBC, GBC), np.where(b_was, LBC, UBC)),
-                 _cat(c_hit, GIC, UIC)),
-    ).astype(np.uint8)
+    cur_cat = _CURRENT[new * 8 + matched * 4 + (base_hits > 0) * 2 + (cur.hits > 0)]
 
     # Baseline lines no current line carried over: deleted or excluded.
     used = np.zeros(len(b_keys), dtype=bool)
     used[base_index[matched]] = True
     only = np.flatnonzero(~used)
-    b_hit = base.hits[only] > 0
-    base_cat = np.where(removed[only], _cat(b_hit, DCB, DUB), _cat(b_hit, ECB, EUB)).astype(np.uint8)
-    base_file = (b_keys[only] >> KEY_SHIFT).astype(np.int64)
+    base_cat = _BASELINE[removed[only] * 2 + (base.hits[only] > 0)]
+    base_file = b_keys[only] >> KEY_SHIFT
     by_file = np.argsort(base_file, kind="stable")
     only, base_file, base_cat = only[by_file], base_file[by_file], base_cat[by_file]
 
-    cur_file = (c_keys >> KEY_SHIFT).astype(np.int64)
+    cur_file = c_keys >> KEY_SHIFT
     n = len(files.paths)
     per_file = (
         np.bincount(cur_file * N + cur_cat, minlength=n * N) + np.bincount(base_file * N + base_cat, minlength=n * N)
@@ -202,10 +244,10 @@ def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
     return Comparison(
         paths=files.paths, status=files.status, previous=files.previous,
         in_current=np.bincount(cur_file, minlength=n) > 0,
-        in_baseline=np.bincount((b_keys >> KEY_SHIFT).astype(np.int64), minlength=n) > 0,
-        cur_file=cur_file, cur_line=(c_keys & LINE_MASK).astype(np.int64), cur_cat=cur_cat,
+        in_baseline=np.bincount(b_keys >> KEY_SHIFT, minlength=n) > 0,
+        cur_file=cur_file, cur_line=c_keys & LINE_MASK, cur_cat=cur_cat,
         cur_base_hits=base_hits, cur_hits=cur.hits,
-        base_file=base_file, base_line=(b_keys[only] & LINE_MASK).astype(np.int64), base_pos=only,
+        base_file=base_file, base_line=b_keys[only] & LINE_MASK, base_pos=only,
         base_cat=base_cat, per_file=per_file,
         branches=_branch_categories(base, cur, files, hunks),
         functions=_function_categories(base, cur, files, hunks),
@@ -231,6 +273,10 @@ class _Files:
         # Every current line of an added file is new; no baseline line of a deleted one survives.
         self.fresh = np.array([s == "added" for s in self.status], dtype=bool)
         self.gone = np.array([s == "deleted" for s in self.status], dtype=bool)
+        self.touched = self.fresh | self.gone
+        for change in diff.changes:
+            if len(change.hunks):
+                self.touched[index[change.path]] = True
 
     def hunk_file(self, change: FileChange) -> int | None:
         return self.index.get(change.path)
@@ -289,9 +335,8 @@ def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np
     c_keys = _rekey_lines(cb["pid"], cb["line"], files.cur_pid)
     if not len(b_keys) and not len(c_keys):
         return np.zeros(N, dtype=np.int64)
-    moved, removed = forward(b_keys, hunks)
-    removed |= files.gone[b_keys >> KEY_SHIFT] if len(b_keys) else removed
-    new = added(c_keys, hunks) | (files.fresh[c_keys >> KEY_SHIFT] if len(c_keys) else False)
+    moved, removed = _follow(b_keys, hunks, files)
+    new = _new(c_keys, hunks, files)
     return _count_categories(
         {"k": moved, "block": bb["block"], "branch": bb["branch"], "hit": bb["taken"] > 0, "gone": removed},
         {"k": c_keys, "block": cb["block"], "branch": cb["branch"], "hit": cb["taken"] > 0, "new": new},
@@ -305,9 +350,8 @@ def _function_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> 
     c_keys = _rekey_lines(cf["pid"], cf["start_line"], files.cur_pid)
     if not len(b_keys) and not len(c_keys):
         return np.zeros(N, dtype=np.int64)
-    _moved, removed = forward(b_keys, hunks)
-    removed |= files.gone[b_keys >> KEY_SHIFT] if len(b_keys) else removed
-    new = added(c_keys, hunks) | (files.fresh[c_keys >> KEY_SHIFT] if len(c_keys) else False)
+    _moved, removed = _follow(b_keys, hunks, files)
+    new = _new(c_keys, hunks, files)
     # Functions match by file and name; "k" carries the file only.
     return _count_categories(
         {"k": b_keys >> KEY_SHIFT, "name": bf["name"], "hit": bf["hits"] > 0, "gone": removed},

@@ -1,0 +1,283 @@
+"""The MCP path end to end: connector start, tool calls over HTTP, open-loop load, reads during a big ingest.
+
+    python benchmarks/mcp.py [--quick]
+
+Everything runs against a real ``coverage-mcp serve`` with its own home and
+port under benchmarks/.work/mcp/, on a git repository seeded from the bundled
+sample project (its step-3 report imported), which also holds the SQLite LCOV
+(about 113 MB) for the ingest that reads run beside. Results are printed next
+to the predecessor's figures and written into benchmarks/README.md (section
+"mcp").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import WORK, corpus_file, machine, median, write_section
+
+from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK, REPO_HEADER
+from coverage_daemon.launcher import read_lease
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "coverage_core" / "sample"
+SQLITE = "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"
+PREDECESSOR = {"warm": "0.94 s", "cold": "1.9 s", "call": "38-80 ms", "ingest_reads": "233 ms"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+CONTEXT: tuple[str, dict[str, Any]] = ("project_context", {})
+INSIGHT: tuple[str, dict[str, Any]] = ("coverage_review", {"task": "insight"})  # compact is the default representation
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+class Bench:
+    """The benchmark's home, port, repository and environment."""
+
+    def __init__(self) -> None:
+        base = WORK / "mcp"
+        shutil.rmtree(base, ignore_errors=True)
+        self.home = base / "home"
+        self.repo = base / "repo"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")},
+                    "COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": str(self.port)}
+        self._seed(corpus_file(SQLITE))
+
+    def _seed(self, sqlite: Path) -> None:
+        shutil.copytree(SAMPLE / "project", self.repo, ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("sqlite3.c", "sqlite3.h", "driver.c"):  # so the SQLite report's paths map
+            (self.repo / name).write_text("")
+        (self.repo / ".gitignore").write_text("*.json\n*.lcov\n.coverage-mcp/\n")
+        git = {**self.env, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+               "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
+            subprocess.run(["git", "-C", str(self.repo), *args], env=git, check=True)
+        shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", self.repo / "coverage.json")
+        os.link(sqlite, self.repo / "sqlite.lcov")  # the same 113 MB, no copy
+
+    def stop_daemon(self) -> None:
+        lease = read_lease(self.home / DAEMON_LOCK)
+        if not lease.held:
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        conn.request("POST", "/api/shutdown", body=b"", headers={CAPABILITY_HEADER: str(lease.metadata["capability"])})
+        conn.getresponse().read()
+        conn.close()
+        while read_lease(self.home / DAEMON_LOCK).held:
+            time.sleep(0.01)
+
+
+def first_response(bench: Bench) -> float:
+    """Seconds from launching ``coverage-mcp connect`` to its answer to ``initialize``."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "connect", "--repo", str(bench.repo)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=bench.env, cwd=bench.repo)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    process.stdin.flush()
+    line = process.stdout.readline()
+    elapsed = time.perf_counter() - started
+    process.stdin.close()
+    process.wait(5)
+    assert b'"result"' in line, line
+    return elapsed
+
+
+class Session:
+    """A handshake-era MCP session over plain HTTP, one request per connection (the daemon's rule)."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.port = bench.port
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                        REPO_HEADER: str(bench.repo)}
+        _, headers, body = self._post(INITIALIZE)
+        self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = body["result"]["protocolVersion"]
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self._id = 1
+
+    def _post(self, message: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, str], dict[str, Any]]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("POST", "/mcp", body=json.dumps(message), headers=self.headers)
+            response = conn.getresponse()
+            data = response.read()
+            headers = {k.lower(): v for k, v in response.getheaders()}
+            return response.status, headers, json.loads(data) if data else {}
+        finally:
+            conn.close()
+
+    def call(self, tool: str, arguments: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+        self._id += 1
+        status, _, body = self._post({"jsonrpc": "2.0", "id": self._id, "method": "tools/call",
+                                      "params": {"name": tool, "arguments": arguments}}, timeout)
+        result = body.get("result") or {}
+        if status != 200 or "error" in body or result.get("isError"):
+            raise RuntimeError(f"{tool} failed: HTTP {status} {str(body)[:300]}")
+        return result["structuredContent"]
+
+    def timed(self, tool: str, arguments: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        self.call(tool, arguments)
+        return time.perf_counter() - started
+
+
+async def open_loop(bench: Bench, clients: int, rate: float, seconds: float) -> dict[str, Any]:
+    """``clients`` sessions each sending ``rate`` calls a second on a fixed schedule, answered or not.
+
+    Latency counts from the scheduled send time, so a stalled daemon shows up
+    as latency instead of as fewer requests (no coordinated omission).
+    """
+    latencies: list[float] = []
+    errors: list[str] = []
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as http:
+        sessions = [await asyncio.to_thread(Session, bench) for _ in range(clients)]
+        loop = asyncio.get_running_loop()
+        start = loop.time() + 0.5
+        tasks: list[asyncio.Task[None]] = []
+
+        async def one(session: Session, scheduled: float, request_id: int, tool: tuple[str, dict[str, Any]]) -> None:
+            message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": tool[0], "arguments": tool[1]}}
+            try:
+                async with http.post(f"http://127.0.0.1:{bench.port}/mcp", json=message,
+                                     headers=session.headers) as response:
+                    body = await response.json(content_type=None)
+                if response.status != 200 or "error" in body or body["result"].get("isError"):
+                    errors.append(f"HTTP {response.status}: {str(body)[:200]}")
+            except (aiohttp.ClientError, TimeoutError) as error:
+                errors.append(repr(error))
+            latencies.append(loop.time() - scheduled)
+
+        async def client(index: int, session: Session) -> None:
+            offset = index / (clients * rate)  # spread the clients over one period
+            for k in range(int(rate * seconds)):
+                scheduled = start + offset + k / rate
+                await asyncio.sleep(max(0.0, scheduled - loop.time()))
+                tool = CONTEXT if (index + k) % 2 else INSIGHT
+                tasks.append(asyncio.create_task(one(session, scheduled, k + 2, tool)))
+
+        await asyncio.gather(*(client(i, s) for i, s in enumerate(sessions)))
+        await asyncio.gather(*tasks)
+    return {"requests": len(latencies), "errors": len(errors), "first_error": errors[0] if errors else None,
+            "p50": median(latencies), "p99": p99(latencies)}
+
+
+def reads_during_ingest(bench: Bench) -> dict[str, Any]:
+    """Closed-loop reads (context and compact insight) while the SQLite LCOV is imported."""
+    writer, reader = Session(bench), Session(bench)
+    outcome: dict[str, Any] = {}
+
+    def ingest() -> None:
+        started = time.perf_counter()
+        # A suite of its own: the same report, commit and suite would be a duplicate.
+        data = writer.call("coverage_import", {"report_path": "sqlite.lcov", "suite": f"sqlite-{time.time_ns()}"},
+                           timeout=300)
+        outcome["seconds"] = time.perf_counter() - started
+        outcome["lines"] = data["data"]["snapshot"]["totals"]["lines"]["found"]
+
+    thread = threading.Thread(target=ingest)
+    thread.start()
+    latencies = []
+    while thread.is_alive():
+        for tool in (CONTEXT, INSIGHT):
+            latencies.append(reader.timed(*tool))
+    thread.join()
+    return {**outcome, "reads": len(latencies), "p50": median(latencies), "p99": p99(latencies),
+            "max": max(latencies)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="Fewer repetitions and a 5 s load (a smoke run).")
+    args = parser.parse_args()
+    cold_n, warm_n, calls_n, load_s = (2, 5, 30, 5) if args.quick else (5, 20, 200, 30)
+    bench = Bench()
+    try:
+        cold = []
+        for _ in range(cold_n):
+            bench.stop_daemon()
+            cold.append(first_response(bench))
+        time.sleep(3)  # the daemon warms its imports in the background after it starts listening
+        warm = [first_response(bench) for _ in range(warm_n)]
+
+        session = Session(bench)
+        session.call("coverage_import", {"report_path": "coverage.json"})
+        for tool in (CONTEXT, INSIGHT):  # one warm-up each
+            session.timed(*tool)
+        context = [session.timed(*CONTEXT) for _ in range(calls_n)]
+        insight = [session.timed(*INSIGHT) for _ in range(calls_n)]
+
+        load = asyncio.run(open_loop(bench, clients=32, rate=5, seconds=load_s))
+        during = reads_during_ingest(bench)
+    finally:
+        bench.stop_daemon()
+
+    rows = [
+        ("connector start to first response, warm daemon (median)", ms(median(warm)), PREDECESSOR["warm"],
+         "goal < 150 ms, acceptance < 300 ms"),
+        ("connector start to first response, cold daemon (median)", ms(median(cold)), PREDECESSOR["cold"],
+         "goal < 1.5 s"),
+        ("project_context over HTTP (median / p99)", f"{ms(median(context))} / {ms(p99(context))}",
+         PREDECESSOR["call"], ""),
+        ("coverage_review insight, compact, over HTTP (median / p99)",
+         f"{ms(median(insight))} / {ms(p99(insight))}", PREDECESSOR["call"], ""),
+        (f"open loop, 32 clients x 5 calls/s for {load_s} s (p50 / p99, errors)",
+         f"{ms(load['p50'])} / {ms(load['p99'])}, {load['errors']} errors of {load['requests']}", "-", ""),
+        (f"reads during a {during['seconds']:.1f} s ingest of the SQLite LCOV "
+         f"(p50 / p99 / max, {during['reads']} reads)",
+         f"{ms(during['p50'])} / {ms(during['p99'])} / {ms(during['max'])}", PREDECESSOR["ingest_reads"], ""),
+    ]
+    lines = [
+        "## MCP path",
+        "",
+        f"`python benchmarks/mcp.py`: a real daemon and connector processes on loopback; the sample project "
+        f"with its step-3 report; calls are `tools/call` over `POST /mcp` (handshake-era session, one "
+        f"connection per request); {machine()}. Cold: median of {cold_n}; warm: median of {warm_n}; calls: "
+        f"{calls_n} each.",
+        "",
+        "| measurement | coverage-mcp | predecessor | target |",
+        "|---|---:|---:|---|",
+        *(f"| {name} | {ours} | {theirs} | {target} |" for name, ours, theirs, target in rows),
+    ]
+    if load["first_error"]:
+        lines += ["", f"First load error: `{load['first_error']}`"]
+    text = "\n".join(lines)
+    print(text)
+    if not args.quick:
+        write_section("mcp", text)
+
+
+if __name__ == "__main__":
+    main()
