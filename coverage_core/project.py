@@ -41,9 +41,12 @@ class Project:
         self.store = store
         self.settings = settings
         self.git = Git(checkout)
+        self._analysis = None
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
+        if self._analysis is not None:
+            self._analysis.close()
         self.store.close()
 
     def __enter__(self) -> Project:
@@ -144,8 +147,10 @@ class Project:
         return self.store.file_detail(snapshot_id, path)
 
     def relation(self, sql: str, params: Sequence[object] = ()):
-        """A DuckDB relation over the store, for notebooks and analysis."""
-        return self.store.con.sql(sql, params=list(params)) if params else self.store.con.sql(sql)
+        """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""
+        if self._analysis is None:
+            self._analysis = self.store.cursor()
+        return self._analysis.sql(sql, params=list(params)) if params else self._analysis.sql(sql)
 
 
 def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None, owner: str = "cli") -> Project:

@@ -746,14 +746,14 @@ def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
     if not len(acc):
         return rows
     if len(acc) == len(rows) and np.array_equal(acc[:, :keys], rows[:, :keys]):
-        merged = acc.copy()
+        # In place: ``acc`` is this file's alone (a copy, or a slice of a finished batch).
         a, b = acc[:, keys], rows[:, keys]
         if keys == 1:  # line counts are never negative
-            merged[:, 1] = _checked(a + b, origin)
+            acc[:, 1] = _checked(a + b, origin)
         else:
             total = _checked(np.maximum(a, 0) + np.maximum(b, 0), origin)
-            merged[:, keys] = np.where((a < 0) & (b < 0), -1, total)
-        return merged
+            acc[:, keys] = np.where((a < 0) & (b < 0), -1, total)
+        return acc
     return _unique(np.concatenate([acc, rows]), keys, origin)
 
 

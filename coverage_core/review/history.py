@@ -48,7 +48,8 @@ def _series(call: Call, sel: Selection, offset: int) -> tuple[list[tuple], bool]
                    count(*) FILTER (WHERE l.hits > 0), count(l.line)
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
                  LEFT JOIN lines l ON l.snap = s.snap AND l.file_id = f.file_id AND l.line BETWEEN ? AND ?
-            WHERE s.snap IN ({base}) GROUP BY ALL ORDER BY s.snap DESC LIMIT ? OFFSET ?"""
+            WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha
+            ORDER BY s.snap DESC LIMIT ? OFFSET ?"""
         params = [file, lines[0], lines[1], *params]
     rows = call.rows(sql, [*params, WINDOW + 1, offset])
     return rows[:WINDOW], len(rows) > WINDOW
