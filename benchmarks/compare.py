@@ -51,11 +51,18 @@ def git(repo: Path, *args: str) -> str:
 
 
 def lcov_of(files: dict[str, list[str]], salt: int) -> str:
-    """Every line executable; hits from a hash of the line's text, so unchanged lines keep theirs."""
+    """Every line executable, a function every 50 lines, a two-way branch every 20.
+
+    Hits come from a hash of the line's text, so unchanged lines keep theirs,
+    except where ``salt`` re-rolls one line in forty (lost and gained coverage).
+    """
     out = []
     for path, lines in files.items():
+        hits = [(hash((t, salt if hash(t) % 40 == 0 else 0)) % 7) // 2 for t in lines]
         out.append(f"SF:{path}\n")
-        out += [f"DA:{n},{(hash((text, salt)) % 7) // 2}\n" for n, text in enumerate(lines, 1)]
+        out += [f"FN:{n},f{n}_{path[-8:-2]}\nFNDA:{hits[n - 1]},f{n}_{path[-8:-2]}\n" for n in range(1, len(lines), 50)]
+        out += [f"DA:{n},{h}\n" for n, h in enumerate(hits, 1)]
+        out += [f"BRDA:{n},0,0,{hits[n - 1]}\nBRDA:{n},0,1,{hits[n - 1] // 2}\n" for n in range(1, len(lines), 20)]
         out.append("end_of_record\n")
     return "".join(out)
 
@@ -87,7 +94,7 @@ def synthetic(root: Path) -> tuple[Path, str, str]:
     files["src/renamed.c"] = files.pop("src/m0999.c")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "change")
-    (repo / "cur.info").write_text(lcov_of(files, 0))
+    (repo / "cur.info").write_text(lcov_of(files, 1))
     with open_project(repo) as project:
         base = project.ingest(repo / "base.info", commit="HEAD~1")
         cur = project.ingest(repo / "cur.info")

@@ -270,8 +270,7 @@ class Launcher:
                 )
             if answer == _SILENT:
                 silent_at = address
-            if lease is None:
-                lease = read_lease(self.settings.lock_path)
+            assert lease is not None  # read above whenever no daemon answered
             if not lease.held and not self._starting():
                 if starts == MAX_STARTS:
                     raise self._failed_to_start(silent_at)

@@ -213,6 +213,9 @@ def test_every_corpus_report_gives_coverage_reports_totals_and_agrees_with_its_l
             theirs = [row for row in theirs if row[2].startswith("jump to line")]
         assert ours == theirs, table
     assert totals(report)["functions"] == totals(twin)["functions"]
+    ours, theirs = ([*zip(t.functions["file"].tolist(), t.functions["name"], t.functions["start_line"].tolist(),
+                          t.functions["hits"].tolist())] for t in (report, twin))
+    assert sorted(ours) == sorted(theirs)
 
 
 def test_itsdangerous_contexts_become_37_tests_observing_what_they_ran() -> None:

@@ -267,6 +267,52 @@ def test_the_bulk_reader_and_the_line_by_line_reader_agree(seed: int) -> None:
     assert totals(grouped) == totals(interleaved)
 
 
+def read_everything_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch the parser to its exact reader only: no run is taken in bulk."""
+    monkeypatch.setattr(lcov, "DA_RUNS", lcov.DA_RUNS._replace(shape=lambda text: None))
+    monkeypatch.setattr(lcov, "BRDA_RUNS", lcov.BRDA_RUNS._replace(shape=lambda text: None))
+    monkeypatch.setattr(lcov, "BULK_FNDA_BYTES", 2**62)
+    monkeypatch.setattr(lcov._Parser, "_fn", lambda self, run, here, r: self._exact(run, here, r))
+
+
+def outcome(data: bytes) -> object:
+    try:
+        report = parse_lcov(data)
+    except CoverageError:
+        return "refused"
+    tables = {t: sorted(zip(*(getattr(report, t)[c].tolist() for c in getattr(report, t).columns)))
+              for t in ("lines", "branches", "functions", "test_observations")}
+    return tables, totals(report), report.tests, sorted(w.message for w in report.warnings)
+
+
+def test_damaged_reports_read_the_same_in_bulk_as_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    seeds = [as_text(random_report(s, files=2, tests=2)).encode() for s in range(3)]
+    damage = [b"-", b"99999999999999999999", b"0", b",", b"\n", b"1", b" ", b"DA:5,1\n", b"BRDA:3,0,1,-\n"]
+    cases = []
+    for _ in range(150):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            data[at:at] = rng.choice(damage)
+        cases.append(bytes(data))
+    bulk = [outcome(data) for data in cases]
+    read_everything_line_by_line(monkeypatch)
+    assert [outcome(data) for data in cases] == bulk
+
+
+def test_batch_and_group_boundaries_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = as_text(random_report(7, files=5, tests=4))
+    whole = parse_lcov(text)
+    monkeypatch.setattr(lcov, "BATCH_RECORDS", 3)  # a file's records land in different batches
+    monkeypatch.setattr(lcov, "GROUP_BYTES", 300)  # runs parsed in many small groups
+    split = parse_lcov(text)
+    for table in ("lines", "branches", "functions", "test_observations"):
+        a, b = getattr(whole, table), getattr(split, table)
+        assert sorted(zip(*(a[c].tolist() for c in a.columns))) == sorted(zip(*(b[c].tolist() for c in b.columns)))
+    assert totals(whole) == totals(split) and whole.tests == split.tests
+
+
 # -- bad input -------------------------------------------------------------------------
 GOOD_DA = "".join(f"DA:{n},1\n" for n in range(1, 200))  # long enough for the bulk reader
 
@@ -294,6 +340,17 @@ def test_a_bad_number_or_line_is_refused_naming_the_file_and_its_line(bad: str, 
     assert error.message.startswith("t.info:201: ")
     assert what in error.message
     assert error.details == {"path": "t.info", "line": 201}
+
+
+@pytest.mark.parametrize("bad", ["1DA:3212,5", "DA:,5", "DA:3212,5,", "DA:3212,+5x", "DA:3212,5 5"])
+def test_a_damaged_line_inside_a_run_of_good_ones_is_not_taken_for_a_good_one(bad: str) -> None:
+    body = [f"DA:{n},{n}" for n in range(1, 5000)]
+    body[3211] = bad
+    report_text = "SF:a.c\n" + "\n".join(body) + "\nend_of_record\n"
+    if bad == "DA:3212,5,":  # an empty checksum is still a checksum
+        assert lines_of(parse_lcov(report_text), "a.c")[3212] == 5
+    else:
+        assert refused(report_text).message.startswith("t.info:3213: ")
 
 
 def test_a_bad_count_deep_inside_a_big_run_is_found_at_its_line() -> None:

@@ -158,21 +158,24 @@ class _Reader:
         return len(arcs), sum(a[3] > 0 for a in arcs)
 
     def _functions(self, index: int, functions: Any, where: str) -> tuple[int, int]:
-        """Named functions with statements; hit when any of their statements ran."""
+        """Named functions with statements, hit when one of them ran.
+
+        A function starts where ``coverage lcov`` says it does and ends at its
+        last statement (coverage lcov ends it after the statement's last
+        continuation line, which the JSON does not give).
+        """
         rows = []
         for name, entry in self._object(functions, where).items():
             at = f"{where}[{_key(name)}]"
             entry = self._object(entry, at)
-            if not name:
-                continue  # module-level code
-            lines = np.concatenate([self._lines(entry.get("executed_lines", []), f"{at}.executed_lines"),
-                                    self._lines(entry.get("missing_lines", []), f"{at}.missing_lines")])
-            if not len(lines):
-                continue
+            ran, missed, excluded = (self._lines(entry.get(key, []), f"{at}.{key}")
+                                     for key in ("executed_lines", "missing_lines", "excluded_lines"))
+            if not name or not len(ran) + len(missed):
+                continue  # module-level code, or a function without statements
+            span = np.concatenate([ran, missed, excluded])
             start = entry.get("start_line")
-            start = int(lines.min()) if start is None else min(self._int(start, f"{at}.start_line"), int(lines.min()))
-            ran = len(self._list(entry.get("executed_lines", []), f"{at}.executed_lines")) > 0
-            rows.append((name, start, int(lines.max()), int(ran)))
+            first = int(span.min()) if start is None else min(self._int(start, f"{at}.start_line"), int(span.min()))
+            rows.append((name, first, int(span.max()), int(len(ran) > 0)))
         if rows:
             self.builder.add("functions", file=index, name=np.array([r[0] for r in rows], dtype=object),
                              start_line=[r[1] for r in rows], end_line=[r[2] for r in rows],

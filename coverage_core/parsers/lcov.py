@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -77,13 +78,17 @@ SUMMARIES = {
 SUMMARY_TAGS = frozenset(tag for found, hit, _ in SUMMARIES.values() for tag in (found, hit))
 # Tags of other lcov versions (VER:, FNL:, FNA:, MCDC:...) carry nothing counted here.
 OTHER_TAG = re.compile(rb"[A-Z][A-Z0-9_]*\Z")
+SIGNED_INTEGER = re.compile(rb"\s*[+-]?[0-9]+\s*")
 BULK_TAGS = (b"\nDA:", b"\nBRDA:", b"\nFN:", b"\nFNDA:")
 CHECKSUM = re.compile(rb"^(DA:[^,\n]*,[^,\n]*),[^\n]*$", re.MULTILINE)
 DIGITS = b"0123456789"
-# For NumPy the tags are deleted and newlines become commas: "DA:12,3\nDA:13,0"
-# reads as "12,3,13,0" (an empty field leaves ",," which NumPy refuses).
-NEWLINE_TO_COMMA = bytes.maketrans(b"\n", b",")
-DASH_TO_ZERO = bytes.maketrans(b"\n-", b",0")
+# For NumPy, a tag's letters become spaces and newlines commas: "DA:12,3\nDA:13,0"
+# reads as "   12,3,   13,0". A digit glued to a tag ("1DA:2,3") then leaves two
+# numbers with no comma between them, which NumPy refuses; an empty field
+# leaves ",," (refused) or, for a line number, blanks that NumPy reads as 0,
+# so the bulk path refuses line 0 and lets the exact reader judge.
+DA_NUMBERS = bytes.maketrans(b"DA:\n", b"   ,")
+BRDA_NUMBERS = bytes.maketrans(b"BRDA:\n-", b"     ,0")
 
 # int64 detail rows: lines (line, count); branches (line, block, key, taken).
 Rows = np.ndarray
@@ -115,10 +120,12 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
     pos = search = 0
     while (end := data.find(END, search)) >= 0:
         after = search = end + len(END)
-        if (end and data[end - 1] != 0x0A) or data[after : after + 1] not in (b"", b"\n", b" ", b"\t"):
+        newline = data.find(b"\n", after)
+        line_end = len(data) if newline < 0 else newline
+        if (end and data[end - 1] != 0x0A) or data[after:line_end].strip():
             continue  # inside another line, which the record's reader will judge
         yield pos - 1, (data[pos - 1 : end] if pos else b"\n" + data[:end])
-        pos = search = data.find(b"\n", after) + 1 or len(data)
+        pos = search = line_end + 1
     if data[pos:].strip():
         line = data.count(b"\n", 0, pos) + 1
         sf = re.search(rb"^SF:([^\n]*)", data[pos:], re.MULTILINE)
@@ -363,9 +370,11 @@ class _Parser:
     def _int(self, text: bytes, what: str, here: int, maximum: int = INT64_MAX) -> int:
         if text.isdigit() and len(text) < 19:
             value = int(text)
+        elif not SIGNED_INTEGER.fullmatch(text):
+            self._bad(here, f"{what} must be an integer, got {_text(text[:40])!r}")
         elif len(text) > 40:
-            self._bad(here, f"{what} must be an integer below 2**63, got {_text(text[:20])!r}...")
-        else:  # the line number is worked out only for the report's one error
+            self._bad(here, f"{what} overflows a 64-bit counter ({_text(text[:20])}...)")
+        else:  # numbers.count words the error; the line number is worked out only for it
             value = count(text, self.origin, what, self._line_of(here))
         if value > maximum:
             self._bad(here, f"{what} is out of range ({value})")
@@ -489,7 +498,12 @@ class _Parser:
         b.add("test_observations", test=test[named], file=file[named], kind=OBS_LINE, line=lines[named, 0],
               item=0, hits=lines[named, 1])
         test, file = np.repeat(tests, branches_per_record), np.repeat(files, branches_per_record)
-        branch = np.where(branches[:, 2] >= TEXT_KEY, branches[:, 2] - TEXT_KEY, branches[:, 2])
+        # A text id's item comes from its text, not from when it was first seen:
+        # 0x8000 | 15 bits of its CRC-32 (a clash needs two texts on one line).
+        text_items = np.array([0x8000 | zlib.crc32(text) & 0x7FFF for text in self.branch_texts], dtype=I64)
+        is_text = branches[:, 2] >= TEXT_KEY
+        branch = branches[:, 2].copy()
+        branch[is_text] = text_items[branch[is_text] - TEXT_KEY]
         named = test >= 0
         kept = named & (branches[:, 1] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
         if (kept != named).any():
@@ -612,7 +626,8 @@ def _groups(sizes: list[int]) -> Iterator[list[int]]:
 
 
 def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
-    """``(text, skeleton)`` if every line is ``DA:<digits>,<digits>`` (checksums dropped), else None."""
+    """``(text, skeleton)`` if each line is ``DA:`` then digits, a comma and digits (checksums
+    dropped), in some order the digits-less skeleton cannot tell: see DA_NUMBERS. Else None."""
     skeleton = text.translate(None, DIGITS)
     n = (len(skeleton) + 1) // 5
     if skeleton != b"DA:," + b"\nDA:," * (n - 1):
@@ -627,8 +642,8 @@ def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
 def _da_rows(text: bytes, skeleton: bytes) -> Rows | None:
     """Shaped DA lines as (line, count) rows, or None if a number is out of bounds."""
     n = (len(skeleton) + 1) // 5
-    values = _ints(text.translate(NEWLINE_TO_COMMA, b"DA:"), 2 * n)
-    if values is None or values[0::2].max() > INT32_MAX:
+    values = _ints(text.translate(DA_NUMBERS), 2 * n)
+    if values is None or not 1 <= values[0::2].min() <= values[0::2].max() <= INT32_MAX:
         return None
     return values.reshape(n, 2)
 
@@ -655,11 +670,11 @@ def _brda_rows(text: bytes, skeleton: bytes) -> Rows | None:
         in_skeleton = np.flatnonzero(np.frombuffer(skeleton, np.uint8) == 0x2D)
         dash_lines = (in_skeleton - np.arange(len(in_skeleton))) // 9
     n = (len(skeleton) + 1 - len(dash_lines)) // 9
-    values = _ints(text.translate(DASH_TO_ZERO, b"BRDA:"), 4 * n)
+    values = _ints(text.translate(BRDA_NUMBERS), 4 * n)
     if values is None:
         return None
     rows = values.reshape(n, 4)
-    if rows[:, :3].max() > INT32_MAX:
+    if rows[:, 0].min() < 1 or rows[:, :3].max() > INT32_MAX:
         return None
     rows[dash_lines, 3] = -1
     return rows
