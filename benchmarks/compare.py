@@ -145,9 +145,10 @@ def sqlite_repo(root: Path) -> tuple[Path, Path, Path]:
     git(repo, "commit", "-qm", "sqlite")
     base = repo / "base.lcov"
     base.write_text(text)
-    # The change: sqlite3.c gets 50 lines inserted after line 1000, loses 20 at 50,000
-    # and has 30 rewritten at 100,000; the report follows (lines shift, deleted ones
-    # vanish), and a few thousand hit counts flip.
+    # The change: sqlite3.c gets 50 lines inserted after line 1000 (half of them
+    # run), loses 20 at 50,000 and has 30 rewritten at 100,000; the report follows
+    # (lines shift, deleted ones vanish). Every 20th uncovered line is now hit and
+    # every 50th line is no longer hit, in every test's record alike.
     lines = sources["sqlite3.c"]
     lines[1000:1000] = [f"inserted {k}" for k in range(50)]
     del lines[50_050:50_070]
@@ -169,14 +170,22 @@ def sqlite_repo(root: Path) -> tuple[Path, Path, Path]:
             n = n - 20 if n > 50_070 else n
             return f"{m.group(1)}:{n},"
 
-        out = _DA.sub(shift, record)
-        return "\n".join(line for line in out.split("\n") if ":-1," not in line)
+        kept = [line for line in _DA.sub(shift, record).split("\n") if ":-1," not in line]
+        # The inserted lines' records go where gcov writes them: in line order.
+        at = next(i for i, line in enumerate(kept) if line.startswith("DA:") and int(line[3:line.index(",")]) > 1000)
+        kept[at:at] = [f"DA:{1001 + k},{k % 2}" for k in range(50)]
+        return "\n".join(kept)
 
-    records = text.split("end_of_record")
-    changed = "end_of_record".join(moved(r) for r in records)
-    flips = random.Random(3)
-    changed = re.sub(r"^DA:(\d+),0$", lambda m: f"DA:{m.group(1)},1" if flips.random() < 0.05 else m.group(0),
-                     changed, flags=re.M)
+    def hits(m: re.Match[str]) -> str:
+        n, count = int(m.group(1)), int(m.group(2))
+        if n % 50 == 0:
+            count = 0
+        elif n % 20 == 0 and count == 0:
+            count = 1
+        return f"DA:{n},{count}"
+
+    changed = "end_of_record".join(moved(r) for r in text.split("end_of_record"))
+    changed = re.sub(r"^DA:(\d+),(\d+)$", hits, changed, flags=re.M)
     cur = repo / "cur.lcov"
     cur.write_text(changed)
     return repo, base, cur

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def _step(text: str) -> None:
     click.echo(click.style(text, bold=True))
 
 
-def _run(repo: Path, progress: Any) -> dict[str, Any]:
+def _run(repo: Path, progress: Callable[[str], None] | None) -> dict[str, Any]:
     if progress:
         progress(f"Seeding a sample repository in {repo}")
     git = _init(repo)
@@ -182,7 +183,7 @@ def _show(result: dict[str, Any]) -> None:
     _show_config(result)
 
 
-def _show_answer(envelope: dict[str, Any], render: Any) -> None:
+def _show_answer(envelope: dict[str, Any], render: Callable[[dict[str, Any]], None]) -> None:
     if "error" in envelope:
         error = envelope["error"]
         click.echo(f"  not available in this build [{error['code']}]: {error['message']}")

@@ -52,7 +52,6 @@ class FileChange:
     old_path: str | None
     new_path: str | None
     hunks: np.ndarray
-    binary: bool = False
 
     @property
     def path(self) -> str:
@@ -127,7 +126,7 @@ def _change(patch: pygit2.Patch, *, exact: bool) -> FileChange | None:
     hunks = np.array(rows, dtype=np.int64).reshape(-1, 4)
     old = None if status == "added" else delta.old_file.path
     new = None if status == "deleted" else delta.new_file.path
-    return FileChange(status, old, new, hunks, bool(delta.is_binary))
+    return FileChange(status, old, new, hunks)
 
 
 def _exact_hunks(hunk: pygit2.DiffHunk) -> list[tuple[int, int, int, int]]:

@@ -301,11 +301,11 @@ def test_damaged_reports_read_the_same_in_bulk_as_line_by_line(monkeypatch: pyte
     assert [outcome(data) for data in cases] == bulk
 
 
-def test_batch_and_group_boundaries_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_boundaries_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     text = as_text(random_report(7, files=5, tests=4))
     whole = parse_lcov(text)
     monkeypatch.setattr(lcov, "BATCH_RECORDS", 3)  # a file's records land in different batches
-    monkeypatch.setattr(lcov, "GROUP_BYTES", 300)  # runs parsed in many small groups
+    monkeypatch.setattr(lcov, "BATCH_BYTES", 500)  # and some batches hold one record's runs only
     split = parse_lcov(text)
     for table in ("lines", "branches", "functions", "test_observations"):
         a, b = getattr(whole, table), getattr(split, table)

@@ -30,7 +30,7 @@ def test_an_ingested_corpus_report_keeps_the_totals_parse_reports(repo: Path, na
         assert record["files"] == expected["files"] and record["tests"] == expected["tests"]
         # Nothing maps in this repository, and that is said, not hidden.
         assert snap.path_mapping.unmapped + snap.path_mapping.ambiguous == snap.files
-        assert any(w["code"] == "no_files_mapped" for w in snap.warnings)
+        assert snap.files == 0 or any(w["code"] == "no_files_mapped" for w in snap.warnings)
         stored = project.store.con.execute(
             "SELECT count(*) FROM files f JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?", [snap.snapshot_id]
         ).fetchone()[0]

@@ -25,11 +25,13 @@ Every disagreement between a record's summary lines and its detail is a
 warning naming both figures.
 
 Speed: each record's run of ``DA:`` (and ``BRDA:``) lines is cut out with
-``bytes.find`` and checked to hold nothing but such lines: deleting its
-digits must leave exactly ``DA:,`` on every line. The checked runs of many
-records are then parsed by one NumPy call. A run that fails the check (text
-branch ids, a minus sign, a damaged line) is read by the exact line-by-line
-reader, which is also what names the line of an error.
+``bytes.find`` and proven to hold nothing but well-formed such lines: deleting
+its digits must leave exactly ``DA:,`` on every line, and NumPy, reading it
+with the tag letters as blanks, must find two numbers a line (see DA_NUMBERS).
+Small runs of many records are parsed by one NumPy call. A run that fails
+(text branch ids, a minus sign, a damaged line) is read by the exact
+line-by-line reader, which is also what names the line of an error; a test
+proves both readers give the same report for damaged input.
 
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
@@ -66,7 +68,6 @@ INT32_MAX = 2**31 - 1  # line, block and numeric branch ids land in int32 column
 TEXT_KEY = 2**40
 BATCH_BYTES = 8 * 2**20  # run text per batch: bounds the memory held for parsing
 BATCH_RECORDS = 4096
-GROUP_BYTES = 2**20  # small runs joined for one NumPy call; a bigger run goes alone, uncopied
 BULK_FNDA_BYTES = 2048  # smaller FNDA runs are cheaper to read line by line
 MAX_WARNINGS = 20
 # counter -> (found tag, hit tag, the detail records they summarize)
@@ -106,16 +107,18 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     if b"\r\n" in data[:65536]:
         data = data.replace(b"\r\n", b"\n")
     parser = _Parser(data, report.origin)
-    for offset, rec in _records(data, report.origin):
-        parser.record(offset, rec)
+    for buffer, offset, lo, hi in _records(data, report.origin):
+        parser.record(buffer, offset, lo, hi)
     return parser.build()
 
 
-def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
-    """Each record as ``(offset in data of rec[0], rec)``, ``rec = b"\\n" + its lines``.
+def _records(data: bytes, origin: str) -> Iterator[tuple[bytes, int, int, int]]:
+    """Each record as ``(buffer, offset, lo, hi)``: ``buffer[lo:hi]`` is a newline and
+    the record's lines up to the newline before its ``end_of_record``, and
+    ``buffer[i]`` is ``data[i + offset]``.
 
-    The leading newline lets every tag be found as ``b"\\nTAG:"``; a record
-    ends with the newline before its ``end_of_record``.
+    The leading newline lets every tag be found as ``b"\\nTAG:"``. The records
+    are found in ``data`` itself; only the first, which no newline precedes, is copied.
     """
     pos = search = 0
     while (end := data.find(END, search)) >= 0:
@@ -124,7 +127,10 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
         line_end = len(data) if newline < 0 else newline
         if (end and data[end - 1] != 0x0A) or data[after:line_end].strip():
             continue  # inside another line, which the record's reader will judge
-        yield pos - 1, (data[pos - 1 : end] if pos else b"\n" + data[:end])
+        if pos:
+            yield data, 0, pos - 1, end
+        else:
+            yield b"\n" + data[:end], -1, 0, end + 1
         pos = search = line_end + 1
     if data[pos:].strip():
         line = data.count(b"\n", 0, pos) + 1
@@ -140,8 +146,8 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[int, bytes]]:
         raise malformed(origin, "no LCOV record (SF: ... end_of_record) found")
 
 
-def _regions(rec: bytes) -> list[tuple[int, int, bytes | None]]:
-    """Split a record into disjoint ``(start, stop, tag)`` regions covering it.
+def _regions(rec: bytes, lo: int, hi: int) -> list[tuple[int, int, bytes | None]]:
+    """Split the record ``rec[lo:hi]`` into disjoint ``(start, stop, tag)`` regions covering it.
 
     A tagged region runs from the tag's first line to its last line before
     the next tag's first line. Writers group each tag's lines, so a region
@@ -149,15 +155,15 @@ def _regions(rec: bytes) -> list[tuple[int, int, bytes | None]]:
     writes FN and FNDA lines in turns), the bulk check fails and the region is
     read line by line, like the untagged gaps between regions.
     """
-    firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag)) >= 0)
+    firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag, lo, hi)) >= 0)
     regions: list[tuple[int, int, bytes | None]] = []
-    at = 0
+    at = lo
     for i, (first, tag) in enumerate(firsts):
-        limit = firsts[i + 1][0] if i + 1 < len(firsts) else len(rec)
-        stop = rec.find(b"\n", rec.rfind(tag, first - 1, limit) + 1)
+        limit = firsts[i + 1][0] if i + 1 < len(firsts) else hi
+        stop = rec.find(b"\n", rec.rfind(tag, first - 1, limit) + 1, hi)
         regions += [(at, first, None), (first, stop, tag)]
         at = stop
-    regions.append((at, len(rec), None))
+    regions.append((at, hi, None))
     return regions
 
 
@@ -273,11 +279,12 @@ class _Parser:
         self.mismatches: list[tuple[int, str, str, tuple[int, int], tuple[int, int]]] = []
         self.notes: list[str] = []
 
-    def record(self, offset: int, rec: bytes) -> None:
+    def record(self, rec: bytes, offset: int, lo: int, hi: int) -> None:
+        """Read the record ``rec[lo:hi]``; ``rec[i]`` is the report's byte ``i + offset``."""
         r = _Record()
         owner = len(self.batch)
         fnda = None
-        for start, stop, tag in _regions(rec):
+        for start, stop, tag in _regions(rec, lo, hi):
             part, here = rec[start:stop], offset + start
             if tag == b"\nFN:":
                 self._fn(part, here, r)
@@ -288,7 +295,7 @@ class _Parser:
                 self._exact(part, here, r)
         self._functions(r, fnda)
         if r.path is None:
-            raise malformed(self.origin, "a record has no SF: line", self._line_of(offset + 1))
+            raise malformed(self.origin, "a record has no SF: line", self._line_of(offset + lo + 1))
         path = _text(r.path)
         r.file = self.builder.file(path)
         if r.file == len(self.files):
@@ -439,29 +446,29 @@ class _Parser:
         """The batch's rows of one tag, grouped by record, each record's sorted and unique."""
         kind = runs.kind
         pieces: list[list[Rows]] = [[] for _ in self.batch]
-        for group in _groups([len(text) for text in runs.texts]):
-            # Small runs are parsed together, a big one alone; if a group is
-            # refused, each of its runs alone, and a run still refused (a bad
-            # number) goes to the exact reader.
-            rows = kind.rows(b"\n".join([runs.texts[k] for k in group]), b"\n".join([runs.skeletons[k] for k in group]))
-            if rows is not None:
-                at = 0
-                for k in group:
-                    size = runs.skeletons[k].count(b"\n") + 1
-                    pieces[runs.owners[k]].append(rows[at : at + size])
-                    at += size
-                continue
-            for k in group:
-                rows = kind.rows(runs.texts[k], runs.skeletons[k])
+        # All runs in one NumPy call; if that is refused, each run alone, and a
+        # run still refused (a bad number) goes to the exact reader.
+        rows = kind.rows(b"\n".join(runs.texts), b"\n".join(runs.skeletons)) if runs.texts else None
+        if rows is not None:
+            at = 0
+            for owner, skeleton in zip(runs.owners, runs.skeletons):
+                size = skeleton.count(b"\n") + 1
+                pieces[owner].append(rows[at : at + size])
+                at += size
+        else:
+            for text, skeleton, owner, offset in zip(runs.texts, runs.skeletons, runs.owners, runs.offsets):
+                rows = kind.rows(text, skeleton)
                 if rows is None:
-                    self._exact(runs.texts[k], runs.offsets[k], self.batch[runs.owners[k]])
+                    self._exact(text, offset, self.batch[owner])
                 else:
-                    pieces[runs.owners[k]].append(rows)
+                    pieces[owner].append(rows)
+        exact_any = False
         for own, r in zip(pieces, self.batch):
             exact = getattr(r, kind.exact)
             if exact:
                 own.append(np.array(exact, dtype=I64).reshape(-1, kind.width))
-        return _by_record(pieces, kind.width, self.origin)
+                exact_any = True
+        return _by_record(pieces, kind.width, self.origin, rows if not exact_any else None)
 
     def _check_summaries(self, line_at: list[int], line_hits_at: list[int],
                          branch_at: list[int], branch_hits_at: list[int]) -> None:
@@ -611,20 +618,6 @@ class _FileMerge:
 
 
 # -- runs -------------------------------------------------------------------------------
-def _groups(sizes: list[int]) -> Iterator[list[int]]:
-    """Indexes of runs to parse together: consecutive runs up to GROUP_BYTES, a bigger run alone."""
-    group: list[int] = []
-    total = 0
-    for k, size in enumerate(sizes):
-        if group and total + size > GROUP_BYTES:
-            yield group
-            group, total = [], 0
-        group.append(k)
-        total += size
-    if group:
-        yield group
-
-
 def _da_shape(text: bytes) -> tuple[bytes, bytes] | None:
     """``(text, skeleton)`` if each line is ``DA:`` then digits, a comma and digits (checksums
     dropped), in some order the digits-less skeleton cannot tell: see DA_NUMBERS. Else None."""
@@ -721,12 +714,18 @@ def _ints(text: bytes, expected: int) -> np.ndarray | None:
 
 
 # -- merging ----------------------------------------------------------------------------
-def _by_record(pieces: list[list[Rows]], width: int, origin: str) -> tuple[Rows, np.ndarray]:
-    """Each record's pieces as one table; record i owns ``rows[at[i]:at[i + 1]]``, sorted and unique."""
+def _by_record(pieces: list[list[Rows]], width: int, origin: str, whole: Rows | None) -> tuple[Rows, np.ndarray]:
+    """Each record's pieces as one table; record i owns ``rows[at[i]:at[i + 1]]``, sorted and unique.
+
+    ``whole``, when given, is already that table: the pieces are its slices, in order.
+    """
     at = np.zeros(len(pieces) + 1, dtype=np.intp)
     np.cumsum([sum(len(p) for p in own) for own in pieces], out=at[1:])
-    flat = [p for own in pieces for p in own]
-    rows = flat[0] if len(flat) == 1 else np.concatenate(flat) if flat else np.empty((0, width), I64)
+    if whole is not None:
+        rows = whole
+    else:
+        flat = [p for own in pieces for p in own]
+        rows = flat[0] if len(flat) == 1 else np.concatenate(flat) if flat else np.empty((0, width), I64)
     keys = width - 1
     increasing = _increasing(rows[:, :keys])
     inner = at[1:-1]

@@ -39,7 +39,6 @@ from ..model import Snapshot
 from .call import Call
 from .select import Selection
 
-KINDS = ("explicit", "previous_snapshot", "parent_commit", "ref", "merge_base", "worktree_base", "none")
 MAIN_BRANCHES = ("main", "master", "trunk", "origin/main", "origin/master")
 
 
@@ -82,11 +81,13 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
     if kind == "none":
         return Baseline("none", (), (), None, notes=("no baseline: nothing is new, lost or deleted",))
     suite = current.primary.suite
+    if same_suite:
+        _same_suite(current.snapshots, suite, "current measurement")
     cur_commit = one_commit(current.snapshots, "current")
     if kind == "explicit":
         found = _explicit(call, spec)
         if same_suite:
-            _same_suite(found, suite)
+            _same_suite(found, suite, "baseline")
         base_commit = one_commit(found, "baseline")
         notes = _lineage(call, base_commit, cur_commit, f"baseline snapshot {found[0].snapshot_id}")
         return _baseline(call, kind, found, base_commit, None, notes)
@@ -134,12 +135,12 @@ def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
     return tuple(call.project.store.snapshot(i, call.con) for i in ids)
 
 
-def _same_suite(found: tuple[Snapshot, ...], suite: str) -> None:
+def _same_suite(found: tuple[Snapshot, ...], suite: str, what: str) -> None:
     other = sorted({s.suite for s in found} - {suite})
     if other:
         raise CoverageError(
             ErrorCode.INCOMPATIBLE_SNAPSHOTS,
-            f"the baseline measures suite {other[0]!r}, the current measurement suite {suite!r}; "
+            f"the {what} includes suite {other[0]!r}, the current measurement suite {suite!r}; "
             "a change review compares one suite",
             f"Pick a baseline snapshot of suite {suite!r}, or use task='incremental', which compares across suites.",
             {"baseline_suites": other, "current_suite": suite},

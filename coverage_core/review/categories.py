@@ -109,7 +109,7 @@ def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
 
 
 def _relabel(keys: np.ndarray, lut: np.ndarray) -> np.ndarray:
-    """Keys of ``file_id << 32 | line`` as ``pid << 32 | line``."""
+    """Keys ``a << 32 | line`` as ``lut[a] << 32 | line`` (file ids to path ids, path ids to files)."""
     if not len(keys):
         return keys
     return (lut[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
@@ -157,8 +157,6 @@ class Comparison:
     cur_file: np.ndarray  # per current line (sorted by file, line)
     cur_line: np.ndarray
     cur_cat: np.ndarray
-    cur_base_hits: np.ndarray  # the baseline's hits of the same line, -1 when it had none
-    cur_hits: np.ndarray
     base_file: np.ndarray  # per baseline-only line (sorted by file, then baseline position)
     base_line: np.ndarray  # its line number in the baseline version
     base_pos: np.ndarray  # its index among the baseline's lines (consecutive = adjacent code)
@@ -218,8 +216,8 @@ def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
     """Categorize every line of ``base`` and ``cur`` across ``diff`` (baseline commit -> current)."""
     files = _Files(base, cur, diff)
     hunks = Hunks.collect(diff.changes, files.hunk_file)
-    b_keys = files.rekey(base.keys, files.base_pid)
-    c_keys = files.rekey(cur.keys, files.cur_pid)
+    b_keys = _relabel(base.keys, files.base_pid)
+    c_keys = _relabel(cur.keys, files.cur_pid)
     moved, removed = _follow(b_keys, hunks, files)
     new = _new(c_keys, hunks, files)
     base_index = _match(moved, removed, c_keys, new)
@@ -246,7 +244,6 @@ def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
         in_current=np.bincount(cur_file, minlength=n) > 0,
         in_baseline=np.bincount(b_keys >> KEY_SHIFT, minlength=n) > 0,
         cur_file=cur_file, cur_line=c_keys & LINE_MASK, cur_cat=cur_cat,
-        cur_base_hits=base_hits, cur_hits=cur.hits,
         base_file=base_file, base_line=b_keys[only] & LINE_MASK, base_pos=only,
         base_cat=base_cat, per_file=per_file,
         branches=_branch_categories(base, cur, files, hunks),
@@ -280,12 +277,6 @@ class _Files:
 
     def hunk_file(self, change: FileChange) -> int | None:
         return self.index.get(change.path)
-
-    @staticmethod
-    def rekey(keys: np.ndarray, pid_to_file: np.ndarray) -> np.ndarray:
-        if not len(keys):
-            return keys
-        return (pid_to_file[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
 
 
 def _rekey_lines(pid: np.ndarray, line: np.ndarray, pid_to_file: np.ndarray) -> np.ndarray:

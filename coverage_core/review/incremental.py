@@ -81,7 +81,7 @@ def _metrics(counts: np.ndarray, keep_baseline_only: np.ndarray) -> dict[str, li
     return out
 
 
-def _check(call: Call, sel: Selection, base: baselines.Baseline) -> None:
+def _same_format(sel: Selection, base: baselines.Baseline) -> None:
     formats = {s.format for s in sel.snapshots + base.snapshots}
     if len(formats) > 1:
         raise CoverageError(
@@ -161,7 +161,7 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
 def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     spec = _arguments(call)
     base = baselines.resolve(call, sel, spec, same_suite=False)
-    _check(call, sel, base)
+    _same_format(sel, base)
     done = compared(call, sel, base)
     c = done.comparison
     representation = call.args.get("representation", "compact")
