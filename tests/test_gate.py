@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,11 +12,15 @@ from click.testing import CliRunner
 from coverage_cli.ci_cmds import annotations
 from coverage_cli.main import cli
 from coverage_core import open_project
+from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
 
+from coverage_daemon.client import DaemonClient
+
 from .gitrepo import commit, git, lcov, make_repo, write
+from .test_daemon_support import in_process
 
 SRC = "".join(f"line{i}\n" for i in range(1, 11))
 BASE_HITS = {"a.c": {1: 1, 2: 1, 3: 0, 4: 1, 5: 0, 6: 1}, "b.c": {1: 1, 2: 0}, "old.c": {2: 1, 3: 0},
@@ -230,3 +235,16 @@ def test_criteria_are_parsed_never_evaluated_as_python() -> None:
         with pytest.raises(CoverageError) as err:
             Criteria(text)
         assert err.value.code is ErrorCode.INVALID_ARGUMENT
+
+
+async def test_diff_and_gate_read_through_the_daemon_when_it_holds_the_store(repo: Path) -> None:
+    store_current(repo)
+    direct = run(repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
+    async with in_process(Settings.from_env(port=0)) as d:
+        await asyncio.to_thread(DaemonClient(d.url).register, repo)  # the daemon now holds the store
+        routed = await asyncio.to_thread(run, repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
+        unstored = await asyncio.to_thread(run, repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"))
+    assert routed[0] == direct[0] == 3
+    assert json.loads(routed[1])["checks"] == json.loads(direct[1])["checks"]
+    # An unstored report needs the store itself: the comparison cannot be made (1), and the error says what to do.
+    assert unstored[0] == 1 and "store_locked" in unstored[2] and "coverage-mcp ingest" in unstored[2]

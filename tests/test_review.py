@@ -308,3 +308,18 @@ def test_every_declared_operation_has_a_strict_object_schema() -> None:
     for op in OPERATIONS.values():
         assert op.input_schema["type"] == "object" and op.input_schema["additionalProperties"] is False
         assert op.description and op.title
+
+
+def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_dropping_lines(tmp_path: Path) -> None:
+    body = "".join(f"x{i} = {i}\n" for i in range(1, 3001))
+    repo = make_repo(tmp_path / "r", {"big.py": body})
+    (repo / "c.info").write_text(lcov({"big.py": {n: n % 2 for n in range(1, 3001)}}))
+    with open_project(repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "c.info"})
+        ranges = [f"{a}-{a + 199}" for a in range(1, 2001, 200)]
+        with pytest.raises(CoverageError) as err:
+            review(svc, task="source", file="big.py", ranges=ranges, limits={"max_words": 50_000, "max_bytes": 2_000_000})
+        assert err.value.code is ErrorCode.RECORD_CAP_EXCEEDED and "fewer" in err.value.suggestion
+        within = review(svc, task="source", file="big.py", ranges=ranges[:5], limits={"max_words": 50_000, "max_bytes": 2_000_000})
+        assert sum(len(r["lines"]) for r in within["data"]["ranges"]) == 1000

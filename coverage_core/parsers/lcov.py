@@ -457,11 +457,11 @@ class _Parser:
                 at += size
         else:
             for text, skeleton, owner, offset in zip(runs.texts, runs.skeletons, runs.owners, runs.offsets):
-                rows = kind.rows(text, skeleton)
-                if rows is None:
+                alone = kind.rows(text, skeleton)
+                if alone is None:
                     self._exact(text, offset, self.batch[owner])
                 else:
-                    pieces[owner].append(rows)
+                    pieces[owner].append(alone)
         exact_any = False
         for own, r in zip(pieces, self.batch):
             exact = getattr(r, kind.exact)

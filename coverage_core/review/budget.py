@@ -78,14 +78,19 @@ class Budget:
                 lo = mid
             else:
                 hi = mid - 1
+        if lo > RECORD_CAP:
+            # The budget would allow it, but no answer carries more records than
+            # the cap: fail loudly rather than hand back a partial collection.
+            raise record_cap_exceeded(key, lo)
         data[key] = items[:lo]
         return lo
 
 
-def record_cap_exceeded(what: str, count: int) -> CoverageError:
+def record_cap_exceeded(what: str, count: int, suggestion: str = "") -> CoverageError:
     return CoverageError(
         ErrorCode.RECORD_CAP_EXCEEDED,
         f"{what} would carry {count} records; one answer carries at most {RECORD_CAP}",
-        "Ask for a smaller page (limits.max_files / max_regions) and continue with page.next_cursor.",
+        suggestion or "Ask for a smaller page (limits.max_files / max_regions / max_words) and continue "
+        "with page.next_cursor.",
         {"records": count, "cap": RECORD_CAP},
     )

@@ -142,16 +142,11 @@ def _claim(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     return {"claim_status": status, "reasons": reasons + limited}
 
 
-def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, budget: Budget) -> dict[str, Any]:
+def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, representation: str) -> dict[str, Any]:
+    """The part of the answer every page carries: sides, diff, counts, patch, regression, claim."""
     c = done.comparison
-    representation = call.args.get("representation", "compact")
-    scope = scope_key(sel, base)
-    offset = cursors.decode(call, "change", scope, call.args.get("cursor"))
-    if budget.max_files > RECORD_CAP:
-        raise record_cap_exceeded("change", budget.max_files)
     totals = c.totals
     subset = any(s.scope == "subset" for s in sel.snapshots)
-    ranked = ranked_files(c, call.args.get("file"))
     not_measured = [f for f in range(len(c.paths)) if _status(c, f) == "not_measured"]
     nm_code = int(np.count_nonzero(_code_like(c)[not_measured])) if not_measured else 0
     data: dict[str, Any] = {
@@ -179,18 +174,31 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "branches": "non-zero categories only", "functions": "non-zero categories only",
         }
     data.update(_claim(call, sel, base, done, nm_code))
+    return data
+
+
+def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, budget: Budget) -> dict[str, Any]:
+    """One page: the fixed part, then the page's file rows and their ranges, as the budget allows."""
+    c = done.comparison
+    representation = call.args.get("representation", "compact")
+    scope = scope_key(sel, base)
+    offset = cursors.decode(call, "change", scope, call.args.get("cursor"))
+    if budget.max_files > RECORD_CAP:
+        raise record_cap_exceeded("change", budget.max_files)
+    data = _fixed(call, sel, base, done, representation)
+    ranked = ranked_files(c, call.args.get("file"))
     page_idx = ranked[offset: offset + budget.max_files]
-    data["ranges_truncated"] = False
-    data["ranges"] = []
+    data.update({"files": [], "ranges_truncated": False, "ranges": []})
     shown = budget.fit_list(data, "files", [_row(c, int(f), representation) for f in page_idx])
     if len(page_idx) and not shown:
         data["files"] = [_row(c, int(page_idx[0]), representation)]
         raise budget.too_small(*size(data))
+    # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.
+    found = sorted(
+        (RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)
+        for rank, f in enumerate(page_idx[:shown]) for r in file_ranges(c, int(f))
+    )
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
-    found = []
-    for rank, f in enumerate(page_idx[:shown]):
-        found += [(RANGE_ORDER.index(r[0]), rank, r[1], int(f), r) for r in file_ranges(c, int(f))]
-    found.sort(key=lambda t: t[:3])
     rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[:cap]]
     listed = budget.fit_list(data, "ranges", rendered)
     data["ranges_truncated"] = listed < len(found)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..errors import CoverageError, ErrorCode
-from .budget import Budget, size
+from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
@@ -136,6 +136,11 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             mark = marks.get(n, "-")
             rows.append([n, mark, line] if representation == "compact" else {"line": n, "status": MARKS[mark], "text": line})
         out_ranges.append({"start": a, "end": b, "lines": rows})
+    requested = sum(len(r["lines"]) for r in out_ranges)
+    if requested > RECORD_CAP:
+        raise record_cap_exceeded(
+            "source lines", requested, f"Ask for fewer or shorter ranges (at most {RECORD_CAP} lines in all)."
+        )
     data["ranges"] = []
     data["lines_truncated"] = False
     if size(data)[0] > budget.max_words or size(data)[1] > budget.max_bytes:
