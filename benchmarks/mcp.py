@@ -3,7 +3,8 @@
     python benchmarks/mcp.py [--quick]
 
 Everything runs against a real ``coverage-mcp serve`` with its own home and
-port under benchmarks/.work/mcp/, on a git repository seeded from the bundled
+port under benchmarks/.work/mcp/ (from a frozen copy of this checkout's
+packages there, on ``PYTHONPATH``), on a git repository seeded from the bundled
 sample project (its step-3 report imported), which also holds the SQLite LCOV
 (about 113 MB) for the ingest that reads run beside. Results are printed next
 to the predecessor's figures and written into benchmarks/README.md (section
@@ -67,8 +68,14 @@ class Bench:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
+        # A frozen copy of the packages: an edit to the checkout during the run
+        # would otherwise be a new build, which connectors rightly refuse to mix.
+        build = base / "build"
+        for package in ("coverage_core", "coverage_daemon", "coverage_cli"):
+            shutil.copytree(ROOT / package, build / package, ignore=shutil.ignore_patterns("__pycache__"))
         self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")},
-                    "COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": str(self.port)}
+                    "COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": str(self.port),
+                    "PYTHONPATH": str(build)}
         self._seed(corpus_file(SQLITE))
 
     def _seed(self, sqlite: Path) -> None:

@@ -32,16 +32,18 @@ from coverage_core.review.call import Call
 from coverage_core.review.categories import CATEGORIES, NAMES
 from coverage_core.review.change import change_of_report
 from coverage_core.review.comparing import unstored
-from coverage_core.review.gate import DEFAULT_CRITERIA, Check, Criteria, Summary, evaluate
+from coverage_core.review.gate import (
+    DEFAULT_CRITERIA,
+    Check,
+    Criteria,
+    Summary,
+    evaluate,
+)
 from coverage_core.service import Service, envelope
+from coverage_daemon.client import open_project
 
 from .output import emit_json, handles_errors, json_option, percent
 from .store_cmds import repo_option
-
-try:  # the daemon client routes to the daemon when it holds the store
-    from coverage_daemon.client import open_project
-except ImportError:  # pragma: no cover - a checkout without the daemon package
-    from coverage_core.project import open_project
 
 SNAPSHOT_PREFIX = "snap-"
 PAGE_FILES = 50
@@ -127,6 +129,12 @@ def summary(fetch: Fetch, args: dict[str, Any]) -> Summary:
     full = {**args, "representation": "audit",
             "limits": {"max_files": PAGE_FILES, "max_regions": 500, "max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
     pages = [fetch(full)]
+    if pages[0]["page"] is None:  # nothing measured: the answer's reasons say what is missing
+        suite = pages[0]["context"]["suite"]
+        raise CoverageError(
+            ErrorCode.NOT_FOUND, "; ".join(pages[0]["data"]["reasons"]),
+            f"Store a report first (coverage-mcp ingest REPORT --suite {suite}), or pass --current REPORT.",
+        )
     while pages[-1]["page"]["next_cursor"]:
         pages.append(fetch({**full, "cursor": pages[-1]["page"]["next_cursor"]}))
     return Summary.from_pages(pages)
@@ -187,9 +195,9 @@ def render_markdown(s: Summary) -> str:
     out = [
         "### Coverage change",
         "",
-        f"**Patch coverage: {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})** · "
-        f"total {lines[0]}/{lines[1]} ({percent(lines[0], lines[1])}) · baseline `{d['baseline']['commit'] or '-'}` "
-        f"({d['baseline']['kind']}) → current `{d['current']['commit'] or '-'}` ({d['current']['scope']})",
+        (f"**Patch coverage: {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})** · "
+         f"total {lines[0]}/{lines[1]} ({percent(lines[0], lines[1])}) · baseline `{d['baseline']['commit'] or '-'}` "
+         f"({d['baseline']['kind']}) → current `{d['current']['commit'] or '-'}` ({d['current']['scope']})"),
         "",
         "| Category | Lines | Branches | Functions |",
         "|---|---:|---:|---:|",
@@ -224,7 +232,7 @@ def _escape(text: str, *, prop: bool) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def annotations(s: Summary) -> list[str]:
+def github_annotations(s: Summary) -> list[str]:
     """GitHub Actions ``::warning`` commands for UNC, LBC (complete runs only) and UIC ranges."""
     out = []
     for r in sorted((r for r in s.ranges if r["category"] in ATTENTION), key=lambda r: (r["path"], r["start"])):
@@ -273,7 +281,7 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
     else:
         click.echo(render_table(result))
     if with_annotations:
-        for line in annotations(result):
+        for line in github_annotations(result):
             click.echo(line)
 
 

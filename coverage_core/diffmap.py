@@ -102,11 +102,11 @@ def diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
             diff = base_tree.diff_to_index(repo.index, context_lines=0)
             diff.merge(repo.diff(context_lines=0))
         else:
-            diff = repo.diff(base_tree, repo[git.resolve(head)].peel(pygit2.Tree), context_lines=0)
+            diff = base_tree.diff_to_tree(repo[git.resolve(head)].peel(pygit2.Tree), context_lines=0)
         diff.find_similar()
         # A merged diff regenerates its hunks with git's default context, so
         # its exact changed ranges are read from the line origins instead.
-        changes = tuple(_change(patch, exact=head is not None) for patch in diff if patch is not None)
+        changes = tuple(_change(patch, zero_context=head is not None) for patch in diff if patch is not None)
     except pygit2.GitError as exc:
         raise CoverageError(
             ErrorCode.GIT_ERROR, f"git could not diff {base[:12]} against {(head or 'the working tree')[:12]}: {exc}",
@@ -115,14 +115,15 @@ def diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
     return DiffMap(base, head, tuple(c for c in changes if c is not None))
 
 
-def _change(patch: pygit2.Patch, *, exact: bool) -> FileChange | None:
+def _change(patch: pygit2.Patch, *, zero_context: bool) -> FileChange | None:
     delta = patch.delta
     status = _STATUS.get(delta.status)
     if status is None:
         return None
-    rows = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks] if exact else [
-        r for h in patch.hunks for r in _exact_hunks(h)
-    ]
+    if zero_context:
+        rows = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+    else:
+        rows = [r for h in patch.hunks for r in _exact_hunks(h)]
     hunks = np.array(rows, dtype=np.int64).reshape(-1, 4)
     old = None if status == "added" else delta.old_file.path
     new = None if status == "deleted" else delta.new_file.path

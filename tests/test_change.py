@@ -12,11 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coverage_core import open_project
-from coverage_core.diffmap import KEY_SHIFT, FileChange, Hunks, added, diff_trees, forward
+from coverage_core.diffmap import (
+    KEY_SHIFT,
+    DiffMap,
+    FileChange,
+    Hunks,
+    added,
+    diff_trees,
+    forward,
+)
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review.budget import words
-from coverage_core.review.categories import CATEGORIES, compare, load_side
+from coverage_core.review.categories import CATEGORIES, Side, compare, load_side
 from coverage_core.review.change import RANGE_ORDER
+from coverage_core.review.comparing import empty_side
 from coverage_core.service import Service
 
 from .gitrepo import commit, git, lcov, make_repo, write
@@ -243,6 +252,54 @@ def test_line_mapping_agrees_with_gits_pairing_of_unchanged_lines(files: list[tu
         assert bool(is_new) == (int(k & 0xFFFFFFFF) in expected[k >> KEY_SHIFT][2])
 
 
+def _side(paths: list[str], lines: dict[str, dict[int, int]]) -> Side:
+    empty = empty_side()
+    keys = [(i << KEY_SHIFT) + n for i, p in enumerate(paths) for n in sorted(lines.get(p, {}))]
+    hits = [lines[p][n] for p in paths for n in sorted(lines.get(p, {}))]
+    return Side(tuple(paths), np.array(keys, dtype=np.int64), np.array(hits, dtype=np.int64),
+                empty.branches, empty.functions)
+
+
+_coverage = st.dictionaries(st.integers(1, 30), st.integers(0, 2), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_texts, _texts, _coverage, _coverage), min_size=1, max_size=3))
+def test_every_executable_line_lands_in_exactly_one_category_as_lcov_defines_them(files) -> None:
+    paths = [f"f{i}.c" for i in range(len(files))]
+    base_lines, cur_lines, changes, expected = {}, {}, [], {}
+    for path, (old_lines, new_lines, base_cov, cur_cov) in zip(paths, files):
+        old, new = text(old_lines).encode() if old_lines else b"", text(new_lines).encode() if new_lines else b""
+        patch = pygit2.Patch.create_from(old, new, context_lines=0)
+        hunks = np.array([(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks],
+                         dtype=np.int64).reshape(-1, 4)
+        if len(hunks):
+            changes.append(FileChange("modified", path, path, hunks))
+        moved, removed, added_ = _pairs(old, new)
+        base_lines[path] = {n: h for n, h in base_cov.items() if n <= len(old_lines)}
+        cur_lines[path] = {n: h for n, h in cur_cov.items() if n <= len(new_lines)}
+        back = {v: k for k, v in moved.items()}
+        for n, h in cur_lines[path].items():  # lcov's definitions, line by line
+            if n in added_:
+                cat = "GNC" if h else "UNC"
+            elif back[n] in base_lines[path]:
+                was = base_lines[path][back[n]]
+                cat = {(1, 1): "CBC", (0, 1): "GBC", (1, 0): "LBC", (0, 0): "UBC"}[(bool(was), bool(h))]
+            else:
+                cat = "GIC" if h else "UIC"
+            expected[(path, "current", n)] = cat
+        for n, h in base_lines[path].items():
+            if n in removed:
+                expected[(path, "baseline", n)] = "DCB" if h else "DUB"
+            elif moved[n] not in cur_lines[path]:
+                expected[(path, "baseline", n)] = "ECB" if h else "EUB"
+    c = compare(_side(paths, base_lines), _side(paths, cur_lines), DiffMap("a", "b", tuple(changes)))
+    got = {(c.paths[f], "current", int(n)): CATEGORIES[k] for f, n, k in zip(c.cur_file, c.cur_line, c.cur_cat)}
+    got |= {(c.paths[f], "baseline", int(n)): CATEGORIES[k] for f, n, k in zip(c.base_file, c.base_line, c.base_cat)}
+    assert got == expected
+    assert int(c.totals.sum()) == len(expected)
+
+
 def test_a_file_the_current_snapshot_lacks_is_not_measured_never_unchanged(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "r", {"a.c": text(lines_of("a", 4)), "b.c": text(lines_of("b", 4)),
                                       "README.md": "hello\n", **IGNORE})
@@ -313,7 +370,7 @@ def test_each_baseline_kind_finds_its_snapshot(history, spec: dict, expected: st
 
 
 def test_no_baseline_counts_every_line_as_included_code(history) -> None:
-    svc, ids, _commits, _repo = history
+    svc, _ids, _commits, _repo = history
     data = change(svc, baseline={"kind": "none"})["data"]
     assert data["baseline"]["snapshot_ids"] == [] and data["patch"] == {"found": 0, "hit": 0}
     assert {k: v for k, v in data["categories"].items() if v} == {"GIC": 2}

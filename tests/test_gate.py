@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from coverage_cli.ci_cmds import annotations
+from coverage_cli.ci_cmds import github_annotations
 from coverage_cli.main import cli
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
-
 from coverage_daemon.client import DaemonClient
 
 from .gitrepo import commit, git, lcov, make_repo, write
@@ -123,9 +122,9 @@ def test_annotation_properties_escape_commas_colons_and_newlines() -> None:
         {"current": {"scope": "complete"}}, (),
         ({"path": "src/we,ird:name.c", "category": "UNC", "start": 3, "end": 5, "line_count": 2},), False,
     )
-    assert annotations(summary) == [
-        "::warning file=src/we%2Cird%3Aname.c,line=3,endLine=5,title=UNC uncovered new code::"
-        "2 new or changed lines not covered by any test"
+    assert github_annotations(summary) == [
+        ("::warning file=src/we%2Cird%3Aname.c,line=3,endLine=5,title=UNC uncovered new code::"
+         "2 new or changed lines not covered by any test"),
     ]
 
 
@@ -203,11 +202,12 @@ def test_gate_from_a_subset_run_does_not_count_lost_coverage_as_a_regression(rep
     (["--criteria", "NOPE == 0"], "'NOPE' is not a category"),
     (["--fail-under-patch", "120"], "120"),
     (["--baseline", "no-such-ref"], "no-such-ref"),
+    (["--suite", "never-stored"], "no snapshot of suite 'never-stored'"),
 ])
 def test_gate_refuses_bad_usage_with_exit_2(repo: Path, args: list[str], mention: str) -> None:
     store_current(repo)
     argv = ["gate"] + (args if args[0] == "--baseline" else ["--baseline", "HEAD~1", *args])
-    code, out, err = run(repo, *argv)
+    code, _out, err = run(repo, *argv)
     assert code == 2
     assert mention in err
 

@@ -360,6 +360,13 @@ def test_a_bad_count_deep_inside_a_big_run_is_found_at_its_line() -> None:
     assert error.message.startswith("t.info:3213: ")
 
 
+def test_a_bad_count_among_lines_with_checksums_is_found_at_its_line() -> None:
+    body = [f"DA:{n},{n},Q2hlY2tzdW0{n}" for n in range(1, 3000)]
+    body[2000] = "DA:2001,99999999999999999999,Q2hlY2tzdW0"  # well shaped: found only when parsed
+    error = refused("SF:a.c\n" + "\n".join(body) + "\nend_of_record\n")
+    assert error.message.startswith("t.info:2002: ") and "overflows" in error.message
+
+
 def test_a_report_cut_off_before_end_of_record_is_refused_as_truncated() -> None:
     error = refused(TWO_TESTS[: TWO_TESTS.rindex("end_of_record")])
     assert "src/a.c" in error.message and "truncated" in error.message

@@ -48,6 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..report import (
+    I32,
     I64,
     OBS_BRANCH,
     OBS_FUNCTION,
@@ -242,7 +243,8 @@ class _Runs:
 
     def __init__(self, kind: _RunKind) -> None:
         self.kind = kind
-        self.texts: list[bytes] = []
+        self.sources: list[bytes] = []  # each run as written
+        self.texts: list[bytes] = []  # as shaped for NumPy (checksums dropped)
         self.skeletons: list[bytes] = []
         self.owners: list[int] = []  # index of each run's record in the batch
         self.offsets: list[int] = []
@@ -252,6 +254,7 @@ class _Runs:
         shaped = self.kind.shape(text)
         if shaped is None:
             return False
+        self.sources.append(text)
         self.texts.append(shaped[0])
         self.skeletons.append(shaped[1])
         self.owners.append(owner)
@@ -456,10 +459,11 @@ class _Parser:
                 pieces[owner].append(rows[at : at + size])
                 at += size
         else:
-            for text, skeleton, owner, offset in zip(runs.texts, runs.skeletons, runs.owners, runs.offsets):
+            for source, text, skeleton, owner, offset in zip(runs.sources, runs.texts, runs.skeletons, runs.owners,
+                                                             runs.offsets):
                 alone = kind.rows(text, skeleton)
                 if alone is None:
-                    self._exact(text, offset, self.batch[owner])
+                    self._exact(source, offset, self.batch[owner])
                 else:
                     pieces[owner].append(alone)
         exact_any = False
@@ -492,10 +496,10 @@ class _Parser:
     def _observe(self, lines: Rows, lines_per_record: np.ndarray, branches: Rows, branches_per_record: np.ndarray) -> None:
         """Per-test observations: every line, branch and function a named test's record hit."""
         b = self.builder
-        tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I64)
+        tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I32)
         if not (tests >= 0).any():
             return
-        files = np.array([r.file for r in self.batch], dtype=I64)
+        files = np.array([r.file for r in self.batch], dtype=I32)
         for r, t in zip(self.batch, tests.tolist()):
             if t >= 0:
                 self.repeated_observations |= (t, r.file) in self.observed
@@ -763,7 +767,8 @@ def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
         # In place: ``acc`` is this file's alone (a copy, or a slice of a finished batch).
         a, b = acc[:, keys], rows[:, keys]
         if keys == 1:  # line counts are never negative
-            acc[:, 1] = _checked(a + b, origin)
+            np.add(a, b, out=a)
+            _checked(a, origin)
         else:
             total = _checked(np.maximum(a, 0) + np.maximum(b, 0), origin)
             acc[:, keys] = np.where((a < 0) & (b < 0), -1, total)

@@ -110,13 +110,13 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
                 "(or coverage_import with commit), or choose baseline.kind='ref' with a ref that has one.",
                 {"suite": suite},
             )
-        found = (call.project.store.snapshot(row[0], call.con),)
-        notes = _lineage(call, found[0].commit, cur_commit, f"previous snapshot {found[0].snapshot_id}")
-        return _baseline(call, kind, found, found[0].commit, None, notes)
+        previous = call.project.store.snapshot(row[0], call.con)
+        notes = _lineage(call, previous.commit, cur_commit, f"previous snapshot {previous.snapshot_id}")
+        return _baseline(call, kind, (previous,), previous.commit, None, notes)
     commit, ref, how = _commit_for(call, kind, spec, cur_commit)
     notes = _lineage(call, commit, cur_commit, how)
-    found = _snapshot_at(call, suite, commit, current.snaps, how)
-    return _baseline(call, kind, (found,), commit, ref, notes)
+    at = _snapshot_at(call, suite, commit, current.snaps, how)
+    return _baseline(call, kind, (at,), commit, ref, notes)
 
 
 def _baseline(call: Call, kind: str, found: tuple[Snapshot, ...], commit: str | None, ref: str | None,
@@ -164,7 +164,7 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         if not ref:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT, f"baseline.kind={kind!r} needs baseline.ref",
-                "Name a branch, tag or commit: baseline={'kind': '%s', 'ref': 'main'}." % kind,
+                f"Name a branch, tag or commit: baseline={{'kind': '{kind}', 'ref': 'main'}}.",
             )
         commit = _resolve_ref(call, ref)
         if kind == "ref":

@@ -3,20 +3,20 @@
 Every executable line of the current and the baseline measurement lands in
 exactly one category (genhtml ``--differential`` semantics):
 
-====  ==========================  ============================================
-UNC   uncovered new code          added or changed by the diff, not hit
-LBC   lost baseline coverage      unchanged, hit in the baseline, not now
-UIC   uncovered included code     unchanged, not executable in the baseline, not hit
-UBC   uncovered baseline code     unchanged, hit in neither
-GBC   gained baseline coverage    unchanged, not hit in the baseline, hit now
-GIC   gained included code        unchanged, not executable in the baseline, hit
-GNC   gained new code             added or changed by the diff, hit
-CBC   covered baseline code       unchanged, hit in both
-EUB   excluded uncovered baseline unchanged, executable only in the baseline, was not hit
-ECB   excluded covered baseline   unchanged, executable only in the baseline, was hit
-DUB   deleted uncovered baseline  removed by the diff, was not hit
-DCB   deleted covered baseline    removed by the diff, was hit
-====  ==========================  ============================================
+====  ===========================  ===================================================
+UNC   uncovered new code           added or changed by the diff, not hit
+LBC   lost baseline coverage       unchanged, hit in the baseline, not now
+UIC   uncovered included code      unchanged, not executable in the baseline, not hit
+UBC   uncovered baseline code      unchanged, hit in neither
+GBC   gained baseline coverage     unchanged, not hit in the baseline, hit now
+GIC   gained included code         unchanged, not executable in the baseline, hit
+GNC   gained new code              added or changed by the diff, hit
+CBC   covered baseline code        unchanged, hit in both
+EUB   excluded uncovered baseline  unchanged, executable only in the baseline, not hit
+ECB   excluded covered baseline    unchanged, executable only in the baseline, hit
+DUB   deleted uncovered baseline   removed by the diff, not hit in the baseline
+DCB   deleted covered baseline     removed by the diff, hit in the baseline
+====  ===========================  ===================================================
 
 "Unchanged" means the diff carries the line over (possibly moved by edits
 above it, possibly into a renamed file): ``diffmap.forward`` gives each
@@ -73,18 +73,25 @@ class Side:
         return int(np.count_nonzero(self.hits > 0))
 
 
-def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
-    """The lines, branches and functions of stored snapshots, unioned by repository path."""
+def path_ids(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+    """The sorted paths of stored snapshots, and columns (snap, file_id, pid) giving each file its path's index."""
     ids = ",".join(str(int(s)) for s in snaps)
     files = con.execute(f"SELECT snap, file_id, path FROM files WHERE snap IN ({ids})").fetchnumpy()
     paths, pid = np.unique(files["path"], return_inverse=True)
+    return tuple(str(p) for p in paths), {"snap": files["snap"], "file_id": files["file_id"],
+                                          "pid": pid.astype(np.int64)}
+
+
+def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
+    """The lines, branches and functions of stored snapshots, unioned by repository path."""
+    ids = ",".join(str(int(s)) for s in snaps)
     # Integer joins only: (snap, file_id) -> pid, never a path string per row.
-    mapping = {"snap": files["snap"], "file_id": files["file_id"], "pid": pid.astype(np.int64)}
+    paths, mapping = path_ids(con, snaps)
     parts = []
     for snap in snaps:
-        mine = files["snap"] == snap
-        lut = np.zeros(int(files["file_id"][mine].max(initial=-1)) + 1, dtype=np.int64)
-        lut[files["file_id"][mine]] = mapping["pid"][mine]
+        mine = mapping["snap"] == snap
+        lut = np.zeros(int(mapping["file_id"][mine].max(initial=-1)) + 1, dtype=np.int64)
+        lut[mapping["file_id"][mine]] = mapping["pid"][mine]
         rows = con.execute(
             f"SELECT (file_id::BIGINT << {KEY_SHIFT}) | line AS key, hits FROM lines WHERE snap = ?", [int(snap)]
         ).fetchnumpy()
@@ -105,7 +112,7 @@ def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
         ).fetchnumpy()
     finally:
         con.unregister("_side_files")
-    return Side(tuple(str(p) for p in paths), keys, hits, branches, functions)
+    return Side(paths, keys, hits, branches, functions)
 
 
 def _relabel(keys: np.ndarray, lut: np.ndarray) -> np.ndarray:
@@ -243,7 +250,8 @@ def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
         paths=files.paths, status=files.status, previous=files.previous,
         in_current=np.bincount(cur_file, minlength=n) > 0,
         in_baseline=np.bincount(b_keys >> KEY_SHIFT, minlength=n) > 0,
-        cur_file=cur_file, cur_line=c_keys & LINE_MASK, cur_cat=cur_cat,
+        # int32 halves what a cached comparison holds; files and lines both fit.
+        cur_file=cur_file.astype(np.int32), cur_line=(c_keys & LINE_MASK).astype(np.int32), cur_cat=cur_cat,
         base_file=base_file, base_line=b_keys[only] & LINE_MASK, base_pos=only,
         base_cat=base_cat, per_file=per_file,
         branches=_branch_categories(base, cur, files, hunks),
@@ -257,16 +265,16 @@ class _Files:
     def __init__(self, base: Side, cur: Side, diff: DiffMap) -> None:
         by_old: dict[str, FileChange] = {c.old_path: c for c in diff.changes if c.old_path is not None}
         by_new: dict[str, FileChange] = {c.new_path: c for c in diff.changes if c.new_path is not None}
-        renamed = {old: c.new_path for old, c in by_old.items() if c.status == "renamed"}
+        renamed = {old: c.new_path for old, c in by_old.items() if c.status == "renamed" and c.new_path is not None}
         self.ident_of_base = [renamed.get(p, p) for p in base.paths]
         self.paths = tuple(sorted(set(cur.paths) | set(self.ident_of_base) | {c.path for c in diff.changes}))
         index = {p: i for i, p in enumerate(self.paths)}
         self.index = index
         self.base_pid = np.array([index[p] for p in self.ident_of_base], dtype=np.int64)
         self.cur_pid = np.array([index[p] for p in cur.paths], dtype=np.int64)
-        change = [by_new.get(p) or by_old.get(p) for p in self.paths]
-        self.status = tuple(c.status if c is not None else "unchanged" for c in change)
-        self.previous = tuple(c.old_path if c is not None and c.status == "renamed" else None for c in change)
+        of_path = [by_new.get(p) or by_old.get(p) for p in self.paths]
+        self.status = tuple(c.status if c is not None else "unchanged" for c in of_path)
+        self.previous = tuple(c.old_path if c is not None and c.status == "renamed" else None for c in of_path)
         # Every current line of an added file is new; no baseline line of a deleted one survives.
         self.fresh = np.array([s == "added" for s in self.status], dtype=bool)
         self.gone = np.array([s == "deleted" for s in self.status], dtype=bool)

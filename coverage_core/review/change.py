@@ -31,7 +31,22 @@ from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .categories import (
-    BASELINE_ONLY, CATEGORIES, CBC, DCB, DUB, ECB, EUB, GBC, GIC, GNC, LBC, UBC, UIC, UNC, Comparison, Side,
+    BASELINE_ONLY,
+    CATEGORIES,
+    CBC,
+    DCB,
+    DUB,
+    ECB,
+    EUB,
+    GBC,
+    GIC,
+    GNC,
+    LBC,
+    UBC,
+    UIC,
+    UNC,
+    Comparison,
+    Side,
     file_runs,
 )
 from .comparing import Compared, compared, scope_key

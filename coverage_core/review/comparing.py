@@ -34,7 +34,7 @@ from .categories import Comparison, Side, compare, load_side, side_from_report
 from .select import Selection
 
 _CACHE: OrderedDict[tuple, Compared] = OrderedDict()
-_CACHE_SIZE = 4
+_CACHE_SIZE = 2  # a 1,000,000-line comparison holds about 40 MB
 _lock = threading.Lock()
 
 
@@ -42,8 +42,7 @@ _lock = threading.Lock()
 class Compared:
     comparison: Comparison
     diff: DiffMap
-    base: Side
-    cur: Side
+    cur: Side  # the current side's keys line up with comparison.cur_* (attribution reads them)
     notes: tuple[str, ...]
 
 
@@ -74,7 +73,7 @@ def unstored(project: Project, report: str | os.PathLike[str], *, suite: str, sc
     )
     counts = mapping.counts()
     record = Snapshot(
-        snapshot_id=f"report:{sha[:16]}", created_at=dt.datetime.now(dt.timezone.utc), suite=suite,
+        snapshot_id=f"report:{sha[:16]}", created_at=dt.datetime.now(dt.UTC), suite=suite,
         format=parsed.format, tool=parsed.tool, scope=scope, provenance="unstored", commit=head,
         branch=git.branch(), dirty=git.is_dirty(), worktree=project.checkout.worktree_name,
         worktree_path=str(project.checkout.worktree_path), artifact_path=str(report), artifact_sha256=sha,
@@ -93,30 +92,29 @@ def compared(call: Call, current: Selection, baseline: Baseline, current_side: S
     """The comparison of ``current`` (or ``current_side``, an unstored report) with ``baseline``."""
     cur_commit = one_commit(current.snapshots, "current")
     notes: list[str] = []
-    head: str | None = cur_commit
-    if baseline.kind == "none":
-        diff = DiffMap.empty(cur_commit)
-    else:
-        if current.primary.dirty and cur_commit is not None and cur_commit == call.project.git.head_commit():
-            head = None
-            notes.append("the current measurement was taken on uncommitted changes: lines are followed into "
-                         "the working tree as it is now")
-        diff = None
-    key = (str(call.project.store.path), scope_key(current, baseline), baseline.commit, head)
-    if head is not None:
+    git = call.project.git
+    worktree = (baseline.kind != "none" and baseline.commit is not None and current.primary.dirty
+                and cur_commit is not None and cur_commit == git.head_commit())
+    if worktree:
+        notes.append("the current measurement was taken on uncommitted changes: lines are followed into "
+                     "the working tree as it is now")
+    key = (str(call.project.store.path), scope_key(current, baseline), baseline.commit, cur_commit)
+    if not worktree:
         with _lock:
             hit = _CACHE.get(key)
             if hit is not None:
                 _CACHE.move_to_end(key)
                 return hit
-    if diff is None:
-        same = head is not None and baseline.commit == head
-        diff = DiffMap.empty(head) if same else diff_trees(call.project.git, baseline.commit, head)
+    if baseline.commit is None or cur_commit is None or (baseline.commit == cur_commit and not worktree):
+        # No baseline, no history to follow lines along, or nothing changed between the two.
+        diff = DiffMap.empty(cur_commit)
+    else:
+        diff = diff_trees(git, baseline.commit, None if worktree else cur_commit)
     base = load_side(call.con, baseline.snaps) if baseline.snaps else empty_side()
     cur = current_side if current_side is not None else load_side(call.con, current.snaps)
     call.rows_scanned += len(base.keys) + len(cur.keys)
-    result = Compared(compare(base, cur, diff), diff, base, cur, tuple(notes))
-    if head is not None:
+    result = Compared(compare(base, cur, diff), diff, cur, tuple(notes))
+    if not worktree:
         with _lock:
             _CACHE[key] = result
             while len(_CACHE) > _CACHE_SIZE:

@@ -132,7 +132,7 @@ class Criteria:
         if isinstance(node, ast.UnaryOp):
             value = self._eval(node.operand, counts)
             return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Constant):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):  # _check admitted only ints
             return node.value
         return counts[node.id]  # type: ignore[attr-defined]
 

@@ -42,7 +42,22 @@ from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .categories import (
-    CATEGORIES, CBC, DCB, DUB, ECB, EUB, GBC, GIC, GNC, LBC, UBC, UIC, UNC, Comparison, file_runs,
+    CATEGORIES,
+    CBC,
+    DCB,
+    DUB,
+    ECB,
+    EUB,
+    GBC,
+    GIC,
+    GNC,
+    LBC,
+    UBC,
+    UIC,
+    UNC,
+    Comparison,
+    file_runs,
+    path_ids,
 )
 from .comparing import Compared, compared, scope_key
 from .context import claim_for
@@ -138,21 +153,25 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
     newly = np.isin(c.cur_cat, [GBC, GNC, GIC])
     keys = done.cur.keys[newly]
     ids = ",".join(str(s) for s in sel.snaps)
-    obs = call.con.execute(
-        f"""WITH f AS (SELECT snap, file_id, path FROM files WHERE snap IN ({ids})),
-                 p AS (SELECT path, (dense_rank() OVER (ORDER BY path) - 1)::BIGINT AS pid
-                       FROM (SELECT DISTINCT path FROM f))
-            SELECT DISTINCT (p.pid << {KEY_SHIFT}) | o.line AS key, n.name
-            FROM test_observations o JOIN f ON f.snap = o.snap AND f.file_id = o.file_id JOIN p ON p.path = f.path
-                 JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
-            WHERE o.snap IN ({ids}) AND o.kind = 0"""
-    ).fetchnumpy()
+    # Keys in the current side's path index, as load_side gave them.
+    _paths, mapping = path_ids(call.con, sel.snaps)
+    call.con.register("_attribution_files", mapping)
+    try:
+        obs = call.con.execute(
+            f"""SELECT DISTINCT (m.pid << {KEY_SHIFT}) | o.line AS key, n.name
+                FROM test_observations o
+                     JOIN _attribution_files m ON m.snap = o.snap AND m.file_id = o.file_id
+                     JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
+                WHERE o.snap IN ({ids}) AND o.kind = 0"""
+        ).fetchnumpy()
+    finally:
+        call.con.unregister("_attribution_files")
     call.rows_scanned += len(obs["key"])
     seen = np.isin(obs["key"], keys)
     tests = sorted({_opaque(call.project.store.cursor_secret, n) for n in obs["name"][seen]})
     return {
         "status": "available",
-        "newly_hit_lines": int(len(keys)),
+        "newly_hit_lines": len(keys),
         "attributed_lines": int(np.count_nonzero(np.isin(keys, obs["key"]))),
         "tests": {"count": len(tests), "ids": tests[:limit], "truncated": len(tests) > limit},
     }
