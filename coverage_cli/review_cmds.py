@@ -32,15 +32,20 @@ def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 @click.option("--max-words", type=click.IntRange(40, 50_000), help="Word budget of the answer.")
 @click.option("--representation", type=click.Choice(["compact", "review", "audit"]), help="Shape of the answer.")
 @click.option("--cursor", help="page.next_cursor of a previous answer.")
+@click.option("--baseline", help="change/incremental: a snapshot id, a git ref, or one of "
+              "previous_snapshot, parent_commit, worktree_base, none.")
 @repo_option
 @json_option
 @handles_errors
-def review_command(task, snapshot_id, suite, file_path, lines, max_words, representation, cursor, repo, as_json) -> None:
-    """Answer a coverage question: insight, history, source, tests, audit or all.
+def review_command(task, snapshot_id, suite, file_path, lines, max_words, representation, cursor, baseline, repo,
+                   as_json) -> None:
+    """Answer a coverage question: insight, history, source, tests, audit, all, change or incremental.
 
-    Example: coverage-mcp review insight --max-words 300
+    Example: coverage-mcp review change --baseline main --max-words 300
     """
     args: dict[str, Any] = {"task": task}
+    if baseline:
+        args["baseline"] = baseline_selector(baseline)
     if snapshot_id:
         args["measurement"] = {"snapshot_id": snapshot_id}
     elif suite:
@@ -82,6 +87,15 @@ def context_command(max_words, repo, as_json) -> None:
     if not data["suites"]:
         click.echo("  no snapshots yet")
     click.echo(f"  next: {data['next']}")
+
+
+def baseline_selector(text: str) -> dict[str, Any]:
+    """``--baseline``: a snapshot id (``snap-``), a named kind, or else a git ref."""
+    if text.startswith("snap-"):
+        return {"kind": "explicit", "snapshot_id": text}
+    if text in ("previous_snapshot", "parent_commit", "worktree_base", "none"):
+        return {"kind": text}
+    return {"kind": "ref", "ref": text}
 
 
 def _render(envelope: dict[str, Any]) -> None:
