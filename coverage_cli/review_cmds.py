@@ -59,7 +59,7 @@ def review_command(task, snapshot_id, suite, file_path, lines, max_words, repres
     if as_json:
         emit_json(envelope)
         return
-    _render(envelope)
+    render_review(envelope)
 
 
 @click.command("context")
@@ -98,7 +98,7 @@ def baseline_selector(text: str) -> dict[str, Any]:
     return {"kind": "ref", "ref": text}
 
 
-def _render(envelope: dict[str, Any]) -> None:
+def render_review(envelope: dict[str, Any]) -> None:
     data = envelope["data"]
     task = data.get("task")
     click.echo(f"{task}: {data['claim_status']}" + "".join(f"\n  - {r}" for r in data.get("reasons", [])))

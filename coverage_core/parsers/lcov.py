@@ -28,10 +28,11 @@ Speed: each record's run of ``DA:`` (and ``BRDA:``) lines is cut out with
 ``bytes.find`` and proven to hold nothing but well-formed such lines: deleting
 its digits must leave exactly ``DA:,`` on every line, and NumPy, reading it
 with the tag letters as blanks, must find two numbers a line (see DA_NUMBERS).
-Small runs of many records are parsed by one NumPy call. A run that fails
-(text branch ids, a minus sign, a damaged line) is read by the exact
-line-by-line reader, which is also what names the line of an error; a test
-proves both readers give the same report for damaged input.
+The runs of a batch of records (up to BATCH_BYTES) are parsed by one NumPy
+call; records of one file listing the same lines merge by adding arrays. A
+run that fails (text branch ids, a minus sign, a damaged line) is read by the
+exact line-by-line reader, which is also what names the line of an error; a
+test proves both readers give the same report for damaged input.
 
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.

@@ -8,6 +8,7 @@ error naming the file and, where known, the line.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,10 @@ import numpy as np
 from .source import malformed
 
 INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+# An optional sign and at most 40 digits: enough to tell "overflows" from
+# garbage, and short enough that int() never meets Python's digit limit.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
 
 
 def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
@@ -30,7 +35,9 @@ def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
     elif isinstance(value, str | bytes):
         text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
         text = text.strip()
-        if not text.isascii() or not text.lstrip("+-").isdigit():
+        if _INTEGER.fullmatch(text) is None:
+            if re.fullmatch(r"[+-]?[0-9]+", text):
+                raise malformed(origin, f"{what} overflows a 64-bit counter ({text[:20]}...)", line)
             raise malformed(origin, f"{what} must be an integer, got {text[:40]!r}", line)
         n = int(text)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -77,11 +78,19 @@ def read_report(source: Source, limits: Limits | None = None) -> ReportBytes:
                 "Check the file's permissions.",
             ) from None
         with stream:
-            return _from_stream(stream, str(path), limits)
+            return _from_stream(stream, str(path), limits, size=_regular_size(stream))
     return _from_stream(source, getattr(source, "name", "<stream>"), limits)
 
 
-def _from_stream(stream: BinaryIO, origin: str, limits: Limits) -> ReportBytes:
+def _regular_size(stream: BinaryIO) -> int | None:
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _from_stream(stream: BinaryIO, origin: str, limits: Limits, size: int | None = None) -> ReportBytes:
     cap = limits.max_report_bytes
     head = _read_exact(stream, 4)
     if head.startswith(GZIP_MAGIC):
@@ -101,6 +110,15 @@ def _from_stream(stream: BinaryIO, origin: str, limits: Limits) -> ReportBytes:
         except zstandard.ZstdError as exc:
             raise malformed(origin, f"broken zstd stream ({exc})") from None
         return ReportBytes(data, origin, "zstd", raw.count)
+    if size is not None:
+        # A plain regular file: its size is known, so refuse it before reading
+        # and read it in one call (chunks joined would hold it twice).
+        if size > cap:
+            raise too_large(origin, cap)
+        data = head + stream.read(cap + 1 - len(head))
+        if len(data) > cap:  # it grew while we read
+            raise too_large(origin, cap)
+        return ReportBytes(data, origin, None, len(data))
     data = _bounded(_Prefixed(head, stream), origin, cap)
     return ReportBytes(data, origin, None, len(data))
 
