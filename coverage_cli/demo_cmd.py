@@ -28,7 +28,7 @@ from coverage_core.project import open_project
 from coverage_core.service import Service
 
 from .output import emit_json, handles_errors, json_option, percent
-from .review_cmds import render_review as render_review
+from .review_cmds import render_review
 
 SAMPLE = Path(__file__).resolve().parent.parent / "coverage_core" / "sample"
 SIGNATURE = ("coverage-mcp demo", "demo@coverage-mcp.invalid")
