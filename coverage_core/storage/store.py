@@ -25,7 +25,7 @@ from ..errors import CoverageError, ErrorCode
 from ..git import Checkout
 from ..locks import Lease, instance_metadata
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
-from ..report import COUNTERS, Counter, NormalizedReport
+from ..report import COUNTERS, Counter, NormalizedReport, Table
 from . import schema
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 
@@ -235,7 +235,7 @@ class ProjectStore:
                 cols = dict(columns.columns)
                 cols["file_id"] = cols.pop("file")
                 _bulk(con, table, snap, cols)
-        self._store_uncovered_ranges(con, snap)
+        self._store_uncovered_ranges(con, snap, report.lines)
         if report.tests:
             if progress:
                 progress("tests")
@@ -253,23 +253,28 @@ class ProjectStore:
         return snapshot_id
 
     @staticmethod
-    def _store_uncovered_ranges(con: duckdb.DuckDBPyConnection, snap: int) -> None:
-        # Gaps and islands: within a file, the difference between a line's rank
-        # among all executable lines and its rank among uncovered ones is
-        # constant along a run of consecutive uncovered lines.
-        con.execute(
-            """
-            INSERT INTO uncovered_ranges
-            SELECT ?, file_id, min(line), max(line), count(*), 0, count(*)
-            FROM (SELECT file_id, line, hits,
-                         row_number() OVER (PARTITION BY file_id ORDER BY line)
-                       - row_number() OVER (PARTITION BY file_id, hits = 0 ORDER BY line) AS grp
-                  FROM lines WHERE snap = ?)
-            WHERE hits = 0
-            GROUP BY file_id, grp
-            """,
-            [snap, snap],
-        )
+    def _store_uncovered_ranges(con: duckdb.DuckDBPyConnection, snap: int, lines: Table) -> None:
+        # Runs of consecutive uncovered executable lines, found in one pass over
+        # the (file, line)-sorted columns: a run starts at an uncovered line
+        # whose predecessor is covered or belongs to another file.
+        if len(lines):
+            files, numbers, zero = lines["file"], lines["line"], lines["hits"] == 0
+            continues = np.zeros(len(zero), dtype=bool)
+            continues[1:] = zero[:-1] & (files[1:] == files[:-1])
+            starts = np.flatnonzero(zero & ~continues)
+            if len(starts):
+                run_of = np.cumsum(zero & ~continues) - 1  # run index of every uncovered row
+                members = np.flatnonzero(zero)
+                counts = np.bincount(run_of[members], minlength=len(starts)).astype(np.int32)
+                ends = starts + counts - 1
+                _bulk(con, "uncovered_ranges", snap, {
+                    "file_id": files[starts],
+                    "start_line": numbers[starts],
+                    "end_line": numbers[ends],
+                    "line_count": counts,
+                    "kind": np.zeros(len(starts), dtype=np.int8),
+                    "missed": counts,
+                })
         con.execute(
             """
             INSERT INTO uncovered_ranges
