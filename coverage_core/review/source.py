@@ -119,9 +119,10 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if fid is not None and ranges:
         lo, hi = ranges[0][0], ranges[-1][1]
         for line, hits, partial in call.rows(
-            """SELECT l.line, l.hits, EXISTS (SELECT 1 FROM uncovered_ranges u WHERE u.snap = l.snap
-                      AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line)
-               FROM lines l WHERE l.snap = ? AND l.file_id = ? AND l.line BETWEEN ? AND ?""",
+            """SELECT l.line, l.hits, u.start_line IS NOT NULL
+               FROM lines l LEFT JOIN uncovered_ranges u
+                 ON u.snap = l.snap AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line
+               WHERE l.snap = ? AND l.file_id = ? AND l.line BETWEEN ? AND ?""",
             [snap, fid, lo, hi],
         ):
             marks[int(line)] = "u" if hits == 0 else ("p" if partial else "c")
