@@ -10,17 +10,17 @@ from typing import Any
 
 import click
 
-from coverage_core.project import open_project
 from coverage_core.review.tasks import TASKS
-from coverage_core.service import Service
+from coverage_daemon.client import call, open_project
 
 from .output import emit_json, handles_errors, json_option, percent
 from .store_cmds import repo_option
 
 
 def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The operation on the store's owner: this process, or the daemon when it holds the store."""
     with open_project(repo) as project:
-        return Service(project).call(name, args)
+        return call(project, name, args)
 
 
 @click.command("review")

@@ -11,7 +11,8 @@ import click
 
 from coverage_core.model import Snapshot, snapshot_to_dict
 from coverage_core.parsers import FORMATS
-from coverage_core.project import SCOPES, PathMapArg, open_project
+from coverage_core.project import SCOPES, PathMapArg
+from coverage_daemon.client import open_project
 from coverage_core.report import COUNTERS
 
 from .output import emit_json, handles_errors, json_option, percent

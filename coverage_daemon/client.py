@@ -206,6 +206,18 @@ class DaemonProject:
     def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
         return self.client.file_detail(self.project_id, snapshot_id, path)
 
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A declared operation through the daemon: the same envelope ``Service.call`` returns."""
+        args = dict(arguments or {})
+        if name == "coverage_review":
+            return self.client.review(self.project_id, **args)
+        if name == "project_context":
+            return self.client.context(self.project_id, **args)
+        if name == "coverage_import":
+            return self.client.ingest(self.project_id, args.pop("report_path"), **args)
+        raise CoverageError(ErrorCode.NOT_FOUND, f"unknown operation {name!r}",
+                            "Use project_context, coverage_review or coverage_import.")
+
     def close(self) -> None:
         """Nothing to release: the daemon keeps the store."""
 
@@ -214,6 +226,15 @@ class DaemonProject:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def call(project: Project | DaemonProject, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run a declared operation on whichever owns the store; identical envelopes either way."""
+    if isinstance(project, DaemonProject):
+        return project.call(name, arguments)
+    from coverage_core.service import Service
+
+    return Service(project).call(name, arguments)
 
 
 def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None,
