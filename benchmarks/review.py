@@ -9,7 +9,6 @@ Results go into benchmarks/README.md (section "review").
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess

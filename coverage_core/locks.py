@@ -61,12 +61,25 @@ class Lease:
                 {"lock": str(path), "holder": {k: v for k, v in holder.items() if k != "capability"}},
             ) from None
         os.chmod(path, 0o600)
+        lease = cls(path, handle, metadata)
+        lease._write()
+        return lease
+
+    def update(self, **fields: Any) -> None:
+        """Rewrite the metadata in the held file; the lock stays held throughout."""
+        self.metadata = {**self.metadata, **fields}
+        self._write()
+
+    def _write(self) -> None:
+        # Write over the old text, then cut what is left of it: a reader never
+        # meets an empty file, only the old or the new metadata (plus a tail
+        # for an instant, which read_metadata treats as unreadable).
+        handle = self._handle
         handle.seek(0)
+        handle.write(json.dumps(self.metadata))
         handle.truncate()
-        handle.write(json.dumps(metadata))
         handle.flush()
         os.fsync(handle.fileno())
-        return cls(path, handle, metadata)
 
     def release(self) -> None:
         if self._handle is not None:

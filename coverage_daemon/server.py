@@ -18,9 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import logging
-import os
 import secrets
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -78,16 +76,8 @@ def take_daemon_lock(settings: Settings, fingerprint: str) -> Lease:
 
 
 def publish_port(lease: Lease, port: int) -> None:
-    """Rewrite the locked file with the bound port (written in place: the lock stays held throughout)."""
-    lease.metadata = {**lease.metadata, "port": port}
-    data = json.dumps(lease.metadata).encode()
-    fd = os.open(lease.path, os.O_WRONLY)
-    try:
-        os.pwrite(fd, data, 0)
-        os.ftruncate(fd, len(data))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Rewrite the locked file with the bound port (the lock stays held throughout)."""
+    lease.update(port=port)
 
 
 @contextlib.asynccontextmanager

@@ -18,7 +18,7 @@ from coverage_core.review.context import CHECKOUT_STATE_TTL_S
 from coverage_core.service import OPERATIONS, Service
 
 from . import corpus
-from .gitrepo import commit, git, lcov, make_repo, write
+from .gitrepo import commit, lcov, make_repo, write
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import duckdb
@@ -19,7 +18,6 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.storage import schema
 from coverage_core.storage.paths import AMBIGUOUS, MAPPED, UNMAPPED, map_paths
-from coverage_core.storage.store import open_database
 
 from .gitrepo import commit, git, lcov, make_repo, write
 

@@ -1,4 +1,3 @@
-import pytest
 
 from inventory import Stock, restock_plan
 
