@@ -1,24 +1,45 @@
-"""coverage_core: parsers, storage and projections of coverage-mcp, free of transport code."""
+"""coverage_core: parsers, storage and projections of coverage-mcp, free of transport code.
 
-from .errors import CoverageError, ErrorCode
-from .model import FileDetail, FilesPage, FileSummary, Snapshot
-from .parsers import detect, parse
-from .project import Project, open_project
-from .report import Counter, NormalizedReport
+Names are imported on first use, so ``import coverage_core.parsers`` (a parse
+from the command line, a benchmark) does not pay for DuckDB, pygit2 or cattrs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Counter",
-    "CoverageError",
-    "ErrorCode",
-    "FileDetail",
-    "FileSummary",
-    "FilesPage",
-    "NormalizedReport",
-    "Project",
-    "Snapshot",
-    "detect",
-    "open_project",
-    "parse",
-]
+_EXPORTS = {
+    "Counter": "report",
+    "NormalizedReport": "report",
+    "CoverageError": "errors",
+    "ErrorCode": "errors",
+    "FileDetail": "model",
+    "FileSummary": "model",
+    "FilesPage": "model",
+    "Snapshot": "model",
+    "detect": "parsers",
+    "parse": "parsers",
+    "Project": "project",
+    "open_project": "project",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .errors import CoverageError, ErrorCode
+    from .model import FileDetail, FilesPage, FileSummary, Snapshot
+    from .parsers import detect, parse
+    from .project import Project, open_project
+    from .report import Counter, NormalizedReport
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'coverage_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
