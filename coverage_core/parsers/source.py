@@ -115,8 +115,13 @@ def _from_stream(stream: BinaryIO, origin: str, limits: Limits, size: int | None
         # and read it in one call (chunks joined would hold it twice).
         if size > cap:
             raise too_large(origin, cap)
-        data = head + stream.read(cap + 1 - len(head))
-        if len(data) > cap:  # it grew while we read
+        # One byte more than the size tells whether it grew while we read;
+        # reading from the start again avoids copying the whole text to prepend ``head``.
+        stream.seek(0)
+        data = stream.read(size + 1)
+        if len(data) > size:
+            data += _bounded(stream, origin, cap - len(data))
+        if len(data) > cap:
             raise too_large(origin, cap)
         return ReportBytes(data, origin, None, len(data))
     data = _bounded(_Prefixed(head, stream), origin, cap)
