@@ -26,7 +26,21 @@ _EXPORTS = {
     "open_project": "project",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Counter",
+    "CoverageError",
+    "ErrorCode",
+    "FileDetail",
+    "FileSummary",
+    "FilesPage",
+    "NormalizedReport",
+    "Project",
+    "Snapshot",
+    "detect",
+    "open_project",
+    "parse",
+]
+assert sorted(__all__) == sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .errors import CoverageError, ErrorCode

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +33,16 @@ from .storage.store import ProjectStore, Provenance, store_path
 
 SCOPES = ("complete", "subset")
 DEFAULT_SUITE = "default"
+# HEAD and dirty state are re-read at most this often: a status scan of a big
+# worktree costs far more than a compact answer should.
+CHECKOUT_STATE_TTL_S = 1.0
+
+
+@attrs.frozen
+class CheckoutState:
+    head: str | None
+    branch: str | None
+    dirty: bool
 
 
 class Project:
@@ -41,7 +53,10 @@ class Project:
         self.store = store
         self.settings = settings
         self.git = Git(checkout)
+        # One pygit2 repository is not safe to use from several threads at once.
+        self.git_lock = threading.Lock()
         self._analysis = None
+        self._state: tuple[float, CheckoutState] | None = None
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -54,6 +69,14 @@ class Project:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def state(self) -> CheckoutState:
+        """HEAD, branch and dirty state of this checkout, at most CHECKOUT_STATE_TTL_S old."""
+        with self.git_lock:
+            if self._state is None or time.monotonic() - self._state[0] >= CHECKOUT_STATE_TTL_S:
+                git = self.git
+                self._state = (time.monotonic(), CheckoutState(git.head_commit(), git.branch(), git.is_dirty()))
+            return self._state[1]
 
     # -- writes -------------------------------------------------------------
     def ingest(

@@ -259,7 +259,9 @@ class ReportBuilder:
                 arr = np.empty(n, dtype=dtype)
                 arr[:] = v  # works for object scalars (a str) as well as numbers
                 v = arr
-            chunk[col] = np.asarray(v, dtype=dtype)
+            # Contiguous copies of strided views: a column sliced out of a wide
+            # table must not keep the whole table alive in the report.
+            chunk[col] = np.ascontiguousarray(v, dtype=dtype)
         if n:
             self._chunks[table].append(chunk)
 

@@ -9,13 +9,10 @@ unmapped files, or read while the checkout has uncommitted tracked changes is
 from __future__ import annotations
 
 import datetime as dt
-import threading
-import time
 from typing import Any
 
-import attrs
-
 from ..model import Snapshot
+from ..project import CheckoutState
 from ..report import COUNTERS
 from .budget import Budget, size, words
 from .call import Call
@@ -23,31 +20,8 @@ from .call import Call
 MAX_SUITES = 10
 MAX_ACTIVE_RUNS = 10
 MAX_COMMANDS = 8
-# HEAD and dirty state are re-read at most this often (a status scan of a big
-# worktree costs far more than a compact answer should).
-CHECKOUT_STATE_TTL_S = 1.0
-
-
-@attrs.frozen
-class CheckoutState:
-    head: str | None
-    branch: str | None
-    dirty: bool
-
-
-_state_lock = threading.Lock()
-
-
 def checkout_state(call: Call) -> CheckoutState:
-    project = call.project
-    with _state_lock:
-        cached = getattr(project, "_state_cache", None)
-        if cached and time.monotonic() - cached[0] < CHECKOUT_STATE_TTL_S:
-            return cached[1]
-        git = project.git
-        state = CheckoutState(git.head_commit(), git.branch(), git.is_dirty())
-        project._state_cache = (time.monotonic(), state)
-        return state
+    return call.project.state()
 
 
 def commits_behind(call: Call, commit: str | None, head: str | None) -> int | None:
@@ -55,7 +29,7 @@ def commits_behind(call: Call, commit: str | None, head: str | None) -> int | No
         return 0 if commit == head else None
     if not call.project.git.has_commit(commit):
         return None
-    with _state_lock:
+    with call.project.git_lock:
         ahead, _behind = call.project.git.distance(commit, head)
     return ahead
 
