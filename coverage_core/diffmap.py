@@ -93,6 +93,11 @@ class DiffMap:
 
 def diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
     """The diff from commit ``base`` to commit ``head``, or to the working tree when ``head`` is None."""
+    with git.lock:  # libgit2 objects are not safe to share across threads
+        return _diff_trees(git, base, head)
+
+
+def _diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
     repo = git.repo
     try:
         base_tree = repo[git.resolve(base)].peel(pygit2.Tree)

@@ -7,9 +7,13 @@ one store. Nothing here writes to the repository.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import attrs
 import pygit2
@@ -101,29 +105,48 @@ def _common_dir(git_dir: Path) -> Path:
     return git_dir
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _serialized(method: F) -> F:
+    """One call at a time per repository: libgit2 objects are not safe to share across threads."""
+
+    @functools.wraps(method)
+    def wrapper(self: Git, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class Git:
-    """Read-only git questions about one checkout."""
+    """Read-only git questions about one checkout; safe to call from several threads."""
 
     def __init__(self, checkout: Checkout) -> None:
         self.checkout = checkout
         self.repo = pygit2.Repository(str(checkout.worktree_path))
+        self.lock = threading.RLock()
 
     # -- state of the checkout ---------------------------------------------
+    @_serialized
     def head_commit(self) -> str | None:
         if self.repo.head_is_unborn:
             return None
         return str(self.repo.head.target)
 
+    @_serialized
     def branch(self) -> str | None:
         if self.repo.head_is_unborn or self.repo.head_is_detached:
             return None
         return self.repo.head.shorthand
 
+    @_serialized
     def is_dirty(self) -> bool:
         status = self.repo.status(untracked_files="no", ignored=False)
         return any(flags & _DIRTY for flags in status.values())
 
     # -- commits ----------------------------------------------------------
+    @_serialized
     def resolve(self, ref: str) -> str:
         """A full commit id for a ref, a branch, a tag or an abbreviated hash."""
         try:
@@ -137,30 +160,36 @@ class Git:
             ) from None
         return str(commit.id)
 
+    @_serialized
     def has_commit(self, sha: str) -> bool:
         try:
             return isinstance(self.repo.get(sha), pygit2.Commit)
         except (ValueError, pygit2.GitError):
             return False
 
+    @_serialized
     def merge_base(self, a: str, b: str) -> str | None:
         base = self.repo.merge_base(self.resolve(a), self.resolve(b))
         return None if base is None else str(base)
 
+    @_serialized
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         a, d = self.resolve(ancestor), self.resolve(descendant)
         return a == d or self.repo.descendant_of(d, a)
 
+    @_serialized
     def distance(self, commit: str, head: str) -> tuple[int, int]:
         """(commits ``head`` has that ``commit`` lacks, and the reverse)."""
         ahead, behind = self.repo.ahead_behind(self.resolve(head), self.resolve(commit))
         return ahead, behind
 
+    @_serialized
     def parent(self, commit: str) -> str | None:
         parents = self.repo[self.resolve(commit)].parent_ids
         return str(parents[0]) if parents else None
 
     # -- content ------------------------------------------------------------
+    @_serialized
     def tracked_files(self, commit: str | None) -> list[str]:
         """Every file path in the tree of ``commit`` (the index when None)."""
         if commit is None:
@@ -177,6 +206,7 @@ class Git:
                     out.append(prefix + entry.name)
         return out
 
+    @_serialized
     def read_file(self, commit: str, path: str) -> bytes | None:
         """The blob at ``path`` in ``commit``, or None when git has no such file."""
         tree = self.repo[self.resolve(commit)].peel(pygit2.Tree)

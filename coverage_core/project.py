@@ -53,8 +53,7 @@ class Project:
         self.store = store
         self.settings = settings
         self.git = Git(checkout)
-        # One pygit2 repository is not safe to use from several threads at once.
-        self.git_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._analysis = None
         self._state: tuple[float, CheckoutState] | None = None
 
@@ -72,7 +71,7 @@ class Project:
 
     def state(self) -> CheckoutState:
         """HEAD, branch and dirty state of this checkout, at most CHECKOUT_STATE_TTL_S old."""
-        with self.git_lock:
+        with self._state_lock:
             if self._state is None or time.monotonic() - self._state[0] >= CHECKOUT_STATE_TTL_S:
                 git = self.git
                 self._state = (time.monotonic(), CheckoutState(git.head_commit(), git.branch(), git.is_dirty()))

@@ -169,7 +169,7 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         commit = _resolve_ref(call, ref)
         if kind == "ref":
             return commit, ref, f"ref {ref!r} ({commit[:12]})"
-        base = git.repo.merge_base(commit, cur_commit)
+        base = git.merge_base(commit, cur_commit)
         if base is None:
             raise _unrelated(commit, cur_commit, f"ref {ref!r}")
         return str(base), ref, f"merge-base {str(base)[:12]} of {ref!r} and {cur_commit[:12]}"
@@ -181,7 +181,7 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
             f"(no origin/HEAD and none of {', '.join(MAIN_BRANCHES)})",
             "Choose baseline.kind='merge_base' with the ref of your main branch.",
         )
-    base = git.repo.merge_base(git.resolve(main), cur_commit)
+    base = git.merge_base(main, cur_commit)
     if base is None:
         raise _unrelated(git.resolve(main), cur_commit, f"main branch {main!r}")
     return str(base), main, f"worktree base {str(base)[:12]} (merge-base of {main!r} and {cur_commit[:12]})"
@@ -189,17 +189,18 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
 
 def main_branch(call: Call) -> str | None:
     """The repository's main branch, as ``worktree_base`` defines it."""
-    repo = call.project.git.repo
-    try:
-        return repo.lookup_reference("refs/remotes/origin/HEAD").resolve().shorthand
-    except (KeyError, ValueError):
-        pass
-    for name in MAIN_BRANCHES:
+    git = call.project.git
+    with git.lock:  # libgit2 objects are not safe to share across threads
         try:
-            call.project.git.resolve(name)
-        except CoverageError:
-            continue
-        return name
+            return git.repo.lookup_reference("refs/remotes/origin/HEAD").resolve().shorthand
+        except (KeyError, ValueError):
+            pass
+        for name in MAIN_BRANCHES:
+            try:
+                git.resolve(name)
+            except CoverageError:
+                continue
+            return name
     return None
 
 
@@ -243,7 +244,7 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
         )
     if base == cur:
         return []
-    if git.repo.merge_base(base, cur) is None:
+    if git.merge_base(base, cur) is None:
         raise _unrelated(base, cur, what)
     if not git.is_ancestor(base, cur):
         return [f"{what} is not an ancestor of {cur[:12]}: the diff also undoes changes made only on its side"]

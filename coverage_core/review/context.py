@@ -29,8 +29,7 @@ def commits_behind(call: Call, commit: str | None, head: str | None) -> int | No
         return 0 if commit == head else None
     if not call.project.git.has_commit(commit):
         return None
-    with call.project.git_lock:
-        ahead, _behind = call.project.git.distance(commit, head)
+    ahead, _behind = call.project.git.distance(commit, head)
     return ahead
 
 
