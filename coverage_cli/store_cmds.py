@@ -11,7 +11,7 @@ import click
 
 from coverage_core.model import Snapshot, snapshot_to_dict
 from coverage_core.parsers import FORMATS
-from coverage_core.project import SCOPES, PathMapArg
+from coverage_core.project import SCOPES, parse_path_map
 from coverage_daemon.client import open_project
 from coverage_core.report import COUNTERS
 
@@ -61,7 +61,7 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
 
     Example: coverage-mcp ingest coverage.json --suite unit
     """
-    maps = [PathMapArg.parse(m) for m in path_map]
+    maps = [parse_path_map(m) for m in path_map]
     with open_project(repo) as project:
         snap = project.ingest(
             report, suite=suite, format=fmt, scope=scope, commit=commit, branch=branch, path_map=maps,

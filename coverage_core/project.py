@@ -140,7 +140,9 @@ class Project:
             artifact_sha256=sha,
             artifact_bytes=raw.stored_bytes,
         )
-        return self.store.ingest(parsed, mapping, prov, progress=progress)
+        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress)
+        self._state = None  # HEAD was just read fresh: claims must not use an older view
+        return snapshot
 
     def _artifact_label(self, artifact: Path) -> str:
         try:
@@ -159,8 +161,7 @@ class Project:
         return self.store.snapshot(snapshot_id)
 
     def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
-        found = self.store.snapshots(suite=suite, limit=1)
-        return found[0] if found else None
+        return self.store.latest(suite)
 
     def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
         return self.store.files(snapshot_id, offset=offset, limit=limit, order=order)
@@ -191,19 +192,12 @@ def _check_name(what: str, value: str) -> None:
         )
 
 
-@attrs.frozen
-class PathMapArg:
-    """``OLD=NEW`` from the command line."""
-
-    old: str
-    new: str
-
-    @classmethod
-    def parse(cls, text: str) -> tuple[str, str]:
-        if "=" not in text:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"path map {text!r} is not OLD=NEW",
-                "Write it as the report's prefix, '=', and the repository-relative prefix: /build/app=src",
-            )
-        old, new = text.split("=", 1)
-        return old, new
+def parse_path_map(text: str) -> tuple[str, str]:
+    """``OLD=NEW`` from the command line, as a (report prefix, repository prefix) pair."""
+    if "=" not in text:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"path map {text!r} is not OLD=NEW",
+            "Write it as the report's prefix, '=', and the repository-relative prefix: /build/app=src",
+        )
+    old, new = text.split("=", 1)
+    return old, new

@@ -323,3 +323,90 @@ def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_droppi
         assert err.value.code is ErrorCode.RECORD_CAP_EXCEEDED and "fewer" in err.value.suggestion
         within = review(svc, task="source", file="big.py", ranges=ranges[:5], limits={"max_words": 50_000, "max_bytes": 2_000_000})
         assert sum(len(r["lines"]) for r in within["data"]["ranges"]) == 1000
+
+
+TASK_ARGS = {
+    "insight": {}, "history": {}, "source": {}, "tests": {}, "audit": {}, "all": {},
+    "change": {"baseline": {"kind": "previous_snapshot"}},
+}
+
+
+@pytest.fixture
+def two_snapshots(service: Service, sample_repo: Path) -> Service:
+    """The sample repository with a second commit and snapshot, so change and history have something to say."""
+    write(sample_repo, {"inventory/extra.py": "def f():\n    return 1\n"})
+    commit(sample_repo, "extra")
+    (sample_repo / "later.info").write_text((sample_repo / "step3.coverage.lcov").read_text()
+                                            + lcov({"inventory/extra.py": {1: 1, 2: 0}}))
+    service.call("coverage_import", {"report_path": "later.info"})
+    return service
+
+
+@pytest.mark.parametrize("task", sorted(TASK_ARGS))
+@pytest.mark.parametrize("representation", ["compact", "review", "audit"])
+@pytest.mark.parametrize("limits", [{"max_words": 120}, {"max_words": 300}, {"max_bytes": 700}, {"max_bytes": 2500}])
+def test_every_task_keeps_the_whole_data_object_within_its_word_and_byte_budget(
+    two_snapshots: Service, task: str, representation: str, limits: dict
+) -> None:
+    try:
+        env = review(two_snapshots, task=task, representation=representation, limits=limits, **TASK_ARGS[task])
+    except CoverageError as err:
+        assert err.code is ErrorCode.BUDGET_TOO_SMALL
+        return
+    text = json.dumps(env["data"], separators=(",", ":"), ensure_ascii=False)
+    assert words(env["data"]) <= limits.get("max_words", 600)
+    assert len(text.encode()) <= limits.get("max_bytes", 16_384)
+
+
+def test_history_in_audit_representation_pages_every_point_without_gaps(sample_repo: Path) -> None:
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        report = sample_repo / "h.info"
+        for i in range(25):
+            report.write_text(lcov({"inventory/stock.py": {1: i + 1, 2: i % 2, 3: 1 if i > 10 else 0}}))
+            svc.call("coverage_import", {"report_path": "h.info", "suite": "h"})
+        seen, cursor = [], None
+        while True:
+            args = {"task": "history", "measurement": {"suite": "h"}, "representation": "audit",
+                    "limits": {"max_words": 200}}
+            if cursor:
+                args["cursor"] = cursor
+            env = svc.call("coverage_review", args)
+            seen += [p["snapshot_id"] for p in env["data"]["all_points"]]
+            cursor = env["page"]["next_cursor"]
+            if not cursor:
+                break
+        assert len(seen) == len(set(seen)) == 25
+
+
+def test_a_union_of_snapshots_claims_no_more_than_its_weakest_member(service: Service, sample_repo: Path) -> None:
+    full = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"]["snapshot"]
+    part = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py-subset",
+                                            "scope": "subset"})["data"]["snapshot"]
+    data = review(service, task="insight", measurement={"snapshot_ids": [full["snapshot_id"], part["snapshot_id"]]})["data"]
+    assert data["claim_status"] == "limited"
+    assert any("subset" in r for r in data["reasons"])
+
+
+def test_a_union_of_snapshots_of_different_commits_is_refused(service: Service, sample_repo: Path) -> None:
+    first = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py"})["data"]["snapshot"]
+    write(sample_repo, {"NEWS": "x\n"})
+    commit(sample_repo, "moved on")
+    second = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"]["snapshot"]
+    with pytest.raises(CoverageError) as err:
+        review(service, task="insight", measurement={"snapshot_ids": [first["snapshot_id"], second["snapshot_id"]]})
+    assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "task=change" in err.value.suggestion
+
+
+def test_an_import_right_after_a_commit_is_measured_at_the_new_head(service: Service, sample_repo: Path) -> None:
+    review(service, task="insight")  # the checkout state is now cached
+    write(sample_repo, {"NEWS": "x\n"})
+    commit(sample_repo, "moved on")
+    data = service.call("coverage_import", {"report_path": "step3.coverage.json"})["data"]
+    assert data["claim_status"] == "supported" and data["reasons"] == []
+
+
+def test_project_context_refuses_a_cursor_it_never_issued(service: Service) -> None:
+    with pytest.raises(CoverageError) as err:
+        service.call("project_context", {"cursor": "garbage.notacursor"})
+    assert err.value.code is ErrorCode.INVALID_CURSOR

@@ -330,3 +330,20 @@ def test_cli_store_errors_use_the_exit_code_table(repo: Path, tmp_path: Path) ->
     out = _cli("ingest", str(bad), "--json", cwd=repo)
     assert out.returncode == 2 and json.loads(out.stderr)["code"] == "malformed_report"
     assert _cli("show", "snap-nope", cwd=repo).returncode == 2
+
+
+def test_an_exact_path_wins_over_a_suffix_match_and_every_stored_path_is_unique() -> None:
+    result = map_paths(
+        ["/ci/x/src/a.py", "src/a.py", "/ci/y/src/a.py"],
+        checkout_root="/home/me/repo",
+        tracked=["src/a.py"],
+    )
+    assert result.status == (AMBIGUOUS, MAPPED, AMBIGUOUS)
+    assert result.paths[1] == "src/a.py"
+    assert len(set(result.paths)) == 3
+
+
+def test_a_report_path_equal_to_a_mapped_path_is_stored_under_a_distinct_name() -> None:
+    result = map_paths(["/build/lib/x.c", "lib/x.c"], checkout_root="/r", tracked=["src/lib/x.c"])
+    assert result.paths[0] == "src/lib/x.c" and result.status[0] == MAPPED
+    assert len(set(result.paths)) == 2

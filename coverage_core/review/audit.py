@@ -13,7 +13,7 @@ from typing import Any
 from . import cursors
 from .budget import RECORD_CAP, Budget, size
 from .call import Call
-from .context import claim_for
+from .context import claim_for_selection
 from .select import Selection, file_id
 
 FILES_PAGE = 100
@@ -23,7 +23,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     primary, snap = sel.primary, sel.snaps[0]
     offset = cursors.decode(call, "audit", sel.scope_key, call.args.get("cursor"))
     data: dict[str, Any] = {"task": "audit", "snapshot_id": primary.snapshot_id, "commit": primary.commit}
-    data.update(claim_for(call, primary))
+    data.update(claim_for_selection(call, sel))
     if call.args.get("file"):
         fid, path = file_id(call, snap, call.args["file"], primary.snapshot_id)
         data["file"] = path
@@ -64,7 +64,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         rows = call.rows(
             """SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
                       functions_found, functions_hit
-               FROM files WHERE snap = ? ORDER BY path LIMIT ? OFFSET ?""",
+               FROM files WHERE snap = ? ORDER BY path, file_id LIMIT ? OFFSET ?""",
             [snap, min(FILES_PAGE, RECORD_CAP), offset],
         )
         data["legend"] = {"files": "[path, report_path, mapping, lines [hit, found], branches [hit, found], functions [hit, found]]"}

@@ -15,6 +15,7 @@ from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
 from .budget import Budget, size, words
+from . import cursors
 from .call import Call
 
 MAX_SUITES = 10
@@ -31,6 +32,22 @@ def commits_behind(call: Call, commit: str | None, head: str | None) -> int | No
         return None
     ahead, _behind = call.project.git.distance(commit, head)
     return ahead
+
+
+# Claim statuses from the weakest to the strongest evidence.
+CLAIM_ORDER = ("invalid", "not_measured", "stale", "limited", "supported")
+
+
+def claim_for_selection(call: Call, sel: Any) -> dict[str, Any]:
+    """The claim of an answer drawn from every snapshot of a selection: the weakest
+    status among them, every reason once, and the selection's own notes first."""
+    state = checkout_state(call)
+    claims = [claim_for(call, snap, state=state) for snap in sel.snapshots]
+    status = min((c["claim_status"] for c in claims), key=CLAIM_ORDER.index)
+    reasons: list[str] = list(sel.notes)
+    for c in claims:
+        reasons += [r for r in c["reasons"] if r not in reasons]
+    return {"claim_status": status, "reasons": reasons}
 
 
 def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None = None) -> dict[str, Any]:
@@ -97,6 +114,9 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 
 def project_context(call: Call) -> dict[str, Any]:
     budget = Budget(None, max_words=call.args.get("max_words"))
+    # Command pages are the only thing a cursor continues here; none is ever
+    # issued while no approved commands exist, so any cursor is refused.
+    cursors.decode(call, "project_context", call.project.checkout.project_id, call.args.get("cursor"))
     state = checkout_state(call)
     checkout = call.project.checkout
     snaps, truncated = latest_per_suite(call)

@@ -16,7 +16,7 @@ from ..errors import CoverageError, ErrorCode
 from . import cursors
 from .budget import Budget, size
 from .call import Call
-from .context import claim_for, main_counter
+from .context import claim_for_selection, main_counter
 from .select import Selection, line_range
 
 WINDOW = 20
@@ -106,18 +106,27 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     else:
         data["points"] = []
         data["window"] = {"snapshots": 0}
-    data.update(claim_for(call, sel.primary))
+    data.update(claim_for_selection(call, sel))
     if not rows and subject != "project":
         data["claim_status"] = "not_measured"
         data["reasons"] = [f"{call.args['file']!r} is in no snapshot of suite {sel.primary.suite!r}"] + data["reasons"]
-    if not budget.fits(data):
-        if "all_points" in data:
-            budget.fit_list(data, "all_points", data["all_points"])
-        if not budget.fits(data):
+    # The page is the points an answer carries in full: in the audit
+    # representation every point of the window, cut to the budget, and the
+    # cursor continues right after the last point shown.
+    paged = len(rows)
+    if "all_points" in data:
+        data["points_truncated"] = False
+        paged = budget.fit_list(data, "all_points", data["all_points"])
+        data["points_truncated"] = paged < len(rows)
+        if rows and not paged:
+            data["all_points"] = [point(rows[0])]
             raise budget.too_small(*size(data))
-    next_offset = offset + len(rows)
+    if not budget.fits(data):
+        raise budget.too_small(*size(data))
+    next_offset = offset + paged
+    has_more = more or paged < len(rows)
     return {
         "data": data,
-        "page": {"offset": offset, "points": len(rows),
-                 "next_cursor": cursors.encode(call, "history", sel.scope_key, next_offset) if more else None},
+        "page": {"offset": offset, "points": paged,
+                 "next_cursor": cursors.encode(call, "history", sel.scope_key, next_offset) if has_more else None},
     }

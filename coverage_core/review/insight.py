@@ -18,7 +18,7 @@ from typing import Any
 from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
-from .context import claim_for
+from .context import claim_for_selection
 from .select import Selection
 
 RANGES_PER_TARGET = 3
@@ -41,7 +41,7 @@ def ranked_files(call: Call, sel: Selection, offset: int, limit: int) -> tuple[l
         rows = call.rows(
             """SELECT file_id, path, lines_found, lines_hit, count(*) OVER () AS total
                FROM files WHERE snap = ? AND lines_found > lines_hit
-               ORDER BY lines_found - lines_hit DESC, path LIMIT ? OFFSET ?""",
+               ORDER BY lines_found - lines_hit DESC, path, file_id LIMIT ? OFFSET ?""",
             [sel.snaps[0], limit, offset],
         )
     else:
@@ -203,10 +203,7 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         file_items = [
             {"path": f["path"], "uncovered_lines": f["found"] - f["hit"], "executable_lines": f["found"]} for f in files
         ]
-    claim = claim_for(call, primary)
-    if sel.notes:
-        claim["reasons"] = list(sel.notes) + claim["reasons"]
-    data.update(claim)
+    data.update(claim_for_selection(call, sel))
     # "true" is no longer than "false": setting the flag after fitting keeps the fit.
     data["targets_truncated"] = False
     data["targets"] = []

@@ -16,7 +16,7 @@ from typing import Any
 from . import cursors
 from .budget import Budget
 from .call import Call
-from .context import claim_for
+from .context import claim_for_selection
 from .select import Selection, file_id, line_range
 
 MAX_GROUPS_SCAN = 1000
@@ -37,7 +37,7 @@ def _ranges_by_test(rows: list[tuple]) -> list[list[Any]]:
 def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     primary, snap = sel.primary, sel.snaps[0]
     data: dict[str, Any] = {"task": "tests", "snapshot_id": primary.snapshot_id, "named_tests": primary.tests}
-    data.update(claim_for(call, primary))
+    data.update(claim_for_selection(call, sel))
     if primary.tests == 0:
         data["status"] = "unavailable"
         data["reasons"] = [

@@ -56,6 +56,16 @@ def select(call: Call) -> Selection | None:
             return None
         ids = [found.snapshot_id]
     snapshots = tuple(store.snapshot(i, call.con) for i in ids)
+    commits = {s.commit for s in snapshots}
+    if len(commits) > 1:
+        # Line numbers of different commits do not line up: a union would mix versions of a file.
+        raise CoverageError(
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            "measurement.snapshot_ids must all measure one commit; these measure "
+            + ", ".join(sorted((c or "none")[:12] for c in commits)),
+            "Union snapshots of one commit (e.g. the artifacts of one run); compare commits with task=change.",
+            {"commits": sorted(c or "" for c in commits)},
+        )
     call.suite = snapshots[0].suite
     snaps = tuple(store.snap_key(i, call.con) for i in ids)
     return Selection(snapshots, snaps, tuple(notes))

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
-from .context import claim_for
+from .context import claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .select import Selection, file_id, line_range
 
@@ -92,12 +92,12 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if not asked:
         target = _default_target(call, sel, path)
         if target is None:
-            data.update(claim_for(call, primary))
+            data.update(claim_for_selection(call, sel))
             data.update({"file": None, "ranges": [], "note": "no uncovered code in this snapshot"})
             return {"data": data, "page": None}
         path, asked = target
     data["file"] = path
-    claim = claim_for(call, primary)
+    claim = claim_for_selection(call, sel)
     src = source_lines(call, primary.commit, path) if primary.commit else None
     if src is None:
         data.update({

@@ -13,8 +13,9 @@ from typing import Any
 
 from ..errors import CoverageError, ErrorCode
 from .audit import audit
-from .budget import Budget
+from .budget import Budget, size
 from .call import Call
+from .context import CLAIM_ORDER
 from .change import change
 from .history import history
 from .incremental import incremental
@@ -28,14 +29,13 @@ Task = Callable[[Call, Selection, Budget], dict[str, Any]]
 # Share of the budget each part of task=all gets, with and without a change part.
 ALL_SHARES = {"change": 0.4, "insight": 0.35, "history": 0.25}
 ALL_SHARES_NO_BASELINE = {"insight": 0.6, "history": 0.4}
-_CLAIM_ORDER = ("invalid", "not_measured", "stale", "limited", "supported")
 
 
 def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
     part_budget = Budget(
         {**(call.args.get("limits") or {}),
-         "max_words": max(40, int(budget.max_words * share)),
-         "max_bytes": max(512, int(budget.max_bytes * share))},
+         "max_words": max(1, int(budget.max_words * share)),
+         "max_bytes": max(1, int(budget.max_bytes * share))},
     )
     if name != "change":
         return TASKS[name](call, sel, part_budget)
@@ -49,11 +49,26 @@ def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -
 
 
 def review_all(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
-    """change (when a baseline resolves), insight and history under one budget."""
+    """change (when a baseline resolves), insight and history under one budget.
+
+    The parts share the budget; the wrapper and the merged reasons are counted
+    too, so the parts are shrunk until the whole ``data`` fits.
+    """
+    scale = 1.0
+    for _ in range(4):
+        result = _assemble(call, sel, budget, scale)
+        words, size_bytes = size(result["data"])
+        if words <= budget.max_words and size_bytes <= budget.max_bytes:
+            return result
+        scale *= 0.95 * min(budget.max_words / words, budget.max_bytes / size_bytes)
+    raise budget.too_small(words, size_bytes)
+
+
+def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[str, Any]:
     parts: dict[str, Any] = {}
     notes: list[str] = []
     try:
-        parts["change"] = _part(call, "change", sel, budget, ALL_SHARES["change"])
+        parts["change"] = _part(call, "change", sel, budget, ALL_SHARES["change"] * scale)
         shares = ALL_SHARES
     except CoverageError as error:
         # Without an explicit baseline, a missing one only drops the change part.
@@ -64,7 +79,7 @@ def review_all(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         notes.append(f"change omitted: {error.message}")
         shares = ALL_SHARES_NO_BASELINE
     for name in ("insight", "history"):
-        parts[name] = _part(call, name, sel, budget, shares[name])
+        parts[name] = _part(call, name, sel, budget, shares[name] * scale)
     data: dict[str, Any] = {"task": "all"}
     status, reasons = "supported", []
     for name, part in parts.items():
@@ -72,7 +87,7 @@ def review_all(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         part_status = data[name].pop("claim_status", "supported")
         part_reasons = data[name].pop("reasons", [])
         if name != "history":
-            status = min(status, part_status, key=_CLAIM_ORDER.index)
+            status = min(status, part_status, key=CLAIM_ORDER.index)
             reasons += [r for r in part_reasons if r not in reasons]
     data["claim_status"] = status
     data["reasons"] = notes + reasons

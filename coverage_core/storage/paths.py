@@ -69,27 +69,37 @@ def map_paths(
 ) -> Mapping:
     index = SuffixIndex(tracked)
     roots = [_norm(checkout_root)] + [_norm(r) for r in source_roots if r]
+    results = [_map_one(_norm(raw), roots, index, prefix_map) for raw in report_paths]
+    # Two report files landing on one repository path would merge two
+    # measurements silently. An exact match wins over a suffix match; the
+    # loser is ambiguous and keeps its report path.
+    owner: dict[str, int] = {}
+    for i, (path, status, exact) in enumerate(results):
+        if status == MAPPED:
+            j = owner.get(path)
+            if j is None or (exact and not results[j][2]):
+                owner[path] = i
     out_paths: list[str] = []
     out_status: list[str] = []
-    taken: set[str] = set()
-    for raw in report_paths:
-        path, status = _map_one(_norm(raw), roots, index, prefix_map)
-        # Two report files landing on one repository path would merge two
-        # measurements silently; the second keeps its report path instead.
-        if status == MAPPED and path in taken:
-            path, status = None, AMBIGUOUS
-        if path is None:
-            out_paths.append(raw)
-        else:
-            taken.add(path)
-            out_paths.append(path)
+    for i, (raw, (path, status, _exact)) in enumerate(zip(report_paths, results, strict=True)):
+        if status == MAPPED and owner[path] != i:
+            status = AMBIGUOUS
+        out_paths.append(path if status == MAPPED else raw)
         out_status.append(status)
+    # A kept report path may still equal a mapped one (or another kept one):
+    # give it a form no repository path has, so every stored path is unique.
+    seen: set[str] = set()
+    for i, path in enumerate(out_paths):
+        if path in seen:
+            out_paths[i] = f"<report file {i}>/{path}"
+        seen.add(out_paths[i])
     return Mapping(tuple(out_paths), tuple(out_status))
 
 
 def _map_one(
     path: str, roots: list[str], index: SuffixIndex, prefix_map: Sequence[tuple[str, str]]
-) -> tuple[str | None, str]:
+) -> tuple[str | None, str, bool]:
+    """(mapped path, status, whether the match was exact rather than by suffix)."""
     candidates: list[str] = []
     for old, new in prefix_map:
         old_n = _norm(old)
@@ -109,9 +119,9 @@ def _map_one(
                 candidates.append(_norm(posixpath.join(root, path)))
     for cand in candidates:
         if cand in index.tracked:
-            return cand, MAPPED
+            return cand, MAPPED, True
     for cand in candidates + [path]:
         mapped, status = index.lookup(cand)
         if status != UNMAPPED:
-            return mapped, status
-    return None, UNMAPPED
+            return mapped, status, False
+    return None, UNMAPPED, False

@@ -431,9 +431,9 @@ class ProjectStore:
         con = con or self.con
         snap = self.snap_key(snapshot_id, con)
         orders = {
-            "path": "path",
-            "uncovered": "lines_found - lines_hit DESC, path",
-            "coverage": "CASE WHEN lines_found = 0 THEN 1.0 ELSE lines_hit / lines_found END, path",
+            "path": "path, file_id",
+            "uncovered": "lines_found - lines_hit DESC, path, file_id",
+            "coverage": "CASE WHEN lines_found = 0 THEN 1.0 ELSE lines_hit / lines_found END, path, file_id",
         }
         if order not in orders:
             raise CoverageError(
