@@ -16,7 +16,7 @@ dispatch, validation and documentation all derive from it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,22 @@ class Operation:
 
 
 def _import(call: Call) -> dict[str, Any]:
-    args = call.args
-    project = call.project
-    root = project.checkout.worktree_path
-    raw = Path(args["report_path"])
+    """The agent's import: a report inside the checkout only."""
+    root = call.project.checkout.worktree_path
+    raw = Path(call.args["report_path"])
     path = (raw if raw.is_absolute() else root / raw).resolve()
     if not path.is_relative_to(root):
         raise CoverageError(
             ErrorCode.PATH_OUTSIDE_CHECKOUT,
-            f"report_path {args['report_path']!r} is outside the checkout {root}",
+            f"report_path {call.args['report_path']!r} is outside the checkout {root}",
             "Pass a report inside the checkout, relative to its root (e.g. 'coverage.json').",
             {"checkout_path": str(root)},
         )
+    return _ingest_answer(call, path, ())
+
+
+def _ingest_answer(call: Call, path: Path, path_map: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    args, project = call.args, call.project
     if args.get("base_ref"):
         project.git.resolve(args["base_ref"])  # refuse an unknown base early
     snap = project.ingest(
@@ -67,6 +71,7 @@ def _import(call: Call) -> dict[str, Any]:
         scope=args.get("scope", "complete"),
         commit=args.get("commit"),
         branch=args.get("branch"),
+        path_map=path_map,
     )
     body = snapshot_to_dict(snap)
     body["base_ref"] = args.get("base_ref")
@@ -240,6 +245,35 @@ class Service:
             if own:
                 con.close()
         return envelope(call, result, started)
+
+
+# The store owner's own import (the CLI reaching a daemon that holds the store,
+# authenticated by the daemon's capability): what coverage_core.Project.ingest
+# accepts, any readable report path and path maps included, so an ingest gives
+# the same result with and without a daemon.
+OWNER_IMPORT_SCHEMA: dict[str, Any] = {
+    **OPERATIONS["coverage_import"].input_schema,
+    "properties": {
+        **OPERATIONS["coverage_import"].input_schema["properties"],
+        "path_map": {"type": "array", "maxItems": 100, "items": {
+            "type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string", "maxLength": 4096}}},
+    },
+}
+_OWNER_IMPORT = Validator(OWNER_IMPORT_SCHEMA)
+
+
+def owner_import(project: Project, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Ingest for the store's owner; the envelope coverage_import returns."""
+    _OWNER_IMPORT.check(arguments, what="owner import")
+    started = time.perf_counter()
+    con = project.store.cursor()
+    try:
+        call = Call(project, con, arguments)
+        path = Path(arguments["report_path"]).expanduser().absolute()
+        result = _ingest_answer(call, path, [(old, new) for old, new in arguments.get("path_map", [])])
+    finally:
+        con.close()
+    return envelope(call, result, started)
 
 
 def envelope(call: Call, result: dict[str, Any], started: float) -> dict[str, Any]:

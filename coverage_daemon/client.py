@@ -146,9 +146,11 @@ class DaemonClient:
     def review(self, project_id: str, **args: Any) -> dict[str, Any]:
         return self.request("POST", f"/api/projects/{project_id}/review", body=args)[1]
 
-    def ingest(self, project_id: str, report_path: str, **args: Any) -> dict[str, Any]:
+    def ingest(self, project_id: str, report_path: str, *, capability: str | None = None, **args: Any) -> dict[str, Any]:
+        """coverage_import; with the daemon's capability, the owner's import (any path, path maps)."""
         body = {"report_path": report_path, **{k: v for k, v in args.items() if v is not None}}
-        return self.request("POST", f"/api/projects/{project_id}/ingest", body=body)[1]
+        headers = {CAPABILITY_HEADER: capability} if capability else None
+        return self.request("POST", f"/api/projects/{project_id}/ingest", body=body, headers=headers)[1]
 
 
 def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | None:
@@ -170,23 +172,28 @@ def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | 
 class DaemonProject:
     """A project the daemon owns, with the read methods (and ingest) of ``coverage_core.Project``."""
 
-    def __init__(self, client: DaemonClient, checkout: Checkout, settings: Settings) -> None:
+    def __init__(self, client: DaemonClient, checkout: Checkout, settings: Settings,
+                 capability: str | None = None) -> None:
         self.checkout = checkout
         self.settings = settings
         self.client = client
+        # Read from the daemon's locked lease file: it makes this process the
+        # store's owner for ingests, exactly as if it held the store itself.
+        self._capability = capability
         self.project_id = checkout.project_id
         client.register(checkout.worktree_path)
 
     def ingest(self, report: str | os.PathLike[str], *, suite: str = DEFAULT_SUITE, format: str | None = None,
                scope: str = "complete", commit: str | None = None, branch: str | None = None,
                path_map: Any = (), provenance: str = "import", progress: Any = None) -> Snapshot:
-        if path_map or provenance != "import":
+        if provenance != "import":
             raise CoverageError(
-                ErrorCode.NOT_SUPPORTED, "path maps and run provenance are not available through the daemon",
-                "Stop the daemon (`coverage-mcp stop`) to ingest with --path-map, or map paths in the report.",
+                ErrorCode.NOT_SUPPORTED, "run provenance is recorded by the daemon's own runs only",
+                "Import the report (provenance 'import').",
             )
-        answer = self.client.ingest(self.project_id, str(Path(report).absolute()), suite=suite, format=format,
-                                    scope=scope, commit=commit, branch=branch)
+        answer = self.client.ingest(self.project_id, str(Path(report).absolute()), capability=self._capability,
+                                    suite=suite, format=format, scope=scope, commit=commit, branch=branch,
+                                    path_map=[list(p) for p in path_map] or None)
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
@@ -250,13 +257,13 @@ def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | Non
         found = running_daemon(settings) if holder.get("owner") == "daemon" else None
         if found is None:
             raise
-        client, _meta = found
+        client, meta = found
         health = client.health()
         if health.get("pid") != holder.get("pid") or health.get("home") != str(settings.home):
             raise
         checkout = discover(path)
         client.repo = str(checkout.worktree_path)
-        return DaemonProject(client, checkout, settings)
+        return DaemonProject(client, checkout, settings, meta.get("capability"))
 
 
 def wait_released(lock: Path, timeout_s: float) -> bool:

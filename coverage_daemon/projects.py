@@ -304,6 +304,13 @@ class Projects:
             return await self.run(service.call, name, arguments)
         return await self.write(handle, service.call, name, arguments)
 
+    async def owner_import(self, target: Target, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The store owner's import (``coverage_core.service.owner_import``), under the write gate."""
+        from coverage_core.service import owner_import
+
+        handle, project = await self.resolve(target)
+        return await self.write(handle, owner_import, project, arguments)
+
     async def write(self, handle: ProjectHandle, fn: Callable[..., T], *args: Any) -> T:
         """Run a write under the store's gate, held until the worker thread has finished."""
         loop = asyncio.get_running_loop()

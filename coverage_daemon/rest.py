@@ -10,6 +10,7 @@ middleware. Query strings and bodies refuse unknown keys.
 
 from __future__ import annotations
 
+import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from coverage_core.model import FileDetail, converter, snapshot_to_dict
 from coverage_core.project import Project
 from coverage_core.storage.schema import SCHEMA_REVISION
 
+from .errors_http import error_body
+from .identity import CAPABILITY_HEADER
 from .projects import Projects, Target, validate_project_settings
 from .state import DAEMON, json_response, target_of
 
@@ -263,6 +266,18 @@ async def review(request: web.Request) -> web.Response:
 
 
 async def ingest(request: web.Request) -> web.Response:
+    """coverage_import; with the daemon's capability, the owner's import (any report path, path maps)."""
     args = await _body(request)
-    answer = await request.app[DAEMON].projects.call(target_of(request), "coverage_import", args)
+    daemon = request.app[DAEMON]
+    offered = request.headers.get(CAPABILITY_HEADER)
+    if offered is None:
+        answer = await daemon.projects.call(target_of(request), "coverage_import", args)
+    elif hmac.compare_digest(offered.encode(), daemon.capability.encode()):
+        answer = await daemon.projects.owner_import(target_of(request), args)
+    else:
+        return json_response(error_body(CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "the offered capability is not this daemon's",
+            "Drop the header to import a report inside the checkout, or read the capability from the "
+            "actively locked daemon.lock.",
+        )), 403)
     return json_response(answer, 200 if answer["data"].get("duplicate") else 201)

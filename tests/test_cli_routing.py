@@ -44,3 +44,45 @@ async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_
     assert json.loads(routed["show"].stdout) == direct["show"]
     again = json.loads(routed["again"].stdout)
     assert again["duplicate"] is True and again["snapshot_id"] == snapshot_id
+
+
+async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same_through_the_daemon(
+    sample_repo: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    outside = tmp_path / "ci-artifacts"
+    outside.mkdir()
+    text = (sample_repo / "step3.coverage.lcov").read_text().replace("SF:inventory/", "SF:/runner/work/inventory/")
+    (outside / "a.info").write_text(text)
+    (outside / "b.info").write_text(text + "\n")  # another artifact, same coverage
+    direct = cli(sample_repo, "ingest", str(outside / "a.info"), "--path-map", "/runner/work=", "--json")
+    assert direct.returncode == 0, direct.stderr
+    async with in_process(Settings.from_env(port=0)) as d:
+        await asyncio.to_thread(DaemonClient(d.url).register, sample_repo)
+        routed = await asyncio.to_thread(cli, sample_repo, "ingest", str(outside / "b.info"),
+                                         "--path-map", "/runner/work=", "--json")
+        forged = await asyncio.to_thread(_forged_ingest, d.url, sample_repo, outside / "b.info")
+    assert routed.returncode == 0, routed.stderr
+    a, b = json.loads(direct.stdout), json.loads(routed.stdout)
+    assert a["path_mapping"] == b["path_mapping"] == {"mapped": 3, "ambiguous": 0, "unmapped": 0}
+    assert a["totals"] == b["totals"] and b["duplicate"] is False
+    assert forged == 403
+
+
+def _forged_ingest(url: str, repo: Path, report: Path) -> int:
+    """The HTTP status of an owner's import offered with a guessed capability."""
+    import urllib.error
+    import urllib.request
+
+    from coverage_core.git import discover
+
+    request = urllib.request.Request(
+        f"{url}/api/projects/{discover(repo).project_id}/ingest", method="POST",
+        data=json.dumps({"report_path": str(report)}).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json",
+                 "x-coverage-mcp-capability": "guess"},
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
