@@ -47,7 +47,10 @@ def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
     return lines
 
 
-def _default_target(call: Call, sel: Selection, path: str | None) -> tuple[str, list[tuple[int, int]]] | None:
+def _default_target(
+    call: Call, sel: Selection, path: str | None
+) -> tuple[str, list[tuple[int, int]], int] | None:
+    """(path, ranges with context, file_id) of the top insight target, of ``path`` or of the snapshot."""
     if path is None:
         files, _ = ranked_files(call, sel, 0, 1)
         if not files:
@@ -58,9 +61,9 @@ def _default_target(call: Call, sel: Selection, path: str | None) -> tuple[str, 
         f = {"file_id": fid, "path": real}
     targets = targets_for(call, sel, [f], limit=1, per_target=RANGES_PER_TARGET)
     if not targets:
-        return f["path"], []
+        return f["path"], [], f["file_id"]
     ranges = sorted((r[0], r[1]) for r in targets[0]["ranges"])
-    return f["path"], [(max(1, a - CONTEXT_LINES), b + CONTEXT_LINES) for a, b in ranges]
+    return f["path"], [(max(1, a - CONTEXT_LINES), b + CONTEXT_LINES) for a, b in ranges], f["file_id"]
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -95,7 +98,9 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             data.update(claim_for_selection(call, sel))
             data.update({"file": None, "ranges": [], "note": "no uncovered code in this snapshot"})
             return {"data": data, "page": None}
-        path, asked = target
+        path, asked, known_id = target
+    else:
+        known_id = None
     data["file"] = path
     claim = claim_for_selection(call, sel)
     src = source_lines(call, primary.commit, path) if primary.commit else None
@@ -107,7 +112,7 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         })
         return {"data": data, "page": None}
     try:
-        fid, _real = file_id(call, snap, path, primary.snapshot_id)
+        fid = known_id if known_id is not None else file_id(call, snap, path, primary.snapshot_id)[0]
     except CoverageError:
         fid = None
         claim = {
