@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from . import corpus
+from .gitrepo import make_repo
+
+SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 
 
 @pytest.fixture(autouse=True)
@@ -21,3 +25,14 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not corpus.CORPUS.exists():
         pytest.skip(f"shared corpus not found at {corpus.CORPUS}")
     return tmp_path_factory.mktemp("corpus")
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
+    repo = tmp_path / "inventory"
+    shutil.copytree(SAMPLE / "project", repo)
+    make_repo(repo, {})
+    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
+        shutil.copy(SAMPLE / "reports" / name, repo / name)
+    return repo

@@ -11,7 +11,7 @@ from pathlib import Path
 from coverage_core.config import Settings
 from coverage_daemon.client import DaemonClient
 
-from .test_daemon_support import in_process, sample_repo  # noqa: F401  (fixture)
+from .test_daemon_support import in_process
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -19,7 +19,7 @@ def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
-async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_the_store(sample_repo: Path) -> None:  # noqa: F811
+async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_the_store(sample_repo: Path) -> None:
     ingested = cli(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", "--json")
     assert ingested.returncode == 0, ingested.stderr
     snapshot_id = json.loads(ingested.stdout)["snapshot_id"]
@@ -47,7 +47,7 @@ async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_
 
 
 async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same_through_the_daemon(
-    sample_repo: Path, tmp_path: Path  # noqa: F811
+    sample_repo: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "ci-artifacts"
     outside.mkdir()

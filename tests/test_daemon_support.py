@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,21 +24,10 @@ from coverage_daemon.identity import build_fingerprint
 from coverage_daemon.server import check_loopback, running, take_daemon_lock
 from coverage_daemon.state import Daemon
 
-from .gitrepo import make_repo
 
-SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 ACCEPT = "application/json, text/event-stream"
 
 
-@pytest.fixture
-def sample_repo(tmp_path: Path) -> Path:
-    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
-    repo = tmp_path / "inventory"
-    shutil.copytree(SAMPLE / "project", repo)
-    make_repo(repo, {})
-    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
-        shutil.copy(SAMPLE / "reports" / name, repo / name)
-    return repo
 
 
 class Running:

@@ -20,18 +20,8 @@ from coverage_core.service import OPERATIONS, Service
 from . import corpus
 from .gitrepo import commit, lcov, make_repo, write
 
-SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 
 
-@pytest.fixture
-def sample_repo(tmp_path: Path) -> Path:
-    """The bundled sample project as a git repository, with its real step3 reports beside it."""
-    repo = tmp_path / "inventory"
-    shutil.copytree(SAMPLE / "project", repo)
-    make_repo(repo, {})
-    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
-        shutil.copy(SAMPLE / "reports" / name, repo / name)
-    return repo
 
 
 @pytest.fixture
