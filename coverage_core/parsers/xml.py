@@ -104,7 +104,7 @@ def stream(report: ReportBytes, target: Any) -> None:
     A well-formedness error becomes a ``malformed_report`` naming its line;
     errors the target raises pass through unchanged.
     """
-    if not report.data.strip():
+    if not report.data or report.data.isspace():  # isspace stops at the first byte of text: no copy
         raise malformed(
             report.origin, "report is empty", suggestion="Regenerate the report; the file has no content."
         )
