@@ -71,10 +71,12 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
         parts["change"] = _part(call, "change", sel, budget, ALL_SHARES["change"] * scale)
         shares = ALL_SHARES
     except CoverageError as error:
-        # Without an explicit baseline, a missing one only drops the change part.
-        if "baseline" in call.args or error.code not in (
+        # Without an explicit baseline, a missing one only drops the change part;
+        # so does a budget too small for it (the note says what it would need).
+        missing = "baseline" not in call.args and error.code in (
             ErrorCode.BASELINE_UNAVAILABLE, ErrorCode.NOT_FOUND, ErrorCode.INCOMPATIBLE_SNAPSHOTS,
-        ):
+        )
+        if not (missing or error.code is ErrorCode.BUDGET_TOO_SMALL):
             raise
         notes.append(f"change omitted: {error.message}")
         shares = ALL_SHARES_NO_BASELINE
