@@ -12,6 +12,8 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import ReportBytes, detect, parse, regions_v1
 from coverage_core.report import OBS_LINE, REGION_BRANCH, REGION_CODE, REGION_SKIPPED
 
+from .jsonfuzz import odd_documents
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "regions-v1.md"
 SCHEMA = regions_v1.SCHEMA_PATH
 
@@ -203,27 +205,10 @@ def test_regions_spanning_billions_of_lines_are_refused_without_expanding_them()
     assert "$.files[0].regions: regions span" in error.message
 
 
-ODD_VALUES = [None, "x", "", [], {}, -1, 1.5, True, 2**70, [[1]], [None], float("nan"), 2**31]
-
-
-def value_paths(node, path=()):
-    """Paths to every object member and to the first item of every list (the others look alike)."""
-    yield path
-    children = node.items() if isinstance(node, dict) else enumerate(node[:1]) if isinstance(node, list) else ()
-    for key, child in children:
-        yield from value_paths(child, (*path, key))
-
-
 def test_any_value_replaced_by_any_odd_value_ends_in_a_report_or_a_coverage_error() -> None:
-    for *parents, last in list(value_paths(docs_example()))[1:]:
-        for value in ODD_VALUES:
-            doc = docs_example()
-            target = doc
-            for key in parents:
-                target = target[key]
-            target[last] = value
-            blob = json.dumps(doc).encode()
-            try:
-                regions_v1.parse_bytes(ReportBytes(blob, "<fuzz>", None, len(blob)))  # not the registry's safety net
-            except CoverageError:
-                pass
+    for doc in odd_documents(docs_example()):
+        blob = json.dumps(doc).encode()
+        try:
+            regions_v1.parse_bytes(ReportBytes(blob, "<fuzz>", None, len(blob)))  # not the registry's safety net
+        except CoverageError:
+            pass
