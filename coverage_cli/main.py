@@ -26,3 +26,25 @@ for command in (parse_command, ingest_command, snapshots_command, show_command, 
                 *CI_COMMANDS, *DAEMON_COMMANDS):
     cli.add_command(command)
 cli.add_command(demo_command)
+
+
+@click.command(
+    "connect", add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def connect_command(args: tuple[str, ...]) -> None:
+    """Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio).
+
+    The console script runs this before click is even imported; it is listed
+    here so that `coverage-mcp --help` shows it.
+
+    Example: claude mcp add coverage -- coverage-mcp connect --repo /path/to/repo
+    """
+    from coverage_daemon.connector import run_connector
+
+    raise SystemExit(run_connector(list(args)))
+
+
+cli.add_command(connect_command)
+cli.add_command(connect_command, name="stdio")
