@@ -278,19 +278,23 @@ def owner_import(project: Project, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def envelope(call: Call, result: dict[str, Any], started: float) -> dict[str, Any]:
     """Wrap a handler's result (also one computed outside ``Service.call``, e.g. of an unstored report)."""
-    checkout = call.project.checkout
+    return envelope_for(call.project, result["data"], result.get("page"), suite=call.suite, started=started,
+                        rows=call.rows_scanned)
+
+
+def envelope_for(project: Project, data: dict[str, Any], page: dict[str, Any] | None, *, suite: str | None,
+                 started: float, rows: int) -> dict[str, Any]:
+    """The one ``{context, data, page}`` shape every answer has (operations and plain store reads)."""
+    checkout = project.checkout
     return {
         "context": {
             "repo_key": checkout.repo_key,
             "project_id": checkout.project_id,
             "checkout_path": str(checkout.worktree_path),
-            "suite": call.suite,
+            "suite": suite,
             "schema_revision": SCHEMA_REVISION,
-            "stats": {
-                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
-                "rows_scanned": call.rows_scanned,
-            },
+            "stats": {"elapsed_ms": round((time.perf_counter() - started) * 1000, 3), "rows_scanned": rows},
         },
-        "data": result["data"],
-        "page": result.get("page"),
+        "data": data,
+        "page": page,
     }

@@ -21,6 +21,7 @@ from aiohttp import web
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.model import FileDetail, converter, snapshot_to_dict
 from coverage_core.project import Project
+from coverage_core.service import envelope_for
 from coverage_core.storage.schema import SCHEMA_REVISION
 
 from .errors_http import error_body
@@ -35,19 +36,7 @@ DEFAULT_PAGE = 100
 def envelope(project: Project, data: dict[str, Any], *, suite: str | None, page: dict[str, Any] | None,
              started: float, rows: int) -> dict[str, Any]:
     """The service's envelope around a plain store read."""
-    checkout = project.checkout
-    return {
-        "context": {
-            "repo_key": checkout.repo_key,
-            "project_id": checkout.project_id,
-            "checkout_path": str(checkout.worktree_path),
-            "suite": suite,
-            "schema_revision": SCHEMA_REVISION,
-            "stats": {"elapsed_ms": round((time.perf_counter() - started) * 1000, 3), "rows_scanned": rows},
-        },
-        "data": data,
-        "page": page,
-    }
+    return envelope_for(project, data, page, suite=suite, started=started, rows=rows)
 
 
 async def snapshot_envelope(projects: Projects, target: Target, snapshot_id: str) -> dict[str, Any]:
