@@ -12,7 +12,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import detect, istanbul, parse
 from coverage_core.report import REGION_CODE
 
-from . import corpus
+from . import corpus, lcovtext
 
 
 def loc(line: int, col: int, end_line: int, end_col: int) -> dict:
@@ -176,22 +176,7 @@ def test_istanbul_is_detected_but_coverage_py_json_is_not_claimed() -> None:
 
 def lcov_records(path: Path) -> tuple[set, set, set]:
     """DA, BRDA and FN records of an lcov.info, with paths relative to the project."""
-    da, brda, fn = set(), set(), set()
-    current = ""
-    for line in path.read_text().splitlines():
-        tag, _, rest = line.partition(":")
-        if tag == "SF":
-            current = rest
-        elif tag == "DA":
-            number, hits = rest.split(",")[:2]
-            da.add((current, int(number), int(hits)))
-        elif tag == "BRDA":
-            number, block, branch, taken = rest.split(",")
-            brda.add((current, int(number), int(block), branch, int(taken)))
-        elif tag == "FN":
-            number, name = rest.split(",", 1)
-            fn.add((current, int(number), name))
-    return da, brda, fn
+    return tuple(set(records) for records in lcovtext.records(path))
 
 
 @pytest.mark.parametrize(("stem", "tool"), [("minimist-1.2.8.nyc", "nyc"), ("resolve-1.22.14.c8", "c8")])

@@ -14,7 +14,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import SNIFF_BYTES, ReportBytes, detect, go, istanbul, llvm, parse, regions_v1
 from coverage_core.report import REGION_CODE, REGION_EXPANSION
 
-from . import corpus
+from . import corpus, lcovtext
 from .jsonfuzz import odd_documents
 
 T, F = True, False
@@ -276,17 +276,8 @@ def test_llvm_exports_are_detected_from_head_and_tail() -> None:
 
 def lcov_detail(path) -> tuple[set, Tally]:
     """DA records and BRDA records per line of llvm-cov's LCOV export."""
-    da, brda, current = set(), Tally(), ""
-    for line in path.read_text().splitlines():
-        tag, _, rest = line.partition(":")
-        if tag == "SF":
-            current = rest
-        elif tag == "DA":
-            number, hits = rest.split(",")[:2]
-            da.add((current, int(number), int(hits)))
-        elif tag == "BRDA":
-            brda[(current, int(rest.split(",")[0]))] += 1
-    return da, brda
+    da, brda, _fn = lcovtext.records(path)
+    return set(da), Tally((file, line) for file, line, *_ in brda)
 
 
 def test_cmark_detail_equals_llvm_covs_own_lcov_export_of_the_same_profile(corpus_dir) -> None:
