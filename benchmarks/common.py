@@ -15,7 +15,7 @@ import zstandard
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / ".work"
-CORPUS = Path(os.environ.get("COVERAGE_MCP_CORPUS", ROOT.parent / "shared" / "corpus"))
+CORPUS = ROOT / "tests" / "corpus"
 README = ROOT / "benchmarks" / "README.md"
 
 

@@ -1,16 +1,14 @@
-"""Access to the shared corpus of real reports (read-only, beside the checkout)."""
+"""The project's own copy of the report corpus (``tests/corpus``, byte-identical to MANIFEST.json)."""
 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 
 import zstandard
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("COVERAGE_MCP_CORPUS", ROOT.parent / "shared" / "corpus"))
+CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
 @cache

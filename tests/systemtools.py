@@ -1,0 +1,39 @@
+"""System tools some tests need, declared once in ``scripts/system-packages``.
+
+A missing tool skips the test with the command that installs it, except under
+``CI=true``, where the run must prove everything and a missing tool fails it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGES = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
+
+
+@cache
+def declared() -> dict[str, str]:
+    """Command name -> Debian package, from ``scripts/system-packages``."""
+    table = {}
+    for line in PACKAGES.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            command, package = line.split()
+            table[command] = package
+    return table
+
+
+def require(command: str) -> str:
+    """The tool's path; skip (or fail under CI=true) when it is not installed."""
+    package = declared()[command]  # a KeyError here means: declare the tool first
+    found = shutil.which(command)
+    if found:
+        return found
+    reason = f"needs {command}: install it with `sudo apt-get install -y {package}` (or run scripts/test)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
