@@ -9,7 +9,9 @@ from typing import Any
 
 import click
 
+from coverage_core.config import Settings
 from coverage_core.model import Snapshot, snapshot_to_dict
+from coverage_core.parsers.spool import local_report
 from coverage_core.parsers import FORMATS
 from coverage_core.project import SCOPES, parse_path_map
 from coverage_daemon.client import open_project
@@ -44,7 +46,7 @@ def _totals_table(snapshot: Snapshot) -> None:
 
 
 @click.command("ingest")
-@click.argument("report", type=click.Path(dir_okay=False))
+@click.argument("report")
 @click.option("--suite", default="default", show_default=True, help="Test suite this report measures.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Skip detection and read as this format.")
 @click.option("--scope", type=click.Choice(SCOPES), default="complete", show_default=True,
@@ -57,14 +59,18 @@ def _totals_table(snapshot: Snapshot) -> None:
 @json_option
 @handles_errors
 def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as_json) -> None:
-    """Store REPORT as an immutable snapshot of this repository.
+    """Store REPORT as an immutable snapshot of this repository ('-' reads standard input).
 
     Example: coverage-mcp ingest coverage.json --suite unit
     """
     maps = [parse_path_map(m) for m in path_map]
-    with open_project(repo) as project:
+    settings = Settings.from_env()
+    # Streams only this process can read (stdin, /dev/fd/N, a pipe) are read
+    # here into a private file, whoever then opens the store: the daemon must
+    # never reopen a name that means something else in its own process.
+    with local_report(report, settings.home, settings.max_report_bytes) as path, open_project(repo) as project:
         snap = project.ingest(
-            report, suite=suite, format=fmt, scope=scope, commit=commit, branch=branch, path_map=maps,
+            path, suite=suite, format=fmt, scope=scope, commit=commit, branch=branch, path_map=maps,
             progress=_progress(not as_json and sys.stderr.isatty()),
         )
     if as_json:

@@ -28,6 +28,9 @@ from .errors import CoverageError, ErrorCode
 from .git import Checkout, Git, discover
 from .model import FileDetail, FilesPage, Snapshot
 from .parsers import Limits, parse_bytes, read_report
+from .parsers.budget import PARSE_BUDGET
+from .parsers.opening import OpenedReport, open_report
+from .parsers.source import claim_bytes
 from .storage.paths import map_paths
 from .storage.store import ProjectStore, Provenance, store_path
 
@@ -80,7 +83,7 @@ class Project:
     # -- writes -------------------------------------------------------------
     def ingest(
         self,
-        report: str | os.PathLike[str],
+        report: str | os.PathLike[str] | OpenedReport,
         *,
         suite: str = DEFAULT_SUITE,
         format: str | None = None,
@@ -94,7 +97,10 @@ class Project:
         """Parse ``report``, map its paths and store it as one snapshot.
 
         Re-importing an identical artifact (same SHA-256, commit and suite)
-        returns the existing snapshot with ``duplicate=True``.
+        returns the existing snapshot with ``duplicate=True``. ``report`` is a
+        path (opened here, without blocking, regular files only) or a report
+        the caller already opened (the daemon opens from inside the checkout).
+        The read and parse hold a share of the process's parse budget.
         """
         _check_name("suite", suite)
         if scope not in SCOPES:
@@ -104,10 +110,24 @@ class Project:
             )
         head = self.git.head_commit()
         commit = self.git.resolve(commit) if commit else head
+        opened = report if isinstance(report, OpenedReport) else open_report(report)
+        cap = self.settings.max_report_bytes
+        with opened, PARSE_BUDGET.claim(claim_bytes(opened, cap)):
+            try:
+                return self._ingest_opened(opened, suite, format, scope, commit, head, branch, path_map,
+                                           provenance, progress)
+            except CoverageError as exc:
+                raise _shed(exc) from None
+
+    def _ingest_opened(
+        self, opened: OpenedReport, suite: str, format: str | None, scope: str, commit: str, head: str | None,
+        branch: str | None, path_map: Sequence[tuple[str, str]], provenance: str,
+        progress: Callable[[str], None] | None,
+    ) -> Snapshot:
         on_head = commit == head
         if progress:
             progress("reading")
-        raw = read_report(report, Limits(self.settings.max_report_bytes))
+        raw = read_report(opened, Limits(self.settings.max_report_bytes))
         sha = hashlib.sha256(raw.data).hexdigest()
         existing = self.store.find_duplicate(sha, commit, suite)
         if existing is not None:
@@ -124,7 +144,6 @@ class Project:
             source_roots=parsed.source_roots,
             prefix_map=path_map,
         )
-        artifact = Path(report)
         prov = Provenance(
             suite=suite,
             scope=scope,
@@ -136,7 +155,7 @@ class Project:
             worktree_id=self.checkout.worktree_id,
             worktree_path=str(self.checkout.worktree_path),
             worktree_name=self.checkout.worktree_name,
-            artifact_path=self._artifact_label(artifact),
+            artifact_path=self._artifact_label(opened.path),
             artifact_sha256=sha,
             artifact_bytes=raw.stored_bytes,
         )
@@ -182,6 +201,13 @@ def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | Non
     checkout = discover(path)
     store = ProjectStore.open(store_path(checkout), owner=owner)
     return Project(checkout, store, settings)
+
+
+def _shed(exc: CoverageError) -> CoverageError:
+    """The error without its traceback and context, whose frames would keep the
+    report's bytes alive until the caller is done with the error."""
+    exc.__traceback__ = exc.__context__ = exc.__cause__ = None
+    return exc
 
 
 def _check_name(what: str, value: str) -> None:

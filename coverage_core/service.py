@@ -25,6 +25,7 @@ import attrs
 from .errors import CoverageError, ErrorCode
 from .model import snapshot_to_dict
 from .parsers import FORMATS
+from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
 from .review import budget, context, tasks
 from .review.call import Call
@@ -46,33 +47,38 @@ class Operation:
 
 
 def _import(call: Call) -> dict[str, Any]:
-    """The agent's import: a report inside the checkout only."""
+    """The agent's import: a report inside the checkout only, opened from the checkout's descriptor."""
     root = call.project.checkout.worktree_path
-    raw = Path(call.args["report_path"])
+    text = call.args["report_path"]
+    check_path_text(text)
+    raw = Path(text)
     path = (raw if raw.is_absolute() else root / raw).resolve()
     if not path.is_relative_to(root):
         raise CoverageError(
             ErrorCode.PATH_OUTSIDE_CHECKOUT,
-            f"report_path {call.args['report_path']!r} is outside the checkout {root}",
+            f"report_path {text!r} is outside the checkout {root}",
             "Pass a report inside the checkout, relative to its root (e.g. 'coverage.json').",
             {"checkout_path": str(root)},
         )
-    return _ingest_answer(call, path, ())
+    # Checked above by path, enforced below by descriptor: a directory swapped
+    # for a link between the two makes the open fail, never read outside.
+    return _ingest_answer(call, open_within(root, path), ())
 
 
-def _ingest_answer(call: Call, path: Path, path_map: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[str, str]]) -> dict[str, Any]:
     args, project = call.args, call.project
-    if args.get("base_ref"):
-        project.git.resolve(args["base_ref"])  # refuse an unknown base early
-    snap = project.ingest(
-        path,
-        suite=args.get("suite", call.suite),
-        format=args.get("format"),
-        scope=args.get("scope", "complete"),
-        commit=args.get("commit"),
-        branch=args.get("branch"),
-        path_map=path_map,
-    )
+    with report:
+        if args.get("base_ref"):
+            project.git.resolve(args["base_ref"])  # refuse an unknown base early
+        snap = project.ingest(
+            report,
+            suite=args.get("suite", call.suite),
+            format=args.get("format"),
+            scope=args.get("scope", "complete"),
+            commit=args.get("commit"),
+            branch=args.get("branch"),
+            path_map=path_map,
+        )
     body = snapshot_to_dict(snap)
     body["base_ref"] = args.get("base_ref")
     call.suite = snap.suite
@@ -269,8 +275,13 @@ def owner_import(project: Project, arguments: dict[str, Any]) -> dict[str, Any]:
     con = project.store.cursor()
     try:
         call = Call(project, con, arguments)
+        check_path_text(arguments["report_path"])
+        # The owner's path, outside the checkout too; still opened once, without
+        # blocking, regular files only, and a final link is not followed (the
+        # CLI resolves its user's own links before sending the path).
         path = Path(arguments["report_path"]).expanduser().absolute()
-        result = _ingest_answer(call, path, [(old, new) for old, new in arguments.get("path_map", [])])
+        maps = [(old, new) for old, new in arguments.get("path_map", [])]
+        result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps)
     finally:
         con.close()
     return envelope(call, result, started)

@@ -25,6 +25,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import is_held, read_metadata
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
+from coverage_core.parsers.spool import local_report
 from coverage_core.project import DEFAULT_SUITE, Project
 from coverage_core.project import open_project as open_direct
 
@@ -191,9 +192,12 @@ class DaemonProject:
                 ErrorCode.NOT_SUPPORTED, "run provenance is recorded by the daemon's own runs only",
                 "Import the report (provenance 'import').",
             )
-        answer = self.client.ingest(self.project_id, str(Path(report).absolute()), capability=self._capability,
-                                    suite=suite, format=format, scope=scope, commit=commit, branch=branch,
-                                    path_map=[list(p) for p in path_map] or None)
+        # A stream of this process is copied to a private file, and links are
+        # resolved here: the daemon opens neither (coverage_core.parsers.spool).
+        with local_report(report, self.settings.home, self.settings.max_report_bytes) as path:
+            answer = self.client.ingest(self.project_id, path, capability=self._capability,
+                                        suite=suite, format=format, scope=scope, commit=commit, branch=branch,
+                                        path_map=[list(p) for p in path_map] or None)
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,

@@ -9,9 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import stat
 import zlib
-from pathlib import Path
 from typing import BinaryIO
 
 import attrs
@@ -19,13 +17,14 @@ import zstandard
 
 from ..config import MIB
 from ..errors import CoverageError, ErrorCode
+from .opening import OpenedReport, open_report
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 CHUNK = 1 * MIB
 DEFAULT_MAX_REPORT_BYTES = 256 * MIB
 
-Source = str | os.PathLike[str] | BinaryIO | bytes
+Source = str | os.PathLike[str] | BinaryIO | bytes | OpenedReport
 
 
 @attrs.frozen
@@ -59,35 +58,11 @@ def read_report(source: Source, limits: Limits | None = None) -> ReportBytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return _from_stream(io.BytesIO(bytes(source)), "<bytes>", limits)
     if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        try:
-            stream = path.open("rb")
-        except FileNotFoundError:
-            raise CoverageError(
-                ErrorCode.NOT_FOUND, f"{path}: no such report file",
-                "Check the path; relative paths are taken from the current directory.",
-            ) from None
-        except IsADirectoryError:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"{path}: is a directory, not a report file",
-                "Pass the report file itself (e.g. coverage.json or lcov.info).",
-            ) from None
-        except OSError as exc:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"{path}: cannot be read ({exc.strerror})",
-                "Check the file's permissions.",
-            ) from None
-        with stream:
-            return _from_stream(stream, str(path), limits, size=_regular_size(stream))
+        with open_report(source) as opened:
+            return _from_stream(opened.stream, str(opened.path), limits, size=opened.size)
+    if isinstance(source, OpenedReport):
+        return _from_stream(source.stream, str(source.path), limits, size=source.size)
     return _from_stream(source, getattr(source, "name", "<stream>"), limits)
-
-
-def _regular_size(stream: BinaryIO) -> int | None:
-    try:
-        st = os.fstat(stream.fileno())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _from_stream(stream: BinaryIO, origin: str, limits: Limits, size: int | None = None) -> ReportBytes:
@@ -128,6 +103,15 @@ def _from_stream(stream: BinaryIO, origin: str, limits: Limits, size: int | None
     return ReportBytes(data, origin, None, len(data))
 
 
+def claim_bytes(opened: OpenedReport, cap: int) -> int:
+    """The bytes a read of ``opened`` may hold: its size, or the whole cap when compressed."""
+    head = opened.stream.read(4)
+    opened.stream.seek(0)
+    if head.startswith(GZIP_MAGIC) or head.startswith(ZSTD_MAGIC):
+        return cap
+    return min(opened.size, cap)
+
+
 def malformed(origin: str, what: str, line: int | None = None, suggestion: str = "") -> CoverageError:
     where = f"{origin}:{line}" if line is not None else origin
     return CoverageError(
@@ -157,6 +141,9 @@ def _bounded(stream, origin: str, cap: int) -> bytes:
             break
         total += len(part)
         if total > cap:
+            # Dropped before raising: the traceback keeps this frame (and the
+            # list) alive until the error has travelled to its caller.
+            parts.clear()
             raise too_large(origin, cap)
         parts.append(part)
     return b"".join(parts)

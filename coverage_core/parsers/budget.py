@@ -1,0 +1,96 @@
+"""One process-wide budget of report bytes being read and parsed at once.
+
+A report is held whole while it is parsed, so memory follows the bytes in
+flight. Bounding them per repository does not bound the process: a daemon
+serving six repositories would hold six capped reports. Every read-and-parse
+claims its bytes here first (its size if known, else the whole cap: a
+compressed stream's decompressed size is only known once read), waits its turn
+in arrival order while the budget is spent, and gives them back after.
+
+CPython frees large buffers to glibc's heap but glibc keeps the pages, so a
+process that once parsed a 256 MiB report stays that large; after a large
+claim ends, ``release_memory`` asks glibc to hand free pages back to the OS.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..config import MIB
+
+DEFAULT_BUDGET_BYTES = 512 * MIB
+# Below this a claim's garbage is small change: trimming costs more than it returns.
+TRIM_AFTER_BYTES = 16 * MIB
+
+
+class ByteBudget:
+    """A FIFO counting semaphore over bytes (a claim larger than the whole budget runs alone)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._free = self.capacity
+        self._cond = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
+
+    @property
+    def in_flight(self) -> int:
+        with self._cond:
+            return self.capacity - self._free
+
+    @contextmanager
+    def claim(self, nbytes: int) -> Iterator[int]:
+        n = min(max(1, nbytes), self.capacity)
+        with self._cond:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            # Strict arrival order: small claims never starve a large one.
+            self._cond.wait_for(lambda: self._serving == ticket and self._free >= n)
+            self._free -= n
+            self._serving += 1
+            self._cond.notify_all()
+        try:
+            yield n
+        finally:
+            with self._cond:
+                self._free += n
+                self._cond.notify_all()
+            if n >= TRIM_AFTER_BYTES:
+                release_memory()
+
+
+def _budget_from_env() -> int:
+    text = os.environ.get("COVERAGE_MCP_PARSE_BUDGET_BYTES", "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_BUDGET_BYTES
+
+
+# The process's one budget (the daemon serves every repository from one process).
+PARSE_BUDGET = ByteBudget(_budget_from_env())
+
+
+def _malloc_trim():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim  # glibc only; musl has none
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
+def release_memory() -> None:
+    """Return the heap's free pages to the OS (glibc ``malloc_trim(0)``; elsewhere nothing)."""
+    if _TRIM is not None:
+        _TRIM(0)

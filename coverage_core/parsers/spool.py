@@ -1,0 +1,83 @@
+"""Reports that only exist in the caller's process, copied to a private file first.
+
+``-`` (standard input), ``/dev/fd/N``, ``/dev/stdin``, ``/proc/self/...`` and
+process substitution (``<(...)`` is ``/dev/fd/63``) name this process's own
+descriptors; a daemon reopening the same name would find its own (or nothing).
+A FIFO or other non-regular file is a stream only this reader can drain, and
+the daemon refuses it. ``local_report`` copies such a stream, bounded by the
+report cap, into a 0600 file inside a 0700 directory it creates under
+``COVERAGE_MCP_HOME``, yields that file's path and deletes both afterwards.
+
+Anything else is a regular file: its links are resolved here, by its owner, so
+the daemon (which does not follow a final link) gets the real path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from ..config import MIB
+from .opening import check_path_text
+from .source import too_large
+
+STDIN = "-"
+_PROCESS_LOCAL = ("/dev/fd/", "/dev/stdin", "/proc/self/", "/proc/thread-self/")
+# gzip or zstd of incompressible data is a little larger than the data itself.
+_SLACK = 1 * MIB
+
+
+def is_process_local(report: str | os.PathLike[str]) -> bool:
+    text = os.fspath(report)
+    if text == STDIN:
+        return True
+    absolute = os.path.abspath(text)
+    own = f"/proc/{os.getpid()}/"
+    if absolute.startswith(_PROCESS_LOCAL) or absolute.startswith(own) or absolute == "/dev/stdin":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(text).st_mode)
+    except OSError:
+        return False  # the import reports the missing file with its own message
+
+
+@contextmanager
+def local_report(report: str | os.PathLike[str], home: Path, cap: int,
+                 stdin: BinaryIO | None = None) -> Iterator[str]:
+    """A path any process of this user can open for ``report`` (see the module docstring)."""
+    check_path_text(os.fspath(report))
+    if not is_process_local(report):
+        yield os.path.realpath(report)
+        return
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = tempfile.mkdtemp(prefix="ingest-", dir=home)  # 0700
+    try:
+        target = os.path.join(folder, "report")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o600)
+        with os.fdopen(fd, "wb") as out:
+            if os.fspath(report) == STDIN:
+                _copy(stdin or sys.stdin.buffer, out, cap, "<stdin>")
+            else:
+                with open(report, "rb") as source:
+                    _copy(source, out, cap, os.fspath(report))
+        yield target
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _copy(source: BinaryIO, out: BinaryIO, cap: int, origin: str) -> None:
+    limit = cap + _SLACK
+    total = 0
+    while chunk := source.read(MIB):
+        total += len(chunk)
+        if total > limit:
+            raise too_large(origin, cap)
+        out.write(chunk)
