@@ -5,6 +5,8 @@ file descriptor for as long as its owner runs. The holder writes its metadata
 (pid, instance id, executable, version, ...) into the locked file, mode 0600.
 A crashed owner's lock disappears with its process; the metadata file stays
 and is never taken as proof of ownership, and nothing ever deletes it.
+The lock file is opened without following a link and must be our own regular
+file: a committed symlink or a directory in its place is ``store_unavailable``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import portalocker
 
+from . import safefs
 from .errors import CoverageError, ErrorCode
 
 VERSION = "0.1.0"
@@ -45,8 +48,8 @@ class Lease:
 
     @classmethod
     def acquire(cls, path: Path, metadata: dict[str, Any], *, what: str, suggestion: str) -> Lease:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = safefs.open_file(path, os.O_RDWR | os.O_CREAT, 0o600)
         handle = os.fdopen(fd, "r+")
         try:
             portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
@@ -60,7 +63,7 @@ class Lease:
                 suggestion,
                 {"lock": str(path), "holder": {k: v for k, v in holder.items() if k != "capability"}},
             ) from None
-        os.chmod(path, 0o600)
+        os.fchmod(fd, 0o600)  # the descriptor, never the path: a path could be swapped for a link
         lease = cls(path, handle, metadata)
         lease._write()
         return lease
@@ -103,22 +106,21 @@ class Lease:
 def read_metadata(path: Path) -> dict[str, Any]:
     """What the (last) holder wrote; ``{}`` when absent or unreadable."""
     try:
-        return json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
+        with os.fdopen(safefs.open_file(path, os.O_RDONLY), "r") as handle:
+            return json.loads(handle.read() or "{}")
+    except (OSError, ValueError, CoverageError):
         return {}
 
 
 def is_held(path: Path) -> bool:
     """Whether some live process holds the lease on ``path`` right now."""
-    if not path.exists():
-        return False
     try:
-        with open(path, "r") as handle:
+        with os.fdopen(safefs.open_file(path, os.O_RDONLY), "r") as handle:
             try:
                 portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
             except portalocker.exceptions.LockException:
                 return True
             portalocker.unlock(handle)
             return False
-    except OSError:
+    except (OSError, CoverageError):
         return False

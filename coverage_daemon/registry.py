@@ -5,6 +5,8 @@ writer by construction. It maps a project id (the short hash of the canonical
 repository key) to the checkout the project was first opened from, so
 ``/p/{project_id}/mcp`` and ``/api/projects/{id}`` resolve without a path.
 Calls block on DuckDB: the daemon makes them from its worker threads.
+DuckDB opens the file by name, so it and its WAL are ``lstat``-checked first
+(never a link, only our own files), and the file is kept 0600.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 import attrs
 
+from coverage_core import safefs
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import Checkout
-from coverage_core.storage.store import open_database
+from coverage_core.storage.guard import check_duckdb_paths, open_database
 
 REGISTRY_REVISION = 1
 
@@ -59,10 +62,12 @@ class Registry:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock = threading.Lock()
+        check_duckdb_paths(path)
         self._con = open_database(path)
         try:
+            safefs.make_private(path)
             self._migrate()
         except BaseException:
             self._con.close()

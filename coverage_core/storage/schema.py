@@ -11,6 +11,9 @@ History:
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
+The ``schema_revision`` table is also our mark: a DuckDB file that has tables
+but no ``schema_revision`` was made by another program (the Python
+predecessor of this tool keeps its store at the same path) and is refused.
 
 Detail tables are keyed by the snapshot's integer ``snap`` (not its text id)
 and inserted in (snap, file_id, line) order, so DuckDB's zone maps make a
@@ -195,6 +198,20 @@ MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables of the main schema, sorted; a read, safe on a read-only connection."""
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def foreign_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables of a store this program did not create; ``[]`` for ours or an empty file."""
+    found = tables(con)
+    return [] if not found or "schema_revision" in found else found
 
 
 def current_revision(con: duckdb.DuckDBPyConnection) -> int:

@@ -5,6 +5,16 @@ migrates the schema, and keeps both for the store's life. An ingest is one
 transaction: the snapshot row, its totals, files and every detail row commit
 together or not at all. Detail goes in from NumPy columns, never row by row.
 Nothing here deletes a lock, a WAL or a database to recover from an error.
+
+The store folder is the repository's, so anything in it may have been
+committed: every entry is checked (never a link, only our own files) before
+anything is written, and again under the lease for the paths DuckDB opens
+itself. A WAL is copied aside before DuckDB replays it (DuckDB truncates a
+WAL with a damaged tail to its last valid record and deletes it); after each
+committed ingest ``coverage.duckdb.committed`` records the newest snapshot,
+so an open that lost it fails closed instead of quietly serving less. A
+DuckDB file with tables but without our ``schema_revision`` is another
+program's store and is refused unopened for writing.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from ..git import Checkout
 from ..locks import Lease, instance_metadata
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
-from . import schema
+from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 
 STORE_FILE = "coverage.duckdb"
@@ -54,27 +64,6 @@ def store_path(checkout: Checkout) -> Path:
     return checkout.store_dir / STORE_FILE
 
 
-def _prepare_dir(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
-
-
-def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as exc:
-        raise CoverageError(
-            ErrorCode.STORE_UNAVAILABLE,
-            f"{path}: the coverage store will not open ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})",
-            "Nothing was changed or deleted. Stop any other process using the store; if the database or its "
-            f"WAL ({path.name}.wal) is damaged, restore them from a backup, or move them aside to start a new history.",
-            {"path": str(path)},
-        ) from None
-
-
 class ProjectStore:
     """An open project store. Not thread-safe for writes; use one writer."""
 
@@ -92,26 +81,26 @@ class ProjectStore:
 
     @classmethod
     def open(cls, path: Path, *, owner: str = "cli") -> ProjectStore:
-        _prepare_dir(path.parent)
+        prepare_dir(path.parent, entries(path))
         lease = Lease.acquire(
-            path.with_name(path.name + ".lock"),
+            path.with_name(path.name + LOCK),
             instance_metadata(owner=owner, database=str(path)),
             what=f"coverage store {path}",
             suggestion="The daemon (or another coverage-mcp command) owns this store: use the daemon client "
             "(coverage_daemon.client.open_project) or stop the holder with `coverage-mcp stop`, then retry.",
         )
         try:
-            con = open_database(path)
-            try:
-                schema.migrate(con, where=str(path))
-            except BaseException:
-                con.close()
-                raise
+            con = open_verified(path)
         except BaseException:
             lease.release()
             raise
         store = cls(path, con, lease)
-        store.cursor_secret = store._ensure_secret()
+        try:
+            store.cursor_secret = store._ensure_secret()
+            note_latest(con, path)
+        except BaseException:
+            store.close()
+            raise
         return store
 
     def _ensure_secret(self) -> bytes:
@@ -169,6 +158,7 @@ class ProjectStore:
                 con.execute("ROLLBACK")
                 raise
             self.generation += 1
+            record_committed(self.path, snap)
         return self.snapshot(snap)
 
     def _insert(self, con, report, mapping, prov, progress) -> str:

@@ -1,0 +1,198 @@
+"""Opening a store file without trusting what is already at its path.
+
+The store folder lives in the checkout, so a repository can commit anything
+there: links to files outside it, a directory where the lock goes, or the
+Python predecessor's own ``coverage.duckdb``. ``prepare_dir`` checks every
+entry before it writes anything; ``open_verified`` runs under the lease:
+
+1. the paths DuckDB opens itself (the database, ``.wal``, ``.tmp``) are
+   ``lstat``-checked again;
+2. a WAL is copied aside (``<db>.wal.preserved-<UTC time>``) before DuckDB
+   sees it: DuckDB truncates a WAL with a damaged tail to its last valid
+   record while replaying, then deletes it, and that loss exits cleanly;
+3. an existing file is opened read-only first: tables without our
+   ``schema_revision`` mean someone else's store (refused, never altered),
+   and a missing newest committed snapshot (``<db>.committed``, rewritten
+   after each committed ingest) means the replay lost data (refused, the WAL
+   and its copy both kept);
+4. the writable open migrates, checks the newest snapshot once more, and
+   only then removes our copy of the WAL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .. import safefs
+from ..errors import CoverageError, ErrorCode
+from . import schema
+
+# Suffixes beside the database: DuckDB's own files, then ours.
+WAL, TEMP, LOCK, COMMITTED = ".wal", ".tmp", ".lock", ".committed"
+PRESERVED = ".wal.preserved-"
+_LOST = "lost_snapshots"
+
+
+def entries(path: Path) -> dict[str, str]:
+    """Every name the store folder holds for ``path``, with the kind it must be."""
+    kinds = {".gitignore": safefs.FILE, path.name: safefs.FILE, path.name + TEMP: safefs.DIRECTORY}
+    kinds.update({path.name + suffix: safefs.FILE for suffix in (WAL, LOCK, COMMITTED)})
+    return kinds
+
+
+def prepare_dir(folder: Path, kinds: dict[str, str]) -> None:
+    # 0700: the database holds the cursor-signing secret, and DuckDB creates
+    # its files (the WAL too) with the umask's mode.
+    safefs.private_dir(folder, kinds)
+    ignore = folder / ".gitignore"
+    if safefs.check_entry(ignore) is None:
+        safefs.write_atomic(ignore, b"*\n")
+
+
+def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise CoverageError(
+            ErrorCode.STORE_UNAVAILABLE,
+            f"{path}: the coverage store will not open ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})",
+            "Nothing was changed or deleted. Stop any other process using the store; if the database or its "
+            f"WAL ({path.name}.wal) is damaged, restore them from a backup, or move them aside to start a new history.",
+            {"path": str(path)},
+        ) from None
+
+
+def check_duckdb_paths(path: Path) -> bool:
+    """lstat the files DuckDB opens by name (it would follow a link); True when the database exists."""
+    safefs.check_entry(path.with_name(path.name + WAL))
+    safefs.check_entry(path.with_name(path.name + TEMP), safefs.DIRECTORY)
+    return safefs.check_entry(path) is not None
+
+
+def open_verified(path: Path) -> duckdb.DuckDBPyConnection:
+    """The writable, migrated connection, or a refusal that left the folder as it was (but for a kept WAL copy)."""
+    exists = check_duckdb_paths(path)
+    wal = path.with_name(path.name + WAL)
+    preserved = _preserve(wal)
+    try:
+        if exists:
+            _inspect(path, preserved)
+        con = open_database(path)
+        try:
+            safefs.make_private(path)
+            schema.migrate(con, where=str(path))
+            _check_newest(con, path, preserved)
+        except BaseException:
+            con.close()
+            raise
+    except BaseException as error:
+        # Our copy stays when data went missing, or when the WAL it copies changed or went.
+        lost = isinstance(error, CoverageError) and error.details.get("reason") == _LOST
+        if preserved is not None and not lost and safefs.same_bytes(wal, preserved):
+            preserved.unlink(missing_ok=True)
+        raise
+    if preserved is not None:
+        preserved.unlink(missing_ok=True)  # the open proved nothing was lost; it is our copy, not the WAL
+    return con
+
+
+def _preserve(wal: Path) -> Path | None:
+    st = safefs.check_entry(wal)
+    if st is None or st.st_size == 0:
+        return None
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    copy = wal.with_name(wal.name.removesuffix(WAL) + PRESERVED + stamp)
+    safefs.copy_new(wal, copy)
+    return copy
+
+
+def _inspect(path: Path, preserved: Path | None) -> None:
+    """Read-only: refuse another program's store, or a replay that lost committed data, before any write."""
+    con = open_database(path, read_only=True)
+    try:
+        foreign = schema.foreign_tables(con)
+        if foreign:
+            raise _foreign(path, foreign)
+        _check_newest(con, path, preserved)
+    finally:
+        con.close()
+
+
+def _foreign(path: Path, tables: list[str]) -> CoverageError:
+    folder = path.parent
+    shown = ", ".join(tables[:12]) + (f", ... ({len(tables)} tables)" if len(tables) > 12 else "")
+    return CoverageError(
+        ErrorCode.STORE_UNAVAILABLE,
+        f"{path} is a DuckDB database this coverage-mcp did not create (tables: {shown}; no schema_revision), "
+        "perhaps the store of the earlier Python coverage-mcp",
+        f"Nothing was changed. Move it aside and retry, and a new store is created: "
+        f"`mv {folder} {folder}.old` (keep it for the tool that wrote it).",
+        {"path": str(path), "tables": tables, "reason": "foreign_store"},
+    )
+
+
+def _read_committed(path: Path) -> dict[str, Any] | None:
+    marker = path.with_name(path.name + COMMITTED)
+    if safefs.check_entry(marker) is None:
+        return None
+    try:
+        with os.fdopen(safefs.open_file(marker, os.O_RDONLY), "r") as handle:
+            body = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None  # torn or foreign text: rewritten from the database after the open
+    return body if isinstance(body, dict) and isinstance(body.get("snapshot_id"), str) else None
+
+
+def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | None) -> None:
+    """Refuse a database missing the newest snapshot an ingest committed (snapshots are never deleted)."""
+    committed = _read_committed(path)
+    if committed is None:
+        return
+    present = "snapshots" in schema.tables(con) and con.execute(
+        "SELECT count(*) FROM snapshots WHERE snapshot_id = ?", [committed["snapshot_id"]]
+    ).fetchone()[0]
+    if present:
+        return
+    marker = path.with_name(path.name + COMMITTED)
+    if preserved is not None:
+        message = (f"{path}: snapshot {committed['snapshot_id']} was committed but is missing after DuckDB "
+                   f"replayed the WAL (damaged or cut short); the WAL as found is kept in {preserved}")
+        suggestion = (f"Nothing was deleted. Keep {preserved}: it holds the committed data DuckDB could not replay. "
+                      "Restore the store from a backup, or recover the WAL with DuckDB tooling; to accept the "
+                      f"loss instead, move the database, its WAL and {marker.name} aside and start a new history.")
+    else:
+        message = (f"{path}: snapshot {committed['snapshot_id']} was committed (recorded in {marker.name}) but "
+                   "the database does not hold it: it was replaced, restored from an older copy or damaged")
+        suggestion = (f"Nothing was changed. Restore the newest database from a backup; if you restored an older "
+                      f"one on purpose, remove {marker} to accept it.")
+    raise CoverageError(
+        ErrorCode.STORE_UNAVAILABLE, message, suggestion,
+        {"path": str(path), "reason": _LOST, "missing_snapshot": committed["snapshot_id"],
+         "marker": str(marker), "preserved_wal": None if preserved is None else str(preserved)},
+    )
+
+
+def record_committed(path: Path, snap: str) -> None:
+    """Note ``snap`` (a snapshot id just committed) as the newest one the database must hold."""
+    body = json.dumps({"snapshot_id": snap, "recorded_at": dt.datetime.now(dt.UTC).isoformat()})
+    try:
+        safefs.write_atomic(path.with_name(path.name + COMMITTED), body.encode())
+    except (OSError, CoverageError):
+        # The ingest did commit; a marker left behind only weakens the check, never fails an open.
+        pass
+
+
+def note_latest(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """After a verified open: bring the marker up to the newest snapshot (older stores, or a crash after COMMIT)."""
+    row = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
+    if row is not None:
+        committed = _read_committed(path)
+        if committed is None or committed["snapshot_id"] != row[0]:
+            record_committed(path, row[0])
