@@ -65,20 +65,31 @@ class Checkout:
 def discover(path: str | os.PathLike[str] = ".") -> Checkout:
     """The checkout containing ``path``, or ``not_a_repository``."""
     start = Path(path).expanduser().absolute()
-    if not start.exists():
+    try:
+        exists = start.exists()
+    except (OSError, ValueError) as exc:  # too long, a NUL byte, a loop of links
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise CoverageError(
-            ErrorCode.NOT_A_REPOSITORY, f"{start}: no such directory",
+            ErrorCode.NOT_A_REPOSITORY, f"{_shown(start)}: not a usable path ({reason})",
+            "Run inside a git checkout or pass --repo PATH to one.",
+        ) from None
+    if not exists:
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY, f"{_shown(start)}: no such directory",
             "Run inside a git checkout or pass --repo PATH to one.",
         )
-    found = pygit2.discover_repository(str(start))
-    if found is None:
+    try:
+        found = pygit2.discover_repository(str(start))
+        repo = pygit2.Repository(found) if found is not None else None
+    except pygit2.GitError as exc:
+        raise _open_failed(start, exc) from None
+    if found is None or repo is None:
         raise CoverageError(
             ErrorCode.NOT_A_REPOSITORY,
-            f"{start} is not inside a git repository",
+            f"{_shown(start)} is not inside a git repository",
             "Run inside a git checkout, pass --repo PATH to one, or create one with `git init`.",
             {"path": str(start)},
         )
-    repo = pygit2.Repository(found)
     if repo.workdir is None:
         raise CoverageError(
             ErrorCode.NOT_A_REPOSITORY,
@@ -93,6 +104,48 @@ def discover(path: str | os.PathLike[str] = ".") -> Checkout:
     name = git_dir.name if linked else "main"
     repo_key = str(common)
     return Checkout(repo_key, project_id_for(repo_key), worktree, name, main, git_dir)
+
+
+def _shown(path: Path, limit: int = 300) -> str:
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _open_failed(start: Path, exc: pygit2.GitError) -> CoverageError:
+    """libgit2 refused the repository: someone else's (its ownership check), or a damaged one."""
+    owner = _foreign_owner(start)
+    if owner is not None:
+        directory, uid = owner
+        return CoverageError(
+            ErrorCode.NOT_A_REPOSITORY,
+            f"the repository at {_shown(directory)} belongs to uid {uid}, not to you (uid {os.geteuid()}); "
+            "git refuses to open another user's repository",
+            f"Run coverage-mcp as the repository's owner. If you trust it, allow it as git does: "
+            f"`git config --global --add safe.directory {directory}`.",
+            {"path": str(directory), "owner_uid": uid},
+        )
+    return CoverageError(
+        ErrorCode.GIT_ERROR, f"git cannot open the repository at {_shown(start)}: {str(exc)[:300]}",
+        "Check the repository with `git status` there; `git fsck` finds damage.",
+        {"path": str(start)},
+    )
+
+
+def _foreign_owner(start: Path) -> tuple[Path, int] | None:
+    """The nearest enclosing directory holding ``.git`` and owned by another user, as libgit2 checks it."""
+    me = os.geteuid()
+    for directory in (start, *start.parents):
+        try:
+            if not (directory / ".git").exists() and not (directory / "HEAD").is_file():
+                continue
+            for candidate in (directory, directory / ".git"):
+                info = candidate.stat()
+                if info.st_uid != me:
+                    return directory, info.st_uid
+        except OSError:
+            continue
+        return None
+    return None
 
 
 def _common_dir(git_dir: Path) -> Path:

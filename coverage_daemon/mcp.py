@@ -225,6 +225,34 @@ def is_request(message: Any) -> bool:
     return isinstance(message, dict) and "method" in message and "id" in message
 
 
+# JSON-RPC ids are strings or integers; MCP forbids null. Integers stay within
+# I-JSON's exact range (RFC 7493), which every client's JSON reader preserves.
+MAX_ID = 2**53 - 1
+
+
+def valid_id(value: Any) -> bool:
+    if isinstance(value, str):
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and -MAX_ID <= value <= MAX_ID
+
+
+def request_id_of(message: Any) -> Any:
+    """The id an error answer may echo: a request's valid id, else None (never NaN, an object or a list)."""
+    if not is_request(message):
+        return None
+    request_id = message["id"]
+    return request_id if valid_id(request_id) else None
+
+
+def invalid_id(message: Any) -> bool:
+    """A request whose id is not a string or an exact integer (NaN, a float, an object, a list, a boolean)."""
+    return is_request(message) and not valid_id(message["id"])
+
+
+INVALID_ID_MESSAGE = "Invalid Request: id must be a string or an integer (not null, a float, a boolean, an " \
+    f"object or a list; integers within +/-{MAX_ID})"
+
+
 def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     if error.data is not None:
@@ -242,9 +270,10 @@ async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any]
             return None  # a response to a request we never send; nothing to do
         return error_response(None, RpcError(INVALID_REQUEST, "expected a request, a notification or a response"))
     request_id = message.get("id")
-    if not isinstance(method, str) or ("id" in message and not _valid_id(request_id)):
-        return error_response(request_id if _valid_id(request_id) else None,
-                              RpcError(INVALID_REQUEST, "method must be a string and id a string or an integer"))
+    if "id" in message and not valid_id(request_id):
+        return error_response(None, RpcError(INVALID_REQUEST, INVALID_ID_MESSAGE))
+    if not isinstance(method, str):
+        return error_response(request_id, RpcError(INVALID_REQUEST, "Invalid Request: method must be a string"))
     params = message.get("params")
     if "id" not in message:
         _notify(method, params, conn)
@@ -272,15 +301,13 @@ async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": request_id, "result": _finish(method, result, conn)}
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _notify(method: str, params: Any, conn: Conn) -> None:
     if method == "notifications/initialized":
         conn.initialized = True
     elif method == "notifications/cancelled" and isinstance(params, dict):
         request_id = params.get("requestId")
+        if not valid_id(request_id):
+            return  # names no request we could be running; a notification has no answer to refuse it with
         task = conn.inflight.get((type(request_id).__name__, request_id))
         if task is not None:
             task.cancel()

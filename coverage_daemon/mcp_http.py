@@ -28,6 +28,7 @@ from .mcp import (
     DEFAULT_NEGOTIATED,
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
+    INVALID_ID_MESSAGE,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -41,7 +42,9 @@ from .mcp import (
     dispatch,
     envelope_version,
     error_response,
+    invalid_id,
     is_request,
+    request_id_of,
     require_modern,
     unsupported_version,
 )
@@ -166,7 +169,9 @@ async def post(request: web.Request) -> web.Response:
         return _reject(400, INVALID_REQUEST, "batches are not supported: send one JSON-RPC message per POST")
     if not isinstance(message, dict):
         return _reject(400, INVALID_REQUEST, "the body must be one JSON-RPC request, notification or response")
-    request_id = message.get("id") if is_request(message) else None
+    if invalid_id(message):
+        return _reject(400, INVALID_REQUEST, INVALID_ID_MESSAGE)
+    request_id = request_id_of(message)
     versions = request.headers.getall(VERSION_HEADER, [])
     if len(versions) > 1:
         return _reject(400, HEADER_MISMATCH, f"{VERSION_HEADER} appears more than once", request_id)
@@ -181,7 +186,7 @@ async def post(request: web.Request) -> web.Response:
 
 async def _handshake(request: web.Request, message: dict[str, Any], backend: RepoBackend) -> web.Response:
     sessions: Sessions = backend.daemon.sessions
-    request_id = message.get("id") if is_request(message) else None
+    request_id = request_id_of(message)
     if declared_modern_version(message) is not None:
         return _reject(400, HEADER_MISMATCH,
                        f"a request declaring params._meta protocolVersion must send the same {VERSION_HEADER} header",

@@ -82,6 +82,33 @@ class Target:
     project_id: str | None = None
 
 
+# PATH_MAX on Linux: no path longer than this names a directory.
+MAX_REPOSITORY_PATH_BYTES = 4096
+
+
+def check_repository_path(path: str) -> None:
+    """Refuse a repository selection no checkout can have, before git or the filesystem sees it."""
+    shown = path if len(path) <= 200 else f"{path[:200]}... ({len(path)} characters)"
+    if "\x00" in path:
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY, f"repository path {shown!r} contains a NUL character",
+            "Send the absolute path of a directory inside a git checkout in x-coverage-mcp-repo.",
+        )
+    size = len(path.encode("utf-8", "surrogateescape"))
+    if size > MAX_REPOSITORY_PATH_BYTES:
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY,
+            f"repository path {shown!r} is {size} bytes long, over the {MAX_REPOSITORY_PATH_BYTES}-byte limit",
+            "Send the absolute path of a directory inside a git checkout in x-coverage-mcp-repo.",
+            {"bytes": size, "limit": MAX_REPOSITORY_PATH_BYTES},
+        )
+    if not Path(path).is_absolute():
+        raise CoverageError(
+            ErrorCode.NOT_A_REPOSITORY, f"repository path {shown!r} is not absolute",
+            "Send an absolute path inside a git checkout in x-coverage-mcp-repo.",
+        )
+
+
 class DaemonStore(ProjectStore):
     """A project store whose ``cursor()`` lends a connection of the daemon's bounded read pool."""
 
@@ -201,11 +228,7 @@ class Projects:
 
     async def checkout_for(self, target: Target) -> Checkout:
         if target.path is not None:
-            if not Path(target.path).is_absolute():
-                raise CoverageError(
-                    ErrorCode.NOT_A_REPOSITORY, f"repository path {target.path!r} is not absolute",
-                    "Send an absolute path inside a git checkout in x-coverage-mcp-repo.",
-                )
+            check_repository_path(target.path)
             checkout = await self.run(discover, target.path)
             if target.project_id is not None and checkout.project_id != target.project_id:
                 raise CoverageError(

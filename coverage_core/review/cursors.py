@@ -19,6 +19,11 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode
 from .call import Call
 
+# Far past any real page, and offset plus a page size stays inside DuckDB's
+# BIGINT (a signed 64-bit OFFSET): a forged position is refused, never a crash.
+MAX_OFFSET = 2**62
+
+
 def _secret(call: Call) -> bytes:
     return call.project.store.cursor_secret
 
@@ -42,21 +47,26 @@ def decode(call: Call, operation: str, scope: str, cursor: str | None) -> int:
     """The offset a cursor continues from (0 without one)."""
     if not cursor:
         return 0
+    if not isinstance(cursor, str):
+        raise _invalid("it is not a cursor this server issued")
     try:
         body, mac = cursor.rsplit(".", 1)
         payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         data = json.loads(payload)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise _invalid("it is not a cursor this server issued") from None
     expected = hmac.new(_secret(call), payload, hashlib.sha256).hexdigest()[:32]
-    if not hmac.compare_digest(expected, mac):
+    # Bytes, not str: compare_digest refuses non-ASCII text with a TypeError.
+    if not hmac.compare_digest(expected.encode(), mac.encode("utf-8", "surrogateescape")):
         raise _invalid("it was altered or issued by another store")
+    if not isinstance(data, dict):
+        raise _invalid("it is not a cursor this server issued")
     if data.get("o") != operation or data.get("q") != query_digest(operation, call.args):
         raise _invalid("it belongs to another query; a cursor only continues the query that issued it")
     if data.get("s") != scope:
         raise _invalid("it belongs to another snapshot")
     offset = data.get("n")
-    if not isinstance(offset, int) or offset < 0:
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
         raise _invalid("it carries no valid position")
     return offset
 
