@@ -75,6 +75,20 @@ SCHEMAS: dict[str, dict[str, np.dtype]] = {
 }
 
 
+# The longest file path a report may name (PATH_MAX on Linux): no real file
+# has a longer one, and every later step (mapping, storing, answers) stays
+# proportionate to the paths it is given.
+MAX_PATH_BYTES = 4096
+
+
+class PathTooLong(Exception):
+    """A report names a path longer than MAX_PATH_BYTES (``parse_bytes`` names its line)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"a file path is longer than {MAX_PATH_BYTES} bytes")
+        self.path = path
+
+
 @attrs.frozen
 class Counter:
     """Exact ``found``/``hit`` integers; percentages exist only at display time."""
@@ -223,6 +237,9 @@ class ReportBuilder:
     def file(self, path: str, **info: Any) -> int:
         idx = self._index.get(path)
         if idx is None:
+            # Four bytes at most per character: only long paths need encoding to be measured.
+            if len(path) * 4 > MAX_PATH_BYTES and len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+                raise PathTooLong(path)
             idx = len(self._files)
             self._index[path] = idx
             self._files.append(FileInfo(path, **info))

@@ -246,7 +246,7 @@ FILE0 = ["data", 0, "files", 0]
         (mutate(["data", 0, "totals"], None), "$.data[0].totals: missing"),
         (mutate([*FILE0, "summary", "regions", "count"], -2), "$.data[0].files[0].summary.regions.count"),
         (mutate([*FILE0, "filename"], 3), "$.data[0].files[0].filename"),
-        (mutate(["version"], "1.0.0"), "unsupported llvm-cov export version '1.0.0'"),
+        (mutate(["version"], "1.0.0"), "unsupported llvm-cov export version (excerpt: '1.0.0')"),
         (mutate(["type"], "something.else"), "not an llvm-cov export"),
         (mutate(["data"], {}), "$.data: must be a list"),
     ],

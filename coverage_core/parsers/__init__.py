@@ -10,11 +10,13 @@ module; whatever goes wrong reaches the caller as a ``CoverageError``.
 from __future__ import annotations
 
 import importlib
+import json
+from xml.sax.saxutils import escape as xml_escape
 from types import ModuleType
 
 from ..errors import CoverageError, ErrorCode
-from ..report import NormalizedReport
-from .source import Limits, ReportBytes, Source, malformed, read_report
+from ..report import MAX_PATH_BYTES, NormalizedReport, PathTooLong
+from .source import Limits, ReportBytes, Source, excerpt, malformed, read_report
 
 # Detection order: the most specific signatures first.
 FORMATS: dict[str, str] = {
@@ -69,6 +71,13 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
         return mod.parse_bytes(report)
     except CoverageError:
         raise
+    except PathTooLong as exc:
+        size = len(exc.path.encode("utf-8", "surrogatepass"))
+        raise malformed(
+            report.origin, f"a file path of {size:,} bytes is longer than {MAX_PATH_BYTES:,} ({excerpt(exc.path)})",
+            _line_of(report.data, exc.path),
+            "Regenerate the report from a checkout whose paths are of normal length, or fix the path in it.",
+        ) from None
     except RecursionError:
         raise malformed(report.origin, f"not a valid {fmt} report (nested too deeply)") from None
     except MemoryError:
@@ -78,8 +87,17 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
         ) from None
     except Exception as exc:  # a damaged report must never escape as a traceback
         raise malformed(
-            report.origin, f"not a valid {fmt} report ({type(exc).__name__}: {str(exc)[:200]})"
+            report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
         ) from exc
+
+
+def _line_of(data: bytes, path: str) -> int | None:
+    """The line where ``path`` first appears in the report, as written or JSON-escaped."""
+    for form in (path, json.dumps(path)[1:-1], xml_escape(path, {'"': "&quot;"})):
+        at = data.find(form.encode("utf-8", "surrogatepass"))
+        if at >= 0:
+            return data.count(b"\n", 0, at) + 1
+    return None
 
 
 def parse(source: Source, *, format: str | None = None, limits: Limits | None = None) -> NormalizedReport:

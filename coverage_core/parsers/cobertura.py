@@ -31,7 +31,7 @@ import numpy as np
 
 from ..report import Counter, NormalizedReport, ReportBuilder
 from . import xml
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "cobertura"
 TOOL = None
@@ -198,7 +198,7 @@ class _Collector:
         if match is None or int(match[1]) > int(match[2]):
             raise malformed(
                 self._report.origin,
-                f"condition-coverage must read like '50% (1/2)', got {str(text)[:40]!r}",
+                f"condition-coverage must read like '50% (1/2)', got {excerpt(str(text))}",
                 self._line_of("line", int(at[texts.index(text)])),
             )
         return int(match[1]), int(match[2])

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..report import I64, OBS_LINE, Counter, NormalizedReport, ReportBuilder
 from .numbers import INT64_MAX
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "coveragepy"
 TOOL = "coverage.py"
@@ -143,7 +143,7 @@ class _Reader:
                     raise malformed(self.origin, f"{at}[0]: line {start} is out of range")
                 to = arc[1]
                 if type(to) is not int or abs(to) > INT32_MAX:
-                    raise malformed(self.origin, f"{at}[1] must be a line number, got {to!r:.40}")
+                    raise malformed(self.origin, f"{at}[1] must be a line number, got {excerpt(repr(to))}")
                 arcs.append((start, to < 0, to, taken))
         arcs.sort()  # by line, exits after jumps (as coverage lcov orders them)
         # As coverage lcov writes it: when none of a line's arcs ran, they were never evaluated ("-").
@@ -187,7 +187,7 @@ class _Reader:
         by_name: dict[str, list[int]] = {}
         for key, names in self._object(contexts, where).items():
             if not (key.isascii() and key.isdigit()) or not 1 <= int(key) <= INT32_MAX:
-                raise malformed(self.origin, f"{where}: key {key[:40]!r} is not a line number")
+                raise malformed(self.origin, f"{where}: key is not a line number ({excerpt(key)})")
             line = int(key)
             for i, name in enumerate(self._list(names, f"{where}[{_key(key)}]")):
                 if not isinstance(name, str):
@@ -262,7 +262,7 @@ class _Reader:
     def _int(self, value: Any, where: str) -> int:
         """A non-negative int64: JSON floats (even 3.0), booleans and NaN are refused."""
         if type(value) is not int:
-            raise malformed(self.origin, f"{where} must be an integer, got {_kind(value)} {value!r:.40}")
+            raise malformed(self.origin, f"{where} must be an integer, got {_kind(value)} ({excerpt(repr(value))})")
         if value < 0:
             raise malformed(self.origin, f"{where} is negative ({value})")
         if value > INT64_MAX:
@@ -273,7 +273,7 @@ class _Reader:
         values = self._list(value, where)
         if not set(map(type, values)) <= {int}:
             i = next(i for i, v in enumerate(values) if type(v) is not int)
-            raise malformed(self.origin, f"{where}[{i}] must be a line number, got {_kind(values[i])} {values[i]!r:.40}")
+            raise malformed(self.origin, f"{where}[{i}] must be a line number, got {_kind(values[i])} ({excerpt(repr(values[i]))})")
         if values and not (1 <= min(values) and max(values) <= INT32_MAX):
             i = next(i for i, v in enumerate(values) if not 1 <= v <= INT32_MAX)
             raise malformed(self.origin, f"{where}[{i}]: line {values[i]} is out of range")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..report import I32, I64, REGION_CODE, Counter, NormalizedReport, ReportBuilder
 from .numbers import count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "go"
 TOOL = "go test"
@@ -70,7 +70,7 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     mode = mode_line.removeprefix("mode: ")
     if not mode_line.startswith("mode: ") or mode not in MODES:
         raise malformed(
-            origin, f"the first line must be 'mode: set|count|atomic', got {first[:60]!r}", 1,
+            origin, f"the first line must be 'mode: set|count|atomic' ({excerpt(first)})", 1,
             "Pass a profile written by go test -coverprofile (or go tool covdata textfmt).",
         )
     blocks = _read_blocks(body, origin, mode_line)
@@ -136,14 +136,14 @@ def _check_positions(cols: np.ndarray, lineno: np.ndarray, origin: str) -> None:
 def _explain(line: str, origin: str, lineno: int, mode_line: str) -> Exception:
     """The error for a line that is not a block: say which field is wrong."""
     if line.startswith("mode: "):
-        return malformed(origin, f"{line.strip()!r} contradicts the profile's {mode_line!r}", lineno,
+        return malformed(origin, f"this mode line contradicts the profile's first one ({excerpt(line.strip())})", lineno,
                          "Do not concatenate profiles written in different cover modes.")
     loose = _LOOSE.match(line)
     if loose:
         for name, value in zip(_FIELDS, loose.groups()[1:], strict=True):
             count(value, origin, name, lineno)  # raises for negative, fractional, ...
     return malformed(
-        origin, f"not a block line 'file.go:startLine.startCol,endLine.endCol numStmt count': {line[:80]!r}",
+        origin, f"not a block line 'file.go:startLine.startCol,endLine.endCol numStmt count' ({excerpt(line)})",
         lineno,
     )
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..report import I32, I64, REGION_CODE, NormalizedReport, ReportBuilder
 from .numbers import count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "istanbul"
 TOOL = "nyc"
@@ -59,14 +59,14 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     tallies: dict[str, list[tuple[int, int]]] = {name: [] for name in COUNTERS}
     seen: dict[str, str] = {}
     for key, entry in doc.items():
-        where = f"$[{json.dumps(key)}]"
+        where = f"$[{json.dumps(key[:80])}]"
         if not isinstance(entry, dict):
             raise malformed(report.origin, f"{where}: a file's coverage must be an object")
         path = entry.get("path", key)
         if not isinstance(path, str) or not path:
             raise malformed(report.origin, f"{where}.path: must be a non-empty string")
         if path in seen:
-            raise malformed(report.origin, f"{where}.path: {path!r} is also the path of {seen[path]}")
+            raise malformed(report.origin, f"{where}.path: the same path as {seen[path]} ({excerpt(path)})")
         seen[path] = where
         fc = _FileCoverage(entry, where, report.origin)
         for name, counter in fc.add_to(builder, builder.file(path)).items():
@@ -115,7 +115,7 @@ def _counts(values: list[Any], origin: str, where: Callable[[int], str]) -> np.n
 def _count(value: Any, origin: str, path: str) -> int:
     """numbers.count for JSON, where "7" is a string and not a number."""
     if isinstance(value, str):
-        raise malformed(origin, f"{path} must be an integer, got a string {value[:40]!r}")
+        raise malformed(origin, f"{path} must be an integer, got a string ({excerpt(value)})")
     return count(value, origin, path)
 
 

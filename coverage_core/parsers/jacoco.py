@@ -34,7 +34,7 @@ import numpy as np
 from ..report import Counter, NormalizedReport, ReportBuilder
 from . import xml
 from .numbers import count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "jacoco"
 TOOL = "jacoco"
@@ -169,7 +169,7 @@ class _Collector:
         if kind not in COUNTERS:
             raise malformed(
                 self._report.origin,
-                f"unknown counter type {kind[:40]!r}; expected one of {', '.join(COUNTERS)}",
+                f"unknown counter type ({excerpt(kind)}); expected one of {', '.join(COUNTERS)}",
                 self._line_of("counter", ordinal),
             )
         missed, covered = attrib.get("missed"), attrib.get("covered")

@@ -58,7 +58,7 @@ from ..report import (
     ReportBuilder,
 )
 from .numbers import INT64_MAX, count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "lcov"
 TOOL = None
@@ -137,7 +137,7 @@ def _records(data: bytes, origin: str) -> Iterator[tuple[bytes, int, int, int]]:
     if data[pos:].strip():
         line = data.count(b"\n", 0, pos) + 1
         sf = re.search(rb"^SF:([^\n]*)", data[pos:], re.MULTILINE)
-        what = f"the record for {_text(sf.group(1))}" if sf else "the last record"
+        what = f"a record ({excerpt(b'SF:' + sf.group(1))})" if sf else "the last record"
         raise malformed(
             origin,
             f"{what} (from line {line}) has no end_of_record: the report looks truncated",
@@ -320,7 +320,7 @@ class _Parser:
             if item:
                 tag, colon, value = item.partition(b":")
                 if not colon:
-                    self._bad(offset, f"not an LCOV line: {_text(item[:60])!r}")
+                    self._bad(offset, f"not an LCOV line ({excerpt(item)})")
                 self._item(tag, value, offset, r)
             offset += len(line) + 1
 
@@ -373,7 +373,7 @@ class _Parser:
         elif tag == b"TN":
             self.test = _text(value.strip())
         elif not OTHER_TAG.match(tag):
-            self._bad(here, f"not an LCOV line: {_text((tag + b':' + value)[:60])!r}")
+            self._bad(here, f"not an LCOV line ({excerpt(tag + b':' + value)})")
 
     def _bad(self, here: int, what: str) -> None:
         raise malformed(self.origin, what, self._line_of(here))
@@ -382,9 +382,9 @@ class _Parser:
         if text.isdigit() and len(text) < 19:
             value = int(text)
         elif not SIGNED_INTEGER.fullmatch(text):
-            self._bad(here, f"{what} must be an integer, got {_text(text[:40])!r}")
+            self._bad(here, f"{what} must be an integer ({excerpt(text)})")
         elif len(text) > 40:
-            self._bad(here, f"{what} overflows a 64-bit counter ({_text(text[:20])}...)")
+            self._bad(here, f"{what} overflows a 64-bit counter ({excerpt(text[:20])} ...)")
         else:  # numbers.count words the error; the line number is worked out only for it
             value = count(text, self.origin, what, self._line_of(here))
         if value > maximum:

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..report import I32, I64, REGION_KINDS, Counter, NormalizedReport, ReportBuilder
 from .numbers import count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "llvm"
 TOOL = "llvm-cov"
@@ -201,7 +201,7 @@ def _check_header(doc: Any, origin: str) -> None:
     version = doc.get("version")
     if not isinstance(version, str) or version.split(".")[0] not in SUPPORTED_MAJOR:
         raise malformed(
-            origin, f"$.version: unsupported llvm-cov export version {version!r}",
+            origin, f"$.version: unsupported llvm-cov export version ({excerpt(str(version))})",
             suggestion="This parser reads export versions 2.x and 3.x (LLVM 12 and later); "
             "export again with a newer llvm-cov.",
         )
@@ -256,7 +256,7 @@ def _slow_matrix(rows: list[Any], width: int, origin: str, row_path: RowPath) ->
 def _count(value: Any, origin: str, path: str) -> int:
     """numbers.count for JSON, where "7" is a string and not a number."""
     if isinstance(value, str):
-        raise malformed(origin, f"{path} must be an integer, got a string {value[:40]!r}")
+        raise malformed(origin, f"{path} must be an integer, got a string ({excerpt(value)})")
     return count(value, origin, path)
 
 

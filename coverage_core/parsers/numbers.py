@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .source import malformed
+from .source import excerpt, malformed
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -25,7 +25,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
 def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
     """A non-negative integer from a JSON/XML/text value, or a clear error."""
     if isinstance(value, bool):
-        raise malformed(origin, f"{what} must be an integer, got {value!r}", line)
+        raise malformed(origin, f"{what} must be an integer, got {value!r}", line)  # True or False
     if isinstance(value, int):
         n = value
     elif isinstance(value, float):
@@ -37,8 +37,8 @@ def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
         text = text.strip()
         if _INTEGER.fullmatch(text) is None:
             if re.fullmatch(r"[+-]?[0-9]+", text):
-                raise malformed(origin, f"{what} overflows a 64-bit counter ({text[:20]}...)", line)
-            raise malformed(origin, f"{what} must be an integer, got {text[:40]!r}", line)
+                raise malformed(origin, f"{what} overflows a 64-bit counter ({excerpt(text[:20])} ...)", line)
+            raise malformed(origin, f"{what} must be an integer ({excerpt(text)})", line)
         n = int(text)
     else:
         raise malformed(origin, f"{what} must be an integer, got {type(value).__name__}", line)

@@ -36,7 +36,7 @@ from ..report import (
     NormalizedReport,
     ReportBuilder,
 )
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 FORMAT = "regions-v1"
 TOOL = None
@@ -155,7 +155,7 @@ class _Reader:
         if not isinstance(doc, dict):
             raise _Invalid("$", f"must be an object, got {_kind(doc)}")
         if doc.get("format") != FORMAT_ID:
-            raise _Invalid("$.format", f'must be "{FORMAT_ID}", got {json.dumps(doc.get("format"))}')
+            raise _Invalid("$.format", f'must be "{FORMAT_ID}" ({excerpt(json.dumps(doc.get("format")))})')
         version = doc.get("version")
         if type(version) is not int or version != SUPPORTED_VERSION:
             raise _Invalid("$.version", f"unsupported version {json.dumps(version)}; this coverage-mcp "

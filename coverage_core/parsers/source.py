@@ -112,7 +112,26 @@ def claim_bytes(opened: OpenedReport, cap: int) -> int:
     return min(opened.size, cap)
 
 
+# Report content in an error message: at most this many characters, repr-escaped
+# (no control character or terminal escape reaches a log), labelled as such.
+EXCERPT_CHARS = 80
+# The whole description of what is wrong; locations such as JSON paths embed
+# keys from the report, so even they are cut past this.
+MAX_WHAT_CHARS = 400
+
+
+def excerpt(value: str | bytes) -> str:
+    """``excerpt: '...'``: the one form in which report content appears in a message."""
+    text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes | bytearray) else str(value)
+    n = min(len(text), EXCERPT_CHARS)
+    while len(repr(text[:n])) > EXCERPT_CHARS and n > 0:
+        n -= 1
+    return f"excerpt: {text[:n]!r}" + (" (cut)" if n < len(text) else "")
+
+
 def malformed(origin: str, what: str, line: int | None = None, suggestion: str = "") -> CoverageError:
+    if len(what) > MAX_WHAT_CHARS:
+        what = what[:MAX_WHAT_CHARS] + " ... (message cut)"
     where = f"{origin}:{line}" if line is not None else origin
     return CoverageError(
         ErrorCode.MALFORMED_REPORT,

@@ -36,7 +36,7 @@ from lxml import etree
 from ..errors import CoverageError
 from ..report import ReportBuilder
 from .numbers import INT64_MAX, count
-from .source import ReportBytes, malformed
+from .source import ReportBytes, excerpt, malformed
 
 SAFE_OPTIONS: dict[str, bool] = {
     "resolve_entities": False,
@@ -141,7 +141,7 @@ def sourceline(report: ReportBytes, tag: str, ordinal: int) -> int | None:
 
 def _not_well_formed(report: ReportBytes, exc: etree.XMLSyntaxError) -> CoverageError:
     message = _POSITION.sub("", exc.msg or "") or "syntax error"
-    return malformed(report.origin, f"not well-formed XML: {message}", exc.lineno)
+    return malformed(report.origin, f"not well-formed XML (the parser says, {excerpt(message)})", exc.lineno)
 
 
 def int_column(

@@ -45,17 +45,28 @@ class SuffixIndex:
     def __init__(self, tracked: Iterable[str]) -> None:
         self.tracked = frozenset(tracked)
         self._by_suffix: dict[str, list[str]] = defaultdict(list)
+        self._max_parts = 0
+        self._max_chars = 0
         for path in self.tracked:
             parts = path.split("/")
+            self._max_parts = max(self._max_parts, len(parts))
+            self._max_chars = max(self._max_chars, len(path))
             for i in range(len(parts)):
                 self._by_suffix["/".join(parts[i:])].append(path)
 
     def lookup(self, path: str) -> tuple[str | None, str]:
         parts = [p for p in path.split("/") if p not in ("", ".", "..")]
-        for i in range(len(parts)):
-            hits = self._by_suffix.get("/".join(parts[i:]))
-            if hits:
-                return (hits[0], MAPPED) if len(hits) == 1 else (None, AMBIGUOUS)
+        # A suffix with more components or characters than every tracked path
+        # matches nothing: start at the first that could, so a long report path
+        # costs one split and a few bounded joins, never a join per component.
+        start = max(0, len(parts) - self._max_parts)
+        chars = sum(map(len, parts[start:])) + max(0, len(parts) - start - 1)
+        for i in range(start, len(parts)):
+            if chars <= self._max_chars:
+                hits = self._by_suffix.get("/".join(parts[i:]))
+                if hits:
+                    return (hits[0], MAPPED) if len(hits) == 1 else (None, AMBIGUOUS)
+            chars -= len(parts[i]) + 1
         return None, UNMAPPED
 
 
