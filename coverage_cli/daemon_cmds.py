@@ -6,7 +6,11 @@ every other command starts without them.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
+from pathlib import Path
 
 import click
 
@@ -46,18 +50,31 @@ def serve_command(host: str | None, port: int | None) -> None:
     def announce(line: str, url: str) -> None:
         click.echo(line, err=True)  # the one stderr line connectors and scripts wait for
         if sys.stdout.isatty():
-            click.echo(client_configs(url))
+            click.echo(client_configs(url, settings.home))
 
     sys.exit(serve(settings, announce=announce))
 
 
-def client_configs(url: str) -> str:
-    """How to point an MCP client at this daemon, for the person who started it."""
-    config = '{"mcpServers": {"coverage": {"command": "coverage-mcp", "args": ["connect", "--repo", "/path/to/checkout"]}}}'
+def client_configs(url: str, home: Path) -> str:
+    """How to point an MCP client at this daemon; HTTP configs name the token, never contain it."""
+    from coverage_daemon.secrets import TOKEN_FILE
+
+    token_file = home / TOKEN_FILE
+    stdio = '{"mcpServers": {"coverage": {"command": "coverage-mcp", "args": ["connect", "--repo", "/path/to/checkout"]}}}'
+    http = ('{"mcpServers": {"coverage": {"type": "http", "url": "' + url + '/mcp", "headers": '
+            '{"Authorization": "Bearer ${COVERAGE_MCP_TOKEN}", "x-coverage-mcp-repo": "/path/to/checkout"}}}}')
+    vscode = ('{"inputs": [{"type": "promptString", "id": "coverage-token", "description": "coverage-mcp token '
+              f'({token_file})", "password": true}}], "servers": {{"coverage": {{"type": "http", "url": "{url}/mcp", '
+              '"headers": {"Authorization": "Bearer ${input:coverage-token}", '
+              '"x-coverage-mcp-repo": "/path/to/checkout"}}}}')
     return "\n".join([
-        f"MCP over HTTP:  {url}/mcp  (select the repository with the x-coverage-mcp-repo header or /p/PROJECT_ID/mcp)",
-        "Claude Code:    claude mcp add coverage -- coverage-mcp connect --repo /path/to/checkout",
-        f"Cursor/VS Code: {config}",
+        "Stdio (recommended; the connector reads the token itself):",
+        "  Claude Code:  claude mcp add coverage -- coverage-mcp connect --repo /path/to/checkout",
+        f"  Cursor:       {stdio}",
+        f"MCP over HTTP at {url}/mcp needs the client token in {token_file}:",
+        f'  export COVERAGE_MCP_TOKEN="$(cat {token_file})"',
+        f"  Claude Code (.mcp.json, expands the variable): {http}",
+        f"  VS Code (.vscode/mcp.json, asks for the token once): {vscode}",
     ])
 
 
@@ -93,34 +110,112 @@ def status_command(as_json: bool) -> None:
 
 @click.command("stop")
 @click.option("--timeout", type=float, default=STOP_TIMEOUT_S, show_default=True,
-              help="Seconds to wait for the daemon to release its lock.")
+              help="Seconds to wait for a graceful exit before SIGTERM (then SIGKILL after COVERAGE_MCP_STOP_GRACE_S).")
 @json_option
 @handles_errors
 def stop_command(timeout: float, as_json: bool) -> None:
-    """Stop the running daemon of this COVERAGE_MCP_HOME gracefully (nothing to do when none runs).
+    """Stop the running daemon of this COVERAGE_MCP_HOME (nothing to do when none runs).
+
+    Asks the daemon to shut down; if its process has not ended within
+    --timeout, sends SIGTERM, and SIGKILL after COVERAGE_MCP_STOP_GRACE_S.
+    Says "stopped" only once the process is gone (and its stores with it).
 
     Example: coverage-mcp stop
     """
     settings = Settings.from_env()
-    from coverage_daemon.client import running_daemon, wait_released
+    from coverage_daemon.client import running_daemon
 
     found = running_daemon(settings)
     if found is None:
         _say(as_json, {"stopped": False, "running": False}, f"no coverage-mcp daemon runs for {settings.home}")
         return
     client, meta = found
-    capability = meta.get("capability")
-    if not capability:
-        raise CoverageError(ErrorCode.DAEMON_UNREACHABLE, f"{settings.daemon_lock} carries no capability",
-                            "Stop the process with its pid instead: kill " + str(meta.get("pid", "")))
-    client.shutdown(capability)
-    if not wait_released(settings.daemon_lock, timeout):
-        raise CoverageError(
-            ErrorCode.DEADLINE_EXCEEDED,
-            f"the daemon (pid {meta.get('pid')}) accepted the shutdown but still holds its lock after {timeout:g} s",
-            f"Wait longer (--timeout) or stop the process: kill {meta.get('pid')}",
-        )
-    _say(as_json, {"stopped": True, "pid": meta.get("pid")}, f"stopped the coverage-mcp daemon (pid {meta.get('pid')})")
+    pid = meta.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        raise CoverageError(ErrorCode.DAEMON_UNREACHABLE, f"{settings.daemon_lock} names no process",
+                            "Find the daemon with `ps` and stop it yourself.")
+    how = "shutdown"
+    try:
+        client.timeout_s = min(timeout, 5.0)
+        client.shutdown(str(meta.get("capability", "")))
+    except CoverageError:
+        how = "SIGTERM"  # it does not answer: signals decide
+    if not _ended(pid, timeout if how == "shutdown" else 0.0):
+        how = "SIGTERM"
+        _signal(pid, signal.SIGTERM)
+        if not _ended(pid, settings.stop_grace_s):
+            how = "SIGKILL"
+            _signal(pid, signal.SIGKILL)
+            if not _ended(pid, 5.0):
+                raise CoverageError(
+                    ErrorCode.DEADLINE_EXCEEDED, f"the daemon (pid {pid}) is still running after SIGKILL",
+                    f"Look at the process yourself: ps -p {pid}",
+                )
+    _say(as_json, {"stopped": True, "pid": pid, "how": how},
+         f"stopped the coverage-mcp daemon (pid {pid})" + ("" if how == "shutdown" else f" with {how}"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has ended; only its parent has not collected it yet.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    give_up = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _signal(pid: int, signum: signal.Signals) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+@click.group("token")
+def token_group() -> None:
+    """The client token MCP clients and the CLI send to the daemon.
+
+    Example: coverage-mcp token rotate
+    """
+
+
+@token_group.command("rotate")
+@json_option
+@handles_errors
+def token_rotate_command(as_json: bool) -> None:
+    """Replace the client token; the old one stops working at once, in a running daemon too.
+
+    The connector and the CLI read the new token themselves; HTTP MCP clients
+    configured with COVERAGE_MCP_TOKEN need the new value exported.
+
+    Example: coverage-mcp token rotate
+    """
+    settings = Settings.from_env()
+    from coverage_daemon.secrets import TOKEN_FILE, HomeError, rotate_client_token
+
+    try:
+        rotate_client_token(settings.home)
+    except HomeError as error:
+        raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion) from None
+    path = settings.home / TOKEN_FILE
+    _say(as_json, {"rotated": True, "token_file": str(path)},
+         f"rotated the client token in {path}; HTTP clients need the new value "
+         f'(export COVERAGE_MCP_TOKEN="$(cat {path})")')
 
 
 def _say(as_json: bool, payload: dict[str, object], text: str) -> None:
@@ -130,4 +225,4 @@ def _say(as_json: bool, payload: dict[str, object], text: str) -> None:
         click.echo(text)
 
 
-DAEMON_COMMANDS = (serve_command, status_command, stop_command)
+DAEMON_COMMANDS = (serve_command, status_command, stop_command, token_group)

@@ -53,6 +53,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Deadline of one store query (shorter than the HTTP deadline).", 1, 3_600_000),
     SettingSpec("store_wait_ms", "COVERAGE_MCP_STORE_WAIT_MS", 2000,
                 "How long the daemon waits for a store another process holds.", 0, 600_000),
+    SettingSpec("http_idle_timeout_s", "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S", 10,
+                "A connection that has not sent a complete request head within this many seconds is closed.",
+                1, 3600),
+    SettingSpec("stop_grace_s", "COVERAGE_MCP_STOP_GRACE_S", 10,
+                "`stop`: seconds between SIGTERM and SIGKILL when the daemon ignores its shutdown request.",
+                1, 600),
+    SettingSpec("idle_exit_s", "COVERAGE_MCP_IDLE_EXIT_S", 0,
+                "The daemon exits after this many seconds without a request (0: never).", 0, 7 * 24 * 3600),
 )
 
 
@@ -69,6 +77,9 @@ class Settings:
     db_acquire_timeout_ms: int = 5000
     db_query_timeout_ms: int = 30000
     store_wait_ms: int = 2000
+    http_idle_timeout_s: int = 10
+    stop_grace_s: int = 10
+    idle_exit_s: int = 0
 
     @property
     def common_db(self) -> Path:

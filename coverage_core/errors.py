@@ -34,6 +34,8 @@ class ErrorCode(enum.StrEnum):
     INCOMPATIBLE_SNAPSHOTS = "incompatible_snapshots"
     DAEMON_UNREACHABLE = "daemon_unreachable"
     DAEMON_CONFLICT = "daemon_conflict"
+    # The caller did not prove it is this home's user (client token) or its CLI (admin capability).
+    FORBIDDEN = "forbidden"
     DEADLINE_EXCEEDED = "deadline_exceeded"
     INTERNAL = "internal"
     # A gate's threshold or criterion was not met.

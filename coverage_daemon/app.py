@@ -1,8 +1,9 @@
 """The aiohttp application: one route table, the loopback guard, hardened responses.
 
-``ROUTES`` is the only declaration of the HTTP surface. ``guard`` runs before
-every handler: it refuses a Host or Origin that is not this daemon on loopback
-(403, against DNS rebinding), bounds the request by
+``ROUTES`` is the only declaration of the HTTP surface and of who may use
+each route. ``guard`` runs before every handler: it refuses a Host or Origin
+that is not this daemon on loopback (403, against DNS rebinding), a caller
+without the route's secret (403, ``auth``), bounds the request by
 ``COVERAGE_MCP_HTTP_TIMEOUT_S``, and turns any failure into the canonical error
 body (REST) or a JSON-RPC error (the MCP endpoints). Every response, errors
 included, carries restrictive headers and closes its connection: keep-alive
@@ -13,17 +14,17 @@ header.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 
+import attrs
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from coverage_core.errors import CoverageError, ErrorCode
 
 from . import mcp_http, rest
+from .auth import Access
 from .errors_http import error_body, status_of
-from .identity import CAPABILITY_HEADER
 from .mcp import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
 from .state import DAEMON, Daemon, json_response
 
@@ -42,41 +43,55 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def shutdown(request: web.Request) -> web.Response:
-    """Stop gracefully, for the holder of the capability written in the locked daemon.lock only."""
+    """Stop gracefully (an admin route: the capability written in the locked daemon.lock)."""
     daemon = request.app[DAEMON]
-    offered = request.headers.get(CAPABILITY_HEADER, "")
-    if not hmac.compare_digest(offered.encode(), daemon.capability.encode()):
-        return json_response(error_body(CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "shutdown needs this daemon's capability",
-            "Use `coverage-mcp stop`, which reads it from the daemon's lock file.",
-        )), 403)
     # Answer first: the stop begins once this response has left.
     asyncio.get_running_loop().call_later(0.05, daemon.stop.set)
     return json_response({"stopping": True, "pid": daemon.pid, "instance_id": daemon.instance_id}, 202)
 
 
+@attrs.frozen
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    access: Access
+
+
 _PROJECT = "/api/projects/{project_id:[0-9a-f]{16}}"
 _SNAPSHOT = _PROJECT + "/snapshots/{snapshot_id:snap-[0-9a-f]{1,64}}"
+_CLIENT, _ADMIN = Access.CLIENT, Access.ADMIN
 
-ROUTES = [
-    web.get("/health", health),
-    web.post("/api/shutdown", shutdown),
-    web.post("/mcp", mcp_http.post),
-    web.delete("/mcp", mcp_http.delete),
-    web.post("/p/{project_id:[0-9a-f]{16}}/mcp", mcp_http.post),
-    web.delete("/p/{project_id:[0-9a-f]{16}}/mcp", mcp_http.delete),
-    web.get("/api/projects", rest.list_projects),
-    web.post("/api/projects", rest.register_project),
-    web.get(_PROJECT, rest.get_project),
-    web.patch(_PROJECT, rest.patch_project),
-    web.get(_PROJECT + "/context", rest.context),
-    web.post(_PROJECT + "/review", rest.review),
-    web.post(_PROJECT + "/ingest", rest.ingest),
-    web.get(_PROJECT + "/snapshots", rest.list_snapshots),
-    web.get(_SNAPSHOT, rest.get_snapshot),
-    web.get(_SNAPSHOT + "/files", rest.list_files),
-    web.get(_SNAPSHOT + "/files/detail", rest.file_detail),
-]
+# The HTTP surface and who may use each route (``auth``). Handlers that take
+# an admin-only option (settings at registration, the owner's import) check
+# the capability themselves.
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/health", health, Access.PUBLIC),
+    Route("POST", "/api/shutdown", shutdown, _ADMIN),
+    Route("POST", "/mcp", mcp_http.post, _CLIENT),
+    Route("DELETE", "/mcp", mcp_http.delete, _CLIENT),
+    Route("POST", "/p/{project_id:[0-9a-f]{16}}/mcp", mcp_http.post, _CLIENT),
+    Route("DELETE", "/p/{project_id:[0-9a-f]{16}}/mcp", mcp_http.delete, _CLIENT),
+    Route("GET", "/api/projects", rest.list_projects, _CLIENT),
+    Route("POST", "/api/projects", rest.register_project, _CLIENT),
+    Route("GET", _PROJECT, rest.get_project, _CLIENT),
+    Route("PATCH", _PROJECT, rest.patch_project, _ADMIN),
+    Route("GET", _PROJECT + "/context", rest.context, _CLIENT),
+    Route("POST", _PROJECT + "/review", rest.review, _CLIENT),
+    Route("POST", _PROJECT + "/ingest", rest.ingest, _CLIENT),
+    Route("GET", _PROJECT + "/snapshots", rest.list_snapshots, _CLIENT),
+    Route("GET", _SNAPSHOT, rest.get_snapshot, _CLIENT),
+    Route("GET", _SNAPSHOT + "/files", rest.list_files, _CLIENT),
+    Route("GET", _SNAPSHOT + "/files/detail", rest.file_detail, _CLIENT),
+)
+ACCESS = web.AppKey("access", dict)
+
+
+def _access(request: web.Request) -> Access:
+    """The matched route's level; an unknown path or method needs the client token too (no route probing)."""
+    route = request.match_info.route
+    known = request.app[ACCESS].get((route.method, getattr(route.resource, "canonical", None)))
+    return known or Access.CLIENT
 
 
 def _is_mcp(request: web.Request) -> bool:
@@ -96,7 +111,7 @@ def _failure(request: web.Request, status: int, error: CoverageError,
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     daemon = request.app[DAEMON]
-    if request.headers.get("Host") not in daemon.allowed_hosts():
+    if not daemon.host_allowed(request):
         return _failure(request, 403, CoverageError(
             ErrorCode.INVALID_ARGUMENT, f"Host {request.headers.get('Host')!r} is not this daemon",
             f"Address the daemon as 127.0.0.1:{daemon.port} or localhost:{daemon.port}.",
@@ -107,7 +122,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             ErrorCode.INVALID_ARGUMENT, f"Origin {origin!r} may not call this daemon",
             "Only pages served by this daemon itself may call it from a browser.",
         ))
+    daemon.touch()
     try:
+        daemon.authorizer.check(request, _access(request))
         async with asyncio.timeout(daemon.settings.http_timeout_s):
             return await handler(request)
     except CoverageError as error:
@@ -153,6 +170,10 @@ async def _harden(_request: web.Request, response: web.StreamResponse) -> None:
 def create_app(daemon: Daemon) -> web.Application:
     app = web.Application(client_max_size=daemon.settings.http_max_body_bytes, middlewares=[guard])
     app[DAEMON] = daemon
-    app.add_routes(ROUTES)
+    app[ACCESS] = {}
+    for route in ROUTES:
+        resource = app.router.add_resource(route.path)
+        resource.add_route(route.method, route.handler)
+        app[ACCESS][(route.method, resource.canonical)] = route.access
     app.on_response_prepare.append(_harden)
     return app

@@ -31,14 +31,23 @@ from coverage_core.project import open_project as open_direct
 
 from .errors_http import error_from_body
 from .identity import CAPABILITY_HEADER, REPO_HEADER
+from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 MAX_PAGE = 1000
 
 
 class DaemonClient:
-    """The REST API of one daemon; ``repo`` (a checkout path) selects the worktree for project calls."""
+    """The REST API of one daemon; ``repo`` (a checkout path) selects the worktree for project calls.
 
-    def __init__(self, base_url: str, *, repo: str | None = None, timeout_s: float = 60.0) -> None:
+    ``DaemonClient.of_home(home)`` is how our own tools talk to their daemon:
+    over its private Unix socket, with the home's client token (and the admin
+    capability for the calls that need it). A client built on a TCP URL sends
+    the ``token`` it is given, if any; it is meant for tests and for people
+    who point it at a daemon themselves.
+    """
+
+    def __init__(self, base_url: str, *, repo: str | None = None, timeout_s: float = 60.0,
+                 token: str | None = None, unix_socket: Path | None = None) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
             raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{base_url!r} is not http://HOST:PORT",
@@ -47,6 +56,23 @@ class DaemonClient:
         self._host, self._port = parsed.hostname, parsed.port
         self.repo = repo
         self.timeout_s = timeout_s
+        self._token = token
+        self._socket = unix_socket
+
+    @classmethod
+    def of_home(cls, home: Path, base_url: str, **kwargs: Any) -> DaemonClient:
+        """The client our own tools use: the home's private socket and its client token."""
+        try:
+            token = client_token(home)
+        except HomeError as error:
+            raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
+                                {"home": str(home)}) from None
+        return cls(base_url, token=token, unix_socket=socket_path(home), **kwargs)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._socket is not None:
+            return UnixHTTPConnection(self._socket, timeout=self.timeout_s)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
 
     # -- transport ------------------------------------------------------------
     def request(self, method: str, path: str, *, body: Any = None, query: dict[str, Any] | None = None,
@@ -54,21 +80,22 @@ class DaemonClient:
         """One exchange: (status, decoded JSON). A REST error body raises its CoverageError."""
         if query:
             path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        sent = {"Accept": "application/json", **(headers or {})}
+        sent = {"Accept": "application/json", **(bearer(self._token) if self._token else {}), **(headers or {})}
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()
             sent["Content-Type"] = "application/json"
         if self.repo is not None:
             sent[REPO_HEADER] = self.repo
-        conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        conn = self._connection()
         try:
             conn.request(method, path, body=payload, headers=sent)
             response = conn.getresponse()
             raw = response.read()
         except OSError as exc:
+            where = f"{self.base_url} (socket {self._socket})" if self._socket else self.base_url
             raise CoverageError(
-                ErrorCode.DAEMON_UNREACHABLE, f"the daemon at {self.base_url} did not answer ({exc})",
+                ErrorCode.DAEMON_UNREACHABLE, f"the daemon at {where} did not answer ({exc})",
                 "Check it with `coverage-mcp status`; start it with `coverage-mcp serve`.",
                 {"url": self.base_url},
             ) from None
@@ -93,17 +120,22 @@ class DaemonClient:
     def projects(self) -> list[dict[str, Any]]:
         return self._get("/api/projects")["data"]["projects"]
 
-    def register(self, path: str | os.PathLike[str], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    def register(self, path: str | os.PathLike[str], settings: dict[str, Any] | None = None, *,
+                 capability: str | None = None) -> dict[str, Any]:
+        """Open (and register) a checkout's project; settings at creation need the admin capability."""
         body: dict[str, Any] = {"path": str(Path(path).absolute())}
         if settings:
             body["settings"] = settings
-        return self.request("POST", "/api/projects", body=body)[1]["data"]["project"]
+        headers = {CAPABILITY_HEADER: capability} if capability else None
+        return self.request("POST", "/api/projects", body=body, headers=headers)[1]["data"]["project"]
 
     def project(self, project_id: str) -> dict[str, Any]:
         return self._get(f"/api/projects/{project_id}")["data"]["project"]
 
-    def update_settings(self, project_id: str, settings: dict[str, Any]) -> dict[str, Any]:
-        return self.request("PATCH", f"/api/projects/{project_id}", body={"settings": settings})[1]["data"]["project"]
+    def update_settings(self, project_id: str, settings: dict[str, Any], *, capability: str) -> dict[str, Any]:
+        """An admin call: the capability is read from the daemon's locked lease file by the CLI."""
+        return self.request("PATCH", f"/api/projects/{project_id}", body={"settings": settings},
+                            headers={CAPABILITY_HEADER: capability})[1]["data"]["project"]
 
     # -- reads: the library's records ------------------------------------------------------
     def snapshots(self, project_id: str, *, suite: str | None = None, branch: str | None = None,
@@ -167,7 +199,7 @@ def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | 
         )
     host = meta.get("host") or "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
-    return DaemonClient(f"http://{host}:{meta['port']}"), meta
+    return DaemonClient.of_home(settings.home, f"http://{host}:{meta['port']}"), meta
 
 
 class DaemonProject:

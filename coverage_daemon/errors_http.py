@@ -37,6 +37,8 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INCOMPATIBLE_SNAPSHOTS: 422,
     ErrorCode.DAEMON_UNREACHABLE: 502,
     ErrorCode.DAEMON_CONFLICT: 409,
+    # 403, never 401: a 401 with WWW-Authenticate sends MCP clients into OAuth discovery.
+    ErrorCode.FORBIDDEN: 403,
     ErrorCode.DEADLINE_EXCEEDED: 504,
     ErrorCode.INTERNAL: 500,
     ErrorCode.THRESHOLD_NOT_MET: 422,

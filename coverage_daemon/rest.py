@@ -10,7 +10,6 @@ middleware. Query strings and bodies refuse unknown keys.
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ from coverage_core.project import Project
 from coverage_core.service import envelope_for
 from coverage_core.storage.schema import SCHEMA_REVISION
 
-from .errors_http import error_body
+from .auth import forbidden
 from .identity import CAPABILITY_HEADER
 from .projects import Projects, Target, validate_project_settings
 from .state import DAEMON, json_response, target_of
@@ -125,6 +124,8 @@ async def register_project(request: web.Request) -> web.Response:
     if not isinstance(path, str) or not path:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "path must be an absolute path inside a git checkout",
                             "Send {\"path\": \"/abs/path/to/checkout\"}.")
+    if "settings" in body:
+        _require_admin(request, "settings")
     overrides = validate_project_settings(body["settings"]) if "settings" in body else None
     target = Target(path=path)
     checkout = await daemon.projects.checkout_for(target)
@@ -255,18 +256,19 @@ async def review(request: web.Request) -> web.Response:
 
 
 async def ingest(request: web.Request) -> web.Response:
-    """coverage_import; with the daemon's capability, the owner's import (any report path, path maps)."""
+    """coverage_import; with the admin capability, the owner's import (any report path, path maps)."""
     args = await _body(request)
     daemon = request.app[DAEMON]
-    offered = request.headers.get(CAPABILITY_HEADER)
-    if offered is None:
+    if request.headers.get(CAPABILITY_HEADER) is None:
         answer = await daemon.projects.call(target_of(request), "coverage_import", args)
-    elif hmac.compare_digest(offered.encode(), daemon.capability.encode()):
-        answer = await daemon.projects.owner_import(target_of(request), args)
     else:
-        return json_response(error_body(CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "the offered capability is not this daemon's",
-            "Drop the header to import a report inside the checkout, or read the capability from the "
-            "actively locked daemon.lock.",
-        )), 403)
+        _require_admin(request, "the owner's import")
+        answer = await daemon.projects.owner_import(target_of(request), args)
     return json_response(answer, 200 if answer["data"].get("duplicate") else 201)
+
+
+def _require_admin(request: web.Request, what: str) -> None:
+    if not request.app[DAEMON].authorizer.admin_ok(request):
+        raise forbidden(f"{what} needs the daemon's admin capability",
+                        "Use the coverage-mcp command line (it reads the capability from the daemon's lock file), "
+                        "or drop the option.")

@@ -7,7 +7,9 @@ The order matters and is the contract connectors rely on:
    home fails here, naming the holder) with metadata a connector or
    ``coverage-mcp stop`` reads: pid, instance id, build, common database and
    the shutdown capability (the file is mode 0600);
-3. the listener binds, and the bound port is written into the locked file;
+3. the listeners bind (loopback TCP, and the private Unix socket
+   ``daemon.sock`` in the 0700 home, where our own clients send their
+   secrets), and the bound port is written into the locked file;
 4. on SIGINT, SIGTERM or an authorized ``POST /api/shutdown``: stop accepting,
    interrupt queries and cancel in-flight calls, close stores (releasing their
    leases), close the registry, release ``daemon.lock``.
@@ -19,10 +21,14 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import secrets
 import signal
+import stat
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coverage_core.config import Settings
@@ -30,6 +36,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import Lease, instance_metadata
 
 from .identity import VERSION, build_fingerprint
+from .secrets import MAX_SOCKET_PATH, HomeError, private_home, socket_path
 
 if TYPE_CHECKING:
     from .state import Daemon
@@ -89,6 +96,7 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
 
     from .app import create_app
     from .mcp_http import Sessions
+    from .auth import Authorizer
     from .projects import Projects
     from .registry import Registry
     from .state import Daemon
@@ -98,15 +106,22 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     loop = asyncio.get_running_loop()
     registry = await loop.run_in_executor(executor, Registry, settings.common_db)
     projects = Projects(settings, registry, executor)
+    authorizer = await loop.run_in_executor(executor, Authorizer, settings.home, lease.metadata["capability"])
     daemon = Daemon(
-        settings=settings, projects=projects, registry=registry, capability=lease.metadata["capability"],
+        settings=settings, projects=projects, registry=registry, authorizer=authorizer,
         instance_id=lease.metadata["instance_id"], build_fingerprint=fingerprint, stop=asyncio.Event(),
         mcp_slots=asyncio.Semaphore(settings.mcp_concurrency), sessions=Sessions(),
     )
+    # keepalive_timeout also closes a connection that has not sent a complete
+    # request head in time (aiohttp arms it when the connection is made):
+    # idle or slow-header clients cannot pile up to the descriptor limit.
     runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None,
-                           shutdown_timeout=HANDLER_GRACE_S)
+                           shutdown_timeout=HANDLER_GRACE_S, keepalive_timeout=settings.http_idle_timeout_s)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
+    private = web.UnixSite(runner, str(_fresh_socket(settings)))
+    idle_exit: asyncio.Task[None] | None = None
+    started: list[web.BaseSite] = []
     try:
         try:
             await site.start()
@@ -116,17 +131,58 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
                 "Another program uses this port: choose another with --port or COVERAGE_MCP_PORT "
                 "(0 picks a free one).",
             ) from None
+        started.append(site)
+        await private.start()
+        started.append(private)
+        os.chmod(socket_path(settings.home), 0o600, follow_symlinks=False)
         daemon.port = runner.addresses[0][1]
         publish_port(lease, daemon.port)
         projects.start()
+        if settings.idle_exit_s:
+            idle_exit = loop.create_task(_exit_when_idle(daemon))
         yield daemon
     finally:
-        await site.stop()
+        if idle_exit is not None:
+            idle_exit.cancel()
+        for listening in reversed(started):
+            await listening.stop()
         daemon.sessions.close_all()
         await projects.close()
         await runner.cleanup()
         await loop.run_in_executor(executor, registry.close)
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _fresh_socket(settings: Settings) -> Path:
+    """The private socket's path, cleared of a dead daemon's socket (we hold daemon.lock, so none lives)."""
+    path = socket_path(settings.home)
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise CoverageError(
+            ErrorCode.STORE_UNAVAILABLE,
+            f"the daemon's socket path {path} is longer than a Unix socket allows ({MAX_SOCKET_PATH} bytes)",
+            "Choose a shorter COVERAGE_MCP_HOME.", {"path": str(path)},
+        )
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if not (stat.S_ISSOCK(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+        raise CoverageError(ErrorCode.STORE_UNAVAILABLE, f"{path} exists and is not a socket",
+                            "Move it out of COVERAGE_MCP_HOME; the daemon creates its socket there.",
+                            {"path": str(path)})
+    os.unlink(path)  # never follows a link: unlink removes the entry itself
+    return path
+
+
+async def _exit_when_idle(daemon: Daemon) -> None:
+    limit = daemon.settings.idle_exit_s
+    while True:
+        idle = time.monotonic() - daemon.last_request
+        if idle >= limit:
+            log.info("no request for %d s (COVERAGE_MCP_IDLE_EXIT_S): stopping", limit)
+            daemon.stop.set()
+            return
+        await asyncio.sleep(min(limit - idle + 0.05, 60.0))
 
 
 def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
@@ -136,6 +192,11 @@ def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
     line that says so (the line connectors and scripts wait for) and the URL.
     """
     check_loopback(settings.host)
+    try:
+        private_home(settings.home)
+    except HomeError as error:
+        raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
+                            {"path": str(settings.home)}) from None
     fingerprint = build_fingerprint()
     lease = take_daemon_lock(settings, fingerprint)
     try:

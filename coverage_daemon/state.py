@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,6 +18,7 @@ from aiohttp import web
 from coverage_core.config import Settings
 from coverage_core.storage.schema import SCHEMA_REVISION
 
+from .auth import Authorizer
 from .errors_http import compact
 from .identity import REPO_HEADER, VERSION
 from .projects import Projects, Target
@@ -32,7 +35,7 @@ class Daemon:
     settings: Settings
     projects: Projects
     registry: Registry
-    capability: str
+    authorizer: Authorizer
     instance_id: str
     build_fingerprint: str
     stop: asyncio.Event
@@ -40,6 +43,15 @@ class Daemon:
     sessions: Sessions
     port: int = 0
     pid: int = attrs.field(factory=os.getpid)
+    last_request: float = attrs.field(factory=time.monotonic)
+
+    @property
+    def capability(self) -> str:
+        return self.authorizer.capability
+
+    def touch(self) -> None:
+        """A request arrived (the idle exit counts from the last one)."""
+        self.last_request = time.monotonic()
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: enough for a connector to decide whether this is its daemon, never the capability."""
@@ -60,6 +72,14 @@ class Daemon:
         """Host header values a browser on this machine sends for this daemon (DNS-rebinding guard)."""
         names = {"127.0.0.1", "localhost", "[::1]"}
         return frozenset(f"{name}:{self.port}" for name in names)
+
+    def host_allowed(self, request: web.Request) -> bool:
+        """The Host header names this daemon; on its Unix socket (no browser reaches it) any loopback name does."""
+        host = request.headers.get("Host")
+        if host in self.allowed_hosts():
+            return True
+        sock = request.transport.get_extra_info("socket") if request.transport is not None else None
+        return sock is not None and sock.family == socket.AF_UNIX and host in ("localhost", "127.0.0.1")
 
     def allowed_origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.allowed_hosts())

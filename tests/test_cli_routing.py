@@ -29,7 +29,7 @@ async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_
         "show": json.loads(cli(sample_repo, "show", snapshot_id, "--file", "inventory/stock.py", "--json").stdout),
     }
     async with in_process(Settings.from_env(port=0)) as d:
-        await asyncio.to_thread(DaemonClient(d.url).register, sample_repo)  # the daemon now holds the store
+        await asyncio.to_thread(d.client().register, sample_repo)  # the daemon now holds the store
         routed = {
             "snapshots": await asyncio.to_thread(cli, sample_repo, "snapshots", "--json"),
             "review": await asyncio.to_thread(cli, sample_repo, "review", "insight", "--suite", "unit", "--json"),
@@ -57,10 +57,10 @@ async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same
     direct = cli(sample_repo, "ingest", str(outside / "a.info"), "--path-map", "/runner/work=", "--json")
     assert direct.returncode == 0, direct.stderr
     async with in_process(Settings.from_env(port=0)) as d:
-        await asyncio.to_thread(DaemonClient(d.url).register, sample_repo)
+        await asyncio.to_thread(d.client().register, sample_repo)
         routed = await asyncio.to_thread(cli, sample_repo, "ingest", str(outside / "b.info"),
                                          "--path-map", "/runner/work=", "--json")
-        forged = await asyncio.to_thread(_forged_ingest, d.url, sample_repo, outside / "b.info")
+        forged = await asyncio.to_thread(_forged_ingest, d.url, d.auth, sample_repo, outside / "b.info")
     assert routed.returncode == 0, routed.stderr
     a, b = json.loads(direct.stdout), json.loads(routed.stdout)
     assert a["path_mapping"] == b["path_mapping"] == {"mapped": 3, "ambiguous": 0, "unmapped": 0}
@@ -68,8 +68,8 @@ async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same
     assert forged == 403
 
 
-def _forged_ingest(url: str, repo: Path, report: Path) -> int:
-    """The HTTP status of an owner's import offered with a guessed capability."""
+def _forged_ingest(url: str, auth: dict[str, str], repo: Path, report: Path) -> int:
+    """The HTTP status of an owner's import offered with the client token and a guessed capability."""
     import urllib.error
     import urllib.request
 
@@ -79,7 +79,7 @@ def _forged_ingest(url: str, repo: Path, report: Path) -> int:
         f"{url}/api/projects/{discover(repo).project_id}/ingest", method="POST",
         data=json.dumps({"report_path": str(report)}).encode(),
         headers={"Content-Type": "application/json", "Accept": "application/json",
-                 "x-coverage-mcp-capability": "guess"},
+                 "x-coverage-mcp-capability": "guess", **auth},
     )
     try:
         with urllib.request.urlopen(request) as response:

@@ -35,7 +35,7 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
         detail = project.file_detail(snap.snapshot_id, path)
 
     async with in_process(Settings.from_env(port=0)) as d:
-        await asyncio.to_thread(DaemonClient(d.url).register, sample_repo)  # the daemon now holds the store
+        await asyncio.to_thread(d.client().register, sample_repo)  # the daemon now holds the store
 
         def through_the_daemon() -> dict[str, object]:
             with open_project(sample_repo / "inventory") as routed:
@@ -84,15 +84,15 @@ def test_an_unreachable_daemon_is_a_clear_error() -> None:
 
 async def test_the_client_raises_the_daemons_errors_with_their_codes(daemon: Running, sample_repo: Path) -> None:
     def work() -> None:
-        client = DaemonClient(daemon.url)
+        client = daemon.client()
         project_id = client.register(sample_repo)["project_id"]
         with pytest.raises(CoverageError) as caught:
             client.snapshot(project_id, "snap-00")
         assert caught.value.code == ErrorCode.NOT_FOUND and caught.value.suggestion
         with pytest.raises(CoverageError) as caught:
-            client.update_settings(project_id, {"nope": 1})
+            client.update_settings(project_id, {"nope": 1}, capability=daemon.daemon.capability)
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-        assert client.update_settings(project_id, {"approval_mode": "attested"})["settings"] == {
+        assert client.update_settings(project_id, {"approval_mode": "attested"}, capability=daemon.daemon.capability)["settings"] == {
             "approval_mode": "attested"}
         assert [p["project_id"] for p in client.projects()] == [project_id]
         envelope = client.review(project_id, task="insight")

@@ -43,7 +43,7 @@ def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(serve_pr
 
 
 def test_health_identifies_the_daemon_and_never_reveals_the_capability(serve_process: ServeProcess) -> None:
-    health = DaemonClient(serve_process.url).health()
+    health = serve_process.client().health()
     meta = serve_process.lock_metadata()
     assert set(health) == HEALTH_KEYS
     assert health["name"] == "coverage-mcp" and health["handoff_supported"] is True
@@ -63,7 +63,7 @@ def test_a_second_daemon_on_the_same_home_fails_fast_naming_the_holder(serve_pro
 
 def test_sigterm_stops_the_daemon_gracefully_and_releases_every_lock(serve_process: ServeProcess,
                                                                     sample_repo: Path) -> None:
-    client = DaemonClient(serve_process.url)
+    client = serve_process.client()
     client.register(sample_repo)  # opens the repository's store under its lease
     store_lock = sample_repo / ".coverage-mcp" / "coverage.duckdb.lock"
     assert is_held(store_lock)
@@ -73,18 +73,18 @@ def test_sigterm_stops_the_daemon_gracefully_and_releases_every_lock(serve_proce
 
 
 def test_shutdown_with_the_capability_answers_202_and_stops_the_daemon(serve_process: ServeProcess) -> None:
-    answer = DaemonClient(serve_process.url).shutdown(serve_process.lock_metadata()["capability"])
+    answer = serve_process.client().shutdown(serve_process.lock_metadata()["capability"])
     assert answer["stopping"] is True and answer["pid"] == serve_process.proc.pid
     assert serve_process.proc.wait(timeout=15) == 0
     assert not is_held(serve_process.home / "daemon.lock")
 
 
 def test_shutdown_with_a_wrong_or_missing_capability_is_forbidden(serve_process: ServeProcess) -> None:
-    client = DaemonClient(serve_process.url)
+    client = serve_process.client()
     for offered in ("not-the-capability", ""):
         with pytest.raises(CoverageError) as caught:
             client.shutdown(offered)
-        assert caught.value.code == ErrorCode.INVALID_ARGUMENT and "capability" in caught.value.message
+        assert caught.value.code == ErrorCode.FORBIDDEN and "capability" in caught.value.message
     time.sleep(0.2)
     assert serve_process.proc.poll() is None and client.health()["pid"] == serve_process.proc.pid
 

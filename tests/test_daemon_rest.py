@@ -28,7 +28,7 @@ HARDENING = {
 
 async def call(d: Running, method: str, path: str, *, body: Any = None, headers: dict[str, str] | None = None,
                raw: bytes | None = None) -> tuple[int, dict[str, str], Any]:
-    sent = dict(headers or {})
+    sent = {**d.auth, **(headers or {})}
     data = raw
     if body is not None:
         data = json.dumps(body).encode()
@@ -93,21 +93,21 @@ async def test_registering_a_checkout_opens_its_project_once_and_lists_it(daemon
 
 async def test_project_settings_are_set_at_creation_patched_later_and_unknown_keys_refused(
         daemon: Running, sample_repo: Path) -> None:
-    status, _, answer = await call(daemon, "POST", "/api/projects",
+    status, _, answer = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
                                    body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
     assert status == 201 and answer["data"]["project"]["settings"] == {"approval_mode": "attested"}
     pid = answer["data"]["project"]["project_id"]
-    status, _, again = await call(daemon, "POST", "/api/projects",
+    status, _, again = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
                                   body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
     assert "PATCH" in assert_error(status, again, 400, "invalid_argument")["suggestion"]
-    status, _, patched = await call(daemon, "PATCH", f"/api/projects/{pid}",
+    status, _, patched = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin,
                                     body={"settings": {"approval_mode": "out_of_band"}})
     assert status == 200 and patched["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"settings": {"colour": "blue"}})
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"colour": "blue"}})
     assert "colour" in assert_error(status, bad, 400, "invalid_argument")["message"]
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"settings": {"approval_mode": "yes"}})
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"approval_mode": "yes"}})
     assert "out_of_band" in assert_error(status, bad, 400, "invalid_argument")["suggestion"]
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", body={"approval_mode": "attested"})
+    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"approval_mode": "attested"})
     assert_error(status, bad, 400, "invalid_argument")
     status, _, one = await call(daemon, "GET", f"/api/projects/{pid}")
     assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}

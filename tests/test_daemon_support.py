@@ -19,8 +19,10 @@ import pytest
 
 from coverage_core.config import SETTINGS, Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_daemon.client import DaemonClient
 from coverage_daemon.errors_http import HTTP_STATUS, error_body, error_from_body
-from coverage_daemon.identity import build_fingerprint
+from coverage_daemon.identity import CAPABILITY_HEADER, build_fingerprint
+from coverage_daemon.secrets import bearer, client_token
 from coverage_daemon.server import check_loopback, running, take_daemon_lock
 from coverage_daemon.state import Daemon
 
@@ -31,11 +33,18 @@ ACCEPT = "application/json, text/event-stream"
 
 
 class Running:
-    """A daemon under test: its state and its address."""
+    """A daemon under test: its state, its address, and the secrets its own user holds."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
         self.url = f"http://127.0.0.1:{daemon.port}"
+        home = daemon.settings.home
+        self.auth = bearer(client_token(home) or "")  # what an HTTP MCP client is configured to send
+        self.admin = {**self.auth, CAPABILITY_HEADER: daemon.capability}  # what the CLI sends for admin calls
+
+    def client(self, **kwargs: Any) -> DaemonClient:
+        """The client our own tools use: the private socket and the client token."""
+        return DaemonClient.of_home(self.daemon.settings.home, self.url, **kwargs)
 
 
 @pytest.fixture
@@ -90,6 +99,10 @@ class ServeProcess:
             raise AssertionError(f"serve did not start: {self.announce}{self.proc.stderr.read()}")
         self.url = self.announce.split("listening on ")[1].split(" ")[0]
         self.port = int(self.url.rsplit(":", 1)[1])
+        self.auth = bearer(client_token(home) or "")
+
+    def client(self, **kwargs: Any) -> DaemonClient:
+        return DaemonClient.of_home(self.home, self.url, **kwargs)
 
     def lock_metadata(self) -> dict[str, Any]:
         return json.loads((self.home / "daemon.lock").read_text())

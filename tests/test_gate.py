@@ -241,7 +241,7 @@ async def test_diff_and_gate_read_through_the_daemon_when_it_holds_the_store(rep
     store_current(repo)
     direct = run(repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
     async with in_process(Settings.from_env(port=0)) as d:
-        await asyncio.to_thread(DaemonClient(d.url).register, repo)  # the daemon now holds the store
+        await asyncio.to_thread(d.client().register, repo)  # the daemon now holds the store
         routed = await asyncio.to_thread(run, repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
         unstored = await asyncio.to_thread(run, repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"))
     assert routed[0] == direct[0] == 3

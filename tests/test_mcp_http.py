@@ -12,6 +12,7 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_daemon.projects import Target
+from coverage_daemon.secrets import bearer, client_token
 
 from .test_daemon_support import ACCEPT, Running, in_process, post_mcp
 
@@ -56,8 +57,9 @@ class Session:
 
 
 @pytest.fixture
-async def http() -> Any:
-    async with aiohttp.ClientSession() as session:
+async def http(isolated_home: Path) -> Any:
+    """A session with the home's client token, as a configured HTTP MCP client sends it."""
+    async with aiohttp.ClientSession(headers=bearer(client_token(isolated_home) or "")) as session:
         yield session
 
 

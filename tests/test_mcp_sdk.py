@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
@@ -21,12 +23,20 @@ pytest_plugins = ["tests.test_daemon_support"]
 ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
+@contextlib.asynccontextmanager
+async def sdk_client(daemon: Running, url: str, mode: str, **headers: str) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, configured with the client token as a person would."""
+    async with httpx2.AsyncClient(headers={**daemon.auth, **headers}) as http, \
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        yield client
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running, sample_repo: Path,
                                                                  mode: str) -> None:
     pid = await register(daemon, sample_repo)
     started = time.monotonic()
-    async with Client(f"{daemon.url}/p/{pid}/mcp", mode=mode) as client:
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", mode) as client:
         assert time.monotonic() - started < 5  # a dropped discover probe would cost 10 s
         assert client.protocol_version == ERA[mode]
         assert client.server_info.name == "coverage-mcp"
@@ -69,7 +79,7 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running
 async def test_client_mistakes_are_tool_errors_and_an_unknown_tool_is_a_protocol_error(
         daemon: Running, sample_repo: Path, mode: str) -> None:
     pid = await register(daemon, sample_repo)
-    async with Client(f"{daemon.url}/p/{pid}/mcp", mode=mode) as client:
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", mode) as client:
         bad = await client.call_tool("coverage_review", {"task": "insight", "limits": {"max_words": "many"}})
         assert bad.is_error
         assert bad.structured_content["error"]["code"] == "invalid_argument"
@@ -85,7 +95,7 @@ async def test_client_mistakes_are_tool_errors_and_an_unknown_tool_is_a_protocol
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_without_a_repository_a_tool_says_how_to_select_one(daemon: Running, mode: str) -> None:
-    async with Client(f"{daemon.url}/mcp", mode=mode) as client:
+    async with sdk_client(daemon, f"{daemon.url}/mcp", mode) as client:
         assert len((await client.list_tools()).tools) == len(OPERATIONS)
         answer = await client.call_tool("project_context", {})
         assert answer.is_error and answer.structured_content["error"]["code"] == "not_a_repository"
@@ -94,7 +104,7 @@ async def test_without_a_repository_a_tool_says_how_to_select_one(daemon: Runnin
 
 async def test_the_repository_header_selects_the_checkout_without_a_project_id(daemon: Running,
                                                                               sample_repo: Path) -> None:
-    headers = {"x-coverage-mcp-repo": str(sample_repo)}
+    headers = {"x-coverage-mcp-repo": str(sample_repo), **daemon.auth}
     async with httpx2.AsyncClient(headers=headers) as http, \
             Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http), mode="legacy") as client:
         answer = await client.call_tool("project_context", {})

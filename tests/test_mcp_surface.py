@@ -68,7 +68,7 @@ def test_tools_list_is_small_derived_and_self_contained() -> None:
 async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
         daemon: Running, sample_repo: Path) -> None:
     assert set(SAMPLE_ARGUMENTS) == set(OPERATIONS)
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=daemon.auth) as http:
         session = Session(http, daemon.url + "/mcp", repo=sample_repo)
         await session.open()
         _, _, listed = await session.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -84,7 +84,7 @@ async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
 
 
 async def test_every_result_is_valid_for_every_handshake_version_as_sent(daemon: Running, sample_repo: Path) -> None:
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=daemon.auth) as http:
         for version in mcp.HANDSHAKE_VERSIONS:
             session = Session(http, daemon.url + "/mcp", repo=sample_repo)
             result = await session.open(version)
@@ -95,7 +95,7 @@ async def test_every_result_is_valid_for_every_handshake_version_as_sent(daemon:
 
 
 async def test_every_result_is_valid_for_the_stateless_version_as_sent(daemon: Running, sample_repo: Path) -> None:
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=daemon.auth) as http:
         for number, (method, params) in enumerate([("server/discover", {}), *_requests()], start=1):
             message, headers = modern(method, params, request_id=number)
             status, _, body = await post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)

@@ -1,0 +1,152 @@
+"""Who may call the daemon: the access level of each route, the two secrets, the peer's uid.
+
+Each route declares one ``Access`` (``app.ROUTES``): ``PUBLIC`` (``/health``
+only), ``CLIENT`` (the client token) or ``ADMIN`` (the client token *and* the
+admin capability). ``Authorizer.check`` runs in the app's guard before every
+handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
+connection's peer is an extra layer: a loopback TCP peer owned by another uid
+is refused even with a stolen token (read from ``/proc/net/tcp{,6}``), and so
+is a Unix-socket peer (``SO_PEERCRED``). Where the uid cannot be read, the
+secrets alone decide.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import ipaddress
+import os
+import socket
+import struct
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from coverage_core.errors import CoverageError, ErrorCode
+
+from .identity import CAPABILITY_HEADER
+from .secrets import AUTHORIZATION, TOKEN_FILE, client_token
+
+
+class Access(enum.Enum):
+    PUBLIC = "public"
+    CLIENT = "client"
+    ADMIN = "admin"
+
+
+def _same(offered: str, expected: str) -> bool:
+    # Bytes, not str: compare_digest refuses non-ASCII text, and a header is
+    # attacker-chosen (a non-ASCII byte must be a 403, never a 500).
+    return hmac.compare_digest(offered.encode("utf-8", "replace"), expected.encode("utf-8"))
+
+
+def forbidden(message: str, suggestion: str) -> CoverageError:
+    return CoverageError(ErrorCode.FORBIDDEN, message, suggestion)
+
+
+class Authorizer:
+    """The daemon's view of its home's secrets; the token file is re-read when it changes (``token rotate``)."""
+
+    def __init__(self, home: Path, capability: str) -> None:
+        self.home = home
+        self.capability = capability
+        self._token = client_token(home) or ""
+        self._stamp = self._stat()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            info = os.stat(self.home / TOKEN_FILE, follow_symlinks=False)
+        except OSError:
+            return None
+        return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+    def token(self) -> str:
+        stamp = self._stat()
+        if stamp != self._stamp:
+            self._token = client_token(self.home) or ""
+            self._stamp = self._stat()
+        return self._token
+
+    def client_ok(self, request: web.Request) -> bool:
+        scheme, _, offered = request.headers.get(AUTHORIZATION, "").partition(" ")
+        token = self.token()
+        return scheme.lower() == "bearer" and bool(token) and _same(offered.strip(), token)
+
+    def admin_ok(self, request: web.Request) -> bool:
+        offered = request.headers.get(CAPABILITY_HEADER)
+        return offered is not None and _same(offered, self.capability)
+
+    def check(self, request: web.Request, access: Access) -> None:
+        if access is Access.PUBLIC:
+            return
+        uid = peer_uid(request)
+        if uid is not None and uid not in (os.geteuid(), 0):
+            raise forbidden(f"this daemon serves uid {os.geteuid()} only; the caller is uid {uid}",
+                            "Run your own daemon: each user has their own COVERAGE_MCP_HOME and port.")
+        if not self.client_ok(request):
+            raise forbidden(
+                "this request needs the client token (Authorization: Bearer ...)",
+                f"Read it from {self.home / TOKEN_FILE}, e.g. export COVERAGE_MCP_TOKEN=\"$(cat "
+                f"{self.home / TOKEN_FILE})\" and configure your MCP client to send "
+                "'Authorization: Bearer ${COVERAGE_MCP_TOKEN}'; `coverage-mcp connect` does this for you.",
+            )
+        if access is Access.ADMIN and not self.admin_ok(request):
+            raise forbidden(
+                f"{request.method} {request.path} changes the daemon and needs its admin capability",
+                "Use the coverage-mcp command line (it reads the capability from the daemon's lock file); "
+                "MCP clients cannot do this.",
+            )
+
+
+# -- the peer's uid -------------------------------------------------------------------------
+
+def peer_uid(request: web.Request) -> int | None:
+    """The uid owning the other end of the request's connection; None where it cannot be known."""
+    transport = request.transport
+    if transport is None:
+        return None
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return None
+    if sock.family == socket.AF_UNIX:
+        return _unix_peer_uid(sock)
+    if sys.platform != "linux":
+        return None
+    peer, local = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+    if not peer or not local:
+        return None
+    return _tcp_peer_uid(peer[0], peer[1], local[0], local[1])
+
+
+def _unix_peer_uid(sock: socket.socket) -> int | None:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return struct.unpack("3i", creds)[1]
+
+
+def _proc_address(host: str, port: int) -> str:
+    """An address as ``/proc/net/tcp{,6}`` prints it: the address in host byte order, hex, then the port."""
+    packed = ipaddress.ip_address(host.split("%", 1)[0]).packed
+    words = struct.unpack(f"={len(packed) // 4}I", packed)
+    return "".join(f"{w:08X}" for w in words) + f":{port:04X}"
+
+
+def _tcp_peer_uid(peer_host: str, peer_port: int, local_host: str, local_port: int) -> int | None:
+    # The peer's own socket lists the peer as its local address and us as remote.
+    want = (_proc_address(peer_host, peer_port), _proc_address(local_host, local_port))
+    table = "/proc/net/tcp6" if ":" in peer_host else "/proc/net/tcp"
+    try:
+        with open(table) as rows:
+            next(rows, None)
+            for row in rows:
+                fields = row.split()
+                if len(fields) > 7 and (fields[1], fields[2]) == want:
+                    return int(fields[7])
+    except OSError:
+        return None
+    return None
