@@ -18,7 +18,7 @@ def test_a_fresh_clone_with_nothing_beside_it_collects_every_test_without_errors
     git = require("git")
     if not (ROOT / ".git").exists():
         pytest.skip("not running from a git checkout, so there is nothing to clone")
-    lonely = tmp_path / "empty" / "coverage-mcp"  # no ../shared, no corpus, nothing else
+    lonely = tmp_path / "empty" / "coverage-mcp"  # nothing beside the clone: no corpus, no design folder
     subprocess.run([git, "clone", "-q", str(ROOT), str(lonely)], check=True, capture_output=True)
     assert sorted(p.name for p in lonely.parent.iterdir()) == ["coverage-mcp"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_MCP_", "PYTEST_"))}

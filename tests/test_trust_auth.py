@@ -375,3 +375,14 @@ def test_an_unreachable_daemon_through_the_socket_is_a_clear_error(tmp_path: Pat
     with pytest.raises(CoverageError) as caught:
         DaemonClient.of_home(tmp_path / "home", "http://127.0.0.1:9").health()
     assert caught.value.code == ErrorCode.DAEMON_UNREACHABLE and "socket" in caught.value.message
+
+
+def test_the_printed_http_client_configs_name_the_token_and_never_contain_it(tmp_path: Path) -> None:
+    from coverage_cli.daemon_cmds import client_configs
+
+    home = tmp_path / "home"
+    token = client_token(home) or ""
+    text = client_configs("http://127.0.0.1:59471", home)
+    assert token not in text
+    assert "${COVERAGE_MCP_TOKEN}" in text and "${input:coverage-token}" in text
+    assert str(home / TOKEN_FILE) in text and "http://127.0.0.1:59471/mcp" in text
