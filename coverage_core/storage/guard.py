@@ -10,11 +10,12 @@ entry before it writes anything; ``open_verified`` runs under the lease:
 2. a WAL is copied aside (``<db>.wal.preserved-<UTC time>``) before DuckDB
    sees it: DuckDB truncates a WAL with a damaged tail to its last valid
    record while replaying, then deletes it, and that loss exits cleanly;
-3. an existing file is opened read-only first: tables without our
-   ``schema_revision`` mean someone else's store (refused, never altered),
-   and a missing newest committed snapshot (``<db>.committed``, rewritten
-   after each committed ingest) means the replay lost data (refused, the WAL
-   and its copy both kept);
+3. an existing file is opened read-only first (skipped when there is no WAL
+   to replay and ``<db>.committed`` shows we opened it before): tables
+   without our ``schema_revision`` mean someone else's store (refused, never
+   altered), and a missing newest committed snapshot (``<db>.committed``,
+   rewritten after each committed ingest) means the replay lost data
+   (refused, the WAL and its copy both kept);
 4. the writable open migrates, checks the newest snapshot once more, and
    only then removes our copy of the WAL.
 """
@@ -81,12 +82,18 @@ def open_verified(path: Path) -> duckdb.DuckDBPyConnection:
     exists = check_duckdb_paths(path)
     wal = path.with_name(path.name + WAL)
     preserved = _preserve(wal)
+    marked = safefs.check_entry(path.with_name(path.name + COMMITTED)) is not None
     try:
-        if exists:
+        # Read-only first unless this is a store we already opened and no WAL waits to be replayed:
+        # that case needs no replay, so the same checks on the writable connection come before any write.
+        if exists and (preserved is not None or not marked):
             _inspect(path, preserved)
         con = open_database(path)
         try:
             safefs.make_private(path)
+            foreign = schema.foreign_tables(con)
+            if foreign:
+                raise _foreign(path, foreign)
             schema.migrate(con, where=str(path))
             _check_newest(con, path, preserved)
         except BaseException:
@@ -179,8 +186,8 @@ def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | 
     )
 
 
-def record_committed(path: Path, snap: str) -> None:
-    """Note ``snap`` (a snapshot id just committed) as the newest one the database must hold."""
+def record_committed(path: Path, snap: str | None) -> None:
+    """Note ``snap`` (a snapshot id just committed; None: none yet) as the newest one the database must hold."""
     body = json.dumps({"snapshot_id": snap, "recorded_at": dt.datetime.now(dt.UTC).isoformat()})
     try:
         safefs.write_atomic(path.with_name(path.name + COMMITTED), body.encode())
@@ -192,7 +199,8 @@ def record_committed(path: Path, snap: str) -> None:
 def note_latest(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """After a verified open: bring the marker up to the newest snapshot (older stores, or a crash after COMMIT)."""
     row = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
-    if row is not None:
-        committed = _read_committed(path)
-        if committed is None or committed["snapshot_id"] != row[0]:
-            record_committed(path, row[0])
+    newest = None if row is None else row[0]
+    committed = _read_committed(path)
+    recorded = None if committed is None else committed["snapshot_id"]
+    if recorded != newest or safefs.check_entry(path.with_name(path.name + COMMITTED)) is None:
+        record_committed(path, newest)

@@ -203,7 +203,8 @@ _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, 
 def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tables of the main schema, sorted; a read, safe on a read-only connection."""
     rows = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' "
+        "ORDER BY table_name"
     ).fetchall()
     return [r[0] for r in rows]
 
