@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -341,3 +342,20 @@ def test_an_empty_duckdb_file_at_our_path_becomes_our_store(repo: Path) -> None:
     duckdb.connect(str(path)).close()
     with open_project(repo) as project:
         assert project.snapshots() == []
+
+
+def test_a_cloned_repository_with_a_linked_lock_makes_the_cli_fail_cleanly_and_leaves_the_target_alone(
+    repo: Path, outside: Path, tmp_path: Path
+) -> None:
+    commit_link(repo, "coverage.duckdb.lock", outside)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    assert (clone / ".coverage-mcp" / "coverage.duckdb.lock").is_symlink()
+    report = write_report(clone, "cov.info", {"src/app/core.py": {1: 1}})
+    before = snapshot_of(outside)
+    out = subprocess.run([sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json"],
+                         cwd=clone, capture_output=True, text=True, timeout=60)
+    error = json.loads(out.stderr)
+    assert out.returncode == 1 and error["code"] == "store_unavailable"
+    assert error["details"]["path"] == str(clone / ".coverage-mcp" / "coverage.duckdb.lock")
+    assert snapshot_of(outside) == before
