@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from coverage_core.display import percent  # noqa: F401  (the one formatter, re-exported for the commands)
 from coverage_core.errors import CoverageError, ErrorCode
 
 OK, FAILED, BAD_INPUT, THRESHOLD = 0, 1, 2, 3
@@ -77,14 +78,3 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 
 
-def percent(hit: int, found: int) -> str:
-    """A display percentage that never rounds to 0 or 100 unless exact."""
-    if found == 0:
-        return "-"
-    value = 100.0 * hit / found
-    text = f"{value:.2f}"
-    if text == "100.00" and hit != found:
-        text = "99.99"
-    elif text == "0.00" and hit != 0:
-        text = "0.01"
-    return text + "%"

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from ..display import percent
 from ..errors import CoverageError, ErrorCode
 from .categories import CATEGORIES
 
@@ -145,8 +146,6 @@ def _bad(text: str, why: str) -> CoverageError:
     )
 
 
-def _percent(hit: int, found: int) -> str:
-    return "-" if not found else f"{100 * hit / found:.2f}%"
 
 
 def _threshold(name: str, what: str, hit: int, found: int, minimum: float, *, empty_passes: bool) -> Check:
@@ -155,7 +154,7 @@ def _threshold(name: str, what: str, hit: int, found: int, minimum: float, *, em
                      + ("" if empty_passes else f", so it cannot reach {minimum:g}%"))
     ok = Fraction(hit * 100, found) >= Fraction(str(minimum))
     verdict = "meets" if ok else "is under"
-    return Check(name, ok, f"{what} {hit}/{found} ({_percent(hit, found)}) {verdict} the minimum {minimum:g}%")
+    return Check(name, ok, f"{what} {hit}/{found} ({percent(hit, found)}) {verdict} the minimum {minimum:g}%")
 
 
 def uncovered_growth(summary: Summary) -> dict[str, tuple[int, int]]:
