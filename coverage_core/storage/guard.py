@@ -16,8 +16,8 @@ entry before it writes anything; ``open_verified`` runs under the lease:
    altered), and a missing newest committed snapshot (``<db>.committed``,
    rewritten after each committed ingest) means the replay lost data
    (refused, the WAL and its copy both kept);
-4. the writable open migrates, checks the newest snapshot once more, and
-   only then removes our copy of the WAL.
+4. the writable open checks both once more (the replay it did is the one
+   that counts), then migrates, and only then removes our copy of the WAL.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def open_verified(path: Path) -> duckdb.DuckDBPyConnection:
             foreign = schema.foreign_tables(con)
             if foreign:
                 raise _foreign(path, foreign)
-            schema.migrate(con, where=str(path))
             _check_newest(con, path, preserved)
+            schema.migrate(con, where=str(path))
         except BaseException:
             con.close()
             raise
