@@ -2,11 +2,16 @@
 
 An MCP client launches this process and speaks newline-delimited JSON-RPC on
 its stdin and stdout; every message is forwarded, each on its own thread, to
-the shared daemon's ``POST /mcp`` over loopback HTTP, with the repository in
-``x-coverage-mcp-repo``. Owned here: the stdio framing, the MCP session the
-connector keeps on the client's behalf (re-established after a daemon
-restart), the replay rule, cancellation and the exit on end of input.
-Finding, starting and handing off the daemon is ``launcher``'s.
+the shared daemon's ``POST /mcp`` with the repository in
+``x-coverage-mcp-repo``. The exchange carries the client token, so it goes
+over the daemon's Unix socket in the 0700 home, never the shared TCP port
+(which only answers the secret-free ``/health`` the launcher verifies).
+Messages read after a handshake ``initialize`` wait until its answer has
+arrived (they need the session it opens), then go concurrently again. Owned
+here: the stdio framing, the MCP session the connector keeps on the client's
+behalf (re-established after a daemon restart), the replay rule,
+cancellation and the exit on end of input. Finding, starting and handing off
+the daemon is ``launcher``'s.
 
 Stdlib only: this runs on every MCP session start, so importing pydantic,
 aiohttp or coverage_core here would cost the person most of a second.
@@ -24,6 +29,7 @@ import time
 
 from .identity import DAEMON_LOG, REPO_HEADER
 from .launcher import Daemon, DaemonError, Launcher, Settings, UsageError
+from .secrets import UnixHTTPConnection, socket_path
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
 if TYPE_CHECKING:
@@ -118,7 +124,7 @@ class Flight:
 
     def __init__(self, modern: bool) -> None:
         self.modern = modern
-        self.conn: http.client.HTTPConnection | None = None
+        self.conn: UnixHTTPConnection | None = None
         self.cancelled = False
 
     def abort(self) -> None:
@@ -198,6 +204,14 @@ class Link:
     def current(self) -> Daemon | None:
         return self._daemon
 
+    def auth_headers(self) -> dict[str, str]:
+        """The client token's header; raises DaemonError when the home's token cannot be read."""
+        with self._lock:
+            if self._launcher is None:
+                self._launcher = Launcher(self._settings, self._log)
+            launcher = self._launcher
+        return launcher.auth_headers()
+
 
 class Bridge:
     """One connector process: stdin lines in, daemon answers out."""
@@ -211,6 +225,10 @@ class Bridge:
         self._flights: dict[str, Flight] = {}
         self._flights_lock = threading.Lock()
         self._closed = threading.Event()
+        # Set once the latest handshake initialize has its answer: messages
+        # read after it wait here, since they need the session it opens.
+        self._handshake = threading.Event()
+        self._handshake.set()
 
     def run(self) -> int:
         # Find the daemon while the client is still writing its first message.
@@ -243,10 +261,17 @@ class Bridge:
         if method == "notifications/cancelled" and self._cancel(message):
             return
         key = _key(message["id"]) if "method" in message and "id" in message else None
+        modern = _modern_version(message) is not None
         if key is not None:
             with self._flights_lock:
-                self._flights[key] = Flight(_modern_version(message) is not None)
-        threading.Thread(target=self._forward, args=(message, line, key), daemon=True).start()
+                self._flights[key] = Flight(modern)
+        # Only the reader thread swaps the gate, so each message sees the one
+        # in force when it was read: its own initialize's answer, never a later one.
+        wait_for = None if modern else self._handshake
+        opens = None
+        if method == "initialize" and not modern:
+            opens = self._handshake = threading.Event()
+        threading.Thread(target=self._forward, args=(message, line, key, wait_for, opens), daemon=True).start()
 
     def _cancel(self, message: dict[str, object]) -> bool:
         """Mark the cancelled request; True when the notification must not be forwarded.
@@ -257,6 +282,8 @@ class Bridge:
         """
         params = message.get("params")
         target = params.get("requestId") if isinstance(params, dict) else None
+        if not isinstance(target, (str, int)) or isinstance(target, bool):
+            return False  # names no request of ours; the daemon ignores it as well
         with self._flights_lock:
             flight = self._flights.get(_key(target))
         if flight is not None:
@@ -267,8 +294,15 @@ class Bridge:
         return self.session.id is None  # no session: nothing on the daemon to cancel
 
     # -- forwarding ----------------------------------------------------------
-    def _forward(self, message: dict[str, object], line: bytes, key: str | None) -> None:
+    def _forward(self, message: dict[str, object], line: bytes, key: str | None,
+                 wait_for: threading.Event | None = None, opens: threading.Event | None = None) -> None:
         try:
+            if wait_for is not None:
+                # Set when the initialize's forwarding ends, answered or failed.
+                wait_for.wait()
+                flight = self._flight(key)
+                if flight is not None and flight.cancelled:
+                    return  # cancelled while it waited: never sent, never answered
             reply = self._deliver(message, line.strip(), key)
             if key is not None:
                 self._answer(message, key, reply)
@@ -292,6 +326,8 @@ class Bridge:
             if key is not None:
                 with self._flights_lock:
                     self._flights.pop(key, None)
+            if opens is not None:
+                opens.set()  # after _answer recorded the session id
 
     def _deliver(self, message: dict[str, object], body: bytes, key: str | None) -> Reply:
         """POST ``body``; replay it only where the daemon provably never processed it."""
@@ -361,12 +397,18 @@ class Bridge:
         return headers
 
     def _post(self, daemon: Daemon, body: bytes, headers: dict[str, str | bytes], key: str | None) -> Reply:
-        """One HTTP exchange; ConnectionRefusedError means nothing was sent."""
-        conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=self.settings.request_timeout_s)
+        """One HTTP exchange over the daemon's socket; ConnectionRefusedError means nothing was sent."""
+        headers = {**headers, **self.link.auth_headers()}
+        conn = UnixHTTPConnection(socket_path(self.settings.home), timeout=self.settings.request_timeout_s)
         flight = self._flight(key)
         if flight is not None:
             flight.conn = conn
         try:
+            try:
+                conn.connect()
+            except (FileNotFoundError, ConnectionRefusedError):
+                # No socket, or a dead daemon's: nothing was delivered.
+                raise ConnectionRefusedError(f"no daemon listens on {socket_path(self.settings.home)}") from None
             conn.request("POST", "/mcp", body=body, headers=headers)
             response = conn.getresponse()
             data = response.read()
@@ -447,14 +489,15 @@ class Bridge:
             flight.abort()
         daemon = self.link.current()
         if self.session.id is not None and daemon is not None:
-            conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=DELETE_TIMEOUT_S)
+            conn = UnixHTTPConnection(socket_path(self.settings.home), timeout=DELETE_TIMEOUT_S)
             try:
-                headers: dict[str, str | bytes] = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo}
+                headers: dict[str, str | bytes] = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo,
+                                                   **self.link.auth_headers()}
                 if self.session.version:
                     headers["MCP-Protocol-Version"] = self.session.version
                 conn.request("DELETE", "/mcp", headers=headers)
                 conn.getresponse().read()
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException, DaemonError):
                 pass  # best effort: the daemon expires idle sessions itself
             finally:
                 conn.close()

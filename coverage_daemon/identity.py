@@ -19,6 +19,28 @@ COMMON_DB = "common.duckdb"
 DAEMON_LOG = "daemon.log"
 
 _PACKAGES = ("coverage_core", "coverage_daemon", "coverage_cli")
+_COMMON_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether the daemon may listen on, and a client may call, ``host``: the one rule both sides use.
+
+    ``localhost``, ``::1``, or an IPv4 literal in 127.0.0.0/8 written in
+    canonical dotted form. Anything else is refused: names other than
+    ``localhost`` (they may resolve anywhere), shorthand such as ``127.1``
+    (``inet_aton`` reads it as loopback, other parsers do not),
+    ``127.0.0.1.evil.com``, IPv4-mapped or scoped IPv6, and addresses that are
+    not loopback at all.
+    """
+    if host in _COMMON_LOOPBACK:
+        return True
+    import ipaddress  # usually loaded already (http.client needs it); kept off the import path anyway
+
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return isinstance(address, ipaddress.IPv4Address) and address.is_loopback and str(address) == host
 
 
 def home() -> Path:

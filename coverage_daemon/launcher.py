@@ -30,14 +30,15 @@ from .identity import (
     VERSION,
     build_fingerprint,
     home,
+    is_loopback_host,
 )
+from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 START_TIMEOUT_S = 30.0  # a cold start on a loaded 2-core CI box, with racing connectors
 HANDOFF_TIMEOUT_S = 15.0  # an older daemon drains its requests before it exits
 HEALTH_TIMEOUT_S = 2.0
@@ -87,9 +88,9 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | os._Environ[str] = os.environ) -> Settings:
         host = environ.get("COVERAGE_MCP_HOST") or DEFAULT_HOST
-        if host not in LOOPBACK_HOSTS and not host.startswith("127."):
-            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address; "
-                             "the daemon only listens on loopback")
+        if not is_loopback_host(host):
+            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address the daemon accepts; "
+                             "use 127.0.0.1 (the default), another 127.x.y.z address, localhost or ::1")
         port = _int_setting(environ, "COVERAGE_MCP_PORT", DEFAULT_PORT, 0, 65535)
         # The daemon answers its own deadline (COVERAGE_MCP_HTTP_TIMEOUT_S) first;
         # the connector waits a little longer so that answer is what the client sees.
@@ -366,9 +367,12 @@ class Launcher:
             time.sleep(POLL_S)
 
     def _request_shutdown(self, daemon: Daemon, capability: str) -> bool:
-        conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=HEALTH_TIMEOUT_S)
+        # Secrets travel only over the private socket in the 0700 home, never
+        # to whatever listens on the shared TCP port.
+        conn = UnixHTTPConnection(socket_path(self.settings.home), timeout=HEALTH_TIMEOUT_S)
         try:
-            conn.request("POST", "/api/shutdown", body=b"", headers={CAPABILITY_HEADER: capability})
+            headers = {CAPABILITY_HEADER: capability, **self.auth_headers()}
+            conn.request("POST", "/api/shutdown", body=b"", headers=headers)
             response = conn.getresponse()
             response.read()
             return response.status in (200, 202)
@@ -376,6 +380,14 @@ class Launcher:
             return False
         finally:
             conn.close()
+
+    def auth_headers(self) -> dict[str, str]:
+        """The client token's header, read from the home each time (``token rotate`` takes effect at once)."""
+        try:
+            token = client_token(self.settings.home)
+        except HomeError as error:
+            raise Refused(error.message, error.suggestion) from None
+        return bearer(token) if token else {}
 
     # -- starting a daemon ---------------------------------------------------
     def _start(self) -> None:
@@ -422,6 +434,8 @@ def _lease_address(lease: Lease) -> tuple[str, int] | None:
     port = lease.metadata.get("port")
     host = lease.metadata.get("host") or DEFAULT_HOST
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        return None
+    if not isinstance(host, str) or not is_loopback_host(host):
         return None
     return (str(host), port)
 

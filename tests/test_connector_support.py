@@ -7,6 +7,7 @@ them through their own shutdown endpoint, or kills them if they hang.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from typing import Any
 
 from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
 from coverage_daemon.launcher import read_lease
+from coverage_daemon.secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 from .gitrepo import commit, make_repo
 
@@ -182,12 +184,17 @@ def stop_all(home: Path) -> None:
     """Stop every daemon of ``home``: through the lease's capability, then by force."""
     held = lease(home)
     if held.get("capability") and held.get("port"):
-        request = urllib.request.Request(f"http://127.0.0.1:{held['port']}/api/shutdown", data=b"",
-                                         method="POST", headers={CAPABILITY_HEADER: held["capability"]})
+        # The admin route needs the client token too, sent over the private socket.
+        conn = UnixHTTPConnection(socket_path(home), timeout=2)
         try:
-            urllib.request.urlopen(request, timeout=2).close()
-        except OSError:
+            token = client_token(home, create=False)
+            headers = {CAPABILITY_HEADER: held["capability"], **(bearer(token) if token else {})}
+            conn.request("POST", "/api/shutdown", body=b"", headers=headers)
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException, HomeError):
             pass
+        finally:
+            conn.close()
     deadline = time.monotonic() + 5
     while (pids := serve_processes(home)) and time.monotonic() < deadline:
         time.sleep(0.05)
