@@ -221,3 +221,15 @@ async def test_ingest_dash_through_the_daemon_reads_standard_input_in_the_cli(sa
         listed = await asyncio.to_thread(cli, sample_repo, "snapshots", "--json")
     assert out.returncode == 0, out.stderr
     assert len(json.loads(listed.stdout)) == 1, listed.stderr
+
+
+async def test_a_fifo_import_over_the_daemon_answers_at_once_and_a_normal_import_follows(sample_repo: Path) -> None:
+    os.mkfifo(sample_repo / "coverage.pipe")
+    async with in_process(Settings.from_env(port=0)) as d:
+        client = d.client()
+        project_id = (await asyncio.to_thread(client.register, sample_repo))["project_id"]
+        with pytest.raises(CoverageError) as info:
+            await asyncio.wait_for(asyncio.to_thread(client.ingest, project_id, "coverage.pipe"), WAIT_S)
+        stored = await asyncio.wait_for(asyncio.to_thread(client.ingest, project_id, "step3.coverage.json"), WAIT_S)
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT and "FIFO" in info.value.message
+    assert stored["data"]["snapshot"]["files"] > 0
