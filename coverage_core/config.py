@@ -61,6 +61,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 1, 600),
     SettingSpec("idle_exit_s", "COVERAGE_MCP_IDLE_EXIT_S", 0,
                 "The daemon exits after this many seconds without a request (0: never).", 0, 7 * 24 * 3600),
+    SettingSpec("parse_budget_bytes", "COVERAGE_MCP_PARSE_BUDGET_BYTES", 512 * MIB,
+                "Report bytes being read and parsed at once in one process, across all repositories.",
+                MIB, 2**40),
 )
 
 
@@ -80,6 +83,7 @@ class Settings:
     http_idle_timeout_s: int = 10
     stop_grace_s: int = 10
     idle_exit_s: int = 0
+    parse_budget_bytes: int = 512 * MIB
 
     @property
     def common_db(self) -> Path:
@@ -111,6 +115,13 @@ class Settings:
                 "Lower COVERAGE_MCP_DB_QUERY_TIMEOUT_MS or raise COVERAGE_MCP_HTTP_TIMEOUT_S.",
             )
         return cls(**values)
+
+
+def setting(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """One setting from the environment, validated like ``Settings.from_env`` (for process-wide values)."""
+    spec = next(s for s in SETTINGS if s.name == name)
+    raw = (os.environ if env is None else env).get(spec.env) or None
+    return _coerce(spec, spec.default if raw is None else raw, "default" if raw is None else spec.env)
 
 
 def _coerce(spec: SettingSpec, raw: Any, source: str) -> Any:

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from . import corpus
 from .gitrepo import make_repo
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from coverage_core.config import Settings
-from coverage_daemon.client import DaemonClient
 
 from .test_daemon_support import in_process
 

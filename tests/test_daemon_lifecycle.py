@@ -16,7 +16,6 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
-from coverage_daemon.client import DaemonClient
 
 from .test_daemon_support import ServeProcess
 

@@ -16,7 +16,6 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
-from coverage_daemon.client import DaemonClient
 
 from .gitrepo import commit, git, lcov, make_repo, write
 from .test_daemon_support import in_process

@@ -26,7 +26,9 @@ from coverage_daemon.client import DaemonClient
 from coverage_daemon.identity import CAPABILITY_HEADER
 from coverage_daemon.secrets import TOKEN_FILE, bearer, client_token, socket_path
 
-from .test_daemon_support import ServeProcess, Running, daemon, in_process, serve_process  # noqa: F401
+from .test_daemon_support import Running, ServeProcess, in_process
+
+pytest_plugins = ["tests.test_daemon_support"]
 
 PID = "0123456789abcdef"
 SNAP = "snap-0123456789abcdef"

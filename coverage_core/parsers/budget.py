@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..config import MIB
+from ..config import MIB, setting
 
-DEFAULT_BUDGET_BYTES = 512 * MIB
 # Below this a claim's garbage is small change: trimming costs more than it returns.
 TRIM_AFTER_BYTES = 16 * MIB
 
@@ -65,13 +63,9 @@ class ByteBudget:
                 release_memory()
 
 
-def _budget_from_env() -> int:
-    text = os.environ.get("COVERAGE_MCP_PARSE_BUDGET_BYTES", "")
-    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_BUDGET_BYTES
-
-
-# The process's one budget (the daemon serves every repository from one process).
-PARSE_BUDGET = ByteBudget(_budget_from_env())
+# The process's one budget (the daemon serves every repository from one process),
+# sized by COVERAGE_MCP_PARSE_BUDGET_BYTES (declared in coverage_core.config).
+PARSE_BUDGET = ByteBudget(setting("parse_budget_bytes"))
 
 
 def _malloc_trim():
