@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import secrets
@@ -35,7 +34,7 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import Lease, instance_metadata
 
-from .identity import VERSION, build_fingerprint
+from .identity import VERSION, build_fingerprint, is_loopback_host
 from .secrets import MAX_SOCKET_PATH, HomeError, private_home, socket_path
 
 if TYPE_CHECKING:
@@ -48,11 +47,8 @@ HANDLER_GRACE_S = 5.0
 
 
 def check_loopback(host: str) -> None:
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    """Refuse a host the connector would not call either (``identity.is_loopback_host``, the one rule)."""
+    if not is_loopback_host(host):
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, f"{host!r} is not a loopback address; the daemon serves this machine only",
             "Use 127.0.0.1 (the default), localhost or ::1. Exposing the daemon beyond this machine needs an "

@@ -194,8 +194,8 @@ def test_loopback_hosts_are_accepted(host: str) -> None:
     check_loopback(host)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::"])
-def test_a_non_loopback_host_is_refused(host: str) -> None:
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::", "127.1", "127.0.0.1.evil.com"])
+def test_a_non_loopback_host_or_a_loopback_shorthand_is_refused_as_the_connector_refuses_it(host: str) -> None:
     with pytest.raises(CoverageError) as caught:
         check_loopback(host)
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT and "loopback" in caught.value.message
