@@ -35,7 +35,7 @@ import attrs
 
 from coverage_core.errors import CoverageError, ErrorCode
 
-from .errors_http import compact
+from .errors_http import compact, status_of
 from .identity import VERSION
 
 log = logging.getLogger("coverage_daemon")
@@ -407,8 +407,11 @@ async def _resources_read(params: dict[str, Any], conn: Conn, backend: Backend) 
     except CoverageError as error:
         if error.code == ErrorCode.NOT_FOUND:
             raise _not_found(conn, uri, error.message) from None
-        # Resources have no isError channel: the error object carries the suggestion.
-        raise RpcError(INTERNAL_ERROR, f"{error.code.value}: {error.message}",
+        # Resources have no isError channel: the error object carries the
+        # suggestion, and the code says whose fault it is by the one status
+        # table (a missing repository is the client's, a store the server's).
+        code = INTERNAL_ERROR if status_of(error) >= 500 else INVALID_PARAMS
+        raise RpcError(code, f"{error.code.value}: {error.message}",
                        {"uri": uri, "error": error.to_dict()}) from None
     return {"contents": [{"uri": uri, "mimeType": "application/json", "text": compact(envelope)}]}
 

@@ -239,3 +239,41 @@ async def test_a_cursor_with_a_non_ascii_signature_or_a_non_object_payload_is_an
         client: Client, sample_repo: Path, cursor: str) -> None:
     error = tool_error(await client.call("project_context", {"cursor": cursor}, sample_repo))
     assert error["code"] == "invalid_cursor", error
+
+
+# -- what the daemon echoes ------------------------------------------------------------------------
+
+async def raw_post(port: int, head: bytes, body: bytes) -> tuple[int, Any]:
+    """POST /mcp with header lines sent byte for byte (aiohttp's client only sends text headers)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % port
+                     + head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        answer = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2] or b"null")
+
+
+async def test_a_version_header_that_is_not_utf8_is_refused_and_named_never_a_500(
+        daemon: Running, isolated_home: Path) -> None:
+    auth = b"Authorization: Bearer %s\r\n" % (client_token(isolated_home) or "").encode()
+    status, body = await raw_post(daemon.daemon.port, auth + b"MCP-Protocol-Version: 2025-\xff\xfe\r\n",
+                                  json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}).encode())
+    assert status == 400 and body["id"] == 3 and body["error"]["code"] == -32022
+    assert body["error"]["data"]["requested"].startswith("2025-")
+
+
+async def test_a_lone_surrogate_in_a_tool_name_is_echoed_escaped_never_a_500(client: Client) -> None:
+    status, body = await client.post("/mcp", raw=b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", '
+                                                 b'"params": {"name": "x\\udcff"}}', headers=client.in_session())
+    assert status == 200 and body["error"]["code"] == -32602 and "x\\udcff" in body["error"]["message"]
+
+
+async def test_reading_a_resource_without_a_repository_is_invalid_params_not_an_internal_error(
+        client: Client) -> None:
+    status, body = await client.post("/mcp", {"jsonrpc": "2.0", "id": 5, "method": "resources/read",
+                                              "params": {"uri": "coverage://context"}}, headers=client.in_session())
+    assert status == 200 and body["error"]["code"] == -32602
+    assert body["error"]["data"]["error"]["code"] == "not_a_repository"
