@@ -1,7 +1,7 @@
 """The one table from error codes to HTTP statuses, and the JSON error shape of REST.
 
 A ``CoverageError`` crossing the REST API becomes
-``{"error": {"code", "message", "suggestion", "details"}}`` with the status this
+``{"error": {"code", "message", "suggestion", "details", "remedy"}}`` with the status this
 table gives its *code*; nothing else picks a status for a CoverageError.
 Transport rejections (foreign Host or Origin, wrong method, Accept,
 Content-Type, an oversized body) are HTTP rules rather than coverage errors:
@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import error_body as canonical_body
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_ARGUMENT: 400,
@@ -50,15 +51,8 @@ def status_of(error: CoverageError) -> int:
 
 
 def error_body(error: CoverageError) -> dict[str, Any]:
-    """The canonical REST error: every key always present, ``details`` an object."""
-    return {
-        "error": {
-            "code": error.code.value,
-            "message": error.message,
-            "suggestion": error.suggestion,
-            "details": dict(error.details),
-        }
-    }
+    """The canonical error (``coverage_core.errors.error_body``): every key present, ``details`` an object."""
+    return canonical_body(error)
 
 
 def error_from_body(status: int, body: Any) -> CoverageError:
@@ -71,10 +65,7 @@ def error_from_body(status: int, body: Any) -> CoverageError:
             "Check that the address belongs to a coverage-mcp daemon (`coverage-mcp status`).",
             {"status": status},
         )
-    return CoverageError(
-        ErrorCode(inner["code"]), str(inner.get("message", "")), str(inner.get("suggestion", "")),
-        inner.get("details") or {},
-    )
+    return CoverageError.from_dict(inner)
 
 
 def compact(payload: Any) -> str:

@@ -52,7 +52,7 @@ async def refused(d: Running, method: str, path: str, status: int, code: str, **
 
 def assert_error(status: int, answer: Any, expected_status: int, code: str) -> dict[str, Any]:
     assert status == expected_status, answer
-    assert set(answer) == {"error"} and set(answer["error"]) == {"code", "message", "suggestion", "details"}
+    assert set(answer) == {"error"} and set(answer["error"]) == {"code", "message", "suggestion", "details", "remedy"}
     assert answer["error"]["code"] == code and answer["error"]["suggestion"]
     return answer["error"]
 

@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from coverage_core.config import SETTINGS, Settings
-from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_daemon.client import DaemonClient
 from coverage_daemon.errors_http import HTTP_STATUS, error_body, error_from_body
 from coverage_daemon.identity import CAPABILITY_HEADER, build_fingerprint
@@ -177,12 +177,15 @@ def test_every_error_code_has_exactly_one_http_status() -> None:
     assert all(400 <= status < 600 for status in HTTP_STATUS.values())
 
 
-def test_an_error_body_round_trips_through_the_python_client() -> None:
-    error = CoverageError(ErrorCode.STORE_LOCKED, "held", "wait", {"pid": 7})
+def test_an_error_body_round_trips_through_the_python_client_with_its_remedy() -> None:
+    remedy = Remedy(setting="COVERAGE_MCP_STORE_WAIT_MS", value=10000)
+    error = CoverageError(ErrorCode.STORE_LOCKED, "held", "wait", {"pid": 7}, remedy)
     body = error_body(error)
-    assert body == {"error": {"code": "store_locked", "message": "held", "suggestion": "wait", "details": {"pid": 7}}}
+    assert body == {"error": {"code": "store_locked", "message": "held", "suggestion": "wait", "details": {"pid": 7},
+                              "remedy": {"setting": "COVERAGE_MCP_STORE_WAIT_MS", "value": 10000}}}
     back = error_from_body(409, body)
-    assert (back.code, back.message, back.suggestion, back.details) == (error.code, "held", "wait", {"pid": 7})
+    assert (back.code, back.message, back.suggestion, back.details, back.remedy) == (
+        error.code, "held", "wait", {"pid": 7}, remedy)
 
 
 def test_a_foreign_error_body_is_reported_as_an_unreachable_daemon() -> None:
