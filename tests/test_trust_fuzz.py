@@ -42,7 +42,7 @@ META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol
 SERVER_SIDE = ("deadline_exceeded", "store_unavailable")  # the only server faults generated input may meet
 INTERNAL_ERROR = -32603
 
-FUZZ = settings(deadline=None, max_examples=60, derandomize=True, database=None,
+FUZZ = settings(deadline=None, max_examples=80, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
@@ -60,12 +60,27 @@ class Live:
             self.process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=log,
                                             env={**env, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0"})
+        self.home, self.repo, self.session = home, repo, ""
+        self.auth: dict[str, str] = {}
         deadline = time.monotonic() + 30
         while "listening on" not in (text := self.log.read_text(errors="replace")):
-            assert self.process.poll() is None and time.monotonic() < deadline, f"serve did not start: {text}"
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"serve did not start: {text}")
             time.sleep(0.02)
         self.port = int(text.split("listening on ")[1].split(" ")[0].rsplit(":", 1)[1])
-        self.repo = repo
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def setup(self) -> None:
+        """Register the repository, import one report, open one handshake session."""
+        home, repo = self.home, self.repo
         self.auth = bearer(client_token(home) or "")
         self.capability = json.loads((home / "daemon.lock").read_text())["capability"]
         self.session = ""
@@ -115,6 +130,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         shutil.copy(SAMPLE / "reports" / name, repo / name)
     daemon = Live(tmp_path_factory.mktemp("fuzz-home"), repo)
     try:
+        daemon.setup()
         yield daemon
         status, _, body = daemon.request("GET", "/health")
         assert status == 200 and body["name"] == "coverage-mcp"  # it survived everything
@@ -122,12 +138,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         log = daemon.log.read_text(errors="replace")
         assert "coverage-mcp ERROR" not in log, log[log.find("coverage-mcp ERROR"):][:3000]
     finally:
-        daemon.process.send_signal(signal.SIGTERM)
-        try:
-            daemon.process.wait(15)
-        except subprocess.TimeoutExpired:
-            daemon.process.kill()
-            daemon.process.wait()
+        daemon.stop()
 
 
 # -- generated values -----------------------------------------------------------------------------------
