@@ -42,7 +42,7 @@ META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol
 SERVER_SIDE = ("deadline_exceeded", "store_unavailable")  # the only server faults generated input may meet
 INTERNAL_ERROR = -32603
 
-FUZZ = settings(deadline=None, max_examples=80, derandomize=True, database=None,
+FUZZ = settings(deadline=None, max_examples=60, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
