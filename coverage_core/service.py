@@ -27,7 +27,7 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .review import budget, context, tasks
+from .review import budget, context, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
@@ -164,7 +164,8 @@ OPERATIONS: dict[str, Operation] = {
                 "against an explicit baseline snapshot: baseline-union-current projection, test set differences), "
                 "history (trend), source (annotated source lines), tests (which named tests cover what, duplicate "
                 "candidates), audit (exact records, paged), all (change + insight + history in one budget; change "
-                "when a baseline resolves). Select data with measurement, bound it with limits, continue with "
+                "when a baseline resolves), snapshots (stored snapshots, newest first, by filter), files (one "
+                "snapshot's files in order), file (one file's exact lines, branches, functions, regions and tests). Select data with measurement, bound it with limits, continue with "
                 "cursor. data.claim_status says how far the evidence goes."
             ),
             input_schema={
@@ -172,7 +173,7 @@ OPERATIONS: dict[str, Operation] = {
                 "additionalProperties": False,
                 "required": ["task"],
                 "properties": {
-                    "task": {"enum": list(tasks.TASKS)},
+                    "task": {"enum": list(tasks.TASK_NAMES)},
                     "measurement": _MEASUREMENT,
                     "baseline": _BASELINE,
                     "limits": _LIMITS,
@@ -187,6 +188,22 @@ OPERATIONS: dict[str, Operation] = {
                     "ranges": {"type": "array", "maxItems": 10,
                                "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
                                "description": "source: up to 10 line ranges 'A-B'."},
+                    "filter": {
+                        "type": "object", "additionalProperties": False,
+                        "description": "snapshots: only these (all given must match).",
+                        "properties": {
+                            "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                            "branch": {"type": "string", "minLength": 1, "maxLength": 500},
+                            "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$",
+                                       "description": "A commit or a prefix of at least 4 hex digits."},
+                        },
+                    },
+                    "page_size": {"type": "integer", "minimum": 1, "maximum": listing.MAX_PAGE_SIZE,
+                                  "description": "snapshots, files: records per page (default "
+                                  f"{listing.DEFAULT_PAGE_SIZE}); the budget may cut a page shorter."},
+                    "order": {"enum": list(listing.FILE_ORDERS),
+                              "description": "files: by path (default), most uncovered lines first, or "
+                              "lowest coverage first."},
                 },
             },
             handler=tasks.coverage_review,

@@ -62,4 +62,7 @@ def _suggest(err: jsonschema.ValidationError) -> str:
         return f"Pass a {schema['type']} here{': ' + schema['description'] if 'description' in schema else '.'}"
     if err.validator == "required":
         return "Add the missing argument; see the tool's input schema."
+    if err.validator == "pattern":
+        hint = f" ({schema['description']})" if "description" in schema else ""
+        return f"Pass a string matching the pattern {schema['pattern']}{hint}."
     return "Check the argument against the tool's input schema."

@@ -20,6 +20,7 @@ from .change import change
 from .history import history
 from .incremental import incremental
 from .insight import insight
+from .listing import file, files, snapshots
 from .named_tests import tests
 from .select import Selection, select
 from .source import source
@@ -105,12 +106,19 @@ TASKS: dict[str, Task] = {
     "tests": tests,
     "audit": audit,
     "all": review_all,
+    "files": files,
+    "file": file,
 }
+# Tasks that read no measurement (listings across snapshots).
+UNSELECTED = {"snapshots": snapshots}
+TASK_NAMES = (*TASKS, *UNSELECTED)
 
 
 def coverage_review(call: Call) -> dict[str, Any]:
     task = call.args["task"]
     budget = Budget(call.args.get("limits"))
+    if task in UNSELECTED:
+        return UNSELECTED[task](call, budget)
     sel = select(call)
     if sel is None:
         return {

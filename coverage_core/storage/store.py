@@ -387,6 +387,7 @@ class ProjectStore:
         branch: str | None = None,
         commit: str | None = None,
         limit: int | None = None,
+        offset: int = 0,
         con: duckdb.DuckDBPyConnection | None = None,
     ) -> list[Snapshot]:
         """Snapshots, newest first, filtered by suite, branch and commit (prefix)."""
@@ -404,6 +405,9 @@ class ProjectStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
+        if offset:
+            sql += " OFFSET ?"
+            params.append(int(offset))
         ids = [r[0] for r in (con or self.con).execute(sql, params).fetchall()]
         self._load(ids, con)
         return [self._snapshots[i][1] for i in ids]
@@ -440,8 +444,11 @@ class ProjectStore:
         return FilesPage(snapshot_id, int(total), offset, tuple(_file_summary(r) for r in rows))
 
     def file_detail(
-        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection | None = None
+        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection | None = None,
+        lines: tuple[int, int] | None = None,
     ) -> FileDetail:
+        """One file's detail; ``lines`` (first, last) keeps the lines, branches, functions and regions
+        that start in that window (the named tests are the whole file's)."""
         con = con or self.con
         snap = self.snap_key(snapshot_id, con)
         row = con.execute(
@@ -458,8 +465,13 @@ class ProjectStore:
             )
         file_id = row[0]
 
-        def table(sql: str) -> dict[str, np.ndarray]:
-            return con.execute(sql, [snap, file_id]).fetchnumpy()
+        low, high = lines or (0, 2**62)
+
+        def table(columns: str, name: str, line: str, order: str) -> dict[str, np.ndarray]:
+            return con.execute(
+                f"SELECT {columns} FROM {name} WHERE snap = ? AND file_id = ? AND {line} BETWEEN ? AND ? "
+                f"ORDER BY {order}", [snap, file_id, low, high],
+            ).fetchnumpy()
 
         tests = con.execute(
             """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
@@ -470,17 +482,11 @@ class ProjectStore:
         return FileDetail(
             snapshot_id=snapshot_id,
             summary=_file_summary(row[1:]),
-            lines=table("SELECT line, hits FROM lines WHERE snap = ? AND file_id = ? ORDER BY line"),
-            branches=table(
-                "SELECT line, block, branch, taken FROM branches WHERE snap = ? AND file_id = ? ORDER BY line, block"
-            ),
-            functions=table(
-                "SELECT name, start_line, end_line, hits FROM functions WHERE snap = ? AND file_id = ? ORDER BY start_line"
-            ),
-            regions=table(
-                "SELECT start_line, start_col, end_line, end_col, hits, kind FROM regions "
-                "WHERE snap = ? AND file_id = ? ORDER BY start_line, start_col"
-            ),
+            lines=table("line, hits", "lines", "line", "line"),
+            branches=table("line, block, branch, taken", "branches", "line", "line, block"),
+            functions=table("name, start_line, end_line, hits", "functions", "start_line", "start_line"),
+            regions=table("start_line, start_col, end_line, end_col, hits, kind", "regions", "start_line",
+                          "start_line, start_col"),
             tests=tuple(t[0] for t in tests),
         )
 

@@ -1,0 +1,163 @@
+"""``coverage_review`` tasks that list what is stored: ``snapshots``, ``files`` and ``file``.
+
+Plain store reads as operations, so an agent, REST, the Python client and the
+CLI get one answer, with the same budgets, record cap and query-scoped
+cursors as every other task:
+
+- ``snapshots``: snapshots newest first, filtered by ``filter`` (suite,
+  branch, commit prefix); no measurement needed.
+- ``files``: one snapshot's files (``measurement``) with their counters, in
+  ``order`` (path, uncovered, coverage).
+- ``file``: one file's exact detail (``file``): lines, branches, functions
+  and regions as named columns, paged by line windows, and the named tests
+  that ran it.
+
+``page_size`` bounds a page of snapshots or files; the word and byte budget
+may cut it shorter, never silently: ``page.next_cursor`` continues.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import CoverageError, ErrorCode
+from ..model import converter, snapshot_to_dict
+from . import cursors
+from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
+from .call import Call
+from .context import claim_for_selection
+from .select import Selection, line_range
+
+DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
+FILE_ORDERS = ("path", "uncovered", "coverage")
+
+SNAPSHOT_LEGEND = "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found]"
+FILE_LEGEND = "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping]"
+
+
+def _page(call: Call, operation: str, scope: str, offset: int, shown: int, more: bool) -> dict[str, Any]:
+    following = offset + shown
+    return {"offset": offset, "returned": shown,
+            "next_cursor": cursors.encode(call, operation, scope, following) if more else None}
+
+
+def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
+    """The stored snapshots, newest first."""
+    wanted = call.args.get("filter") or {}
+    offset = cursors.decode(call, "snapshots", "all", call.args.get("cursor"))
+    size_ = call.args.get("page_size", DEFAULT_PAGE_SIZE)
+    found = call.project.store.snapshots(suite=wanted.get("suite"), branch=wanted.get("branch"),
+                                         commit=wanted.get("commit"), limit=size_ + 1, offset=offset, con=call.con)
+    call.rows_scanned += len(found)
+    compact = call.args.get("representation", "compact") == "compact"
+
+    def record(s: Any) -> Any:
+        if not compact:
+            return snapshot_to_dict(s)
+        counter = next((c for c in ("lines", "statements", "regions", "instructions") if c in s.totals), None)
+        hit, total = (s.totals[counter].hit, s.totals[counter].found) if counter else (0, 0)
+        return [s.snapshot_id, s.created_at.isoformat(timespec="seconds"), s.suite, s.format, s.commit,
+                s.branch, s.dirty, s.scope, counter, hit, total]
+
+    data: dict[str, Any] = {"task": "snapshots", "filter": wanted}
+    if compact:
+        data["legend"] = {"snapshots": SNAPSHOT_LEGEND}
+    items = [record(s) for s in found[:size_]]
+    data["claim_status"], data["reasons"] = "supported", []
+    shown = budget.fit_list(data, "snapshots", items)
+    if items and not shown:
+        raise budget.too_small(*size({**data, "snapshots": items[:1]}))
+    return {"data": data, "page": _page(call, "snapshots", "all", offset, shown, len(found) > shown)}
+
+
+def _one(sel: Selection, task: str) -> str:
+    if len(sel.snapshots) != 1:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"task={task} reads one snapshot; measurement names {len(sel.snapshots)}",
+            "Pass measurement.snapshot_id (or a suite, for its latest snapshot).",
+        )
+    return sel.primary.snapshot_id
+
+
+def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    """One snapshot's files and their counters."""
+    snapshot_id = _one(sel, "files")
+    order = call.args.get("order", "path")
+    offset = cursors.decode(call, "files", snapshot_id, call.args.get("cursor"))
+    size_ = call.args.get("page_size", DEFAULT_PAGE_SIZE)
+    page = call.project.store.files(snapshot_id, offset=offset, limit=size_, order=order, con=call.con)
+    call.rows_scanned += len(page.files)
+    compact = call.args.get("representation", "compact") == "compact"
+    items = [
+        [f.path, f.lines.hit, f.lines.found, f.branches.hit, f.branches.found, f.functions.hit, f.functions.found,
+         f.mapping] if compact else converter.unstructure(f)
+        for f in page.files
+    ]
+    data: dict[str, Any] = {"task": "files", "snapshot_id": snapshot_id, "order": order, "total": page.total}
+    if compact:
+        data["legend"] = {"files": FILE_LEGEND}
+    data.update(claim_for_selection(call, sel))
+    shown = budget.fit_list(data, "files", items)
+    if items and not shown:
+        raise budget.too_small(*size({**data, "files": items[:1]}))
+    return {"data": data, "page": _page(call, "files", snapshot_id, offset, shown, offset + shown < page.total)}
+
+
+def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    """One file's exact detail as named columns, one line window per page."""
+    snapshot_id = _one(sel, "file")
+    path = call.args.get("file")
+    if not path:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "task=file needs file",
+                            "Pass file: a repository-relative path as task=files lists it.")
+    window = line_range(call.args.get("lines"))
+    scope = f"{snapshot_id}:{path}"
+    start = max(cursors.decode(call, "file", scope, call.args.get("cursor")), window[0] if window else 1)
+    last = window[1] if window else 2**62
+    detail = call.project.store.file_detail(snapshot_id, path, call.con, lines=(start, last))
+    tables = {"lines": detail.lines, "branches": detail.branches, "functions": detail.functions,
+              "regions": detail.regions}
+    line_of = {"lines": "line", "branches": "line", "functions": "start_line", "regions": "start_line"}
+    call.rows_scanned += sum(len(next(iter(t.values()), ())) for t in tables.values())
+    head: dict[str, Any] = {"task": "file", "snapshot_id": snapshot_id,
+                            "summary": converter.unstructure(detail.summary), "tests": list(detail.tests)}
+    head.update(claim_for_selection(call, sel))
+    # Every line that starts a record, in order: a page ends after the k-th of them.
+    starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))
+
+    def page_through(k: int) -> tuple[dict[str, Any], int]:
+        end = int(starts[k - 1]) if k else start - 1
+        body = dict(head)
+        records = 0
+        for name, table in tables.items():
+            keep = np.asarray(table[line_of[name]]) <= end
+            body[name] = {column: np.asarray(values)[keep].tolist() for column, values in table.items()}
+            records += int(keep.sum())
+        return body, records
+
+    def fits(k: int) -> bool:
+        body, records = page_through(k)
+        return records <= RECORD_CAP and budget.fits(body)
+
+    lo, hi = 0, len(starts)
+    if not fits(lo):
+        raise budget.too_small(*size(page_through(0)[0]))
+    while lo < hi:  # the largest page that fits: sizes grow with k
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0 and len(starts):
+        body, records = page_through(1)
+        if records > RECORD_CAP:
+            raise record_cap_exceeded("one line of this file", records)
+        raise budget.too_small(*size(body))
+    data, _ = page_through(lo)
+    more = lo < len(starts)
+    next_start = int(starts[lo - 1]) + 1 if lo else start
+    page = {"from_line": start, "to_line": int(starts[lo - 1]) if lo else None,
+            "next_cursor": cursors.encode(call, "file", scope, next_start) if more else None}
+    return {"data": data, "page": page}
