@@ -139,7 +139,7 @@ def main() -> None:
         def one(report: tuple[Path, str]) -> str:
             repo, name = report
             try:
-                client.ingest(ids[repo], name)
+                client.call(ids[repo], "coverage_import", {"report_path": name})
             except CoverageError as error:
                 return error.code.value
             return "stored"

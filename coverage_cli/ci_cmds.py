@@ -121,7 +121,7 @@ def _fetcher(project: Any, current: str | None, suite: str | None, scope: str) -
     if isinstance(project, Project):
         service = Service(project)
         return lambda args: service.call("coverage_review", args)
-    return lambda args: project.client.review(project.project_id, **args)
+    return lambda args: project.call("coverage_review", args)
 
 
 def summary(fetch: Fetch, args: dict[str, Any]) -> Summary:

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from .errors import CoverageError, ErrorCode
+from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
@@ -85,6 +86,9 @@ def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[st
     return {"data": {"snapshot": body, "duplicate": snap.duplicate, **context.claim_for(call, snap)}}
 
 
+SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN,
+               "description": "A snapshot id as listed by task=snapshots (snap-...)."}
+
 _LIMITS = {
     "type": "object",
     "additionalProperties": False,
@@ -108,9 +112,8 @@ _MEASUREMENT = {
     "description": "Which coverage to read: one snapshot, several unioned, or the latest of a suite. "
     "Omitted: the latest snapshot of the default suite.",
     "properties": {
-        "snapshot_id": {"type": "string", "pattern": "^snap-[0-9a-f]{1,64}$"},
-        "snapshot_ids": {"type": "array", "items": {"type": "string", "pattern": "^snap-[0-9a-f]{1,64}$"},
-                         "minItems": 1, "maxItems": 32},
+        "snapshot_id": SNAPSHOT_ID,
+        "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1, "maxItems": 32},
         "run_id": {"type": "string"},
         "composite_snapshot_id": {"type": "string"},
         "suite": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -192,6 +195,7 @@ OPERATIONS: dict[str, Operation] = {
                         "type": "object", "additionalProperties": False,
                         "description": "snapshots: only these (all given must match).",
                         "properties": {
+                            "snapshot_id": SNAPSHOT_ID,
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                             "branch": {"type": "string", "minLength": 1, "maxLength": 500},
                             "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$",

@@ -59,12 +59,12 @@ class Route:
 
 
 _PROJECT = "/api/projects/{project_id:[0-9a-f]{16}}"
-_SNAPSHOT = _PROJECT + "/snapshots/{snapshot_id:snap-[0-9a-f]{1,64}}"
+_OPERATION = _PROJECT + "/ops/{name:[a-z_]{1,64}}"
 _CLIENT, _ADMIN = Access.CLIENT, Access.ADMIN
 
-# The HTTP surface and who may use each route (``auth``). Handlers that take
-# an admin-only option (settings at registration, the owner's import) check
-# the capability themselves.
+# The HTTP surface and who may use each route (``auth``). Every declared
+# operation is reached through ``_OPERATION``; nothing here names one.
+# ``register_project`` checks the capability itself for its settings option.
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/health", health, Access.PUBLIC),
     Route("POST", "/api/shutdown", shutdown, _ADMIN),
@@ -76,13 +76,9 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/projects", rest.register_project, _CLIENT),
     Route("GET", _PROJECT, rest.get_project, _CLIENT),
     Route("PATCH", _PROJECT, rest.patch_project, _ADMIN),
-    Route("GET", _PROJECT + "/context", rest.context, _CLIENT),
-    Route("POST", _PROJECT + "/review", rest.review, _CLIENT),
-    Route("POST", _PROJECT + "/ingest", rest.ingest, _CLIENT),
-    Route("GET", _PROJECT + "/snapshots", rest.list_snapshots, _CLIENT),
-    Route("GET", _SNAPSHOT, rest.get_snapshot, _CLIENT),
-    Route("GET", _SNAPSHOT + "/files", rest.list_files, _CLIENT),
-    Route("GET", _SNAPSHOT + "/files/detail", rest.file_detail, _CLIENT),
+    Route("GET", _OPERATION, rest.operation, _CLIENT),
+    Route("POST", _OPERATION, rest.operation, _CLIENT),
+    Route("POST", _PROJECT + "/owner-import", rest.owner_import, _ADMIN),
 )
 ACCESS = web.AppKey("access", dict)
 
@@ -151,7 +147,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 _HTTP_SUGGESTIONS = {
-    404: "See the routes: /health, /mcp, /api/projects[/{id}[/snapshots|/context|/review|/ingest]].",
+    404: "See the routes: /health, /mcp, /api/projects[/{id}[/ops/{operation}|/owner-import]].",
     405: "Use the method the Allow header names.",
     413: "Send a smaller body, or raise COVERAGE_MCP_HTTP_MAX_BODY_BYTES.",
     415: "Send Content-Type: application/json.",

@@ -16,6 +16,7 @@ import os
 import time
 import urllib.parse
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Self
 
 import numpy as np
@@ -27,13 +28,14 @@ from coverage_core.locks import is_held, read_metadata
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
 from coverage_core.parsers.spool import local_report
 from coverage_core.project import DEFAULT_SUITE, Project
+from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
+from coverage_core.review.listing import MAX_PAGE_SIZE
 from coverage_core.project import open_project as open_direct
 
 from .errors_http import error_from_body
 from .identity import CAPABILITY_HEADER, REPO_HEADER
 from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
-MAX_PAGE = 1000
 
 
 class DaemonClient:
@@ -137,53 +139,76 @@ class DaemonClient:
         return self.request("PATCH", f"/api/projects/{project_id}", body={"settings": settings},
                             headers={CAPABILITY_HEADER: capability})[1]["data"]["project"]
 
-    # -- reads: the library's records ------------------------------------------------------
+    # -- operations: the service's envelopes, from the one table --------------------------------
+    def call(self, project_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Any declared operation (``coverage_core.service.OPERATIONS``): the envelope ``Service.call`` returns."""
+        return self.request("POST", f"/api/projects/{project_id}/ops/{name}", body=dict(arguments or {}))[1]
+
+    def owner_import(self, project_id: str, arguments: dict[str, Any], *, capability: str) -> dict[str, Any]:
+        """The store owner's import (any report path, path maps): an admin call, coverage_import's envelope."""
+        return self.request("POST", f"/api/projects/{project_id}/owner-import", body=arguments,
+                            headers={CAPABILITY_HEADER: capability})[1]
+
+    def _pages(self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None) -> Iterator[Any]:
+        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most)."""
+        args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+        given = 0
+        while True:
+            answer = self.call(project_id, "coverage_review", args)
+            for record in answer["data"][key]:
+                if wanted is not None and given >= wanted:
+                    return
+                given += 1
+                yield record
+            cursor = answer["page"]["next_cursor"]
+            if cursor is None or (wanted is not None and given >= wanted):
+                return
+            args["cursor"] = cursor
+
+    # -- reads as the library's records ------------------------------------------------------------
     def snapshots(self, project_id: str, *, suite: str | None = None, branch: str | None = None,
                   commit: str | None = None, limit: int | None = None) -> list[Snapshot]:
-        answer = self._get(f"/api/projects/{project_id}/snapshots", suite=suite, branch=branch, commit=commit,
-                           limit=limit or MAX_PAGE)
-        if limit is None and answer["page"]["truncated"]:
-            raise CoverageError(
-                ErrorCode.RECORD_CAP_EXCEEDED, f"more than {MAX_PAGE} snapshots match",
-                "Filter by suite, branch or commit, or pass limit.", {"cap": MAX_PAGE},
-            )
-        return [converter.structure(s, Snapshot) for s in answer["data"]["snapshots"]]
+        wanted = {k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None}
+        args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
+        return [converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)]
 
     def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
-        answer = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}")
-        return converter.structure(answer["data"]["snapshot"], Snapshot)
+        args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
+        found = self.call(project_id, "coverage_review", args)["data"]["snapshots"]
+        if not found:
+            raise CoverageError(ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository",
+                                "List snapshots with `coverage-mcp snapshots`.", {"snapshot_id": snapshot_id})
+        return converter.structure(found[0], Snapshot)
 
-    def files(self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = MAX_PAGE,
+    def files(self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = 1000,
               order: str = "path") -> FilesPage:
-        data = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}/files", offset=offset, limit=limit,
-                         order=order)["data"]
-        files = tuple(converter.structure(f, FileSummary) for f in data["files"])
-        return FilesPage(data["snapshot_id"], data["total"], offset, files)
+        args = {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": order,
+                "representation": "review", "page_size": MAX_PAGE_SIZE}
+        listed = list(self._pages(project_id, "files", args, offset + limit))[offset:]
+        total = self.call(project_id, "coverage_review", {**args, "page_size": 1})["data"]["total"]
+        return FilesPage(snapshot_id, total, offset, tuple(converter.structure(f, FileSummary) for f in listed))
 
     def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
-        data = self._get(f"/api/projects/{project_id}/snapshots/{snapshot_id}/files/detail", path=path)["data"]
+        args: dict[str, Any] = {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": path,
+                                "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+        pages = []
+        while True:
+            answer = self.call(project_id, "coverage_review", args)
+            pages.append(answer["data"])
+            if answer["page"]["next_cursor"] is None:
+                break
+            args["cursor"] = answer["page"]["next_cursor"]
 
-        def table(columns: dict[str, list[Any]]) -> dict[str, np.ndarray]:
-            return {name: np.asarray(values) for name, values in columns.items()}
+        def table(name: str) -> dict[str, np.ndarray]:
+            return {column: np.asarray([v for page in pages for v in page[name][column]])
+                    for column in pages[0][name]}
 
+        first = pages[0]
         return FileDetail(
-            snapshot_id=data["snapshot_id"], summary=converter.structure(data["summary"], FileSummary),
-            lines=table(data["lines"]), branches=table(data["branches"]), functions=table(data["functions"]),
-            regions=table(data["regions"]), tests=tuple(data["tests"]),
+            snapshot_id=snapshot_id, summary=converter.structure(first["summary"], FileSummary),
+            lines=table("lines"), branches=table("branches"), functions=table("functions"),
+            regions=table("regions"), tests=tuple(first["tests"]),
         )
-
-    # -- declared operations: the service's envelopes -----------------------------------------
-    def context(self, project_id: str, **args: Any) -> dict[str, Any]:
-        return self._get(f"/api/projects/{project_id}/context", **args)
-
-    def review(self, project_id: str, **args: Any) -> dict[str, Any]:
-        return self.request("POST", f"/api/projects/{project_id}/review", body=args)[1]
-
-    def ingest(self, project_id: str, report_path: str, *, capability: str | None = None, **args: Any) -> dict[str, Any]:
-        """coverage_import; with the daemon's capability, the owner's import (any path, path maps)."""
-        body = {"report_path": report_path, **{k: v for k, v in args.items() if v is not None}}
-        headers = {CAPABILITY_HEADER: capability} if capability else None
-        return self.request("POST", f"/api/projects/{project_id}/ingest", body=body, headers=headers)[1]
 
 
 def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | None:
@@ -227,9 +252,13 @@ class DaemonProject:
         # A stream of this process is copied to a private file, and links are
         # resolved here: the daemon opens neither (coverage_core.parsers.spool).
         with local_report(report, self.settings.home, self.settings.max_report_bytes) as path:
-            answer = self.client.ingest(self.project_id, path, capability=self._capability,
-                                        suite=suite, format=format, scope=scope, commit=commit, branch=branch,
-                                        path_map=[list(p) for p in path_map] or None)
+            given = {"report_path": str(path), "suite": suite, "format": format, "scope": scope, "commit": commit,
+                     "branch": branch, "path_map": [list(p) for p in path_map] or None}
+            args = {k: v for k, v in given.items() if v is not None}
+            if self._capability:
+                answer = self.client.owner_import(self.project_id, args, capability=self._capability)
+            else:
+                answer = self.client.call(self.project_id, "coverage_import", args)
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
@@ -243,7 +272,7 @@ class DaemonProject:
         found = self.snapshots(suite=suite, limit=1)
         return found[0] if found else None
 
-    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = MAX_PAGE, order: str = "path") -> FilesPage:
+    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
         return self.client.files(self.project_id, snapshot_id, offset=offset, limit=limit, order=order)
 
     def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
@@ -251,15 +280,7 @@ class DaemonProject:
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """A declared operation through the daemon: the same envelope ``Service.call`` returns."""
-        args = dict(arguments or {})
-        if name == "coverage_review":
-            return self.client.review(self.project_id, **args)
-        if name == "project_context":
-            return self.client.context(self.project_id, **args)
-        if name == "coverage_import":
-            return self.client.ingest(self.project_id, args.pop("report_path"), **args)
-        raise CoverageError(ErrorCode.NOT_FOUND, f"unknown operation {name!r}",
-                            "Use project_context, coverage_review or coverage_import.")
+        return self.client.call(self.project_id, name, arguments)
 
     def close(self) -> None:
         """Nothing to release: the daemon keeps the store."""

@@ -95,7 +95,7 @@ async def test_the_client_raises_the_daemons_errors_with_their_codes(daemon: Run
         assert client.update_settings(project_id, {"approval_mode": "attested"}, capability=daemon.daemon.capability)["settings"] == {
             "approval_mode": "attested"}
         assert [p["project_id"] for p in client.projects()] == [project_id]
-        envelope = client.review(project_id, task="insight")
+        envelope = client.call(project_id, "coverage_review", {"task": "insight"})
         assert envelope["data"]["claim_status"] == "not_measured"
 
     await asyncio.to_thread(work)

@@ -113,37 +113,41 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
     assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
 
 
-async def test_ingest_stores_a_snapshot_once_and_every_read_returns_the_envelope(
+async def test_every_operation_is_reached_through_one_route_and_returns_the_envelope(
         daemon: Running, sample_repo: Path) -> None:
     pid = await register(daemon, sample_repo)
-    base = f"/api/projects/{pid}"
-    status, _, first = await call(daemon, "POST", base + "/ingest",
+    ops = f"/api/projects/{pid}/ops"
+    status, _, first = await call(daemon, "POST", ops + "/coverage_import",
                                   body={"report_path": "step3.coverage.lcov", "suite": "unit"})
     assert status == 201 and first["data"]["duplicate"] is False
     snap = first["data"]["snapshot"]
-    status, _, second = await call(daemon, "POST", base + "/ingest",
+    status, _, second = await call(daemon, "POST", ops + "/coverage_import",
                                    body={"report_path": "step3.coverage.lcov", "suite": "unit"})
     assert status == 200 and second["data"]["duplicate"] is True
     assert second["data"]["snapshot"]["snapshot_id"] == snap["snapshot_id"]
 
-    _, _, listed = await call(daemon, "GET", base + "/snapshots?suite=unit&limit=5")
+    # GET for read-only operations, the query string coerced by the operation's schema
+    _, _, listed = await call(daemon, "GET", ops + '/coverage_review?task=snapshots&filter={"suite":"unit"}'
+                                                  "&page_size=5&representation=review")
     assert set(listed) == {"context", "data", "page"} and listed["context"]["project_id"] == pid
     assert [s["snapshot_id"] for s in listed["data"]["snapshots"]] == [snap["snapshot_id"]]
-    assert listed["page"] == {"limit": 5, "returned": 1, "truncated": False}
-    _, _, one = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}")
-    assert one["data"]["snapshot"]["totals"] == snap["totals"] and one["context"]["suite"] == "unit"
+    assert listed["data"]["snapshots"][0]["totals"] == snap["totals"]
+    assert listed["page"]["next_cursor"] is None
 
-    _, _, files = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}/files?limit=2&order=uncovered")
+    measurement = '{"snapshot_id":"' + snap["snapshot_id"] + '"}'
+    _, _, files = await call(daemon, "GET", f"{ops}/coverage_review?task=files&measurement={measurement}"
+                                            "&page_size=2&order=uncovered&representation=review")
     assert files["data"]["total"] == snap["files"] and len(files["data"]["files"]) == 2
-    assert files["page"]["next_offset"] == (2 if snap["files"] > 2 else None)
+    assert (files["page"]["next_cursor"] is not None) == (snap["files"] > 2)
     path = files["data"]["files"][0]["path"]
-    _, _, detail = await call(daemon, "GET", f"{base}/snapshots/{snap['snapshot_id']}/files/detail?path={path}")
+    _, _, detail = await call(daemon, "POST", ops + "/coverage_review",
+                              body={"task": "file", "measurement": {"snapshot_id": snap["snapshot_id"]}, "file": path})
     lines = detail["data"]["lines"]
     assert detail["data"]["summary"]["path"] == path and len(lines["line"]) == len(lines["hits"]) > 0
 
-    _, _, ctx = await call(daemon, "GET", base + "/context")
+    _, _, ctx = await call(daemon, "GET", ops + "/project_context?max_words=400")
     assert ctx["data"]["suites"][0]["snapshot_id"] == snap["snapshot_id"]
-    status, _, insight = await call(daemon, "POST", base + "/review",
+    status, _, insight = await call(daemon, "POST", ops + "/coverage_review",
                                     body={"task": "insight", "measurement": {"suite": "unit"}})
     assert status == 200 and insight["data"]["claim_status"] in {"supported", "limited"}
 
@@ -151,19 +155,24 @@ async def test_ingest_stores_a_snapshot_once_and_every_read_returns_the_envelope
 async def test_errors_have_one_shape_and_the_status_of_their_code(daemon: Running, sample_repo: Path,
                                                                   tmp_path: Path) -> None:
     pid = await register(daemon, sample_repo)
-    base = f"/api/projects/{pid}"
-    await refused(daemon, "GET", base + "/snapshots/snap-0123", 404, "not_found")
+    ops = f"/api/projects/{pid}/ops"
     await refused(daemon, "GET", "/api/projects/0123456789abcdef", 404, "not_found")
-    await refused(daemon, "GET", base + "/snapshots?limit=lots", 400, "invalid_argument")
-    await refused(daemon, "GET", base + "/snapshots?colour=1", 400, "invalid_argument")
-    await refused(daemon, "GET", base + "/snapshots?limit=0", 400, "invalid_argument")
-    await refused(daemon, "POST", base + "/ingest", 400, "invalid_argument", raw=b"{not json",
+    await refused(daemon, "GET", ops + "/no_such_operation", 404, "not_found")
+    await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&page_size=lots", 400, "invalid_argument")
+    await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&colour=1", 400, "invalid_argument")
+    await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&page_size=0", 400, "invalid_argument")
+    await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&task=files", 400, "invalid_argument")
+    await refused(daemon, "GET", ops + "/coverage_review?task=files&measurement={bad", 400, "invalid_argument")
+    status, headers, answer = await call(daemon, "GET", ops + "/coverage_import?report_path=x")
+    assert_error(status, answer, 405, "invalid_argument")
+    assert "POST" in headers["Allow"]
+    await refused(daemon, "POST", ops + "/coverage_import", 400, "invalid_argument", raw=b"{not json",
                   headers={"Content-Type": "application/json"})
-    await refused(daemon, "POST", base + "/ingest", 415, "invalid_argument", raw=b"{}",
+    await refused(daemon, "POST", ops + "/coverage_import", 415, "invalid_argument", raw=b"{}",
                   headers={"Content-Type": "text/plain"})
-    await refused(daemon, "POST", base + "/ingest", 400, "path_outside_checkout",
+    await refused(daemon, "POST", ops + "/coverage_import", 400, "path_outside_checkout",
                   body={"report_path": "../elsewhere.lcov"})
-    error = await refused(daemon, "POST", base + "/review", 400, "invalid_argument",
+    error = await refused(daemon, "POST", ops + "/coverage_review", 400, "invalid_argument",
                           body={"task": "insight", "colour": 1})
     assert "colour" in error["message"]
     (tmp_path / "plain").mkdir()
@@ -179,7 +188,7 @@ async def test_a_body_over_the_limit_is_refused_with_413(isolated_home: Path, sa
     async with in_process(Settings.from_env(port=0, http_max_body_bytes=1024)) as d:
         pid = await register(d, sample_repo)
         body = {"report_path": "x" * 2000}
-        status, _, answer = await call(d, "POST", f"/api/projects/{pid}/ingest", body=body)
+        status, _, answer = await call(d, "POST", f"/api/projects/{pid}/ops/coverage_import", body=body)
         assert_error(status, answer, 413, "invalid_argument")
 
 
@@ -188,14 +197,14 @@ async def test_a_linked_worktree_shares_the_project_but_answers_for_its_own_chec
     linked = tmp_path / "linked"
     git(sample_repo, "worktree", "add", "-q", "-b", "feature", str(linked))
     pid = await register(daemon, sample_repo)
-    _, _, main_ctx = await call(daemon, "GET", f"/api/projects/{pid}/context")
-    _, _, linked_ctx = await call(daemon, "GET", f"/api/projects/{pid}/context",
+    _, _, main_ctx = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context")
+    _, _, linked_ctx = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context",
                                   headers={"x-coverage-mcp-repo": str(linked)})
     assert main_ctx["context"]["project_id"] == linked_ctx["context"]["project_id"] == pid
     assert linked_ctx["context"]["checkout_path"] == str(linked.resolve())
     assert linked_ctx["data"]["project"]["branch"] == "feature"
     other = make_repo(tmp_path / "other", {"x.py": "x\n"})
-    status, _, answer = await call(daemon, "GET", f"/api/projects/{pid}/context",
+    status, _, answer = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context",
                                    headers={"x-coverage-mcp-repo": str(other)})
     assert_error(status, answer, 400, "invalid_argument")
 

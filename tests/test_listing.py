@@ -57,6 +57,8 @@ def test_snapshot_filters_select_by_suite_branch_and_commit_prefix(service: Serv
     first = everything[-1]
     by_commit = review(service, task="snapshots", filter={"commit": first.commit[:7]})["data"]["snapshots"]
     assert [row[0] for row in by_commit] == [s.snapshot_id for s in everything if s.commit == first.commit]
+    one = review(service, task="snapshots", filter={"snapshot_id": first.snapshot_id}, representation="review")
+    assert one["data"]["snapshots"] == [snapshot_to_dict(first)]
     none = review(service, task="snapshots", filter={"branch": "no-such-branch"})
     assert none["data"]["snapshots"] == [] and none["page"]["next_cursor"] is None
 

@@ -37,7 +37,7 @@ SNAP = "snap-0123456789abcdef"
 def concrete(path: str) -> str:
     """A route's pattern with its variables filled in."""
     path = re.sub(r"\{project_id[^}]*\}\}?", PID, path)
-    return re.sub(r"\{snapshot_id:snap-[^}]*\}\}?", SNAP, path)
+    return re.sub(r"\{name[^}]*\}\}?", "coverage_review", path)
 
 
 def every_route() -> list[tuple[str, str, Access]]:
@@ -64,7 +64,8 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
     public = [(m, p) for m, p, access in every_route() if access is Access.PUBLIC]
     assert public == [("GET", "/health")]
     admin = {(m, p) for m, p, access in every_route() if access is Access.ADMIN}
-    assert admin == {("POST", "/api/shutdown"), ("PATCH", f"/api/projects/{PID}")}
+    assert admin == {("POST", "/api/shutdown"), ("PATCH", f"/api/projects/{PID}"),
+                     ("POST", f"/api/projects/{PID}/owner-import")}
 
 
 async def test_without_the_client_token_every_route_but_health_is_forbidden(daemon: Running) -> None:
@@ -103,7 +104,7 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     asked = [
         ("PATCH", f"/api/projects/{pid}", {"settings": {"approval_mode": "attested"}}),
         ("POST", "/api/projects", {"path": str(sample_repo), "settings": {"approval_mode": "attested"}}),
-        ("POST", f"/api/projects/{pid}/ingest", {"report_path": str(outside)}),
+        ("POST", f"/api/projects/{pid}/owner-import", {"report_path": str(outside)}),
         ("POST", "/api/shutdown", {}),
     ]
     for method, path, body in asked:

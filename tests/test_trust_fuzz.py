@@ -87,7 +87,7 @@ class Live:
         status, _, body = self.request("POST", "/api/projects", json.dumps({"path": str(repo)}).encode())
         assert status in (200, 201), body
         self.project_id = body["context"]["project_id"]
-        status, _, body = self.request("POST", f"/api/projects/{self.project_id}/ingest",
+        status, _, body = self.request("POST", f"/api/projects/{self.project_id}/ops/coverage_import",
                                        json.dumps({"report_path": "step3.coverage.json"}).encode())
         assert status in (200, 201), body
         self.snapshot_id = body["data"]["snapshot"]["snapshot_id"]
@@ -247,6 +247,8 @@ def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
             return draw(st.sampled_from([live.project_id, "0123456789abcdef"]))
         if name == "snapshot_id":
             return draw(st.sampled_from([live.snapshot_id, "snap-" + "0" * 16, "snap-f"]))
+        if name == "name":  # an operation of the table, or not
+            return draw(st.sampled_from([*OPERATIONS, "no_such_op"]))
         return draw(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))
     return _PARAM.sub(value, template)
 

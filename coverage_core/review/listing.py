@@ -48,8 +48,9 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
     wanted = call.args.get("filter") or {}
     offset = cursors.decode(call, "snapshots", "all", call.args.get("cursor"))
     size_ = call.args.get("page_size", DEFAULT_PAGE_SIZE)
-    found = call.project.store.snapshots(suite=wanted.get("suite"), branch=wanted.get("branch"),
-                                         commit=wanted.get("commit"), limit=size_ + 1, offset=offset, con=call.con)
+    found = call.project.store.snapshots(snapshot_id=wanted.get("snapshot_id"), suite=wanted.get("suite"),
+                                         branch=wanted.get("branch"), commit=wanted.get("commit"),
+                                         limit=size_ + 1, offset=offset, con=call.con)
     call.rows_scanned += len(found)
     compact = call.args.get("representation", "compact") == "compact"
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import CoverageError, ErrorCode
 from ..git import Checkout
+from ..ids import new_snapshot_id
 from ..locks import Lease, instance_metadata
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
@@ -164,7 +165,7 @@ class ProjectStore:
     def _insert(self, con, report, mapping, prov, progress) -> str:
         now = dt.datetime.now(dt.timezone.utc)
         snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
-        snapshot_id = "snap-" + secrets.token_hex(8)
+        snapshot_id = new_snapshot_id()
         counts = mapping.counts()
         con.execute(
             "INSERT INTO worktrees VALUES (?, ?, ?, ?, ?) ON CONFLICT (worktree_id) DO UPDATE SET last_seen = excluded.last_seen",
@@ -383,6 +384,7 @@ class ProjectStore:
     def snapshots(
         self,
         *,
+        snapshot_id: str | None = None,
         suite: str | None = None,
         branch: str | None = None,
         commit: str | None = None,
@@ -390,8 +392,11 @@ class ProjectStore:
         offset: int = 0,
         con: duckdb.DuckDBPyConnection | None = None,
     ) -> list[Snapshot]:
-        """Snapshots, newest first, filtered by suite, branch and commit (prefix)."""
+        """Snapshots, newest first, filtered by id, suite, branch and commit (prefix)."""
         where, params = ["TRUE"], []
+        if snapshot_id is not None:
+            where.append("snapshot_id = ?")
+            params.append(snapshot_id)
         if suite is not None:
             where.append("suite = ?")
             params.append(suite)
