@@ -146,7 +146,7 @@ async def test_an_impossible_repository_path_is_not_a_repository_on_mcp_and_rest
     assert len(error["message"]) < 600  # never the whole 5,000 characters back
     status, body = await client.post("/api/projects", {"path": path})
     assert status == 400 and body["error"]["code"] == "not_a_repository"
-    status, body = await client.get("/api/projects/0123456789abcdef/context", client.repo_header(path))
+    status, body = await client.get("/api/projects/0123456789abcdef", client.repo_header(path))
     assert status == 400 and body["error"]["code"] == "not_a_repository"
 
 
