@@ -99,7 +99,7 @@ def _failure(request: web.Request, status: int, error: CoverageError,
     """An error in the shape the endpoint speaks: JSON-RPC for MCP, the canonical body for REST."""
     if _is_mcp(request):
         code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
-        answer = error_response(None, RpcError(code, f"{error.message}. {error.suggestion}".strip()))
+        answer = error_response(None, RpcError(code, f"{error.code.value}: {error.message}. {error.suggestion}".strip()))
         return json_response(answer, status, headers)
     return json_response(error_body(error), status, headers)
 

@@ -135,22 +135,7 @@ class Sessions:
 def _rpc(status: int, answer: dict[str, Any] | None, headers: dict[str, str] | None = None) -> web.Response:
     if answer is None:
         return web.Response(status=202, headers=headers)
-    try:
-        return json_response(answer, status, headers)
-    except UnicodeEncodeError:
-        # A lone surrogate the client sent (a non-UTF-8 header byte, a "\udcff"
-        # escape in its JSON) echoed in a message: spell it out instead.
-        return json_response(_encodable(answer), status, headers)
-
-
-def _encodable(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_encodable(k): _encodable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_encodable(v) for v in value]
-    return value
+    return json_response(answer, status, headers)
 
 
 def _reject(status: int, code: int, message: str, request_id: Any = None, data: Any = None) -> web.Response:

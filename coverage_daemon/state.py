@@ -70,7 +70,8 @@ class Daemon:
 
     def allowed_hosts(self) -> frozenset[str]:
         """Host header values a browser on this machine sends for this daemon (DNS-rebinding guard)."""
-        names = {"127.0.0.1", "localhost", "[::1]"}
+        configured = f"[{self.settings.host}]" if ":" in self.settings.host else self.settings.host
+        names = {"127.0.0.1", "localhost", "[::1]", configured}
         return frozenset(f"{name}:{self.port}" for name in names)
 
     def host_allowed(self, request: web.Request) -> bool:
@@ -95,5 +96,21 @@ def target_of(request: web.Request) -> Target:
 
 
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(text=compact(payload), status=status, content_type="application/json",
-                        charset="utf-8", headers=headers)
+    try:
+        body = compact(payload).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate the client sent (a non-UTF-8 header byte, a "\udcff"
+        # escape in its JSON) echoed in a message: spell it out instead.
+        body = compact(_encodable(payload)).encode("utf-8")
+    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8",
+                        headers=headers)
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    return value
