@@ -1,15 +1,12 @@
-"""``diff`` and ``gate``: comparisons against a baseline, for people, pull requests and CI.
+"""``diff`` and ``gate``: comparisons against a baseline, rendered for people, pull requests and CI.
 
-Both commands take the same selectors. ``--baseline`` is a snapshot id
-(``snap-...``) or any git ref (a branch, tag or hash; with ``--merge-base``,
-the merge-base of that ref and the current commit). ``--current`` is a
-snapshot id or a report file, which is parsed and mapped in memory and never
-stored; without it, the latest snapshot of ``--suite``.
-
-Both read the answer of ``coverage_review(task="change")`` (every page, in the
-audit representation): directly from the store, or from the daemon when it
-holds the store (``coverage_daemon.client.open_project``). An unstored report
-needs the store itself, so it is compared only when the store is free.
+Each command is one call of ``coverage_core.review.ci`` (``diff`` / ``gate``)
+on whichever owns the store (this process, or the daemon when it holds it);
+``--json`` prints that call's envelope, and the table, Markdown and GitHub
+annotations are renderings of it. ``--baseline`` is read by the one parser
+(``coverage_core.review.baseline.parse_selector``); ``--current`` is a
+snapshot id or a report file, parsed and mapped in this process and never
+stored (so it needs the store to be free of the daemon).
 
 Exit codes (the one table in ``output``): 0 success or every check passed,
 3 a threshold or criterion was not met, 2 bad usage or input, 1 the
@@ -19,34 +16,28 @@ comparison could not be made (no baseline snapshot, store held, ...).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.project import DEFAULT_SUITE, SCOPES, Project
-from coverage_core.review.budget import MAX_BYTES, MAX_WORDS, Budget
-from coverage_core.review.call import Call
+from coverage_core.ids import SNAPSHOT_PREFIX
+from coverage_core.project import DEFAULT_SUITE
+from coverage_core.review import ci
 from coverage_core.review.categories import CATEGORIES, NAMES
-from coverage_core.review.change import change_of_report
-from coverage_core.review.comparing import unstored
-from coverage_core.review.gate import (
-    DEFAULT_CRITERIA,
-    Check,
-    Criteria,
-    Summary,
-    evaluate,
-)
-from coverage_core.service import Service, envelope
+from coverage_core.review.gate import DEFAULT_CRITERIA, Summary
 from coverage_daemon.client import open_project
 
-from .output import emit_json, handles_errors, json_option, percent
-from .store_cmds import repo_option
+from .options import (
+    PERCENT,
+    SCOPES,
+    baseline_options,
+    baseline_spec,
+    json_option,
+    repo_option,
+)
+from .output import emit_json, handles_errors, percent
 
-SNAPSHOT_PREFIX = "snap-"
-PAGE_FILES = 50
 LISTED_FILES = 25  # file rows in a Markdown comment
 ATTENTION = ("UNC", "LBC", "UIC")
 _ANNOTATION = {
@@ -55,17 +46,11 @@ _ANNOTATION = {
     "UIC": "{n} {lines} newly counted as code {are} not covered",
 }
 
-Fetch = Callable[[dict[str, Any]], dict[str, Any]]
-
 
 def selectors(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``diff`` and ``gate`` share."""
     for option in reversed((
-        click.option("--baseline", required=True, metavar="REF|SNAPSHOT",
-                     help="A snapshot id (snap-...) or a git ref whose snapshot is the baseline."),
-        click.option("--merge-base", "merge_base", is_flag=True,
-                     help="Compare with the merge-base of the --baseline ref and the current commit "
-                          "(what a pull request changes)."),
+        baseline_options(required=True),
         click.option("--current", metavar="SNAPSHOT|REPORT",
                      help="A snapshot id, or a report file compared without storing it (default: the latest "
                           "snapshot of --suite)."),
@@ -79,65 +64,17 @@ def selectors(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def review_args(baseline: str, merge_base: bool, current: str | None, suite: str | None) -> dict[str, Any]:
-    """The coverage_review arguments of the selectors (a report --current is handled apart)."""
-    if baseline.startswith(SNAPSHOT_PREFIX):
-        if merge_base:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, "--merge-base needs a git ref as --baseline, not a snapshot",
-                                "Pass --baseline main --merge-base, or drop --merge-base.")
-        spec: dict[str, Any] = {"kind": "explicit", "snapshot_id": baseline}
-    else:
-        spec = {"kind": "merge_base" if merge_base else "ref", "ref": baseline}
-    args: dict[str, Any] = {"task": "change", "baseline": spec}
-    if current and current.startswith(SNAPSHOT_PREFIX):
-        args["measurement"] = {"snapshot_id": current}
-    elif suite:
-        args["measurement"] = {"suite": suite}
+def comparison(baseline: str, merge_base: bool, current: str | None, suite: str | None,
+               scope: str) -> dict[str, Any]:
+    """The arguments of ``ci.diff`` / ``ci.gate`` the selectors name."""
+    args: dict[str, Any] = {"baseline": baseline_spec(baseline, merge_base)}
+    if current is not None:
+        args["current"] = {"snapshot_id" if current.startswith(SNAPSHOT_PREFIX) else "report_path": current}
+        if "report_path" in args["current"]:
+            args["scope"] = scope
+    if suite:
+        args["suite"] = suite
     return args
-
-
-def _fetcher(project: Any, current: str | None, suite: str | None, scope: str) -> Fetch:
-    """How to get one envelope: the service, the daemon, or an unstored report."""
-    if current and not current.startswith(SNAPSHOT_PREFIX):
-        if not isinstance(project, Project):
-            raise CoverageError(
-                ErrorCode.STORE_LOCKED, "the daemon holds the store, and an unstored report needs the store itself",
-                "Ingest the report (coverage-mcp ingest REPORT --suite ci) and pass its snapshot id as --current, "
-                "or stop the daemon (coverage-mcp stop) and retry.",
-            )
-        sel, side = unstored(project, current, suite=suite or DEFAULT_SUITE, scope=scope)
-
-        def report(args: dict[str, Any]) -> dict[str, Any]:
-            started = time.perf_counter()
-            con = project.store.cursor()
-            try:
-                call = Call(project, con, args)
-                call.suite = sel.primary.suite
-                return envelope(call, change_of_report(call, sel, side, Budget(args.get("limits"))), started)
-            finally:
-                con.close()
-
-        return report
-    if isinstance(project, Project):
-        service = Service(project)
-        return lambda args: service.call("coverage_review", args)
-    return lambda args: project.call("coverage_review", args)
-
-
-def summary(fetch: Fetch, args: dict[str, Any]) -> Summary:
-    """Every page of the change answer, exact (audit) and as large as a page may be."""
-    full = {**args, "representation": "audit",
-            "limits": {"max_files": PAGE_FILES, "max_regions": 500, "max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
-    pages = [fetch(full)]
-    if pages[0]["page"] is None:  # nothing measured: the answer's reasons say what is missing
-        suite = pages[0]["context"]["suite"]
-        raise CoverageError(
-            ErrorCode.NOT_FOUND, "; ".join(pages[0]["data"]["reasons"]),
-            f"Store a report first (coverage-mcp ingest REPORT --suite {suite}), or pass --current REPORT.",
-        )
-    while pages[-1]["page"]["next_cursor"]:
-        pages.append(fetch({**full, "cursor": pages[-1]["page"]["next_cursor"]}))
-    return Summary.from_pages(pages)
 
 
 # -- rendering --------------------------------------------------------------------------
@@ -246,36 +183,36 @@ def github_annotations(s: Summary) -> list[str]:
     return out
 
 
-def summary_json(s: Summary) -> dict[str, Any]:
-    return {**s.data, "files": list(s.files), "ranges": list(s.ranges), "ranges_truncated": s.ranges_truncated}
-
-
 # -- commands ---------------------------------------------------------------------------
+
+FORMATS = ("table", "json", "markdown")
+
 
 @click.command("diff")
 @selectors
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True,
-              help="table for a terminal, markdown for a pull-request comment, json for scripts (every file).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for a terminal, markdown for a pull-request comment, json for scripts (the envelope's "
+                   "data: every file and range).")
 @click.option("--annotations", "with_annotations", is_flag=True,
               help="Also print GitHub Actions ::warning annotations for uncovered new code and lost coverage.")
 @handles_errors
 def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt, with_annotations) -> None:
     """Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges.
 
-    --json prints the envelope of coverage_review(task="change") for the same
-    selectors (compact, default limits), exactly as an agent receives it.
+    --json prints the envelope of the comparison: coverage_review(task="change",
+    representation="audit") with every page merged (page is null).
 
     Example: coverage-mcp diff --baseline main --merge-base --format markdown
     """
-    args = review_args(baseline, merge_base, current, suite)
+    args = comparison(baseline, merge_base, current, suite, scope)
     with open_project(repo) as project:
-        fetch = _fetcher(project, current, suite, scope)
-        if as_json:
-            emit_json(fetch(args))
-            return
-        result = summary(fetch, args)
+        envelope = ci.diff(project, args)
+    if as_json:
+        emit_json(envelope)
+        return
+    result = Summary.from_pages([envelope])
     if fmt == "json":
-        click.echo(json.dumps(summary_json(result), indent=2))
+        click.echo(json.dumps(envelope["data"], indent=2))
     elif fmt == "markdown":
         click.echo(render_markdown(result), nl=False)
     else:
@@ -287,9 +224,9 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
 
 @click.command("gate")
 @selectors
-@click.option("--fail-under-total", type=click.FloatRange(0, 100), metavar="P",
+@click.option("--fail-under-total", type=PERCENT, metavar="P",
               help="Fail when total line coverage of the current side is under P percent.")
-@click.option("--fail-under-patch", type=click.FloatRange(0, 100), metavar="P",
+@click.option("--fail-under-patch", type=PERCENT, metavar="P",
               help="Fail when patch coverage (added and changed lines) is under P percent.")
 @click.option("--ratchet", is_flag=True, help="Fail when any file's or directory's uncovered line count grew.")
 @click.option("--criteria", metavar="EXPR",
@@ -301,38 +238,28 @@ def gate_command(baseline, merge_base, current, suite, scope, repo, as_json, fai
     """Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories.
 
     Exit 0 when every check passes, 3 when one fails (each failure says why),
-    2 on bad usage, 1 when the comparison cannot be made.
+    2 on bad usage, 1 when the comparison cannot be made. --json prints the
+    gate's envelope (data.passed, data.checks, the sides, categories and patch).
 
     Example: coverage-mcp gate --baseline main --merge-base --fail-under-patch 80 --ratchet
     """
-    if criteria is None and fail_under_total is None and fail_under_patch is None and not ratchet:
-        criteria = DEFAULT_CRITERIA
-    parsed = Criteria(criteria) if criteria is not None else None  # bad criteria fail before any work
-    args = review_args(baseline, merge_base, current, suite)
+    args = comparison(baseline, merge_base, current, suite, scope)
+    for key, value in (("fail_under_total", fail_under_total), ("fail_under_patch", fail_under_patch),
+                       ("criteria", criteria)):
+        if value is not None:
+            args[key] = value
+    if ratchet:
+        args["ratchet"] = True
     with open_project(repo) as project:
-        result = summary(_fetcher(project, current, suite, scope), args)
-    checks = evaluate(result, fail_under_total=fail_under_total, fail_under_patch=fail_under_patch,
-                      ratchet=ratchet, criteria=parsed)
-    failed = [c for c in checks if not c.passed]
+        envelope = ci.gate(project, args)
     if as_json:
-        emit_json({"passed": not failed, "checks": [_check(c) for c in checks], "baseline": result.data["baseline"],
-                   "current": result.data["current"], "categories": result.data["categories"],
-                   "patch": result.data["patch"], "claim_status": result.data["claim_status"],
-                   "reasons": result.data["reasons"]})
+        emit_json(envelope)
     else:
-        for c in checks:
-            click.echo(f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}")
-    if failed:
-        raise CoverageError(
-            ErrorCode.THRESHOLD_NOT_MET, f"{len(failed)} of {len(checks)} checks failed: "
-            + ", ".join(c.name for c in failed),
-            "Cover the listed lines (coverage-mcp diff --baseline ... shows the ranges), or adjust the gate.",
-            {"failed": [c.name for c in failed]},
-        )
-
-
-def _check(c: Check) -> dict[str, Any]:
-    return {"name": c.name, "passed": c.passed, "detail": c.detail}
+        for c in envelope["data"]["checks"]:
+            click.echo(f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
+    failed = ci.failure(args, envelope)
+    if failed is not None:
+        raise failed
 
 
 CI_COMMANDS = (diff_command, gate_command)

@@ -1,9 +1,16 @@
-"""Rendering and the one table from error codes to exit codes."""
+"""The one error handler of every command, its tables (code to exit code, operation to command line), JSON output.
+
+An error prints the canonical body ``coverage_core.errors.error_body`` (with
+``--json``, as JSON on standard error; otherwise ``error [code]: message``
+and the suggestion), where a remedy reads as a command line for people:
+``OPERATION_COMMANDS`` maps each operation to the command that runs it.
+"""
 
 from __future__ import annotations
 
 import functools
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +18,15 @@ from typing import Any
 import click
 
 from coverage_core.display import percent  # noqa: F401  (the one formatter, re-exported for the commands)
-from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import (
+    CoverageError,
+    ErrorCode,
+    Remedy,
+    error_body,
+    render_setting,
+)
+
+from .options import json_option, review_argv  # noqa: F401  (json_option: shared by every command)
 
 OK, FAILED, BAD_INPUT, THRESHOLD = 0, 1, 2, 3
 
@@ -50,17 +65,65 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, sort_keys=False, default=str))
 
 
+Argv = tuple[list[str], dict[str, Any]]  # a command's words, and the arguments no option carries
+
+
+def _options(args: dict[str, Any], flags: dict[str, str]) -> Argv:
+    rest = dict(args)
+    argv: list[str] = []
+    for key, flag in flags.items():
+        if rest.get(key) is not None:
+            argv += [flag, str(rest.pop(key))]
+    return argv, rest
+
+
+def _context_argv(args: dict[str, Any]) -> Argv:
+    argv, rest = _options(args, {"max_words": "--max-words"})
+    return ["context", *argv], rest
+
+
+def _ingest_argv(args: dict[str, Any]) -> Argv:
+    rest = dict(args)
+    report = str(rest.pop("report_path", "REPORT"))
+    argv, rest = _options(rest, {"suite": "--suite", "format": "--format", "scope": "--scope", "commit": "--commit",
+                                 "branch": "--branch"})
+    return ["ingest", report, *argv], rest
+
+
+# The command line that runs each operation (a remedy names an operation and its arguments).
+OPERATION_COMMANDS: dict[str, Callable[[dict[str, Any]], Argv]] = {
+    "project_context": _context_argv,
+    "coverage_review": review_argv,
+    "coverage_import": _ingest_argv,
+}
+
+
+def render_remedy(remedy: Remedy) -> str:
+    """A remedy for people: the setting to change, or the coverage-mcp command to run."""
+    setting = render_setting(remedy)
+    if setting is not None:
+        return setting
+    command = OPERATION_COMMANDS.get(remedy.operation or "")
+    if command is None:
+        return f"Call {remedy.operation} with {json.dumps(remedy.arguments)}."
+    argv, rest = command(remedy.arguments)
+    extra = f" (with {json.dumps(rest, sort_keys=True)}, which no option carries)" if rest else ""
+    return f"Run: {shlex.join(['coverage-mcp', *argv])}{extra}"
+
+
 def report_error(error: CoverageError, as_json: bool) -> None:
+    body = error_body(error, render=render_remedy)
     if as_json:
-        click.echo(json.dumps(error.to_dict()), err=True)
-    else:
-        click.echo(f"error [{error.code.value}]: {error.message}", err=True)
-        if error.suggestion:
-            click.echo(f"  suggestion: {error.suggestion}", err=True)
+        click.echo(json.dumps(body), err=True)
+        return
+    shown = body["error"]
+    click.echo(f"error [{shown['code']}]: {shown['message']}", err=True)
+    if shown["suggestion"]:
+        click.echo(f"  suggestion: {shown['suggestion']}", err=True)
 
 
 def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a ``CoverageError`` into its message and exit code, never a traceback."""
+    """Turn a ``CoverageError`` into its body and exit code, never a traceback (the one handler)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -71,10 +134,6 @@ def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             report_error(error, as_json)
             sys.exit(exit_code(error))
 
+    wrapper.handles_coverage_errors = True  # type: ignore[attr-defined]  (checked for every command by a test)
     return wrapper
-
-
-def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
-
 

@@ -10,11 +10,23 @@ from typing import Any
 
 import click
 
-from coverage_core.review.tasks import TASKS
 from coverage_daemon.client import call, open_project
 
-from .output import emit_json, handles_errors, json_option, percent
-from .store_cmds import repo_option
+from .options import (
+    CONTEXT_MAX_WORDS,
+    FILE_ORDERS,
+    MAX_WORDS,
+    PAGE_SIZE,
+    REPRESENTATIONS,
+    TASKS,
+    baseline_options,
+    baseline_spec,
+    json_option,
+    repo_option,
+    review_arguments,
+)
+from .output import emit_json, handles_errors, percent
+from .store_cmds import render_file, render_files, render_snapshots
 
 
 def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -24,37 +36,35 @@ def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command("review")
-@click.argument("task", type=click.Choice(list(TASKS)))
-@click.option("--snapshot", "snapshot_id", help="Snapshot id (default: latest of the suite).")
-@click.option("--suite", help="Suite whose latest snapshot to read.")
-@click.option("--file", "file_path", help="Repository-relative file to focus on.")
+@click.argument("task", type=click.Choice(TASKS))
+@click.option("--snapshot", "snapshot_id", help="Snapshot id (default: latest of the suite); snapshots: only this one.")
+@click.option("--suite", help="Suite whose latest snapshot to read; snapshots: only this suite.")
+@click.option("--branch", help="snapshots: only this branch.")
+@click.option("--commit", help="snapshots: only this commit (a prefix of 4 or more hex digits is enough).")
+@click.option("--file", "file_path", help="Repository-relative file to focus on (file: the file to show).")
 @click.option("--lines", help="A line or range A-B within --file.")
-@click.option("--max-words", type=click.IntRange(40, 50_000), help="Word budget of the answer.")
-@click.option("--representation", type=click.Choice(["compact", "review", "audit"]), help="Shape of the answer.")
+@baseline_options(required=False)
+@click.option("--max-words", type=MAX_WORDS, help="Word budget of the answer.")
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), help="Shape of the answer.")
+@click.option("--page-size", type=PAGE_SIZE, help="snapshots, files: records per page.")
+@click.option("--order", type=click.Choice(FILE_ORDERS), help="files: the order of the files.")
 @click.option("--cursor", help="page.next_cursor of a previous answer.")
-@click.option("--baseline", help="change/incremental: a snapshot id, a git ref, or one of "
-              "previous_snapshot, parent_commit, worktree_base, none.")
 @repo_option
 @json_option
 @handles_errors
-def review_command(task, snapshot_id, suite, file_path, lines, max_words, representation, cursor, baseline, repo,
-                   as_json) -> None:
-    """Answer a coverage question: insight, history, source, tests, audit, all, change or incremental.
+def review_command(task, snapshot_id, suite, branch, commit, file_path, lines, baseline, merge_base, max_words,
+                   representation, page_size, order, cursor, repo, as_json) -> None:
+    """Answer a coverage question: any task of coverage_review (insight, change, history, snapshots, file, ...).
+
+    --json prints exactly the envelope of coverage_review with these arguments.
 
     Example: coverage-mcp review change --baseline main --max-words 300
     """
-    args: dict[str, Any] = {"task": task}
-    if baseline:
-        args["baseline"] = baseline_selector(baseline)
-    if snapshot_id:
-        args["measurement"] = {"snapshot_id": snapshot_id}
-    elif suite:
-        args["measurement"] = {"suite": suite}
-    for key, value in (("file", file_path), ("lines", lines), ("representation", representation), ("cursor", cursor)):
-        if value:
-            args[key] = value
-    if max_words:
-        args["limits"] = {"max_words": max_words}
+    args = review_arguments(task, {
+        "--snapshot": snapshot_id, "--suite": suite, "--branch": branch, "--commit": commit, "--file": file_path,
+        "--lines": lines, "--baseline": baseline_spec(baseline, merge_base), "--max-words": max_words,
+        "--representation": representation, "--page-size": page_size, "--order": order, "--cursor": cursor,
+    })
     envelope = _call(repo, "coverage_review", args)
     if as_json:
         emit_json(envelope)
@@ -63,7 +73,7 @@ def review_command(task, snapshot_id, suite, file_path, lines, max_words, repres
 
 
 @click.command("context")
-@click.option("--max-words", type=click.IntRange(40, 50_000), help="Word budget of the answer.")
+@click.option("--max-words", type=CONTEXT_MAX_WORDS, help="Word budget of the answer.")
 @repo_option
 @json_option
 @handles_errors
@@ -89,18 +99,13 @@ def context_command(max_words, repo, as_json) -> None:
     click.echo(f"  next: {data['next']}")
 
 
-def baseline_selector(text: str) -> dict[str, Any]:
-    """``--baseline``: a snapshot id (``snap-``), a named kind, or else a git ref."""
-    if text.startswith("snap-"):
-        return {"kind": "explicit", "snapshot_id": text}
-    if text in ("previous_snapshot", "parent_commit", "worktree_base", "none"):
-        return {"kind": text}
-    return {"kind": "ref", "ref": text}
-
-
 def render_review(envelope: dict[str, Any]) -> None:
     data = envelope["data"]
     task = data.get("task")
+    listing = {"snapshots": render_snapshots, "files": render_files, "file": render_file}.get(task or "")
+    if listing is not None and data.get("claim_status") != "not_measured":
+        listing(envelope)
+        return
     click.echo(f"{task}: {data['claim_status']}" + "".join(f"\n  - {r}" for r in data.get("reasons", [])))
     if task == "insight":
         for t in data.get("targets", []):

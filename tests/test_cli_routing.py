@@ -21,11 +21,12 @@ def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
 async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_the_store(sample_repo: Path) -> None:
     ingested = cli(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", "--json")
     assert ingested.returncode == 0, ingested.stderr
-    snapshot_id = json.loads(ingested.stdout)["snapshot_id"]
+    snapshot_id = json.loads(ingested.stdout)["data"]["snapshot"]["snapshot_id"]
     direct = {
         "snapshots": json.loads(cli(sample_repo, "snapshots", "--json").stdout),
         "review": json.loads(cli(sample_repo, "review", "insight", "--suite", "unit", "--json").stdout),
         "show": json.loads(cli(sample_repo, "show", snapshot_id, "--file", "inventory/stock.py", "--json").stdout),
+        "files": json.loads(cli(sample_repo, "show", snapshot_id, "--order", "uncovered", "--json").stdout),
     }
     async with in_process(Settings.from_env(port=0)) as d:
         await asyncio.to_thread(d.client().register, sample_repo)  # the daemon now holds the store
@@ -33,16 +34,20 @@ async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_
             "snapshots": await asyncio.to_thread(cli, sample_repo, "snapshots", "--json"),
             "review": await asyncio.to_thread(cli, sample_repo, "review", "insight", "--suite", "unit", "--json"),
             "show": await asyncio.to_thread(cli, sample_repo, "show", snapshot_id, "--file", "inventory/stock.py", "--json"),
+            "files": await asyncio.to_thread(cli, sample_repo, "show", snapshot_id, "--order", "uncovered", "--json"),
             "again": await asyncio.to_thread(cli, sample_repo, "ingest", str(sample_repo / "step3.coverage.json"),
                                              "--suite", "unit", "--json"),
         }
     for name, out in routed.items():
         assert out.returncode == 0, (name, out.stderr)
-    assert json.loads(routed["snapshots"].stdout) == direct["snapshots"]
-    assert json.loads(routed["review"].stdout)["data"] == direct["review"]["data"]
-    assert json.loads(routed["show"].stdout) == direct["show"]
-    again = json.loads(routed["again"].stdout)
-    assert again["duplicate"] is True and again["snapshot_id"] == snapshot_id
+    for name in ("snapshots", "review", "show", "files"):
+        assert without_stats(json.loads(routed[name].stdout)) == without_stats(direct[name]), name
+    again = json.loads(routed["again"].stdout)["data"]
+    assert again["duplicate"] is True and again["snapshot"]["snapshot_id"] == snapshot_id
+
+
+def without_stats(envelope: dict) -> dict:
+    return {**envelope, "context": {k: v for k, v in envelope["context"].items() if k != "stats"}}
 
 
 async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same_through_the_daemon(
@@ -61,9 +66,9 @@ async def test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same
                                          "--path-map", "/runner/work=", "--json")
         forged = await asyncio.to_thread(_forged_ingest, d.url, d.auth, sample_repo, outside / "b.info")
     assert routed.returncode == 0, routed.stderr
-    a, b = json.loads(direct.stdout), json.loads(routed.stdout)
-    assert a["path_mapping"] == b["path_mapping"] == {"mapped": 3, "ambiguous": 0, "unmapped": 0}
-    assert a["totals"] == b["totals"] and b["duplicate"] is False
+    a, b = json.loads(direct.stdout)["data"], json.loads(routed.stdout)["data"]
+    assert a["snapshot"]["path_mapping"] == b["snapshot"]["path_mapping"] == {"mapped": 3, "ambiguous": 0, "unmapped": 0}
+    assert a["snapshot"]["totals"] == b["snapshot"]["totals"] and b["duplicate"] is False
     assert forged == 403
 
 

@@ -14,6 +14,7 @@ from coverage_cli.main import cli
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.review import ci
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
 
@@ -142,16 +143,27 @@ def test_a_report_given_as_current_is_compared_without_being_stored(repo: Path) 
         "UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB"}
 
 
-def test_diff_json_prints_exactly_the_change_review_envelope(repo: Path) -> None:
+def without_stats(envelope: dict) -> dict:
+    return {**envelope, "context": {k: v for k, v in envelope["context"].items() if k != "stats"}}
+
+
+def test_diff_json_prints_exactly_the_library_diff_envelope_every_page_of_the_audit_change_review(repo: Path) -> None:
     sid = store_current(repo)
     code, out, _ = run(repo, "diff", "--baseline", "HEAD~1", "--current", sid, "--json")
     assert code == 0
     printed = json.loads(out)
+    args = {"task": "change", "baseline": {"kind": "ref", "ref": "HEAD~1"}, "measurement": {"snapshot_id": sid},
+            "representation": "audit", "limits": {"max_files": 2}}
     with open_project(repo) as project:
-        expected = Service(project).call("coverage_review", {
-            "task": "change", "baseline": {"kind": "ref", "ref": "HEAD~1"}, "measurement": {"snapshot_id": sid}})
-    assert printed["data"] == expected["data"] and printed["page"] == expected["page"]
-    assert set(printed["context"]) == set(expected["context"])
+        assert without_stats(printed) == without_stats(
+            ci.diff(project, {"baseline": {"kind": "ref", "ref": "HEAD~1"}, "current": {"snapshot_id": sid}}))
+        service = Service(project)
+        pages = [service.call("coverage_review", args)]
+        while pages[-1]["page"]["next_cursor"]:
+            pages.append(service.call("coverage_review", {**args, "cursor": pages[-1]["page"]["next_cursor"]}))
+    assert len(pages) == 3 and printed["page"] is None
+    assert printed["data"]["files"] == [f for p in pages for f in p["data"]["files"]]
+    assert printed["data"]["categories"] == pages[0]["data"]["categories"]
 
 
 def test_gate_passes_with_exit_0_when_every_threshold_is_met(repo: Path) -> None:
@@ -183,7 +195,7 @@ def test_gate_json_says_which_checks_failed(repo: Path) -> None:
     store_current(repo)
     code, out, _ = run(repo, "gate", "--baseline", "HEAD~1", "--criteria", "GNC >= 3", "--json")
     assert code == 0
-    body = json.loads(out)
+    body = json.loads(out)["data"]
     assert body["passed"] is True and body["checks"][0]["name"] == "criteria" and body["patch"]["found"] == 5
 
 
@@ -244,6 +256,6 @@ async def test_diff_and_gate_read_through_the_daemon_when_it_holds_the_store(rep
         routed = await asyncio.to_thread(run, repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
         unstored = await asyncio.to_thread(run, repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"))
     assert routed[0] == direct[0] == 3
-    assert json.loads(routed[1])["checks"] == json.loads(direct[1])["checks"]
+    assert json.loads(routed[1])["data"] == json.loads(direct[1])["data"]
     # An unstored report needs the store itself: the comparison cannot be made (1), and the error says what to do.
     assert unstored[0] == 1 and "store_locked" in unstored[2] and "coverage-mcp ingest" in unstored[2]

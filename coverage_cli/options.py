@@ -1,0 +1,137 @@
+"""Options the commands share, with choices and ranges taken from the declared schemas, never retyped.
+
+``REVIEW_OPTIONS`` is the one table between ``review``'s options and
+``coverage_review``'s arguments: ``review`` builds its arguments from it,
+and the error renderer (``output``) turns a remedy's arguments back into the
+same options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from coverage_core.review import baseline as baselines
+from coverage_core.review.ci import GATE_SCHEMA
+from coverage_core.service import OPERATIONS
+
+F = Callable[..., Any]
+
+REVIEW = OPERATIONS["coverage_review"].input_schema["properties"]
+CONTEXT = OPERATIONS["project_context"].input_schema["properties"]
+IMPORT = OPERATIONS["coverage_import"].input_schema["properties"]
+
+TASKS: list[str] = list(REVIEW["task"]["enum"])
+REPRESENTATIONS: list[str] = list(REVIEW["representation"]["enum"])
+FILE_ORDERS: list[str] = list(REVIEW["order"]["enum"])
+FORMATS: list[str] = list(IMPORT["format"]["enum"])
+SCOPES: list[str] = list(IMPORT["scope"]["enum"])
+
+
+def int_range(schema: dict[str, Any]) -> click.IntRange:
+    return click.IntRange(schema["minimum"], schema["maximum"])
+
+
+def float_range(schema: dict[str, Any]) -> click.FloatRange:
+    return click.FloatRange(schema["minimum"], schema["maximum"])
+
+
+MAX_WORDS = int_range(REVIEW["limits"]["properties"]["max_words"])
+CONTEXT_MAX_WORDS = int_range(CONTEXT["max_words"])
+PAGE_SIZE = int_range(REVIEW["page_size"])
+PERCENT = float_range(GATE_SCHEMA["properties"]["fail_under_total"])
+
+# option flag -> where its value goes in coverage_review's arguments: for every
+# task, and for task=snapshots (whose measurement is its filter). None: the
+# option means nothing there.
+REVIEW_OPTIONS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
+    "--snapshot": (("measurement", "snapshot_id"), ("filter", "snapshot_id")),
+    "--suite": (("measurement", "suite"), ("filter", "suite")),
+    "--branch": (None, ("filter", "branch")),
+    "--commit": (None, ("filter", "commit")),
+    "--file": (("file",), None),
+    "--lines": (("lines",), None),
+    "--baseline": (("baseline",), None),
+    "--max-words": (("limits", "max_words"), ("limits", "max_words")),
+    "--representation": (("representation",), ("representation",)),
+    "--page-size": (("page_size",), ("page_size",)),
+    "--order": (("order",), None),
+    "--cursor": (("cursor",), ("cursor",)),
+}
+
+
+def _where(flag: str, task: str) -> tuple[str, ...] | None:
+    every, snapshots = REVIEW_OPTIONS[flag]
+    return snapshots if task == "snapshots" else every
+
+
+def review_arguments(task: str, values: dict[str, Any]) -> dict[str, Any]:
+    """coverage_review's arguments from option values (keyed by flag; None: not given)."""
+    args: dict[str, Any] = {"task": task}
+    for flag, value in values.items():
+        if value is None:
+            continue
+        path = _where(flag, task)
+        if path is None:
+            raise click.UsageError(f"{flag} does not apply to task {task}")
+        node = args
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return args
+
+
+def review_argv(args: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The ``review`` options of coverage_review's arguments, and the arguments no option carries."""
+    task = str(args.get("task", "all"))
+    rest = {k: v for k, v in args.items() if k != "task"}
+    argv = ["review", task]
+    for flag in REVIEW_OPTIONS:
+        path = _where(flag, task)
+        if path is None:
+            continue
+        node: Any = rest
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or path[-1] not in node:
+            continue
+        value = node.pop(path[-1])
+        argv += [flag, baselines.selector_text(value) if flag == "--baseline" else str(value)]
+    for key in [k for k, v in rest.items() if v == {}]:
+        del rest[key]  # every member went to an option
+    return argv, rest
+
+
+def repo_option(func: F) -> F:
+    return click.option(
+        "--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
+        help="A path inside the git checkout to use.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print the answer's JSON envelope for machines (errors: the JSON error body).")(func)
+
+
+def baseline_options(*, required: bool) -> Callable[[F], F]:
+    """``--baseline`` and ``--merge-base``, read by the one parser (``baseline.parse_selector``)."""
+
+    def decorate(func: F) -> F:
+        func = click.option("--merge-base", "merge_base", is_flag=True,
+                            help="Compare with the merge-base of the --baseline ref and the current commit "
+                                 "(what a pull request changes); the same as --baseline merge_base:REF.")(func)
+        return click.option("--baseline", required=required, metavar="BASELINE",
+                            help=f"What to compare with: {baselines.SELECTOR_HELP}.")(func)
+
+    return decorate
+
+
+def baseline_spec(text: str | None, merge_base: bool) -> dict[str, Any] | None:
+    if text is None:
+        if merge_base:
+            raise click.UsageError("--merge-base needs --baseline REF")
+        return None
+    return baselines.parse_selector(text, merge_base=merge_base)
