@@ -7,6 +7,7 @@ import click
 from .ci_cmds import CI_COMMANDS
 from .daemon_cmds import DAEMON_COMMANDS
 from .demo_cmd import demo_command
+from .output import handles_errors
 from .parse_cmd import parse_command
 from .review_cmds import context_command, review_command
 from .store_cmds import ingest_command, show_command, snapshots_command
@@ -33,6 +34,7 @@ cli.add_command(demo_command)
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@handles_errors
 def connect_command(args: tuple[str, ...]) -> None:
     """Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio).
 

@@ -8,6 +8,7 @@ same options.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -86,7 +87,7 @@ def review_arguments(task: str, values: dict[str, Any]) -> dict[str, Any]:
 def review_argv(args: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     """The ``review`` options of coverage_review's arguments, and the arguments no option carries."""
     task = str(args.get("task", "all"))
-    rest = {k: v for k, v in args.items() if k != "task"}
+    rest = {k: copy.deepcopy(v) for k, v in args.items() if k != "task"}  # popped from below, never the caller's
     argv = ["review", task]
     for flag in REVIEW_OPTIONS:
         path = _where(flag, task)
