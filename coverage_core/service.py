@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from .errors import CoverageError, ErrorCode
+from .errors import CoverageError, ErrorCode, Remedy
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
 from .parsers import FORMATS
@@ -268,10 +268,52 @@ class Service:
         try:
             call = Call(self.project, con, args)
             result = op.handler(call)
+        except CoverageError as error:
+            if error.remedy is None:
+                error.remedy = remedy_for(op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed)))
+            raise
         finally:
             if own:
                 con.close()
         return envelope(call, result, started)
+
+
+def remedy_for(op: Operation, args: dict[str, Any], error: CoverageError,
+               attempt: Callable[[dict[str, Any]], Any]) -> Remedy | None:
+    """The call that fixes a failed one, where the failure says what it needs.
+
+    A budget too small gets the same call with a budget that was tried and
+    fits (read-only operations only; doubling from what the failure measured,
+    a few times at most); a cursor that does not continue this query gets the
+    same call without it.
+    """
+    if error.code is ErrorCode.BUDGET_TOO_SMALL and op.read_only and "needed_words" in error.details:
+        nested = "limits" in op.input_schema["properties"]
+        given = (args.get("limits") or {}) if nested else args
+        words = max(error.details["needed_words"], given.get("max_words", budget.DEFAULT_MAX_WORDS))
+        size = max(error.details["needed_bytes"], given.get("max_bytes", budget.DEFAULT_MAX_BYTES))
+        for _ in range(REMEDY_TRIES):
+            need: dict[str, Any] = {"max_words": min(words, budget.MAX_WORDS)}
+            if nested:
+                need["max_bytes"] = min(size, budget.MAX_BYTES)
+                fixed = {**args, "limits": {**given, **need}}
+            else:
+                fixed = {**args, **need}
+            try:
+                attempt(fixed)
+            except CoverageError as again:
+                if again.code is not ErrorCode.BUDGET_TOO_SMALL:
+                    return None
+                words, size = 2 * words, 2 * size
+                continue
+            return Remedy(operation=op.name, arguments=fixed)
+        return None
+    if error.code is ErrorCode.INVALID_CURSOR and "cursor" in args:
+        return Remedy(operation=op.name, arguments={k: v for k, v in args.items() if k != "cursor"})
+    return None
+
+
+REMEDY_TRIES = 4
 
 
 # The store owner's own import (the CLI reaching a daemon that holds the store,

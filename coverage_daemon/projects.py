@@ -30,7 +30,7 @@ import attrs
 import duckdb
 
 from coverage_core.config import Settings
-from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import read_metadata
 from coverage_core.project import Project
@@ -313,6 +313,7 @@ class Projects:
             "Another coverage-mcp command (a CLI ingest?) is using this repository's store: retry when it "
             "finishes, or raise COVERAGE_MCP_STORE_WAIT_MS to wait longer.",
             error.details,
+            Remedy(setting="COVERAGE_MCP_STORE_WAIT_MS", value=max(4 * self.settings.store_wait_ms, 10_000)),
         )
 
     # -- operations ---------------------------------------------------------------

@@ -408,3 +408,29 @@ def test_project_context_refuses_a_cursor_it_never_issued(service: Service) -> N
     with pytest.raises(CoverageError) as err:
         service.call("project_context", {"cursor": "garbage.notacursor"})
     assert err.value.code is ErrorCode.INVALID_CURSOR
+
+
+@pytest.mark.parametrize("name, args", [
+    ("coverage_review", {"task": "all", "limits": {"max_words": 40, "max_files": 5}}),
+    ("coverage_review", {"task": "history", "limits": {"max_words": 40}}),
+    ("project_context", {"max_words": 40}),
+])
+def test_a_budget_too_small_carries_the_call_that_fits_and_that_call_succeeds(service: Service, name: str,
+                                                                              args: dict) -> None:
+    with pytest.raises(CoverageError) as caught:
+        service.call(name, args)
+    remedy = caught.value.remedy.to_dict()
+    assert caught.value.code == ErrorCode.BUDGET_TOO_SMALL and remedy["operation"] == name
+    fixed = remedy["arguments"]
+    assert {k: v for k, v in fixed.items() if k not in ("limits", "max_words")} == {
+        k: v for k, v in args.items() if k not in ("limits", "max_words")}  # the rest of the call is kept
+    assert fixed.get("limits", {}).get("max_files") == args.get("limits", {}).get("max_files")
+    service.call(remedy["operation"], fixed)  # the remedy is a call that succeeds
+
+
+def test_a_foreign_cursor_carries_the_same_call_without_it(service: Service) -> None:
+    cursor = review(service, task="snapshots", page_size=1)["page"]["next_cursor"] or "x.y"
+    with pytest.raises(CoverageError) as caught:
+        review(service, task="history", cursor=cursor)
+    assert caught.value.code == ErrorCode.INVALID_CURSOR
+    assert caught.value.remedy.to_dict() == {"operation": "coverage_review", "arguments": {"task": "history"}}

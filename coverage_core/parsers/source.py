@@ -16,7 +16,7 @@ import attrs
 import zstandard
 
 from ..config import MIB
-from ..errors import CoverageError, ErrorCode
+from ..errors import CoverageError, ErrorCode, Remedy
 from .opening import OpenedReport, open_report
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -49,6 +49,7 @@ def too_large(origin: str, limit: int) -> CoverageError:
         "Raise the cap with COVERAGE_MCP_MAX_REPORT_BYTES (bytes, e.g. "
         f"{4 * limit}) or split the report.",
         {"limit_bytes": limit},
+        Remedy(setting="COVERAGE_MCP_MAX_REPORT_BYTES", value=4 * limit),
     )
 
 
