@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
     "Counter": "report",
     "NormalizedReport": "report",
@@ -51,6 +49,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # package metadata, the one version string
+        from .version import version
+
+        return version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'coverage_core' has no attribute {name!r}")

@@ -23,8 +23,9 @@ import portalocker
 
 from . import safefs
 from .errors import CoverageError, ErrorCode
+from .version import version
 
-VERSION = "0.1.0"
+VERSION = version()
 
 
 def instance_metadata(**extra: Any) -> dict[str, Any]:

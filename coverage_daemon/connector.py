@@ -27,8 +27,10 @@ import sys
 import threading
 import time
 
+from coverage_core.errors import CoverageError, ErrorCode
+
 from .identity import DAEMON_LOG, REPO_HEADER
-from .launcher import Daemon, DaemonError, Launcher, Settings, UsageError
+from .launcher import Daemon, Launcher, Settings, usage
 from .secrets import UnixHTTPConnection, socket_path
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
@@ -63,9 +65,9 @@ def run_connector(argv: list[str]) -> int:
     try:
         repo = _parse_args(argv)
         settings = Settings.from_env()
-    except UsageError as error:
-        _log(f"error: {error}")
-        return 2
+    except CoverageError as error:
+        _log_error(error)
+        return 2 if error.code == ErrorCode.INVALID_ARGUMENT else 1
     if repo is None:
         sys.stdout.write(USAGE)
         return 0
@@ -85,11 +87,20 @@ def _parse_args(argv: list[str]) -> str | None:
         elif arg.startswith("--repo="):
             repo = arg.split("=", 1)[1]
         else:
-            raise UsageError(f"unexpected argument {arg!r}\n{USAGE}")
+            raise usage(f"unexpected argument {arg!r}", USAGE.strip(), argument=arg)
     path = os.path.abspath(os.path.expanduser(repo))
     if not os.path.isdir(path):
-        raise UsageError(f"--repo {repo!r} is not a directory")
+        raise usage(f"--repo {repo!r} is not a directory", "Pass the path of a repository's checkout.",
+                    argument="--repo")
     return path
+
+
+def _log_error(error: CoverageError) -> None:
+    """A failure as the person reads it on stderr: its code, message and suggestion."""
+    text = f"error [{error.code.value}]: {error.message}"
+    if error.suggestion:
+        text += f"\n  suggestion: {error.suggestion}"
+    _log(text)
 
 
 def _log(text: str) -> None:
@@ -160,7 +171,7 @@ class Link:
         self._launcher: Launcher | None = None
         self._lock = threading.Lock()
         self._daemon: Daemon | None = None
-        self._error: DaemonError | None = None
+        self._error: CoverageError | None = None
         self._finished = 0  # connection attempts completed
         self.served = False
 
@@ -180,9 +191,9 @@ class Link:
                 if self._launcher is None:
                     self._launcher = Launcher(self._settings, self._log)
                 self._daemon = self._launcher.connect()
-            except DaemonError as error:
+            except CoverageError as error:
                 if self._error is None or self._error.message != error.message:  # say it once
-                    self._log(f"error [{error.code}]: {error.message}\n  suggestion: {error.suggestion}")
+                    _log_error(error)
                 self._daemon, self._error = None, error
                 raise
             finally:
@@ -205,7 +216,7 @@ class Link:
         return self._daemon
 
     def auth_headers(self) -> dict[str, str]:
-        """The client token's header; raises DaemonError when the home's token cannot be read."""
+        """The client token's header; raises CoverageError when the home's token cannot be read."""
         with self._lock:
             if self._launcher is None:
                 self._launcher = Launcher(self._settings, self._log)
@@ -242,7 +253,7 @@ class Bridge:
     def _warm_up(self) -> None:
         try:
             self.link.get()
-        except DaemonError:
+        except CoverageError:
             pass  # logged by the link; each request answers it
 
     # -- input ---------------------------------------------------------------
@@ -306,19 +317,21 @@ class Bridge:
             reply = self._deliver(message, line.strip(), key)
             if key is not None:
                 self._answer(message, key, reply)
-        except DaemonError as error:  # the link has told the person on stderr already
+        except CoverageError as error:  # the link has told the person on stderr already
             if key is not None:
-                self._fail(key, message, DAEMON_UNAVAILABLE, error.message,
-                           {"code": error.code, "suggestion": error.suggestion})
+                self._fail(key, message, DAEMON_UNAVAILABLE, error.message, error.to_dict())
         except ConnectionRefusedError:  # again, after a restart: still not delivered
             log = self.settings.home / DAEMON_LOG
-            self._fail(key, message, DAEMON_UNAVAILABLE, "the daemon refused the connection; nothing was delivered",
-                       {"code": "daemon_unreachable", "suggestion": f"Retry; if it persists, look at {log}."})
+            refused = CoverageError(ErrorCode.DAEMON_UNREACHABLE,
+                                    "the daemon refused the connection; nothing was delivered",
+                                    f"Retry; if it persists, look at {log}.", {"delivered": False})
+            self._fail(key, message, DAEMON_UNAVAILABLE, refused.message, refused.to_dict())
         except Interrupted as error:
-            self._fail(key, message, TRANSPORT_INTERRUPTED, f"the daemon connection was interrupted: {error}", {
-                "code": "daemon_unreachable",
-                "suggestion": "The request may or may not have run, so it was not repeated; check before retrying.",
-            })
+            interrupted = CoverageError(
+                ErrorCode.DAEMON_UNREACHABLE, f"the daemon connection was interrupted: {error}",
+                "The request may or may not have run, so it was not repeated; check before retrying.",
+                {"delivered": None})
+            self._fail(key, message, TRANSPORT_INTERRUPTED, interrupted.message, interrupted.to_dict())
         except Exception as error:  # a bug here must still not leave a request unanswered
             _log(f"internal error: {error!r}")
             self._fail(key, message, INTERNAL_ERROR, f"connector error: {error}", None)
@@ -497,7 +510,7 @@ class Bridge:
                     headers["MCP-Protocol-Version"] = self.session.version
                 conn.request("DELETE", "/mcp", headers=headers)
                 conn.getresponse().read()
-            except (OSError, http.client.HTTPException, DaemonError):
+            except (OSError, http.client.HTTPException, CoverageError):
                 pass  # best effort: the daemon expires idle sessions itself
             finally:
                 conn.close()

@@ -20,16 +20,17 @@ import sys
 import time
 from pathlib import Path
 
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.settings_table import read_env
+
 from .identity import (
     CAPABILITY_HEADER,
     COMMON_DB,
     DAEMON_LOCK,
     DAEMON_LOG,
     DEFAULT_HOST,
-    DEFAULT_PORT,
     VERSION,
     build_fingerprint,
-    home,
     is_loopback_host,
 )
 from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
@@ -37,7 +38,7 @@ from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 START_TIMEOUT_S = 30.0  # a cold start on a loaded 2-core CI box, with racing connectors
 HANDOFF_TIMEOUT_S = 15.0  # an older daemon drains its requests before it exits
@@ -49,33 +50,36 @@ POLL_S = 0.01
 MAX_STARTS = 2
 
 
-class UsageError(Exception):
-    """A setting or argument the person must fix (exit code 2)."""
+# The connector's failures are CoverageErrors like every other surface's:
+# ``invalid_argument`` for what the person must fix (exit code 2),
+# ``daemon_unreachable`` when no daemon answered and none could be started,
+# ``daemon_conflict`` when a process answers for this home but must not be
+# used or replaced, ``store_unavailable`` for a home that is not private
+# (exit code 1 for these).
+UsageError = CoverageError  # the name the connector's callers and tests catch a usage error by
 
 
-class DaemonError(Exception):
-    """The daemon cannot be used; ``code`` is the coverage-mcp error code."""
-
-    code = "daemon_unreachable"
-
-    def __init__(self, message: str, suggestion: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.suggestion = suggestion
-
-
-class Unreachable(DaemonError):
+def unreachable(message: str, suggestion: str, **details: object) -> CoverageError:
     """No daemon answered and none could be started."""
+    return CoverageError(ErrorCode.DAEMON_UNREACHABLE, message, suggestion, details)
 
 
-class Refused(DaemonError):
+def refused(message: str, suggestion: str, **details: object) -> CoverageError:
     """A process answers for this home but this connector must not use or replace it."""
+    return CoverageError(ErrorCode.DAEMON_CONFLICT, message, suggestion, details)
 
-    code = "daemon_conflict"
+
+def usage(message: str, suggestion: str = "", **details: object) -> CoverageError:
+    return CoverageError(ErrorCode.INVALID_ARGUMENT, message, suggestion, details)
 
 
 class Settings:
-    """The environment settings the connector shares with ``coverage-mcp serve``."""
+    """What the connector uses of the settings ``coverage-mcp serve`` reads (``settings_table``).
+
+    Every setting is validated, with the same function and errors as
+    ``coverage_core.config.Settings.from_env``: a value the daemon would
+    refuse is refused here before a daemon is started.
+    """
 
     __slots__ = ("home", "host", "port", "request_timeout_s")
 
@@ -86,16 +90,11 @@ class Settings:
         self.request_timeout_s = request_timeout_s
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | os._Environ[str] = os.environ) -> Settings:
-        host = environ.get("COVERAGE_MCP_HOST") or DEFAULT_HOST
-        if not is_loopback_host(host):
-            raise UsageError(f"COVERAGE_MCP_HOST={host!r} is not a loopback address the daemon accepts; "
-                             "use 127.0.0.1 (the default), another 127.x.y.z address, localhost or ::1")
-        port = _int_setting(environ, "COVERAGE_MCP_PORT", DEFAULT_PORT, 0, 65535)
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        values = read_env(os.environ if environ is None else environ)
         # The daemon answers its own deadline (COVERAGE_MCP_HTTP_TIMEOUT_S) first;
         # the connector waits a little longer so that answer is what the client sees.
-        timeout = _int_setting(environ, "COVERAGE_MCP_HTTP_TIMEOUT_S", 60, 1, 3600) + 5.0
-        return cls(home(), host, port, timeout)
+        return cls(values["home"], values["host"], values["port"], values["http_timeout_s"] + 5.0)
 
     @property
     def lock_path(self) -> Path:
@@ -104,19 +103,6 @@ class Settings:
     @property
     def common_db(self) -> str:
         return os.path.realpath(self.home / COMMON_DB)
-
-
-def _int_setting(environ: dict[str, str] | os._Environ[str], name: str, default: int, low: int, high: int) -> int:
-    raw = environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UsageError(f"{name}={raw!r} is not an integer") from None
-    if not low <= value <= high:
-        raise UsageError(f"{name}={value} is outside {low}..{high}")
-    return value
 
 
 class Lease:
@@ -263,7 +249,7 @@ class Launcher:
                 continue  # an older daemon was handed off: start ours
             if answer == _FOREIGN:
                 assert address is not None
-                raise Refused(
+                raise refused(
                     f"{address[0]}:{address[1]} is held by a program that is not a coverage-mcp daemon; "
                     "it was left alone",
                     "Stop that program, or give coverage-mcp another port with COVERAGE_MCP_PORT "
@@ -293,13 +279,13 @@ class Launcher:
         where = daemon.where()
         theirs = str(health.get("version"))
         if os.path.realpath(str(health.get("common_db"))) != self.settings.common_db:
-            raise Refused(
+            raise refused(
                 f"the daemon at {where} serves another home ({health.get('common_db')}), "
                 f"not {self.settings.common_db}",
                 "Use the same COVERAGE_MCP_HOME as that daemon, or give this home its own COVERAGE_MCP_PORT.",
             )
         if version_key(theirs) > version_key(VERSION):
-            raise Refused(
+            raise refused(
                 f"the daemon at {where} is coverage-mcp {theirs}, newer than this connector ({VERSION}); "
                 "a connector never replaces a newer daemon",
                 "Upgrade the coverage-mcp that this MCP client launches, or run `coverage-mcp stop` "
@@ -313,13 +299,13 @@ class Launcher:
         # started from freshly edited files is not mistaken for a stale one.
         ours = build_fingerprint()
         if health.get("build_fingerprint") != ours:
-            raise Refused(
+            raise refused(
                 f"the daemon at {where} is coverage-mcp {theirs} built from other files "
                 f"(fingerprint {health.get('build_fingerprint')}, this build {ours})",
                 "Run `coverage-mcp stop`; the next connector starts a daemon of this build.",
             )
         if not isinstance(health.get("schema_revision"), int):
-            raise Refused(
+            raise refused(
                 f"the daemon at {where} reports no schema revision",
                 "Run `coverage-mcp stop`; the next connector starts a daemon of this build.",
             )
@@ -341,7 +327,7 @@ class Launcher:
             and meta.get("port") == daemon.port
         )
         if not verified:
-            raise Refused(
+            raise refused(
                 f"the daemon at {daemon.where()} reports coverage-mcp {health.get('version')} (older than "
                 f"{VERSION}), but it is not the process holding {self.settings.lock_path}; it was not stopped",
                 "Stop that process yourself (its pid is in its /health answer), then reconnect.",
@@ -353,14 +339,14 @@ class Launcher:
         capability = meta.get("capability")
         if health.get("handoff_supported") is not True or not isinstance(capability, str) \
                 or not self._request_shutdown(daemon, capability):
-            raise Refused(
+            raise refused(
                 f"the older daemon at {daemon.where()} did not accept the handoff",
                 "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
             )
         deadline = time.monotonic() + HANDOFF_TIMEOUT_S
         while probe(daemon.host, daemon.port) != _NOBODY or read_lease(self.settings.lock_path).held:
             if time.monotonic() > deadline:
-                raise Refused(
+                raise refused(
                     f"the older daemon at {daemon.where()} did not exit within {HANDOFF_TIMEOUT_S:.0f} s",
                     f"Look at {self.settings.home / DAEMON_LOG}; run `coverage-mcp stop` and reconnect.",
                 )
@@ -385,8 +371,9 @@ class Launcher:
         """The client token's header, read from the home each time (``token rotate`` takes effect at once)."""
         try:
             token = client_token(self.settings.home)
-        except HomeError as error:
-            raise Refused(error.message, error.suggestion) from None
+        except HomeError as error:  # as the daemon and the Python client report an unsafe home
+            raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
+                                {"home": str(self.settings.home)}) from None
         return bearer(token) if token else {}
 
     # -- starting a daemon ---------------------------------------------------
@@ -413,15 +400,15 @@ class Launcher:
         """Whether a daemon this connector started is still running (and may take the lease)."""
         return any(p.poll() is None for p in self._started)
 
-    def _failed_to_start(self, silent_at: tuple[str, int] | None) -> Unreachable:
+    def _failed_to_start(self, silent_at: tuple[str, int] | None) -> CoverageError:
         log = self.settings.home / DAEMON_LOG
         tail = _written_since(log, self._log_offset)
         if silent_at is not None:
-            return Unreachable(
+            return unreachable(
                 f"{silent_at[0]}:{silent_at[1]} accepts connections but does not answer /health",
                 f"Find the process listening there; look at {log}.",
             )
-        return Unreachable(
+        return unreachable(
             "no coverage-mcp daemon answered and none could be started" + (f": {tail}" if tail else ""),
             f"Run `coverage-mcp serve` in a terminal to see why; its log is {log}.",
         )

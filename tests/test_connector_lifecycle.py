@@ -175,10 +175,15 @@ def test_a_foreign_program_on_the_port_is_refused_and_left_running(home: Path, r
         server.server_close()
 
 
-def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answered(home: Path, repo: Path) -> None:
-    connector = Connector(repo, env_for(home, free_port(), COVERAGE_MCP_DB_POOL_SIZE="banana"))
+def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answered(
+        home: Path, repo: Path, tmp_path: Path) -> None:
+    # A home that is a link: the connector can read and log there, the daemon refuses to serve it.
+    real = tmp_path / "real-home"
+    real.mkdir(mode=0o700)
+    home.symlink_to(real)
+    connector = Connector(repo, env_for(home, free_port()))
     answer = connector.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert answer["id"] == 1 and answer["error"]["data"]["code"] == "daemon_unreachable"
-    assert "COVERAGE_MCP_DB_POOL_SIZE" in answer["error"]["message"]  # the daemon's own reason
+    assert "symbolic link" in answer["error"]["message"]  # the daemon's own reason
     assert connector.close() == 1
     assert "none could be started" in connector.stderr()

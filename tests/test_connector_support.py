@@ -59,15 +59,19 @@ def sample_repo(root: Path) -> Path:
 def other_build(root: Path, *, version: str | None = None, note: str | None = None) -> Path:
     """A copy of this checkout's packages as a different build, for PYTHONPATH.
 
-    ``version`` rewrites ``identity.VERSION`` (an older or newer release);
-    ``note`` adds a comment (same version, other files: another fingerprint).
+    ``version`` installs it as that release (a ``coverage_mcp-<version>.dist-info``
+    beside the packages, found on PYTHONPATH before the real install: the
+    version comes from package metadata); ``note`` adds a comment (same
+    version, other files: another fingerprint).
     """
     for package in PACKAGES:
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    if version is not None:
+        dist_info = root / f"coverage_mcp-{version}.dist-info"
+        dist_info.mkdir()
+        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: coverage-mcp\nVersion: {version}\n")
     identity = root / "coverage_daemon" / "identity.py"
     text = identity.read_text()
-    if version is not None:
-        text = text.replace('VERSION = "', f'VERSION = "{version}"  # was "', 1)
     if note is not None:
         text += f"\n# {note}\n"
     identity.write_text(text)
