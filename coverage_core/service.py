@@ -9,7 +9,7 @@ Every wrapper (MCP tools, REST, CLI ``--json``, notebooks) calls
      "page": {...} | None}
 
 ``OPERATIONS`` is the single declaration of the surface: name, description,
-input schema (JSON Schema 2020-12), behaviour hints and handler. Listing,
+input and output schemas (JSON Schema 2020-12), behaviour hints and handler. Listing,
 dispatch, validation and documentation all derive from it.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from . import output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
@@ -41,6 +42,8 @@ class Operation:
     description: str
     input_schema: dict[str, Any]
     handler: Callable[[Call], dict[str, Any]]
+    # What a successful call answers: the envelope with this operation's data and page (output_schemas).
+    output_schema: dict[str, Any]
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
@@ -155,6 +158,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             handler=context.project_context,
+            output_schema=output_schemas.PROJECT_CONTEXT,
         ),
         Operation(
             name="coverage_review",
@@ -211,6 +215,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             handler=tasks.coverage_review,
+            output_schema=output_schemas.COVERAGE_REVIEW,
         ),
         Operation(
             name="coverage_import",
@@ -236,6 +241,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             handler=_import,
+            output_schema=output_schemas.COVERAGE_IMPORT,
             read_only=False,
             idempotent=True,
         ),

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import re
 from typing import Any, Literal, Protocol
 
 import attrs
 
-from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import CoverageError, ErrorCode, Remedy, error_body, render_setting
 
 from .errors_http import compact, status_of
 from .identity import VERSION
@@ -71,16 +72,29 @@ INSTRUCTIONS = (
     "not_measured claim as the current state of the checkout. Errors carry a suggestion: follow it."
 )
 
-# Every tool answers this envelope; data's shape depends on the operation and task.
-ENVELOPE_SCHEMA: dict[str, Any] = {
+# A failed call's structuredContent: the canonical error body of every surface
+# (coverage_core.errors.error_body), its suggestion rendered as an MCP call.
+ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["context", "data", "page"],
-    "properties": {
-        "context": {"type": "object"},
-        "data": {"type": "object"},
-        "page": {"type": ["object", "null"]},
-    },
+    "required": ["error"],
+    "properties": {"error": {
+        "type": "object",
+        "required": ["code", "message", "suggestion", "details", "remedy"],
+        "properties": {
+            "code": {"type": "string"},
+            "message": {"type": "string"},
+            "suggestion": {"type": "string"},
+            "details": {"type": "object"},
+            # The fix as data: {operation, arguments} or {setting, value}.
+            "remedy": {"type": ["object", "null"]},
+        },
+    }},
 }
+
+
+def output_schema(operation_schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's ``outputSchema``: its operation's envelope, or the error body of a failed call."""
+    return {"type": "object", "oneOf": [operation_schema, ERROR_SCHEMA]}
 
 CONTEXT_URI = "coverage://context"
 SNAPSHOT_TEMPLATE = "coverage://snapshot/{snapshot_id}/summary"
@@ -148,7 +162,7 @@ def tools() -> list[dict[str, Any]]:
             "title": op.title,
             "description": op.description,
             "inputSchema": op.input_schema,
-            "outputSchema": ENVELOPE_SCHEMA,
+            "outputSchema": output_schema(op.output_schema),
             "annotations": {
                 "title": op.title,
                 "readOnlyHint": op.read_only,
@@ -166,17 +180,22 @@ def tool_names() -> frozenset[str]:
     return frozenset(tool["name"] for tool in tools())
 
 
+def render_remedy(remedy: Remedy) -> str:
+    """A remedy for an agent: the setting to change, or the tool call to make."""
+    setting = render_setting(remedy)
+    if setting is not None:
+        return setting
+    return f"Call {remedy.operation} with {json.dumps(remedy.arguments, ensure_ascii=False)}."
+
+
 def tool_error(error: CoverageError) -> dict[str, Any]:
-    """A failed call as the agent sees it: what went wrong and what to do next."""
-    text = f"{error.code.value}: {error.message}"
-    if error.suggestion:
-        text += f" Suggestion: {error.suggestion}"
-    return {
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": {"error": {"code": error.code.value, "message": error.message,
-                                        "suggestion": error.suggestion}},
-        "isError": True,
-    }
+    """A failed call as the agent sees it: the canonical error body, its suggestion an MCP call."""
+    body = error_body(error, render=render_remedy)
+    inner = body["error"]
+    text = f"{inner['code']}: {inner['message']}"
+    if inner["suggestion"]:
+        text += f" Suggestion: {inner['suggestion']}"
+    return {"content": [{"type": "text", "text": text}], "structuredContent": body, "isError": True}
 
 
 def tool_result(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -412,7 +431,7 @@ async def _resources_read(params: dict[str, Any], conn: Conn, backend: Backend) 
         # table (a missing repository is the client's, a store the server's).
         code = INTERNAL_ERROR if status_of(error) >= 500 else INVALID_PARAMS
         raise RpcError(code, f"{error.code.value}: {error.message}",
-                       {"uri": uri, "error": error.to_dict()}) from None
+                       {"uri": uri, **error_body(error, render=render_remedy)}) from None
     return {"contents": [{"uri": uri, "mimeType": "application/json", "text": compact(envelope)}]}
 
 

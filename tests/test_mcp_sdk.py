@@ -45,7 +45,8 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running
         listed = await client.list_tools()
         assert [t.name for t in listed.tools] == list(OPERATIONS)
         for tool in listed.tools:
-            assert tool.output_schema["required"] == ["context", "data", "page"]
+            envelope, error = tool.output_schema["oneOf"]
+            assert envelope == OPERATIONS[tool.name].output_schema and error["required"] == ["error"]
             assert tool.annotations.read_only_hint == OPERATIONS[tool.name].read_only
         assert [r.uri for r in (await client.list_resources()).resources] == ["coverage://context"]
         templates = (await client.list_resource_templates()).resource_templates
