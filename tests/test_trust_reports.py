@@ -229,7 +229,9 @@ async def test_a_fifo_import_over_the_daemon_answers_at_once_and_a_normal_import
         client = d.client()
         project_id = (await asyncio.to_thread(client.register, sample_repo))["project_id"]
         with pytest.raises(CoverageError) as info:
-            await asyncio.wait_for(asyncio.to_thread(client.ingest, project_id, "coverage.pipe"), WAIT_S)
-        stored = await asyncio.wait_for(asyncio.to_thread(client.ingest, project_id, "step3.coverage.json"), WAIT_S)
+            await asyncio.wait_for(asyncio.to_thread(
+                client.call, project_id, "coverage_import", {"report_path": "coverage.pipe"}), WAIT_S)
+        stored = await asyncio.wait_for(asyncio.to_thread(
+            client.call, project_id, "coverage_import", {"report_path": "step3.coverage.json"}), WAIT_S)
     assert info.value.code is ErrorCode.INVALID_ARGUMENT and "FIFO" in info.value.message
     assert stored["data"]["snapshot"]["files"] > 0
