@@ -220,7 +220,7 @@ async def test_ingest_dash_through_the_daemon_reads_standard_input_in_the_cli(sa
         out = await asyncio.to_thread(cli, sample_repo, "ingest", "-", "--json", stdin=report)
         listed = await asyncio.to_thread(cli, sample_repo, "snapshots", "--json")
     assert out.returncode == 0, out.stderr
-    assert len(json.loads(listed.stdout)) == 1, listed.stderr
+    assert len(json.loads(listed.stdout)["data"]["snapshots"]) == 1, listed.stderr
 
 
 async def test_a_fifo_import_over_the_daemon_answers_at_once_and_a_normal_import_follows(sample_repo: Path) -> None:
