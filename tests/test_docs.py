@@ -7,11 +7,13 @@ from pathlib import Path
 from coverage_cli.main import cli
 from coverage_cli.output import EXIT_CODES
 from coverage_core.config import SETTINGS
+from coverage_core.docs import operations_markdown
 from coverage_core.errors import ErrorCode
 from coverage_core.parsers import FORMATS
 from coverage_core.service import OPERATIONS
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
 
 
 def test_every_setting_is_documented_in_the_readme() -> None:
@@ -35,3 +37,21 @@ def test_every_cli_command_help_ends_with_an_example() -> None:
 def test_every_mcp_tool_and_format_is_documented_in_the_readme() -> None:
     assert [name for name in OPERATIONS if f"`{name}`" not in README] == []
     assert [fmt for fmt in FORMATS if f"`{fmt}`" not in README] == []
+
+
+def test_the_committed_operations_reference_is_the_one_generated_from_the_table() -> None:
+    committed = (ROOT / "docs" / "operations.md").read_text()
+    assert committed == operations_markdown(), "regenerate: python -m coverage_core.docs > docs/operations.md"
+
+
+def test_the_operations_reference_lists_every_operation_argument_and_task() -> None:
+    text = operations_markdown()
+    for op in OPERATIONS.values():
+        assert f"## {op.name}" in text and op.description in text
+        for name, spec in op.input_schema["properties"].items():
+            assert f"| `{name}` |" in text
+            for nested in spec.get("properties", {}):
+                assert f"| `{name}.{nested}` |" in text
+    for task in OPERATIONS["coverage_review"].input_schema["properties"]["task"]["enum"]:
+        assert f"| `{task}` |" in text
+    assert "(docs/operations.md)" in README
