@@ -1,0 +1,104 @@
+"""Real coverage.py runs inside a test: a small package in a git repository, measured as people measure it.
+
+``measure(repo)`` runs the package's own pytest suite under coverage.py
+(branch coverage, per-test contexts) in a subprocess and writes the three
+reports coverage.py makes of that one run: JSON, LCOV and Cobertura XML. Tests
+then move lines, rename files or leave the tree dirty with ``gitrepo`` and
+measure again, so every comparison is between reports a real tool produced.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .gitrepo import make_repo
+
+# A package with branches (if/elif/else, loops, early returns), a nested
+# function and a closure, partially tested: enough for categories, partial
+# branches and innermost-function attribution.
+PACKAGE = {
+    "shop/__init__.py": "",
+    "shop/cart.py": '''\
+"""A shopping cart."""
+
+
+def total(prices, coupon=None):
+    amount = 0
+    for price in prices:
+        if price < 0:
+            raise ValueError("negative price")
+        amount += price
+    if coupon == "HALF":
+        amount = amount / 2
+    elif coupon == "TENOFF":
+        amount = max(0, amount - 10)
+    return amount
+
+
+def describe(items):
+    def label(item):
+        if item.get("gift"):
+            return f"{item['name']} (gift)"
+        return item["name"]
+
+    names = [label(item) for item in items]
+    if not names:
+        return "empty"
+    return ", ".join(names)
+
+
+def shipping(weight, express=False):
+    if express:
+        return 20 if weight > 5 else 12
+    if weight > 10:
+        return 8
+    return 4
+''',
+    "tests/test_cart.py": '''\
+from shop.cart import describe, shipping, total
+
+
+def test_total_sums_prices():
+    assert total([1, 2, 3]) == 6
+
+
+def test_half_coupon():
+    assert total([10, 10], coupon="HALF") == 10
+
+
+def test_describe_names_items():
+    assert describe([{"name": "tea"}, {"name": "mug", "gift": True}]) == "tea, mug (gift)"
+
+
+def test_standard_shipping():
+    assert shipping(3) == 4
+''',
+    ".coveragerc": "[run]\nbranch = True\ndynamic_context = test_function\nsource = shop\n",
+    ".gitignore": ".coverage\n.coverage.*\ncoverage.json\ncoverage.lcov\ncoverage.xml\n__pycache__/\n",
+}
+
+REPORTS = {"json": "coverage.json", "lcov": "coverage.lcov", "xml": "coverage.xml"}
+
+
+def make_package(root: Path) -> Path:
+    """The package above as a git repository with one commit."""
+    return make_repo(root, PACKAGE)
+
+
+def measure(repo: Path, *tests: str) -> dict[str, Path]:
+    """Run the suite (or ``tests``) under coverage.py; the JSON, LCOV and Cobertura reports of that run."""
+    env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("COVERAGE_PROCESS_START", None)
+    run = [sys.executable, "-m", "coverage", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           *(tests or ("tests",))]
+    subprocess.run(run, cwd=repo, env=env, check=True, capture_output=True, timeout=120)
+    out = {}
+    for kind, name in REPORTS.items():
+        extra = ["--show-contexts"] if kind == "json" else []
+        subprocess.run([sys.executable, "-m", "coverage", kind, "-o", name, *extra], cwd=repo, env=env, check=True,
+                       capture_output=True, timeout=60)
+        out[kind] = repo / name
+    return out
