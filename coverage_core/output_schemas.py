@@ -119,7 +119,7 @@ COVERAGE_REVIEW = envelope(
 
 COVERAGE_IMPORT = envelope(
     obj("snapshot", "duplicate", "claim_status", "reasons",
-        snapshot=obj("snapshot_id", "suite", snapshot_id=STRING, suite=STRING, base_ref=NULLABLE_STRING),
+        snapshot={"type": "object", "required": ["snapshot_id", "suite", "commit", "totals", "base_ref"]},
         duplicate=BOOLEAN, **CLAIM),
     {"type": "null"},
 )

@@ -34,7 +34,13 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from coverage_core.errors import CoverageError, ErrorCode, Remedy, error_body, render_setting
+from coverage_core.errors import (
+    CoverageError,
+    ErrorCode,
+    Remedy,
+    error_body,
+    render_setting,
+)
 
 from .errors_http import compact, status_of
 from .identity import VERSION

@@ -1,0 +1,203 @@
+"""One operation, one answer, on every surface: REST, MCP and in-process ``Service.call`` (issue 12).
+
+For every operation in ``OPERATIONS`` (and every ``coverage_review`` task) a
+real daemon's ``POST /api/projects/{id}/ops/{name}``, its MCP ``tools/call``
+through the official SDK client (``structuredContent``) and an in-process
+``Service.call`` on the same store give the same envelope apart from
+``context.stats``; a failing call gives the same ``code``, ``details`` and
+``remedy`` everywhere. Every answer also matches its tool's ``outputSchema``,
+and with the keys closed, so a key an operation starts returning must be
+declared in ``coverage_core.output_schemas``. The CLI's side is
+tests/test_cli_surface.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from coverage_core.errors import CoverageError
+from coverage_core.output_schemas import TASK_DATA, task_envelope
+from coverage_core.project import open_project
+from coverage_core.review.tasks import TASK_NAMES
+from coverage_core.service import OPERATIONS, Service
+from coverage_daemon import mcp
+from coverage_daemon.projects import Target
+
+from .test_daemon_rest import call, register
+from .test_daemon_support import Running
+from .test_mcp_sdk import sdk_client
+
+pytest_plugins = ["tests.test_daemon_support"]
+
+FILE = "inventory/stock.py"
+
+
+def calls(first: str, second: str) -> list[tuple[str, dict[str, Any]]]:
+    """A representative argument set per operation and per coverage_review task (two snapshots stored)."""
+    review: dict[str, dict[str, Any]] = {
+        "insight": {"limits": {"max_files": 2}},
+        "change": {"baseline": {"kind": "explicit", "snapshot_id": first}},
+        "incremental": {"measurement": {"snapshot_id": second},
+                        "baseline": {"kind": "explicit", "snapshot_id": first}},
+        "history": {},
+        "source": {"file": FILE, "lines": "1-30"},
+        "tests": {"representation": "review"},
+        "audit": {"limits": {"max_files": 1}},
+        "all": {},
+        "snapshots": {"page_size": 1},
+        "files": {"order": "uncovered"},
+        "file": {"file": FILE},
+    }
+    assert set(review) == set(TASK_NAMES)
+    return [
+        ("project_context", {}),
+        *[("coverage_review", {"task": task, **args}) for task, args in review.items()],
+        ("coverage_import", {"report_path": "step3.coverage.json"}),  # stored already: a duplicate
+    ]
+
+
+FAILURES: list[tuple[str, dict[str, Any]]] = [
+    ("coverage_review", {"task": "change", "limits": {"max_words": 40}}),  # remedy: the call with a budget that fits
+    ("coverage_review", {"task": "insight", "cursor": "not-a-cursor"}),  # remedy: the call without the cursor
+    ("coverage_review", {"task": "source", "file": "no/such/file.py"}),
+    ("coverage_review", {"task": "bogus"}),
+    ("coverage_import", {"report_path": "/etc/hostname"}),
+    ("project_context", {"max_words": 40}),
+]
+
+
+def without_stats(envelope: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(envelope)
+    out["context"].pop("stats")
+    return out
+
+
+def closed(schema: Any) -> Any:
+    """``schema`` with every declared object closed to undeclared keys (what the tests hold answers to)."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if "properties" in schema and "anyOf" not in schema and schema.get("type") in ("object", ["object", "null"]):
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def assert_matches_its_schema(name: str, envelope: dict[str, Any]) -> None:
+    tool = next(t for t in mcp.tools() if t["name"] == name)
+    Draft202012Validator(tool["outputSchema"]).validate(envelope)
+    exact = task_envelope(envelope["data"]["task"]) if name == "coverage_review" else OPERATIONS[name].output_schema
+    # The stats and the inner records (snapshots, files, ...) are not the schema's to close.
+    Draft202012Validator(closed(exact)).validate(envelope)
+
+
+def error_of(body: dict[str, Any]) -> dict[str, Any]:
+    assert set(body) == {"error"}
+    return body["error"]
+
+
+@pytest.fixture
+async def stored(daemon: Running, sample_repo: Path) -> tuple[str, str, str]:
+    """The project id and two snapshots (step1, step3), imported through REST."""
+    pid = await register(daemon, sample_repo)
+    ids = []
+    for report in ("step1.coverage.json", "step3.coverage.json"):
+        status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/coverage_import",
+                                     body={"report_path": report})
+        assert status == 201, body  # created
+        ids.append(body["data"]["snapshot"]["snapshot_id"])
+    return pid, ids[0], ids[1]
+
+
+async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_process(
+        daemon: Running, sample_repo: Path, stored: tuple[str, str, str]) -> None:
+    pid, first, second = stored
+    plan = calls(first, second)
+    rest, tools = [], []
+    for name, args in plan:
+        status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/{name}", body=args)
+        assert status in (200, 201), (name, args, body)
+        rest.append(body)
+    # The SDK validates every structuredContent against the tool's outputSchema as it receives it.
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
+        for name, args in plan:
+            result = await client.call_tool(name, args)
+            assert not result.is_error, (name, args, result.content)
+            assert json.loads(result.content[0].text) == result.structured_content
+            tools.append(result.structured_content)
+    local = await _in_process(daemon, pid, plan)
+    for (name, args), over_rest, over_mcp, here in zip(plan, rest, tools, local, strict=True):
+        assert without_stats(over_rest) == without_stats(over_mcp) == without_stats(here), (name, args)
+        assert_matches_its_schema(name, over_rest)
+    tasks_seen = {body["data"]["task"] for (name, _), body in zip(plan, rest) if name == "coverage_review"}
+    assert tasks_seen == set(TASK_DATA)
+    assert {name for name, _ in plan} == set(OPERATIONS)
+
+
+async def test_a_failing_call_has_the_same_code_details_and_remedy_on_every_surface(
+        daemon: Running, sample_repo: Path, stored: tuple[str, str, str]) -> None:
+    pid = stored[0]
+    rest, tools = [], []
+    for name, args in FAILURES:
+        status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/{name}", body=args)
+        assert status >= 400, (name, args, body)
+        rest.append(error_of(body))
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
+        tool_schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        for name, args in FAILURES:
+            result = await client.call_tool(name, args)
+            assert result.is_error, (name, args)
+            # The error body is what the tool's outputSchema admits beside the envelope.
+            Draft202012Validator(tool_schemas[name]).validate(result.structured_content)
+            Draft202012Validator(closed(mcp.ERROR_SCHEMA)).validate(result.structured_content)
+            tools.append(error_of(result.structured_content))
+    local = [error.to_dict() for error in await _in_process(daemon, pid, FAILURES, failing=True)]
+    remedies = 0
+    for (name, args), over_rest, over_mcp, here in zip(FAILURES, rest, tools, local, strict=True):
+        for key in ("code", "details", "remedy"):
+            assert over_rest[key] == over_mcp[key] == here[key], (name, args, key)
+        assert over_rest["message"] == over_mcp["message"] == here["message"]
+        if here["remedy"] is not None and "operation" in here["remedy"]:
+            remedies += 1
+            # For an agent, the remedy reads as the MCP call that fixes it.
+            remedy = here["remedy"]
+            assert over_mcp["suggestion"] == f"Call {remedy['operation']} with {json.dumps(remedy['arguments'])}."
+        else:
+            assert over_mcp["suggestion"] == here["suggestion"]
+    assert remedies >= 3  # the budgets and the cursor
+
+
+async def _in_process(daemon: Running, pid: str, plan: list[tuple[str, dict[str, Any]]], *,
+                      failing: bool = False) -> list[Any]:
+    """The same calls through ``Service.call`` on the daemon's own open project (one store, one lock)."""
+    _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
+    service = Service(project)
+    out: list[Any] = []
+    for name, args in plan:
+        if not failing:
+            out.append(await asyncio.to_thread(service.call, name, args))
+            continue
+        with pytest.raises(CoverageError) as caught:
+            await asyncio.to_thread(service.call, name, args)
+        out.append(caught.value)
+    return out
+
+
+def test_every_answer_of_an_empty_store_matches_its_schema(sample_repo: Path) -> None:
+    project = open_project(sample_repo)
+    try:
+        service = Service(project)
+        for name, args in calls("snap-0", "snap-1"):
+            if name == "coverage_import" or args.get("measurement") or args.get("baseline"):
+                continue  # they need stored snapshots
+            assert_matches_its_schema(name, service.call(name, args))
+    finally:
+        project.close()
