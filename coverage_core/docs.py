@@ -57,8 +57,9 @@ def _operation(op: Operation) -> str:
     else:
         lines.append("None.")
     if op.name == "coverage_review":
-        lines += ["", "### Tasks", "", "`task` selects what `data` holds; every task's data also has "
-                  "`task`, `claim_status`, `reasons` (and `next` when there is nothing to show).", "",
+        lines += ["", "### Tasks", "", ("`task` selects what `data` holds; every task's data also has "
+                                        "`task`, `claim_status`, `reasons` (and `next` when there is nothing "
+                                        "to show)."), "",
                   "| Task | Data keys | Page counts |", "|---|---|---|"]
         for task, data in TASK_DATA.items():
             keys = ", ".join(f"`{k}`" for k in data["properties"] if k != "task")
