@@ -311,7 +311,10 @@ def test_garbage_is_refused_as_malformed(doc: bytes) -> None:
 
 
 def test_a_report_with_another_root_element_is_refused() -> None:
-    assert "not a Cobertura report" in malformed(b'<report name="x"><package/></report>').message
+    assert "not a Cobertura report" in malformed(b'<coverage-report name="x"><package/></coverage-report>').message
+    with pytest.raises(CoverageError) as caught:  # a JaCoCo root: the forced format is the mistake
+        parse(b'<report name="x"><package/></report>', format="cobertura")
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT and "looks like jacoco" in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -140,7 +140,7 @@ def test_the_cli_answers_a_bad_report_with_exit_2_and_a_json_error(tmp_path: Pat
     )
     assert out.returncode == 2
     assert out.stdout == ""
-    error = json.loads(out.stderr)
+    error = json.loads(out.stderr)["error"]
     assert error["code"] == "malformed_report"
     assert "bad.lcov:2" in error["message"]
     assert error["suggestion"]
@@ -201,3 +201,24 @@ def _parse_unwrapped(blob: bytes, fmt: str) -> None:
         module(fmt).parse_bytes(ReportBytes(blob, "<fuzz>", None, len(blob)))
     except CoverageError:
         pass
+
+
+def test_a_parser_bug_is_internal_not_blamed_on_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coverage_core.parsers import lcov, parse_bytes
+
+    def broken(report: ReportBytes) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'x'")
+
+    monkeypatch.setattr(lcov, "parse_bytes", broken)  # stands in for a bug, not for DuckDB, git or a daemon
+    with pytest.raises(CoverageError) as caught:
+        parse_bytes(ReportBytes(b"SF:a\nDA:1,1\nend_of_record\n", "r.info", None, 26), "lcov")
+    assert caught.value.code is ErrorCode.INTERNAL and "bug in coverage-mcp" in caught.value.suggestion
+
+
+def test_a_damaged_report_is_still_malformed_report() -> None:
+    from coverage_core.parsers import parse_bytes
+
+    with pytest.raises(CoverageError) as caught:
+        parse_bytes(ReportBytes(b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": "x"}}}', "c.json",
+                                None, 70), "coveragepy")
+    assert caught.value.code is ErrorCode.MALFORMED_REPORT

@@ -332,6 +332,13 @@ def test_a_truncated_report_is_refused_naming_the_line_where_it_stops() -> None:
     assert error.details["line"] == doc.count(b"\n") + 1
 
 
-@pytest.mark.parametrize("doc", [b"", b"garbage", b'<coverage line-rate="1"/>'])
+@pytest.mark.parametrize("doc", [b"", b"garbage"])
 def test_an_empty_garbage_or_foreign_report_is_refused(doc: bytes) -> None:
     malformed(doc)
+
+
+def test_forcing_jacoco_on_a_cobertura_report_is_refused_naming_what_it_looks_like() -> None:
+    with pytest.raises(CoverageError) as caught:
+        parse(b'<coverage line-rate="1"/>', format="jacoco")
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+    assert "looks like cobertura" in caught.value.message and "Drop the format" in caught.value.suggestion

@@ -310,15 +310,16 @@ def test_cli_ingest_json_prints_the_snapshot_record_and_snapshots_lists_them(rep
     report = write_report(repo, "cov.info", {"src/app/core.py": {1: 1, 2: 0}})
     out = _cli("ingest", str(report), "--suite", "unit", "--json", cwd=repo / "src")
     assert out.returncode == 0, out.stderr
-    rec = json.loads(out.stdout)
+    answer = json.loads(out.stdout)
+    rec = answer["data"]["snapshot"]
     assert rec["snapshot_id"].startswith("snap-") and rec["provenance"] == "import"
-    assert rec["duplicate"] is False
+    assert answer["data"]["duplicate"] is False
     assert rec["path_mapping"] == {"mapped": 1, "ambiguous": 0, "unmapped": 0}
     assert rec["totals"]["lines"] == {"found": 2, "hit": 1}
-    again = json.loads(_cli("ingest", str(report), "--suite", "unit", "--json", cwd=repo).stdout)
-    assert again["duplicate"] is True and again["snapshot_id"] == rec["snapshot_id"]
+    again = json.loads(_cli("ingest", str(report), "--suite", "unit", "--json", cwd=repo).stdout)["data"]
+    assert again["duplicate"] is True and again["snapshot"]["snapshot_id"] == rec["snapshot_id"]
     listed = json.loads(_cli("snapshots", "--json", "--repo", str(repo), cwd=repo.parent).stdout)
-    assert [s["snapshot_id"] for s in listed] == [rec["snapshot_id"]]
+    assert [s["snapshot_id"] for s in listed["data"]["snapshots"]] == [rec["snapshot_id"]]
     shown = _cli("show", rec["snapshot_id"], "--file", "src/app/core.py", cwd=repo)
     assert shown.returncode == 0 and "uncovered lines: 2" in shown.stdout
 
@@ -328,7 +329,7 @@ def test_cli_store_errors_use_the_exit_code_table(repo: Path, tmp_path: Path) ->
     bad = repo / "bad.info"
     bad.write_text("SF:a\nDA:x,1\nend_of_record\n")
     out = _cli("ingest", str(bad), "--json", cwd=repo)
-    assert out.returncode == 2 and json.loads(out.stderr)["code"] == "malformed_report"
+    assert out.returncode == 2 and json.loads(out.stderr)["error"]["code"] == "malformed_report"
     assert _cli("show", "snap-nope", cwd=repo).returncode == 2
 
 

@@ -278,7 +278,7 @@ def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(serv
     pid = client.register(sample_repo)["project_id"]  # the daemon now holds the store
     out = serve_process.cli("ingest", "--repo", str(sample_repo), str(sample_repo / "step3.coverage.json"), "--json")
     assert out.returncode == 0, out.stderr
-    snap = json.loads(out.stdout)
+    snap = json.loads(out.stdout)["data"]["snapshot"]
     assert [s.snapshot_id for s in client.snapshots(pid)] == [snap["snapshot_id"]]
 
 

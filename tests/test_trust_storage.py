@@ -354,7 +354,7 @@ def test_a_cloned_repository_with_a_linked_lock_makes_the_cli_fail_cleanly_and_l
     before = snapshot_of(outside)
     out = subprocess.run([sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json"],
                          cwd=clone, capture_output=True, text=True, timeout=60)
-    error = json.loads(out.stderr)
+    error = json.loads(out.stderr)["error"]
     assert out.returncode == 1 and error["code"] == "store_unavailable"
     assert error["details"]["path"] == str(clone / ".coverage-mcp" / "coverage.duckdb.lock")
     assert snapshot_of(outside) == before

@@ -64,8 +64,34 @@ def detect(data: bytes, origin: str = "<report>") -> str:
     )
 
 
+# What a damaged report can make a parser raise. Anything else is a bug in
+# coverage-mcp, reported as ``internal`` rather than blamed on the report.
+REPORT_FAULTS: tuple[type[BaseException], ...] = (ValueError, KeyError, IndexError, TypeError, OverflowError,
+                                                   EOFError, UnicodeError)
+
+
+def _check_forced(report: ReportBytes, fmt: str) -> None:
+    """A forced format must fit the content: a mismatch names what the content looks like."""
+    head = report.data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    tail = report.data[-SNIFF_BYTES:]
+    if not head or module(fmt).sniff(head, tail):
+        return
+    looks = next((other for other in FORMATS if other != fmt and module(other).sniff(head, tail)), None)
+    if looks is None:
+        return  # nothing else fits either: the format's own parser says what is wrong
+    raise CoverageError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"{report.origin}: format {fmt!r} was forced, but the content looks like {looks}",
+        f"Drop the format to detect it from content, or pass format {looks!r}.",
+        {"forced": fmt, "detected": looks, "path": report.origin},
+    )
+
+
 def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport:
-    fmt = fmt or detect(report.data, report.origin)
+    if fmt is None:
+        fmt = detect(report.data, report.origin)
+    else:
+        _check_forced(report, fmt)
     mod = module(fmt)
     try:
         return mod.parse_bytes(report)
@@ -85,10 +111,25 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
             ErrorCode.REPORT_TOO_LARGE, f"{report.origin}: not enough memory to parse the report",
             "Lower COVERAGE_MCP_MAX_REPORT_BYTES or free memory; split the report if you can.",
         ) from None
-    except Exception as exc:  # a damaged report must never escape as a traceback
+    except REPORT_FAULTS as exc:  # a damaged report must never escape as a traceback
         raise malformed(
             report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
         ) from exc
+    except _xml_errors() as exc:
+        raise malformed(report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})") \
+            from exc
+    except Exception as exc:
+        raise CoverageError(
+            ErrorCode.INTERNAL, f"{report.origin}: the {fmt} parser failed ({type(exc).__name__})",
+            "This is a bug in coverage-mcp, not in the report; please report it with the report attached.",
+            {"format": fmt, "path": report.origin},
+        ) from exc
+
+
+def _xml_errors() -> tuple[type[BaseException], ...]:
+    from lxml import etree  # only the XML formats load lxml
+
+    return (etree.Error,)
 
 
 def _line_of(data: bytes, path: str) -> int | None:
