@@ -8,17 +8,19 @@ task=file. ``--json`` prints that envelope; the rest renders it.
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from coverage_core.config import Settings
 from coverage_core.parsers.spool import local_report
-from coverage_core.project import Project, parse_path_map
+from coverage_core.project import parse_path_map
 from coverage_core.report import COUNTERS
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
-from coverage_core.service import owner_import
-from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
+from coverage_daemon.client import call, open_project, owner_import
 
 from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
 from .output import emit_json, handles_errors, percent
@@ -27,15 +29,16 @@ from .output import emit_json, handles_errors, percent
 WHOLE_PAGE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
 
-def _import(project: Project | DaemonProject, args: dict[str, Any]) -> dict[str, Any]:
-    """The owner's import on whichever owns the store: coverage_import's envelope either way."""
-    if isinstance(project, Project):
-        return owner_import(project, args)
-    found = running_daemon(project.settings)
-    capability = found[1].get("capability") if found else None
-    if capability:  # read from the daemon's locked lease file: this process is the store's owner
-        return project.client.owner_import(project.project_id, args, capability=capability)
-    return call(project, "coverage_import", {k: v for k, v in args.items() if k != "path_map"})
+def _progress(enabled: bool) -> Callable[[str], None] | None:
+    """Each ingest stage on stderr with its elapsed time, for a person at a terminal."""
+    if not enabled:
+        return None
+    start = time.perf_counter()
+
+    def show(stage: str) -> None:
+        click.echo(f"  [{time.perf_counter() - start:6.2f}s] {stage}...", err=True)
+
+    return show
 
 
 def _totals(totals: dict[str, Any]) -> None:
@@ -79,7 +82,8 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
     with local_report(report, settings.home, settings.max_report_bytes) as path, open_project(repo) as project:
         given = {"report_path": str(path), "suite": suite, "format": fmt, "scope": scope, "commit": commit,
                  "branch": branch, "path_map": maps or None}
-        envelope = _import(project, {k: v for k, v in given.items() if v is not None})
+        envelope = owner_import(project, {k: v for k, v in given.items() if v is not None},
+                                progress=_progress(not as_json and sys.stderr.isatty()))
     if as_json:
         emit_json(envelope)
         return

@@ -29,7 +29,7 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .review import budget, context, listing, tasks
+from .review import baseline, budget, context, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
@@ -69,7 +69,8 @@ def _import(call: Call) -> dict[str, Any]:
     return _ingest_answer(call, open_within(root, path), ())
 
 
-def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[str, str]],
+                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     args, project = call.args, call.project
     with report:
         if args.get("base_ref"):
@@ -82,6 +83,7 @@ def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[st
             commit=args.get("commit"),
             branch=args.get("branch"),
             path_map=path_map,
+            progress=progress,
         )
     body = snapshot_to_dict(snap)
     body["base_ref"] = args.get("base_ref")
@@ -129,7 +131,7 @@ _BASELINE = {
     "required": ["kind"],
     "description": "What to compare against.",
     "properties": {
-        "kind": {"enum": ["explicit", "previous_snapshot", "parent_commit", "ref", "merge_base", "worktree_base", "none"]},
+        "kind": {"enum": list(baseline.KINDS)},
         "snapshot_id": {"type": "string"},
         "snapshot_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 32},
         "composite_snapshot_id": {"type": "string"},
@@ -337,8 +339,9 @@ OWNER_IMPORT_SCHEMA: dict[str, Any] = {
 _OWNER_IMPORT = Validator(OWNER_IMPORT_SCHEMA)
 
 
-def owner_import(project: Project, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Ingest for the store's owner; the envelope coverage_import returns."""
+def owner_import(project: Project, arguments: dict[str, Any], *,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Ingest for the store's owner; the envelope coverage_import returns (``progress`` hears each stage)."""
     _OWNER_IMPORT.check(arguments, what="owner import")
     started = time.perf_counter()
     con = project.store.cursor()
@@ -350,7 +353,7 @@ def owner_import(project: Project, arguments: dict[str, Any]) -> dict[str, Any]:
         # CLI resolves its user's own links before sending the path).
         path = Path(arguments["report_path"]).expanduser().absolute()
         maps = [(old, new) for old, new in arguments.get("path_map", [])]
-        result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps)
+        result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps, progress)
     finally:
         con.close()
     return envelope(call, result, started)

@@ -16,7 +16,7 @@ import os
 import time
 import urllib.parse
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Self
 
 import numpy as np
@@ -237,7 +237,7 @@ class DaemonProject:
         self.client = client
         # Read from the daemon's locked lease file: it makes this process the
         # store's owner for ingests, exactly as if it held the store itself.
-        self._capability = capability
+        self.capability = capability
         self.project_id = checkout.project_id
         client.register(checkout.worktree_path)
 
@@ -254,11 +254,7 @@ class DaemonProject:
         with local_report(report, self.settings.home, self.settings.max_report_bytes) as path:
             given = {"report_path": str(path), "suite": suite, "format": format, "scope": scope, "commit": commit,
                      "branch": branch, "path_map": [list(p) for p in path_map] or None}
-            args = {k: v for k, v in given.items() if v is not None}
-            if self._capability:
-                answer = self.client.owner_import(self.project_id, args, capability=self._capability)
-            else:
-                answer = self.client.call(self.project_id, "coverage_import", args)
+            answer = owner_import(self, {k: v for k, v in given.items() if v is not None})
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
@@ -290,6 +286,23 @@ class DaemonProject:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def owner_import(project: Project | DaemonProject, arguments: dict[str, Any], *,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The store owner's import on whichever owns the store: coverage_import's envelope either way.
+
+    Through the daemon it needs the capability ``open_project`` read from the
+    daemon's lock file; without one it is the agent's import (no path maps).
+    Stage progress is heard only in this process (the daemon's stages are its own).
+    """
+    if isinstance(project, DaemonProject):
+        if project.capability:
+            return project.client.owner_import(project.project_id, arguments, capability=project.capability)
+        return project.call("coverage_import", {k: v for k, v in arguments.items() if k != "path_map"})
+    from coverage_core.service import owner_import as local
+
+    return local(project, arguments, progress=progress)
 
 
 def call(project: Project | DaemonProject, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
