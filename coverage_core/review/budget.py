@@ -50,10 +50,12 @@ class Budget:
         return w <= self.max_words and b <= self.max_bytes
 
     def too_small(self, needed_words: int, needed_bytes: int) -> CoverageError:
+        """The error for a page that cannot be answered. The figures are what the
+        page needs to make progress (its fixed part, and its first record when
+        records remain), so they exceed the budget in words or in bytes."""
         return CoverageError(
             ErrorCode.BUDGET_TOO_SMALL,
-            f"the fixed part of this answer needs {needed_words} words and {needed_bytes} bytes; "
-            f"the budget is {self.max_words} words and {self.max_bytes} bytes",
+            f"this page needs {needed_words} words and {needed_bytes} bytes; the budget is {self.max_words} words and {self.max_bytes} bytes",
             f"Raise limits.max_words to at least {needed_words} (and max_bytes to {needed_bytes}), "
             "or narrow the question (file, lines).",
             {"needed_words": needed_words, "needed_bytes": needed_bytes},
@@ -84,6 +86,19 @@ class Budget:
             raise record_cap_exceeded(key, lo)
         data[key] = items[:lo]
         return lo
+
+
+    def fit_page(self, data: dict[str, Any], key: str, items: list[Any], *, whole: Any = None) -> int:
+        """``fit_list`` for the records a cursor pages over: a page that shows
+        none of the records still to come would never advance, so it fails with
+        what one record more truly needs."""
+        shown = self.fit_list(data, key, items, whole=whole)
+        if items and not shown:
+            data[key] = items[:1]
+            need = size(data if whole is None else whole)
+            data[key] = []
+            raise self.too_small(*need)
+        return shown
 
 
 def record_cap_exceeded(what: str, count: int, suggestion: str = "") -> CoverageError:

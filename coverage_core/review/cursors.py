@@ -2,10 +2,14 @@
 
 A cursor is ``base64url(json payload) . hmac``: the payload names the
 operation, a digest of the query (every argument except the cursor), the
-snapshot(s) it pages over and the offset; the HMAC key is a random secret kept
-in the project store's settings. A cursor used with another query or another
-snapshot, or altered in any byte, is an ``invalid_cursor`` error, never a
-wrong page.
+snapshot(s) it pages over and the position; the HMAC key is a random secret
+kept in the project store's settings. A cursor used with another query or
+another snapshot, or altered in any byte, is an ``invalid_cursor`` error,
+never a wrong page.
+
+A position is an offset (``encode``/``decode``) or a key (``encode_key``/
+``decode_key``): a short list of integers and strings, such as the last record
+shown (keyset paging) or a stream and an offset inside it.
 """
 
 from __future__ import annotations
@@ -34,9 +38,21 @@ def query_digest(operation: str, args: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+# A key position: at most this many parts, each an int in [0, MAX_OFFSET] or a short string.
+MAX_KEY_PARTS, MAX_KEY_TEXT = 8, 4096
+
+
 def encode(call: Call, operation: str, scope: str, offset: int) -> str:
+    return _encode(call, operation, scope, offset)
+
+
+def encode_key(call: Call, operation: str, scope: str, key: list[Any]) -> str:
+    return _encode(call, operation, scope, list(key))
+
+
+def _encode(call: Call, operation: str, scope: str, position: Any) -> str:
     payload = json.dumps(
-        {"o": operation, "q": query_digest(operation, call.args), "s": scope, "n": offset},
+        {"o": operation, "q": query_digest(operation, call.args), "s": scope, "n": position},
         separators=(",", ":"),
     ).encode()
     mac = hmac.new(_secret(call), payload, hashlib.sha256).hexdigest()[:32]
@@ -47,6 +63,29 @@ def decode(call: Call, operation: str, scope: str, cursor: str | None) -> int:
     """The offset a cursor continues from (0 without one)."""
     if not cursor:
         return 0
+    offset = _decode(call, operation, scope, cursor)
+    if not _offset(offset):
+        raise _invalid("it carries no valid position")
+    return offset
+
+
+def decode_key(call: Call, operation: str, scope: str, cursor: str | None) -> list[Any] | None:
+    """The key a cursor continues after (None without one): a list of ints and strings."""
+    if not cursor:
+        return None
+    key = _decode(call, operation, scope, cursor)
+    valid = isinstance(key, list) and len(key) <= MAX_KEY_PARTS and all(
+        _offset(k) or k is None or (isinstance(k, str) and len(k) <= MAX_KEY_TEXT) for k in key)
+    if not valid:
+        raise _invalid("it carries no valid position")
+    return key
+
+
+def _offset(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_OFFSET
+
+
+def _decode(call: Call, operation: str, scope: str, cursor: str) -> Any:
     if not isinstance(cursor, str):
         raise _invalid("it is not a cursor this server issued")
     try:
@@ -65,10 +104,7 @@ def decode(call: Call, operation: str, scope: str, cursor: str | None) -> int:
         raise _invalid("it belongs to another query; a cursor only continues the query that issued it")
     if data.get("s") != scope:
         raise _invalid("it belongs to another snapshot")
-    offset = data.get("n")
-    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
-        raise _invalid("it carries no valid position")
-    return offset
+    return data.get("n")
 
 
 def _invalid(why: str) -> CoverageError:

@@ -1,29 +1,41 @@
 """``coverage_review(task="history")``: how coverage moved over a suite's snapshots.
 
-The answer carries two detailed points (the newest snapshot of the window and
-the oldest one, so the change across the window is explicit) and a compact
-aggregate of every point in the window: count, first/last/min/max covered
-share as exact ``[hit, found]`` pairs. It covers the whole project, one file
-(``file``) or one line (``file`` + ``lines``). Older windows continue with
-``page.next_cursor``.
+The series is every snapshot of the selected snapshot's suite ingested no
+later than it, for the whole project, one file (``file``) or one line range
+(``file`` + ``lines``). Its points are ordered by commit ancestry, newest
+first, not by ingest time (a backfilled older commit takes its place in the
+line of commits):
+
+- along the line of commits through the selected snapshot's commit: commits
+  that descend from it (farthest first), then it, then its ancestors (nearest
+  first), distances counted in commits as git counts them;
+- snapshots of one commit, newest ingest first;
+- then the snapshots whose commits are neither ancestors nor descendants of
+  it (another branch, a commit git does not have, no commit), newest ingest
+  first.
+
+The answer carries two detailed points (the first and the last of the
+series, so the change across it is explicit), an aggregate of the whole
+series (count, first/last/min/max covered share as exact ``[hit, found]``
+pairs) and one compact row ``[commit, hit, found]`` for every other point, in
+order, as many as the budget allows; ``page.next_cursor`` continues the rows.
+In the audit representation every point of the series is a full record
+(``all_points``), paged the same way.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CoverageError, ErrorCode
 from . import cursors
-from .budget import Budget, size
+from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_selection, main_counter
 from .select import Selection, line_range
 
-WINDOW = 20
 
-
-def _series(call: Call, sel: Selection, offset: int) -> tuple[list[tuple], bool]:
-    """(snapshot_id, created_at, commit, hit, found) newest first, one window."""
+def _series(call: Call, sel: Selection) -> list[tuple]:
+    """(snapshot_id, created_at, commit, hit, found, snap) of the whole series, newest ingest first."""
     primary = sel.primary
     file = call.args.get("file")
     lines = line_range(call.args.get("lines"))
@@ -32,27 +44,44 @@ def _series(call: Call, sel: Selection, offset: int) -> tuple[list[tuple], bool]
     params: list[Any] = [primary.suite, sel.snaps[0]]
     if file is None:
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, t.hit, t.found
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, t.hit, t.found, s.snap
             FROM snapshots s JOIN snapshot_totals t ON t.snap = s.snap AND t.counter = ?
-            WHERE s.snap IN ({base}) ORDER BY s.snap DESC LIMIT ? OFFSET ?"""
+            WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [counter, *params]
     elif lines is None:
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, f.lines_hit, f.lines_found
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, f.lines_hit, f.lines_found, s.snap
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
-            WHERE s.snap IN ({base}) ORDER BY s.snap DESC LIMIT ? OFFSET ?"""
+            WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [file, *params]
     else:
         sql = f"""
             SELECT s.snapshot_id, s.created_at, s.commit_sha,
-                   count(*) FILTER (WHERE l.hits > 0), count(l.line)
+                   count(*) FILTER (WHERE l.hits > 0), count(l.line), s.snap
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
                  LEFT JOIN lines l ON l.snap = s.snap AND l.file_id = f.file_id AND l.line BETWEEN ? AND ?
             WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha
-            ORDER BY s.snap DESC LIMIT ? OFFSET ?"""
+            ORDER BY s.snap DESC"""
         params = [file, lines[0], lines[1], *params]
-    rows = call.rows(sql, [*params, WINDOW + 1, offset])
-    return rows[:WINDOW], len(rows) > WINDOW
+    return call.rows(sql, params)
+
+
+def by_ancestry(call: Call, reference: str | None, rows: list[tuple], commit_of: Any) -> list[tuple]:
+    """``rows`` (newest ingest first) ordered along the line of commits through ``reference``."""
+    git = call.project.git
+    known = reference is not None and git.has_commit(reference)
+    place: dict[str | None, tuple[int, int]] = {}
+    for commit in dict.fromkeys(commit_of(r) for r in rows):
+        if not known or commit is None or not git.has_commit(commit):
+            place[commit] = (1, 0)
+        elif git.is_ancestor(commit, reference):
+            place[commit] = (0, git.distance(commit, reference)[0])
+        elif git.is_ancestor(reference, commit):
+            place[commit] = (0, -git.distance(reference, commit)[0])
+        else:
+            place[commit] = (1, 0)
+    order = {id(r): i for i, r in enumerate(rows)}
+    return sorted(rows, key=lambda r: (*place[commit_of(r)], order[id(r)]))
 
 
 def _share(hit: int, found: int) -> float | None:
@@ -62,12 +91,7 @@ def _share(hit: int, found: int) -> float | None:
 def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     representation = call.args.get("representation", "compact")
     offset = cursors.decode(call, "history", sel.scope_key, call.args.get("cursor"))
-    if call.args.get("lines") and not call.args.get("file"):
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "lines needs file: a line's history is asked of one file",
-            "Pass file (repository-relative) together with lines.",
-        )
-    rows, more = _series(call, sel, offset)
+    rows = by_ancestry(call, sel.primary.commit, _series(call, sel), lambda r: r[2])
     subject = "project" if not call.args.get("file") else ("line" if call.args.get("lines") else "file")
     data: dict[str, Any] = {
         "task": "history",
@@ -85,8 +109,10 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             return [r[0], r[1].isoformat(timespec="seconds"), (r[2] or "")[:12], int(r[3]), int(r[4])]
         return {"snapshot_id": r[0], "created_at": r[1].isoformat(), "commit": r[2], "hit": int(r[3]), "found": int(r[4])}
 
+    audit = representation == "audit"
     if representation == "compact":
-        data["legend"] = {"points": "[snapshot_id, created_at, commit, hit, found]"}
+        data["legend"] = {"points": "[snapshot_id, created_at, commit, hit, found]",
+                          "rows": "[commit, hit, found] of the points between the first and the last, in order"}
     if rows:
         shares = [(_share(int(r[3]), int(r[4])), r) for r in rows]
         measured = [(s, r) for s, r in shares if s is not None]
@@ -101,8 +127,6 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "max": [int(hi[3]), int(hi[4])],
             "change": int(rows[0][3]) - int(rows[-1][3]),
         }
-        if representation == "audit":
-            data["all_points"] = [point(r) for r in rows]
     else:
         data["points"] = []
         data["window"] = {"snapshots": 0}
@@ -110,23 +134,20 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if not rows and subject != "project":
         data["claim_status"] = "not_measured"
         data["reasons"] = [f"{call.args['file']!r} is in no snapshot of suite {sel.primary.suite!r}"] + data["reasons"]
-    # The page is the points an answer carries in full: in the audit
-    # representation every point of the window, cut to the budget, and the
-    # cursor continues right after the last point shown.
-    paged = len(rows)
-    if "all_points" in data:
-        data["points_truncated"] = False
-        paged = budget.fit_list(data, "all_points", data["all_points"])
-        data["points_truncated"] = paged < len(rows)
-        if rows and not paged:
-            data["all_points"] = [point(rows[0])]
-            raise budget.too_small(*size(data))
+    # The records the cursor pages over: every point in audit, else the points between the two detailed ones.
+    paged = rows if audit else rows[1:-1]
+    key = "all_points" if audit else "rows"
+    items = [point(r) if audit else [(r[2] or "")[:12], int(r[3]), int(r[4])]
+             for r in paged[offset: offset + RECORD_CAP]]
+    data["rows_truncated"] = True  # no shorter than false: the fit holds whatever it ends as
+    shown = budget.fit_page(data, key, items)
+    following = offset + shown
+    data["rows_truncated"] = following < len(paged)
     if not budget.fits(data):
         raise budget.too_small(*size(data))
-    next_offset = offset + paged
-    has_more = more or paged < len(rows)
     return {
         "data": data,
-        "page": {"offset": offset, "points": paged,
-                 "next_cursor": cursors.encode(call, "history", sel.scope_key, next_offset) if has_more else None},
+        "page": {"offset": offset, "rows": shown, "total_rows": len(paged), "snapshots": len(rows),
+                 "next_cursor": cursors.encode(call, "history", sel.scope_key, following)
+                 if following < len(paged) else None},
     }

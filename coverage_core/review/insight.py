@@ -1,20 +1,37 @@
 """``coverage_review(task="insight")``: where the uncovered code is, ranked.
 
-Files are ranked by uncovered lines; inside them, uncovered ranges (runs of
-uncovered executable lines, and executed lines with untaken branches,
-precomputed at ingest) are grouped into targets: the enclosing function when
-the report names functions, otherwise the file. Targets are ranked by their
-uncovered lines; each shows up to three ranges (the largest), with
-``region_count`` and ``regions_truncated`` saying what was left out.
-Several snapshots (``measurement.snapshot_ids``) are unioned: a line counts as
-covered when any of them covered it.
+Files with gaps are ranked by uncovered lines, then by partial lines
+(executed lines with an untaken branch): a file whose statements all ran but
+whose branches did not is a file with gaps, as coverage.py reports it.
+``file`` focuses the answer on one file.
+
+Inside a file, gaps are grouped into targets: the innermost function that
+encloses each line (the function with the latest start whose
+``start_line..end_line`` holds the line; a function of unknown end, e.g. an
+LCOV ``FN`` without one, reaches to the end of the file), or the file itself
+(``function: null``) for code outside any function. A range is a run of
+consecutive uncovered executable lines of one function (a run crossing into a
+nested or a sibling function is split there), or one partial line. Targets are
+ranked by their uncovered plus partial lines; each shows up to three ranges
+(the largest), with ``region_count`` and ``regions_truncated`` saying what was
+left out. Several snapshots (``measurement.snapshot_ids``) are unioned: a line
+counts as covered when any of them covered it, a branch as taken when any of
+them took it.
+
+Paging, never a silent cut: a page starts a group of files (``files``, up to
+``limits.max_files``) and lists their targets, most uncovered first, up to
+``limits.max_regions`` and the budget; ``targets_truncated`` says the group
+has more, and ``page.next_cursor`` continues with them (a page that only
+continues targets lists no files), then with the next group of files. A target
+whose ranges are cut carries its own cursor (``ranges_cursor``); the same call
+with it answers that target with its following ranges.
 """
 
 from __future__ import annotations
 
-import bisect
 from typing import Any
 
+from ..errors import CoverageError, ErrorCode
 from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
@@ -23,6 +40,8 @@ from .select import Selection
 
 RANGES_PER_TARGET = 3
 KIND_NAMES = {0: "uncovered", 1: "partial"}
+# A function whose end is unknown (end_line 0) reaches past any line.
+_OPEN_END = 2**62
 
 
 def _union_view(sel: Selection) -> str:
@@ -35,128 +54,203 @@ def _union_view(sel: Selection) -> str:
     """
 
 
-def ranked_files(call: Call, sel: Selection, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
-    """Files with uncovered lines, most uncovered first: one page and the total."""
+def _union_partials(sel: Selection) -> str:
+    """SQL for (path, line, missed): executed lines with branches no selected snapshot took."""
+    snaps = ",".join(str(s) for s in sel.snaps)
+    return f"""
+        SELECT b.path, b.line, count(*) FILTER (WHERE b.taken <= 0) AS missed FROM (
+            SELECT f.path, br.line, br.block, br.branch, max(br.taken) AS taken
+            FROM branches br JOIN files f ON f.snap = br.snap AND f.file_id = br.file_id
+            WHERE br.snap IN ({snaps}) GROUP BY ALL) b
+        JOIN ({_union_view(sel)}) l ON l.path = b.path AND l.line = b.line
+        WHERE l.hits > 0 GROUP BY b.path, b.line HAVING count(*) FILTER (WHERE b.taken <= 0) > 0
+    """
+
+
+def ranked_files(
+    call: Call, sel: Selection, offset: int, limit: int, path: str | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """Files with uncovered or partial lines, most uncovered first: one page and the total.
+
+    ``path`` keeps only that file (matched by repository or report path).
+    """
     if len(sel.snaps) == 1:
+        only = "AND (f.path = $path OR f.report_path = $path)" if path is not None else ""
         rows = call.rows(
-            """SELECT file_id, path, lines_found, lines_hit, count(*) OVER () AS total
-               FROM files WHERE snap = ? AND lines_found > lines_hit
-               ORDER BY lines_found - lines_hit DESC, path, file_id LIMIT ? OFFSET ?""",
-            [sel.snaps[0], limit, offset],
+            f"""SELECT f.file_id, f.path, f.lines_found, f.lines_hit, coalesce(p.partial, 0) AS partial,
+                       count(*) OVER () AS total
+                FROM files f LEFT JOIN (
+                    SELECT file_id, count(*) AS partial FROM uncovered_ranges
+                    WHERE snap = $snap AND kind = 1 GROUP BY file_id) p ON p.file_id = f.file_id
+                WHERE f.snap = $snap AND (f.lines_found > f.lines_hit OR p.partial > 0) {only}
+                ORDER BY f.lines_found - f.lines_hit DESC, partial DESC, f.path, f.file_id
+                LIMIT $limit OFFSET $offset""",
+            {"snap": sel.snaps[0], "limit": limit, "offset": offset, **({"path": path} if path else {})},
         )
     else:
+        only = "WHERE l.path = $path" if path is not None else ""
         rows = call.rows(
-            f"""SELECT NULL, path, count(*) AS found, count(*) FILTER (WHERE hits > 0) AS hit,
-                       count(*) OVER () AS total
-                FROM ({_union_view(sel)}) GROUP BY path HAVING count(*) > count(*) FILTER (WHERE hits > 0)
-                ORDER BY found - hit DESC, path LIMIT ? OFFSET ?""",
-            [limit, offset],
+            f"""SELECT NULL, l.path, count(*) AS found, count(*) FILTER (WHERE l.hits > 0) AS hit,
+                       coalesce(any_value(p.partial), 0) AS partial, count(*) OVER () AS total
+                FROM ({_union_view(sel)}) l
+                LEFT JOIN (SELECT path, count(*) AS partial FROM ({_union_partials(sel)}) GROUP BY path) p
+                  ON p.path = l.path
+                {only}
+                GROUP BY l.path
+                HAVING count(*) > count(*) FILTER (WHERE l.hits > 0) OR coalesce(any_value(p.partial), 0) > 0
+                ORDER BY found - hit DESC, partial DESC, l.path LIMIT $limit OFFSET $offset""",
+            {"limit": limit, "offset": offset, **({"path": path} if path else {})},
         )
-    total = int(rows[0][4]) if rows else 0
-    return [{"file_id": r[0], "path": r[1], "found": int(r[2]), "hit": int(r[3])} for r in rows], total
+    total = int(rows[0][5]) if rows else 0
+    return [{"file_id": r[0], "path": r[1], "found": int(r[2]), "hit": int(r[3]), "partial": int(r[4])}
+            for r in rows], total
 
 
-def _ranges(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str, list[tuple]]:
-    """Per path: (start, end, line_count, kind, missed), largest first."""
-    out: dict[str, list[tuple]] = {f["path"]: [] for f in files}
+def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple]]]:
+    """Per path: its executable lines (line, hits), partial lines (line, missed) and
+    functions (start, end, name), each sorted by line."""
+    out: dict[str, dict[str, list[tuple]]] = {f["path"]: {"lines": [], "partial": [], "functions": []} for f in files}
+    paths = list(out)
     if len(sel.snaps) == 1:
-        by_id = {f["file_id"]: f["path"] for f in files}
-        for r in call.rows(
-            """SELECT file_id, start_line, end_line, line_count, kind, missed FROM uncovered_ranges
-               WHERE snap = ? AND list_contains(?, file_id) ORDER BY line_count DESC, start_line""",
-            [sel.snaps[0], list(by_id)],
+        snap = sel.snaps[0]
+        by_id = {int(f["file_id"]): f["path"] for f in files}
+        ids = list(by_id)
+        for fid, line, hits in call.rows(
+            "SELECT file_id, line, hits FROM lines WHERE snap = ? AND list_contains(?, file_id) ORDER BY file_id, line",
+            [snap, ids],
         ):
-            out[by_id[r[0]]].append(tuple(r[1:]))
-        return out
-    for f in files:
-        out[f["path"]] = [tuple(r) for r in call.rows(
-            f"""SELECT min(line), max(line), count(*), 0, count(*) FROM (
-                    SELECT line, hits, row_number() OVER (ORDER BY line)
-                         - row_number() OVER (PARTITION BY hits = 0 ORDER BY line) AS grp
-                    FROM ({_union_view(sel)}) WHERE path = ?)
-                WHERE hits = 0 GROUP BY grp ORDER BY count(*) DESC, min(line)""",
-            [f["path"]],
-        )]
+            out[by_id[fid]]["lines"].append((int(line), int(hits)))
+        for fid, line, missed in call.rows(
+            """SELECT file_id, start_line, missed FROM uncovered_ranges
+               WHERE snap = ? AND kind = 1 AND list_contains(?, file_id) ORDER BY file_id, start_line""",
+            [snap, ids],
+        ):
+            out[by_id[fid]]["partial"].append((int(line), int(missed)))
+        functions = call.rows(
+            """SELECT file_id, start_line, end_line, name FROM functions
+               WHERE snap = ? AND start_line > 0 AND list_contains(?, file_id)""",
+            [snap, ids],
+        )
+        functions = [(by_id[r[0]], *r[1:]) for r in functions]
+    else:
+        for path, line, hits in call.rows(
+            f"SELECT path, line, hits FROM ({_union_view(sel)}) WHERE list_contains(?, path) ORDER BY path, line",
+            [paths],
+        ):
+            out[path]["lines"].append((int(line), int(hits)))
+        for path, line, missed in call.rows(
+            f"SELECT path, line, missed FROM ({_union_partials(sel)}) WHERE list_contains(?, path) ORDER BY path, line",
+            [paths],
+        ):
+            out[path]["partial"].append((int(line), int(missed)))
+        snaps = ",".join(str(s) for s in sel.snaps)
+        functions = call.rows(
+            f"""SELECT DISTINCT f.path, fn.start_line, fn.end_line, fn.name FROM functions fn
+                JOIN files f ON f.snap = fn.snap AND f.file_id = fn.file_id
+                WHERE fn.snap IN ({snaps}) AND fn.start_line > 0 AND list_contains(?, f.path)""",
+            [paths],
+        )
+    for path, start, end, name in functions:
+        start, end = int(start), int(end)
+        out[path]["functions"].append((start, end if end >= start else _OPEN_END, str(name)))
+    for d in out.values():
+        # Of functions starting on one line the widest first, so the innermost is pushed last.
+        d["functions"].sort(key=lambda f: (f[0], -f[1], f[2]))
     return out
 
 
-def _functions(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str, tuple[list[int], list[str]]]:
-    """Per path: sorted function start lines and their names."""
-    out: dict[str, tuple[list[int], list[str]]] = {f["path"]: ([], []) for f in files}
-    rows = call.rows(
-        """SELECT fi.path, fn.start_line, min(fn.name) FROM functions fn
-           JOIN files fi ON fi.snap = fn.snap AND fi.file_id = fn.file_id
-           WHERE fn.snap = ? AND list_contains(?, fi.path) AND fn.start_line > 0
-           GROUP BY fi.path, fn.start_line ORDER BY fi.path, fn.start_line""",
-        [sel.snaps[0], list(out)],
-    )
-    for path, start, name in rows:
-        out[path][0].append(int(start))
-        out[path][1].append(str(name))
-    return out
+class _Innermost:
+    """The innermost function enclosing each of an increasing sequence of lines.
+
+    A stack of the functions started so far: a function whose end lies before
+    the line can never enclose a later one, so it is dropped from the top; what
+    is left on top is the latest-starting function that still encloses the line.
+    """
+
+    def __init__(self, functions: list[tuple[int, int, str]]) -> None:
+        self.functions = functions
+        self.next = 0
+        self.stack: list[tuple[int, int, str]] = []
+
+    def at(self, line: int) -> str | None:
+        while self.next < len(self.functions) and self.functions[self.next][0] <= line:
+            self.stack.append(self.functions[self.next])
+            self.next += 1
+        while self.stack and self.stack[-1][1] < line:
+            self.stack.pop()
+        return self.stack[-1][2] if self.stack else None
 
 
-def _group_targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Union path: group each file's ranges by enclosing function in Python."""
-    ranges = _ranges(call, sel, files)
-    functions = _functions(call, sel, files)
+def _file_targets(path: str, d: dict[str, list[tuple]]) -> list[dict[str, Any]]:
+    """One file's targets; each range is (start, end, line_count, kind, missed)."""
+    partial = dict(d["partial"])
+    inner = _Innermost(d["functions"])
+    groups: dict[str | None, list[tuple]] = {}
+    run: list[Any] | None = None  # [function, start, end, count]
+
+    def close() -> None:
+        if run is not None:
+            groups.setdefault(run[0], []).append((run[1], run[2], run[3], 0, run[3]))
+
+    for line, hits in d["lines"]:
+        if hits > 0:
+            close()
+            run = None
+            if line in partial:
+                groups.setdefault(inner.at(line), []).append((line, line, 1, 1, partial[line]))
+            continue
+        function = inner.at(line)
+        if run is not None and run[0] == function:
+            run[2], run[3] = line, run[3] + 1
+        else:
+            close()
+            run = [function, line, line, 1]
+    close()
     targets = []
-    for f in files:
-        starts, names = functions[f["path"]]
-        groups: dict[str | None, list[tuple]] = {}
-        for r in ranges[f["path"]]:
-            i = bisect.bisect_right(starts, r[0]) - 1
-            groups.setdefault(names[i] if i >= 0 else None, []).append(r)
-        for name, rs in groups.items():
-            targets.append({
-                "path": f["path"],
-                "function": name,
-                "uncovered_lines": sum(r[2] for r in rs if r[3] == 0),
-                "partial_lines": sum(1 for r in rs if r[3] == 1),
-                "ranges": rs,  # largest first
-                "region_count": len(rs),
-            })
+    for function, ranges in groups.items():
+        ranges.sort(key=lambda r: (-r[2], r[0]))  # largest first
+        targets.append({
+            "path": path,
+            "function": function,
+            "uncovered_lines": sum(r[2] for r in ranges if r[3] == 0),
+            "partial_lines": sum(1 for r in ranges if r[3] == 1),
+            "ranges": ranges,
+            "region_count": len(ranges),
+        })
+    return targets
+
+
+def _rank(t: dict[str, Any]) -> tuple:
+    return (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or "")
+
+
+def all_targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every target of ``files``, ranked, with every range (largest first)."""
+    if not files:
+        return []
+    detail = _detail(call, sel, files)
+    targets = [t for f in files for t in _file_targets(f["path"], detail[f["path"]])]
+    targets.sort(key=_rank)
     return targets
 
 
 def targets_for(
     call: Call, sel: Selection, files: list[dict[str, Any]], *, limit: int, per_target: int | None
 ) -> list[dict[str, Any]]:
-    """The files' uncovered ranges grouped by enclosing function (or the whole
-    file), ranked by uncovered size; ``per_target`` ranges each (None: all)."""
-    if not files:
-        return []
-    if len(sel.snaps) > 1:
-        targets = _group_targets(call, sel, files)
-        targets.sort(key=lambda t: (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or ""))
-        return targets[:limit]
-    by_id = {f["file_id"]: f["path"] for f in files}
-    rows = call.rows(
-        """SELECT file_id, function, uncovered, partial, ranges[1:$per], region_count
-           FROM uncovered_targets WHERE snap = $snap AND list_contains($ids, file_id)
-           ORDER BY uncovered + partial DESC, file_id, function NULLS FIRST LIMIT $limit""",
-        {"snap": sel.snaps[0], "ids": list(by_id), "per": per_target or 2**31 - 1, "limit": limit},
-    )
-    return [
-        {
-            "path": by_id[r[0]],
-            "function": r[1],
-            "uncovered_lines": int(r[2]),
-            "partial_lines": int(r[3]),
-            "ranges": [tuple(x) for x in r[4]],
-            "region_count": int(r[5]),
-        }
-        for r in rows
-    ]
+    """The files' targets, ranked by uncovered size; ``per_target`` ranges each (None: all)."""
+    targets = all_targets(call, sel, files)[:limit]
+    if per_target is not None:
+        targets = [{**t, "ranges": t["ranges"][:per_target]} for t in targets]
+    return targets
 
 
-def _render_target(t: dict[str, Any], representation: str) -> Any:
-    shown = t["ranges"] if representation == "audit" else t["ranges"][:RANGES_PER_TARGET]
-    truncated = len(shown) < t["region_count"]
+def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], more: str | None) -> Any:
+    """``shown``: the target's ranges on this page; ``more``: the cursor to its following ranges."""
+    truncated = more is not None
     if representation == "compact":
         return [
             t["path"], t["function"], t["uncovered_lines"], t["partial_lines"],
-            [[r[0], r[1], r[2]] for r in sorted(shown)], t["region_count"], truncated,
+            [[r[0], r[1], r[2]] for r in sorted(shown)], t["region_count"], truncated, more,
         ]
     out: dict[str, Any] = {
         "path": t["path"],
@@ -165,6 +259,7 @@ def _render_target(t: dict[str, Any], representation: str) -> Any:
         "partial_lines": t["partial_lines"],
         "region_count": t["region_count"],
         "regions_truncated": truncated,
+        "ranges_cursor": more,
     }
     if representation == "review":
         out["ranges"] = [
@@ -178,14 +273,7 @@ def _render_target(t: dict[str, Any], representation: str) -> Any:
     return out
 
 
-def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
-    representation = call.args.get("representation", "compact")
-    offset = cursors.decode(call, "insight", sel.scope_key, call.args.get("cursor"))
-    if budget.max_files > RECORD_CAP:
-        raise record_cap_exceeded("insight", budget.max_files)
-    files, total = ranked_files(call, sel, offset, budget.max_files)
-    per_target = None if representation == "audit" else RANGES_PER_TARGET
-    targets = targets_for(call, sel, files, limit=budget.max_regions, per_target=per_target)
+def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[str, Any]:
     primary = sel.primary
     data: dict[str, Any] = {
         "task": "insight",
@@ -193,34 +281,133 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "commit": (primary.commit or "")[:12],
         "files_with_gaps": total,
     }
+    if call.args.get("file"):
+        data["file"] = call.args["file"]
     if representation == "compact":
         data["legend"] = {
-            "files": "[path, uncovered_lines, executable_lines]",
-            "targets": "[path, function, uncovered_lines, partial_lines, [[start,end,line_count]...], region_count, regions_truncated]",
+            "files": "[path, uncovered_lines, executable_lines, partial_lines]",
+            "targets": "[path, function, uncovered_lines, partial_lines, [[start,end,line_count]...], region_count, "
+                       "regions_truncated, ranges_cursor]",
         }
-        file_items: list[Any] = [[f["path"], f["found"] - f["hit"], f["found"]] for f in files]
-    else:
-        file_items = [
-            {"path": f["path"], "uncovered_lines": f["found"] - f["hit"], "executable_lines": f["found"]} for f in files
-        ]
     data.update(claim_for_selection(call, sel))
-    # "true" is no longer than "false": setting the flag after fitting keeps the fit.
-    data["targets_truncated"] = False
+    return data
+
+
+def _file_item(f: dict[str, Any], representation: str) -> Any:
+    if representation == "compact":
+        return [f["path"], f["found"] - f["hit"], f["found"], f["partial"]]
+    return {"path": f["path"], "uncovered_lines": f["found"] - f["hit"], "executable_lines": f["found"],
+            "partial_lines": f["partial"]}
+
+
+def _ranges_cursor(call: Call, sel: Selection, t: dict[str, Any], at: int) -> str:
+    return cursors.encode_key(call, "insight", sel.scope_key, ["ranges", t["path"], t["function"], at])
+
+
+def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    representation = call.args.get("representation", "compact")
+    if budget.max_files > RECORD_CAP:
+        raise record_cap_exceeded("insight", budget.max_files)
+    # Position: ["group", first file, files in the group (0: a new group), first target] or
+    # ["ranges", path, function, first range] for one target's following ranges.
+    key = cursors.decode_key(call, "insight", sel.scope_key, call.args.get("cursor")) or ["group", 0, 0, 0]
+    try:
+        if key[0] == "ranges":
+            return _ranges_page(call, sel, budget, representation, str(key[1]), key[2], int(key[3]))
+        first, group, skip = (int(k) for k in key[1:4])
+    except (IndexError, TypeError, ValueError):
+        raise cursors._invalid("it carries no valid position") from None
+    path = call.args.get("file")
+    if path is not None:
+        _known_file(call, sel, path)
+    files, total = ranked_files(call, sel, first, group or budget.max_files, path)
+    data = _head(call, sel, total, representation)
+    data["files"] = []
+    # Placeholders at least as long as their final values: fitting the files first keeps the fit.
+    data["target_count"] = 999_999
+    data["targets_truncated"] = True
     data["targets"] = []
-    # Files first (the page the cursor advances over), then targets of the files shown.
-    shown_files = budget.fit_list(data, "files", file_items)
-    if file_items and not shown_files:
-        data["files"] = file_items[:1]
+    if group:
+        files = files[:group]
+        shown_files = len(files)
+    else:
+        shown_files = budget.fit_page(data, "files", [_file_item(f, representation) for f in files])
+        files = files[:shown_files]
+        group = shown_files
+    if group == 0 or first >= total:
+        data["files"], data["target_count"], data["targets_truncated"] = [], 0, False
+        return {"data": data, "page": _page(first, 0, 0, 0, 0, total, None)}
+    targets = all_targets(call, sel, files)
+    data["target_count"] = len(targets)
+    per_target = None if representation == "audit" else RANGES_PER_TARGET
+    rendered = []
+    for t in targets[skip: skip + budget.max_regions]:
+        shown = t["ranges"] if per_target is None else t["ranges"][:per_target]
+        more = _ranges_cursor(call, sel, t, len(shown)) if len(shown) < t["region_count"] else None
+        rendered.append(_render_target(t, representation, shown, more))
+    # A page that only continues targets must show one, or it would never advance.
+    fit = budget.fit_page if skip else budget.fit_list
+    listed = fit(data, "targets", rendered)
+    done = skip + listed
+    data["targets_truncated"] = done < len(targets)
+    if done < len(targets):
+        following = cursors.encode_key(call, "insight", sel.scope_key, ["group", first, group, done])
+    elif first + group < total:
+        following = cursors.encode_key(call, "insight", sel.scope_key, ["group", first + group, 0, 0])
+    else:
+        following = None
+    return {"data": data, "page": _page(first, 0 if skip else group, skip, listed, len(targets), total, following)}
+
+
+def _page(first: int, files: int, skip: int, listed: int, targets: int, total: int, following: str | None) -> dict[str, Any]:
+    return {"offset": first, "files": files, "total_files": total, "target_offset": skip, "targets": listed,
+            "total_targets": targets, "next_cursor": following}
+
+
+def _known_file(call: Call, sel: Selection, path: str) -> None:
+    snaps = ",".join(str(s) for s in sel.snaps)
+    if call.one(f"SELECT 1 FROM files WHERE snap IN ({snaps}) AND (path = ? OR report_path = ?) LIMIT 1",
+                [path, path]) is None:
+        raise CoverageError(
+            ErrorCode.NOT_FOUND, f"{path!r} is not a file of snapshot {sel.scope_key}",
+            "Use a repository-relative path as listed by coverage_review task=files or task=insight.",
+            {"path": path},
+        )
+
+
+def _ranges_page(call: Call, sel: Selection, budget: Budget, representation: str, path: str, function: Any,
+                 skip: int) -> dict[str, Any]:
+    """One target's ranges from ``skip`` on, largest first, as many as the budget allows."""
+    files, total = ranked_files(call, sel, 0, 1, path)
+    target = next((t for t in all_targets(call, sel, files) if t["function"] == function), None)
+    if target is None or skip >= target["region_count"]:
+        raise cursors._invalid("it carries no valid position")
+    data = _head(call, sel, total, representation)
+    data["files"] = []
+    data["target_count"] = 1
+    data["targets_truncated"] = False
+    rest = target["ranges"][skip:]
+    if representation != "audit":
+        rest = rest[:max(RANGES_PER_TARGET, budget.max_regions)]
+
+    def render(n: int) -> Any:
+        after = _ranges_cursor(call, sel, target, skip + n) if skip + n < target["region_count"] else None
+        return _render_target(target, representation, rest[:n], after)
+
+    # The ranges of one target are the records of this page: as many as fit, and at least one.
+    data["targets"] = [render(1)]
+    if not budget.fits(data):
         raise budget.too_small(*size(data))
-    kept = {f["path"] for f in files[:shown_files]}
-    rendered = [_render_target(t, representation) for t in targets if t["path"] in kept]
-    shown = budget.fit_list(data, "targets", rendered)
-    data["targets_truncated"] = shown < len(rendered)
-    next_offset = offset + shown_files
-    page = {
-        "offset": offset,
-        "files": shown_files,
-        "total_files": total,
-        "next_cursor": cursors.encode(call, "insight", sel.scope_key, next_offset) if next_offset < total else None,
-    }
+    lo, hi = 1, len(rest)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        data["targets"] = [render(mid)]
+        if budget.fits(data):
+            lo = mid
+        else:
+            hi = mid - 1
+    data["targets"] = [render(lo)]
+    after = _ranges_cursor(call, sel, target, skip + lo) if skip + lo < target["region_count"] else None
+    page = {"offset": 0, "files": 0, "total_files": total, "target_offset": 0, "targets": 1, "total_targets": 1,
+            "range_offset": skip, "ranges": lo, "total_ranges": target["region_count"], "next_cursor": after}
     return {"data": data, "page": page}

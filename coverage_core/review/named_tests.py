@@ -7,6 +7,9 @@ candidates: tests whose full ordered ``{kind, file_path, line_number,
 region_key}`` item lists are identical, as grouped at ingest by comparing the
 whole lists inside DuckDB (see storage.store). Reports without named tests answer
 ``status: unavailable``.
+
+Both answers page with ``page.next_cursor``: duplicate groups, and for a file
+its covering tests then its single-test ranges, as one stream of records.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import cursors
-from .budget import Budget
+from .budget import RECORD_CAP, Budget
 from .call import Call
 from .context import claim_for_selection
 from .select import Selection, file_id, line_range
@@ -70,7 +73,7 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     else:
         items = [{"item_count": int(g[1]), "tests": list(g[0])} for g in groups]
     data["duplicates_truncated"] = False
-    shown = budget.fit_list(data, "duplicates", items)
+    shown = budget.fit_page(data, "duplicates", items)
     data["duplicates_truncated"] = shown < len(items)
     next_offset = offset + shown
     return {
@@ -115,9 +118,23 @@ def _for_file(call: Call, sel: Selection, budget: Budget, data: dict[str, Any], 
     else:
         tests_list = [{"test": r[0], "lines": int(r[1])} for r in covering]
         only = [{"start": a, "end": b, "line_count": n, "test": t} for a, b, n, t in ranges]
+    # One stream: the covering tests, then the single-test ranges; the cursor is a place in it.
+    scope = f"{sel.scope_key}:{path}"
+    at = cursors.decode(call, "tests", scope, call.args.get("cursor"))
+    data["tests"] = []
     data["only_one_test"] = []
-    data["truncated"] = False
-    shown_tests = budget.fit_list(data, "tests", tests_list)
-    shown_only = budget.fit_list(data, "only_one_test", only)
-    data["truncated"] = shown_tests < len(tests_list) or shown_only < len(only)
-    return {"data": data, "page": None}
+    data["truncated"] = True  # no shorter than false: the fit holds whatever it ends as
+    from_tests = tests_list[at:at + RECORD_CAP]
+    shown_tests = budget.fit_page(data, "tests", from_tests) if from_tests else 0
+    shown_only = 0
+    skip = max(0, at - len(tests_list))
+    if at + shown_tests >= len(tests_list):
+        rest = only[skip:skip + RECORD_CAP]
+        fit = budget.fit_page if not shown_tests else budget.fit_list
+        shown_only = fit(data, "only_one_test", rest) if rest else 0
+    following = at + shown_tests + shown_only
+    total = len(tests_list) + len(only)
+    data["truncated"] = following < total
+    return {"data": data, "page": {
+        "offset": at, "records": shown_tests + shown_only, "total": total,
+        "next_cursor": cursors.encode(call, "tests", scope, following) if following < total else None}}

@@ -4,6 +4,13 @@ Every task answers from stored detail only (no report is re-read, no test
 run): it resolves ``measurement`` to snapshots, applies ``limits`` as one
 budget over ``data`` and states its ``claim_status``. With nothing stored yet
 the answer is ``not_measured`` and says how to get a measurement.
+
+``ARGUMENTS`` declares, once, which arguments each task reads. Any other
+argument is refused before dispatch (``invalid_argument`` naming the tasks
+that read it), never silently dropped; so are ``lines``/``ranges`` without
+``file``, and a line range that starts past the last line of the file at the
+snapshot's commit (it names no line; a range that runs past the end is the
+file's lines within it).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CoverageError, ErrorCode
+from . import source as sources
 from .audit import audit
 from .budget import Budget, size
 from .call import Call
@@ -22,7 +30,7 @@ from .incremental import incremental
 from .insight import insight
 from .listing import file, files, snapshots
 from .named_tests import tests
-from .select import Selection, select
+from .select import Selection, line_range, select
 from .source import source
 
 Task = Callable[[Call, Selection, Budget], dict[str, Any]]
@@ -38,13 +46,14 @@ def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -
          "max_words": max(1, int(budget.max_words * share)),
          "max_bytes": max(1, int(budget.max_bytes * share))},
     )
-    if name != "change":
-        return TASKS[name](call, sel, part_budget)
-    # The page of task=all continues insight; the change part is one first page.
+    if name == "insight":
+        return insight(call, sel, part_budget)
+    # The page of task=all continues insight; the other parts are first pages
+    # (their page says what is left, continued by the task itself).
     sub = Call(call.project, call.con, {k: v for k, v in call.args.items() if k != "cursor"})
     sub.suite = call.suite
     try:
-        return change(sub, sel, part_budget)
+        return TASKS[name](sub, sel, part_budget)
     finally:
         call.rows_scanned += sub.rows_scanned
 
@@ -85,16 +94,23 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
         parts[name] = _part(call, name, sel, budget, shares[name] * scale)
     data: dict[str, Any] = {"task": "all"}
     status, reasons = "supported", []
+    more: dict[str, Any] = {}
     for name, part in parts.items():
+        # Each part keeps its own claim_status; its reasons join the answer's (once each),
+        # and the answer claims no more than its weakest part.
         data[name] = part["data"]
-        part_status = data[name].pop("claim_status", "supported")
+        part_status = data[name].get("claim_status", "supported")
         part_reasons = data[name].pop("reasons", [])
-        if name != "history":
-            status = min(status, part_status, key=CLAIM_ORDER.index)
-            reasons += [r for r in part_reasons if r not in reasons]
+        status = min(status, part_status, key=CLAIM_ORDER.index)
+        reasons += [r for r in part_reasons if r not in reasons]
+        if name != "insight" and (part.get("page") or {}).get("next_cursor"):
+            more[name] = f"task={name} with the same measurement continues it"
     data["claim_status"] = status
     data["reasons"] = notes + reasons
-    return {"data": data, "page": parts["insight"]["page"]}
+    page = dict(parts["insight"]["page"])
+    if more:
+        page["parts_truncated"] = more
+    return {"data": data, "page": page}
 
 
 TASKS: dict[str, Task] = {
@@ -113,9 +129,78 @@ TASKS: dict[str, Task] = {
 UNSELECTED = {"snapshots": snapshots}
 TASK_NAMES = (*TASKS, *UNSELECTED)
 
+# The arguments each task reads, besides ``task``: the one declaration the
+# refusal of unused arguments, its message and the tests derive from.
+_READ = ("measurement", "limits", "representation", "cursor")
+ARGUMENTS: dict[str, frozenset[str]] = {
+    "insight": frozenset({*_READ, "file"}),
+    "change": frozenset({*_READ, "baseline", "file"}),
+    "incremental": frozenset({*_READ, "baseline"}),
+    "history": frozenset({*_READ, "file", "lines"}),
+    "source": frozenset({"measurement", "limits", "representation", "file", "lines", "ranges"}),
+    "tests": frozenset({*_READ, "file", "lines"}),
+    "audit": frozenset({"measurement", "limits", "cursor", "file"}),
+    "all": frozenset({*_READ, "baseline", "file"}),
+    "snapshots": frozenset({"filter", "page_size", "representation", "cursor", "limits"}),
+    "files": frozenset({*_READ, "order", "page_size"}),
+    "file": frozenset({"measurement", "limits", "cursor", "file", "lines"}),
+}
+# Arguments that only mean something beside another one.
+NEEDS = {"lines": "file", "ranges": "file"}
+assert set(ARGUMENTS) == set(TASK_NAMES)
+
+
+def tasks_using(argument: str) -> list[str]:
+    """The tasks that read ``argument``, in TASK_NAMES order."""
+    return [t for t in TASK_NAMES if argument in ARGUMENTS[t]]
+
+
+def check_arguments(args: dict[str, Any]) -> None:
+    """Refuse what ``task`` would not read: an unused argument, or one missing what it needs."""
+    task = args["task"]
+    for name in args:
+        if name == "task" or name in ARGUMENTS[task]:
+            continue
+        users = tasks_using(name)
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"task={task} does not use {name}; "
+            + (f"{name} is read by task " + ", ".join(users) if users else f"no task reads {name}"),
+            f"Drop {name}, or ask task " + " or ".join(users) + " instead." if users else f"Drop {name}.",
+            {"argument": name, "task": task, "used_by": users},
+        )
+    for name, needed in NEEDS.items():
+        if name in args and needed not in args:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"{name} needs {needed}: line numbers are asked of one file",
+                f"Pass {needed} (repository-relative) together with {name}.",
+                {"argument": name, "needs": needed},
+            )
+
+
+def _check_lines_in_file(call: Call, sel: Selection) -> None:
+    """A range starting past the file's last line (at the snapshot's commit) names no line: refused."""
+    path, commit = call.args.get("file"), sel.primary.commit
+    texts = [t for t in [call.args.get("lines"), *(call.args.get("ranges") or [])] if t]
+    if not texts or not path or not commit:
+        return
+    lines = sources.source_lines(call, commit, path)
+    if lines is None:
+        return  # git lacks the file there: the task says so in its claim
+    for text in texts:
+        start, _ = line_range(text)
+        if start > len(lines):
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"lines {text} start past the end of {path}: it has {len(lines)} lines at commit {commit[:12]}",
+                f"Ask for lines within 1-{len(lines)}.",
+                {"argument": "lines", "file_lines": len(lines), "commit": commit},
+            )
+
 
 def coverage_review(call: Call) -> dict[str, Any]:
     task = call.args["task"]
+    check_arguments(call.args)
     budget = Budget(call.args.get("limits"))
     if task in UNSELECTED:
         return UNSELECTED[task](call, budget)
@@ -130,4 +215,5 @@ def coverage_review(call: Call) -> dict[str, Any]:
             },
             "page": None,
         }
+    _check_lines_in_file(call, sel)
     return TASKS[task](call, sel, budget)
