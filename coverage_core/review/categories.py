@@ -22,8 +22,12 @@ DCB   deleted covered baseline     removed by the diff, hit in the baseline
 above it, possibly into a renamed file): ``diffmap.forward`` gives each
 baseline line its current position, so a line keeps its identity. Deleted and
 excluded lines exist only in the baseline and never read as a regression.
-Branches (by line, block and branch id) and functions (by file and name; new
-when their first line is new) get the same treatment as counts.
+Branches and functions (by file and name; new when their first line is new)
+get the same treatment as counts. A branch keeps its identity the way a line
+does: its source line moves with the diff, its block is ranked within the
+line, and a target line in its id (coverage.py's "jump to line N") moves with
+the same mapping, so a pure move or rename leaves every branch CBC or UBC in
+every format (``_branch_categories``).
 
 A measurement is a ``Side``: NumPy columns keyed ``path index << 32 | line``,
 loaded from stored snapshots (several unioned: hit when any hit) or built from
@@ -307,7 +311,7 @@ _CATEGORY_SQL = f"""
 
 
 def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], on: str) -> np.ndarray:
-    """Counts per category of a full outer join of two item sets (branches or functions).
+    """Counts per category of a full outer join of two item sets (functions; branches pair in ``_BRANCH_SQL``).
 
     ``k`` is an item's (moved) line key, ``gone``/``new`` whether the diff removed
     or added its line; removed and added items never match anything.
@@ -328,19 +332,131 @@ def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], o
     return out
 
 
-def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np.ndarray:
-    bb, cb = base.branches, cur.branches
-    b_keys = _rekey_lines(bb["pid"], bb["line"], files.base_pid)
-    c_keys = _rekey_lines(cb["pid"], cb["line"], files.cur_pid)
-    if not len(b_keys) and not len(c_keys):
-        return np.zeros(N, dtype=np.int64)
-    moved, removed = _follow(b_keys, hunks, files)
-    new = _new(c_keys, hunks, files)
-    return _count_categories(
-        {"k": moved, "block": bb["block"], "branch": bb["branch"], "hit": bb["taken"] > 0, "gone": removed},
-        {"k": c_keys, "block": cb["block"], "branch": cb["branch"], "hit": cb["taken"] > 0, "new": new},
-        "b.k = c.k AND b.block = c.block AND b.branch = c.branch",
+# A coverage.py arc's id names its target line (JSON arcs, and the BRDA ids
+# coverage.py's LCOV writer uses): "jump to line N".
+_JUMP_SQL = f"""
+    SELECT coalesce(CASE WHEN n <= {LINE_MASK} THEN n END, 0) AS n FROM (
+      SELECT TRY_CAST(regexp_extract(label, '^jump to line ([1-9][0-9]{{0,9}})$', 1) AS BIGINT) AS n FROM _labels
     )
+"""
+_NO_TARGET = 0  # the branch id names no line (numeric ids, "exit", "true"/"false", ...)
+_TARGET_GONE = -1  # the diff removed the line the baseline branch jumped to
+
+
+def _targets(con: duckdb.DuckDBPyConnection, labels: np.ndarray) -> np.ndarray:
+    """The line each branch id names ("jump to line N"), or ``_NO_TARGET`` (in order: one scan, no per-row Python)."""
+    labels = np.asarray(labels, dtype=object)
+    if not len(labels):
+        return np.empty(0, dtype=np.int64)
+    con.register("_labels", {"label": labels})
+    try:
+        return np.asarray(con.execute(_JUMP_SQL).fetchnumpy()["n"], dtype=np.int64)
+    finally:
+        con.unregister("_labels")
+
+
+def _outcomes(con: duckdb.DuckDBPyConnection, keys: np.ndarray, labels: np.ndarray, hunks: Hunks | None,
+              files: _Files) -> dict[str, np.ndarray]:
+    """A branch's outcome across edits: its target line, carried into the current version.
+
+    ``keys`` are the branches' (unmoved) line keys. For the baseline
+    (``hunks`` given) a target line moves with the diff exactly as a source line
+    does; a target the diff removed is ``_TARGET_GONE``. ``order`` places the
+    outcomes of one decision as coverage.py lists them (jumps by target, then
+    the others); ``label`` is the id itself when it names no line, else empty.
+    """
+    target = _targets(con, labels)
+    named = target != _NO_TARGET
+    order = np.where(named, 0, LINE_MASK + 1)
+    at = np.flatnonzero(named)
+    if len(at):
+        tkeys = ((keys[at] >> KEY_SHIFT) << KEY_SHIFT) | target[at]
+        removed = np.zeros(len(at), dtype=bool)
+        if hunks is not None:
+            tkeys, removed = _follow(tkeys, hunks, files)
+        order[at] = tkeys & LINE_MASK
+        target[at] = np.where(removed, _TARGET_GONE, tkeys & LINE_MASK)
+    label = np.where(named, "", np.asarray(labels, dtype=object))
+    return {"target": target, "order": order, "label": label}
+
+
+def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np.ndarray:
+    """Branch counts per category; a branch is identified across the diff by what survives edits.
+
+    Identity: the source line (moved by the diff), the block's rank among the
+    line's blocks (Istanbul and llvm number blocks across the whole file, and
+    those numbers shift when a branch is added above), and the outcome: the
+    target line moved by the same mapping (coverage.py arcs), else the id.
+    An outcome whose target is no longer where it was (code inserted or removed
+    at the target, "exit" that now jumps to new code) is still that decision's
+    outcome: the unmatched outcomes of a carried-over decision pair up in
+    coverage.py's order. See ``_BRANCH_SQL``.
+    """
+    bb, cb = base.branches, cur.branches
+    b_line = _rekey_lines(bb["pid"], bb["line"], files.base_pid)
+    c_keys = _rekey_lines(cb["pid"], cb["line"], files.cur_pid)
+    if not len(b_line) and not len(c_keys):
+        return np.zeros(N, dtype=np.int64)
+    moved, removed = _follow(b_line, hunks, files)
+    new = _new(c_keys, hunks, files)
+    con = duckdb.connect()
+    try:
+        b = {"i": np.arange(len(moved), dtype=np.int64), "k": moved, "block": np.asarray(bb["block"], dtype=np.int64),
+             **_outcomes(con, b_line, bb["branch"], hunks, files), "hit": np.asarray(bb["taken"]) > 0, "gone": removed}
+        c = {"i": np.arange(len(c_keys), dtype=np.int64), "k": c_keys, "block": np.asarray(cb["block"], dtype=np.int64),
+             **_outcomes(con, c_keys, cb["branch"], None, files), "hit": np.asarray(cb["taken"]) > 0, "new": new}
+        con.register("b_in", b)
+        con.register("c_in", c)
+        rows = con.execute(_BRANCH_SQL).fetchall()
+    finally:
+        con.close()
+    out = np.zeros(N, dtype=np.int64)
+    for cat, count in rows:
+        out[int(cat)] = int(count)
+    return out
+
+
+# Branches of each side get their block's rank on the line and an occurrence
+# number among identical identities (so duplicates pair one to one, never as a
+# cross product). Pairs: first every identical identity; then, per carried-over
+# decision (line, block rank), the outcomes neither side matched, in order.
+# Removed (gone) and added (new) branches never pair.
+_BRANCH_SQL = f"""
+    WITH b AS (
+      SELECT *, dense_rank() OVER (PARTITION BY k ORDER BY block) AS blk FROM b_in
+    ), c AS (
+      SELECT *, dense_rank() OVER (PARTITION BY k ORDER BY block) AS blk FROM c_in
+    ), bd AS (
+      SELECT *, row_number() OVER (PARTITION BY k, blk, target, label ORDER BY i) AS dup FROM b WHERE NOT gone
+    ), cd AS (
+      SELECT *, row_number() OVER (PARTITION BY k, blk, target, label ORDER BY i) AS dup FROM c WHERE NOT new
+    ), exact AS (
+      SELECT bd.i AS bi, cd.i AS ci FROM bd JOIN cd
+        ON bd.k = cd.k AND bd.blk = cd.blk AND bd.target = cd.target AND bd.label = cd.label AND bd.dup = cd.dup
+    ), bl AS (
+      SELECT i, k, blk, row_number() OVER (PARTITION BY k, blk ORDER BY "order", label, i) AS n
+      FROM bd ANTI JOIN exact ON bd.i = exact.bi
+    ), cl AS (
+      SELECT i, k, blk, row_number() OVER (PARTITION BY k, blk ORDER BY "order", label, i) AS n
+      FROM cd ANTI JOIN exact ON cd.i = exact.ci
+    ), pairs AS (
+      SELECT bi, ci FROM exact
+      UNION ALL SELECT bl.i, cl.i FROM bl JOIN cl ON bl.k = cl.k AND bl.blk = cl.blk AND bl.n = cl.n
+    )
+    SELECT cat, count(*) FROM (
+      SELECT CASE WHEN c.hit THEN (CASE WHEN b.hit THEN {CBC} ELSE {GBC} END)
+                  ELSE (CASE WHEN b.hit THEN {LBC} ELSE {UBC} END) END AS cat
+        FROM pairs JOIN b ON b.i = pairs.bi JOIN c ON c.i = pairs.ci
+      UNION ALL
+      SELECT CASE WHEN b.gone THEN (CASE WHEN b.hit THEN {DCB} ELSE {DUB} END)
+                  ELSE (CASE WHEN b.hit THEN {ECB} ELSE {EUB} END) END
+        FROM b ANTI JOIN pairs ON b.i = pairs.bi
+      UNION ALL
+      SELECT CASE WHEN c.new THEN (CASE WHEN c.hit THEN {GNC} ELSE {UNC} END)
+                  ELSE (CASE WHEN c.hit THEN {GIC} ELSE {UIC} END) END
+        FROM c ANTI JOIN pairs ON c.i = pairs.ci
+    ) GROUP BY cat
+"""
 
 
 def _function_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np.ndarray:
