@@ -35,6 +35,10 @@ _DIRTY = (
 )
 
 
+# Trees (path -> blob id) kept per Git object, newest last: HEAD and a snapshot's commit or two.
+BLOB_ID_COMMITS = 4
+
+
 def project_id_for(repo_key: str) -> str:
     """Stable short project id: the first 16 hex digits of SHA-256(repo key)."""
     return hashlib.sha256(repo_key.encode()).hexdigest()[:16]
@@ -179,6 +183,7 @@ class Git:
         self.checkout = checkout
         self.repo = pygit2.Repository(str(checkout.worktree_path))
         self.lock = threading.RLock()
+        self._blob_ids: dict[str, dict[str, str]] = {}
 
     # -- state of the checkout ---------------------------------------------
     @_serialized
@@ -258,6 +263,62 @@ class Git:
                 elif entry.type_str == "blob":
                     out.append(prefix + entry.name)
         return out
+
+    @_serialized
+    def blob_ids(self, commit: str) -> dict[str, str]:
+        """Path -> git blob id (hex) of every file in the tree of ``commit``, from the trees alone (no
+        blob is read). A commit never changes, so the last few answers are kept; do not mutate them."""
+        sha = self.resolve(commit)
+        cached = self._blob_ids.get(sha)
+        if cached is not None:
+            return cached
+        tree = self.repo[sha].peel(pygit2.Tree)
+        out: dict[str, str] = {}
+        stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+        while stack:
+            prefix, node = stack.pop()
+            for entry in node:
+                if entry.type_str == "tree":
+                    stack.append((prefix + entry.name + "/", self.repo[entry.id]))
+                elif entry.type_str == "blob":
+                    out[prefix + entry.name] = str(entry.id)
+        self._blob_ids[sha] = out
+        while len(self._blob_ids) > BLOB_ID_COMMITS:
+            self._blob_ids.pop(next(iter(self._blob_ids)))
+        return out
+
+    @_serialized
+    def changed_paths(self) -> set[str]:
+        """Tracked paths whose index or working-tree content differs from HEAD (what makes the checkout dirty)."""
+        status = self.repo.status(untracked_files="no", ignored=False)
+        return {path for path, flags in status.items() if flags & _DIRTY}
+
+    @_serialized
+    def read_blob(self, blob_id: str) -> bytes | None:
+        """The content of blob ``blob_id``, or None when the object database has no such blob."""
+        try:
+            obj = self.repo.get(blob_id)
+        except (ValueError, pygit2.GitError):
+            return None
+        return obj.data if isinstance(obj, pygit2.Blob) else None
+
+    def worktree_file(self, path: str) -> bytes | None:
+        """The working-tree bytes of tracked ``path``: a regular file inside this checkout, else None."""
+        root = self.checkout.worktree_path
+        target = root / path
+        try:
+            if not target.is_file() or target.is_symlink():
+                return None
+            if not Path(os.path.realpath(target)).is_relative_to(root):  # a linked directory on the way
+                return None
+            return target.read_bytes()
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def blob_id(data: bytes) -> str:
+        """The git blob id ``data`` would have (git hash-object, no filters)."""
+        return str(pygit2.hash(data))
 
     @_serialized
     def read_file(self, commit: str, path: str) -> bytes | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
+import zstandard
 
 from .config import Settings
 from .errors import CoverageError, ErrorCode
@@ -31,14 +32,16 @@ from .parsers import Limits, parse_bytes, read_report
 from .parsers.budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
 from .parsers.source import claim_bytes
-from .storage.paths import map_paths
-from .storage.store import ProjectStore, Provenance, store_path
+from .storage.paths import MAPPED, Mapping, map_paths
+from .storage.store import MeasuredText, ProjectStore, Provenance, store_path
 
 SCOPES = ("complete", "subset")
 DEFAULT_SUITE = "default"
 # HEAD and dirty state are re-read at most this often: a status scan of a big
 # worktree costs far more than a compact answer should.
 CHECKOUT_STATE_TTL_S = 1.0
+# A measured working-tree text larger than this keeps its identity (blob id) but not its text.
+MAX_STORED_TEXT_BYTES = 32 * 1024 * 1024
 
 
 @attrs.frozen
@@ -137,21 +140,25 @@ class Project:
         parsed = parse_bytes(raw, format)
         if progress:
             progress("mapping")
+        blobs = self.git.blob_ids(commit) if commit else {}
         mapping = map_paths(
             [f.path for f in parsed.files],
             checkout_root=str(self.checkout.worktree_path),
-            tracked=self.git.tracked_files(commit),
+            tracked=list(blobs) if commit else self.git.tracked_files(None),
             source_roots=parsed.source_roots,
             prefix_map=path_map,
         )
+        # Dirty describes the checkout, so it only applies to a report of HEAD:
+        # then the measured text of a changed file is the working tree's.
+        changed = self.git.changed_paths() if on_head else set()
+        measured = self._measured_text(mapping, blobs, changed)
         prov = Provenance(
             suite=suite,
             scope=scope,
             provenance=provenance,
             commit=commit,
             branch=branch if branch is not None else (self.git.branch() if on_head else None),
-            # Dirty describes the checkout, so it only applies to a report of HEAD.
-            dirty=self.git.is_dirty() if on_head else False,
+            dirty=bool(changed),
             worktree_id=self.checkout.worktree_id,
             worktree_path=str(self.checkout.worktree_path),
             worktree_name=self.checkout.worktree_name,
@@ -159,9 +166,53 @@ class Project:
             artifact_sha256=sha,
             artifact_bytes=raw.stored_bytes,
         )
-        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress)
+        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress, measured=measured)
         self._state = None  # HEAD was just read fresh: claims must not use an older view
         return snapshot
+
+    def _measured_text(self, mapping: Mapping, blobs: dict[str, str], changed: set[str]) -> MeasuredText:
+        """Each mapped file's content identity: the commit's blob id (read from the tree, no file is
+        read), or for a file with uncommitted changes the blob id of its working-tree bytes, whose
+        text is kept (zstd) when it differs from the commit's."""
+        ids: list[str | None] = []
+        texts: dict[int, bytes] = {}
+        compressor = None
+        for i, (path, status) in enumerate(zip(mapping.paths, mapping.status)):
+            blob = blobs.get(path) if status == MAPPED else None
+            if blob is not None and path in changed:
+                data = self.git.worktree_file(path)
+                blob = None if data is None else Git.blob_id(data)
+                if data is not None and blob != blobs[path] and len(data) <= MAX_STORED_TEXT_BYTES:
+                    compressor = compressor or zstandard.ZstdCompressor(level=3)
+                    texts[i] = compressor.compress(data)
+            ids.append(blob)
+        return MeasuredText(tuple(ids), texts)
+
+    def measured_matches_worktree(self, snapshot: Snapshot) -> bool:
+        """Whether the text ``snapshot`` measured is the working tree's now: its commit is HEAD and every
+        measured (mapped) file's recorded content identity equals the blob id of the working-tree file.
+
+        For a dirty-tree snapshot this says whether it still describes the checkout. False when any
+        measured file's identity is unknown (snapshots stored before identities were recorded, a
+        working-tree file that could not be read). Files the report did not measure (tests, say) are
+        not part of the identity.
+        """
+        head = self.git.head_commit()
+        if snapshot.commit is None or snapshot.commit != head:
+            return False
+        recorded = self.store.content_blobs(snapshot.snapshot_id)
+        if not recorded or any(blob is None for blob in recorded.values()):
+            return False
+        changed = self.git.changed_paths()
+        at_head = self.git.blob_ids(head)
+        for path, blob in recorded.items():
+            if path in changed:
+                data = self.git.worktree_file(path)
+                if data is None or Git.blob_id(data) != blob:
+                    return False
+            elif at_head.get(path) != blob:
+                return False
+        return True
 
     def _artifact_label(self, artifact: Path) -> str:
         try:

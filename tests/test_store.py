@@ -263,6 +263,24 @@ def test_a_store_migrated_step_by_step_equals_a_freshly_created_one(tmp_path: Pa
     assert schema.current_revision(old) == schema.current_revision(fresh) == schema.SCHEMA_REVISION
 
 
+def test_a_store_of_the_previous_revision_keeps_its_rows_and_migrates_to_a_fresh_stores_schema(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "previous.duckdb"
+    old = duckdb.connect(str(path))
+    schema.migrate(old, target=schema.SCHEMA_REVISION - 1)
+    old.execute("INSERT INTO files VALUES (1, 0, 'a.py', 'a.py', 'mapped', 2, 1, 0, 0, 0, 0, NULL, NULL, NULL)")
+    old.close()
+    old = duckdb.connect(str(path))
+    assert schema.migrate(old) == schema.SCHEMA_REVISION
+    fresh = duckdb.connect(str(tmp_path / "fresh.duckdb"))
+    schema.migrate(fresh)
+    assert _schema_of(old) == _schema_of(fresh)
+    # Revision 4: a file stored before has no recorded content identity, and no text is kept.
+    assert old.execute("SELECT path, lines_hit, content_blob FROM files").fetchall() == [("a.py", 1, None)]
+    assert old.execute("SELECT count(*) FROM file_texts").fetchone()[0] == 0
+
+
 def test_snapshots_filter_by_suite_branch_and_commit_newest_first(repo: Path) -> None:
     with open_project(repo) as project:
         r1 = write_report(repo, "a.info", {"src/app/core.py": {1: 1}})

@@ -51,6 +51,7 @@ from .categories import (
 )
 from .comparing import Compared, compared, scope_key
 from .context import claim_for
+from .freshness import file_freshness
 from .select import Selection
 
 DEFAULT_BASELINE = {"kind": "previous_snapshot"}
@@ -204,10 +205,14 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     ranked = ranked_files(c, call.args.get("file"))
     page_idx = ranked[offset: offset + budget.max_files]
     data.update({"files": [], "ranges_truncated": False, "ranges": []})
+    # Per file of the page, by content identity (review.freshness): whether HEAD still has the measured text.
+    paths = [c.paths[int(f)] for f in page_idx]
+    fresh = data["current"]["freshness"] = file_freshness(call, sel.primary, paths)
     shown = budget.fit_list(data, "files", [_row(c, int(f), representation) for f in page_idx])
     if len(page_idx) and not shown:
         data["files"] = [_row(c, int(page_idx[0]), representation)]
         raise budget.too_small(*size(data))
+    data["current"]["freshness"] = {p: fresh[p] for p in paths[:shown] if p in fresh}
     # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.
     found = sorted(
         (RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)

@@ -3,7 +3,9 @@
 A claim is never stronger than its evidence: a snapshot of another commit than
 HEAD is ``stale``; one taken on a dirty tree, of a ``subset`` run, with
 unmapped files, or read while the checkout has uncommitted tracked changes is
-``limited``; no snapshot at all is ``not_measured``.
+``limited``; no snapshot at all is ``not_measured``. Per file, ``project_context``
+also says which measured files HEAD still has the measured text of
+(``suites[].content``, see ``freshness``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..report import COUNTERS
 from .budget import Budget, size, words
 from . import cursors
 from .call import Call
+from .freshness import content_summary
 
 MAX_SUITES = 10
 MAX_ACTIVE_RUNS = 10
@@ -96,6 +99,8 @@ def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str
         "scope": snap.scope,
         "covered": [main.hit, main.found] if main else None,
         "claim_status": claim_for(call, snap, state=state)["claim_status"],
+        # Per file, by content identity: fresh while HEAD has the measured text.
+        "content": content_summary(call, snap),
     }
     return brief
 

@@ -1,10 +1,19 @@
 """``coverage_review(task="source")``: numbered source lines, marked by coverage.
 
-The text comes from git at the snapshot's commit (never the working tree, which
-may have moved on). Each line is ``c`` covered, ``u`` uncovered, ``p`` partial
-(executed with an untaken branch) or ``-`` not code. Up to ten ranges; with
-none given, the top insight target of ``file`` (or of the snapshot). A file git
-does not have at that commit is ``not_measured``, not an error.
+The text is the measured text: the one each file's recorded content identity
+names (the git blob of the text the report measured). For a report made with
+uncommitted edits that is the working-tree text kept at ingest, never the
+commit's text under the working tree's line numbers; otherwise the commit's
+blob (never today's working tree, which may have moved on). Where the measured
+text is not available (a dirty-tree snapshot whose text was not recorded, or a
+text the report's own line numbers contradict: a measured line past its end,
+or on a blank line for coverage.py) the answer says so for the file and shows
+no lines rather than annotating other text.
+
+Each line is ``c`` covered, ``u`` uncovered, ``p`` partial (executed with an
+untaken branch) or ``-`` not code. Up to ten ranges; with none given, the top
+insight target of ``file`` (or of the snapshot). A file git does not have at
+that commit is ``not_measured``, not an error.
 """
 
 from __future__ import annotations
@@ -13,7 +22,10 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import zstandard
+
 from ..errors import CoverageError, ErrorCode
+from ..model import Snapshot
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_selection
@@ -25,26 +37,79 @@ MAX_LINES_PER_RANGE = 200
 MAX_LINE_CHARS = 160
 CONTEXT_LINES = 2
 MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "-": "not code"}
-# Decoded sources by (repository, commit, path): a commit's content never
-# changes, and splitting a 9 MB file costs more than the rest of an answer.
-_CACHE: OrderedDict[tuple[str, str, str], list[str] | None] = OrderedDict()
+# Formats whose executable lines are statement lines, so never blank; region
+# and block formats (llvm, go, regions-v1) spread a count over every line of a
+# block, blank ones included.
+_STATEMENT_LINES = frozenset({"coveragepy"})
+# Decoded sources by (repository, what names the text): a blob or a commit's
+# file never changes, and splitting a 9 MB file costs more than the rest of an answer.
+_CACHE: OrderedDict[tuple[str, ...], list[str] | None] = OrderedDict()
 _CACHE_SIZE = 8
 _cache_lock = threading.Lock()
 
 
-def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
-    key = (call.project.checkout.repo_key, commit, path)
+def _cached(key: tuple[str, ...], load: Any) -> list[str] | None:
     with _cache_lock:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    blob = call.project.git.read_file(commit, path)
-    lines = None if blob is None else blob.decode("utf-8", "replace").splitlines()
+    data = load()
+    lines = None if data is None else data.decode("utf-8", "replace").splitlines()
     with _cache_lock:
         _CACHE[key] = lines
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return lines
+
+
+def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
+    """The lines of ``path`` at ``commit``, or None when git has no such file."""
+    return _cached((call.project.checkout.repo_key, "commit", commit, path),
+                   lambda: call.project.git.read_file(commit, path))
+
+
+def measured_lines(call: Call, snap: int, fid: int, primary: Snapshot, path: str) -> tuple[list[str] | None, str | None]:
+    """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
+
+    The note says where the text came from when it is not the commit's.
+    """
+    repo = call.project.checkout.repo_key
+    blob, packed = call.project.store.measured_text(snap, fid, call.con)
+    call.rows_scanned += 1
+    commit = (primary.commit or "none")[:12]
+    note = None
+    if packed is not None:
+        lines = _cached((repo, "blob", blob or f"{primary.snapshot_id}:{fid}"),
+                        lambda: zstandard.ZstdDecompressor().decompress(packed))
+        note = (f"{path}: shown as measured, the working-tree text kept at ingest (uncommitted edits, "
+                f"blob {(blob or '?')[:12]}), not the text of commit {commit}")
+    elif blob is not None:
+        lines = _cached((repo, "blob", blob), lambda: call.project.git.read_blob(blob))
+        if lines is None:
+            return None, f"its measured text (blob {blob[:12]}) was neither committed nor kept at ingest"
+    elif primary.dirty:
+        return None, "it was measured on a tree with uncommitted edits and its text was not recorded"
+    else:  # identity not recorded (a snapshot stored before content identities): the commit's text
+        lines = source_lines(call, primary.commit, path) if primary.commit else None
+        if lines is None:
+            return None, f"git has no file {path!r} at commit {commit}"
+    misfit = _contradiction(call, snap, fid, primary, lines)
+    return (None, misfit) if misfit else (lines, note)
+
+
+def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
+    """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
+    measured = call.numpy("SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])["line"]
+    if not len(measured):
+        return None
+    last = int(measured.max())
+    if last > len(lines):
+        return f"the report measures line {last} but the text has {len(lines)} lines"
+    if primary.format in _STATEMENT_LINES:
+        blank = [int(n) for n in measured if not lines[int(n) - 1].strip()]
+        if blank:
+            return f"the report has code on {len(blank)} blank lines of the text (first: line {blank[0]})"
+    return None
 
 
 def _default_target(
@@ -103,22 +168,27 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         known_id = None
     data["file"] = path
     claim = claim_for_selection(call, sel)
-    src = source_lines(call, primary.commit, path) if primary.commit else None
-    if src is None:
-        data.update({
-            "claim_status": "not_measured",
-            "reasons": [f"git has no file {path!r} at commit {(primary.commit or 'none')[:12]}"] + claim["reasons"],
-            "ranges": [],
-        })
-        return {"data": data, "page": None}
     try:
         fid = known_id if known_id is not None else file_id(call, snap, path, primary.snapshot_id)[0]
     except CoverageError:
         fid = None
+    if fid is None:
+        # Not in the snapshot: the commit's text, every line not code, and the claim says so.
+        src = source_lines(call, primary.commit, path) if primary.commit else None
+        why = f"git has no file {path!r} at commit {(primary.commit or 'none')[:12]}"
+        note = None
         claim = {
             "claim_status": "not_measured",
             "reasons": [f"snapshot {primary.snapshot_id} has no coverage for {path!r}"] + claim["reasons"],
         }
+    else:
+        src, note = measured_lines(call, snap, fid, primary, path)
+        why = f"measured text unavailable for {path}: {note}"
+    if src is None:
+        data.update({"claim_status": "not_measured", "reasons": [why] + claim["reasons"], "ranges": []})
+        return {"data": data, "page": None}
+    if note:
+        claim = {**claim, "reasons": claim["reasons"] + [note]}
     ranges = _merge([(a, min(b, len(src))) for a, b in asked if a <= len(src)])
     marks: dict[int, str] = {}
     if fid is not None and ranges:

@@ -8,6 +8,9 @@ History:
     3  uncovered ranges (runs of uncovered executable lines, and hit lines
        with untaken branches) and their grouping into per-function targets,
        computed at ingest so insight is a read.
+    4  content identity of the measured text: ``files.content_blob`` (the git
+       blob id of the text the report measured) and ``file_texts`` (that text,
+       zstd-compressed, for files measured with uncommitted edits).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -27,7 +30,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 3
+SCHEMA_REVISION = 4
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -193,8 +196,25 @@ CREATE TABLE uncovered_targets (
 );
 """
 
+_REVISION_4 = """
+-- The git blob id of the text each file was measured on: the working-tree
+-- file's for a report of a dirty tree, else the commit's blob. NULL: unknown
+-- (unmapped files, a working-tree file that could not be read, and every
+-- file of a snapshot stored before revision 4).
+ALTER TABLE files ADD COLUMN content_blob VARCHAR;
+
+-- The measured text itself, zstd-compressed, for files whose measured text is
+-- not the commit's (uncommitted edits when the report was imported), so
+-- task=source shows what was measured after the edits are gone.
+CREATE TABLE file_texts (
+    snap    INTEGER NOT NULL,
+    file_id INTEGER NOT NULL,
+    text    BLOB NOT NULL                      -- zstd frame of the file's bytes
+);
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"

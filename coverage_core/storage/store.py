@@ -61,6 +61,16 @@ class Provenance:
     artifact_bytes: int
 
 
+@attrs.frozen
+class MeasuredText:
+    """The content identity of a snapshot's files: per report file, the git blob id of the
+    text it was measured on (None: unknown), and, zstd-compressed, the texts that are not
+    the commit's (the working-tree files of a report made with uncommitted edits)."""
+
+    blobs: tuple[str | None, ...]
+    texts: dict[int, bytes] = attrs.field(factory=dict)  # file_id -> zstd frame of the file's bytes
+
+
 def store_path(checkout: Checkout) -> Path:
     return checkout.store_dir / STORE_FILE
 
@@ -147,13 +157,14 @@ class ProjectStore:
         prov: Provenance,
         *,
         progress: Callable[[str], None] | None = None,
+        measured: MeasuredText | None = None,
     ) -> Snapshot:
         """Store ``report`` as one immutable snapshot, in one transaction."""
         with self._write_lock:
             con = self.con
             con.execute("BEGIN TRANSACTION")
             try:
-                snap = self._insert(con, report, mapping, prov, progress)
+                snap = self._insert(con, report, mapping, prov, progress, measured)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -162,7 +173,7 @@ class ProjectStore:
             record_committed(self.path, snap)
         return self.snapshot(snap)
 
-    def _insert(self, con, report, mapping, prov, progress) -> str:
+    def _insert(self, con, report, mapping, prov, progress, measured: MeasuredText | None = None) -> str:
         now = dt.datetime.now(dt.timezone.utc)
         snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
         snapshot_id = new_snapshot_id()
@@ -213,7 +224,14 @@ class ProjectStore:
             "source_sha256": np.array([f.source_sha256 for f in report.files], dtype=object),
             "logical_source_id": np.array([f.logical_source_id for f in report.files], dtype=object),
             "variant": np.array([f.variant for f in report.files], dtype=object),
+            "content_blob": np.array(measured.blobs if measured is not None else [None] * n, dtype=object),
         })
+        if measured is not None and measured.texts:
+            ids = sorted(measured.texts)
+            _bulk(con, "file_texts", snap, {
+                "file_id": np.array(ids, dtype=np.int32),
+                "text": np.array([measured.texts[i] for i in ids], dtype=object),
+            })
         for table, columns in (
             ("lines", report.lines),
             ("branches", report.branches),
@@ -447,6 +465,31 @@ class ProjectStore:
             [snap, int(limit), int(offset)],
         ).fetchall()
         return FilesPage(snapshot_id, int(total), offset, tuple(_file_summary(r) for r in rows))
+
+    def measured_text(
+        self, snap: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
+    ) -> tuple[str | None, bytes | None]:
+        """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
+        row = (con or self.con).execute(
+            """SELECT f.content_blob, t.text FROM files f
+               LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
+               WHERE f.snap = ? AND f.file_id = ?""",
+            [snap, file_id],
+        ).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
+
+    def content_blobs(
+        self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None, paths: Sequence[str] | None = None,
+    ) -> dict[str, str | None]:
+        """Path -> content blob id (None: unknown) of a snapshot's mapped files, or of ``paths`` among them."""
+        con = con or self.con
+        snap = self.snap_key(snapshot_id, con)
+        sql = f"SELECT path, content_blob FROM files WHERE snap = ? AND mapping = '{MAPPED}'"
+        params: list[Any] = [snap]
+        if paths is not None:
+            sql += " AND list_contains(?, path)"
+            params.append(list(paths))
+        return dict(con.execute(sql + " ORDER BY path", params).fetchall())
 
     def file_detail(
         self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection | None = None,
