@@ -43,7 +43,9 @@ CONTEXT = obj("repo_key", "project_id", "checkout_path", "suite", "schema_revisi
               schema_revision=INTEGER, stats=OBJECT)
 
 # Every data object states how far its evidence goes; ``next`` says what to do when nothing is shown.
-CLAIM = {"claim_status": {"enum": list(CLAIM_ORDER)}, "reasons": ARRAY, "next": STRING}
+# ``reason_codes``: machine-readable codes of reasons that change what a caller should do
+# (``current_not_measured``: a comparison's current side is not HEAD's measurement).
+CLAIM = {"claim_status": {"enum": list(CLAIM_ORDER)}, "reasons": ARRAY, "reason_codes": ARRAY, "next": STRING}
 
 
 def _task(name: str, **properties: Any) -> dict[str, Any]:
@@ -53,16 +55,16 @@ def _task(name: str, **properties: Any) -> dict[str, Any]:
 
 TASK_DATA: dict[str, dict[str, Any]] = {
     "insight": _task("insight", snapshot_ids=ARRAY, commit=NULLABLE_STRING, files_with_gaps=INTEGER, targets=ARRAY,
-                     targets_truncated=BOOLEAN, files=ARRAY, legend=OBJECT),
+                     target_count=INTEGER, targets_truncated=BOOLEAN, files=ARRAY, legend=OBJECT),
     "change": _task("change", baseline=OBJECT, current=OBJECT, diff=OBJECT, categories=OBJECT, branches=OBJECT,
-                    functions=OBJECT, patch=OBJECT, regression=OBJECT, not_measured=OBJECT, files=ARRAY,
-                    ranges=ARRAY, ranges_truncated=BOOLEAN, legend=OBJECT),
+                    functions=OBJECT, patch=OBJECT, regression=OBJECT, not_measured=OBJECT, outside_scope=OBJECT,
+                    files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN, legend=OBJECT),
     "incremental": _task("incremental", projection=STRING, baseline=OBJECT, current=OBJECT, lines=OBJECT,
                          branches=OBJECT, functions=OBJECT, categories=OBJECT, regression=OBJECT, tests=OBJECT,
                          attribution=OBJECT, diff=OBJECT, files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN,
                          legend=OBJECT),
-    "history": _task("history", suite=STRING, subject=STRING, counter=STRING, points=ARRAY, all_points=ARRAY,
-                     points_truncated=BOOLEAN, window=OBJECT, legend=OBJECT),
+    "history": _task("history", suite=STRING, subject=STRING, counter=STRING, points=ARRAY, rows=ARRAY,
+                     rows_truncated=BOOLEAN, all_points=ARRAY, window=OBJECT, legend=OBJECT),
     "source": _task("source", snapshot_id=STRING, commit=NULLABLE_STRING, file=STRING, ranges=ARRAY,
                     lines_truncated=BOOLEAN, legend=OBJECT),
     "tests": _task("tests", snapshot_id=STRING, named_tests=INTEGER, status=STRING, duplicate_groups=INTEGER,
@@ -78,14 +80,15 @@ TASK_DATA: dict[str, dict[str, Any]] = {
 
 # What each task's page counts (all integers), beside next_cursor; null when there is one page only.
 TASK_PAGE: dict[str, tuple[str, ...]] = {
-    "insight": ("offset", "files", "total_files"),
+    "insight": ("offset", "files", "total_files", "target_offset", "targets", "total_targets"),
     "change": ("offset", "files", "total_files"),
     "incremental": ("offset", "files", "total_files"),
-    "history": ("offset", "points"),
+    "history": ("offset", "rows", "total_rows", "snapshots"),
     "source": (),
     "tests": ("offset", "groups", "total_groups"),
     "audit": ("offset", "records", "total"),
-    "all": ("offset", "files", "total_files"),
+    # insight's page, and which parts have more (parts_truncated: part -> true)
+    "all": ("offset", "files", "total_files", "target_offset", "targets", "total_targets", "parts_truncated"),
     "snapshots": ("offset", "returned"),
     "files": ("offset", "returned"),
     "file": ("from_line", "to_line"),
@@ -94,7 +97,8 @@ TASK_PAGE: dict[str, tuple[str, ...]] = {
 
 def page(*counts: str, nullable: bool = True) -> dict[str, Any]:
     """A page: its counts, and ``next_cursor`` (pass it as cursor to continue; null on the last page)."""
-    schema = obj("next_cursor", next_cursor=NULLABLE_STRING, **dict.fromkeys(counts, INTEGER))
+    schema = obj("next_cursor", next_cursor=NULLABLE_STRING,
+                 **{count: OBJECT if count == "parts_truncated" else INTEGER for count in counts})
     if nullable:
         schema["type"] = ["object", "null"]
     return schema

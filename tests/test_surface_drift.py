@@ -4,11 +4,11 @@ For every operation in ``OPERATIONS`` (and every ``coverage_review`` task) a
 real daemon's ``POST /api/projects/{id}/ops/{name}``, its MCP ``tools/call``
 through the official SDK client (``structuredContent``) and an in-process
 ``Service.call`` on the same store give the same envelope apart from
-``context.stats``; a failing call gives the same ``code``, ``details`` and
-``remedy`` everywhere. Every answer also matches its tool's ``outputSchema``,
-and with the keys closed, so a key an operation starts returning must be
-declared in ``coverage_core.output_schemas``. The CLI's side is
-tests/test_cli_surface.py.
+``context.stats`` and clock readings (a snapshot's ``age_s``); a failing call
+gives the same ``code``, ``details`` and ``remedy`` everywhere. Every answer
+also matches its tool's ``outputSchema``, and with the keys closed, so a key
+an operation starts returning must be declared in
+``coverage_core.output_schemas``. The CLI's side is tests/test_cli_surface.py.
 """
 
 from __future__ import annotations
@@ -73,10 +73,23 @@ FAILURES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+# Read off the clock at answer time, so they may differ by a second between two calls.
+CLOCK_KEYS = frozenset({"age_s"})
+
+
 def without_stats(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The envelope apart from ``context.stats`` and clock readings (``age_s``)."""
     out = copy.deepcopy(envelope)
     out["context"].pop("stats")
-    return out
+    return _without_clock(out)
+
+
+def _without_clock(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_clock(v) for k, v in value.items() if k not in CLOCK_KEYS}
+    if isinstance(value, list):
+        return [_without_clock(v) for v in value]
+    return value
 
 
 def closed(schema: Any) -> Any:
