@@ -327,9 +327,9 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data["target_count"] = 999_999
     data["targets_truncated"] = True
     data["targets"] = []
-    if group:
+    continuing = group > 0
+    if continuing:
         files = files[:group]
-        shown_files = len(files)
     else:
         shown_files = budget.fit_page(data, "files", [_file_item(f, representation) for f in files])
         files = files[:shown_files]
@@ -346,7 +346,7 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         more = _ranges_cursor(call, sel, t, len(shown)) if len(shown) < t["region_count"] else None
         rendered.append(_render_target(t, representation, shown, more))
     # A page that only continues targets must show one, or it would never advance.
-    fit = budget.fit_page if skip else budget.fit_list
+    fit = budget.fit_page if continuing else budget.fit_list
     listed = fit(data, "targets", rendered)
     done = skip + listed
     data["targets_truncated"] = done < len(targets)
@@ -356,7 +356,7 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         following = cursors.encode_key(call, "insight", sel.scope_key, ["group", first + group, 0, 0])
     else:
         following = None
-    return {"data": data, "page": _page(first, 0 if skip else group, skip, listed, len(targets), total, following)}
+    return {"data": data, "page": _page(first, 0 if continuing else group, skip, listed, len(targets), total, following)}
 
 
 def _page(first: int, files: int, skip: int, listed: int, targets: int, total: int, following: str | None) -> dict[str, Any]:
