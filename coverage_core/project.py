@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
+import duckdb
 import zstandard
 
 from .config import Settings
@@ -188,19 +189,19 @@ class Project:
             ids.append(blob)
         return MeasuredText(tuple(ids), texts)
 
-    def measured_matches_worktree(self, snapshot: Snapshot) -> bool:
+    def measured_matches_worktree(self, snapshot: Snapshot, con: duckdb.DuckDBPyConnection | None = None) -> bool:
         """Whether the text ``snapshot`` measured is the working tree's now: its commit is HEAD and every
         measured (mapped) file's recorded content identity equals the blob id of the working-tree file.
 
         For a dirty-tree snapshot this says whether it still describes the checkout. False when any
         measured file's identity is unknown (snapshots stored before identities were recorded, a
         working-tree file that could not be read). Files the report did not measure (tests, say) are
-        not part of the identity.
+        not part of the identity. ``con``: the read connection to use (a handler's cursor).
         """
         head = self.git.head_commit()
         if snapshot.commit is None or snapshot.commit != head:
             return False
-        recorded = self.store.content_blobs(snapshot.snapshot_id)
+        recorded = self.store.content_blobs(snapshot.snapshot_id, con)
         if not recorded or any(blob is None for blob in recorded.values()):
             return False
         changed = self.git.changed_paths()

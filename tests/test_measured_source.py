@@ -184,13 +184,22 @@ def test_change_reports_per_file_freshness_of_its_current_side(repo: Path) -> No
     measure(repo, "tests/test_cart.py::test_total_sums_prices")
     with open_project(repo) as project:
         current = project.ingest(repo / "coverage.json")
-    write(repo, {"shop/__init__.py": '"""The shop."""\n'})
-    commit(repo, "document the package")
-    with open_project(repo) as project:
-        data = review(project, task="change", measurement={"snapshot_id": current.snapshot_id},
-                      baseline={"kind": "explicit", "snapshot_id": base.snapshot_id})
-    assert data["current"]["freshness"] == {"shop/cart.py": "fresh", "shop/__init__.py": "stale"}
-    assert [row[0] for row in data["files"]] == list(data["current"]["freshness"])
+    args = {"measurement": {"snapshot_id": current.snapshot_id},
+            "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}}
+
+    def freshness() -> dict[str, str]:
+        with open_project(repo) as project:
+            data = review(project, task="change", **args)
+        assert list(data["current"]["freshness"]) == [row[0] for row in data["files"]]  # the page's files
+        return data["current"]["freshness"]
+
+    assert freshness()["shop/cart.py"] == "fresh"
+    write(repo, {"README": "unrelated\n"})
+    commit(repo, "HEAD moves on without touching the measured files")
+    assert freshness()["shop/cart.py"] == "fresh"
+    write(repo, {"shop/cart.py": CART + "# touched\n"})
+    commit(repo, "touch the cart")
+    assert freshness()["shop/cart.py"] == "stale"
 
 
 def test_a_clean_snapshot_stored_before_identities_shows_the_commits_text_and_unknown_freshness(repo: Path) -> None:
@@ -202,3 +211,16 @@ def test_a_clean_snapshot_stored_before_identities_shows_the_commits_text_and_un
         lines = marked(review(project, task="source", file="shop/cart.py", ranges=["1-8"]))
         assert suite_content(project)["files"] == [["shop/__init__.py", "unknown"], ["shop/cart.py", "unknown"]]
     assert lines[4] == ("c", "def total(prices, coupon=None):") and lines[8][0] == "u"
+
+
+def test_line_numbers_are_checked_against_the_measured_text_by_text_of(repo: Path) -> None:
+    from coverage_core.review.call import Call
+    from coverage_core.review.select import select
+    from coverage_core.review.source import text_of
+
+    with open_project(repo) as project:
+        project.ingest(repo / "coverage.json")
+        call = Call(project, project.store.cursor(), {"task": "source"})
+        sel = select(call)
+        assert len(text_of(call, sel, "shop/cart.py")) == len(EDITED.splitlines()) == 34 + SHIFT
+        assert text_of(call, sel, "tests/test_cart.py") == PACKAGE["tests/test_cart.py"].splitlines()

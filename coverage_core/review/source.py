@@ -97,6 +97,19 @@ def measured_lines(call: Call, snap: int, fid: int, primary: Snapshot, path: str
     return (None, misfit) if misfit else (lines, note)
 
 
+def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
+    """The lines task=source would show for ``path`` in the selection's primary snapshot: the measured
+    text when the snapshot has the file, else the commit's; None when neither is available. For
+    checks of line numbers against a file (a dirty-tree snapshot's text is longer or shorter than the
+    commit's)."""
+    primary = sel.primary
+    try:
+        fid = file_id(call, sel.snaps[0], path, primary.snapshot_id)[0]
+    except CoverageError:
+        return source_lines(call, primary.commit, path) if primary.commit else None
+    return measured_lines(call, sel.snaps[0], fid, primary, path)[0]
+
+
 def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
     """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
     measured = call.numpy("SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])["line"]
