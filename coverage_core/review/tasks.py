@@ -104,7 +104,7 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
         status = min(status, part_status, key=CLAIM_ORDER.index)
         reasons += [r for r in part_reasons if r not in reasons]
         if name != "insight" and (part.get("page") or {}).get("next_cursor"):
-            more[name] = f"task={name} with the same measurement continues it"
+            more[name] = True  # task=<name> with the same measurement continues it
     data["claim_status"] = status
     data["reasons"] = notes + reasons
     page = dict(parts["insight"]["page"])
