@@ -22,6 +22,9 @@ from .output import FAILED, emit_json, handles_errors, json_option
 STOP_TIMEOUT_S = 15.0
 
 
+_DEFAULTS = {spec.name: spec.default for spec in SETTINGS}
+
+
 def settings_epilog() -> str:
     """Every setting of ``coverage_core.config.SETTINGS``, with its default and range."""
     lines = ["\b", "Settings (environment variables):"]
@@ -33,8 +36,9 @@ def settings_epilog() -> str:
 
 
 @click.command("serve", epilog=settings_epilog())
-@click.option("--host", help="Loopback address to bind [COVERAGE_MCP_HOST, default 127.0.0.1].")
-@click.option("--port", type=int, help="TCP port; 0 picks a free one [COVERAGE_MCP_PORT, default 59471].")
+@click.option("--host", help=f"Loopback address to bind [COVERAGE_MCP_HOST, default {_DEFAULTS['host']}].")
+@click.option("--port", type=int,
+              help=f"TCP port; 0 picks a free one [COVERAGE_MCP_PORT, default {_DEFAULTS['port']}].")
 @handles_errors
 def serve_command(host: str | None, port: int | None) -> None:
     """Run the coverage-mcp daemon in the foreground until SIGINT, SIGTERM or `coverage-mcp stop`.
