@@ -41,6 +41,7 @@ from coverage_core.errors import (
     error_body,
     render_setting,
 )
+from coverage_core.ids import SNAPSHOT_ID
 
 from .errors_http import compact, status_of
 from .identity import VERSION
@@ -104,7 +105,7 @@ def output_schema(operation_schema: dict[str, Any]) -> dict[str, Any]:
 
 CONTEXT_URI = "coverage://context"
 SNAPSHOT_TEMPLATE = "coverage://snapshot/{snapshot_id}/summary"
-_SNAPSHOT_URI = re.compile(r"^coverage://snapshot/(snap-[0-9a-f]{1,64})/summary$")
+_SNAPSHOT_URI = re.compile(rf"^coverage://snapshot/({SNAPSHOT_ID})/summary$")
 RESOURCES = [{
     "uri": CONTEXT_URI, "name": "context", "title": "Project context",
     "description": "The project_context answer for the selected repository: identity, freshness, latest snapshots.",
