@@ -10,12 +10,16 @@ stored (so it needs the store to be free of the daemon).
 
 Exit codes (the one table in ``output``): 0 success or every check passed,
 3 a threshold or criterion was not met, 2 bad usage or input, 1 the
-comparison could not be made (no baseline snapshot, store held, ...).
+comparison could not be made (no baseline snapshot, store held, ...), and 1
+when it was not made because HEAD is not measured: the answer's claim is
+``stale`` with reason code ``current_not_measured`` (``--json`` prints that
+envelope). Every text rendering ends with the claim and its reasons.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +40,7 @@ from .options import (
     json_option,
     repo_option,
 )
-from .output import emit_json, handles_errors, percent
+from .output import FAILED, emit_json, handles_errors, percent
 
 LISTED_FILES = 25  # file rows in a Markdown comment
 ATTENTION = ("UNC", "LBC", "UIC")
@@ -52,8 +56,8 @@ def selectors(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed((
         baseline_options(required=True),
         click.option("--current", metavar="SNAPSHOT|REPORT",
-                     help="A snapshot id, or a report file compared without storing it (default: the latest "
-                          "snapshot of --suite)."),
+                     help="A snapshot id, or a report file compared without storing it (default: the snapshot "
+                          "of HEAD in --suite; none is exit 1, current_not_measured)."),
         click.option("--suite", help=f"Suite of both sides (default: {DEFAULT_SUITE!r}, or the snapshot's)."),
         click.option("--scope", type=click.Choice(SCOPES), default="complete", show_default=True,
                      help="Scope of a --current REPORT: 'subset' when only selected tests ran."),
@@ -92,6 +96,35 @@ def _side(data: dict[str, Any], which: str) -> str:
     return f"{side['commit'] or '-'} ({ids}; {side['scope']})"
 
 
+def render_claim(d: dict[str, Any], indent: str = "  ") -> str:
+    """The claim status, its reason codes and every reason: the last thing every text rendering shows."""
+    codes = d.get("reason_codes") or []
+    head = f"{indent}claim: {d['claim_status']}" + (f" [{', '.join(codes)}]" if codes else "")
+    return head + "".join(f"\n{indent}  - {r}" for r in d["reasons"])
+
+
+def render_not_compared(d: dict[str, Any], suite: str | None) -> str:
+    """What ``diff`` and ``gate`` print when HEAD's measurement is missing (nothing was compared)."""
+    base, cur = d["baseline"], d["current"]
+    how = base["kind"] if not base.get("ref") else f"{base['kind']} {base['ref']}"
+    latest = cur.get("latest")
+    if latest is not None:
+        current = f"HEAD {cur['commit'] or '-'} has no snapshot (newest: {latest['snapshot_id']} at {latest['commit']})"
+        named = latest["snapshot_id"]
+    else:
+        current = f"{cur['commit'] or '-'} ({', '.join(cur['snapshot_ids'])})"
+        named = cur["snapshot_ids"][0] if cur["snapshot_ids"] else "SNAPSHOT"
+    suite_arg = f" --suite {suite}" if suite else ""
+    return "\n".join([
+        "coverage change: not compared",
+        f"  baseline {base['commit'] or '-'} ({how}; {', '.join(base['snapshot_ids']) or 'not resolved'})",
+        f"  current  {current}",
+        render_claim(d),
+        f"  next: measure HEAD and store it (coverage-mcp ingest REPORT{suite_arg}), or compare a snapshot as "
+        f"asked (--current {named})",
+    ])
+
+
 def _attention(s: Summary) -> list[dict[str, Any]]:
     return [f for f in s.files if f["status"] == "not_measured" or any(f["lines"][c] for c in ATTENTION)]
 
@@ -122,7 +155,7 @@ def render_table(s: Summary) -> str:
             parts = [f"{c} {_spans([r for r in mine if r['category'] == c])}" for c in ATTENTION
                      if any(r["category"] == c for r in mine)]
             out.append(f"    {path}: {'; '.join(parts)}")
-    out.append(f"  claim: {d['claim_status']}" + "".join(f"\n    - {r}" for r in d["reasons"]))
+    out.append(render_claim(d))
     return "\n".join(out)
 
 
@@ -159,7 +192,9 @@ def render_markdown(s: Summary) -> str:
             parts = [f"{c} {_spans([r for r in mine if r['category'] == c])}" for c in ("UNC", "LBC")
                      if any(r["category"] == c for r in mine)]
             out.append(f"- `{path}`: {'; '.join(parts)}")
-    out += ["", f"_Claim: {d['claim_status']}._"] + [f"- {r}" for r in d["reasons"]]
+    codes = d.get("reason_codes") or []
+    out += ["", f"_Claim: {d['claim_status']}" + (f" ({', '.join(codes)})" if codes else "") + "._"]
+    out += [f"- {r}" for r in d["reasons"]]
     return "\n".join(out) + "\n"
 
 
@@ -207,18 +242,21 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
     args = comparison(baseline, merge_base, current, suite, scope)
     with open_project(repo) as project:
         envelope = ci.diff(project, args)
+    compared = not ci.not_compared(envelope)
     if as_json:
         emit_json(envelope)
-        return
-    result = Summary.from_pages([envelope])
-    if fmt == "json":
+    elif fmt == "json":
         click.echo(json.dumps(envelope["data"], indent=2))
+    elif not compared:
+        click.echo(render_not_compared(envelope["data"], suite))
     elif fmt == "markdown":
-        click.echo(render_markdown(result), nl=False)
+        click.echo(render_markdown(Summary.from_pages([envelope])), nl=False)
     else:
-        click.echo(render_table(result))
-    if with_annotations:
-        for line in github_annotations(result):
+        click.echo(render_table(Summary.from_pages([envelope])))
+    if not compared:
+        sys.exit(FAILED)
+    if with_annotations and not as_json:
+        for line in github_annotations(Summary.from_pages([envelope])):
             click.echo(line)
 
 
@@ -238,8 +276,11 @@ def gate_command(baseline, merge_base, current, suite, scope, repo, as_json, fai
     """Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories.
 
     Exit 0 when every check passes, 3 when one fails (each failure says why),
-    2 on bad usage, 1 when the comparison cannot be made. --json prints the
-    gate's envelope (data.passed, data.checks, the sides, categories and patch).
+    2 on bad usage, 1 when the comparison cannot be made, or is not made
+    because HEAD has no snapshot (claim stale, reason code
+    current_not_measured; name one with --current to compare it as asked).
+    --json prints the gate's envelope (data.passed, data.checks, the sides,
+    categories and patch, the claim and its reason codes).
 
     Example: coverage-mcp gate --baseline main --merge-base --fail-under-patch 80 --ratchet
     """
@@ -254,9 +295,14 @@ def gate_command(baseline, merge_base, current, suite, scope, repo, as_json, fai
         envelope = ci.gate(project, args)
     if as_json:
         emit_json(envelope)
+    elif ci.not_compared(envelope):
+        click.echo(render_not_compared(envelope["data"], suite))
     else:
         for c in envelope["data"]["checks"]:
             click.echo(f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
+        click.echo(render_claim(envelope["data"], indent=""))
+    if ci.not_compared(envelope):
+        sys.exit(FAILED)
     failed = ci.failure(args, envelope)
     if failed is not None:
         raise failed

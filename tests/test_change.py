@@ -311,8 +311,9 @@ def test_a_file_the_current_snapshot_lacks_is_not_measured_never_unchanged(tmp_p
         store(svc, repo, lcov({"a.c": {1: 1, 5: 1}}))
         data = change(svc, representation="review", limits={"max_files": 10})["data"]
     status = {f["path"]: f["status"] for f in data["files"]}
-    assert status == {"a.c": "modified", "b.c": "not_measured", "README.md": "not_measured"}
-    assert data["not_measured"] == {"files": 2, "code_files": 1}  # README.md is not code the suite measures
+    assert status == {"a.c": "modified", "b.c": "not_measured", "README.md": "outside_scope"}
+    assert data["not_measured"] == {"files": 1}  # README.md is no code the suite measures: outside its scope
+    assert data["outside_scope"] == {"count": 1, "examples": ["README.md"]}
     assert data["claim_status"] == "limited"
     assert any("not_measured, not unchanged" in r for r in data["reasons"])
     assert data["categories"]["ECB"] == 2  # b.c's baseline lines are excluded, not lost

@@ -80,11 +80,14 @@ def test_patch_coverage_equals_diff_covers_for_lcov_and_cobertura(changed_repo, 
     else:
         report = "coverage.xml"
         (repo / report).write_text(_cobertura(repo, hits))
-    (repo / "base.info").write_text(lcov({"src/app.py": {n: 1 for n in range(1, 41)}}))
+    # The baseline in the current side's format: a comparison across formats is refused.
+    base_hits = {"src/app.py": {n: 1 for n in range(1, 41)}}
+    base_report = "base.info" if fmt == "lcov" else "base.xml"
+    (repo / base_report).write_text(lcov(base_hits) if fmt == "lcov" else _cobertura(repo, base_hits))
     theirs = _diff_cover(repo, report, base)
     with open_project(repo) as project:
         svc = Service(project)
-        svc.call("coverage_import", {"report_path": "base.info", "commit": base})
+        svc.call("coverage_import", {"report_path": base_report, "commit": base})
         svc.call("coverage_import", {"report_path": report})
         env = svc.call("coverage_review", {"task": "change", "baseline": {"kind": "ref", "ref": base},
                                            "representation": "audit", "limits": {"max_files": 20}})

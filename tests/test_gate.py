@@ -173,6 +173,7 @@ def test_gate_passes_with_exit_0_when_every_threshold_is_met(repo: Path) -> None
     assert out.splitlines() == [
         "PASS total: total line coverage 10/15 (66.67%) meets the minimum 66.6%",
         "PASS patch: patch coverage 3/5 (60.00%) meets the minimum 60%",
+        "claim: supported",  # the claim and its reasons always close the text
     ]
 
 
@@ -185,10 +186,11 @@ def test_gate_fails_with_exit_3_and_a_reason_per_failed_check(repo: Path) -> Non
         "FAIL patch: patch coverage 3/5 (60.00%) is under the minimum 80%",
         "FAIL ratchet: uncovered lines grew in 2 files or directories: a.c 2 -> 3 (+1); fresh.c 0 -> 1 (+1)",
         "FAIL criteria: criteria `UNC == 0 and LBC <= 1` does not hold: UNC=2, LBC=1",
+        "claim: supported",
     ]
     assert "threshold_not_met" in err and "3 of 3 checks failed" in err
     code, out, _ = run(repo, "gate", "--baseline", "HEAD~1")  # the default criteria
-    assert code == 3 and out.strip() == "FAIL criteria: criteria `UNC + LBC + UIC == 0` does not hold: UNC=2, LBC=1, UIC=0"
+    assert code == 3 and out.splitlines()[0] == "FAIL criteria: criteria `UNC + LBC + UIC == 0` does not hold: UNC=2, LBC=1, UIC=0"
 
 
 def test_gate_json_says_which_checks_failed(repo: Path) -> None:

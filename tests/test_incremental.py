@@ -117,22 +117,23 @@ def _named(tests: dict[str, dict[int, int]]) -> str:
     return "".join(lcov({"m.c": lines}, test=name) for name, lines in tests.items())
 
 
-def test_test_id_differences_are_opaque_bounded_and_counted(svc: Service) -> None:
+def test_test_differences_name_each_test_beside_its_stable_id_bounded_and_counted(svc: Service) -> None:
     base = put(svc, _named({f"base_{i}": {1: 1} for i in range(3)} | {"shared": {2: 1}}))
-    run = put(svc, _named({f"new_test_{i}": {3: 1} for i in range(14)} | {"shared": {2: 1}}), scope="subset")
+    run = put(svc, _named({f"new_test_{i:02d}": {3: 1} for i in range(14)} | {"shared": {2: 1}}), scope="subset")
     data = incremental(svc, run, base)
     tests = data["tests"]
     assert (tests["baseline"], tests["current"], tests["common"]) == (4, 15, 1)
-    assert tests["only_current"]["count"] == 14 and len(tests["only_current"]["ids"]) == 10
-    assert tests["only_current"]["truncated"] is True and tests["only_baseline"]["count"] == 3
-    text = str(data)
-    assert "new_test_" not in text and "base_" not in text  # identity only through keyed hashes
-    again = incremental(svc, run, base)["tests"]["only_current"]["ids"]
-    assert again == tests["only_current"]["ids"] and all(i.startswith("t-") for i in again)
+    only = tests["only_current"]
+    assert only["count"] == 14 and only["names"] == [f"new_test_{i:02d}" for i in range(10)]
+    assert len(only["ids"]) == 10 and only["truncated"] is True
+    assert tests["only_baseline"] == {**tests["only_baseline"], "count": 3, "names": ["base_0", "base_1", "base_2"]}
+    again = incremental(svc, run, base)["tests"]["only_current"]
+    assert again["ids"] == only["ids"] and all(i.startswith("t-") for i in again["ids"])  # stable ids
     attribution = data["attribution"]
     assert attribution["status"] == "available"
     assert attribution["newly_hit_lines"] == 1 and attribution["attributed_lines"] == 1  # line 3
-    assert attribution["tests"]["count"] == 14 and len(attribution["tests"]["ids"]) == 10
+    assert attribution["tests"]["count"] == 14 and attribution["tests"]["names"] == only["names"]
+    assert attribution["tests"]["ids"] == only["ids"]  # the same test, the same id, in both lists
 
 
 def test_attribution_is_unavailable_without_named_tests(svc: Service) -> None:

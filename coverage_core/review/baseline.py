@@ -133,6 +133,7 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
         found = _explicit(call, spec)
         if same_suite:
             _same_suite(found, suite, "baseline")
+            _same_format(found, current.primary)
         base_commit = one_commit(found, "baseline")
         notes = _lineage(call, base_commit, cur_commit, f"baseline snapshot {found[0].snapshot_id}")
         return _baseline(call, kind, found, base_commit, None, notes)
@@ -143,10 +144,13 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
             "Commit first, or compare with an explicit baseline snapshot (baseline.kind='explicit').",
         )
     if kind == "previous_snapshot":
+        before = min(current.snaps, default=2**31 - 1)
         row = call.one(
-            "SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? ORDER BY snap DESC LIMIT 1",
-            [suite, min(current.snaps, default=2**31 - 1)],
+            "SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? AND format = ? ORDER BY snap DESC LIMIT 1",
+            [suite, before, current.primary.format],
         )
+        if row is None:
+            _other_format(call, current.primary, "snap < ?", [before], f"stored before {current.primary.snapshot_id}")
         if row is None:
             raise CoverageError(
                 ErrorCode.BASELINE_UNAVAILABLE,
@@ -160,7 +164,7 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
         return _baseline(call, kind, (previous,), previous.commit, None, notes)
     commit, ref, how = _commit_for(call, kind, spec, cur_commit)
     notes = _lineage(call, commit, cur_commit, how)
-    at = _snapshot_at(call, suite, commit, current.snaps, how)
+    at = _snapshot_at(call, current.primary, commit, current.snaps, how)
     return _baseline(call, kind, (at,), commit, ref, notes)
 
 
@@ -190,6 +194,37 @@ def _same_suite(found: tuple[Snapshot, ...], suite: str, what: str) -> None:
             f"Pick a baseline snapshot of suite {suite!r}, or use task='incremental', which compares across suites.",
             {"baseline_suites": other, "current_suite": suite},
         )
+
+
+def _same_format(found: tuple[Snapshot, ...], current: Snapshot) -> None:
+    """Refuse a baseline of another report format: their lines, branches and functions are not counted alike."""
+    other = next((s for s in found if s.format != current.format), None)
+    if other is not None:
+        raise _formats_differ(other, current, f"the baseline snapshot {other.snapshot_id}")
+
+
+def _other_format(call: Call, current: Snapshot, where: str, params: list[Any], what: str) -> None:
+    """When no snapshot of the current side's format qualifies but one of another format does, say so."""
+    row = call.one(
+        f"SELECT snapshot_id FROM snapshots WHERE suite = ? AND {where} AND format <> ? ORDER BY snap DESC LIMIT 1",
+        [current.suite, *params, current.format],
+    )
+    if row is not None:
+        raise _formats_differ(call.project.store.snapshot(row[0], call.con), current,
+                              f"the baseline snapshot of suite {current.suite!r} {what} ({row[0]})")
+
+
+def _formats_differ(base: Snapshot, current: Snapshot, what: str) -> CoverageError:
+    return CoverageError(
+        ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+        f"{what} is a {base.format} report and the current measurement ({current.snapshot_id}) a "
+        f"{current.format} report: a comparison needs one format, whose lines, branches and functions "
+        "are counted alike",
+        f"Store a {current.format} report of the baseline commit (the same tool's output as the current side), "
+        f"or compare with a {base.format} report of the current commit as --current.",
+        {"baseline_format": base.format, "current_format": current.format,
+         "baseline_snapshot_id": base.snapshot_id, "current_snapshot_id": current.snapshot_id},
+    )
 
 
 def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) -> tuple[str, str | None, str]:
@@ -296,12 +331,16 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
     return []
 
 
-def _snapshot_at(call: Call, suite: str, commit: str, exclude: tuple[int, ...], how: str) -> Snapshot:
+def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int, ...], how: str) -> Snapshot:
+    suite = current.suite
     row = call.one(
         "SELECT snapshot_id FROM snapshots WHERE suite = ? AND commit_sha = ? AND NOT list_contains(?, snap) "
-        "ORDER BY dirty, snap DESC LIMIT 1",
-        [suite, commit, list(exclude)],
+        "AND format = ? ORDER BY dirty, snap DESC LIMIT 1",
+        [suite, commit, list(exclude), current.format],
     )
+    if row is None:
+        _other_format(call, current, "commit_sha = ? AND NOT list_contains(?, snap)", [commit, list(exclude)],
+                      f"of the baseline commit ({how})")
     if row is None:
         raise CoverageError(
             ErrorCode.BASELINE_UNAVAILABLE,

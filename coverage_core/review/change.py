@@ -8,9 +8,15 @@ ranked by what needs attention (UNC, LBC, UIC) and grouped line ranges per
 category, UNC and LBC first. Files are paged with ``page.next_cursor``.
 
 Evidence rules:
-- A file the current measurement lacks is ``not_measured``, never unchanged;
-  when it is code the suites measure (the baseline had it, or its extension is
-  one they measure) the claim is ``limited``.
+- A file the current measurement lacks is ``not_measured``, never unchanged,
+  and the claim is ``limited``, when it is code the suite measures: a snapshot
+  of the suite measured it before, or it has an extension the suite measures in
+  a directory it measures. Any other file it lacks (a ``tests/`` tree under
+  ``--cov=pkg``, a README) is ``outside_scope``, counted in
+  ``data.outside_scope``, and limits nothing. A file the measurement reports
+  with no executable line (an empty ``__init__.py``) is measured.
+- An omitted ``measurement`` is HEAD's snapshot (``select.current_at_head``);
+  without one the answer is ``stale`` with reason code ``current_not_measured``.
 - LBC is a regression only when the current measurement is ``complete``; from
   a ``subset`` run it is ``not_observed`` (``data.regression.status``).
 - Deleted (DUB, DCB) and excluded (EUB, ECB) code never reads as a regression;
@@ -24,6 +30,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+import attrs
 import numpy as np
 
 from . import baseline as baselines
@@ -52,9 +59,11 @@ from .categories import (
 from .comparing import Compared, compared, scope_key
 from .context import claim_for
 from .freshness import file_freshness
-from .select import Selection
+from .select import Selection, current_at_head, names_current
 
 DEFAULT_BASELINE = {"kind": "previous_snapshot"}
+# The reason code of a comparison whose current side is not HEAD's measurement (data.reason_codes).
+CURRENT_NOT_MEASURED = "current_not_measured"
 # Ranges are listed in this order of attention; CBC and UBC (unchanged code
 # whose coverage did not change) are counted, never listed.
 RANGE_ORDER = (UNC, LBC, UIC, GNC, GBC, GIC, ECB, EUB, DCB, DUB)
@@ -64,9 +73,66 @@ _IDENTITY = np.arange(len(CATEGORIES))
 
 
 def change(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
-    """The task: ``measurement`` is the current side, ``baseline`` (default previous_snapshot) the other."""
-    base = baselines.resolve(call, sel, call.args.get("baseline") or DEFAULT_BASELINE)
-    return answer(call, sel, base, compared(call, sel, base), budget)
+    """The task: ``measurement`` is the current side, ``baseline`` (default previous_snapshot) the other.
+
+    A ``measurement`` that names no snapshot is HEAD's measurement (``select.current_at_head``): without
+    one, or when HEAD does not descend from the baseline's commit, the answer is ``stale`` with reason
+    code ``current_not_measured`` and compares nothing (the latest snapshot would run the diff backwards).
+    """
+    spec = call.args.get("baseline") or DEFAULT_BASELINE
+    if names_current(call):
+        base = baselines.resolve(call, sel, spec)
+        return answer(call, sel, base, compared(call, sel, base), budget)
+    current = current_at_head(call, sel.primary.suite)
+    if current is None:
+        return current_not_measured(call, sel, spec, None)
+    current = attrs.evolve(current, notes=sel.notes)
+    base = baselines.resolve(call, current, spec)
+    if not _descends(call, base, current):
+        return current_not_measured(call, current, spec, base)
+    return answer(call, current, base, compared(call, current, base), budget)
+
+
+def _descends(call: Call, base: baselines.Baseline, current: Selection) -> bool:
+    cur = current.primary.commit
+    return base.commit is None or base.commit == cur or (
+        cur is not None and call.project.git.is_ancestor(base.commit, cur))
+
+
+def current_not_measured(call: Call, latest: Selection, spec: dict[str, Any],
+                         base: baselines.Baseline | None) -> dict[str, Any]:
+    """The ``stale`` answer of a comparison whose current side (HEAD's measurement) is missing.
+
+    ``latest`` is the newest snapshot of the suite (no snapshot measured HEAD, ``base`` None), or HEAD's
+    snapshot when HEAD does not descend from ``base``'s commit. Nothing is compared.
+    """
+    head = call.project.state().head
+    suite = latest.primary.suite
+    snap = latest.primary
+    if base is None:
+        if snap.commit == head and snap.dirty:
+            reason = (f"the newest snapshot of suite {suite!r}, {snap.snapshot_id}, measured HEAD "
+                      f"{(head or '')[:12]} with uncommitted changes the working tree no longer has, and no "
+                      "other snapshot describes this checkout")
+        else:
+            reason = (f"no snapshot of suite {suite!r} measures HEAD {(head or 'unborn')[:12]} (the newest, "
+                      f"{snap.snapshot_id}, measures {(snap.commit or 'no commit')[:12]}); comparing it would not "
+                      "describe this checkout")
+        baseline = {"kind": spec["kind"], "ref": spec.get("ref"), "commit": None, "snapshot_ids": []}
+        current = {"snapshot_ids": [], "commit": (head or "")[:12] or None,
+                   "latest": {"snapshot_id": snap.snapshot_id, "commit": (snap.commit or "")[:12] or None}}
+    else:
+        reason = (f"HEAD {(head or 'unborn')[:12]} does not descend from the baseline commit "
+                  f"{(base.commit or '')[:12]}: the diff would undo changes instead of reviewing them")
+        baseline = {"kind": base.kind, "ref": base.ref, "commit": (base.commit or "")[:12] or None,
+                    "snapshot_ids": [s.snapshot_id for s in base.snapshots]}
+        current = {"snapshot_ids": [snap.snapshot_id], "commit": (snap.commit or "")[:12] or None}
+    return {"data": {
+        "task": "change", "baseline": baseline, "current": current,
+        "claim_status": "stale", "reasons": [*latest.notes, reason], "reason_codes": [CURRENT_NOT_MEASURED],
+        "next": (f"coverage_import a report of this checkout (suite {suite!r}) to measure HEAD, or name the "
+                 f"current side: measurement={{'snapshot_id': '{snap.snapshot_id}'}} compares that snapshot as asked"),
+    }, "page": None}
 
 
 def change_of_report(call: Call, current: Selection, side: Side, budget: Budget) -> dict[str, Any]:
@@ -79,9 +145,58 @@ def _counts(values: np.ndarray, *, every: bool) -> dict[str, int]:
     return {name: int(v) for name, v in zip(CATEGORIES, values) if every or v}
 
 
-def _status(c: Comparison, f: int) -> str:
-    if not c.in_current[f] and c.status[f] != "deleted":
+OUTSIDE_EXAMPLES = 5  # paths named in data.outside_scope
+
+
+@attrs.frozen(eq=False)
+class Gaps:
+    """Per file of a comparison, what the current measurement lacks (files it reports with no executable
+    line, an empty ``__init__.py``, are measured): ``missing`` is code the suite measures (``not_measured``;
+    it limits the claim), ``outside`` a file no snapshot of the suite has measured, in no directory it
+    measures or of no extension it measures (``outside_scope``: counted apart, no limit on the claim)."""
+
+    missing: np.ndarray
+    outside: np.ndarray
+
+
+def gaps(call: Call, sel: Selection, c: Comparison, cur: Side) -> Gaps:
+    reported = set(cur.paths)
+    absent = ~c.in_current & _flags(zip(c.paths, c.status), lambda ps: ps[0] not in reported and ps[1] != "deleted")
+    if not absent.any():
+        return Gaps(absent, absent)
+    suite = sel.primary.suite
+    idx = np.flatnonzero(absent)
+    before = {r[0] for r in call.rows(
+        "SELECT DISTINCT f.path FROM files f JOIN snapshots s ON s.snap = f.snap "
+        "WHERE s.suite = ? AND list_contains(?, f.path)", [suite, [c.paths[i] for i in idx]])}
+    # Where and what the suite measures: the directories and extensions of every file it ever measured.
+    rows = call.rows(
+        "SELECT DISTINCT regexp_extract(f.path, '^(.*)/[^/]*$', 1), regexp_extract(f.path, '[^/]+(\\.[^./]*)$', 1) "
+        "FROM files f JOIN snapshots s ON s.snap = f.snap WHERE s.suite = ?", [suite])
+    dirs, exts = {r[0] for r in rows}, {r[1] for r in rows}
+
+    def in_scope(path: str) -> bool:
+        if posixpath.splitext(path)[1] not in exts:
+            return False
+        d = posixpath.dirname(path)
+        while True:
+            if d in dirs:
+                return True
+            if not d:
+                return False
+            d = posixpath.dirname(d)
+            if not d:  # the root holds every file: only its own files are in its scope
+                return False
+
+    missing = absent & (c.in_baseline | _flags(c.paths, lambda p: p in before or in_scope(p)))
+    return Gaps(missing, absent & ~missing)
+
+
+def _status(c: Comparison, f: int, g: Gaps) -> str:
+    if g.missing[f]:
         return "not_measured"
+    if g.outside[f]:
+        return "outside_scope"
     return c.status[f]
 
 
@@ -90,19 +205,12 @@ def _flags(values: Any, predicate: Any) -> np.ndarray:
     return np.fromiter((bool(predicate(v)) for v in values), dtype=bool, count=len(values))
 
 
-def _code_like(c: Comparison) -> np.ndarray:
-    """Per file: whether it is code the suites measure (the baseline had it, or its extension is measured)."""
-    measured = c.in_current | c.in_baseline
-    exts = {posixpath.splitext(p)[1] for p, m in zip(c.paths, measured) if m}
-    return c.in_baseline | _flags(c.paths, lambda p: posixpath.splitext(p)[1] in exts)
-
-
-def ranked_files(c: Comparison, only: str | None = None) -> np.ndarray:
+def ranked_files(c: Comparison, g: Gaps, only: str | None = None) -> np.ndarray:
     """Indices of the files worth a row, most in need of attention first."""
     per = c.per_file
-    not_measured = ~c.in_current & _flags(c.status, lambda s: s != "deleted")
-    code_gap = not_measured & _code_like(c)
-    relevant = (per[:, _INTERESTING].sum(axis=1) > 0) | _flags(c.status, lambda s: s != "unchanged") | not_measured
+    code_gap = g.missing
+    relevant = ((per[:, _INTERESTING].sum(axis=1) > 0) | _flags(c.status, lambda s: s != "unchanged") | g.missing
+                | g.outside)
     if only is not None:
         relevant &= _flags(zip(c.paths, c.previous), lambda pq: only in pq)
     idx = np.flatnonzero(relevant)
@@ -122,9 +230,9 @@ def file_ranges(c: Comparison, f: int) -> list[tuple[int, int, int, int]]:
     return file_runs(c, f, _IDENTITY, _IDENTITY, RANGE_ORDER)
 
 
-def _row(c: Comparison, f: int, representation: str) -> Any:
+def _row(c: Comparison, f: int, g: Gaps, representation: str) -> Any:
     per = c.per_file[f]
-    status = _status(c, f)
+    status = _status(c, f, g)
     if representation == "compact":
         return [c.paths[f], status, *(int(per[k]) for k in (UNC, LBC, UIC, GNC))]
     row: dict[str, Any] = {"path": c.paths[f], "status": status}
@@ -143,7 +251,8 @@ def _range(path: str, r: tuple[int, int, int, int], representation: str) -> Any:
             "side": "baseline" if cat in BASELINE_ONLY else "current"}
 
 
-def _claim(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, nm_code: int) -> dict[str, Any]:
+def _claim(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, nm_code: int,
+           outside: int) -> dict[str, Any]:
     claim = claim_for(call, sel.primary)
     reasons = list(sel.notes) + list(base.notes) + list(done.notes) + claim["reasons"]
     limited = []
@@ -152,19 +261,23 @@ def _claim(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     if nm_code:
         limited.append(f"{nm_code} changed or previously measured code files are not in the current measurement: "
                        "not_measured, not unchanged")
+    if outside:
+        reasons.append(f"{outside} files no snapshot of suite {sel.primary.suite!r} has measured are outside its "
+                       "measured scope (data.outside_scope)")
     status = claim["claim_status"]
     if limited and status == "supported":
         status = "limited"
     return {"claim_status": status, "reasons": reasons + limited}
 
 
-def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, representation: str) -> dict[str, Any]:
+def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, g: Gaps,
+           representation: str) -> dict[str, Any]:
     """The part of the answer every page carries: sides, diff, counts, patch, regression, claim."""
     c = done.comparison
     totals = c.totals
     subset = any(s.scope == "subset" for s in sel.snapshots)
-    not_measured = [f for f in range(len(c.paths)) if _status(c, f) == "not_measured"]
-    nm_code = int(np.count_nonzero(_code_like(c)[not_measured])) if not_measured else 0
+    nm_code = int(np.count_nonzero(g.missing))
+    outside = np.flatnonzero(g.outside)
     data: dict[str, Any] = {
         "task": "change",
         "baseline": {"kind": base.kind, "ref": base.ref, "commit": (base.commit or "")[:12] or None,
@@ -181,7 +294,8 @@ def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "status": ("not_observed" if subset else "regression") if totals[LBC] else "none",
             "lines": int(totals[LBC]),
         },
-        "not_measured": {"files": len(not_measured), "code_files": nm_code},
+        "not_measured": {"files": nm_code},
+        "outside_scope": {"count": len(outside), "examples": [c.paths[f] for f in outside[:OUTSIDE_EXAMPLES]]},
     }
     if representation == "compact":
         data["legend"] = {
@@ -189,7 +303,7 @@ def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "ranges": "[path, category, start, end, line_count]; DUB/DCB/EUB/ECB count baseline lines",
             "branches": "non-zero categories only", "functions": "non-zero categories only",
         }
-    data.update(_claim(call, sel, base, done, nm_code))
+    data.update(_claim(call, sel, base, done, nm_code, len(outside)))
     return data
 
 
@@ -201,16 +315,17 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     offset = cursors.decode(call, "change", scope, call.args.get("cursor"))
     if budget.max_files > RECORD_CAP:
         raise record_cap_exceeded("change", budget.max_files)
-    data = _fixed(call, sel, base, done, representation)
-    ranked = ranked_files(c, call.args.get("file"))
+    g = gaps(call, sel, c, done.cur)
+    data = _fixed(call, sel, base, done, g, representation)
+    ranked = ranked_files(c, g, call.args.get("file"))
     page_idx = ranked[offset: offset + budget.max_files]
     data.update({"files": [], "ranges_truncated": False, "ranges": []})
     # Per file of the page, by content identity (review.freshness): whether HEAD still has the measured text.
     paths = [c.paths[int(f)] for f in page_idx]
     fresh = data["current"]["freshness"] = file_freshness(call, sel.primary, paths)
-    shown = budget.fit_list(data, "files", [_row(c, int(f), representation) for f in page_idx])
+    shown = budget.fit_list(data, "files", [_row(c, int(f), g, representation) for f in page_idx])
     if len(page_idx) and not shown:
-        data["files"] = [_row(c, int(page_idx[0]), representation)]
+        data["files"] = [_row(c, int(page_idx[0]), g, representation)]
         raise budget.too_small(*size(data))
     data["current"]["freshness"] = {p: fresh[p] for p in paths[:shown] if p in fresh}
     # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.

@@ -18,8 +18,12 @@ option choices and ranges come from), and return one envelope
 ``current`` is a stored snapshot (``snapshot_id``), or a report file
 (``report_path``) that is parsed and mapped in memory and never stored; it
 needs the store itself, so with another owner it is ``store_locked`` and the
-suggestion says how to store it first. Without ``current``: the latest
-snapshot of ``suite``.
+suggestion says how to store it first. Without ``current``: HEAD's snapshot of
+``suite`` (``select.current_at_head``). When there is none, or HEAD does not
+descend from the baseline's commit, nothing is compared: ``diff`` answers the
+``stale`` claim with ``reason_codes: ["current_not_measured"]``, ``gate``
+does not pass (``passed`` false, no checks), and ``not_compared(envelope)``
+says so (the command line exits 1).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ..service import OPERATIONS, Service, envelope
 from ..validation import Validator
 from .budget import MAX_BYTES, MAX_WORDS, Budget
 from .call import Call
-from .change import change_of_report
+from .change import CURRENT_NOT_MEASURED, change_of_report
 from .comparing import unstored
 from .gate import (
     DEFAULT_CRITERIA,
@@ -69,7 +73,8 @@ DIFF_SCHEMA: dict[str, Any] = {
         "current": {
             "type": "object", "additionalProperties": False, "maxProperties": 1,
             "description": "A stored snapshot, or a report file compared without storing it "
-                           "(default: the latest snapshot of suite).",
+                           "(default: HEAD's snapshot of suite; without one nothing is compared: "
+                           "claim stale, reason code current_not_measured).",
             "properties": {"snapshot_id": {"type": "string", "minLength": 1},
                            "report_path": {"type": "string", "minLength": 1, "maxLength": 4096}},
         },
@@ -108,6 +113,12 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     text = args.get("criteria", None if asked else DEFAULT_CRITERIA)
     criteria = Criteria(text) if text is not None else None  # bad criteria fail before any work
     whole = _whole(owner, {k: v for k, v in args.items() if k not in CHECKS})
+    if not_compared(whole):
+        d = whole["data"]
+        data = {"passed": False, "checks": [], "baseline": d["baseline"], "current": d["current"],
+                "claim_status": d["claim_status"], "reasons": d["reasons"], "reason_codes": d["reason_codes"],
+                "next": d["next"]}
+        return {"context": whole["context"], "data": data, "page": None}
     summary = Summary.from_pages([whole])
     checks = evaluate(summary, fail_under_total=args.get("fail_under_total"),
                       fail_under_patch=args.get("fail_under_patch"), ratchet=bool(args.get("ratchet")),
@@ -117,6 +128,11 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
             "baseline": d["baseline"], "current": d["current"], "categories": d["categories"],
             "patch": d["patch"], "claim_status": d["claim_status"], "reasons": d["reasons"]}
     return {"context": whole["context"], "data": data, "page": None}
+
+
+def not_compared(envelope: dict[str, Any]) -> bool:
+    """Whether a ``diff`` or ``gate`` envelope compared nothing because HEAD's measurement is missing."""
+    return CURRENT_NOT_MEASURED in envelope["data"].get("reason_codes", ())
 
 
 def failure(args: dict[str, Any], envelope: dict[str, Any]) -> CoverageError | None:
@@ -191,6 +207,8 @@ def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     run = _runner(owner, args)
     review = _review_args(args)
     pages = [run("coverage_review", review)]
+    if not_compared(pages[0]):  # HEAD is not measured: the stale claim says so, and compares nothing
+        return {**pages[0], "page": None}
     if pages[0]["page"] is None:  # nothing measured: the answer's reasons say what is missing
         suite = pages[0]["context"]["suite"]
         raise CoverageError(

@@ -20,9 +20,11 @@ line counts once, hit when either side hit it. Lines are grouped:
 - ``added_covered`` / ``added_uncovered``: lines executable only now;
 - ``deleted``: baseline lines the diff removed (out of the union).
 
-Beside it: aggregate deltas (baseline, current, union), bounded opaque
-``test_id`` set differences (a keyed hash of each test name; never the name),
-attribution of newly hit lines to named tests, and the nested ``diff``: the
+Beside it: aggregate deltas (baseline, current, union), bounded test set
+differences and the attribution of newly hit lines to named tests, each test
+listed by its ``names`` (what a person or agent runs) beside its stable
+``ids`` (a keyed hash of the name, the same in every answer of this store;
+``names[i]`` is ``ids[i]``), and the nested ``diff``: the
 twelve ``change`` categories, a replacement-style diagnostic (as if the
 current run replaced the baseline).
 """
@@ -67,7 +69,7 @@ GROUPS = ("kept", "gained", "lost", "not_observed", "uncovered", "added_covered"
           "deleted")
 KEPT, GAINED, LOST, NOT_OBSERVED, UNCOVERED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED = range(9)
 RANGE_ORDER = (LOST, NOT_OBSERVED, ADDED_UNCOVERED, GAINED, ADDED_COVERED, EXCLUDED, DELETED)
-TEST_IDS = 10  # opaque ids listed per set difference outside audit
+TEST_IDS = 10  # tests listed per set difference outside audit
 
 
 def _group_map(subset: bool, keep_baseline: bool) -> np.ndarray:
@@ -129,6 +131,13 @@ def _opaque(secret: bytes, name: str) -> str:
     return "t-" + hmac.new(secret, name.encode(), hashlib.sha256).hexdigest()[:12]
 
 
+def _named(secret: bytes, names: set[str], limit: int) -> dict[str, Any]:
+    """A bounded list of tests, by name (sorted) with each name's stable id beside it."""
+    shown = sorted(str(n) for n in names)[:limit]
+    return {"count": len(names), "names": shown, "ids": [_opaque(secret, n) for n in shown],
+            "truncated": len(names) > limit}
+
+
 def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
     def names(snaps: tuple[int, ...]) -> set[str]:
         ids = ",".join(str(s) for s in snaps)
@@ -138,8 +147,7 @@ def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int)
     secret = call.project.store.cursor_secret
 
     def bounded(items: set[str]) -> dict[str, Any]:
-        ids = sorted(_opaque(secret, n) for n in items)
-        return {"count": len(ids), "ids": ids[:limit], "truncated": len(ids) > limit}
+        return _named(secret, items, limit)
 
     return {"baseline": len(b), "current": len(c), "common": len(b & c),
             "only_current": bounded(c - b), "only_baseline": bounded(b - c)}
@@ -168,12 +176,11 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
         call.con.unregister("_attribution_files")
     call.rows_scanned += len(obs["key"])
     seen = np.isin(obs["key"], keys)
-    tests = sorted({_opaque(call.project.store.cursor_secret, n) for n in obs["name"][seen]})
     return {
         "status": "available",
         "newly_hit_lines": len(keys),
         "attributed_lines": int(np.count_nonzero(np.isin(keys, obs["key"]))),
-        "tests": {"count": len(tests), "ids": tests[:limit], "truncated": len(tests) > limit},
+        "tests": _named(call.project.store.cursor_secret, set(obs["name"][seen]), limit),
     }
 
 

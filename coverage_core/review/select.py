@@ -71,6 +71,35 @@ def select(call: Call) -> Selection | None:
     return Selection(snapshots, snaps, tuple(notes))
 
 
+def names_current(call: Call) -> bool:
+    """Whether ``measurement`` names its snapshots (an explicit current side of a comparison)."""
+    m: dict[str, Any] = call.args.get("measurement") or {}
+    return "snapshot_id" in m or "snapshot_ids" in m
+
+
+def current_at_head(call: Call, suite: str) -> Selection | None:
+    """The current side of a comparison whose ``measurement`` names no snapshot: the newest snapshot of
+    ``suite`` whose commit is HEAD, a dirty-tree one only while it still describes the working tree.
+    None when no snapshot measured HEAD (or HEAD is unborn)."""
+    head = call.project.state().head
+    if head is None:
+        return None
+    store = call.project.store
+    rows = call.rows(
+        "SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? ORDER BY snap DESC", [suite, head],
+    )
+    for snapshot_id, dirty in rows:
+        found = store.snapshot(snapshot_id, call.con)
+        if not dirty or _describes_worktree(call, found):
+            return Selection((found,), (store.snap_key(snapshot_id, call.con),))
+    return None
+
+
+def _describes_worktree(call: Call, snapshot: Snapshot) -> bool:
+    """Whether a dirty-tree snapshot's measured text is the working tree's now (its recorded content identity)."""
+    return call.project.measured_matches_worktree(snapshot, call.con)
+
+
 def line_range(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
