@@ -157,6 +157,18 @@ def test_naming_the_current_snapshot_compares_it_as_asked(repo: Path, measured) 
     assert text.returncode == 0 and "claim: stale" in text.stdout and commits["c1"][:12] in text.stdout
 
 
+def test_a_gate_exits_1_when_head_does_not_descend_from_the_baseline(repo: Path, measured) -> None:
+    _repo, commits, saved = measured
+    ingest(repo, saved["c2"]["json"])
+    git(repo, "checkout", "-q", "--detach", commits["c1"])  # back to HEAD~1, which is measured too
+    older = ingest(repo, saved["c1"]["json"])
+    code, env = gate(repo, "--baseline", commits["c2"])
+    data = env["data"]
+    assert code == 1 and data["reason_codes"] == [NOT_MEASURED]
+    assert data["current"]["snapshot_ids"] == [older] and data["baseline"]["commit"] == commits["c2"][:12]
+    assert "does not descend" in data["reasons"][-1]
+
+
 def test_a_dirty_tree_snapshot_is_current_while_the_tree_is_unchanged(repo: Path, measured) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c1"]["json"], "--commit", "HEAD~1")
