@@ -224,3 +224,14 @@ def test_line_numbers_are_checked_against_the_measured_text_by_text_of(repo: Pat
         sel = select(call)
         assert len(text_of(call, sel, "shop/cart.py")) == len(EDITED.splitlines()) == 34 + SHIFT
         assert text_of(call, sel, "tests/test_cart.py") == PACKAGE["tests/test_cart.py"].splitlines()
+
+
+def test_lines_past_the_commits_end_but_within_the_measured_text_are_answered(repo: Path) -> None:
+    last = len(EDITED.splitlines())  # the dirty text is SHIFT lines longer than the commit's
+    with open_project(repo) as project:
+        project.ingest(repo / "coverage.json")
+        data = review(project, task="source", file="shop/cart.py", lines=f"{last - 1}-{last}")
+        assert [n for n in marked(data)] == [last - 1, last]
+        with pytest.raises(Exception) as caught:
+            review(project, task="source", file="shop/cart.py", lines=f"{last + 1}-{last + 5}")
+        assert f"it has {last} lines as measured" in str(caught.value)

@@ -179,20 +179,24 @@ def check_arguments(args: dict[str, Any]) -> None:
 
 
 def _check_lines_in_file(call: Call, sel: Selection) -> None:
-    """A range starting past the file's last line (at the snapshot's commit) names no line: refused."""
+    """A range starting past the file's last line names no line: refused.
+
+    The file is the text the snapshot measured (a dirty tree's may be longer or
+    shorter than the commit's), as task=source shows it.
+    """
     path, commit = call.args.get("file"), sel.primary.commit
     texts = [t for t in [call.args.get("lines"), *(call.args.get("ranges") or [])] if t]
-    if not texts or not path or not commit:
+    if not texts or not path:
         return
-    lines = sources.source_lines(call, commit, path)
+    lines = sources.text_of(call, sel, path)
     if lines is None:
-        return  # git lacks the file there: the task says so in its claim
+        return  # neither the measured text nor git has the file: the task says so in its claim
     for text in texts:
         start, _ = line_range(text)
         if start > len(lines):
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT,
-                f"lines {text} start past the end of {path}: it has {len(lines)} lines at commit {commit[:12]}",
+                f"lines {text} start past the end of {path}: it has {len(lines)} lines as measured",
                 f"Ask for lines within 1-{len(lines)}.",
                 {"argument": "lines", "file_lines": len(lines), "commit": commit},
             )
