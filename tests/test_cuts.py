@@ -279,12 +279,7 @@ def _smallest_walk(svc: Service, args: dict[str, Any], records) -> tuple[int, li
     raise AssertionError("no budget answers")
 
 
-SOURCE_HAS_NO_CURSOR = pytest.mark.xfail(
-    strict=True, reason="task=source cuts its lines (lines_truncated) without a cursor; source.py is not ours")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=SOURCE_HAS_NO_CURSOR) if n == "source" else n
-                                  for n in WALKS])
+@pytest.mark.parametrize("name", list(WALKS))
 def test_every_tasks_cursors_walk_to_the_end_at_its_smallest_budget_with_nothing_duplicated_or_missing(
     service: Service, history_repo: dict[str, Any], name: str
 ) -> None:

@@ -12,7 +12,8 @@ no lines rather than annotating other text.
 
 Each line is ``c`` covered, ``u`` uncovered, ``p`` partial (executed with an
 untaken branch) or ``-`` not code. Up to ten ranges; with none given, the top
-insight target of ``file`` (or of the snapshot). A file git does not have at
+insight target of ``file`` (or of the snapshot). Lines the budget cuts are
+flagged (``lines_truncated``) and continue with ``page.next_cursor``. A file git does not have at
 that commit is ``not_measured``, not an error.
 """
 
@@ -26,6 +27,7 @@ import zstandard
 
 from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
+from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_selection
@@ -217,6 +219,10 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data.update(claim)
     if representation == "compact":
         data["legend"] = {"lines": "[number, mark, text]", "marks": MARKS}
+    # A cursor continues the same ranges from the line after the last one shown.
+    scope = f"{primary.snapshot_id}:{path}"
+    resume = cursors.decode(call, "source", scope, call.args.get("cursor"))
+    ranges = [(max(a, resume), b) for a, b in ranges if b >= resume]
     out_ranges = []
     for a, b in ranges:
         rows = []
@@ -240,11 +246,16 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         entry = {"start": r["start"], "end": r["end"], "lines": []}
         data["ranges"].append(entry)
         kept = budget.fit_list(entry, "lines", r["lines"], whole=data)
+        if kept == 0 and len(data["ranges"]) == 1 and r["lines"]:
+            # Not one line fits: say what a page with one line needs, never answer an empty page.
+            entry["lines"] = r["lines"][:1]
+            raise budget.too_small(*size(data))
         if kept == 0:
             data["ranges"].pop()
         else:
             entry["end"] = r["start"] + kept - 1
         if kept < len(r["lines"]):
             data["lines_truncated"] = True
-            break
-    return {"data": data, "page": None}
+            following = r["start"] + kept
+            return {"data": data, "page": {"next_cursor": cursors.encode(call, "source", scope, following)}}
+    return {"data": data, "page": {"next_cursor": None}}

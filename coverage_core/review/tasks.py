@@ -137,7 +137,7 @@ ARGUMENTS: dict[str, frozenset[str]] = {
     "change": frozenset({*_READ, "baseline", "file"}),
     "incremental": frozenset({*_READ, "baseline"}),
     "history": frozenset({*_READ, "file", "lines"}),
-    "source": frozenset({"measurement", "limits", "representation", "file", "lines", "ranges"}),
+    "source": frozenset({"measurement", "limits", "representation", "file", "lines", "ranges", "cursor"}),
     "tests": frozenset({*_READ, "file", "lines"}),
     "audit": frozenset({"measurement", "limits", "cursor", "file"}),
     "all": frozenset({*_READ, "baseline", "file"}),
