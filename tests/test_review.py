@@ -437,3 +437,19 @@ def test_a_foreign_cursor_carries_the_same_call_without_it(service: Service) -> 
         review(service, task="history", cursor=cursor)
     assert caught.value.code == ErrorCode.INVALID_CURSOR
     assert caught.value.remedy.to_dict() == {"operation": "coverage_review", "arguments": {"task": "history"}}
+
+
+@pytest.mark.parametrize("args", [
+    {"task": "insight", "measurement": {"snapshot_id": "snap-00000000"}},
+    {"task": "file", "file": "no/such.py"},
+    {"task": "change", "baseline": {"kind": "explicit"}},
+])
+def test_an_agents_mistake_suggests_an_mcp_call_never_a_command_line(service: Service, args: dict) -> None:
+    from coverage_daemon.mcp import tool_error
+
+    with pytest.raises(CoverageError) as caught:
+        service.call("coverage_review", args)
+    body = tool_error(caught.value)["structuredContent"]["error"]
+    assert body["remedy"]["operation"] == "coverage_review"
+    assert body["suggestion"].startswith("Call coverage_review with") and "coverage-mcp " not in body["suggestion"]
+    service.call(body["remedy"]["operation"], body["remedy"]["arguments"])  # the suggested call works

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import CoverageError, ErrorCode
+from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import SNAPSHOT_PREFIX
 from ..model import Snapshot
 from .call import Call
@@ -158,6 +158,9 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
                 f"Store a report of an earlier commit: `coverage-mcp ingest REPORT --suite {suite} --commit <sha>` "
                 "(or coverage_import with commit), or choose baseline.kind='ref' with a ref that has one.",
                 {"suite": suite},
+                Remedy(operation="coverage_import",
+                       arguments={"report_path": "REPORT", "suite": suite,
+                                  "commit": "<its sha>"}),
             )
         previous = call.project.store.snapshot(row[0], call.con)
         notes = _lineage(call, previous.commit, cur_commit, f"previous snapshot {previous.snapshot_id}")
@@ -180,6 +183,7 @@ def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
             "Pass baseline={'kind': 'explicit', 'snapshot_id': 'snap-...'} (ids from `coverage-mcp snapshots`).",
+            remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
     return tuple(call.project.store.snapshot(i, call.con) for i in ids)
 
@@ -349,5 +353,7 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
             f"`coverage-mcp ingest REPORT --suite {suite} --commit {commit}` (or coverage_import with "
             f"commit='{commit}'); or import a CI report of that commit.",
             {"commit": commit, "suite": suite},
+            Remedy(operation="coverage_import",
+                   arguments={"report_path": "REPORT", "suite": suite, "commit": commit}),
         )
     return call.project.store.snapshot(row[0], call.con)

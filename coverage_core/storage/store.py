@@ -31,7 +31,7 @@ import attrs
 import duckdb
 import numpy as np
 
-from ..errors import CoverageError, ErrorCode
+from ..errors import CoverageError, ErrorCode, Remedy
 from ..git import Checkout
 from ..ids import new_snapshot_id
 from ..locks import Lease, instance_metadata
@@ -383,6 +383,7 @@ class ProjectStore:
                 ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
                 "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
                 {"snapshot_id": snapshot_id},
+                Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
         return found[0]
 
@@ -510,6 +511,8 @@ class ProjectStore:
                 ErrorCode.NOT_FOUND, f"{path!r} is not a file of snapshot {snapshot_id}",
                 "Use a repository-relative path as listed by `coverage-mcp show SNAPSHOT`.",
                 {"path": path, "snapshot_id": snapshot_id},
+                Remedy(operation="coverage_review",
+                       arguments={"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "path"}),
             )
         file_id = row[0]
 
