@@ -97,8 +97,13 @@ class Project:
         path_map: Sequence[tuple[str, str]] = (),
         provenance: str = "import",
         progress: Callable[[str], None] | None = None,
+        require_mapped: bool = False,
     ) -> Snapshot:
         """Parse ``report``, map its paths and store it as one snapshot.
+
+        With ``require_mapped`` (every import through the operations), a report
+        whose files all fail to map to this repository is refused and nothing
+        is stored; the library alone may store one, with a warning saying so.
 
         Re-importing an identical artifact (same SHA-256, commit and suite)
         returns the existing snapshot with ``duplicate=True``. ``report`` is a
@@ -119,14 +124,14 @@ class Project:
         with opened, PARSE_BUDGET.claim(claim_bytes(opened, cap)):
             try:
                 return self._ingest_opened(opened, suite, format, scope, commit, head, branch, path_map,
-                                           provenance, progress)
+                                           provenance, progress, require_mapped)
             except CoverageError as exc:
                 raise _shed(exc) from None
 
     def _ingest_opened(
         self, opened: OpenedReport, suite: str, format: str | None, scope: str, commit: str, head: str | None,
         branch: str | None, path_map: Sequence[tuple[str, str]], provenance: str,
-        progress: Callable[[str], None] | None,
+        progress: Callable[[str], None] | None, require_mapped: bool = False,
     ) -> Snapshot:
         on_head = commit == head
         if progress:
@@ -149,6 +154,8 @@ class Project:
             source_roots=parsed.source_roots,
             prefix_map=path_map,
         )
+        if require_mapped and parsed.files and MAPPED not in mapping.status:
+            raise _nothing_mapped([f.path for f in parsed.files], str(self.checkout.worktree_path))
         # Dirty describes the checkout, so it only applies to a report of HEAD:
         # then the measured text of a changed file is the working tree's.
         changed = self.git.changed_paths() if on_head else set()
@@ -260,6 +267,19 @@ def _shed(exc: CoverageError) -> CoverageError:
     report's bytes alive until the caller is done with the error."""
     exc.__traceback__ = exc.__context__ = exc.__cause__ = None
     return exc
+
+
+def _nothing_mapped(paths: list[str], root: str) -> CoverageError:
+    """No file of the report is a file of this repository: most often a report of another checkout."""
+    examples = paths[:3]
+    return CoverageError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"none of the report's {len(paths)} files maps to a file of this repository "
+        f"(e.g. {', '.join(map(repr, examples))}); nothing was stored",
+        f"Map the report's prefix onto the checkout with a path map (CLI: --path-map OLD_PREFIX={root}), "
+        "or import the report into the repository it was made in.",
+        {"unmapped": len(paths), "examples": examples, "checkout_path": root},
+    )
 
 
 def _check_name(what: str, value: str) -> None:

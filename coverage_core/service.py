@@ -84,6 +84,7 @@ def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[st
             branch=args.get("branch"),
             path_map=path_map,
             progress=progress,
+            require_mapped=True,
         )
     body = snapshot_to_dict(snap)
     body["base_ref"] = args.get("base_ref")

@@ -16,6 +16,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review.budget import words
 from coverage_core.review.tasks import ARGUMENTS
 from coverage_core.project import CHECKOUT_STATE_TTL_S
+from coverage_core.model import snapshot_to_dict
 from coverage_core.service import OPERATIONS, Service
 
 from . import corpus
@@ -194,7 +195,7 @@ def test_tests_task_attributes_lines_of_a_real_tracefile(tmp_path: Path) -> None
     shutil.copy(corpus.path("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"), repo / "cmark.info")
     with open_project(repo) as project:
         svc = Service(project)
-        svc.call("coverage_import", {"report_path": "cmark.info"})
+        project.ingest(repo / "cmark.info")  # the library stores it unmapped (coverage_import refuses it)
         glob = review(svc, task="tests", representation="review")["data"]
         assert glob["named_tests"] == 9
         path = "/build/cmark-gfm-0.29.0.gfm.13/src/blocks.c"
@@ -253,7 +254,7 @@ def test_a_hundred_thousand_file_snapshot_is_walked_page_by_page_without_gaps_or
     (repo / "big.info").write_text("".join(lines))
     with open_project(repo) as project:
         svc = Service(project)
-        snap = svc.call("coverage_import", {"report_path": "big.info"})["data"]["snapshot"]
+        snap = snapshot_to_dict(project.ingest(repo / "big.info"))  # unmapped: the library stores it anyway
         assert snap["files"] == n
         seen: list[str] = []
         cursor = None
@@ -453,3 +454,17 @@ def test_an_agents_mistake_suggests_an_mcp_call_never_a_command_line(service: Se
     assert body["remedy"]["operation"] == "coverage_review"
     assert body["suggestion"].startswith("Call coverage_review with") and "coverage-mcp " not in body["suggestion"]
     service.call(body["remedy"]["operation"], body["remedy"]["arguments"])  # the suggested call works
+
+
+def test_an_import_that_maps_no_file_of_the_repository_is_refused_and_stores_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"README": "x\n"})
+    shutil.copy(corpus.path("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"), repo / "cmark.info")
+    with open_project(repo) as project:
+        svc = Service(project)
+        with pytest.raises(CoverageError) as caught:
+            svc.call("coverage_import", {"report_path": "cmark.info"})
+        error = caught.value
+        assert error.code is ErrorCode.INVALID_ARGUMENT and "nothing was stored" in error.message
+        assert error.details["unmapped"] == 40 and error.details["examples"][0].startswith("/build/cmark-gfm")
+        assert "--path-map" in error.suggestion
+        assert project.snapshots() == []
