@@ -477,3 +477,28 @@ def test_a_dirty_current_snapshot_is_followed_into_the_working_tree(tmp_path: Pa
         data = change(svc, representation="review")["data"]
     assert {k: v for k, v in data["categories"].items() if v} == {"UNC": 1, "CBC": 4}
     assert any("working tree" in r for r in data["reasons"])
+
+
+def test_ranges_cut_by_max_regions_continue_with_their_own_cursor_without_gaps(tmp_path: Path) -> None:
+    src = lines_of("z", 60)
+    repo = make_repo(tmp_path / "r", {"z.c": text(src), **IGNORE})
+    write(repo, {"z.c": text(src + lines_of("w", 40))})
+    commit(repo, "grow")
+    with open_project(repo) as project:
+        svc = Service(project)
+        store(svc, repo, lcov({"z.c": {n: 1 for n in range(1, 61)}}), commit="HEAD~1")
+        # every other new line uncovered: 20 separate UNC ranges and 20 GNC ranges
+        store(svc, repo, lcov({"z.c": {**{n: 1 for n in range(1, 61)}, **{n: n % 2 for n in range(61, 101)}}}))
+        whole = change(svc, representation="audit", limits={"max_words": 50_000, "max_bytes": 2_000_000})
+        assert whole["data"]["ranges_truncated"] is False and whole["data"]["ranges_cursor"] is None
+        seen, cursor = [], None
+        for _ in range(100):
+            page = change(svc, limits={"max_regions": 7}, **({"cursor": cursor} if cursor else {}))["data"]
+            seen += page["ranges"]
+            cursor = page["ranges_cursor"]
+            if cursor is None:
+                break
+        assert page["ranges_truncated"] is False
+        assert [(r[0], r[1], r[2], r[3]) for r in seen] == [
+            (r["path"], r["category"], r["start"], r["end"]) for r in whole["data"]["ranges"]]
+        assert len(seen) == 40

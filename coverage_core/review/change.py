@@ -307,12 +307,22 @@ def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     return data
 
 
+def _position(key: list[Any] | None) -> tuple[int, int]:
+    if key is None:
+        return 0, 0
+    if len(key) != 2 or not all(isinstance(k, int) and not isinstance(k, bool) for k in key):
+        raise cursors.invalid("it carries no valid position")
+    return key[0], key[1]
+
+
 def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, budget: Budget) -> dict[str, Any]:
     """One page: the fixed part, then the page's file rows and their ranges, as the budget allows."""
     c = done.comparison
     representation = call.args.get("representation", "compact")
     scope = scope_key(sel, base)
-    offset = cursors.decode(call, "change", scope, call.args.get("cursor"))
+    # A position is [files offset, ranges offset]: page.next_cursor moves to the next files,
+    # data.ranges_cursor continues the ranges of the same files.
+    offset, range_from = _position(cursors.decode_key(call, "change", scope, call.args.get("cursor")))
     if budget.max_files > RECORD_CAP:
         raise record_cap_exceeded("change", budget.max_files)
     g = gaps(call, sel, c, done.cur)
@@ -334,9 +344,12 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
         for rank, f in enumerate(page_idx[:shown]) for r in file_ranges(c, int(f))
     )
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
-    rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[:cap]]
+    rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[range_from:range_from + cap]]
+    data["ranges_cursor"] = None
     listed = budget.fit_list(data, "ranges", rendered)
-    data["ranges_truncated"] = listed < len(found)
+    data["ranges_truncated"] = range_from + listed < len(found)
+    if data["ranges_truncated"]:
+        data["ranges_cursor"] = cursors.encode_key(call, "change", scope, [offset, range_from + listed])
     next_offset = offset + shown
     return {
         "data": data,
@@ -344,6 +357,7 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "offset": offset,
             "files": shown,
             "total_files": len(ranked),
-            "next_cursor": cursors.encode(call, "change", scope, next_offset) if next_offset < len(ranked) else None,
+            "next_cursor": cursors.encode_key(call, "change", scope, [next_offset, 0])
+            if next_offset < len(ranked) else None,
         },
     }
