@@ -5,8 +5,9 @@ only), ``CLIENT`` (the client token) or ``ADMIN`` (the client token *and* the
 admin capability). ``Authorizer.check`` runs in the app's guard before every
 handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
 connection's peer is an extra layer: a loopback TCP peer owned by another uid
-is refused even with a stolen token (read from ``/proc/net/tcp{,6}``), and so
-is a Unix-socket peer (``SO_PEERCRED``). Where the uid cannot be read, the
+is refused even with a stolen token (one netlink sock_diag lookup of the
+peer's socket; ``/proc/net/tcp{,6}`` when netlink is unavailable), and so is a
+Unix-socket peer (``SO_PEERCRED``). Where the uid cannot be read, the
 secrets alone decide.
 """
 
@@ -129,6 +130,42 @@ def _unix_peer_uid(sock: socket.socket) -> int | None:
     return struct.unpack("3i", creds)[1]
 
 
+# Linux sock_diag (netlink): one exact lookup of the peer's socket by its 4-tuple, in
+# microseconds. Reading /proc/net/tcp instead costs milliseconds per request (the
+# kernel prints every socket, TIME_WAIT ones included), so it is only the fallback.
+_NETLINK_SOCK_DIAG, _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST = 4, 20, 1
+_NO_COOKIE = 0xFFFFFFFF
+_UID_AT = 16 + 4 + 48 + 12  # nlmsghdr, then inet_diag_msg: 4 bytes, the socket id, expires/rqueue/wqueue
+
+
+def _tcp_peer_uid(peer_host: str, peer_port: int, local_host: str, local_port: int) -> int | None:
+    # The peer's own socket has the peer as its source and us as its destination.
+    try:
+        return _diag_uid(peer_host, peer_port, local_host, local_port)
+    except OSError:
+        return _proc_uid(peer_host, peer_port, local_host, local_port)
+
+
+def _diag_uid(peer_host: str, peer_port: int, local_host: str, local_port: int) -> int | None:
+    family = socket.AF_INET6 if ":" in peer_host else socket.AF_INET
+
+    def packed(host: str) -> bytes:
+        return ipaddress.ip_address(host.split("%", 1)[0]).packed.ljust(16, b"\0")
+
+    request = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
+    request += struct.pack(">HH", peer_port, local_port) + packed(peer_host) + packed(local_host)
+    request += struct.pack("=III", 0, _NO_COOKIE, _NO_COOKIE)
+    message = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + request
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as link:
+        link.settimeout(1.0)
+        link.sendto(message, (0, 0))
+        answer = link.recv(65536)
+    _, kind = struct.unpack_from("=IH", answer)
+    if kind != _SOCK_DIAG_BY_FAMILY or len(answer) < _UID_AT + 4:
+        return None  # an error message: no such socket (it has gone)
+    return struct.unpack_from("=I", answer, _UID_AT)[0]
+
+
 def _proc_address(host: str, port: int) -> str:
     """An address as ``/proc/net/tcp{,6}`` prints it: the address in host byte order, hex, then the port."""
     packed = ipaddress.ip_address(host.split("%", 1)[0]).packed
@@ -136,8 +173,7 @@ def _proc_address(host: str, port: int) -> str:
     return "".join(f"{w:08X}" for w in words) + f":{port:04X}"
 
 
-def _tcp_peer_uid(peer_host: str, peer_port: int, local_host: str, local_port: int) -> int | None:
-    # The peer's own socket lists the peer as its local address and us as remote.
+def _proc_uid(peer_host: str, peer_port: int, local_host: str, local_port: int) -> int | None:
     want = (_proc_address(peer_host, peer_port), _proc_address(local_host, local_port))
     table = "/proc/net/tcp6" if ":" in peer_host else "/proc/net/tcp"
     try:

@@ -389,3 +389,17 @@ def test_the_printed_http_client_configs_name_the_token_and_never_contain_it(tmp
     assert token not in text
     assert "${COVERAGE_MCP_TOKEN}" in text and "${input:coverage-token}" in text
     assert str(home / TOKEN_FILE) in text and "http://127.0.0.1:59471/mcp" in text
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="the peer-uid layer reads Linux's socket tables")
+def test_the_peer_uid_of_a_loopback_connection_is_found_by_netlink_and_by_proc_alike() -> None:
+    from coverage_daemon.auth import _diag_uid, _proc_uid
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, peer = server.accept()
+            with accepted:
+                assert _diag_uid(peer[0], peer[1], "127.0.0.1", port) == os.geteuid()
+                assert _proc_uid(peer[0], peer[1], "127.0.0.1", port) == os.geteuid()
+                assert _diag_uid(peer[0], peer[1] ^ 1, "127.0.0.1", port) is None  # no such socket
