@@ -84,3 +84,25 @@ def machine() -> str:
 
 def peak_rss_mb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def load_average() -> tuple[float, float, float]:
+    """The 1, 5 and 15-minute load averages (other processes share this machine)."""
+    return os.getloadavg()
+
+
+def library_revision() -> str:
+    """Which coverage_core is measured: its checkout's commit (``+ uncommitted edits`` when
+    coverage_core/ differs from it), or the commit an exported copy records in ``.commit``."""
+    import coverage_core
+
+    src = Path(coverage_core.__file__).resolve().parents[1]
+    stamp = src / ".commit"
+    if stamp.exists():
+        return f"coverage_core at commit {stamp.read_text().strip()[:12]} (a clean export)"
+    run = lambda *a: subprocess.run(["git", "-C", str(src), *a], check=False, capture_output=True, text=True).stdout.strip()
+    head = run("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return f"coverage_core from {src}"
+    dirty = run("status", "--porcelain", "--", "coverage_core")
+    return f"coverage_core at commit {head}" + (" + uncommitted edits" if dirty else "")
