@@ -122,6 +122,9 @@ def test_a_gate_after_a_backfilled_ingest_exits_1_because_head_is_not_measured(r
     text = cli(repo, "gate", "--baseline", "HEAD~1")
     assert text.returncode == 1 and "PASS" not in text.stdout
     assert f"claim: stale [{NOT_MEASURED}]" in text.stdout and "--current snap-" in text.stdout
+    # task=all says it at its top too: its change part compared nothing
+    review = json.loads(cli(repo, "review", "all", "--baseline", "HEAD~1", "--json").stdout)["data"]
+    assert review["claim_status"] == "stale" and review["reason_codes"] == [NOT_MEASURED]
     # Once HEAD is measured, the same gate compares HEAD with HEAD~1, forwards, and passes.
     head = ingest(repo, saved["c2"]["json"])
     code, env = gate(repo, "--baseline", "HEAD~1")

@@ -93,7 +93,7 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
     for name in ("insight", "history"):
         parts[name] = _part(call, name, sel, budget, shares[name] * scale)
     data: dict[str, Any] = {"task": "all"}
-    status, reasons = "supported", []
+    status, reasons, codes = "supported", [], []
     more: dict[str, Any] = {}
     for name, part in parts.items():
         # Each part keeps its own claim_status; its reasons join the answer's (once each),
@@ -103,10 +103,13 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
         part_reasons = data[name].pop("reasons", [])
         status = min(status, part_status, key=CLAIM_ORDER.index)
         reasons += [r for r in part_reasons if r not in reasons]
+        codes += [c for c in data[name].get("reason_codes", []) if c not in codes]
         if name != "insight" and (part.get("page") or {}).get("next_cursor"):
             more[name] = True  # task=<name> with the same measurement continues it
     data["claim_status"] = status
     data["reasons"] = notes + reasons
+    if codes:  # what a caller should act on is said at the top, as each part says it
+        data["reason_codes"] = codes
     page = dict(parts["insight"]["page"])
     if more:
         page["parts_truncated"] = more
