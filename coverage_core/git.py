@@ -252,17 +252,7 @@ class Git:
         """Every file path in the tree of ``commit`` (the index when None)."""
         if commit is None:
             return [entry.path for entry in self.repo.index]
-        tree = self.repo[self.resolve(commit)].peel(pygit2.Tree)
-        out: list[str] = []
-        stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
-        while stack:
-            prefix, node = stack.pop()
-            for entry in node:
-                if entry.type_str == "tree":
-                    stack.append((prefix + entry.name + "/", self.repo[entry.id]))
-                elif entry.type_str == "blob":
-                    out.append(prefix + entry.name)
-        return out
+        return list(self.blob_ids(commit))  # one tree walk, cached per commit (the lock is reentrant)
 
     @_serialized
     def blob_ids(self, commit: str) -> dict[str, str]:

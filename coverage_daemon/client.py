@@ -13,7 +13,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import time
 import urllib.parse
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -334,13 +333,3 @@ def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | Non
         checkout = discover(path)
         client.repo = str(checkout.worktree_path)
         return DaemonProject(client, checkout, settings, meta.get("capability"))
-
-
-def wait_released(lock: Path, timeout_s: float) -> bool:
-    """Whether ``lock`` was released within ``timeout_s``."""
-    give_up = time.monotonic() + timeout_s
-    while is_held(lock):
-        if time.monotonic() >= give_up:
-            return False
-        time.sleep(0.05)
-    return True

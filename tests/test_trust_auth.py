@@ -397,7 +397,7 @@ def test_the_peer_uid_of_a_loopback_connection_is_found_by_netlink_and_by_proc_a
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)) as client:
+        with socket.create_connection(("127.0.0.1", port)):  # the peer whose socket is looked up
             accepted, peer = server.accept()
             with accepted:
                 assert _diag_uid(peer[0], peer[1], "127.0.0.1", port) == os.geteuid()
