@@ -139,8 +139,8 @@ def main() -> None:
     lines += [
         "",
         f"- Full ingest of the SQLite LCOV is **{ratio:.1f}x faster** than `lcov --summary` merely summarizing it "
-        f"(acceptance: 6x). Predecessor: 19.5 s, 759 MB.",
-        f"- 3 million line rows in {median(sy_w):.2f} s (goal < 3 s; predecessor about 35 s, 1.6 GB).",
+        f"(acceptance: 6x). Predecessor (quoted from the seed, not measured here): 19.5 s, 759 MB.",
+        f"- 3 million line rows in {median(sy_w):.2f} s (goal < 3 s; predecessor, quoted from the seed: about 35 s, 1.6 GB).",
         f"- Peak memory vs goal (2x report + 300 MB): SQLite {max(sq_r)} MB vs {2 * mb_sqlite + 300:.0f} MB; "
         f"synthetic {max(sy_r)} MB vs {2 * mb_synth + 300:.0f} MB.",
         f"- Listing 1,000 snapshots: {list_s * 1000:.1f} ms; first 1,000-file page of a 10,000-file snapshot: "
