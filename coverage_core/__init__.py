@@ -22,6 +22,9 @@ _EXPORTS = {
     "parse": "parsers",
     "Project": "project",
     "open_project": "project",
+    "coverage_loss": "analysis",
+    "file_history": "analysis",
+    "history": "analysis",
 }
 
 __all__ = [
@@ -34,13 +37,17 @@ __all__ = [
     "NormalizedReport",
     "Project",
     "Snapshot",
+    "coverage_loss",
     "detect",
+    "file_history",
+    "history",
     "open_project",
     "parse",
 ]
 assert sorted(__all__) == sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .analysis import coverage_loss, file_history, history
     from .errors import CoverageError, ErrorCode
     from .model import FileDetail, FilesPage, FileSummary, Snapshot
     from .parsers import detect, parse

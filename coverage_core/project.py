@@ -47,6 +47,8 @@ MAX_STORED_TEXT_BYTES = 32 * 1024 * 1024
 
 @attrs.frozen
 class CheckoutState:
+    """HEAD's commit (None before the first commit), the branch (None when detached) and whether tracked files have uncommitted changes."""
+
     head: str | None
     branch: str | None
     dirty: bool
@@ -66,6 +68,7 @@ class Project:
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
+        """Close the store and release its lease (``with open_project(...)`` does this on exit)."""
         if self._analysis is not None:
             self._analysis.close()
         self.store.close()
@@ -233,18 +236,32 @@ class Project:
         self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
         limit: int | None = None,
     ) -> list[Snapshot]:
+        """Snapshots, newest first, filtered by suite, branch and commit (a hash prefix); at most ``limit``.
+
+        Example: ``project.snapshots(suite="unit", limit=5)``.
+        """
         return self.store.snapshots(suite=suite, branch=branch, commit=commit, limit=limit)
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
+        """The snapshot with this id (``snap-...``); ``not_found`` when the store has none."""
         return self.store.snapshot(snapshot_id)
 
     def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
+        """The newest snapshot of ``suite``, or None before its first ingest."""
         return self.store.latest(suite)
 
     def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
+        """One page of a snapshot's files with their counts.
+
+        ``order`` is ``"path"``, ``"uncovered"`` (most uncovered lines first) or
+        ``"coverage"`` (lowest line coverage first). Example:
+        ``project.files(snap.snapshot_id, order="uncovered", limit=20).files``.
+        """
         return self.store.files(snapshot_id, offset=offset, limit=limit, order=order)
 
     def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
+        """One file of a snapshot (by repository path or the report's own path): its lines, branches,
+        functions, regions and named tests as NumPy columns."""
         return self.store.file_detail(snapshot_id, path)
 
     def relation(self, sql: str, params: Sequence[object] = ()):
