@@ -2,7 +2,9 @@
 
 ``coverage-mcp connect`` (alias ``stdio``) is launched by MCP clients on every
 session start, so it is dispatched here before click, coverage_core, aiohttp or
-pydantic are imported; every other command goes to the click application.
+pydantic are imported; every other command goes to the click application,
+which imports a command's module only to run it or show its help
+(``coverage_cli.main.COMMANDS``), so ``--help`` and ``--version`` cost click alone.
 """
 
 from __future__ import annotations

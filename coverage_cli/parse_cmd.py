@@ -1,21 +1,32 @@
-"""``coverage-mcp parse``: read one report and print its totals."""
+"""``coverage-mcp parse``: read one report and print its totals.
+
+Imports what parsing needs and no more: the parsers (NumPy), the settings and
+the percent formatter, never ``coverage_cli.output`` (it imports the review
+surface: DuckDB, pygit2, cattrs), whose one error handler runs only when an
+error is raised (``handles_errors_lazily``). A test runs ``parse`` and checks
+the modules it loaded.
+"""
 
 from __future__ import annotations
+
+import json
 
 import click
 
 from coverage_core.config import Settings
+from coverage_core.display import percent
 from coverage_core.parsers import FORMATS, Limits, parse
 from coverage_core.report import COUNTERS
 
-from .output import emit_json, handles_errors, json_option, percent
+from .main import handles_errors_lazily
 
 
 @click.command("parse")
 @click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Skip detection and read as this format.")
-@json_option
-@handles_errors
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the answer's JSON envelope for machines (errors: the JSON error body).")
+@handles_errors_lazily
 def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
     """Parse REPORT (any supported format, gzip/zstd too) and print its totals.
 
@@ -33,7 +44,7 @@ def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
     result = parse(source, format=fmt, limits=limits)
     summary = result.summary()
     if as_json:
-        emit_json(summary)
+        click.echo(json.dumps(summary, indent=2, default=str))  # as output.emit_json, without importing it
         return
     click.echo(f"{report}: {summary['format']}, {summary['files']} files, {summary['tests']} named tests")
     click.echo(f"  {'counter':<16}{'hit':>12}{'found':>12}{'percent':>10}")
