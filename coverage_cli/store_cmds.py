@@ -136,7 +136,9 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
     if not snaps:
         click.echo("no snapshots yet: store one with `coverage-mcp ingest REPORT`")
         return
-    click.echo(f"{'snapshot':<22}{'created':<21}{'suite':<12}{'format':<11}{'commit':<13}{'lines':>10}")
+    # Names are never cut (two suites may differ only at their end): the column fits the longest.
+    width = max([len("suite"), *(len(s[2] if isinstance(s, list) else s["suite"]) for s in snaps)]) + 2
+    click.echo(f"{'snapshot':<22}{'created':<21}{'suite':<{width}}{'format':<11}{'commit':<13}{'lines':>10}")
     for s in snaps:
         if isinstance(s, list):  # the compact representation (see its legend)
             sid, created, suite, fmt, commit, _branch, _dirty, _scope, _counter, hit, found = s
@@ -146,7 +148,7 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
             lines = s["totals"].get("lines") or s["totals"].get("statements")
             cov = percent(lines["hit"], lines["found"]) if lines else "-"
         when = str(created).replace("T", " ")[:19]
-        click.echo(f"{sid:<22}{when:<21}{suite[:11]:<12}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}")
+        click.echo(f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}")
     if len(snaps) == 1 and isinstance(snaps[0], dict):
         _totals(snaps[0]["totals"])
     _more(envelope)
@@ -185,22 +187,149 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
         args["cursor"] = cursor
     with open_project(repo) as project:
         envelope = call(project, "coverage_review", args)
-    if as_json:
-        emit_json(envelope)
-        return
-    (render_file if file_path else render_files)(envelope)
+        if as_json:
+            emit_json(envelope)
+            return
+        if file_path:
+            render_file(envelope)
+            return
+        data = envelope["data"]
+        missing = {f["path"]: _missing(project, data["snapshot_id"], f["path"]) for f in data["files"]
+                   if isinstance(f, dict) and _incomplete(f)}
+        snap = call(project, "coverage_review", {"task": "snapshots", "representation": "review",
+                                                 "filter": {"snapshot_id": data["snapshot_id"]}})
+    totals = snap["data"]["snapshots"][0]["totals"] if snap["data"]["snapshots"] else None
+    render_files(envelope, missing, totals)
 
 
-def render_files(envelope: dict[str, Any]) -> None:
+def _incomplete(f: dict[str, Any]) -> bool:
+    return f["lines"]["hit"] < f["lines"]["found"] or f["branches"]["hit"] < f["branches"]["found"]
+
+
+def _missing(project: Any, snapshot_id: str, path: str) -> tuple[int, str]:
+    """One file's BrPart and Missing as ``coverage report -m`` shows them, from its detail (every page)."""
+    args: dict[str, Any] = {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": path,
+                            "limits": WHOLE_PAGE}
+    lines: dict[int, int] = {}
+    arcs: list[tuple[int, str, int]] = []
+    while True:
+        answer = call(project, "coverage_review", args)
+        d = answer["data"]
+        lines.update(zip(d["lines"]["line"], d["lines"]["hits"]))
+        arcs += zip(d["branches"]["line"], d["branches"]["branch"], d["branches"]["taken"])
+        cursor = (answer.get("page") or {}).get("next_cursor")
+        if cursor is None:
+            break
+        args["cursor"] = cursor
+    return missing_text(lines, arcs)
+
+
+def missing_text(lines: dict[int, int], arcs: list[tuple[int, str, int]]) -> tuple[int, str]:
+    """(BrPart, Missing) the way coverage.py counts and writes them.
+
+    BrPart: branches not taken from lines that ran. Missing: runs of unrun
+    statements (a run spans lines that are not statements, as coverage.py's
+    ``format_lines`` does), then ``A->B`` for a branch not taken whose source
+    and target both ran. Only coverage.py reports name a branch's target
+    ("jump to line N", "exit"); for other formats Missing lists lines only.
+    """
+    missed = {n for n, hits in lines.items() if not hits}
+    partial = [(n, label) for n, label, taken in arcs if not taken and lines.get(n)]
+    items: list[tuple[int, str]] = []
+    start = prev = None
+    for n in sorted(lines):
+        if n in missed:
+            start = n if start is None else start
+            prev = n
+            continue
+        if start is not None:
+            items.append((start, f"{start}-{prev}" if start != prev else str(start)))
+            start = None
+    if start is not None:
+        items.append((start, f"{start}-{prev}" if start != prev else str(start)))
+    for n, label in partial:
+        target = str(label)
+        if target == "exit":
+            items.append((n, f"{n}->exit"))
+        elif target.startswith("jump to line ") and target[13:].isdigit() and int(target[13:]) not in missed:
+            items.append((n, f"{n}->{target[13:]}"))
+    return len(partial), ", ".join(text for _, text in sorted(items))
+
+
+def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] | None = None,
+                 totals: dict[str, Any] | None = None) -> None:
+    """The file table with coverage.py's columns; Cover counts statements and branches, as ``coverage report``.
+
+    ``missing``: BrPart and Missing of the files that miss something (``show`` reads each
+    file's detail; without it those columns are left out). ``totals``: the snapshot's, for
+    the TOTAL line (every file, not only this page).
+    """
     data = envelope["data"]
     click.echo(f"{data['snapshot_id']}: {data['total']} files, suite {envelope['context']['suite']} "
                f"[{data['claim_status']}]" + "".join(f"\n  - {r}" for r in data["reasons"]))
-    click.echo(f"\n  {'file':<60}{'lines':>10}{'missed':>8}")
+    rows: list[list[str]] = []
+    compact = any(isinstance(f, list) for f in data["files"])
     for f in data["files"]:
-        path, hit, found = (f[0], f[1], f[2]) if isinstance(f, list) else (
-            f["path"], f["lines"]["hit"], f["lines"]["found"])
-        click.echo(f"  {path[-60:]:<60}{percent(hit, found):>10}{found - hit:>8}")
-    _more(envelope)
+        if isinstance(f, list):  # the compact representation: path, lines hit, lines found (no branches)
+            rows.append(_row(f[0], {"hit": f[1], "found": f[2]}, None, None))
+        else:
+            path = f["path"]
+            rows.append(_row(path, f["lines"], f["branches"],
+                             (missing or {}).get(path, (0, "")) if missing is not None else None))
+    total_row = None
+    if totals is not None:
+        lines = totals.get("statements") or totals.get("lines") or {"hit": 0, "found": 0}
+        branches = totals.get("branches") or {"hit": 0, "found": 0}
+        whole = data["total"] == len(rows) and not (envelope.get("page") or {}).get("offset")
+        brpart = sum(part for part, _ in (missing or {}).values()) if whole and missing is not None else None
+        total_row = _row("TOTAL", lines, branches, None if missing is None else (brpart, ""))
+    with_missing = missing is not None
+    header = ["Name", "Stmts", "Miss", "Branch", "BrPart", "Cover"] + (["Missing"] if with_missing else [])
+    if not with_missing:
+        header.remove("BrPart")
+    if compact:  # lines only: Cover is the lines' coverage
+        header.remove("Branch")
+    table = [header, *rows, *([total_row] if total_row else [])]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+
+    numbers = len(header) - 1 - with_missing  # right-aligned columns after the name
+
+    def line(cells: list[str]) -> str:
+        out = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:1 + numbers], widths[1:])]
+        return "  " + "  ".join(out + cells[1 + numbers:]).rstrip()
+
+    shown = [line(r) for r in rows]
+    closing = line(total_row) if total_row else None
+    rule = "  " + "-" * (max(len(text) for text in [line(header), *shown, closing or ""]) - 2)
+    click.echo("")
+    click.echo(line(header))
+    click.echo(rule)
+    for text in shown:
+        click.echo(text)
+    if closing:
+        click.echo(rule)
+        click.echo(closing)
+    page = envelope.get("page") or {}
+    left = data["total"] - (page.get("offset") or 0) - len(rows)
+    if left > 0 and page.get("next_cursor"):
+        click.echo(f"  ... {left} more file{'s' if left > 1 else ''}: --cursor {page['next_cursor']}")
+    elif page.get("next_cursor"):
+        _more(envelope)
+    if total_row and with_missing and total_row[4] == "":
+        click.echo("  (TOTAL's BrPart needs every file's detail: it is shown when one page holds all files, "
+                   "see --limit)")
+
+
+def _row(name: str, lines: dict[str, int], branches: dict[str, int] | None,
+         missing: tuple[int | None, str] | None) -> list[str]:
+    if branches is None:
+        return [name, str(lines["found"]), str(lines["found"] - lines["hit"]), percent(lines["hit"], lines["found"])]
+    cover = percent(lines["hit"] + branches["hit"], lines["found"] + branches["found"])
+    row = [name, str(lines["found"]), str(lines["found"] - lines["hit"]), str(branches["found"])]
+    if missing is None:
+        return [*row, cover]
+    part, text = missing
+    return [*row, "" if part is None else str(part), cover, text]
 
 
 def render_file(envelope: dict[str, Any]) -> None:

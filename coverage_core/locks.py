@@ -7,6 +7,10 @@ A crashed owner's lock disappears with its process; the metadata file stays
 and is never taken as proof of ownership, and nothing ever deletes it.
 The lock file is opened without following a link and must be our own regular
 file: a committed symlink or a directory in its place is ``store_unavailable``.
+
+A store's holder also says what it is (``owner``: cli, library or daemon, and
+``command``: ``coverage-mcp ingest``, ``notebook kernel``, ``python x.py``), so
+whoever waits for it, or is refused, can name it and say how it is released.
 """
 
 from __future__ import annotations
@@ -26,6 +30,41 @@ from .errors import CoverageError, ErrorCode
 from .version import version
 
 VERSION = version()
+
+
+def this_process() -> tuple[str, str]:
+    """(owner, command) of this process for a lease's metadata: a coverage-mcp command is ``cli``
+    (its command the subcommand), anything else that opens a store is ``library`` (a notebook
+    kernel, or the script). The daemon names itself."""
+    argv = sys.argv or [""]
+    script = Path(argv[0] or "python")
+    words = [a for a in argv[1:] if not a.startswith("-")]
+    if script.name == "coverage-mcp" or script.parts[-2:] == ("coverage_cli", "__main__.py"):
+        return "cli", " ".join(["coverage-mcp", *words[:1]])
+    if "ipykernel" in sys.modules:
+        return "library", "notebook kernel"
+    return "library", "python" if script.name in ("", "-c", "python") else f"python {script.name}"
+
+
+def describe_holder(holder: dict[str, Any]) -> str:
+    """``pid 123 (coverage-mcp ingest)``: who holds a lease, from its metadata."""
+    pid = holder.get("pid", "unknown")
+    if holder.get("owner") == "daemon":
+        return f"pid {pid} (the coverage-mcp daemon)"
+    what = holder.get("command") or holder.get("owner")
+    return f"pid {pid} ({what})" if what else f"pid {pid}"
+
+
+def how_to_release(holder: dict[str, Any]) -> str:
+    """How a store's holder lets go of it, for the message of whoever waits (in people's terms)."""
+    owner, pid = holder.get("owner"), holder.get("pid", "unknown")
+    if owner == "daemon":
+        return "the daemon keeps its stores until it stops (`coverage-mcp stop`)"
+    if owner == "cli":
+        return "a coverage-mcp command releases it when it ends"
+    return (f"a notebook or Python session releases it when its Project is closed (the end of its "
+            f"`with open_project(...)` block, or project.close()) or when the process ends (pid {pid}; "
+            f"in Jupyter: shut down the kernel)")
 
 
 def instance_metadata(**extra: Any) -> dict[str, Any]:
@@ -49,6 +88,7 @@ class Lease:
 
     @classmethod
     def acquire(cls, path: Path, metadata: dict[str, Any], *, what: str, suggestion: str) -> Lease:
+        """The lease, or ``store_locked`` naming the holder (``describe_holder``) with ``suggestion``."""
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = safefs.open_file(path, os.O_RDWR | os.O_CREAT, 0o600)
         handle = os.fdopen(fd, "r+")
@@ -57,10 +97,9 @@ class Lease:
         except portalocker.exceptions.LockException:
             holder = read_metadata(path)
             handle.close()
-            pid = holder.get("pid", "unknown")
             raise CoverageError(
                 ErrorCode.STORE_LOCKED,
-                f"{what} is held by another process (pid {pid})",
+                f"{what} is held by another process, {describe_holder(holder)}",
                 suggestion,
                 {"lock": str(path), "holder": {k: v for k, v in holder.items() if k != "capability"}},
             ) from None

@@ -7,9 +7,10 @@
 
 ``open_project`` finds the checkout from any path inside it (any linked
 worktree), takes the store's lease and opens it; reads and ingests are then
-plain method calls. While the daemon owns the store this raises
-``store_locked``; ``coverage_daemon.client.open_project`` routes to the daemon
-in that case with identical results.
+plain method calls. While another process holds the store this waits up to
+``wait_ms`` (0: not at all), then raises ``store_locked`` naming the holder;
+``coverage_daemon.client.open_project`` routes to the daemon when the daemon
+holds it, with identical results.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import attrs
 import duckdb
 import zstandard
 
 from .config import Settings
-from .errors import CoverageError, ErrorCode
+from .errors import CoverageError, ErrorCode, Remedy
 from .git import Checkout, Git, discover
+from .locks import describe_holder, how_to_release
 from .model import FileDetail, FilesPage, Snapshot
 from .parsers import Limits, parse_bytes, read_report
 from .parsers.budget import PARSE_BUDGET
@@ -271,12 +274,66 @@ class Project:
         return self._analysis.sql(sql, params=list(params)) if params else self._analysis.sql(sql)
 
 
-def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None, owner: str = "cli") -> Project:
-    """Open the coverage store of the repository containing ``path``."""
+def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None, owner: str | None = None,
+                 wait_ms: int = 0, waiting: Callable[[dict[str, Any]], None] | None = None) -> Project:
+    """Open the coverage store of the repository containing ``path``.
+
+    The returned Project holds the store (one process at a time) until it is
+    closed: use it in a ``with`` block, so a notebook lets go at the end of
+    each cell. While another process holds the store this waits up to
+    ``wait_ms`` (``waiting(holder)`` is called once when the wait begins),
+    then raises ``store_locked`` naming the holder.
+    """
     settings = settings or Settings.from_env()
     checkout = discover(path)
-    store = ProjectStore.open(store_path(checkout), owner=owner)
+    store = wait_for_store(lambda: ProjectStore.open(store_path(checkout), owner=owner), wait_ms, waiting)
     return Project(checkout, store, settings)
+
+
+T = TypeVar("T")
+# How often a waiting opener retries: a lease is released in microseconds, so
+# this is the delay a waiting command adds at most, not a cost it pays.
+STORE_RETRY_S = 0.05
+
+
+def wait_for_store(open_store: Callable[[], T], wait_ms: int, waiting: Callable[[dict[str, Any]], None] | None = None,
+                   *, limit_name: str | None = None) -> T:
+    """``open_store()``, retried while it raises ``store_locked``, for up to ``wait_ms``.
+
+    After the limit the error says whom it waited for, how that holder lets
+    go of the store, and (``limit_name``: the setting that sets ``wait_ms``)
+    how to wait longer; any other error is raised at once.
+    """
+    give_up = time.monotonic() + wait_ms / 1000
+    told = False
+    while True:
+        try:
+            return open_store()
+        except CoverageError as error:
+            if error.code != ErrorCode.STORE_LOCKED:
+                raise
+            holder = error.details.get("holder", {})
+            if time.monotonic() >= give_up:
+                if wait_ms <= 0:
+                    raise
+                raise _not_released(error, holder, wait_ms, limit_name) from None
+            if waiting is not None and not told:
+                waiting(holder)
+                told = True
+        time.sleep(STORE_RETRY_S)
+
+
+def _not_released(error: CoverageError, holder: dict[str, Any], wait_ms: int, limit_name: str | None) -> CoverageError:
+    limit = f"{limit_name}={wait_ms}" if limit_name else f"{wait_ms} ms"
+    database = holder.get("database") or "the coverage store"
+    message = (f"{database} is held by {describe_holder(holder)} and was not released within {limit}: "
+               f"{how_to_release(holder)}")
+    if holder.get("owner") == "cli" and limit_name:
+        longer = max(4 * wait_ms, 120_000)
+        return CoverageError(ErrorCode.STORE_LOCKED, message,
+                             f"Retry when that command has finished, or wait longer: {limit_name}={longer}.",
+                             error.details, Remedy(setting=limit_name, value=longer))
+    return CoverageError(ErrorCode.STORE_LOCKED, message, "Release the store in the holder, then retry.", error.details)
 
 
 def _shed(exc: CoverageError) -> CoverageError:

@@ -88,6 +88,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Deadline of one store query (shorter than the HTTP deadline).", 1, 3_600_000),
     SettingSpec("store_wait_ms", "COVERAGE_MCP_STORE_WAIT_MS", 2000,
                 "How long the daemon waits for a store another process holds.", 0, 600_000),
+    SettingSpec("cli_store_wait_ms", "COVERAGE_MCP_CLI_STORE_WAIT_MS", 30000,
+                "How long a coverage-mcp command waits for a store another command or a notebook holds "
+                "(then store_locked).", 0, 3_600_000),
     SettingSpec("http_idle_timeout_s", "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S", 10,
                 "A connection that has not sent a complete request head within this many seconds is closed.",
                 1, 3600),

@@ -5,7 +5,8 @@ notebooks should not pay for an event loop) and hands back the library's own
 records: ``Snapshot``, ``FilesPage``, ``FileDetail``, and the service's
 envelopes. ``open_project(path)`` returns the library's ``Project`` when the
 store's lease is free, and a ``DaemonProject`` with the same read methods when
-the running daemon of this home holds it; any other holder stays an error.
+the running daemon of this home holds it; for any other holder a coverage-mcp
+command waits (COVERAGE_MCP_CLI_STORE_WAIT_MS), then it is an error.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import sys
 import urllib.parse
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -23,10 +25,10 @@ import numpy as np
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import Checkout, discover
-from coverage_core.locks import is_held, read_metadata
+from coverage_core.locks import describe_holder, is_held, read_metadata, this_process
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
 from coverage_core.parsers.spool import local_report
-from coverage_core.project import DEFAULT_SUITE, Project
+from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
 from coverage_core.project import open_project as open_direct
@@ -314,22 +316,57 @@ def call(project: Project | DaemonProject, name: str, arguments: dict[str, Any] 
 
 
 def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None,
-                 owner: str = "cli") -> Project | DaemonProject:
-    """The library's project when its store is free; the daemon's when the daemon of this home holds it."""
+                 owner: str | None = None, wait_ms: int | None = None) -> Project | DaemonProject:
+    """The library's project when its store is free; the daemon's when the daemon of this home holds it.
+
+    Held by anyone else, a coverage-mcp command (``locks.this_process``) waits up
+    to COVERAGE_MCP_CLI_STORE_WAIT_MS, saying once on a terminal whom it waits
+    for, and routes to the daemon if the daemon takes the store meanwhile; other
+    callers wait ``wait_ms`` (default: not at all). Then ``store_locked``,
+    naming the holder and how it lets go.
+    """
     settings = settings or Settings.from_env()
-    try:
-        return open_direct(path, settings=settings, owner=owner)
-    except CoverageError as error:
-        if error.code != ErrorCode.STORE_LOCKED:
-            raise
-        holder = error.details.get("holder", {})
-        found = running_daemon(settings) if holder.get("owner") == "daemon" else None
-        if found is None:
-            raise
-        client, meta = found
-        health = client.health()
-        if health.get("pid") != holder.get("pid") or health.get("home") != str(settings.home):
-            raise
-        checkout = discover(path)
-        client.repo = str(checkout.worktree_path)
-        return DaemonProject(client, checkout, settings, meta.get("capability"))
+    is_cli = (owner or this_process()[0]) == "cli"
+    if wait_ms is None:
+        wait_ms = settings.cli_store_wait_ms if is_cli else 0
+
+    def attempt() -> Project | DaemonProject:
+        try:
+            return open_direct(path, settings=settings, owner=owner)
+        except CoverageError as error:
+            if error.code != ErrorCode.STORE_LOCKED:
+                raise
+            routed = _through_daemon(path, settings, error)
+            if routed is None:
+                raise
+            return routed
+
+    return wait_for_store(attempt, wait_ms, _say_waiting(wait_ms) if is_cli else None,
+                          limit_name="COVERAGE_MCP_CLI_STORE_WAIT_MS" if is_cli else None)
+
+
+def _through_daemon(path: str | os.PathLike[str], settings: Settings, error: CoverageError) -> DaemonProject | None:
+    """The daemon's project when the holder named in ``error`` is this home's running daemon."""
+    holder = error.details.get("holder", {})
+    found = running_daemon(settings) if holder.get("owner") == "daemon" else None
+    if found is None:
+        return None
+    client, meta = found
+    health = client.health()
+    if health.get("pid") != holder.get("pid") or health.get("home") != str(settings.home):
+        return None
+    checkout = discover(path)
+    client.repo = str(checkout.worktree_path)
+    return DaemonProject(client, checkout, settings, meta.get("capability"))
+
+
+def _say_waiting(wait_ms: int) -> Callable[[dict[str, Any]], None] | None:
+    """One line on a terminal's stderr when a command starts waiting (never into a pipe or a log)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def say(holder: dict[str, Any]) -> None:
+        print(f"waiting for {describe_holder(holder)} to release the coverage store "
+              f"(up to {wait_ms / 1000:g} s, COVERAGE_MCP_CLI_STORE_WAIT_MS)...", file=sys.stderr, flush=True)
+
+    return say

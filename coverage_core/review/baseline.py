@@ -121,7 +121,7 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
     if "composite_snapshot_id" in spec:
         raise CoverageError(
             ErrorCode.NOT_SUPPORTED, "baseline.composite_snapshot_id is not supported yet: composite snapshots are not built",
-            "Compare ordinary snapshots: baseline.kind='explicit' with snapshot_id or snapshot_ids.",
+            "Compare ordinary snapshots: name the baseline snapshot (or snapshots) by id.",
         )
     if kind == "none":
         return Baseline("none", (), (), None, notes=("no baseline: nothing is new, lost or deleted",))
@@ -141,7 +141,7 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
         raise CoverageError(
             ErrorCode.BASELINE_UNAVAILABLE,
             f"the current snapshot {current.primary.snapshot_id} records no commit, so no commit can be its baseline",
-            "Commit first, or compare with an explicit baseline snapshot (baseline.kind='explicit').",
+            "Commit first, or name the baseline snapshot by its id.",
         )
     if kind == "previous_snapshot":
         before = min(current.snaps, default=2**31 - 1)
@@ -182,7 +182,7 @@ def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
     if not ids:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
-            "Pass baseline={'kind': 'explicit', 'snapshot_id': 'snap-...'} (ids from `coverage-mcp snapshots`).",
+            "Name the baseline snapshot by its id (the snapshots listing shows them).",
             remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
     return tuple(call.project.store.snapshot(i, call.con) for i in ids)
@@ -195,7 +195,8 @@ def _same_suite(found: tuple[Snapshot, ...], suite: str, what: str) -> None:
             ErrorCode.INCOMPATIBLE_SNAPSHOTS,
             f"the {what} includes suite {other[0]!r}, the current measurement suite {suite!r}; "
             "a change review compares one suite",
-            f"Pick a baseline snapshot of suite {suite!r}, or use task='incremental', which compares across suites.",
+            f"Pick a baseline snapshot of suite {suite!r}, or ask the incremental review, which compares "
+            "across suites.",
             {"baseline_suites": other, "current_suite": suite},
         )
 
@@ -239,7 +240,7 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         if parent is None:
             raise CoverageError(
                 ErrorCode.BASELINE_UNAVAILABLE, f"commit {cur_commit[:12]} has no parent (it is a root commit)",
-                "Compare with an explicit baseline snapshot, or choose baseline.kind='none'.",
+                "Name a baseline snapshot by its id, or compare with no baseline (none).",
                 {"commit": cur_commit},
             )
         return parent, None, f"parent commit {parent[:12]} of {cur_commit[:12]}"
@@ -248,7 +249,7 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         if not ref:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT, f"baseline.kind={kind!r} needs baseline.ref",
-                f"Name a branch, tag or commit: baseline={{'kind': '{kind}', 'ref': 'main'}}.",
+                "Name a branch, tag or commit as the baseline's ref (for example main).",
             )
         commit = _resolve_ref(call, ref)
         if kind == "ref":

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..diffmap import KEY_SHIFT
-from ..errors import CoverageError, ErrorCode
+from ..errors import CoverageError, ErrorCode, Remedy
 from . import baseline as baselines
 from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
@@ -115,14 +115,16 @@ def _arguments(call: Call) -> dict[str, Any]:
     if not ("snapshot_id" in m or "snapshot_ids" in m):
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "task='incremental' needs an explicit current measurement",
-            "Pass measurement={'snapshot_id': 'snap-...'} or {'snapshot_ids': [...]} (the run's snapshots).",
+            "Name the run's snapshot (or snapshots) by id: the snapshots listing shows them.",
+            remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
     # A composite baseline goes on to baseline.resolve, which answers not_supported.
     if spec.get("kind") != "explicit" and "composite_snapshot_id" not in spec:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "task='incremental' needs baseline.kind='explicit' with snapshot_id(s)",
-            "Pass baseline={'kind': 'explicit', 'snapshot_id': 'snap-...'}; for a baseline found from git use "
-            "task='change'.",
+            "Name the baseline snapshot by its id; for a baseline found from git, ask the change review.",
+            remedy=Remedy(operation="coverage_review",
+                          arguments={**call.args, "baseline": {"kind": "explicit", "snapshot_id": "SNAPSHOT_ID"}}),
         )
     return spec
 

@@ -77,7 +77,7 @@ def _one(sel: Selection, task: str) -> str:
     if len(sel.snapshots) != 1:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, f"task={task} reads one snapshot; measurement names {len(sel.snapshots)}",
-            "Pass measurement.snapshot_id (or a suite, for its latest snapshot).",
+            "Name one snapshot by its id (or a suite, for its latest snapshot).",
         )
     return sel.primary.snapshot_id
 
@@ -112,7 +112,7 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     path = call.args.get("file")
     if not path:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "task=file needs file",
-                            "Pass file: a repository-relative path as task=files lists it.")
+                            "Name the file: a repository-relative path as the files listing shows it.")
     window = line_range(call.args.get("lines"))
     scope = f"{snapshot_id}:{path}"
     start = max(cursors.decode(call, "file", scope, call.args.get("cursor")), window[0] if window else 1)

@@ -165,7 +165,7 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         asked.append(line_range(call.args["lines"]))
     if asked and path is None:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "ranges and lines need file", "Pass file (repository-relative) with the ranges."
+            ErrorCode.INVALID_ARGUMENT, "ranges and lines need file", "Name the file (repository-relative) with the lines."
         )
     if len(asked) > MAX_RANGES:
         raise CoverageError(

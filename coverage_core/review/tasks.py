@@ -176,7 +176,7 @@ def check_arguments(args: dict[str, Any]) -> None:
         if name in args and needed not in args:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT, f"{name} needs {needed}: line numbers are asked of one file",
-                f"Pass {needed} (repository-relative) together with {name}.",
+                f"Name the {needed} (repository-relative) together with the {name}.",
                 {"argument": name, "needs": needed},
             )
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..git import Checkout
 from ..ids import new_snapshot_id
-from ..locks import Lease, instance_metadata
+from ..locks import Lease, how_to_release, instance_metadata, this_process
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
 from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
@@ -75,6 +75,16 @@ def store_path(checkout: Checkout) -> Path:
     return checkout.store_dir / STORE_FILE
 
 
+def _locked_suggestion(holder: dict[str, Any]) -> str:
+    """What to do about a held store, in terms every surface can read (no API names, no call syntax)."""
+    if holder.get("owner") == "daemon":
+        return ("The coverage-mcp daemon owns this store: coverage-mcp commands and the MCP tools go through "
+                "it; stop it with `coverage-mcp stop` to open the store directly.")
+    return (f"Retry when the holder has released it: {how_to_release(holder)}. To use one store from "
+            "several programs at once, run the coverage-mcp daemon (`coverage-mcp serve`): commands then go "
+            "through it instead of holding the store.")
+
+
 class ProjectStore:
     """An open project store. Not thread-safe for writes; use one writer."""
 
@@ -91,15 +101,24 @@ class ProjectStore:
         self.generation = 0
 
     @classmethod
-    def open(cls, path: Path, *, owner: str = "cli") -> ProjectStore:
+    def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
+        """Take the lease (its metadata names ``owner`` and ``command``; by default this process's,
+        ``locks.this_process``) and open the store; ``store_locked`` at once when it is held."""
         prepare_dir(path.parent, entries(path))
-        lease = Lease.acquire(
-            path.with_name(path.name + LOCK),
-            instance_metadata(owner=owner, database=str(path)),
-            what=f"coverage store {path}",
-            suggestion="The daemon (or another coverage-mcp command) owns this store: use the daemon client "
-            "(coverage_daemon.client.open_project) or stop the holder with `coverage-mcp stop`, then retry.",
-        )
+        found_owner, found_command = this_process()
+        lease_path = path.with_name(path.name + LOCK)
+        try:
+            lease = Lease.acquire(
+                lease_path,
+                instance_metadata(owner=owner or found_owner, command=command or found_command, database=str(path)),
+                what=f"coverage store {path}",
+                suggestion="",
+            )
+        except CoverageError as error:
+            if error.code == ErrorCode.STORE_LOCKED:
+                error.suggestion = _locked_suggestion(error.details.get("holder", {}))
+            raise
+
         try:
             con = open_verified(path)
         except BaseException:
