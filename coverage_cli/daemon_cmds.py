@@ -6,11 +6,14 @@ every other command starts without them.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,7 +47,12 @@ def serve_command(host: str | None, port: int | None) -> None:
     """Run the coverage-mcp daemon in the foreground until SIGINT, SIGTERM or `coverage-mcp stop`.
 
     Serves MCP at /mcp and the REST API at /api on loopback, opening project
-    stores as requests need them. Prints one line to stderr once listening.
+    stores as requests need them. Prints one line to stderr once listening
+    (and, on a terminal, MCP client configs naming this installation's
+    executable by its absolute path). Run this way it never exits on its own
+    unless COVERAGE_MCP_IDLE_EXIT_S is set; a daemon an MCP client's connector
+    starts exits after 3600 s with no client and no work (the next session
+    starts it again).
 
     Example: coverage-mcp serve --port 0
     """
@@ -59,12 +67,47 @@ def serve_command(host: str | None, port: int | None) -> None:
     sys.exit(serve(settings, announce=announce))
 
 
+REPO_PLACEHOLDER = "/path/to/checkout"
+
+
+def connector_command() -> list[str]:
+    """The command line that launches this installation's connector, absolute, for an MCP client.
+
+    MCP clients start their servers with their own PATH, outside any virtual
+    environment, so a bare ``coverage-mcp`` is not found (or is another
+    installation). In order: the ``coverage-mcp`` script beside this Python
+    (``sys.executable`` is not resolved: a virtual environment's python is a
+    link to the base interpreter, whose directory holds no script of ours),
+    the script this process was started as, else this Python with ``-m coverage_cli``.
+    """
+    beside = Path(sys.executable).absolute().parent / "coverage-mcp"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is not None and started.name == "coverage-mcp" and started.is_file():
+        return [str(started.resolve())]
+    return [str(Path(sys.executable).absolute()), "-m", "coverage_cli"]
+
+
+def stdio_configs(repo: str = REPO_PLACEHOLDER) -> dict[str, Any]:
+    """Ready-to-paste stdio configurations for ``repo``: Claude Code's command, Cursor's and VS Code's JSON."""
+    command, *prefix = connector_command()
+    args = [*prefix, "connect", "--repo", repo]
+    server = {"command": command, "args": args}
+    return {
+        "claude_code": shlex.join(["claude", "mcp", "add", "coverage", "--", command, *args]),
+        "cursor": {"mcpServers": {"coverage": server}},
+        "vscode": {"servers": {"coverage": {"type": "stdio", **server}}},
+        "stdio": [command, *args],
+    }
+
+
 def client_configs(url: str, home: Path) -> str:
     """How to point an MCP client at this daemon; HTTP configs name the token, never contain it."""
     from coverage_daemon.secrets import TOKEN_FILE
 
     token_file = home / TOKEN_FILE
-    stdio = '{"mcpServers": {"coverage": {"command": "coverage-mcp", "args": ["connect", "--repo", "/path/to/checkout"]}}}'
+    stdio = stdio_configs()
     http = ('{"mcpServers": {"coverage": {"type": "http", "url": "' + url + '/mcp", "headers": '
             '{"Authorization": "Bearer ${COVERAGE_MCP_TOKEN}", "x-coverage-mcp-repo": "/path/to/checkout"}}}}')
     vscode = ('{"inputs": [{"type": "promptString", "id": "coverage-token", "description": "coverage-mcp token '
@@ -72,9 +115,10 @@ def client_configs(url: str, home: Path) -> str:
               '"headers": {"Authorization": "Bearer ${input:coverage-token}", '
               '"x-coverage-mcp-repo": "/path/to/checkout"}}}}')
     return "\n".join([
-        "Stdio (recommended; the connector reads the token itself):",
-        "  Claude Code:  claude mcp add coverage -- coverage-mcp connect --repo /path/to/checkout",
-        f"  Cursor:       {stdio}",
+        "Stdio (recommended; the connector reads the token itself and starts this daemon when it is not running):",
+        f"  Claude Code:  {stdio['claude_code']}",
+        f"  Cursor (~/.cursor/mcp.json):  {json.dumps(stdio['cursor'])}",
+        f"  VS Code (.vscode/mcp.json):   {json.dumps(stdio['vscode'])}",
         f"MCP over HTTP at {url}/mcp needs the client token in {token_file}:",
         f'  export COVERAGE_MCP_TOKEN="$(cat {token_file})"',
         f"  Claude Code (.mcp.json, expands the variable): {http}",

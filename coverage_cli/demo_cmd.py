@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import open_project
 from coverage_core.service import Service
 
+from .daemon_cmds import stdio_configs
 from .output import emit_json, handles_errors, json_option, percent
 from .review_cmds import render_review
 
@@ -146,25 +146,9 @@ def _focus(insight: dict[str, Any]) -> dict[str, Any]:
     return {"file": path, "lines": f"{max(1, start - 2)}-{end + 2}"}
 
 
-def _connect_command() -> list[str]:
-    """How an MCP client should launch the connector of this installation."""
-    script = shutil.which("coverage-mcp")
-    if script and Path(script).resolve().parent == Path(sys.executable).resolve().parent:
-        return [script]
-    return [sys.executable, "-m", "coverage_cli"]
-
-
 def client_config(repo: str) -> dict[str, Any]:
-    """Ready-to-paste MCP client configuration for ``repo``."""
-    command, *prefix = _connect_command()
-    args = [*prefix, "connect", "--repo", repo]
-    server = {"command": command, "args": args}
-    return {
-        "claude_code": " ".join(shlex.quote(a) for a in ["claude", "mcp", "add", "coverage", "--", command, *args]),
-        "cursor": {"mcpServers": {"coverage": server}},
-        "vscode": {"servers": {"coverage": {"type": "stdio", **server}}},
-        "stdio": [command, *args],
-    }
+    """Ready-to-paste MCP client configuration for ``repo``, naming the executable by its absolute path."""
+    return stdio_configs(repo)
 
 
 def _show(result: dict[str, Any]) -> None:

@@ -136,3 +136,29 @@ def baseline_spec(text: str | None, merge_base: bool) -> dict[str, Any] | None:
             raise click.UsageError("--merge-base needs --baseline REF")
         return None
     return baselines.parse_selector(text, merge_base=merge_base)
+
+
+ENVELOPE = "envelope"  # what --json prints: the answer's whole JSON envelope
+
+
+def output_format(as_json: bool, fmt: str | None, *, default: str, same_as_json: str | None = None,
+                  fmt_param: str = "fmt") -> str:
+    """The one rule between ``--json`` and an output ``--format``: neither silently overrides the other.
+
+    ``--json`` alone prints the envelope (``ENVELOPE``); ``--format F`` alone, F;
+    neither, ``default``. Both given is a usage error (exit 2), unless F is
+    ``same_as_json``, the format whose output is the envelope itself. Whether
+    --format was given is read from click (a declared default is not "given").
+
+    Example: ``fmt = output_format(as_json, fmt, default="table")`` in ``diff``.
+    """
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(fmt_param) if ctx is not None else None
+    given = fmt is not None and source not in (click.core.ParameterSource.DEFAULT,
+                                               click.core.ParameterSource.DEFAULT_MAP)
+    if not as_json:
+        return fmt if fmt is not None else default
+    if not given or fmt == same_as_json:
+        return ENVELOPE
+    raise click.UsageError(
+        f"--json prints the JSON envelope and --format {fmt} asks for {fmt}: give one of them", ctx)

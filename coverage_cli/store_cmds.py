@@ -11,15 +11,20 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import discover
 from coverage_core.parsers.spool import local_report
-from coverage_core.project import parse_path_map
+from coverage_core.project import USUAL_REPORTS, Project, find_reports, parse_path_map
 from coverage_core.report import COUNTERS
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
+from coverage_core.review.listing import MAX_PAGE_SIZE
+from coverage_core.storage.store import Deletion
 from coverage_daemon.client import call, open_project, owner_import
 
 from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
@@ -55,7 +60,7 @@ def _more(envelope: dict[str, Any]) -> None:
 
 
 @click.command("ingest")
-@click.argument("report")
+@click.argument("report", required=False)
 @click.option("--suite", default="default", show_default=True, help="Test suite this report measures.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Skip detection and read as this format.")
 @click.option("--scope", type=click.Choice(SCOPES), default="complete", show_default=True,
@@ -63,12 +68,20 @@ def _more(envelope: dict[str, Any]) -> None:
 @click.option("--commit", help="Commit the report measures (default: HEAD).")
 @click.option("--branch", help="Branch to record (default: the current branch).")
 @click.option("--path-map", "path_map", multiple=True, metavar="OLD=NEW",
-              help="Rewrite a report path prefix to a repository-relative one (repeatable).")
+              help="Rewrite a report path prefix to a repository-relative one (repeatable; one that matches "
+                   "no report path is a warning).")
 @repo_option
 @json_option
 @handles_errors
 def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as_json) -> None:
     """Store REPORT as an immutable snapshot of this repository ('-' reads standard input).
+
+    Without REPORT, the usual report file in the checkout's root is taken
+    (coverage.json, coverage.xml, lcov.info, coverage/lcov.info,
+    coverage-final.json, coverage/coverage-final.json, cover.out, jacoco.xml,
+    target/site/jacoco/jacoco.xml), saying which on stderr; when several are
+    there, name one. coverage.py's data file (.coverage) is not a report: run
+    `coverage json --show-contexts` first. Warnings go to stderr.
 
     --json prints the envelope of coverage_import (data.snapshot, data.duplicate).
 
@@ -76,6 +89,8 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
     """
     maps = [list(parse_path_map(m)) for m in path_map]
     settings = Settings.from_env()
+    if report is None:
+        report = str(_usual_report(repo))
     # Streams only this process can read (stdin, /dev/fd/N, a pipe) are read
     # here into a private file, whoever then opens the store: the daemon must
     # never reopen a name that means something else in its own process.
@@ -84,40 +99,77 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
                  "branch": branch, "path_map": maps or None}
         envelope = owner_import(project, {k: v for k, v in given.items() if v is not None},
                                 progress=_progress(not as_json and sys.stderr.isatty()))
+    snap = envelope["data"]["snapshot"]
     if as_json:
         emit_json(envelope)
-        return
-    snap = envelope["data"]["snapshot"]
-    state = "already stored (duplicate)" if envelope["data"]["duplicate"] else "stored"
-    click.echo(f"{snap['snapshot_id']} {state}: {snap['format']}, suite {snap['suite']}, commit "
-               f"{(snap['commit'] or '-')[:12]}{' (dirty)' if snap['dirty'] else ''}")
-    m = snap["path_mapping"]
-    click.echo(f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, {m['unmapped']} unmapped)")
-    _totals(snap["totals"])
-    for w in snap["warnings"]:
-        click.echo(f"  warning [{w['code']}]: {w['message']}")
+    else:
+        state = "already stored (duplicate)" if envelope["data"]["duplicate"] else "stored"
+        click.echo(f"{snap['snapshot_id']} {state}: {snap['format']}, suite {snap['suite']}, commit "
+                   f"{(snap['commit'] or '-')[:12]}{' (dirty)' if snap['dirty'] else ''}")
+        m = snap["path_mapping"]
+        click.echo(f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
+                   f"{m['unmapped']} unmapped)")
+        _totals(snap["totals"])
+        for w in snap["warnings"]:
+            click.echo(f"warning [{w['code']}]: {w['message']}", err=True)
 
 
-@click.command("snapshots")
+def _usual_report(repo: str) -> Path:
+    """The one usual report file in the checkout's root (said on stderr), or an error listing what was looked for."""
+    root = discover(repo).worktree_path
+    found = find_reports(root)
+    if len(found) == 1:
+        click.echo(f"ingest: using {found[0].relative_to(root)} (found in {root})", err=True)
+        return found[0]
+    if found:
+        names = ", ".join(str(p.relative_to(root)) for p in found)
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"several report files in {root}: {names}",
+            f"Name the one to store: coverage-mcp ingest {found[0].relative_to(root)}",
+            {"found": [str(p) for p in found], "reason": "several_reports"},
+        )
+    raise CoverageError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"no report file given, and none of the usual ones is in {root} (looked for {', '.join(USUAL_REPORTS)})",
+        "Name the report to store: coverage-mcp ingest PATH (for coverage.py, write one with "
+        "`coverage json --show-contexts`).",
+        {"looked_for": list(USUAL_REPORTS), "root": str(root), "reason": "no_report"},
+    )
+
+
+# Listing filters, as (option, filter key): the empty-listing message names the ones given.
+LISTING_FILTERS = (("--snapshot", "snapshot_id"), ("--suite", "suite"), ("--branch", "branch"), ("--commit", "commit"))
+
+
+@click.group("snapshots", invoke_without_command=True)
 @click.option("--suite", help="Only this suite.")
 @click.option("--branch", help="Only this branch.")
 @click.option("--commit", help="Only this commit (a prefix of 4 or more hex digits is enough).")
-@click.option("--snapshot", "snapshot_id", help="Only this snapshot (to see its record and totals).")
+@click.option("--snapshot", "snapshot_id", help="Only this snapshot, by id or id prefix (to see its record and totals).")
 @click.option("--limit", type=PAGE_SIZE, help="At most this many per page (newest first); more with --cursor.")
 @click.option("--cursor", help="page.next_cursor of a previous listing.")
 @repo_option
 @json_option
+@click.pass_context
 @handles_errors
-def snapshots_command(suite, branch, commit, snapshot_id, limit, cursor, repo, as_json) -> None:
+def snapshots_command(ctx, suite, branch, commit, snapshot_id, limit, cursor, repo, as_json) -> None:
     """List the snapshots of this repository, newest first.
 
     --json prints the envelope of coverage_review(task="snapshots",
-    representation="review"): data.snapshots holds the records.
+    representation="review"): data.snapshots holds the records. Delete
+    snapshots with `snapshots rm ID...` or `snapshots prune --suite S --keep N`.
 
     Example: coverage-mcp snapshots --suite unit --limit 5
     """
-    wanted = {k: v for k, v in (("snapshot_id", snapshot_id), ("suite", suite), ("branch", branch),
-                                ("commit", commit)) if v is not None}
+    if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params
+                 if p.name not in ("repo", "as_json") and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} filter the listing; give {ctx.invoked_subcommand}'s own "
+                                   f"options after it (coverage-mcp snapshots {ctx.invoked_subcommand} --help)")
+        return
+    wanted = {key: value for (_flag, key), value in zip(LISTING_FILTERS, (snapshot_id, suite, branch, commit))
+              if value is not None}
     args: dict[str, Any] = {"task": "snapshots", "filter": wanted, "representation": "review", "limits": WHOLE_PAGE}
     if limit is not None:
         args["page_size"] = limit
@@ -125,10 +177,32 @@ def snapshots_command(suite, branch, commit, snapshot_id, limit, cursor, repo, a
         args["cursor"] = cursor
     with open_project(repo) as project:
         envelope = call(project, "coverage_review", args)
+        every = None
+        if not envelope["data"]["snapshots"] and (wanted or cursor) and not as_json:
+            every = call(project, "coverage_review", {"task": "snapshots", "representation": "compact",
+                                                      "page_size": MAX_PAGE_SIZE, "limits": WHOLE_PAGE})
     if as_json:
         emit_json(envelope)
         return
+    if every is not None:
+        click.echo(_nothing_matches(wanted, cursor, every))
+        return
     render_snapshots(envelope)
+
+
+def _nothing_matches(wanted: dict[str, Any], cursor: str | None, every: dict[str, Any]) -> str:
+    """Why a listing is empty: no snapshot at all, the end of the pages, or filters nothing passed (and what is there)."""
+    rows = every["data"]["snapshots"]  # compact: [id, created, suite, format, commit, branch, ...]
+    if not rows:
+        return "no snapshots yet: store one with `coverage-mcp ingest REPORT`"
+    if not wanted:
+        return "no more snapshots (the listing ended on the previous page)"
+    more = ", ..." if every["page"]["next_cursor"] else ""
+    present = {"suite": ("suites", {r[2] for r in rows}), "branch": ("branches", {r[5] for r in rows if r[5]})}
+    shown = " ".join(f"{flag} {wanted[key]}" for flag, key in LISTING_FILTERS if key in wanted)
+    context = "; ".join(f"{plural}: {', '.join(sorted(values)) or '-'}{more}"
+                        for key, (plural, values) in present.items() if key in wanted)
+    return f"no snapshot matches {shown} ({context or f'{len(rows)}{more} snapshots in all'})"
 
 
 def render_snapshots(envelope: dict[str, Any]) -> None:
@@ -152,6 +226,82 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
     if len(snaps) == 1 and isinstance(snaps[0], dict):
         _totals(snaps[0]["totals"])
     _more(envelope)
+
+
+def _deletion_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options ``snapshots rm`` and ``snapshots prune`` share."""
+    for option in reversed((
+        click.option("--force", is_flag=True, help="Also delete the newest snapshot of a suite."),
+        click.option("--dry-run", "dry_run", is_flag=True, help="Say what would be deleted; delete nothing."),
+        repo_option,
+        json_option,
+    )):
+        func = option(func)
+    return func
+
+
+def _deleting(repo: str) -> Project:
+    """The library's project: deleting is the store holder's, and a daemon holding the store has no route for it yet."""
+    project = open_project(repo)
+    if isinstance(project, Project):
+        return project
+    project.close()
+    raise CoverageError(
+        ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store; snapshots are deleted "
+        "only with the store in hand",
+        "Stop the daemon with `coverage-mcp stop`, run the deletion again, and let the next MCP session start it.",
+        {"reason": "daemon_holds_store"},
+    )
+
+
+@snapshots_command.command("rm")
+@click.argument("snapshot_ids", nargs=-1, required=True, metavar="ID...")
+@_deletion_options
+@handles_errors
+def snapshots_rm_command(snapshot_ids, force, dry_run, repo, as_json) -> None:
+    """Delete snapshots (ids or unique id prefixes) and all their detail, in one transaction.
+
+    The newest snapshot of a suite is kept unless --force. --json prints the
+    deletion: data.deleted (ids), data.snapshots, data.rows (per table).
+
+    Example: coverage-mcp snapshots rm snap-1a2b --dry-run
+    """
+    with _deleting(repo) as project:
+        deletion = project.delete_snapshots(list(snapshot_ids), force=force, dry_run=dry_run)
+    _render_deletion(deletion, as_json)
+
+
+@snapshots_command.command("prune")
+@click.option("--suite", required=True, help="The suite to prune.")
+@click.option("--keep", type=click.IntRange(0), required=True, help="How many of its newest snapshots to keep.")
+@_deletion_options
+@handles_errors
+def snapshots_prune_command(suite, keep, force, dry_run, repo, as_json) -> None:
+    """Delete every snapshot of a suite but its KEEP newest, in one transaction.
+
+    --keep 0 deletes the newest too, and needs --force. --json prints the
+    deletion as `snapshots rm` does.
+
+    Example: coverage-mcp snapshots prune --suite unit --keep 10
+    """
+    with _deleting(repo) as project:
+        deletion = project.prune_snapshots(suite, keep, force=force, dry_run=dry_run)
+    _render_deletion(deletion, as_json)
+
+
+def _render_deletion(deletion: Deletion, as_json: bool) -> None:
+    if as_json:
+        emit_json({"data": deletion.to_dict()})
+        return
+    verb = "would delete" if deletion.dry_run else "deleted"
+    if not deletion.snapshots:
+        click.echo("nothing to delete")
+        return
+    for s in deletion.snapshots:
+        click.echo(f"{verb} {s.snapshot_id}  suite {s.suite}, commit {(s.commit or '-')[:12]}, "
+                   f"{s.created_at.isoformat(sep=' ', timespec='seconds')}")
+    click.echo(f"{verb} {len(deletion.snapshots)} snapshot(s) and {sum(deletion.rows.values()):,} detail rows"
+               + (" (--dry-run: nothing was deleted)" if deletion.dry_run else ""))
 
 
 @click.command("show")

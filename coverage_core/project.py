@@ -36,8 +36,10 @@ from .parsers import Limits, parse_bytes, read_report
 from .parsers.budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
 from .parsers.source import claim_bytes
+from .report import ReportWarning
 from .storage.paths import MAPPED, Mapping, map_paths
-from .storage.store import MeasuredText, ProjectStore, Provenance, store_path
+from .storage.paths import _norm as norm_report_path
+from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
 
 SCOPES = ("complete", "subset")
 DEFAULT_SUITE = "default"
@@ -143,6 +145,8 @@ class Project:
         if progress:
             progress("reading")
         raw = read_report(opened, Limits(self.settings.max_report_bytes))
+        if raw.data.startswith(SQLITE_MAGIC):
+            raise _coverage_data_file(opened.path)
         sha = hashlib.sha256(raw.data).hexdigest()
         existing = self.store.find_duplicate(sha, commit, suite)
         if existing is not None:
@@ -150,6 +154,11 @@ class Project:
         if progress:
             progress("parsing")
         parsed = parse_bytes(raw, format)
+        unused = unused_path_maps([f.path for f in parsed.files], path_map)
+        if unused:
+            parsed = attrs.evolve(parsed, warnings=parsed.warnings + tuple(
+                ReportWarning("path_map_unused", f"--path-map {old}={new} matched no path of the report")
+                for old, new in unused))
         if progress:
             progress("mapping")
         blobs = self.git.blob_ids(commit) if commit else {}
@@ -161,7 +170,7 @@ class Project:
             prefix_map=path_map,
         )
         if require_mapped and parsed.files and MAPPED not in mapping.status:
-            raise _nothing_mapped([f.path for f in parsed.files], str(self.checkout.worktree_path))
+            raise _nothing_mapped([f.path for f in parsed.files], str(self.checkout.worktree_path), unused)
         # Dirty describes the checkout, so it only applies to a report of HEAD:
         # then the measured text of a changed file is the working tree's.
         changed = self.git.changed_paths() if on_head else set()
@@ -267,6 +276,34 @@ class Project:
         functions, regions and named tests as NumPy columns."""
         return self.store.file_detail(snapshot_id, path)
 
+    # -- deletion -----------------------------------------------------------
+    def delete_snapshots(self, ids: Sequence[str], *, force: bool = False, dry_run: bool = False) -> Deletion:
+        """Delete these snapshots (full ids or unique prefixes) with every detail row, in one transaction.
+
+        The newest snapshot of a suite is refused unless ``force``; a snapshot
+        work in progress still needs (``in_use_by_active_runs``) is refused
+        always. ``dry_run`` answers what would go and deletes nothing. Example:
+        ``project.delete_snapshots(["snap-1a2b"], dry_run=True).rows``.
+        """
+        return self.store.delete_snapshots(ids, force=force, dry_run=dry_run, in_use=self.in_use_by_active_runs)
+
+    def prune_snapshots(self, suite: str, keep: int, *, force: bool = False, dry_run: bool = False) -> Deletion:
+        """Delete every snapshot of ``suite`` but its ``keep`` newest (``keep=0`` needs ``force``), as
+        ``delete_snapshots`` does. Example: ``project.prune_snapshots("unit", keep=10)``."""
+        if keep < 0:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"keep must be 0 or more, got {keep}",
+                                "Say how many of the newest snapshots to keep, e.g. --keep 10.")
+        return self.store.delete_snapshots(prune=(suite, keep), force=force, dry_run=dry_run,
+                                           in_use=self.in_use_by_active_runs)
+
+    def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
+        """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why).
+
+        No work holds a snapshot yet: managed runs, once they exist, answer here
+        for a snapshot an active run uses as its incremental baseline.
+        """
+        return {}
+
     def relation(self, sql: str, params: Sequence[object] = ()):
         """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""
         if self._analysis is None:
@@ -343,13 +380,14 @@ def _shed(exc: CoverageError) -> CoverageError:
     return exc
 
 
-def _nothing_mapped(paths: list[str], root: str) -> CoverageError:
+def _nothing_mapped(paths: list[str], root: str, unused: Sequence[tuple[str, str]] = ()) -> CoverageError:
     """No file of the report is a file of this repository: most often a report of another checkout."""
     examples = paths[:3]
+    unmatched = "".join(f"; path map {old}={new} matched no report path" for old, new in unused)
     return CoverageError(
         ErrorCode.INVALID_ARGUMENT,
         f"none of the report's {len(paths)} files maps to a file of this repository "
-        f"(e.g. {', '.join(map(repr, examples))}); nothing was stored",
+        f"(e.g. {', '.join(map(repr, examples))}){unmatched}; nothing was stored",
         f"Map the report's prefix onto the checkout with a path map (CLI: --path-map OLD_PREFIX={root}), "
         "or import the report into the repository it was made in.",
         {"unmapped": len(paths), "examples": examples, "checkout_path": root},
@@ -373,3 +411,38 @@ def parse_path_map(text: str) -> tuple[str, str]:
         )
     old, new = text.split("=", 1)
     return old, new
+
+
+# The report files test tools write by default, relative to the checkout root, in the order listed when none is found.
+USUAL_REPORTS = (
+    "coverage.json", "coverage.xml", "lcov.info", "coverage/lcov.info", "coverage-final.json",
+    "coverage/coverage-final.json", "cover.out", "jacoco.xml", "target/site/jacoco/jacoco.xml",
+)
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def find_reports(root: str | os.PathLike[str]) -> list[Path]:
+    """The usual report files (``USUAL_REPORTS``) present under ``root``, a checkout's root."""
+    base = Path(root)
+    return [base / name for name in USUAL_REPORTS if (base / name).is_file()]
+
+
+def unused_path_maps(paths: Sequence[str], path_map: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The path maps whose prefix starts none of the report's ``paths`` (by the rule mapping applies)."""
+    def matches(old: str, path: str) -> bool:  # storage.paths._map_one's prefix test
+        old_n, path_n = norm_report_path(old), norm_report_path(path)
+        return path_n == old_n or path_n.startswith(old_n.rstrip("/") + "/")
+
+    return [(old, new) for old, new in path_map if not any(matches(old, p) for p in paths)]
+
+
+def _coverage_data_file(path: Path | None) -> CoverageError:
+    """coverage.py's SQLite data file (``.coverage``) is its raw measurement, not a report."""
+    name = str(path) if path is not None else "the report"
+    return CoverageError(
+        ErrorCode.UNKNOWN_FORMAT,
+        f"{name} is a SQLite database, most likely coverage.py's data file (.coverage), not a report",
+        "Write a report from it first: `coverage json --show-contexts` (the contexts name the tests that ran "
+        "each line), then `coverage-mcp ingest coverage.json`.",
+        {"path": name, "reason": "coverage_data_file"},
+    )

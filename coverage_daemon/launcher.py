@@ -48,6 +48,11 @@ POLL_S = 0.01
 # lock attempt to a connector's instant probe; a daemon that cannot start
 # fails the same way every time.
 MAX_STARTS = 2
+# A daemon a connector started exits after this long with no client and no
+# work (the next MCP session starts another); one a person runs with
+# `coverage-mcp serve` never does. COVERAGE_MCP_IDLE_EXIT_S, when set, decides.
+IDLE_EXIT_ENV = "COVERAGE_MCP_IDLE_EXIT_S"
+CONNECTOR_IDLE_EXIT_S = 3600
 
 
 # The connector's failures are CoverageErrors like every other surface's:
@@ -391,7 +396,7 @@ class Launcher:
                 # must not reach the shared daemon, which outlives it.
                 start_new_session=True,
                 cwd=self.settings.home,  # never keep the person's directory busy
-                env=dict(os.environ),
+                env=daemon_environment(os.environ),
             )
         self._log(f"started the daemon (pid {process.pid}); its log is {self.settings.home / DAEMON_LOG}")
         self._started.append(process)
@@ -412,6 +417,13 @@ class Launcher:
             "no coverage-mcp daemon answered and none could be started" + (f": {tail}" if tail else ""),
             f"Run `coverage-mcp serve` in a terminal to see why; its log is {log}.",
         )
+
+
+def daemon_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a connector starts ``serve`` with: its own, plus the connector's idle exit unless set."""
+    env = dict(environ)
+    env.setdefault(IDLE_EXIT_ENV, str(CONNECTOR_IDLE_EXIT_S))
+    return env
 
 
 def _lease_address(lease: Lease) -> tuple[str, int] | None:

@@ -7,12 +7,20 @@ The order matters and is the contract connectors rely on:
    home fails here, naming the holder) with metadata a connector or
    ``coverage-mcp stop`` reads: pid, instance id, build, common database and
    the shutdown capability (the file is mode 0600);
-3. the listeners bind (loopback TCP, and the private Unix socket
+3. the loopback TCP address is bound before anything else is made (a port
+   in use fails here, leaving the home as it was but for the released
+   lock), then the listeners start (TCP, and the private Unix socket
    ``daemon.sock`` in the 0700 home, where our own clients send their
    secrets), and the bound port is written into the locked file;
-4. on SIGINT, SIGTERM or an authorized ``POST /api/shutdown``: stop accepting,
-   interrupt queries and cancel in-flight calls, close stores (releasing their
-   leases), close the registry, release ``daemon.lock``.
+4. on SIGINT, SIGTERM, an authorized ``POST /api/shutdown`` or the idle exit:
+   stop accepting, interrupt queries and cancel in-flight calls, close stores
+   (releasing their leases), close the registry, remove ``daemon.sock``,
+   release ``daemon.lock``.
+
+The idle exit (``COVERAGE_MCP_IDLE_EXIT_S``; 0, never, for a daemon a person
+runs, ``launcher.CONNECTOR_IDLE_EXIT_S`` for one a connector started) counts
+from the last moment the daemon was busy: a request arriving, any open
+connection (a request in flight), or a store write still running.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import stat
 import time
 from collections.abc import AsyncIterator, Callable
@@ -38,12 +47,16 @@ from .identity import VERSION, build_fingerprint, is_loopback_host
 from .secrets import MAX_SOCKET_PATH, HomeError, private_home, socket_path
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from .state import Daemon
 
 log = logging.getLogger("coverage_daemon")
 
 # Handlers still running at shutdown get this long once their queries were interrupted.
 HANDLER_GRACE_S = 5.0
+# How often the idle exit looks for work in progress.
+IDLE_POLL_S = 1.0
 
 
 def check_loopback(host: str) -> None:
@@ -91,12 +104,13 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     from aiohttp import web
 
     from .app import create_app
-    from .mcp_http import Sessions
     from .auth import Authorizer
+    from .mcp_http import Sessions
     from .projects import Projects
     from .registry import Registry
     from .state import Daemon
 
+    listeners = _bind(settings)  # first: a port in use must leave nothing behind
     executor = ThreadPoolExecutor(max_workers=settings.mcp_concurrency + settings.db_pool_size + 4,
                                   thread_name_prefix="coverage-mcp")
     loop = asyncio.get_running_loop()
@@ -114,20 +128,16 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None,
                            shutdown_timeout=HANDLER_GRACE_S, keepalive_timeout=settings.http_idle_timeout_s)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    private = web.UnixSite(runner, str(_fresh_socket(settings)))
     idle_exit: asyncio.Task[None] | None = None
     started: list[web.BaseSite] = []
+    private_made = False
     try:
-        try:
+        for listener in listeners:
+            site = web.SockSite(runner, listener)
             await site.start()
-        except OSError as exc:
-            raise CoverageError(
-                ErrorCode.DAEMON_CONFLICT, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
-                "Another program uses this port: choose another with --port or COVERAGE_MCP_PORT "
-                "(0 picks a free one).",
-            ) from None
-        started.append(site)
+            started.append(site)
+        private = web.UnixSite(runner, str(_fresh_socket(settings)))
+        private_made = True
         await private.start()
         started.append(private)
         os.chmod(socket_path(settings.home), 0o600, follow_symlinks=False)
@@ -135,18 +145,83 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
         publish_port(lease, daemon.port)
         projects.start()
         if settings.idle_exit_s:
-            idle_exit = loop.create_task(_exit_when_idle(daemon))
+            idle_exit = loop.create_task(_exit_when_idle(daemon, lambda: _busy(daemon, runner)))
         yield daemon
     finally:
         if idle_exit is not None:
             idle_exit.cancel()
         for listening in reversed(started):
             await listening.stop()
+        for listener in listeners:
+            listener.close()  # never started ones too; a started one is closed already
+        if private_made:
+            _remove_socket(settings)
         daemon.sessions.close_all()
         await projects.close()
         await runner.cleanup()
         await loop.run_in_executor(executor, registry.close)
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _bind(settings: Settings) -> list[socket.socket]:
+    """Bound (not yet listening) sockets for every address the host names, all on one port.
+
+    Bound before anything else is made, so a port in use fails while there is
+    nothing to undo; not listening yet, so a connector probing the port is
+    refused (and waits on the lease) rather than left unanswered until the
+    daemon serves.
+    """
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"cannot resolve {settings.host!r}: {exc.strerror}",
+                            "Use 127.0.0.1 (the default), localhost or ::1.") from None
+    bound: list[socket.socket] = []
+    port = settings.port
+    try:
+        for family, kind, proto, _name, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp's TCPSite: restart after TIME_WAIT
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]  # port 0: the others take the one the first got
+    except OSError as exc:
+        for sock in bound:
+            sock.close()
+        raise CoverageError(
+            ErrorCode.DAEMON_CONFLICT, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
+            "Another program uses this port: choose another with --port or COVERAGE_MCP_PORT "
+            "(0 picks a free one).",
+        ) from None
+    return bound
+
+
+def _remove_socket(settings: Settings) -> None:
+    """Remove our private socket on the way out (we still hold daemon.lock, so it is ours)."""
+    path = socket_path(settings.home)
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+
+
+def _busy(daemon: Daemon, runner: web.AppRunner) -> bool:
+    """Whether the daemon is doing work the idle exit must wait for.
+
+    Every response closes its connection (``app._harden``), so an open
+    connection is a request arriving or in flight, a long MCP call included.
+    A store's write gate stays held until the worker thread of a write has
+    really finished (a request cut off by its deadline too), and a lent read
+    connection is a query still running.
+    """
+    server = runner.server
+    if server is not None and server.connections:
+        return True
+    for handle in list(daemon.projects._handles.values()):  # no public view of open handles yet
+        if handle.write_gate.locked() or handle.store.pool.busy:
+            return True
+    return False
 
 
 def _fresh_socket(settings: Settings) -> Path:
@@ -170,15 +245,19 @@ def _fresh_socket(settings: Settings) -> Path:
     return path
 
 
-async def _exit_when_idle(daemon: Daemon) -> None:
+async def _exit_when_idle(daemon: Daemon, busy: Callable[[], bool]) -> None:
+    """Stop once nothing has happened for ``idle_exit_s``: no request arrived and ``busy()`` was never true."""
     limit = daemon.settings.idle_exit_s
     while True:
+        if busy():
+            daemon.touch()
         idle = time.monotonic() - daemon.last_request
         if idle >= limit:
-            log.info("no request for %d s (COVERAGE_MCP_IDLE_EXIT_S): stopping", limit)
+            log.info("idle for %d s, no client and no work (COVERAGE_MCP_IDLE_EXIT_S): stopping", limit)
             daemon.stop.set()
             return
-        await asyncio.sleep(min(limit - idle + 0.05, 60.0))
+        # Often enough that a stretch of work between two looks is seen.
+        await asyncio.sleep(min(limit - idle + 0.05, IDLE_POLL_S))
 
 
 def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:

@@ -49,6 +49,8 @@ def all_commands(group: click.Group, prefix: str = "") -> dict[str, click.Comman
     for name, command in group.commands.items():
         if isinstance(command, click.Group):
             found.update(all_commands(command, f"{prefix}{name} "))
+            if command.invoke_without_command:  # a group that runs on its own (``snapshots`` lists)
+                found[prefix + name] = command
         else:
             found[prefix + name] = command
     return found

@@ -19,6 +19,7 @@ program's store and is refused unopened for writing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import secrets
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..git import Checkout
-from ..ids import new_snapshot_id
+from ..ids import is_snapshot_id, new_snapshot_id
 from ..locks import Lease, how_to_release, instance_metadata, this_process
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
@@ -41,6 +42,7 @@ from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, recor
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 
 STORE_FILE = "coverage.duckdb"
+MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
 
 
 @attrs.frozen
@@ -69,6 +71,35 @@ class MeasuredText:
 
     blobs: tuple[str | None, ...]
     texts: dict[int, bytes] = attrs.field(factory=dict)  # file_id -> zstd frame of the file's bytes
+
+
+@attrs.frozen
+class Deletion:
+    """What ``delete_snapshots`` deleted (or, ``dry_run``, would delete): the snapshots and, per
+    detail table, how many of their rows."""
+
+    snapshots: tuple[Snapshot, ...]
+    rows: dict[str, int]
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "deleted": [] if self.dry_run else [s.snapshot_id for s in self.snapshots],
+            "snapshots": [{"snapshot_id": s.snapshot_id, "suite": s.suite, "commit": s.commit,
+                           "created_at": s.created_at.isoformat(), "format": s.format} for s in self.snapshots],
+            "rows": dict(self.rows),
+        }
+
+
+def snap_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every table but ``snapshots`` keyed by a snapshot's ``snap``, read from the schema itself, so a
+    detail table added by a later revision is deleted with its snapshot without being listed here."""
+    rows = con.execute(
+        "SELECT DISTINCT table_name FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND column_name = 'snap' AND table_name <> 'snapshots' ORDER BY table_name"
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def store_path(checkout: Checkout) -> Path:
@@ -362,6 +393,99 @@ class ProjectStore:
             {"snap": snap},
         )
 
+    # -- deletion -------------------------------------------------------------
+    def delete_snapshots(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        prune: tuple[str, int] | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        in_use: Callable[[Sequence[Snapshot]], dict[str, str]] | None = None,
+    ) -> Deletion:
+        """Delete snapshots (ids or unique prefixes; with ``prune=(suite, keep)``, every snapshot of
+        ``suite`` but its ``keep`` newest) and all their detail rows, in one transaction.
+
+        The newest snapshot of a suite is refused unless ``force``, and so is any
+        snapshot ``in_use`` names (id -> why), whatever ``force`` says. The choice,
+        the refusals and the deletion happen under the write lock, so an ingest
+        cannot slip between them. ``dry_run`` decides the same and deletes nothing.
+        """
+        with self._write_lock:
+            con = self.con
+            if prune is not None:
+                suite, keep = prune
+                rows = con.execute(
+                    "SELECT snapshot_id FROM snapshots WHERE suite = ? ORDER BY snap DESC OFFSET ?", [suite, int(keep)]
+                ).fetchall()
+                ids = [r[0] for r in rows]
+            full = list(dict.fromkeys(self.resolve_id(i, con) for i in ids))
+            chosen = [self.snapshot(i, con) for i in full]
+            keys = [self.snap_key(i, con) for i in full]
+            newest = dict(con.execute(
+                "SELECT suite, max(snap) FROM snapshots WHERE list_contains(?, suite) GROUP BY suite",
+                [sorted({s.suite for s in chosen})],
+            ).fetchall())
+            latest = [s.snapshot_id for s, k in zip(chosen, keys) if newest.get(s.suite) == k]
+            if latest and not force:
+                raise CoverageError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{', '.join(latest)} {'is the newest snapshot of its suite' if len(latest) == 1 else 'are the newest snapshots of their suites'}"
+                    "; nothing was deleted",
+                    "Comparisons and `coverage-mcp diff` use the newest snapshot of a suite: keep it, or delete it "
+                    "anyway with --force (the library's force=True).",
+                    {"latest": latest, "reason": "latest_of_suite"},
+                )
+            busy = (in_use or (lambda _: {}))(chosen)
+            if busy:
+                raise CoverageError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    "; ".join(f"{i} is in use: {why}" for i, why in busy.items()) + "; nothing was deleted",
+                    "Wait until the work using it has finished, then retry.",
+                    {"in_use": busy, "reason": "in_use"},
+                )
+            tables = snap_tables(con)
+            rows_per_table = {t: int(con.execute(f"SELECT count(*) FROM {t} WHERE list_contains(?, snap)",
+                                                 [keys]).fetchone()[0]) for t in tables}
+            deletion = Deletion(tuple(chosen), rows_per_table, dry_run)
+            if dry_run or not keys:
+                return deletion
+            before = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
+            moved = False
+            con.execute("BEGIN TRANSACTION")
+            try:
+                # Detail first, the snapshot rows last: an id is never left without its rows' owner.
+                for table in tables:
+                    con.execute(f"DELETE FROM {table} WHERE list_contains(?, snap)", [keys])
+                con.execute("DELETE FROM snapshots WHERE list_contains(?, snap)", [keys])
+                after = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
+                # The newest-snapshot marker moves back before the commit: a crash in between leaves it
+                # naming a snapshot that is still there (note_latest brings it forward at the next open).
+                if after != before:
+                    record_committed(self.path, None if after is None else after[0])
+                    moved = True
+                con.execute("COMMIT")
+            except BaseException as error:
+                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already ended the transaction
+                    con.execute("ROLLBACK")
+                if moved and before is not None:
+                    record_committed(self.path, before[0])
+                if isinstance(error, duckdb.Error):
+                    raise CoverageError(
+                        ErrorCode.STORE_UNAVAILABLE,
+                        f"deleting {len(keys)} snapshot(s) failed ({type(error).__name__}: "
+                        f"{str(error).splitlines()[0][:300]}); the transaction was rolled back and nothing was deleted",
+                        "Nothing was changed. Check the store with `coverage-mcp snapshots`; retry, or report this "
+                        "as a bug if it fails again.",
+                        {"snapshot_ids": full},
+                    ) from None
+                raise
+            for i in full:
+                self._snapshots.pop(i, None)
+            self._latest = {}
+            self.generation += 1
+            return deletion
+
     # -- reads --------------------------------------------------------------
     _SNAPSHOT_SQL = """
         SELECT s.snap, s.snapshot_id, s.created_at, s.suite, s.format, s.tool, s.scope, s.provenance,
@@ -394,10 +518,43 @@ class ProjectStore:
         for row in rows:
             self._snapshots[row[1]] = (int(row[0]), self._row_to_snapshot(row))
 
+    def resolve_id(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
+        """The full id of the one snapshot whose id is ``snapshot_id`` or starts with it, as git takes
+        an abbreviated hash (``snap-1a2b``); ``not_found`` when none does, ``invalid_argument`` listing
+        the candidates when several do. Every surface that takes an id comes through here."""
+        if snapshot_id in self._snapshots:
+            return snapshot_id
+        # Never cached: a later ingest can make a unique prefix ambiguous, a deletion unknown.
+        rows = (con or self.con).execute(
+            "SELECT snapshot_id FROM snapshots WHERE starts_with(snapshot_id, ?) "
+            "ORDER BY snapshot_id = ? DESC, snap DESC LIMIT ?",
+            [snapshot_id, snapshot_id, MAX_CANDIDATES + 1],
+        ).fetchall() if isinstance(snapshot_id, str) and is_snapshot_id(snapshot_id) else []
+        if rows and (len(rows) == 1 or rows[0][0] == snapshot_id):
+            return str(rows[0][0])
+        if not rows:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
+                "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids "
+                "(a unique prefix such as snap-1a2b is enough).",
+                {"snapshot_id": snapshot_id},
+                Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
+            )
+        candidates = [str(r[0]) for r in rows[:MAX_CANDIDATES]]
+        more = " and more" if len(rows) > MAX_CANDIDATES else ""
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"snapshot id prefix {snapshot_id!r} is ambiguous: it starts {', '.join(candidates)}{more}",
+            "Give more characters of the id, enough for one snapshot.",
+            {"snapshot_id": snapshot_id, "candidates": candidates, "reason": "ambiguous_prefix"},
+        )
+
     def snap_key(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> int:
-        self._load([snapshot_id], con)
-        found = self._snapshots.get(snapshot_id)
-        if found is None:
+        """The internal key of the snapshot ``snapshot_id`` names (a full id or a unique prefix)."""
+        full = self.resolve_id(snapshot_id, con)
+        self._load([full], con)
+        found = self._snapshots.get(full)
+        if found is None:  # deleted between the lookup and the load
             raise CoverageError(
                 ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
                 "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
@@ -407,8 +564,10 @@ class ProjectStore:
         return found[0]
 
     def snapshot(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot:
-        self.snap_key(snapshot_id, con)
-        return self._snapshots[snapshot_id][1]
+        """The snapshot ``snapshot_id`` names (a full id or a unique prefix)."""
+        full = self.resolve_id(snapshot_id, con)
+        self.snap_key(full, con)
+        return self._snapshots[full][1]
 
     def latest(self, suite: str | None, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot | None:
         """The newest snapshot of ``suite`` (of any suite when None), cached until the next ingest."""
@@ -430,10 +589,10 @@ class ProjectStore:
         offset: int = 0,
         con: duckdb.DuckDBPyConnection | None = None,
     ) -> list[Snapshot]:
-        """Snapshots, newest first, filtered by id, suite, branch and commit (prefix)."""
+        """Snapshots, newest first, filtered by id (prefix), suite, branch and commit (prefix)."""
         where, params = ["TRUE"], []
-        if snapshot_id is not None:
-            where.append("snapshot_id = ?")
+        if snapshot_id is not None:  # an id, or a prefix: every snapshot it starts
+            where.append("starts_with(snapshot_id, ?)")
             params.append(snapshot_id)
         if suite is not None:
             where.append("suite = ?")
@@ -466,6 +625,7 @@ class ProjectStore:
     ) -> FilesPage:
         """One page of a snapshot's files, sorted by path or by uncovered lines."""
         con = con or self.con
+        snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
         orders = {
             "path": "path, file_id",
@@ -503,6 +663,7 @@ class ProjectStore:
     ) -> dict[str, str | None]:
         """Path -> content blob id (None: unknown) of a snapshot's mapped files, or of ``paths`` among them."""
         con = con or self.con
+        snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
         sql = f"SELECT path, content_blob FROM files WHERE snap = ? AND mapping = '{MAPPED}'"
         params: list[Any] = [snap]
@@ -518,6 +679,7 @@ class ProjectStore:
         """One file's detail; ``lines`` (first, last) keeps the lines, branches, functions and regions
         that start in that window (the named tests are the whole file's)."""
         con = con or self.con
+        snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
