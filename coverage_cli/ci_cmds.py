@@ -14,19 +14,29 @@ comparison could not be made (no baseline snapshot, store held, ...), and 1
 when it was not made because HEAD is not measured: the answer's claim is
 ``stale`` with reason code ``current_not_measured`` (``--json`` prints that
 envelope). Every text rendering ends with the claim and its reasons.
+
+"No baseline yet" (``baseline_unavailable``) is an exit 1 that CI can tell
+apart from an internal error: one line on standard error, and with ``--json``
+the error body on standard output (``error.code``). Standard output carries
+only the asked format: GitHub annotations go to standard error, or to the
+file ``--annotations FILE`` names.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import sys
 from collections.abc import Callable
-from typing import Any
+from fractions import Fraction
+from typing import IO, Any
 
 import click
 
+from coverage_core.errors import CoverageError, ErrorCode, error_body
 from coverage_core.ids import SNAPSHOT_PREFIX
 from coverage_core.project import DEFAULT_SUITE
+from coverage_core.review import baseline as baselines
 from coverage_core.review import ci
 from coverage_core.review.categories import CATEGORIES, NAMES
 from coverage_core.review.gate import DEFAULT_CRITERIA, Summary
@@ -40,9 +50,15 @@ from .options import (
     json_option,
     repo_option,
 )
-from .output import FAILED, emit_json, handles_errors, percent
+from .output import FAILED, emit_json, handles_errors, percent, render_remedy
 
 LISTED_FILES = 25  # file rows in a Markdown comment
+STDERR = "-"  # --annotations without a file
+# Fence languages of a few common suffixes (a snippet reads better highlighted; anything else is plain).
+LANGUAGES = {".py": "python", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".go": "go",
+             ".rs": "rust", ".java": "java", ".kt": "kotlin", ".js": "javascript", ".jsx": "javascript",
+             ".ts": "typescript", ".tsx": "typescript", ".rb": "ruby", ".cs": "csharp", ".swift": "swift",
+             ".php": "php", ".scala": "scala"}
 ATTENTION = ("UNC", "LBC", "UIC")
 _ANNOTATION = {
     "UNC": "{n} new or changed {lines} not covered by any test",
@@ -51,10 +67,18 @@ _ANNOTATION = {
 }
 
 
-def selectors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options ``diff`` and ``gate`` share."""
+def selectors(*, baseline_required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options ``diff`` and ``gate`` share (``gate`` may go without a baseline)."""
+    return lambda func: _selectors(func, baseline_required)
+
+
+def _selectors(func: Callable[..., Any], baseline_required: bool) -> Callable[..., Any]:
     for option in reversed((
-        baseline_options(required=True),
+        baseline_options(required=baseline_required),
+        click.option("--baseline-fallback", "fallback", type=click.Choice(ci.FALLBACKS),
+                     help="When no snapshot measures the baseline commit: 'ancestor' compares with its nearest "
+                          "measured ancestor and says which (Codecov's behaviour). Without it that is exit 1, "
+                          "baseline_unavailable."),
         click.option("--current", metavar="SNAPSHOT|REPORT",
                      help="A snapshot id, or a report file compared without storing it (default: the snapshot "
                           "of HEAD in --suite; none is exit 1, current_not_measured)."),
@@ -68,10 +92,15 @@ def selectors(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def comparison(baseline: str, merge_base: bool, current: str | None, suite: str | None,
-               scope: str) -> dict[str, Any]:
+def comparison(baseline: str | None, merge_base: bool, current: str | None, suite: str | None,
+               scope: str, fallback: str | None = None) -> dict[str, Any]:
     """The arguments of ``ci.diff`` / ``ci.gate`` the selectors name."""
-    args: dict[str, Any] = {"baseline": baseline_spec(baseline, merge_base)}
+    args: dict[str, Any] = {}
+    spec = baseline_spec(baseline, merge_base)
+    if spec is not None:
+        args["baseline"] = spec
+    if fallback is not None:
+        args["baseline_fallback"] = fallback
     if current is not None:
         args["current"] = {"snapshot_id" if current.startswith(SNAPSHOT_PREFIX) else "report_path": current}
         if "report_path" in args["current"]:
@@ -96,6 +125,43 @@ def _side(data: dict[str, Any], which: str) -> str:
     return f"{side['commit'] or '-'} ({ids}; {side['scope']})"
 
 
+def before_after(lines: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((hit, found) of the baseline, (hit, found) of the current side) from lcov's twelve category counts.
+
+    A baseline line is covered in LBC, CBC, ECB and DCB and uncovered in UBC, GBC,
+    EUB and DUB; a current line is covered in GBC, GIC, GNC and CBC and uncovered
+    in UNC, LBC, UIC and UBC (lcov's definitions; GIC and UIC were not code before).
+    """
+    c = lines
+    base_hit = c["LBC"] + c["CBC"] + c["ECB"] + c["DCB"]
+    cur_hit = c["GBC"] + c["GIC"] + c["GNC"] + c["CBC"]
+    return ((base_hit, base_hit + c["UBC"] + c["GBC"] + c["EUB"] + c["DUB"]),
+            (cur_hit, cur_hit + c["UNC"] + c["LBC"] + c["UIC"] + c["UBC"]))
+
+
+def delta(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """The change in percentage points, exact to two decimals; never "0.00" for a change that is not zero."""
+    if not before[1] or not after[1]:
+        return "-"
+    change = Fraction(after[0] * 100, after[1]) - Fraction(before[0] * 100, before[1])
+    units = round(abs(change) * 100)
+    sign = "+" if change > 0 else "-"
+    if change == 0:
+        return "0.00%"
+    if units == 0:
+        return f"{sign}<0.01%"
+    return f"{sign}{units // 100}.{units % 100:02d}%"
+
+
+def _share(hit: int, found: int) -> str:
+    return f"{percent(hit, found)} ({hit}/{found})" if found else "-"
+
+
+def _fallback_line(d: dict[str, Any]) -> str | None:
+    fallback = d["baseline"].get("fallback")
+    return None if not fallback else f"baseline fallback: {fallback['note']}"
+
+
 def render_claim(d: dict[str, Any], indent: str = "  ") -> str:
     """The claim status, its reason codes and every reason: the last thing every text rendering shows."""
     codes = d.get("reason_codes") or []
@@ -115,13 +181,15 @@ def render_not_compared(d: dict[str, Any], suite: str | None) -> str:
         current = f"{cur['commit'] or '-'} ({', '.join(cur['snapshot_ids'])})"
         named = cur["snapshot_ids"][0] if cur["snapshot_ids"] else "SNAPSHOT"
     suite_arg = f" --suite {suite}" if suite else ""
+    fallback = _fallback_line(d)
     return "\n".join([
         "coverage change: not compared",
         f"  baseline {base['commit'] or '-'} ({how}; {', '.join(base['snapshot_ids']) or 'not resolved'})",
+        *([f"  {fallback}"] if fallback else []),
         f"  current  {current}",
         render_claim(d),
-        f"  next: measure HEAD and store it (coverage-mcp ingest REPORT{suite_arg}), or compare a snapshot as "
-        f"asked (--current {named})",
+        (f"  next: measure HEAD and store it (coverage-mcp ingest REPORT{suite_arg}), or compare a snapshot as "
+         f"asked (--current {named})"),
     ])
 
 
@@ -131,12 +199,17 @@ def _attention(s: Summary) -> list[dict[str, Any]]:
 
 def render_table(s: Summary) -> str:
     d = s.data
-    diff, patch, lines = d["diff"], d["patch"], d["current"]["lines"]
+    diff, patch = d["diff"], d["patch"]
+    before, _ = before_after(d["categories"])
+    after = tuple(d["current"]["lines"])
+    fallback = _fallback_line(d)
     out = [
         f"coverage change: baseline {_side(d, 'baseline')} -> current {_side(d, 'current')}",
+        *([f"  {fallback}"] if fallback else []),
         f"  diff     {diff['files_changed']} files, +{diff['lines_added']} -{diff['lines_removed']} lines",
         f"  patch    {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})",
-        f"  total    {lines[0]}/{lines[1]} ({percent(lines[0], lines[1])})",
+        (f"  total    {after[0]}/{after[1]} ({percent(*after)}); baseline {before[0]}/{before[1]} "
+         f"({percent(*before)}), change {delta(before, after)}"),
         f"  {'category':<34}{'lines':>8}{'branches':>10}{'functions':>11}",
     ]
     for c in CATEGORIES:
@@ -159,39 +232,139 @@ def render_table(s: Summary) -> str:
     return "\n".join(out)
 
 
+def _code(text: str) -> str:
+    """Inline code that survives backticks in the text (a longer fence, as CommonMark allows)."""
+    longest = max((len(r) for r in _runs(text)), default=0)
+    if not longest:
+        return f"`{text}`"
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}"
+
+
+def _runs(text: str) -> list[str]:
+    out, cur = [], ""
+    for ch in text:
+        if ch == "`":
+            cur += ch
+        elif cur:
+            out.append(cur)
+            cur = ""
+    return out + ([cur] if cur else [])
+
+
+def _lines_word(ranges: list[dict[str, Any]]) -> str:
+    return "lines" if sum(r["line_count"] for r in ranges) > 1 else "line"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _file_cell(f: dict[str, Any]) -> str:
+    name = _code(f["path"])
+    return _cell(f"{_code(f['previous_path'])} → {name}" if f.get("previous_path") else name)
+
+
+def _file_change(f: dict[str, Any]) -> tuple[str, str, str]:
+    before, after = before_after(f["lines"])
+    if f["status"] == "added":
+        return "-", _share(*after), "new"
+    if f["status"] == "deleted":
+        return _share(*before), "-", "deleted"
+    return _share(*before), _share(*after), delta(before, after)
+
+
+def _snippet_block(path: str, entries: list[dict[str, Any]]) -> list[str]:
+    """One fenced block of a file's uncovered new lines (``!``), each range with a line of context."""
+    flagged = {n for e in entries for n in range(e["start"], e["end"] + 1)}
+    width = len(str(max((n for e in entries for n, _ in e["lines"]), default=1)))
+    body: list[str] = []
+    last, gap_said = None, False
+    for e in entries:
+        for n, text in e["lines"]:
+            if last is not None and n > last + 1 and not gap_said:
+                body.append(f"  {'⋮':>{width}}")
+            if last is None or n > last:
+                body.append(f"{'!' if n in flagged else ' '} {n:>{width}}  {text}")
+                last, gap_said = n, False
+        shown = max((n for n, _ in e["lines"] if n in flagged), default=e["start"] - 1)
+        if e["lines"] and shown < e["end"]:
+            body.append(f"  {'⋮':>{width}}  … {e['end'] - shown} more uncovered new lines, to line {e['end']}")
+            last, gap_said = e["end"], True
+    longest = max((len(r) for line in body for r in _runs(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = LANGUAGES.get(posixpath.splitext(path)[1].lower(), "")
+    return [f"{fence}{language}", *body, fence]
+
+
 def render_markdown(s: Summary) -> str:
+    """A pull-request comment: total before -> after with the change, patch coverage, files, uncovered new lines."""
     d = s.data
-    patch, lines = d["patch"], d["current"]["lines"]
+    patch = d["patch"]
+    before, _ = before_after(d["categories"])
+    after = tuple(d["current"]["lines"])
+    base, cur = d["baseline"], d["current"]
+    how = base["kind"] if not base.get("ref") else f"{base['kind']} {_code(base['ref'])}"
+    if base["kind"] == "none":
+        total = f"**Total coverage: {_share(*after)}** (no baseline)"
+    else:
+        total = f"**Total coverage: {percent(*before)} → {percent(*after)} ({delta(before, after)})**"
+    diff = d["diff"]
     out = [
         "### Coverage change",
         "",
-        (f"**Patch coverage: {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})** · "
-         f"total {lines[0]}/{lines[1]} ({percent(lines[0], lines[1])}) · baseline `{d['baseline']['commit'] or '-'}` "
-         f"({d['baseline']['kind']}) → current `{d['current']['commit'] or '-'}` ({d['current']['scope']})"),
+        (f"{total} · **Patch coverage: {percent(patch['hit'], patch['found'])}** "
+         f"({patch['hit']} of {patch['found']} added or changed lines covered)"),
         "",
-        "| Category | Lines | Branches | Functions |",
-        "|---|---:|---:|---:|",
+        (f"Baseline `{base['commit'] or '-'}` ({how}, {before[0]}/{before[1]} lines covered) → current "
+         f"`{cur['commit'] or '-'}` ({cur['scope']} run, {after[0]}/{after[1]}) · {diff['files_changed']} files "
+         f"changed, +{diff['lines_added']} −{diff['lines_removed']} lines"),
     ]
+    fallback = base.get("fallback")
+    if fallback:
+        out += ["", f"> Baseline fallback: {fallback['note']}."]
+    if s.files:
+        out += ["", "#### Files", "",
+                "| File | Status | Before | After | Change | Patch | UNC uncovered new |",
+                "|---|---|---:|---:|---:|---:|---:|"]
+        for f in s.files[:LISTED_FILES]:
+            b, a, change = _file_change(f)
+            p = f["patch"]
+            out.append(f"| {_file_cell(f)} | {f['status'].replace('_', ' ')} | {b} | {a} | {change} | "
+                       f"{_share(p['hit'], p['found'])} | {f['lines']['UNC']} |")
+        if len(s.files) > LISTED_FILES:
+            out.append(f"| … and {len(s.files) - LISTED_FILES} more files | | | | | | |")
+    out += ["", "<details><summary>Lines by category (lcov's differential coverage)</summary>", "",
+            "| Category | Lines | Branches | Functions |", "|---|---:|---:|---:|"]
     for c in CATEGORIES:
         row = (d["categories"][c], d["branches"][c], d["functions"][c])
         if any(row):
             out.append(f"| {c} {NAMES[c]} | {row[0]} | {row[1]} | {row[2]} |")
-    files = _attention(s)
-    if files:
-        out += ["", "#### Files to look at", "", "| File | Status | UNC | LBC | UIC | Patch |", "|---|---|---:|---:|---:|---:|"]
-        for f in files[:LISTED_FILES]:
-            c, p = f["lines"], f["patch"]
-            out.append(f"| `{f['path']}` | {f['status']} | {c['UNC']} | {c['LBC']} | {c['UIC']} | {p['hit']}/{p['found']} |")
-        if len(files) > LISTED_FILES:
-            out.append(f"| … and {len(files) - LISTED_FILES} more | | | | | |")
-    flagged = [r for r in s.ranges if r["category"] in ("UNC", "LBC")]
-    if flagged:
-        out += ["", "#### Uncovered new code (UNC) and lost coverage (LBC)", ""]
+    out += ["", "</details>"]
+    unc = [r for r in s.ranges if r["category"] == "UNC"]
+    if unc:
+        snippets: dict[str, list[dict[str, Any]]] = {}
+        for e in d.get("snippets") or ():
+            snippets.setdefault(e["path"], []).append(e)
+        out += ["", "#### UNC uncovered new code", "",
+                "Added or changed lines no test covers (`!` marks them):"]
+        for path in dict.fromkeys(r["path"] for r in unc):
+            mine = [r for r in unc if r["path"] == path]
+            out += ["", f"{_code(path)}: {_lines_word(mine)} {_spans(mine)}"]
+            shown = [e for e in snippets.get(path, ()) if e["lines"]]
+            if shown:
+                out += ["", *_snippet_block(path, shown)]
+            elif path in snippets:
+                out.append(f"(source not shown: {snippets[path][0].get('note') or 'unavailable'})")
+    for c, words in (("LBC", "covered in the baseline, not covered now"), ("UIC", "now counted as code, not covered")):
+        flagged = [r for r in s.ranges if r["category"] == c]
+        if not flagged:
+            continue
+        out += ["", f"#### {c} {NAMES[c]}", "", f"Lines {words}"
+                + (" (a subset run: they may only not have run)" if c == "LBC" and s.subset else "") + ":", ""]
         for path in dict.fromkeys(r["path"] for r in flagged):
             mine = [r for r in flagged if r["path"] == path]
-            parts = [f"{c} {_spans([r for r in mine if r['category'] == c])}" for c in ("UNC", "LBC")
-                     if any(r["category"] == c for r in mine)]
-            out.append(f"- `{path}`: {'; '.join(parts)}")
+            out.append(f"- {_code(path)}: {_lines_word(mine)} {_spans(mine)}")
     codes = d.get("reason_codes") or []
     out += ["", f"_Claim: {d['claim_status']}" + (f" ({', '.join(codes)})" if codes else "") + "._"]
     out += [f"- {r}" for r in d["reasons"]]
@@ -218,30 +391,88 @@ def github_annotations(s: Summary) -> list[str]:
     return out
 
 
+def annotation_sink(where: str | None) -> IO[str] | None:
+    """Where ``--annotations`` go: standard error (``-``), or ``where`` opened before any work, so an
+    unwritable file is exit 2 before anything is printed; never standard output."""
+    if where is None:
+        return None
+    if where == STDERR:
+        return click.get_text_stream("stderr")
+    try:
+        return open(where, "w", encoding="utf-8")  # closed by the command
+    except OSError as exc:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"cannot write the annotations to {where}: {exc.strerror or exc}",
+            "Name a writable file with --annotations FILE, or give --annotations alone for standard error.",
+            {"path": where},
+        ) from None
+
+
+def one_line(error: CoverageError) -> str:
+    """An error as one line of standard error: its code, message and suggestion (remedies as commands)."""
+    shown = error_body(error, render=render_remedy)["error"]
+    text = f"error [{shown['code']}]: {shown['message']}" + (f"; {shown['suggestion']}" if shown["suggestion"] else "")
+    return " ".join(text.split())
+
+
+def compare(call: Callable[[Any, dict[str, Any]], dict[str, Any]], repo: str, args: dict[str, Any],
+            as_json: bool) -> dict[str, Any]:
+    """``call`` (``ci.diff`` / ``ci.gate``) on whichever owns the store; "no baseline yet" exits 1 here, with
+    one line on standard error and, with ``--json``, the error body on standard output for CI to read."""
+    try:
+        with open_project(repo) as project:
+            return call(project, args)
+    except CoverageError as error:
+        if error.code is not ErrorCode.BASELINE_UNAVAILABLE:
+            raise
+        if as_json:
+            emit_json(error_body(error, render=render_remedy))
+        line = one_line(error)
+        if args.get("baseline_fallback") is None and baselines.unmeasured_commit(error):
+            line += " (or pass --baseline-fallback ancestor to compare with the nearest measured ancestor)"
+        click.echo(line, err=True)
+        sys.exit(FAILED)
+
+
 # -- commands ---------------------------------------------------------------------------
 
 FORMATS = ("table", "json", "markdown")
 
 
 @click.command("diff")
-@selectors
+@selectors(baseline_required=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="table for a terminal, markdown for a pull-request comment, json for scripts (the envelope's "
                    "data: every file and range).")
-@click.option("--annotations", "with_annotations", is_flag=True,
-              help="Also print GitHub Actions ::warning annotations for uncovered new code and lost coverage.")
+@click.option("--annotations", "annotations", is_flag=False, flag_value=STDERR, default=None, metavar="[FILE]",
+              help="Also write GitHub Actions ::warning annotations for uncovered new code and lost coverage, "
+                   "to standard error (or into FILE); standard output keeps only the report.")
 @handles_errors
-def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt, with_annotations) -> None:
+def diff_command(baseline, fallback, merge_base, current, suite, scope, repo, as_json, fmt, annotations) -> None:
     """Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges.
 
     --json prints the envelope of the comparison: coverage_review(task="change",
-    representation="audit") with every page merged (page is null).
+    representation="audit") with every page merged (page is null). --format
+    markdown is a pull-request comment: total before -> after with the change,
+    patch coverage, the changed files, and the uncovered new lines with their
+    source. --annotations writes GitHub ::warning commands to standard error
+    (or --annotations FILE), never into standard output.
 
-    Example: coverage-mcp diff --baseline main --merge-base --format markdown
+    Example: coverage-mcp diff --baseline main --merge-base --format markdown --annotations
     """
-    args = comparison(baseline, merge_base, current, suite, scope)
-    with open_project(repo) as project:
-        envelope = ci.diff(project, args)
+    args = comparison(baseline, merge_base, current, suite, scope, fallback)
+    if fmt == "markdown" and not as_json:
+        args["snippets"] = True
+    sink = annotation_sink(annotations)
+    try:
+        _diff(args, repo, as_json, fmt, suite, sink)
+    finally:
+        if sink is not None and annotations != STDERR:
+            sink.close()
+
+
+def _diff(args: dict[str, Any], repo: str, as_json: bool, fmt: str, suite: str | None, sink: IO[str] | None) -> None:
+    envelope = compare(ci.diff, repo, args, as_json)
     compared = not ci.not_compared(envelope)
     if as_json:
         emit_json(envelope)
@@ -255,15 +486,16 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
         click.echo(render_table(Summary.from_pages([envelope])))
     if not compared:
         sys.exit(FAILED)
-    if with_annotations and not as_json:
-        for line in github_annotations(Summary.from_pages([envelope])):
-            click.echo(line)
+    if sink is not None:
+        sink.write("".join(line + "\n" for line in github_annotations(Summary.from_pages([envelope]))))
+        sink.flush()
 
 
 @click.command("gate")
-@selectors
+@selectors(baseline_required=False)
 @click.option("--fail-under-total", type=PERCENT, metavar="P",
-              help="Fail when total line coverage of the current side is under P percent.")
+              help="Fail when total line coverage of the current side is under P percent (needs no baseline: "
+                   "alone it is coverage.py's --fail-under).")
 @click.option("--fail-under-patch", type=PERCENT, metavar="P",
               help="Fail when patch coverage (added and changed lines) is under P percent.")
 @click.option("--ratchet", is_flag=True, help="Fail when any file's or directory's uncovered line count grew.")
@@ -271,33 +503,38 @@ def diff_command(baseline, merge_base, current, suite, scope, repo, as_json, fmt
               help=f"A condition over the categories that must hold (default, when no other check is "
                    f"given: '{DEFAULT_CRITERIA}').")
 @handles_errors
-def gate_command(baseline, merge_base, current, suite, scope, repo, as_json, fail_under_total, fail_under_patch,
-                 ratchet, criteria) -> None:
+def gate_command(baseline, fallback, merge_base, current, suite, scope, repo, as_json, fail_under_total,
+                 fail_under_patch, ratchet, criteria) -> None:
     """Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories.
 
     Exit 0 when every check passes, 3 when one fails (each failure says why),
-    2 on bad usage, 1 when the comparison cannot be made, or is not made
-    because HEAD has no snapshot (claim stale, reason code
-    current_not_measured; name one with --current to compare it as asked).
-    --json prints the gate's envelope (data.passed, data.checks, the sides,
-    categories and patch, the claim and its reason codes).
+    2 on bad usage, 1 when the comparison cannot be made (no baseline yet:
+    baseline_unavailable, one line on standard error, the error body on
+    standard output with --json), or is not made because HEAD has no snapshot
+    (claim stale, reason code current_not_measured; name one with --current to
+    compare it as asked). Without --baseline, --fail-under-total P alone checks
+    the current snapshot's total (coverage.py's --fail-under); --baseline none
+    compares with nothing. --json prints the gate's envelope (data.passed,
+    data.checks, the sides, categories and patch, the claim and its reason codes).
 
     Example: coverage-mcp gate --baseline main --merge-base --fail-under-patch 80 --ratchet
     """
-    args = comparison(baseline, merge_base, current, suite, scope)
+    args = comparison(baseline, merge_base, current, suite, scope, fallback)
     for key, value in (("fail_under_total", fail_under_total), ("fail_under_patch", fail_under_patch),
                        ("criteria", criteria)):
         if value is not None:
             args[key] = value
     if ratchet:
         args["ratchet"] = True
-    with open_project(repo) as project:
-        envelope = ci.gate(project, args)
+    envelope = compare(ci.gate, repo, args, as_json)
     if as_json:
         emit_json(envelope)
     elif ci.not_compared(envelope):
         click.echo(render_not_compared(envelope["data"], suite))
     else:
+        fallback_line = _fallback_line(envelope["data"])
+        if fallback_line:
+            click.echo(fallback_line)
         for c in envelope["data"]["checks"]:
             click.echo(f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
         click.echo(render_claim(envelope["data"], indent=""))

@@ -67,7 +67,21 @@ def short(repo: Path, rev: str) -> str:
 
 GOLD_MARKDOWN = """### Coverage change
 
-**Patch coverage: 3/5 (60.00%)** · total 10/15 (66.67%) · baseline `{base}` (ref) → current `{cur}` (complete)
+**Total coverage: 58.33% → 66.67% (+8.33%)** · **Patch coverage: 60.00%** (3 of 5 added or changed lines covered)
+
+Baseline `{base}` (ref `HEAD~1`, 7/12 lines covered) → current `{cur}` (complete run, 10/15) · 4 files changed, +5 −11 lines
+
+#### Files
+
+| File | Status | Before | After | Change | Patch | UNC uncovered new |
+|---|---|---:|---:|---:|---:|---:|
+| `a.c` | modified | 66.67% (4/6) | 62.50% (5/8) | -4.17% | 66.67% (2/3) | 1 |
+| `fresh.c` | added | - | 50.00% (1/2) | new | 50.00% (1/2) | 1 |
+| `gone.c` | deleted | 50.00% (1/2) | - | deleted | - | 0 |
+| `b.c` | unchanged | 50.00% (1/2) | 66.67% (2/3) | +16.67% | - | 0 |
+| `old.c` → `new.c` | renamed | 50.00% (1/2) | 100.00% (2/2) | +50.00% | - | 0 |
+
+<details><summary>Lines by category (lcov's differential coverage)</summary>
 
 | Category | Lines | Branches | Functions |
 |---|---:|---:|---:|
@@ -81,17 +95,32 @@ GOLD_MARKDOWN = """### Coverage change
 | DUB deleted uncovered baseline | 1 | 0 | 0 |
 | DCB deleted covered baseline | 2 | 0 | 0 |
 
-#### Files to look at
+</details>
 
-| File | Status | UNC | LBC | UIC | Patch |
-|---|---|---:|---:|---:|---:|
-| `a.c` | modified | 1 | 1 | 0 | 2/3 |
-| `fresh.c` | added | 1 | 0 | 0 | 1/2 |
+#### UNC uncovered new code
 
-#### Uncovered new code (UNC) and lost coverage (LBC)
+Added or changed lines no test covers (`!` marks them):
 
-- `a.c`: UNC 2; LBC 4
-- `fresh.c`: UNC 1
+`a.c`: line 2
+
+```c
+  1  line1
+! 2  ins1
+  3  ins2
+```
+
+`fresh.c`: line 1
+
+```c
+! 1  x
+  2  y
+```
+
+#### LBC lost baseline coverage
+
+Lines covered in the baseline, not covered now:
+
+- `a.c`: line 4
 
 _Claim: supported._
 """
@@ -110,10 +139,10 @@ def test_diff_renders_a_markdown_pull_request_comment(repo: Path) -> None:
     assert out == GOLD_MARKDOWN.format(base=short(repo, "HEAD~1"), cur=short(repo, "HEAD"))
 
 
-def test_diff_prints_github_annotations_for_uncovered_new_code_and_lost_coverage(repo: Path) -> None:
-    code, out, _ = run(repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--annotations")
+def test_diff_writes_github_annotations_for_uncovered_new_code_and_lost_coverage_to_stderr(repo: Path) -> None:
+    code, out, err = run(repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--annotations")
     assert code == 0
-    assert out.endswith(GOLD_ANNOTATIONS)
+    assert err == GOLD_ANNOTATIONS and "::" not in out
     assert "patch    3/5 (60.00%)" in out and "a.c: UNC 2; LBC 4" in out
 
 

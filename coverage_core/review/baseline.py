@@ -25,12 +25,17 @@ snapshots first; the current snapshots are never their own baseline. The
 baseline commit must be one git knows and must share history with the current
 commit; otherwise, and when no snapshot measured it, the answer is a
 ``baseline_unavailable`` (or ``not_found``) error that names the commit and
-says how to store one.
+says how to store one. When only the snapshot is missing (``unmeasured_commit``),
+``nearest_measured`` finds the nearest ancestor that has one, for callers that
+ask to fall back to it (``ci``'s ``baseline_fallback="ancestor"``, Codecov's
+behaviour).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -40,11 +45,17 @@ from ..model import Snapshot
 from .call import Call
 from .select import Selection
 
+if TYPE_CHECKING:
+    from ..git import Git
+
 MAIN_BRANCHES = ("main", "master", "trunk", "origin/main", "origin/master")
 # Kinds that take no argument, so their name alone selects them on a command line.
 NAMED_KINDS = ("previous_snapshot", "parent_commit", "worktree_base", "none")
 KINDS = ("explicit", *NAMED_KINDS[:2], "ref", "merge_base", *NAMED_KINDS[2:])
 MERGE_BASE_PREFIX = "merge_base:"
+# ``details.missing`` of the error when nothing but a snapshot of the baseline commit is missing.
+UNMEASURED_COMMIT = "snapshot_at_commit"
+MAX_FALLBACK_COMMITS = 1000  # ancestors looked at for a measured one (``nearest_measured``)
 SELECTOR_HELP = (
     "a snapshot id (snap-...); one of " + ", ".join(NAMED_KINDS) + "; merge_base:REF (or REF with "
     "--merge-base) for the merge-base of REF and the current commit; anything else is a git ref "
@@ -353,8 +364,42 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
             f"Measure that commit and store it: check out {commit[:12]}, run the tests, then "
             f"`coverage-mcp ingest REPORT --suite {suite} --commit {commit}` (or coverage_import with "
             f"commit='{commit}'); or import a CI report of that commit.",
-            {"commit": commit, "suite": suite},
+            {"commit": commit, "suite": suite, "format": current.format, "missing": UNMEASURED_COMMIT},
             Remedy(operation="coverage_import",
                    arguments={"report_path": "REPORT", "suite": suite, "commit": commit}),
         )
     return call.project.store.snapshot(row[0], call.con)
+
+
+def unmeasured_commit(error: CoverageError) -> bool:
+    """Whether ``error`` says only that no snapshot measures the baseline commit (so an ancestor could stand in)."""
+    return error.code is ErrorCode.BASELINE_UNAVAILABLE and error.details.get("missing") == UNMEASURED_COMMIT
+
+
+def nearest_measured(git: Git, commit: str, measured: Collection[str]) -> tuple[str, int] | None:
+    """(commit, commits back) of the nearest proper ancestor of ``commit`` in ``measured``, or None.
+
+    Breadth first over every parent, so "nearest" is the fewest commits back
+    (a merge's second parent counts as much as its first); at most
+    ``MAX_FALLBACK_COMMITS`` are looked at. A shallow clone's missing parents
+    end the walk there, as Codecov's own search for a measured parent does.
+    """
+    wanted = set(measured)
+    if not wanted:
+        return None
+    seen = {commit}
+    queue: deque[tuple[str, int]] = deque([(commit, 0)])
+    with git.lock:  # libgit2 objects are not safe to share across threads
+        while queue and len(seen) <= MAX_FALLBACK_COMMITS:
+            sha, depth = queue.popleft()
+            if depth and sha in wanted:
+                return sha, depth
+            try:
+                parents = git.repo[sha].parent_ids
+            except (KeyError, ValueError):  # not in this (shallow) clone
+                continue
+            for parent in map(str, parents):
+                if parent not in seen:
+                    seen.add(parent)
+                    queue.append((parent, depth + 1))
+    return None

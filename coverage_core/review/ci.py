@@ -15,6 +15,17 @@ option choices and ranges come from), and return one envelope
   person can act on), and the comparison's sides, categories and patch.
   ``failure(envelope)`` is the ``threshold_not_met`` error of a failed gate.
 
+``gate`` without a ``baseline`` checks the total alone (coverage.py's
+``--fail-under``): it needs ``fail_under_total`` and no other check, and reads
+the current side as a review against ``{"kind": "none"}`` does.
+
+When no snapshot measures the baseline's commit, ``baseline_fallback="ancestor"``
+compares with the nearest ancestor of that commit that has one (Codecov's
+behaviour), and ``data.baseline.fallback`` names the commit asked for and the
+one used; without it the ``baseline_unavailable`` error stands. ``diff`` with
+``snippets`` adds ``data.snippets``: the measured text of the uncovered new
+lines (UNC), a few lines each, for a pull-request comment.
+
 ``current`` is a stored snapshot (``snapshot_id``), or a report file
 (``report_path``) that is parsed and mapped in memory and never stored; it
 needs the store itself, so with another owner it is ``store_locked`` and the
@@ -36,6 +47,7 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import DEFAULT_SUITE, SCOPES, Project
 from ..service import OPERATIONS, Service, envelope
 from ..validation import Validator
+from . import baseline as baselines
 from .budget import MAX_BYTES, MAX_WORDS, Budget
 from .call import Call
 from .change import CURRENT_NOT_MEASURED, change_of_report
@@ -48,10 +60,16 @@ from .gate import (
     Summary,
     evaluate,
 )
+from .source import MAX_LINE_CHARS
 
 PAGE_FILES = 50  # file rows per page read (every page is read)
 PAGE_REGIONS = 500
 MIN_PERCENT, MAX_PERCENT = 0, 100
+FALLBACKS = ("ancestor",)
+NO_BASELINE: dict[str, Any] = {"kind": "none"}
+# Snippets: files, UNC ranges per file (task=source's own limit), lines shown of each range, context lines.
+SNIPPET_FILES, SNIPPET_RANGES, SNIPPET_LINES, SNIPPET_CONTEXT = 25, 10, 5, 1
+MAX_LISTED_SNAPSHOTS = 5000  # snapshots read to find a measured ancestor
 
 Run = Callable[[str, dict[str, Any]], dict[str, Any]]
 
@@ -80,13 +98,21 @@ DIFF_SCHEMA: dict[str, Any] = {
         },
         "suite": {"type": "string", "minLength": 1, "maxLength": 200},
         "scope": {"enum": list(SCOPES), "description": "Scope of a current report_path."},
+        "baseline_fallback": {"enum": list(FALLBACKS),
+                              "description": "ancestor: when no snapshot measures the baseline commit, compare with "
+                                             "its nearest measured ancestor (data.baseline.fallback names both)."},
+        "snippets": {"type": "boolean",
+                     "description": "Add data.snippets: the measured source text of uncovered new lines (UNC)."},
     },
 }
 
 GATE_SCHEMA: dict[str, Any] = {
     **DIFF_SCHEMA,
+    "required": [],
     "properties": {
-        **DIFF_SCHEMA["properties"],
+        **{k: v for k, v in DIFF_SCHEMA["properties"].items() if k != "snippets"},
+        "baseline": {**DIFF_SCHEMA["properties"]["baseline"],
+                     "description": "What to compare against; without it only fail_under_total is checked."},
         "fail_under_total": {**_PERCENT, "description": "Minimum total line coverage of the current side, percent."},
         "fail_under_patch": {**_PERCENT, "description": "Minimum patch coverage, percent."},
         "ratchet": {"type": "boolean", "description": "No file or directory may have more uncovered lines."},
@@ -107,8 +133,25 @@ def diff(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
-    """The requested checks over the whole change answer; without any, the default criteria."""
+    """The requested checks over the whole change answer; without any, the default criteria.
+
+    Without a baseline only ``fail_under_total`` is checked, on the current side alone.
+    """
     _GATE.check(args, what="gate")
+    if "baseline" not in args:
+        others = [k for k in CHECKS if k != "fail_under_total" and args.get(k) not in (None, False)]
+        if args.get("fail_under_total") is None or others or args.get("baseline_fallback"):
+            given = " and ".join(others + (["baseline_fallback"] if args.get("baseline_fallback") else []))
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                "a gate without a baseline checks only the total coverage (fail_under_total)"
+                + (f"; {given} {'need' if ' and ' in given else 'needs'} a baseline to compare with" if given
+                   else ", and none was given"),
+                "Pass --fail-under-total P alone, or name a baseline (--baseline main --merge-base; "
+                "--baseline none compares with nothing).",
+                {"given": others},
+            )
+        args = {**args, "baseline": NO_BASELINE}
     asked = any(args.get(k) not in (None, False) for k in CHECKS)
     text = args.get("criteria", None if asked else DEFAULT_CRITERIA)
     criteria = Criteria(text) if text is not None else None  # bad criteria fail before any work
@@ -143,8 +186,15 @@ def failure(args: dict[str, Any], envelope: dict[str, Any]) -> CoverageError | N
         return None
     remedy = None
     current = args.get("current") or {}
+    base = envelope["data"]["baseline"]
+    if base.get("fallback"):  # the review to run is against the commit actually compared with
+        baseline: dict[str, Any] = {"kind": "ref", "ref": base["commit"]}
+    else:
+        baseline = args.get("baseline") or NO_BASELINE
     if "report_path" not in current:
-        review: dict[str, Any] = {"task": "change", "baseline": args["baseline"], "representation": "review"}
+        review: dict[str, Any] = {"task": "change", "baseline": baseline, "representation": "review"}
+        if baseline["kind"] == "none":  # nothing to compare with: where the uncovered code is
+            review = {"task": "insight"}
         if "snapshot_id" in current:
             review["measurement"] = {"snapshot_id": current["snapshot_id"]}
         elif args.get("suite"):
@@ -202,11 +252,110 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
     return page
 
 
+def _first(owner: Project | Owner, run: Run, args: dict[str, Any], review: dict[str, Any]) -> tuple[
+        dict[str, Any], dict[str, Any]]:
+    """The first page and the review arguments of the rest: against the nearest measured ancestor when
+    the baseline commit has no snapshot and the caller asked to fall back."""
+    try:
+        return run("coverage_review", review), review
+    except CoverageError as error:
+        if args.get("baseline_fallback") != "ancestor" or not baselines.unmeasured_commit(error):
+            raise
+        asked, suite = error.details["commit"], error.details["suite"]
+        used, back = _measured_ancestor(owner, run, error)
+    review = {**review, "baseline": {"kind": "ref", "ref": used}}
+    first = run("coverage_review", review)
+    first["data"]["baseline"]["fallback"] = {
+        "kind": "ancestor", "asked": args["baseline"], "asked_commit": asked, "commit": used, "commits_back": back,
+        "note": (f"no snapshot of suite {suite!r} measures the baseline commit {asked[:12]}; compared with its "
+                 f"nearest measured ancestor {used[:12]}, {back} commit{'s' if back != 1 else ''} back"),
+    }
+    return first, review
+
+
+def _measured_ancestor(owner: Project | Owner, run: Run, error: CoverageError) -> tuple[str, int]:
+    """(commit, commits back) of the nearest ancestor of the error's commit with a snapshot of its suite and
+    format; the error, extended, when there is none."""
+    suite, fmt, commit = error.details["suite"], error.details["format"], error.details["commit"]
+    measured: set[str] = set()
+    listing: dict[str, Any] = {"task": "snapshots", "filter": {"suite": suite}, "representation": "audit",
+                               "page_size": 200, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+    seen = 0
+    while seen < MAX_LISTED_SNAPSHOTS:
+        page = run("coverage_review", listing)
+        for snap in page["data"]["snapshots"]:
+            if snap["format"] == fmt and snap["commit"]:
+                measured.add(snap["commit"])
+        seen += len(page["data"]["snapshots"])
+        cursor = (page.get("page") or {}).get("next_cursor")
+        if not cursor or not page["data"]["snapshots"]:
+            break
+        listing["cursor"] = cursor
+    if isinstance(owner, Project):
+        git = owner.git
+    else:
+        from ..git import Git  # pygit2 only when an ancestor is looked for
+
+        git = Git(owner.checkout)  # type: ignore[attr-defined]  (a DaemonProject knows its checkout)
+    found = baselines.nearest_measured(git, commit, measured)
+    if found is None:
+        raise CoverageError(
+            ErrorCode.BASELINE_UNAVAILABLE,
+            f"{error.message}; nor does any of its ancestors (up to {baselines.MAX_FALLBACK_COMMITS} commits "
+            f"back) have a {fmt} snapshot of suite {suite!r}",
+            error.suggestion, error.details, error.remedy,
+        )
+    return found
+
+
+def _snippets(owner: Project | Owner, run: Run, args: dict[str, Any], data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The measured text of the first uncovered new lines (UNC) of the first files, with a line of context."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for r in data["ranges"]:
+        if r["category"] == "UNC" and (r["path"] in by_path or len(by_path) < SNIPPET_FILES):
+            by_path.setdefault(r["path"], []).append(r)
+    report = (args.get("current") or {}).get("report_path")
+    out: list[dict[str, Any]] = []
+    for path, ranges in by_path.items():
+        ranges = ranges[:SNIPPET_RANGES]
+        spans = [(max(1, r["start"] - SNIPPET_CONTEXT), min(r["end"], r["start"] + SNIPPET_LINES - 1) + SNIPPET_CONTEXT)
+                 for r in ranges]
+        text, note = (_report_text(owner, path) if report is not None
+                      else _measured_text(run, data["current"]["snapshot_ids"][0], path, spans))
+        for r, (a, b) in zip(ranges, spans):
+            entry: dict[str, Any] = {"path": path, "start": r["start"], "end": r["end"],
+                                     "lines": [[n, text[n]] for n in range(a, b + 1) if n in text]}
+            if note:
+                entry["note"] = note
+            out.append(entry)
+    return out
+
+
+def _measured_text(run: Run, snapshot_id: str, path: str, spans: list[tuple[int, int]]) -> tuple[
+        dict[int, str], str | None]:
+    """Lines of ``path`` as task=source shows them for the snapshot (the text it measured), or why not."""
+    answer = run("coverage_review", {
+        "task": "source", "measurement": {"snapshot_id": snapshot_id}, "file": path,
+        "ranges": [f"{a}-{b}" for a, b in spans], "representation": "compact",
+        "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}})["data"]
+    text = {int(n): line for r in answer.get("ranges") or () for n, _mark, line in r["lines"]}
+    return text, (None if text else "; ".join(answer.get("reasons") or ()) or "source text unavailable")
+
+
+def _report_text(owner: Project | Owner, path: str) -> tuple[dict[int, str], str | None]:
+    """Lines of ``path`` in the working tree, which an unstored report just measured."""
+    raw = owner.git.worktree_file(path) if isinstance(owner, Project) else None
+    if raw is None:
+        return {}, f"{path} is not a file of the working tree"
+    lines = raw.decode("utf-8", "replace").splitlines()
+    return {n: line[:MAX_LINE_CHARS] for n, line in enumerate(lines, 1)}, None
+
+
 def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     run = _runner(owner, args)
-    review = _review_args(args)
-    pages = [run("coverage_review", review)]
+    first, review = _first(owner, run, args, _review_args(args))
+    pages = [first]
     if not_compared(pages[0]):  # HEAD is not measured: the stale claim says so, and compares nothing
         return {**pages[0], "page": None}
     if pages[0]["page"] is None:  # nothing measured: the answer's reasons say what is missing
@@ -223,4 +372,6 @@ def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     context["stats"] = {"elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
                         "rows_scanned": sum(p["context"]["stats"]["rows_scanned"] for p in pages)}
     data = {**s.data, "files": list(s.files), "ranges": list(s.ranges), "ranges_truncated": s.ranges_truncated}
+    if args.get("snippets"):
+        data["snippets"] = _snippets(owner, run, args, data)
     return {"context": context, "data": data, "page": None}
