@@ -32,7 +32,7 @@ import duckdb
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.git import Checkout, discover
-from coverage_core.locks import read_metadata
+from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
 from coverage_core.storage.store import ProjectStore, store_path
 
@@ -308,10 +308,9 @@ class Projects:
         holder = read_metadata(path.with_name(path.name + ".lock"))
         return CoverageError(
             ErrorCode.STORE_LOCKED,
-            f"coverage store {path} is held by another process (pid {holder.get('pid', 'unknown')}) "
+            f"coverage store {path} is held by {describe_holder(holder)} "
             f"and was not released within COVERAGE_MCP_STORE_WAIT_MS={self.settings.store_wait_ms}",
-            "Another coverage-mcp command (a CLI ingest?) is using this repository's store: retry when it "
-            "finishes, or raise COVERAGE_MCP_STORE_WAIT_MS to wait longer.",
+            f"Retry when it lets go: {how_to_release(holder)}; or raise COVERAGE_MCP_STORE_WAIT_MS to wait longer.",
             error.details,
             Remedy(setting="COVERAGE_MCP_STORE_WAIT_MS", value=max(4 * self.settings.store_wait_ms, 10_000)),
         )

@@ -216,6 +216,8 @@ async def test_a_store_held_by_another_process_answers_store_locked_after_the_wa
         error = await refused(d, "POST", "/api/projects", 409, "store_locked", body={"path": str(sample_repo)})
         assert 0.3 <= time.monotonic() - started < 5
         assert f"pid {store_holder.pid}" in error["message"] and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
+        assert "(python)" in error["message"]  # the holder is named, not guessed
+        assert "project.close()" in error["suggestion"]  # and how it lets go
         await asyncio.to_thread(store_holder.release)
         status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
         assert status == 201, answer
