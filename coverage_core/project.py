@@ -38,7 +38,7 @@ from .parsers.opening import OpenedReport, open_report
 from .parsers.source import claim_bytes
 from .report import ReportWarning
 from .storage.paths import MAPPED, Mapping, map_paths
-from .storage.paths import _norm as norm_report_path
+from .storage.paths import normalize as norm_report_path
 from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
 
 SCOPES = ("complete", "subset")

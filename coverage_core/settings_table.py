@@ -98,7 +98,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "`stop`: seconds between SIGTERM and SIGKILL when the daemon ignores its shutdown request.",
                 1, 600),
     SettingSpec("idle_exit_s", "COVERAGE_MCP_IDLE_EXIT_S", 0,
-                "The daemon exits after this many seconds without a request (0: never).", 0, 7 * 24 * 3600),
+                "The daemon exits after this many seconds without a request or work in flight (0: never; "
+                "a daemon a connector starts gets 3600 unless this is set).", 0, 7 * 24 * 3600),
     SettingSpec("parse_budget_bytes", "COVERAGE_MCP_PARSE_BUDGET_BYTES", 512 * MIB,
                 "Report bytes being read and parsed at once in one process, across all repositories.",
                 MIB, 2**40),

@@ -158,7 +158,8 @@ def _read_committed(path: Path) -> dict[str, Any] | None:
 
 
 def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | None) -> None:
-    """Refuse a database missing the newest snapshot an ingest committed (snapshots are never deleted)."""
+    """Refuse a database missing the newest snapshot an ingest committed (a deliberate deletion moves the
+    marker back in the same transaction, so only a lost write can make it disappear)."""
     committed = _read_committed(path)
     if committed is None:
         return

@@ -31,7 +31,7 @@ class Mapping:
         return {s: self.status.count(s) for s in (MAPPED, AMBIGUOUS, UNMAPPED)}
 
 
-def _norm(path: str) -> str:
+def normalize(path: str) -> str:
     path = path.replace("\\", "/")
     if path.startswith("file://"):
         path = path[len("file://") :]
@@ -79,8 +79,8 @@ def map_paths(
     prefix_map: Sequence[tuple[str, str]] = (),
 ) -> Mapping:
     index = SuffixIndex(tracked)
-    roots = [_norm(checkout_root)] + [_norm(r) for r in source_roots if r]
-    results = [_map_one(_norm(raw), roots, index, prefix_map) for raw in report_paths]
+    roots = [normalize(checkout_root)] + [normalize(r) for r in source_roots if r]
+    results = [_map_one(normalize(raw), roots, index, prefix_map) for raw in report_paths]
     # Two report files landing on one repository path would merge two
     # measurements silently. An exact match wins over a suffix match; the
     # loser is ambiguous and keeps its report path.
@@ -113,10 +113,10 @@ def _map_one(
     """(mapped path, status, whether the match was exact rather than by suffix)."""
     candidates: list[str] = []
     for old, new in prefix_map:
-        old_n = _norm(old)
+        old_n = normalize(old)
         if path == old_n or path.startswith(old_n.rstrip("/") + "/"):
             rest = path[len(old_n) :].lstrip("/")
-            candidates.append(_norm(posixpath.join(_norm(new), rest)) if new else rest)
+            candidates.append(normalize(posixpath.join(normalize(new), rest)) if new else rest)
             break
     if posixpath.isabs(path):
         for root in roots:
@@ -127,7 +127,7 @@ def _map_one(
         # A relative path under a declared (relative) source root.
         for root in roots[1:]:
             if root and not posixpath.isabs(root):
-                candidates.append(_norm(posixpath.join(root, path)))
+                candidates.append(normalize(posixpath.join(root, path)))
     for cand in candidates:
         if cand in index.tracked:
             return cand, MAPPED, True
