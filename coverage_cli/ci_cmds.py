@@ -43,11 +43,13 @@ from coverage_core.review.gate import DEFAULT_CRITERIA, Summary
 from coverage_daemon.client import open_project
 
 from .options import (
+    ENVELOPE,
     PERCENT,
     SCOPES,
     baseline_options,
     baseline_spec,
     json_option,
+    output_format,
     repo_option,
 )
 from .output import FAILED, emit_json, handles_errors, percent, render_remedy
@@ -215,10 +217,11 @@ def render_table(s: Summary) -> str:
     for c in CATEGORIES:
         out.append(f"  {c + ' ' + NAMES[c]:<34}{d['categories'][c]:>8}{d['branches'][c]:>10}{d['functions'][c]:>11}")
     if s.files:
-        out.append(f"  {'file':<48}{'status':<14}{'UNC':>5}{'LBC':>5}{'UIC':>5}  patch")
+        width = max(len("file"), *(len(f["path"]) for f in s.files))  # never cut a name: two may share a tail
+        out.append(f"  {'file':<{width}}  {'status':<14}{'UNC':>5}{'LBC':>5}{'UIC':>5}  patch")
         for f in s.files:
             p = f["patch"]
-            out.append(f"  {f['path'][-48:]:<48}{f['status']:<14}{f['lines']['UNC']:>5}{f['lines']['LBC']:>5}"
+            out.append(f"  {f['path']:<{width}}  {f['status']:<14}{f['lines']['UNC']:>5}{f['lines']['LBC']:>5}"
                        f"{f['lines']['UIC']:>5}  {p['hit']}/{p['found']}")
     flagged = [r for r in s.ranges if r["category"] in ATTENTION]
     if flagged:
@@ -441,9 +444,10 @@ FORMATS = ("table", "json", "markdown")
 
 @click.command("diff")
 @selectors(baseline_required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table for a terminal, markdown for a pull-request comment, json for scripts (the envelope's "
-                   "data: every file and range).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="table (the default) for a terminal, markdown for a pull-request comment, json for scripts "
+                   "(the envelope's data: every file and range). --json with a --format is a usage error: "
+                   "neither overrides the other.")
 @click.option("--annotations", "annotations", is_flag=False, flag_value=STDERR, default=None, metavar="[FILE]",
               help="Also write GitHub Actions ::warning annotations for uncovered new code and lost coverage, "
                    "to standard error (or into FILE); standard output keeps only the report.")
@@ -460,8 +464,10 @@ def diff_command(baseline, fallback, merge_base, current, suite, scope, repo, as
 
     Example: coverage-mcp diff --baseline main --merge-base --format markdown --annotations
     """
+    fmt = output_format(as_json, fmt, default="table")
+    as_json = fmt == ENVELOPE
     args = comparison(baseline, merge_base, current, suite, scope, fallback)
-    if fmt == "markdown" and not as_json:
+    if fmt == "markdown":
         args["snippets"] = True
     sink = annotation_sink(annotations)
     try:
@@ -500,8 +506,10 @@ def _diff(args: dict[str, Any], repo: str, as_json: bool, fmt: str, suite: str |
               help="Fail when patch coverage (added and changed lines) is under P percent.")
 @click.option("--ratchet", is_flag=True, help="Fail when any file's or directory's uncovered line count grew.")
 @click.option("--criteria", metavar="EXPR",
-              help=f"A condition over the categories that must hold (default, when no other check is "
-                   f"given: '{DEFAULT_CRITERIA}').")
+              help=f"A condition over lcov's differential categories that must hold (default, when no other "
+                   f"check is given: '{DEFAULT_CRITERIA}'). Categories: "
+                   + "; ".join(f"{c} {NAMES[c]}" for c in CATEGORIES)
+                   + ". Example: --criteria 'UNC + LBC == 0'.")
 @handles_errors
 def gate_command(baseline, fallback, merge_base, current, suite, scope, repo, as_json, fail_under_total,
                  fail_under_patch, ratchet, criteria) -> None:

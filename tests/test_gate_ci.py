@@ -232,6 +232,15 @@ def test_annotations_go_to_stderr_and_json_on_stdout_stays_valid(repo: Path, mea
              "3 new or changed lines not covered by any test")]
 
 
+def test_json_and_a_format_never_silently_override_each_other(repo: Path, measured) -> None:
+    both_measured(repo, measured[2])
+    for fmt in ("markdown", "table", "json"):
+        done = cli(repo, "diff", "--baseline", "HEAD~2", "--json", "--format", fmt)
+        assert done.returncode == 2 and "give one of them" in done.stderr and done.stdout == ""
+    table = cli(repo, "diff", "--baseline", "HEAD~2")
+    assert table.returncode == 0 and "category" in table.stdout and not table.stdout.startswith("{")
+
+
 def test_annotations_can_go_to_a_file_with_markdown_on_stdout(repo: Path, measured, tmp_path: Path) -> None:
     both_measured(repo, measured[2])
     target = tmp_path / "annotations.txt"
