@@ -24,7 +24,6 @@ from coverage_core.project import USUAL_REPORTS, Project, find_reports, parse_pa
 from coverage_core.report import COUNTERS
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
-from coverage_core.storage.store import Deletion
 from coverage_daemon.client import call, open_project, owner_import
 
 from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
@@ -240,18 +239,20 @@ def _deletion_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _deleting(repo: str) -> Project:
-    """The library's project: deleting is the store holder's, and a daemon holding the store has no route for it yet."""
-    project = open_project(repo)
-    if isinstance(project, Project):
-        return project
-    project.close()
-    raise CoverageError(
-        ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store; snapshots are deleted "
-        "only with the store in hand",
-        "Stop the daemon with `coverage-mcp stop`, run the deletion again, and let the next MCP session start it.",
-        {"reason": "daemon_holds_store"},
-    )
+def _delete(repo: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Delete on whichever holds the store: the library's project, or the daemon's admin route (the
+    capability read from its lock file makes this command the store's owner)."""
+    with open_project(repo) as project:
+        if isinstance(project, Project):
+            if "snapshot_ids" in body:
+                return project.delete_snapshots(body["snapshot_ids"], force=body["force"],
+                                                dry_run=body["dry_run"]).to_dict()
+            return project.prune_snapshots(body["suite"], body["keep"], force=body["force"],
+                                           dry_run=body["dry_run"]).to_dict()
+        if not project.capability:
+            raise CoverageError(ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store",
+                                "Run the deletion as the daemon's user, or stop it with `coverage-mcp stop` first.")
+        return project.client.delete_snapshots(project.project_id, body, capability=project.capability)
 
 
 @snapshots_command.command("rm")
@@ -266,9 +267,7 @@ def snapshots_rm_command(snapshot_ids, force, dry_run, repo, as_json) -> None:
 
     Example: coverage-mcp snapshots rm snap-1a2b --dry-run
     """
-    with _deleting(repo) as project:
-        deletion = project.delete_snapshots(list(snapshot_ids), force=force, dry_run=dry_run)
-    _render_deletion(deletion, as_json)
+    _render_deletion(_delete(repo, {"snapshot_ids": list(snapshot_ids), "force": force, "dry_run": dry_run}), as_json)
 
 
 @snapshots_command.command("prune")
@@ -284,24 +283,22 @@ def snapshots_prune_command(suite, keep, force, dry_run, repo, as_json) -> None:
 
     Example: coverage-mcp snapshots prune --suite unit --keep 10
     """
-    with _deleting(repo) as project:
-        deletion = project.prune_snapshots(suite, keep, force=force, dry_run=dry_run)
-    _render_deletion(deletion, as_json)
+    _render_deletion(_delete(repo, {"suite": suite, "keep": keep, "force": force, "dry_run": dry_run}), as_json)
 
 
-def _render_deletion(deletion: Deletion, as_json: bool) -> None:
+def _render_deletion(deletion: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        emit_json({"data": deletion.to_dict()})
+        emit_json({"data": deletion})
         return
-    verb = "would delete" if deletion.dry_run else "deleted"
-    if not deletion.snapshots:
+    verb = "would delete" if deletion["dry_run"] else "deleted"
+    if not deletion["snapshots"]:
         click.echo("nothing to delete")
         return
-    for s in deletion.snapshots:
-        click.echo(f"{verb} {s.snapshot_id}  suite {s.suite}, commit {(s.commit or '-')[:12]}, "
-                   f"{s.created_at.isoformat(sep=' ', timespec='seconds')}")
-    click.echo(f"{verb} {len(deletion.snapshots)} snapshot(s) and {sum(deletion.rows.values()):,} detail rows"
-               + (" (--dry-run: nothing was deleted)" if deletion.dry_run else ""))
+    for s in deletion["snapshots"]:
+        click.echo(f"{verb} {s['snapshot_id']}  suite {s['suite']}, commit {(s['commit'] or '-')[:12]}, "
+                   f"{s['created_at'].replace('T', ' ')[:19]}")
+    click.echo(f"{verb} {len(deletion['snapshots'])} snapshot(s) and {sum(deletion['rows'].values()):,} detail rows"
+               + (" (--dry-run: nothing was deleted)" if deletion["dry_run"] else ""))
 
 
 @click.command("show")

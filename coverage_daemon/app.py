@@ -79,6 +79,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", _OPERATION, rest.operation, _CLIENT),
     Route("POST", _OPERATION, rest.operation, _CLIENT),
     Route("POST", _PROJECT + "/owner-import", rest.owner_import, _ADMIN),
+    Route("POST", _PROJECT + "/snapshots/delete", rest.delete_snapshots, _ADMIN),
 )
 ACCESS = web.AppKey("access", dict)
 

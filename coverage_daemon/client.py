@@ -150,6 +150,11 @@ class DaemonClient:
         return self.request("POST", f"/api/projects/{project_id}/owner-import", body=arguments,
                             headers={CAPABILITY_HEADER: capability})[1]
 
+    def delete_snapshots(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
+        """An admin call: delete snapshots (``snapshot_ids``) or prune a suite (``suite``, ``keep``); the deletion."""
+        return self.request("POST", f"/api/projects/{project_id}/snapshots/delete", body=body,
+                            headers={CAPABILITY_HEADER: capability})[1]["data"]
+
     def _pages(self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None) -> Iterator[Any]:
         """The records of a paged coverage_review listing, following its cursors (``wanted`` at most)."""
         args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}

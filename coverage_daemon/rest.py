@@ -201,3 +201,29 @@ async def owner_import(request: web.Request) -> web.Response:
     args = await _body(request)
     answer = await request.app[DAEMON].projects.owner_import(target_of(request), args)
     return json_response(answer, 200 if answer["data"].get("duplicate") else 201)
+
+
+async def delete_snapshots(request: web.Request) -> web.Response:
+    """An admin route: ``Project.delete_snapshots`` (``snapshot_ids``) or ``prune_snapshots`` (``suite``,
+    ``keep``), with ``force`` and ``dry_run``, under the store's write gate; ``{"data": deletion}``."""
+    _no_query(request)
+    body = await _body(request, frozenset({"snapshot_ids", "suite", "keep", "force", "dry_run"}))
+    force, dry_run = body.get("force", False), body.get("dry_run", False)
+    ids, suite, keep = body.get("snapshot_ids"), body.get("suite"), body.get("keep")
+    well_formed = (isinstance(force, bool) and isinstance(dry_run, bool) and (
+        (isinstance(ids, list) and ids and all(isinstance(i, str) for i in ids) and suite is None and keep is None)
+        or (ids is None and isinstance(suite, str) and isinstance(keep, int) and not isinstance(keep, bool))))
+    if not well_formed:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send snapshot_ids (a list of ids), or suite and keep",
+                            'e.g. {"snapshot_ids": ["snap-1a2b"], "dry_run": true} or {"suite": "unit", "keep": 10}')
+    projects = request.app[DAEMON].projects
+    handle, project = await projects.resolve(target_of(request))
+
+    def delete() -> Any:
+        if ids is not None:
+            return project.delete_snapshots(ids, force=force, dry_run=dry_run)
+        return project.prune_snapshots(suite, keep, force=force, dry_run=dry_run)
+
+    deletion = await projects.write(handle, delete)
+    return json_response({"data": deletion.to_dict()})
+

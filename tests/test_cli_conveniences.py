@@ -510,3 +510,28 @@ def test_serve_on_a_terminal_prints_configs_naming_the_executable_by_absolute_pa
     assert_runs_outside_any_environment([server["command"], *server["args"]])
     claude = next(line for line in lines if "claude mcp add" in line)
     assert f"-- {server['command']} connect" in claude
+
+
+def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_the_admin_capability(
+        sample_repo: Path, isolated_home: Path) -> None:
+    from coverage_core.errors import CoverageError, ErrorCode
+
+    from .test_daemon_support import ServeProcess
+
+    first = cli(sample_repo, "ingest", "step1.coverage.json", "--suite", "unit", "--json")
+    old = json.loads(first.stdout)["data"]["snapshot"]["snapshot_id"]
+    cli(sample_repo, "ingest", "step3.coverage.json", "--suite", "unit", "--json")
+    daemon = ServeProcess(isolated_home)
+    try:
+        client = daemon.client()
+        pid = client.register(sample_repo)["project_id"]  # the daemon now holds the store
+        with pytest.raises(CoverageError) as caught:  # the client token alone cannot delete
+            client.delete_snapshots(pid, {"snapshot_ids": [old]}, capability="guess")
+        assert caught.value.code is ErrorCode.FORBIDDEN
+        done = cli(sample_repo, "snapshots", "rm", old, "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["data"]["deleted"] == [old]
+        assert [s.snapshot_id for s in client.snapshots(pid)] != [] and old not in [
+            s.snapshot_id for s in client.snapshots(pid)]
+    finally:
+        daemon.stop()
