@@ -326,6 +326,11 @@ def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], o
         ).fetchall()
     finally:
         con.close()
+    return _per_category(rows)
+
+
+def _per_category(rows: list[tuple]) -> np.ndarray:
+    """``(category, count)`` rows as one count per category (absent ones zero)."""
     out = np.zeros(N, dtype=np.int64)
     for cat, count in rows:
         out[int(cat)] = int(count)
@@ -410,10 +415,7 @@ def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np
         rows = con.execute(_BRANCH_SQL).fetchall()
     finally:
         con.close()
-    out = np.zeros(N, dtype=np.int64)
-    for cat, count in rows:
-        out[int(cat)] = int(count)
-    return out
+    return _per_category(rows)
 
 
 # Branches of each side get their block's rank on the line and an occurrence
