@@ -400,7 +400,7 @@ def annotation_sink(where: str | None) -> IO[str] | None:
     if where is None:
         return None
     if where == STDERR:
-        return click.get_text_stream("stderr")
+        return sys.stderr
     try:
         return open(where, "w", encoding="utf-8")  # closed by the command
     except OSError as exc:

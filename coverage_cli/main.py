@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, NamedTuple
 
 import click
-from click.utils import make_default_short_help
 
 
 class Entry(NamedTuple):
@@ -117,7 +116,9 @@ class LazyGroup(click.Group):
         if not names:
             return
         limit = formatter.width - 6 - max(len(name) for name in names)  # as click.Group lays it out
-        rows = [(name, make_default_short_help(self.commands.summary(name), limit)) for name in names]
+        # Shortened as click shortens a command's help (a throwaway Command: no import of the real one).
+        rows = [(name, click.Command(name, help=self.commands.summary(name)).get_short_help_str(limit))
+                for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
