@@ -10,6 +10,7 @@ measure again, so every comparison is between reports a real tool produced.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,15 @@ def measure(repo: Path, *tests: str) -> dict[str, Path]:
                        capture_output=True, timeout=60)
         out[kind] = repo / name
     return out
+
+
+def copy_checkout(measured: Path, into: Path) -> Path:
+    """A copy of a measured repository (same commits, reports beside it): each test its own checkout and store."""
+    return Path(shutil.copytree(measured, into / "repo"))
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script on ``repo``, as a person runs it there."""
+    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
+                          capture_output=True, text=True, timeout=120, check=False)
+

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from .gitrepo import commit, git, write
-from .realcov import REPORTS, make_package, measure
+from .realcov import REPORTS, cli, copy_checkout, make_package, measure
 
 NOT_MEASURED = "current_not_measured"
 
@@ -78,13 +78,8 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 @pytest.fixture
 def repo(measured, tmp_path: Path) -> Path:
-    """A copy of the measured repository (same commits), so each test has its own checkout and store."""
-    return Path(shutil.copytree(measured[0], tmp_path / "repo"))
+    return copy_checkout(measured[0], tmp_path)
 
-
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
 
 
 def ingest(repo: Path, report: Path, *args: str) -> str:

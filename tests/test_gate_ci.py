@@ -13,8 +13,6 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from coverage_core.config import Settings
 from coverage_core.display import percent
 
 from .gitrepo import commit, git, write
-from .realcov import REPORTS, make_package, measure
+from .realcov import REPORTS, cli, copy_checkout, make_package, measure
 from .test_daemon_support import in_process
 
 C1_CART_HEAD = '"""A shopping cart: totals, descriptions and shipping."""\n'
@@ -72,13 +70,8 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 @pytest.fixture
 def repo(measured, tmp_path: Path) -> Path:
-    """A copy of the measured repository (same commits): each test has its own checkout and store."""
-    return Path(shutil.copytree(measured[0], tmp_path / "repo"))
+    return copy_checkout(measured[0], tmp_path)
 
-
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
-                          capture_output=True, text=True, timeout=120, check=False)
 
 
 def ingest(repo: Path, report: Path, *args: str) -> str:
