@@ -195,10 +195,6 @@ def render_not_compared(d: dict[str, Any], suite: str | None) -> str:
     ])
 
 
-def _attention(s: Summary) -> list[dict[str, Any]]:
-    return [f for f in s.files if f["status"] == "not_measured" or any(f["lines"][c] for c in ATTENTION)]
-
-
 def render_table(s: Summary) -> str:
     d = s.data
     diff, patch = d["diff"], d["patch"]
@@ -551,6 +547,3 @@ def gate_command(baseline, fallback, merge_base, current, suite, scope, repo, as
     failed = ci.failure(args, envelope)
     if failed is not None:
         raise failed
-
-
-CI_COMMANDS = (diff_command, gate_command)

@@ -271,6 +271,3 @@ def _say(as_json: bool, payload: dict[str, object], text: str) -> None:
         emit_json(payload)
     else:
         click.echo(text)
-
-
-DAEMON_COMMANDS = (serve_command, status_command, stop_command, token_group)

@@ -17,7 +17,7 @@ import os
 import sys
 import urllib.parse
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Self
 
 import numpy as np
@@ -155,20 +155,20 @@ class DaemonClient:
         return self.request("POST", f"/api/projects/{project_id}/snapshots/delete", body=body,
                             headers={CAPABILITY_HEADER: capability})[1]["data"]
 
-    def _pages(self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None) -> Iterator[Any]:
-        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most)."""
+    def _pages(self, project_id: str, key: str, args: dict[str, Any],
+               wanted: int | None = None) -> tuple[list[Any], dict[str, Any]]:
+        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
+        and the first page's data (for what every page repeats, such as a total)."""
         args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
-        given = 0
+        records: list[Any] = []
+        first: dict[str, Any] | None = None
         while True:
             answer = self.call(project_id, "coverage_review", args)
-            for record in answer["data"][key]:
-                if wanted is not None and given >= wanted:
-                    return
-                given += 1
-                yield record
+            first = first or answer["data"]
+            records += answer["data"][key]
             cursor = answer["page"]["next_cursor"]
-            if cursor is None or (wanted is not None and given >= wanted):
-                return
+            if cursor is None or (wanted is not None and len(records) >= wanted):
+                return records[:wanted], first
             args["cursor"] = cursor
 
     # -- reads as the library's records ------------------------------------------------------------
@@ -176,7 +176,7 @@ class DaemonClient:
                   commit: str | None = None, limit: int | None = None) -> list[Snapshot]:
         wanted = {k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None}
         args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
-        return [converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)]
+        return [converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]]
 
     def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
         args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
@@ -190,9 +190,9 @@ class DaemonClient:
               order: str = "path") -> FilesPage:
         args = {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": order,
                 "representation": "review", "page_size": MAX_PAGE_SIZE}
-        listed = list(self._pages(project_id, "files", args, offset + limit))[offset:]
-        total = self.call(project_id, "coverage_review", {**args, "page_size": 1})["data"]["total"]
-        return FilesPage(snapshot_id, total, offset, tuple(converter.structure(f, FileSummary) for f in listed))
+        listed, first = self._pages(project_id, "files", args, offset + limit)
+        return FilesPage(snapshot_id, first["total"], offset,
+                         tuple(converter.structure(f, FileSummary) for f in listed[offset:]))
 
     def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
         args: dict[str, Any] = {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": path,

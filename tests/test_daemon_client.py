@@ -30,6 +30,7 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
         expected = {
             "snapshots": project.snapshots(), "snapshot": project.snapshot(snap.snapshot_id),
             "latest": project.latest("unit"), "files": project.files(snap.snapshot_id, limit=3, order="uncovered"),
+            "later files": project.files(snap.snapshot_id, offset=1, limit=2),
         }
         path = expected["files"].files[0].path
         detail = project.file_detail(snap.snapshot_id, path)
@@ -44,6 +45,7 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
                     "snapshots": routed.snapshots(), "snapshot": routed.snapshot(snap.snapshot_id),
                     "latest": routed.latest("unit"),
                     "files": routed.files(snap.snapshot_id, limit=3, order="uncovered"),
+                    "later files": routed.files(snap.snapshot_id, offset=1, limit=2),
                 }
                 got["detail"] = routed.file_detail(snap.snapshot_id, path)
                 got["duplicate"] = routed.ingest(sample_repo / "step3.coverage.json", suite="unit")
