@@ -112,5 +112,5 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 def _key(after: list[Any], kinds: tuple[type, ...]) -> list[Any]:
     """A keyset position of the expected shape, or ``invalid_cursor``."""
     if len(after) != len(kinds) or not all(isinstance(k, t) for k, t in zip(after, kinds)):
-        raise cursors._invalid("it carries no valid position")
+        raise cursors.invalid("it carries no valid position")
     return after

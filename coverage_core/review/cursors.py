@@ -65,7 +65,7 @@ def decode(call: Call, operation: str, scope: str, cursor: str | None) -> int:
         return 0
     offset = _decode(call, operation, scope, cursor)
     if not _offset(offset):
-        raise _invalid("it carries no valid position")
+        raise invalid("it carries no valid position")
     return offset
 
 
@@ -77,7 +77,7 @@ def decode_key(call: Call, operation: str, scope: str, cursor: str | None) -> li
     valid = isinstance(key, list) and len(key) <= MAX_KEY_PARTS and all(
         _offset(k) or k is None or (isinstance(k, str) and len(k) <= MAX_KEY_TEXT) for k in key)
     if not valid:
-        raise _invalid("it carries no valid position")
+        raise invalid("it carries no valid position")
     return key
 
 
@@ -87,33 +87,30 @@ def _offset(value: Any) -> bool:
 
 def _decode(call: Call, operation: str, scope: str, cursor: str) -> Any:
     if not isinstance(cursor, str):
-        raise _invalid("it is not a cursor this server issued")
+        raise invalid("it is not a cursor this server issued")
     try:
         body, mac = cursor.rsplit(".", 1)
         payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         data = json.loads(payload)
     except (ValueError, TypeError, RecursionError):
-        raise _invalid("it is not a cursor this server issued") from None
+        raise invalid("it is not a cursor this server issued") from None
     expected = hmac.new(_secret(call), payload, hashlib.sha256).hexdigest()[:32]
     # Bytes, not str: compare_digest refuses non-ASCII text with a TypeError.
     if not hmac.compare_digest(expected.encode(), mac.encode("utf-8", "surrogateescape")):
-        raise _invalid("it was altered or issued by another store")
+        raise invalid("it was altered or issued by another store")
     if not isinstance(data, dict):
-        raise _invalid("it is not a cursor this server issued")
+        raise invalid("it is not a cursor this server issued")
     if data.get("o") != operation or data.get("q") != query_digest(operation, call.args):
-        raise _invalid("it belongs to another query; a cursor only continues the query that issued it")
+        raise invalid("it belongs to another query; a cursor only continues the query that issued it")
     if data.get("s") != scope:
-        raise _invalid("it belongs to another snapshot")
+        raise invalid("it belongs to another snapshot")
     return data.get("n")
 
 
-def _invalid(why: str) -> CoverageError:
+def invalid(why: str) -> CoverageError:
     return CoverageError(
         ErrorCode.INVALID_CURSOR,
         f"invalid cursor: {why}",
         "Repeat the same call with the same arguments and page.next_cursor from its answer, "
         "or drop the cursor to start from the first page.",
     )
-
-
-invalid = _invalid  # for tasks whose positions need their own shape check

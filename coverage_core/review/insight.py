@@ -316,7 +316,7 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             return _ranges_page(call, sel, budget, representation, str(key[1]), key[2], int(key[3]))
         first, group, skip = (int(k) for k in key[1:4])
     except (IndexError, TypeError, ValueError):
-        raise cursors._invalid("it carries no valid position") from None
+        raise cursors.invalid("it carries no valid position") from None
     path = call.args.get("file")
     if path is not None:
         _known_file(call, sel, path)
@@ -381,7 +381,7 @@ def _ranges_page(call: Call, sel: Selection, budget: Budget, representation: str
     files, total = ranked_files(call, sel, 0, 1, path)
     target = next((t for t in all_targets(call, sel, files) if t["function"] == function), None)
     if target is None or skip >= target["region_count"]:
-        raise cursors._invalid("it carries no valid position")
+        raise cursors.invalid("it carries no valid position")
     data = _head(call, sel, total, representation)
     data["files"] = []
     data["target_count"] = 1
