@@ -55,6 +55,10 @@ COMMANDS: dict[str, Entry] = {
                      "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
     "stdio": Entry("coverage_cli.main:connect_command",
                    "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
+    "dashboard": Entry("coverage_cli.dashboard_cmds:dashboard_command",
+                       "Open the dashboard of this repository in the browser, signed in through a one-time link."),
+    "report": Entry("coverage_cli.dashboard_cmds:report_command",
+                    "Write the dashboard as a static, self-contained HTML report (for CI artifacts)."),
 }
 
 

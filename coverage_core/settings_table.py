@@ -103,6 +103,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("parse_budget_bytes", "COVERAGE_MCP_PARSE_BUDGET_BYTES", 512 * MIB,
                 "Report bytes being read and parsed at once in one process, across all repositories.",
                 MIB, 2**40),
+    SettingSpec("dashboard_refresh_s", "COVERAGE_MCP_DASHBOARD_REFRESH_S", 10,
+                "How often an open dashboard's event stream checks its project's revision, in seconds "
+                "(it sends a refresh only when the revision changed).", 1, 3600),
 )
 BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 

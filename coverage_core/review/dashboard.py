@@ -1,0 +1,307 @@
+"""The dashboard's one projection: everything the page shows of one project, bounded, in one answer.
+
+``dashboard(project, con, current=..., baseline=..., suite=...)`` is what
+``GET /api/dashboard`` answers and what ``coverage-mcp report --html`` embeds
+in its static page, so both show the same numbers. It reads only stored data
+through the same store reads and operations as every other surface (the
+snapshot totals ``coverage-mcp snapshots`` prints, the file counts of ``show``,
+the change review of ``review change``, the named tests of ``review tests``),
+with fixed bounds on every list:
+
+- ``selection``: the current and the baseline snapshot, chosen
+  independently (defaults: the newest snapshot of the suite, and the one
+  stored before it in the same format); ``baseline="none"`` compares nothing.
+- ``metrics``: lines, branches and functions of both, with the delta.
+- ``timeline``: the suite's snapshots over commits (at most ``MAX_TIMELINE``),
+  which are also the choices for current and baseline.
+- ``change``: lcov's twelve categories between the two, in plain words, with
+  the files and ranges of the change review.
+- ``files``: the current snapshot's files (at most ``MAX_FILES``) with their
+  change categories; ``file_source`` drills into one file's annotated lines.
+- ``tests``: named tests (at most ``MAX_TESTS``, most lines first) and
+  duplicate candidates.
+- ``runs``, ``approvals``, ``compaction``, ``composite``: the sections of
+  managed execution, compaction and composite coverage; each says
+  ``available: false`` and why while this build has none of it.
+
+``revision(con)`` is the cheap fingerprint the event stream compares: it
+changes whenever anything the projection shows was stored or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+
+from ..errors import CoverageError, ErrorCode
+from ..model import Snapshot
+from ..project import DEFAULT_SUITE, Project
+from .budget import MAX_BYTES, MAX_WORDS
+
+MAX_TIMELINE = 200
+MAX_FILES = 2000
+MAX_TESTS = 200
+MAX_DUPLICATES = 100
+MAX_RANGES = 500
+MAX_SOURCE_LINES = 20_000
+COUNTERS = ("lines", "branches", "functions")
+WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
+
+# lcov's differential categories, in the words the page shows (genhtml's meanings).
+CATEGORY_WORDS: dict[str, str] = {
+    "UNC": "new code, not covered",
+    "LBC": "covered before, not covered now",
+    "UIC": "unchanged code newly included, not covered",
+    "UBC": "unchanged code, still not covered",
+    "GBC": "unchanged code, covered now (was not)",
+    "GIC": "unchanged code newly included, covered",
+    "GNC": "new code, covered",
+    "CBC": "unchanged code, still covered",
+    "EUB": "not covered before, removed from the code",
+    "ECB": "covered before, removed from the code",
+    "DUB": "not covered before, deleted",
+    "DCB": "covered before, deleted",
+}
+
+# Queries whose answers change whenever something the dashboard shows does; a
+# table another build lacks is skipped (``revision`` tolerates it).
+REVISION_QUERIES: tuple[str, ...] = (
+    "SELECT count(*), coalesce(max(snap), 0) FROM snapshots",
+)
+
+
+def revision(con: duckdb.DuckDBPyConnection) -> str:
+    """A short fingerprint of what is stored; equal answers mean nothing the dashboard shows changed."""
+    digest = hashlib.sha256()
+    for sql in REVISION_QUERIES:
+        try:
+            row = con.execute(sql).fetchone()
+        except duckdb.CatalogException:
+            row = None
+        digest.update(repr(row).encode())
+    return digest.hexdigest()[:16]
+
+
+def _percent(hit: int, found: int) -> float | None:
+    return None if not found else round(100.0 * hit / found, 2)
+
+
+def _counters(snap: Snapshot | None) -> dict[str, Any] | None:
+    if snap is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in COUNTERS:
+        counter = snap.totals.get(name)
+        if counter is None and name == "lines":
+            counter = snap.totals.get("statements")
+        out[name] = None if counter is None else {
+            "hit": counter.hit, "found": counter.found, "percent": _percent(counter.hit, counter.found)}
+    return out
+
+
+def _point(snap: Snapshot) -> dict[str, Any]:
+    return {
+        "snapshot_id": snap.snapshot_id,
+        "created_at": snap.created_at.isoformat(),
+        "commit": snap.commit,
+        "branch": snap.branch,
+        "dirty": snap.dirty,
+        "format": snap.format,
+        "scope": snap.scope,
+        "provenance": snap.provenance,
+        "files": snap.files,
+        "tests": snap.tests,
+        "totals": _counters(snap),
+    }
+
+
+def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
+    now, then = _counters(current), _counters(base)
+    out: dict[str, Any] = {}
+    for name in COUNTERS:
+        c = now.get(name) if now else None
+        b = then.get(name) if then else None
+        delta = None
+        if c and b and c["percent"] is not None and b["percent"] is not None:
+            delta = round(c["percent"] - b["percent"], 2)
+        out[name] = {"current": c, "baseline": b, "delta": delta}
+    return out
+
+
+def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, role: str) -> Snapshot:
+    try:
+        return project.store.snapshot(snapshot_id, con)
+    except CoverageError as error:
+        raise CoverageError(error.code, f"{role}: {error.message}", error.suggestion,
+                            {**error.details, "selection": role}) from None
+
+
+def _service_call(project: Project, con: duckdb.DuckDBPyConnection) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    from ..service import Service  # the service imports the review modules: import it when used
+
+    service = Service(project)
+    return lambda args: service.call("coverage_review", args, con=con)["data"]
+
+
+def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot) -> Snapshot | None:
+    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline."""
+    row = con.execute(
+        """SELECT snapshot_id FROM snapshots
+           WHERE suite = ? AND format = ? AND snap < (SELECT snap FROM snapshots WHERE snapshot_id = ?)
+           ORDER BY snap DESC LIMIT 1""",
+        [current.suite, current.format, current.snapshot_id],
+    ).fetchone()
+    return None if row is None else project.store.snapshot(row[0], con)
+
+
+def _change(review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapshot, base: Snapshot) -> dict[str, Any]:
+    try:
+        data = review({"task": "change", "representation": "review", "limits": WHOLE,
+                       "measurement": {"snapshot_id": current.snapshot_id},
+                       "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}})
+    except CoverageError as error:
+        return {"available": False, "reason": error.message, "code": error.code.value}
+    ranges = data.get("ranges") or []
+    return {
+        "available": True,
+        "baseline_snapshot_id": base.snapshot_id,
+        "current_snapshot_id": current.snapshot_id,
+        "diff": data.get("diff"),
+        "categories": {kind: data.get(kind) for kind in ("categories", "branches", "functions")},
+        "patch": data.get("patch"),
+        "regression": data.get("regression"),
+        "files": data.get("files") or [],
+        "ranges": ranges[:MAX_RANGES],
+        "ranges_truncated": len(ranges) > MAX_RANGES or bool(data.get("ranges_truncated")),
+        "claim_status": data.get("claim_status"),
+        "reasons": data.get("reasons") or [],
+    }
+
+
+def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
+           change: dict[str, Any] | None) -> dict[str, Any]:
+    page = project.store.files(current.snapshot_id, limit=MAX_FILES, con=con)
+    categories = {f["path"]: f.get("lines") or {} for f in (change or {}).get("files", [])} if change else {}
+    rows = [{
+        "path": f.path,
+        "mapping": f.mapping,
+        "lines": {"hit": f.lines.hit, "found": f.lines.found},
+        "branches": {"hit": f.branches.hit, "found": f.branches.found},
+        "functions": {"hit": f.functions.hit, "found": f.functions.found},
+        "change": categories.get(f.path),
+    } for f in page.files]
+    return {"total": page.total, "truncated": page.total > len(rows), "rows": rows}
+
+
+def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[dict[str, Any]], dict[str, Any]],
+           current: Snapshot) -> dict[str, Any]:
+    snap = project.store.snap_key(current.snapshot_id, con)
+    rows = con.execute(
+        """SELECT n.name, count(DISTINCT (o.file_id, o.line)) FILTER (WHERE o.kind = 0 AND o.hits > 0) AS lines,
+                  count(DISTINCT o.file_id) AS files, any_value(s.dup_group) AS dup_group
+           FROM test_names n
+           LEFT JOIN test_observations o ON o.snap = n.snap AND o.test_id = n.test_id
+           LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
+           WHERE n.snap = ? GROUP BY n.test_id, n.name ORDER BY lines DESC, n.name LIMIT ?""",
+        [snap, MAX_TESTS + 1],
+    ).fetchall()
+    data = review({"task": "tests", "representation": "review", "limits": WHOLE,
+                   "measurement": {"snapshot_id": current.snapshot_id}})
+    duplicates = data.get("duplicates") or []
+    return {
+        "count": current.tests,
+        "status": data.get("status"),
+        "named": [{"name": r[0], "lines": int(r[1]), "files": int(r[2])} for r in rows[:MAX_TESTS]],
+        "named_truncated": len(rows) > MAX_TESTS,
+        "duplicate_groups": data.get("duplicate_groups", 0),
+        "duplicates": duplicates[:MAX_DUPLICATES],
+        "duplicates_truncated": len(duplicates) > MAX_DUPLICATES or bool(data.get("duplicates_truncated")),
+    }
+
+
+def _unavailable(what: str) -> dict[str, Any]:
+    return {"available": False, "reason": f"{what} is not part of this build", "items": []}
+
+
+# Sections other parts of coverage-mcp fill in: name -> fn(project, con, current) -> section.
+# Each answers {"available": bool, ...}; registered here so the projection names them all.
+SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | None], dict[str, Any]]] = {
+    "runs": lambda _p, _c, _s: _unavailable("managed execution (runs and their logs)"),
+    "approvals": lambda _p, _c, _s: _unavailable("managed execution (command approvals)"),
+    "compaction": lambda _p, _c, _s: _unavailable("compaction"),
+    "composite": lambda _p, _c, _s: _unavailable("composite coverage"),
+}
+
+
+def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str | None = None,
+              baseline: str | None = None, suite: str | None = None) -> dict[str, Any]:
+    """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
+    ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
+    the default suite, else the newest snapshot's)."""
+    started = time.perf_counter()
+    state = project.state()
+    checkout = project.checkout
+    cur = _snapshot(project, con, current, "current") if current else None
+    if cur is not None and suite is not None and cur.suite != suite:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
+                            f"current snapshot {cur.snapshot_id} is of suite {cur.suite!r}, not {suite!r}",
+                            "Drop suite, or pick a snapshot of that suite.")
+    if cur is None:
+        chosen = suite or DEFAULT_SUITE
+        cur = project.store.latest(chosen, con)
+        if cur is None and suite is None:
+            cur = project.store.latest(None, con)
+    suite_name = cur.suite if cur is not None else (suite or DEFAULT_SUITE)
+    if baseline == "none" or cur is None:
+        base = None
+    elif baseline:
+        base = _snapshot(project, con, baseline, "baseline")
+    else:
+        base = _previous(project, con, cur)
+    suites = [r[0] for r in con.execute(
+        "SELECT suite FROM snapshots GROUP BY suite ORDER BY max(snap) DESC LIMIT 50").fetchall()]
+    points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
+    review = _service_call(project, con)
+    change = _change(review, cur, base) if cur is not None and base is not None else None
+    data: dict[str, Any] = {
+        "project": {
+            "project_id": checkout.project_id,
+            "repo_key": checkout.repo_key,
+            "checkout_path": str(checkout.worktree_path),
+            "worktree": checkout.worktree_name,
+            "head": state.head,
+            "branch": state.branch,
+            "dirty": state.dirty,
+        },
+        "revision": revision(con),
+        "suite": suite_name,
+        "suites": suites,
+        "selection": {"current": _point(cur) if cur else None, "baseline": _point(base) if base else None},
+        "metrics": _metrics(cur, base),
+        "timeline": {"points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
+                     "truncated": len(points) > MAX_TIMELINE},
+        "change": change,
+        "files": _files(project, con, cur, change) if cur is not None else None,
+        "tests": _tests(project, con, review, cur) if cur is not None else None,
+        "category_words": CATEGORY_WORDS,
+    }
+    for name, section in SECTIONS.items():
+        data[name] = section(project, con, cur)
+    data["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    return data
+
+
+def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str) -> dict[str, Any]:
+    """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
+    review = _service_call(project, con)
+    snap = _snapshot(project, con, snapshot_id, "snapshot")
+    data = review({"task": "source", "representation": "review", "limits": WHOLE, "file": path,
+                   "measurement": {"snapshot_id": snap.snapshot_id}, "lines": f"1-{MAX_SOURCE_LINES}"})
+    lines = [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
+    return {"snapshot_id": snap.snapshot_id, "file": path, "commit": data.get("commit"), "lines": lines,
+            "truncated": bool(data.get("lines_truncated")), "claim_status": data.get("claim_status"),
+            "reasons": data.get("reasons") or []}
