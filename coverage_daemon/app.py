@@ -188,7 +188,6 @@ def create_app(daemon: Daemon) -> web.Application:
     app[DAEMON] = daemon
     app[ACCESS] = {}
     app[STREAMING] = set()
-    app[dashboard.STREAMS] = dashboard.Streams()
     for route in ROUTES:
         resource = app.router.add_resource(route.path)
         resource.add_route(route.method, route.handler)

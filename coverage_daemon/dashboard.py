@@ -186,17 +186,6 @@ async def file_source(request: web.Request) -> web.Response:
 
 # -- the event stream -------------------------------------------------------------------------
 
-class Streams:
-    """How many event streams are open now, and have been closed (what a test checks the server saw)."""
-
-    def __init__(self) -> None:
-        self.open = 0
-        self.closed = 0
-
-
-STREAMS = web.AppKey("dashboard_streams", Streams)
-
-
 async def events(request: web.Request) -> web.StreamResponse:
     """GET /api/dashboard/events?project=: ``revision`` once, then ``refresh`` whenever it changes."""
     _no_query(request, frozenset({"project"}))
@@ -208,7 +197,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         return await daemon.projects.read(target, lambda _project, con: projection.revision(con))
 
     seen = await current()
-    streams = request.app[STREAMS]
+    streams = daemon.streams
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
     await response.prepare(request)
     streams.open += 1
@@ -290,5 +279,5 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-__all__ = ["CSRF_HEADER", "PAGE_CSP", "STREAMS", "Streams", "approve", "asset", "data", "events", "file_source",
+__all__ = ["CSRF_HEADER", "PAGE_CSP", "approve", "asset", "data", "events", "file_source",
            "mint_ticket", "page", "start_session"]

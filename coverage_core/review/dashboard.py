@@ -299,8 +299,14 @@ def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: s
     """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
     review = _service_call(project, con)
     snap = _snapshot(project, con, snapshot_id, "snapshot")
-    data = review({"task": "source", "representation": "review", "limits": WHOLE, "file": path,
-                   "measurement": {"snapshot_id": snap.snapshot_id}, "lines": f"1-{MAX_SOURCE_LINES}"})
+    args = {"task": "source", "representation": "review", "limits": WHOLE, "file": path,
+            "measurement": {"snapshot_id": snap.snapshot_id}, "lines": f"1-{MAX_SOURCE_LINES}"}
+    try:
+        data = review(args)
+    except CoverageError as error:
+        if error.details.get("file_lines") != 0:
+            raise
+        data = {"ranges": [], "commit": error.details.get("commit")}  # an empty file: no line to show
     lines = [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
     return {"snapshot_id": snap.snapshot_id, "file": path, "commit": data.get("commit"), "lines": lines,
             "truncated": bool(data.get("lines_truncated")), "claim_status": data.get("claim_status"),

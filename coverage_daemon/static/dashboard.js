@@ -260,6 +260,15 @@
     const value = ratio(c.hit, c.found);
     return value === null ? -1 : value;
   }
+  function counterCell(c) {
+    return el("td", { class: "num", text: c.found ? pct(ratio(c.hit, c.found)) + " (" + c.hit + "/" + c.found + ")" : "—" });
+  }
+  function sortFiles(key) {
+    sortDir = key === sortKey ? -sortDir : 1;
+    sortKey = key;
+    renderFiles(data);
+    byId("files-table").querySelector('th button[data-sort="' + key + '"]').focus();  // keep the keyboard's place
+  }
   function renderFiles(d) {
     const files = d.files;
     if (!files) { fill("files-body", note("No snapshot yet.")); return; }
@@ -271,13 +280,14 @@
     const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
       el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
         class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
-      }, el("button", { type: "button", text: label, onclick: () => { sortDir = key === sortKey ? -sortDir : 1; sortKey = key; renderFiles(data); } }))),
+      }, el("button", { type: "button", "data-sort": key, text: label, onclick: () => sortFiles(key) }))),
       el("th", { text: "Change" }))),
       el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
         el("td", {}, el("button", { class: "link", type: "button", text: f.path, onclick: () => showSource(f.path) })),
-        ...["lines", "branches", "functions"].map((n) => el("td", { class: "num", text: f[n].found ? pct(ratio(f[n].hit, f[n].found)) + " (" + f[n].hit + "/" + f[n].found + ")" : "—" })).slice(0, 1),
+        counterCell(f.lines),
         el("td", { class: "num", text: f.lines.found - f.lines.hit }),
-        ...["branches", "functions"].map((n) => el("td", { class: "num", text: f[n].found ? pct(ratio(f[n].hit, f[n].found)) + " (" + f[n].hit + "/" + f[n].found + ")" : "—" })),
+        counterCell(f.branches),
+        counterCell(f.functions),
         el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
     fill("files-body", table, files.truncated ? note("Showing " + files.rows.length + " of " + files.total + " files.") : null);
   }
