@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -179,6 +178,7 @@ async def test_the_page_shows_the_numbers_the_cli_shows_for_the_same_snapshots(
         assert page.errors == []
         shots = shots_dir(tmp_path_factory)
         await page.screenshot(path=str(shots / "dashboard-full.png"), full_page=True)
+        await page.screenshot(path=str(shots / "dashboard-top.png"))  # 1280 x 900, as docs/dashboard.png
         for view in VIEWS:
             await page.locator(f"#{view}").screenshot(path=str(shots / f"view-{view}.png"))
 
@@ -336,6 +336,3 @@ async def test_the_static_report_opens_from_disk_with_the_network_off(
         assert await page.locator("#source pre .ln.uncovered").count() > 0
         assert requested == [copied.as_uri()]
         await page.screenshot(path=str(shots_dir(tmp_path_factory) / "static-report.png"), full_page=True)
-        if os.environ.get("COVERAGE_MCP_DOCS_SCREENSHOT"):
-            await page.set_viewport_size({"width": 1280, "height": 1000})
-            await page.screenshot(path=os.environ["COVERAGE_MCP_DOCS_SCREENSHOT"])

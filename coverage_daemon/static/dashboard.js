@@ -43,7 +43,11 @@
     return node;
   }
   function byId(id) { return document.getElementById(id); }
-  function fill(id, ...children) { const node = byId(id); node.replaceChildren(...children.flat()); return node; }
+  function fill(id, ...children) {
+    const node = byId(id);
+    node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+    return node;
+  }
   function pct(value) { return value === null || value === undefined ? "—" : value.toFixed(2) + "%"; }
   function ratio(hit, found) { return found ? (100 * hit / found) : null; }
   function short(sha) { return sha ? sha.slice(0, 10) : "no commit"; }
@@ -181,7 +185,7 @@
     const W = 1180, H = 220, L = 44, R = 12, T = 10, B = 28;
     const x = (i) => L + (points.length === 1 ? (W - L - R) / 2 : i * (W - L - R) / (points.length - 1));
     const y = (v) => T + (100 - v) * (H - T - B) / 100;
-    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title", preserveAspectRatio: "none" });
+    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title" });
     chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length + " snapshots, oldest to newest"));
     for (const v of [0, 25, 50, 75, 100]) {
       chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
@@ -192,7 +196,9 @@
     points.forEach((p, i) => {
       if (p.snapshot_id === cur || p.snapshot_id === base) {
         chart.append(svg("line", { class: "marker", x1: x(i), x2: x(i), y1: T, y2: H - B }));
-        chart.append(svg("text", { x: x(i) + 3, y: H - B + 14 }, p.snapshot_id === cur ? "current" : "baseline"));
+        const right = x(i) > W - 90;
+        chart.append(svg("text", { x: right ? x(i) - 4 : x(i) + 4, y: T + 12, "text-anchor": right ? "end" : "start" },
+          p.snapshot_id === cur ? "current" : "baseline"));
       }
     });
     for (const name of COUNTERS) {
@@ -210,7 +216,7 @@
     }
     const first = points[0], last = points[points.length - 1];
     chart.append(svg("text", { x: L, y: H - 4 }, short(first.commit)));
-    chart.append(svg("text", { x: W - R - 80, y: H - 4 }, short(last.commit)));
+    chart.append(svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }, short(last.commit)));
     box.replaceChildren(chart, el("p", { class: "legend" },
       el("span", { class: "l-lines", text: "lines" }), el("span", { class: "l-branches", text: "branches" }),
       el("span", { class: "l-functions", text: "functions" }),
@@ -313,7 +319,7 @@
         el("span", { class: "no", text: line.line }), line.text)));
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
       el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }), close),
-      pre, (source.reasons || []).map((r) => note(r)));
+      pre, ...(source.reasons || []).map((r) => note(r)));
     box.scrollIntoView({ block: "nearest" });
     close.focus();
   }
