@@ -18,8 +18,8 @@ with fixed bounds on every list:
   the files and ranges of the change review.
 - ``files``: the current snapshot's files (at most ``MAX_FILES``) with their
   change categories; ``file_source`` drills into one file's annotated lines.
-- ``tests``: named tests (at most ``MAX_TESTS``, most lines first) and
-  duplicate candidates.
+- ``tests``: named tests (at most ``MAX_TESTS``, those that hit the most
+  items first) and duplicate candidates.
 - ``runs``, ``approvals``, ``compaction``, ``composite``: the sections of
   managed execution, compaction and composite coverage; each says
   ``available: false`` and why while this build has none of it.
@@ -200,13 +200,12 @@ def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
 def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[dict[str, Any]], dict[str, Any]],
            current: Snapshot) -> dict[str, Any]:
     snap = project.store.snap_key(current.snapshot_id, con)
+    # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
+    # a read of one row per test, never a scan of the observations.
     rows = con.execute(
-        """SELECT n.name, count(DISTINCT (o.file_id, o.line)) FILTER (WHERE o.kind = 0 AND o.hits > 0) AS lines,
-                  count(DISTINCT o.file_id) AS files, any_value(s.dup_group) AS dup_group
-           FROM test_names n
-           LEFT JOIN test_observations o ON o.snap = n.snap AND o.test_id = n.test_id
-           LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
-           WHERE n.snap = ? GROUP BY n.test_id, n.name ORDER BY lines DESC, n.name LIMIT ?""",
+        """SELECT n.name, coalesce(s.item_count, 0) AS items, s.dup_group
+           FROM test_names n LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
+           WHERE n.snap = ? ORDER BY items DESC, n.name LIMIT ?""",
         [snap, MAX_TESTS + 1],
     ).fetchall()
     data = review({"task": "tests", "representation": "review", "limits": WHOLE,
@@ -215,7 +214,7 @@ def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[d
     return {
         "count": current.tests,
         "status": data.get("status"),
-        "named": [{"name": r[0], "lines": int(r[1]), "files": int(r[2])} for r in rows[:MAX_TESTS]],
+        "named": [{"name": r[0], "items": int(r[1])} for r in rows[:MAX_TESTS]],
         "named_truncated": len(rows) > MAX_TESTS,
         "duplicate_groups": data.get("duplicate_groups", 0),
         "duplicates": duplicates[:MAX_DUPLICATES],

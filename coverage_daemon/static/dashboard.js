@@ -129,6 +129,7 @@
     renderCompaction(d.compaction);
     renderComposite(d.composite);
     stats.renders += 1;
+    if (stats.firstRenderMs === undefined) stats.firstRenderMs = performance.now();  // from navigation start
     document.body.dataset.revision = d.revision;
     document.body.dataset.ready = "true";
     if (staticData) status("Static report, generated " + when(d.generated_at || ""));
@@ -329,8 +330,9 @@
     if (!t) { fill("tests-body", note("No snapshot yet.")); return; }
     if (!t.count) { fill("tests-body", note("This snapshot has no named tests (per-test contexts or LCOV TN: sections).")); return; }
     const named = el("table", { id: "tests-table", "aria-label": "Named tests" },
-      el("thead", {}, el("tr", {}, el("th", { text: "Test" }), el("th", { class: "num", text: "Lines" }), el("th", { class: "num", text: "Files" }))),
-      el("tbody", {}, t.named.map((n) => el("tr", {}, el("td", { text: n.name }), el("td", { class: "num", text: n.lines }), el("td", { class: "num", text: n.files })))));
+      el("thead", {}, el("tr", {}, el("th", { text: "Test" }),
+        el("th", { class: "num" }, el("abbr", { title: "lines, branches and functions the test hit", text: "Items hit" })))),
+      el("tbody", {}, t.named.map((n) => el("tr", {}, el("td", { text: n.name }), el("td", { class: "num", text: n.items })))));
     const dups = t.duplicates.length ? el("ul", { id: "duplicates" }, t.duplicates.map((g) => el("li", { text: JSON.stringify(g) })))
       : note("No duplicate candidates: no two tests cover exactly the same items.");
     fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests · " + t.duplicate_groups + " groups of duplicate candidates" }),
