@@ -336,3 +336,22 @@ async def test_the_static_report_opens_from_disk_with_the_network_off(
         assert await page.locator("#source pre .ln.uncovered").count() > 0
         assert requested == [copied.as_uri()]
         await page.screenshot(path=str(shots_dir(tmp_path_factory) / "static-report.png"), full_page=True)
+
+
+LAYOUT_SHIFTS = """() => new Promise((resolve) => {
+    new PerformanceObserver((list) => resolve(list.getEntries().filter((e) => !e.hadRecentInput)
+        .map((e) => ({value: e.value, sources: (e.sources || []).map((s) => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?")}))))
+        .observe({type: "layout-shift", buffered: true});
+    setTimeout(() => resolve([]), 1000);
+})"""
+
+
+async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels(live: Live) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        shifts = await page.evaluate(LAYOUT_SHIFTS)
+        assert sum(s["value"] for s in shifts) < 0.01, shifts
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 1280
+        # a laptop's narrower window still fits without sideways scrolling
+        await page.set_viewport_size({"width": 1024, "height": 700})
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 1024
