@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -355,3 +356,15 @@ async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels
         # a laptop's narrower window still fits without sideways scrolling
         await page.set_viewport_size({"width": 1024, "height": 700})
         assert await page.evaluate("document.documentElement.scrollWidth") <= 1024
+
+
+async def test_the_page_follows_the_system_s_dark_and_light_preference(
+        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    backgrounds = {}
+    for scheme in ("light", "dark"):
+        async with chromium(color_scheme=scheme) as context:
+            page = await live.sign_in(context)
+            backgrounds[scheme] = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+            await page.screenshot(path=str(shots_dir(tmp_path_factory) / f"dashboard-{scheme}.png"))
+    light, dark = ([int(v) for v in re.findall(r"\d+", backgrounds[k])[:3]] for k in ("light", "dark"))
+    assert sum(light) > 600 and sum(dark) < 150, backgrounds
