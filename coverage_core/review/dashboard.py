@@ -71,6 +71,15 @@ CATEGORY_WORDS: dict[str, str] = {
 # table another build lacks is skipped (``revision`` tolerates it).
 REVISION_QUERIES: tuple[str, ...] = (
     "SELECT count(*), coalesce(max(snap), 0) FROM snapshots",
+    # managed execution: registrations, decisions, and every run's state changes (one event each)
+    "SELECT count(*) FROM commands",
+    "SELECT count(*) FROM command_decisions",
+    "SELECT count(*) FROM run_events",
+    # compaction: payloads written and passes run
+    "SELECT count(*), coalesce(sum(payload_bytes), 0) FROM snapshot_payloads",
+    "SELECT count(*) FROM compaction_passes",
+    # composite coverage
+    "SELECT count(*) FROM composite_snapshots",
 )
 
 
