@@ -88,8 +88,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/", dashboard.page, Access.SESSION),
     Route("GET", "/dashboard.js", dashboard.asset, Access.SESSION),
     Route("GET", "/dashboard.css", dashboard.asset, Access.SESSION),
-    Route("GET", "/api/dashboard", dashboard.data, Access.SESSION),
-    Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION),
+    Route("GET", "/api/dashboard", dashboard.data, Access.SESSION_READ),
+    Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION_READ),
     Route("GET", "/api/dashboard/events", dashboard.events, Access.SESSION, streaming=True),
     Route("POST", "/api/dashboard/approve", dashboard.approve, Access.SESSION_WRITE),
 )

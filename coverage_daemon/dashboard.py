@@ -38,8 +38,11 @@ from .state import DAEMON, json_response
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
             "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
-# How often an open stream looks whether its connection or the daemon has gone.
+# How often an open stream looks whether its connection or the daemon has gone, and how long one
+# stream lasts: then the browser reconnects by itself (``retry``), its session checked again.
 STREAM_TICK_S = 0.25
+STREAM_MAX_S = 3600.0
+STREAM_RETRY_MS = 2000
 _ID = "0123456789abcdef"
 
 
@@ -202,9 +205,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     streams.open += 1
     try:
-        await response.write(_event("revision", {"project_id": project_id, "revision": seen}))
+        await response.write(f"retry: {STREAM_RETRY_MS}\n".encode()
+                             + _event("revision", {"project_id": project_id, "revision": seen}))
         next_check = time.monotonic() + daemon.settings.dashboard_refresh_s
-        while not daemon.stop.is_set():
+        ends = time.monotonic() + STREAM_MAX_S
+        while not daemon.stop.is_set() and time.monotonic() < ends:
             transport = request.transport
             if transport is None or transport.is_closing():
                 break

@@ -204,10 +204,13 @@ async def test_a_sign_in_ticket_works_once_and_a_made_up_one_never(live: Running
                 assert page.status == 403
 
 
-async def test_the_client_token_cannot_mint_a_ticket_or_approve(live: Running) -> None:
+async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream_or_approve(live: Running) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.post(live.url + "/api/dashboard/ticket", headers=live.auth) as minted:
             assert minted.status == 403
+        for path in ("/", "/dashboard.js", "/api/dashboard/events"):
+            async with http.get(live.url + path, headers=live.auth) as response:
+                assert response.status == 403, path
         body = {"project": "0123456789abcdef", "command_id": "cmd-1"}
         async with http.post(live.url + "/api/dashboard/approve", json=body, headers=live.admin) as approved:
             assert approved.status == 403 and "session" in (await approved.json())["error"]["message"]

@@ -94,6 +94,10 @@
     stream = new EventSource("/api/dashboard/events?project=" + encodeURIComponent(data.project.project_id));
     stats.streamsOpened += 1;
     stream.addEventListener("refresh", () => { stats.events += 1; load(); });
+    // Sent first on every (re)connection: what was stored meanwhile is loaded once.
+    stream.addEventListener("revision", (event) => {
+      if (data && JSON.parse(event.data).revision !== data.revision) { stats.events += 1; load(); }
+    });
     stream.addEventListener("error", () => status(stream && stream.readyState === 2 ? "Disconnected" : "Reconnecting…"));
     stream.addEventListener("open", () => status("Live: updates as coverage is stored"));
   }
