@@ -39,13 +39,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import library_revision, load_average, machine, median, write_section  # noqa: E402
-from compare import sqlite_repo  # noqa: E402
+from common import library_revision, load_average, machine, median, write_section
+from compare import sqlite_repo
 
-from coverage_core import open_project  # noqa: E402
-from coverage_daemon.client import DaemonClient  # noqa: E402
-from coverage_daemon.identity import CAPABILITY_HEADER  # noqa: E402
-from coverage_daemon.secrets import bearer, client_token  # noqa: E402
+from coverage_core import open_project
+from coverage_daemon.client import DaemonClient
+from coverage_daemon.identity import CAPABILITY_HEADER
+from coverage_daemon.secrets import bearer, client_token
 
 GOAL_MS = 50.0
 
@@ -189,9 +189,9 @@ def main() -> None:
         "| what | figure |",
         "|---|---|",
         f"| `GET /api/dashboard`, first request after the store opens | {ms(api['cold'])} |",
-        f"| `GET /api/dashboard`, warm, median of {args.repeat} (new connection each) | **{ms(api['warm'])}** "
-        f"(goal < {GOAL_MS:.0f} ms: {verdict} it); server-side projection {api['server_ms']:.1f} ms; "
-        f"{api['bytes'] / 1024:.0f} KiB of JSON |",
+        (f"| `GET /api/dashboard`, warm, median of {args.repeat} (new connection each) | **{ms(api['warm'])}** "
+         f"(goal < {GOAL_MS:.0f} ms: {verdict} it); server-side projection {api['server_ms']:.1f} ms; "
+         f"{api['bytes'] / 1024:.0f} KiB of JSON |"),
     ]
     if isinstance(render, str):
         lines.append(f"| page: first full render in Chromium | {render} |")
@@ -199,8 +199,8 @@ def main() -> None:
         lines.append(f"| page: navigation start to first full render in headless Chromium {render['browser']}, "
                      f"median of {args.renders} | **{ms(render['median'])}** (min {ms(render['min'])}, "
                      f"max {ms(render['max'])}) |")
-    lines += ["", "Every timed answer was checked: both snapshots' stored totals, an available change review, "
-              "the 60 named tests."]
+    lines += ["", ("Every timed answer was checked: both snapshots' stored totals, an available change review, "
+                   "the 60 named tests.")]
     text = "\n".join(lines)
     print(text)
     if not args.no_write:

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .output import emit_json, handles_errors
 from .options import json_option, repo_option
+from .output import emit_json, handles_errors
 
 OPEN_FILE = "dashboard-open.html"
 
@@ -51,13 +51,12 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
 
     Example: coverage-mcp dashboard --repo ~/src/app
     """
+    from coverage_core.config import Settings
     from coverage_core.git import discover
     from coverage_daemon.client import running_daemon
     from coverage_daemon.identity import CAPABILITY_HEADER
     from coverage_daemon.launcher import Launcher
     from coverage_daemon.launcher import Settings as LaunchSettings
-
-    from coverage_core.config import Settings
 
     settings = Settings.from_env()
     checkout = discover(Path(repo).absolute())

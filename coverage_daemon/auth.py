@@ -21,14 +21,14 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
-import secrets
-import threading
-import time
 import ipaddress
 import os
+import secrets
 import socket
 import struct
 import sys
+import threading
+import time
 from pathlib import Path
 
 from aiohttp import web

@@ -51,7 +51,7 @@ def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
         if total > MAX_SOURCE_LINES_TOTAL:
             break
         kept[path] = source
-    body = {**data, "sources": kept, "generated_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    body = {**data, "sources": kept, "generated_at": dt.datetime.now(dt.UTC).isoformat()}
     # "</" cannot appear inside the JSON script element: a path or test name with "</script>" stays text.
     payload = json.dumps(body, separators=(",", ":")).replace("</", "<\\/")
     script, style = _asset("dashboard.js"), _asset("dashboard.css")

@@ -25,10 +25,10 @@ from coverage_core.review.dashboard import dashboard, file_source, revision
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 
+from .realcov import copy_checkout
 from .test_daemon_support import Running, ServeProcess, in_process
 from .test_dashboard_browser import cli, measured, store  # noqa: F401 (the module fixture)
 from .test_trust_auth import as_nobody
-from .realcov import copy_checkout
 
 pytest_plugins = ["tests.test_daemon_support"]
 
@@ -277,9 +277,8 @@ async def test_report_through_the_daemon_that_holds_the_store_embeds_its_project
     through = await asyncio.to_thread(cli, repo, "report", "--html", str(tmp_path / "a"))
     assert through["sources"] >= 2
     embedded = _embedded(Path(through["report"]))
-    async with aiohttp.ClientSession() as http:
-        async with http.get(live.url + "/api/dashboard", headers=live.auth) as response:
-            served = (await response.json())["data"]
+    async with aiohttp.ClientSession() as http, http.get(live.url + "/api/dashboard", headers=live.auth) as response:
+        served = (await response.json())["data"]
     assert embedded["metrics"] == through["metrics"] == served["metrics"]
     assert embedded["files"] == served["files"] and embedded["change"] == served["change"]
     assert "projects" not in embedded and "refresh_s" not in embedded
@@ -351,7 +350,7 @@ def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(serve_proces
     with urllib.request.urlopen(mine, timeout=10) as response:
         assert response.status == 200  # the cookie works for its own user
     out = subprocess.run([*prefix, "-c", _STOLEN, serve_process.url, cookie], capture_output=True, text=True,
-                         timeout=60, cwd="/")
+                         timeout=60, cwd="/", check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["/", "403", "/dashboard.js", "403", "/api/dashboard", "403",
                                   "/api/dashboard/events", "403"]

@@ -150,7 +150,8 @@ def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str
 
 
 def _service_call(project: Project, con: duckdb.DuckDBPyConnection) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    from ..service import Service  # the service imports the review modules: import it when used
+    # The service imports the review modules: import it when used.
+    from ..service import Service
 
     service = Service(project)
     return lambda args: service.call("coverage_review", args, con=con)["data"]
