@@ -368,3 +368,17 @@ async def test_the_page_follows_the_system_s_dark_and_light_preference(
             await page.screenshot(path=str(shots_dir(tmp_path_factory) / f"dashboard-{scheme}.png"))
     light, dark = ([int(v) for v in re.findall(r"\d+", backgrounds[k])[:3]] for k in ("light", "dark"))
     assert sum(light) > 600 and sum(dark) < 150, backgrounds
+
+
+async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_snapshot(live: Live) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        listed = (await live.cli("snapshots"))["data"]["snapshots"]
+        oldest = listed[-1]
+        point = page.locator("#timeline-chart circle.s-lines").first  # oldest first, left to right
+        await point.focus()
+        await page.keyboard.press("Enter")
+        await until(page, f"document.querySelector('#pick-current').value === {json.dumps(oldest['snapshot_id'])}")
+        await until(page, "document.body.dataset.ready === 'true' && window.__dashboard.renders >= 2")
+        await assert_metrics_match(page, oldest["totals"])
+        assert f"current={oldest['snapshot_id']}" in page.url

@@ -81,6 +81,7 @@
     state[key] = value;
     if (key === "project") { state.suite = ""; state.current = ""; state.baseline = ""; }
     if (key === "suite") { state.current = ""; state.baseline = ""; }
+    if (key === "current" && state.baseline === value) state.baseline = "";
     if (!staticData) {
       window.history.replaceState(null, "", "?" + query().toString());
       closeStream();
@@ -215,8 +216,16 @@
       if (!coords.length) continue;
       chart.append(svg("polyline", { class: "s-" + name, points: coords.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
       for (const [cx, cy, p, t] of coords) {
-        chart.append(svg("circle", { class: "s-" + name, cx: cx.toFixed(1), cy: cy.toFixed(1), r: 3 },
-          svg("title", {}, name + " " + pct(t.percent) + " at " + short(p.commit) + " (" + when(p.created_at) + ")")));
+        const label = name + " " + pct(t.percent) + " at " + short(p.commit) + " (" + when(p.created_at) + ")";
+        const point = svg("circle", { class: "s-" + name, cx: cx.toFixed(1), cy: cy.toFixed(1), r: 4 }, svg("title", {}, label));
+        if (name === "lines" && !staticData) {  // one stop per snapshot for the keyboard: pick it as current
+          point.setAttribute("tabindex", "0");
+          point.setAttribute("role", "button");
+          point.setAttribute("aria-label", label + ": show this snapshot");
+          point.addEventListener("click", () => choose("current", p.snapshot_id));
+          point.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); choose("current", p.snapshot_id); } });
+        }
+        chart.append(point);
       }
     }
     const first = points[0], last = points[points.length - 1];
