@@ -161,18 +161,15 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
         raw = read_report(spec.path, Limits(cap))
     sha = hashlib.sha256(raw.data).hexdigest()
     try:
-        fmt = detect(raw.data, raw.origin)
-    except CoverageError as exc:
-        fmt, detect_error = None, exc
-    else:
-        detect_error = None
+        fmt: str | None = detect(raw.data, raw.origin)
+    except CoverageError:
+        fmt = None  # not recognizable: read as the component's format, whose parser says what is wrong
     component, variant = _assign(spec, inv, fmt)
     comp = inv.component(component)
+    fmt = fmt or comp.format
     commit = project.git.resolve(spec.commit) if spec.commit else revision
     base = dict(component=component, variant=variant, label=spec.path, sha256=sha, bytes=len(raw.data),
                 commit=commit, format=fmt)
-    if detect_error is not None:
-        return Evidence(**base, status=UNSUPPORTED, message=detect_error.message)
     if fmt not in inv_mod.EVIDENCE_FORMATS or fmt != comp.format:
         return Evidence(**base, status=UNSUPPORTED,
                         message=f"a {fmt} report; component {comp.id!r} takes {comp.format} evidence")
