@@ -139,7 +139,8 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
     if not specs:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "a composite needs at least one report",
                             "Pass the reports that measure the inventory's components.")
-    evidence = [_evidence(project, spec, inv, revision, blobs, changed, texts) for spec in specs]
+    parsed: dict[tuple[str, str], Any] = {}  # one parse per distinct artifact (one build given for two variants)
+    evidence = [_evidence(project, spec, inv, revision, blobs, changed, texts, parsed) for spec in specs]
     agg = aggregate(inv, evidence, identity, carry_from_earlier(project.store, inv.sha256))
     tools = dict(toolchains or {})
     for ev in evidence:
@@ -155,7 +156,7 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
 
 
 def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, blobs: dict[str, str],
-              changed: set[str], texts: dict[str, bytes | None]) -> Evidence:
+              changed: set[str], texts: dict[str, bytes | None], parsed: dict[tuple[str, str], Any]) -> Evidence:
     cap = project.settings.max_report_bytes
     with PARSE_BUDGET.claim(min(cap, _size(spec.path))):
         raw = read_report(spec.path, Limits(cap))
@@ -173,15 +174,20 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
     if fmt not in inv_mod.EVIDENCE_FORMATS or fmt != comp.format:
         return Evidence(**base, status=UNSUPPORTED,
                         message=f"a {fmt} report; component {comp.id!r} takes {comp.format} evidence")
-    try:
-        with PARSE_BUDGET.claim(min(cap, len(raw.data))):
-            report = parse_bytes(raw, fmt)
-    except CoverageError as exc:
-        if exc.code in (ErrorCode.MALFORMED_REPORT, ErrorCode.UNKNOWN_FORMAT, ErrorCode.INVALID_ARGUMENT):
-            return Evidence(**base, status=MALFORMED, message=exc.message)
-        raise
-    mapping = map_paths([f.path for f in report.files], checkout_root=str(project.checkout.worktree_path),
-                        tracked=list(blobs), source_roots=report.source_roots)
+    found = parsed.get((sha, fmt))
+    if found is None:
+        try:
+            with PARSE_BUDGET.claim(min(cap, len(raw.data))):
+                report = parse_bytes(raw, fmt)
+        except CoverageError as exc:
+            if exc.code in (ErrorCode.MALFORMED_REPORT, ErrorCode.UNKNOWN_FORMAT, ErrorCode.INVALID_ARGUMENT):
+                return Evidence(**base, status=MALFORMED, message=exc.message)
+            raise
+        mapping = map_paths([f.path for f in report.files], checkout_root=str(project.checkout.worktree_path),
+                            tracked=list(blobs), source_roots=report.source_roots)
+        found = parsed[(sha, fmt)] = (report, mapping)
+    report, mapping = found
+    del raw
     paths = [p if s == MAPPED else "" for p, s in zip(mapping.paths, mapping.status)]
     file_variants = []
     for f in report.files:
