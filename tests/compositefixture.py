@@ -164,7 +164,7 @@ def regions_report(root: Path, *, sha_of: bytes | None = None) -> dict:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-    out = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    out = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False)
     if out.returncode:
         raise AssertionError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
 
@@ -198,7 +198,7 @@ def measure(root: Path) -> dict[str, Path]:
         target = out / f"native-{variant}.json"
         with open(target, "w") as fh:
             done = subprocess.run([llvm_cov, "export", "-instr-profile", str(merged), str(lib)], cwd=root,
-                                  stdout=fh, stderr=subprocess.PIPE, text=True)
+                                  stdout=fh, stderr=subprocess.PIPE, text=True, check=False)
         if done.returncode:
             raise AssertionError(f"llvm-cov export failed: {done.stderr}")
         reports[f"native-{variant}"] = target

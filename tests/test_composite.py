@@ -288,22 +288,21 @@ def test_composites_of_different_inventories_do_not_compare(product) -> None:
     commit(root, "a third variant")
     b = _build(root, specs(reports))
     assert b.status == "incomplete"
-    with open_project(root) as project:
-        with pytest.raises(CoverageError) as err:
-            Service(project).call("coverage_review", {
-                "task": "change", "measurement": {"composite_snapshot_id": b.composite_id},
-                "baseline": {"kind": "explicit", "composite_snapshot_id": a.composite_id}})
+    with open_project(root) as project, pytest.raises(CoverageError) as err:
+        Service(project).call("coverage_review", {
+            "task": "change", "measurement": {"composite_snapshot_id": b.composite_id},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": a.composite_id}})
     assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "inventory hash" in err.value.message
 
 
 def test_the_cli_builds_and_shows_a_composite(product) -> None:
     root, reports = product
     run = subprocess.run([sys.executable, "-m", "coverage_cli", "composite", "build", "--inventory", INVENTORY,
-                          *specs(reports), "--json"], cwd=root, capture_output=True, text=True)
+                          *specs(reports), "--json"], cwd=root, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     comp = json.loads(run.stdout)["data"]["composite"]
     assert comp["status"] == "complete"
     shown = subprocess.run([sys.executable, "-m", "coverage_cli", "composite", "show"], cwd=root,
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     assert shown.returncode == 0, shown.stderr
     assert comp["composite_snapshot_id"] in shown.stdout and "component native" in shown.stdout

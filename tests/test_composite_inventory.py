@@ -147,10 +147,9 @@ def _composites(root: Path) -> int:
     (["ev.json"], "unassigned_report"),
 ])
 def test_an_undeclared_or_unnamed_variant_is_refused_and_nothing_is_stored(repo: Path, reports, reason) -> None:
-    with open_project(repo) as project:
-        with pytest.raises(CoverageError) as err:
-            build(project, "inv.json", [str(repo / r.split("=")[-1]) if "=" not in r else
-                                        r.replace("=", f"={repo}/") for r in reports])
+    with open_project(repo) as project, pytest.raises(CoverageError) as err:
+        build(project, "inv.json", [str(repo / r.split("=")[-1]) if "=" not in r else
+                                    r.replace("=", f"={repo}/") for r in reports])
     assert err.value.code is ErrorCode.INVALID_ARGUMENT and err.value.details["reason"] == reason
     assert _composites(repo) == 0
 
@@ -158,9 +157,8 @@ def test_an_undeclared_or_unnamed_variant_is_refused_and_nothing_is_stored(repo:
 def test_an_inventory_outside_the_checkout_is_refused(repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "inv.json"
     outside.write_text((repo / "inv.json").read_text())
-    with open_project(repo) as project:
-        with pytest.raises(CoverageError) as err:
-            build(project, outside, [f"gpu:vulkan={repo}/ev.json"])
+    with open_project(repo) as project, pytest.raises(CoverageError) as err:
+        build(project, outside, [f"gpu:vulkan={repo}/ev.json"])
     assert err.value.code is ErrorCode.PATH_OUTSIDE_CHECKOUT
     assert _composites(repo) == 0
 

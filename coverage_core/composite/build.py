@@ -169,8 +169,8 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
     comp = inv.component(component)
     fmt = fmt or comp.format
     commit = project.git.resolve(spec.commit) if spec.commit else revision
-    base = dict(component=component, variant=variant, label=spec.path, sha256=sha, bytes=len(raw.data),
-                commit=commit, format=fmt)
+    base = {"component": component, "variant": variant, "label": spec.path, "sha256": sha, "bytes": len(raw.data),
+            "commit": commit, "format": fmt}
     if fmt not in inv_mod.EVIDENCE_FORMATS or fmt != comp.format:
         return Evidence(**base, status=UNSUPPORTED,
                         message=f"a {fmt} report; component {comp.id!r} takes {comp.format} evidence")

@@ -136,14 +136,16 @@ def _insight(call: Call, budget: Budget, comp_key: int, comp: Composite) -> dict
     uncovered = sel & (rows["hits"] == 0)
     counts = np.bincount(entry[uncovered], minlength=int(entry.max()) + 1 if len(entry) else 0)
     found = np.bincount(entry[sel], minlength=len(counts))
+    # Rows arrive ordered by entry: each entry's rows are one slice.
+    bounds = np.searchsorted(entry, np.arange(len(counts) + 1))
     targets = []
     for e in sorted(np.flatnonzero(counts), key=lambda i: (-int(counts[i]), int(i))):
-        mine = uncovered & (entry == e)
-        first = int(np.flatnonzero(entry == e)[0])
-        ranges = _ranges(rows["start_line"][mine], rows["end_line"][mine])
+        a, b = int(bounds[e]), int(bounds[e + 1])
+        mine = uncovered[a:b]
+        ranges = _ranges(rows["start_line"][a:b][mine], rows["end_line"][a:b][mine])
         targets.append({
-            "component": str(rows["component"][first]), "variant": str(rows["variant"][first]),
-            "logical_source_id": str(rows["logical_source_id"][first]), "path": str(rows["path"][first]),
+            "component": str(rows["component"][a]), "variant": str(rows["variant"][a]),
+            "logical_source_id": str(rows["logical_source_id"][a]), "path": str(rows["path"][a]),
             "uncovered": int(counts[e]), "found": int(found[e]), "ranges": ranges[:RANGES_PER_TARGET],
             "region_count": len(ranges), "regions_truncated": len(ranges) > RANGES_PER_TARGET,
         })

@@ -112,7 +112,7 @@ def _record(row: tuple) -> Composite:
 
 def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance) -> Composite:
     """Store ``agg`` as one immutable composite snapshot, in one transaction."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     composite_id = new_composite_id()
     with store._write_lock:
         con = store.con
@@ -243,31 +243,43 @@ def regions(store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | Non
 
 def carry_from_earlier(store: ProjectStore, inventory_sha256: str):
     """The ``carry`` callback of ``aggregate``: for each entry, the canonical regions of the newest composite of
-    the same inventory and mapping version that measured it on the same text (same content identities)."""
+    the same inventory and mapping version that measured it on the same text (same content identities). One
+    query for all entries."""
 
     def carry(wanted: list[tuple[Entry, tuple[str | None, ...]]]) -> dict[int, dict[str, np.ndarray]]:
-        out: dict[int, dict[str, np.ndarray]] = {}
+        keep = [j for j, (_, identity) in enumerate(wanted) if all(i is not None for i in identity)]
+        if not keep:
+            return {}
         con = store.cursor()
         try:
-            for j, (entry, identity) in enumerate(wanted):
-                if any(i is None for i in identity):
-                    continue
-                row = con.execute(
-                    "SELECT e.comp, e.entry_id FROM composite_entries e JOIN composite_snapshots s ON s.comp = e.comp "
-                    "WHERE s.inventory_sha256 = ? AND s.mapping_version = ? AND e.component = ? AND e.variant = ? "
-                    "AND e.logical_source_id = ? AND e.status = 'measured' AND e.identities = ? "
-                    "ORDER BY e.comp DESC LIMIT 1",
-                    [inventory_sha256, rg.MAPPING_VERSION, entry.component, entry.variant, entry.logical_source_id,
-                     list(identity)]).fetchone()
-                if row is None:
-                    continue
-                rel = con.execute(
-                    "SELECT path, kind, start_line, start_col, end_line, end_col, item, hits FROM composite_regions "
-                    "WHERE comp = ? AND entry_id = ?", [row[0], row[1]]).fetchnumpy()
-                out[j] = {"path": np.asarray(rel["path"], dtype=object),
-                          **{c: np.asarray(rel[c]).astype(t) for c, t in rg.COLUMNS.items() if c != "file"}}
+            con.register("_carry_wanted", {
+                "j": np.array(keep, dtype=np.int32),
+                "component": np.array([wanted[j][0].component for j in keep], dtype=object),
+                "variant": np.array([wanted[j][0].variant for j in keep], dtype=object),
+                "logical_source_id": np.array([wanted[j][0].logical_source_id for j in keep], dtype=object),
+                "identities": _lists([list(wanted[j][1]) for j in keep]),
+            })
+            rel = con.execute(
+                "WITH m AS (SELECT w.j, e.comp, e.entry_id, row_number() OVER (PARTITION BY w.j ORDER BY e.comp DESC) "
+                "AS rn FROM _carry_wanted w JOIN composite_entries e ON e.component = w.component "
+                "AND e.variant = w.variant AND e.logical_source_id = w.logical_source_id "
+                "AND e.identities = w.identities AND e.status = 'measured' "
+                "JOIN composite_snapshots s ON s.comp = e.comp AND s.inventory_sha256 = ? AND s.mapping_version = ?) "
+                "SELECT m.j, r.path, r.kind, r.start_line, r.start_col, r.end_line, r.end_col, r.item, r.hits "
+                "FROM m LEFT JOIN composite_regions r ON r.comp = m.comp AND r.entry_id = m.entry_id WHERE m.rn = 1 "
+                "ORDER BY m.j", [inventory_sha256, rg.MAPPING_VERSION]).fetchnumpy()
+            con.unregister("_carry_wanted")
         finally:
             con.close()
-        return out
+        j = np.asarray(rel["j"])
+        if not len(j):
+            return {}
+        # An entry measured with no regions (a file without code) comes back as one row of NULLs.
+        real = ~np.ma.getmaskarray(rel["kind"])
+        starts = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])
+        ends = np.r_[starts[1:], len(j)]
+        cols = {"path": np.asarray(rel["path"], dtype=object),
+                **{c: np.ma.getdata(rel[c]).astype(t) for c, t in rg.COLUMNS.items() if c != "file"}}
+        return {int(j[a]): {c: v[a:b][real[a:b]] for c, v in cols.items()} for a, b in zip(starts, ends)}
 
     return carry
