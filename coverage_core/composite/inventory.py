@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -301,6 +301,3 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
             logical.setdefault(f, f)
     return Inventory(hashlib.sha256(data).hexdigest(), origin, tuple(components), logical, owned, tuple(entries))
 
-
-def variants_of(inv: Inventory) -> dict[str, Sequence[str]]:
-    return {c.id: c.variants for c in inv.components}
