@@ -128,7 +128,7 @@ COVERAGE_IMPORT = envelope(
     obj("claim_status", "reasons",
         snapshot={"type": "object", "required": ["snapshot_id", "suite", "commit", "totals", "base_ref"]},
         duplicate=BOOLEAN, **CLAIM,
-        composite={"type": "object", "required": ["composite_snapshot_id", "status", "totals", "blocking"]}),
+        composite=OBJECT),
     {"type": "null"},
 )
 

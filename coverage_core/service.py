@@ -239,29 +239,25 @@ OPERATIONS: dict[str, Operation] = {
             description=(
                 "Store a coverage report that lies inside the checkout as an immutable snapshot (external "
                 "evidence). Provenance (commit, branch, dirty) defaults from git. Re-importing an identical "
-                "report is a success marked duplicate. With inventory_path and reports instead of report_path: "
-                "build an immutable composite snapshot (production coverage across languages against the "
-                "inventory, docs/composite-inventory.md)."
+                "report is a success marked duplicate. With inventory_path and reports instead: build a "
+                "composite snapshot (docs/composite-inventory.md)."
             ),
             input_schema={
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
                     "report_path": {"type": "string", "minLength": 1, "maxLength": 4096,
-                                    "description": "Relative to the checkout root, or absolute within it. "
-                                    "Required unless inventory_path and reports are given."},
+                                    "description": "Relative to the checkout root, or absolute within it."},
                     "format": {"enum": list(FORMATS)},
                     "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                     "branch": {"type": "string", "minLength": 1, "maxLength": 500},
                     "commit": {"type": "string", "minLength": 4, "maxLength": 200},
                     "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
                     "scope": {"enum": list(SCOPES)},
-                    "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096,
-                                       "description": "Composite: the inventory file inside the checkout."},
+                    "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096},
                     "reports": {"type": "array", "minItems": 1, "maxItems": 64,
                                 "items": {"type": "string", "minLength": 1, "maxLength": 4200},
-                                "description": "Composite: COMPONENT[:VARIANT]=PATH per report (PATH inside the "
-                                "checkout); a bare PATH when one component takes its format."},
+                                "description": "COMPONENT[:VARIANT]=PATH each."},
                 },
             },
             handler=_import,
