@@ -55,6 +55,8 @@ COMMANDS: dict[str, Entry] = {
                      "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
     "stdio": Entry("coverage_cli.main:connect_command",
                    "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
+    "composite": Entry("coverage_cli.composite_cmds:composite_group",
+                       "Composite production coverage: one exact percentage across languages against an inventory."),
     "dashboard": Entry("coverage_cli.dashboard_cmds:dashboard_command",
                        "Open the dashboard of this repository in the browser, signed in through a one-time link."),
     "report": Entry("coverage_cli.dashboard_cmds:report_command",

@@ -55,15 +55,16 @@ def _task(name: str, **properties: Any) -> dict[str, Any]:
 
 TASK_DATA: dict[str, dict[str, Any]] = {
     "insight": _task("insight", snapshot_ids=ARRAY, commit=NULLABLE_STRING, files_with_gaps=INTEGER, targets=ARRAY,
-                     target_count=INTEGER, targets_truncated=BOOLEAN, files=ARRAY, legend=OBJECT),
+                     target_count=INTEGER, targets_truncated=BOOLEAN, files=ARRAY, legend=OBJECT,
+                     composite=OBJECT),
     "change": _task("change", baseline=OBJECT, current=OBJECT, diff=OBJECT, categories=OBJECT, branches=OBJECT,
                     functions=OBJECT, patch=OBJECT, regression=OBJECT, not_measured=OBJECT, outside_scope=OBJECT,
                     files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN, ranges_cursor=NULLABLE_STRING,
-                    legend=OBJECT),
+                    legend=OBJECT, comparison=OBJECT),
     "incremental": _task("incremental", projection=STRING, baseline=OBJECT, current=OBJECT, lines=OBJECT,
                          branches=OBJECT, functions=OBJECT, categories=OBJECT, regression=OBJECT, tests=OBJECT,
                          attribution=OBJECT, diff=OBJECT, files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN,
-                         legend=OBJECT),
+                         legend=OBJECT, comparison=OBJECT),
     "history": _task("history", suite=STRING, subject=STRING, counter=STRING, points=ARRAY, rows=ARRAY,
                      rows_truncated=BOOLEAN, all_points=ARRAY, window=OBJECT, legend=OBJECT),
     "source": _task("source", snapshot_id=STRING, commit=NULLABLE_STRING, file=STRING, ranges=ARRAY,
@@ -122,10 +123,12 @@ COVERAGE_REVIEW = envelope(
     page(*dict.fromkeys(count for counts in TASK_PAGE.values() for count in counts)),
 )
 
+# An ordinary import answers snapshot and duplicate; a composite import (inventory_path, reports) composite.
 COVERAGE_IMPORT = envelope(
-    obj("snapshot", "duplicate", "claim_status", "reasons",
+    obj("claim_status", "reasons",
         snapshot={"type": "object", "required": ["snapshot_id", "suite", "commit", "totals", "base_ref"]},
-        duplicate=BOOLEAN, **CLAIM),
+        duplicate=BOOLEAN, **CLAIM,
+        composite=OBJECT),
     {"type": "null"},
 )
 

@@ -29,6 +29,7 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
+from .composite import importing as composite_import
 from .review import baseline, budget, context, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
@@ -52,6 +53,18 @@ class Operation:
 
 def _import(call: Call) -> dict[str, Any]:
     """The agent's import: a report inside the checkout only, opened from the checkout's descriptor."""
+    if composite_import.wants_composite(call.args):
+        if "report_path" in call.args:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, "pass report_path (an ordinary snapshot) or inventory_path with reports "
+                "(a composite), not both", "Import the ordinary report and build the composite in two calls.",
+            )
+        return composite_import.import_answer(call)
+    if "report_path" not in call.args:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "coverage_import needs report_path (or inventory_path with reports)",
+            "Pass the report's path inside the checkout, e.g. {\"report_path\": \"coverage.json\"}.",
+        )
     root = call.project.checkout.worktree_path
     text = call.args["report_path"]
     check_path_text(text)
@@ -226,12 +239,12 @@ OPERATIONS: dict[str, Operation] = {
             description=(
                 "Store a coverage report that lies inside the checkout as an immutable snapshot (external "
                 "evidence). Provenance (commit, branch, dirty) defaults from git. Re-importing an identical "
-                "report is a success marked duplicate."
+                "report is a success marked duplicate. With inventory_path and reports instead: build a "
+                "composite snapshot (docs/composite-inventory.md)."
             ),
             input_schema={
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["report_path"],
                 "properties": {
                     "report_path": {"type": "string", "minLength": 1, "maxLength": 4096,
                                     "description": "Relative to the checkout root, or absolute within it."},
@@ -241,6 +254,10 @@ OPERATIONS: dict[str, Operation] = {
                     "commit": {"type": "string", "minLength": 4, "maxLength": 200},
                     "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
                     "scope": {"enum": list(SCOPES)},
+                    "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                    "reports": {"type": "array", "minItems": 1, "maxItems": 64,
+                                "items": {"type": "string", "minLength": 1, "maxLength": 4200},
+                                "description": "COMPONENT[:VARIANT]=PATH each."},
                 },
             },
             handler=_import,
@@ -348,6 +365,12 @@ def owner_import(project: Project, arguments: dict[str, Any], *,
     con = project.store.cursor()
     try:
         call = Call(project, con, arguments)
+        if composite_import.wants_composite(arguments):
+            # The owner's reports may lie anywhere it can read; the inventory stays inside the checkout.
+            return envelope(call, composite_import.import_answer(call, inside_checkout=False), started)
+        if "report_path" not in arguments:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, "an import needs report_path (or inventory_path with "
+                                "reports)", "Pass the report's path.")
         check_path_text(arguments["report_path"])
         # The owner's path, outside the checkout too; still opened once, without
         # blocking, regular files only, and a final link is not followed (the

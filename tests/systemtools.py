@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ROOT / "scripts" / "system-packages"
+NPM_PACKAGES = ROOT / "scripts" / "npm-packages"
+NPM_BIN = ROOT / ".cache" / "npm-tools" / "node_modules" / ".bin"
 
 
 @cache
@@ -27,8 +30,28 @@ def declared() -> dict[str, str]:
     return table
 
 
+@cache
+def declared_npm() -> dict[str, str]:
+    """Command name -> pinned npm package, from ``scripts/npm-packages``."""
+    table = {}
+    for line in NPM_PACKAGES.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            command, spec = line.split()
+            table[command] = spec
+    return table
+
+
 def require(command: str) -> str:
     """The tool's path; skip (or fail under CI=true) when it is not installed."""
+    if command in declared_npm():
+        found = NPM_BIN / command
+        if found.is_file() and os.access(found, os.X_OK):
+            return str(found)
+        reason = (f"needs {command}: install it with `npm install --prefix .cache/npm-tools --no-save "
+                  f"{declared_npm()[command]}` (or run scripts/test)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
     package = declared()[command]  # a KeyError here means: declare the tool first
     found = shutil.which(command)
     if found:

@@ -388,7 +388,8 @@ def test_baseline_errors_name_the_commit_and_say_how_to_get_one(history) -> None
         ({"kind": "ref", "ref": "unrelated"}, ErrorCode.BASELINE_UNAVAILABLE, "shares no history", "parent_commit"),
         ({"kind": "ref", "ref": "feature~1"}, None, "", ""),  # has a snapshot (C): fine
         ({"kind": "explicit", "snapshot_id": "snap-0000000000000000"}, ErrorCode.NOT_FOUND, "snap-0000", "snapshots"),
-        ({"kind": "explicit", "composite_snapshot_id": "comp-1"}, ErrorCode.NOT_SUPPORTED, "composite", "by id"),
+        ({"kind": "explicit", "composite_snapshot_id": "comp-1"}, ErrorCode.INCOMPATIBLE_SNAPSHOTS, "composite",
+         "composite_snapshot_id"),
         ({"kind": "merge_base"}, ErrorCode.INVALID_ARGUMENT, "needs baseline.ref", "main"),
     ]
     for spec, code, mention, hint in cases:

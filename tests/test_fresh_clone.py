@@ -52,3 +52,23 @@ def test_under_ci_a_missing_system_tool_fails_the_run(monkeypatch: pytest.Monkey
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=r"CI=true and needs lcov"):
         require("lcov")
+
+
+def test_a_missing_npm_tool_skips_naming_its_pinned_install_and_fails_under_ci(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from tests import systemtools
+
+    monkeypatch.setattr(systemtools, "NPM_BIN", tmp_path / "empty-bin")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"npm install --prefix \.cache/npm-tools --no-save c8@"):
+        require("c8")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"CI=true and needs c8"):
+        require("c8")
+
+
+def test_the_test_script_installs_the_declared_npm_tools_inside_the_checkout() -> None:
+    script = (ROOT / "scripts" / "test").read_text()
+    assert "scripts/npm-packages" in script and "npm_prefix=.cache/npm-tools" in script
+    assert "npm install --prefix \"$npm_prefix\"" in script and "-g" not in script.split("npm install")[1].split("\n")[0]

@@ -96,16 +96,16 @@ def test_suites_may_differ_but_the_format_must_match(svc: Service) -> None:
     assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "cobertura" in err.value.message
 
 
-def test_incremental_needs_explicit_sides_and_answers_composites_not_supported(svc: Service) -> None:
+def test_incremental_needs_explicit_sides_and_never_mixes_composites_with_snapshots(svc: Service) -> None:
     base = put(svc, lcov(BASE))
     cases = [
         ({"task": "incremental", "baseline": {"kind": "explicit", "snapshot_id": base}}, ErrorCode.INVALID_ARGUMENT),
         ({"task": "incremental", "measurement": {"snapshot_id": base}, "baseline": {"kind": "previous_snapshot"}},
          ErrorCode.INVALID_ARGUMENT),
         ({"task": "incremental", "measurement": {"snapshot_id": base},
-          "baseline": {"kind": "explicit", "composite_snapshot_id": "comp-1"}}, ErrorCode.NOT_SUPPORTED),
+          "baseline": {"kind": "explicit", "composite_snapshot_id": "comp-1"}}, ErrorCode.INCOMPATIBLE_SNAPSHOTS),
         ({"task": "incremental", "measurement": {"composite_snapshot_id": "comp-1"},
-          "baseline": {"kind": "explicit", "snapshot_id": base}}, ErrorCode.NOT_SUPPORTED),
+          "baseline": {"kind": "explicit", "snapshot_id": base}}, ErrorCode.NOT_FOUND),
     ]
     for args, code in cases:
         with pytest.raises(CoverageError) as err:

@@ -131,8 +131,9 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
     kind = spec["kind"]
     if "composite_snapshot_id" in spec:
         raise CoverageError(
-            ErrorCode.NOT_SUPPORTED, "baseline.composite_snapshot_id is not supported yet: composite snapshots are not built",
-            "Compare ordinary snapshots: name the baseline snapshot (or snapshots) by id.",
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            "baseline.composite_snapshot_id compares with a composite measurement, not ordinary snapshots",
+            "Pass measurement={\"composite_snapshot_id\": ...} as well, or name an ordinary baseline snapshot.",
         )
     if kind == "none":
         return Baseline("none", (), (), None, notes=("no baseline: nothing is new, lost or deleted",))

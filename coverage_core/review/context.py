@@ -117,6 +117,14 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
     return snaps, len(rows) > MAX_SUITES
 
 
+def _latest_composite(call: Call) -> dict[str, Any] | None:
+    """The newest composite snapshot's compact record (coverage_core/composite), or None."""
+    from ..composite import store as composite_store  # the composite package imports this module's claims
+
+    found = composite_store.latest(call.project.store, call.con)
+    return None if found is None else found.compact()
+
+
 def project_context(call: Call) -> dict[str, Any]:
     budget = Budget(None, max_words=call.args.get("max_words"))
     # Command pages are the only thing a cursor continues here; none is ever
@@ -138,7 +146,7 @@ def project_context(call: Call) -> dict[str, Any]:
         },
         "suites": [snapshot_brief(call, s, state) for s in snaps],
         "suites_truncated": truncated,
-        "latest_composite": None,
+        "latest_composite": _latest_composite(call),
         "active_runs": [],
         "active_runs_truncated": False,
         "settings": {"max_report_bytes": settings.max_report_bytes, "formats": "detected from content"},

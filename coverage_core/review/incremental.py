@@ -118,7 +118,7 @@ def _arguments(call: Call) -> dict[str, Any]:
             "Name the run's snapshot (or snapshots) by id: the snapshots listing shows them.",
             remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
-    # A composite baseline goes on to baseline.resolve, which answers not_supported.
+    # A composite baseline with an ordinary measurement goes on to baseline.resolve, which refuses it.
     if spec.get("kind") != "explicit" and "composite_snapshot_id" not in spec:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "task='incremental' needs baseline.kind='explicit' with snapshot_id(s)",

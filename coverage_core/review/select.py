@@ -32,11 +32,19 @@ def select(call: Call) -> Selection | None:
     """The snapshot(s) ``measurement`` names; None when nothing is stored yet."""
     m: dict[str, Any] = call.args.get("measurement") or {}
     store = call.project.store
-    if "run_id" in m or "composite_snapshot_id" in m:
-        which = "run_id" if "run_id" in m else "composite_snapshot_id"
+    if "composite_snapshot_id" in m:
+        # coverage_review answers composites before selecting (coverage_core/composite/review.py);
+        # what reaches here reads ordinary snapshots only.
         raise CoverageError(
             ErrorCode.NOT_SUPPORTED,
-            f"measurement.{which} is not supported yet: managed runs and composite snapshots are not built",
+            "this answer reads ordinary snapshots; composites answer coverage_review task=insight, change and "
+            "incremental",
+            "Ask one of those tasks of the composite, or select ordinary snapshots.",
+        )
+    if "run_id" in m:
+        raise CoverageError(
+            ErrorCode.NOT_SUPPORTED,
+            "measurement.run_id is not supported yet: managed runs are not built",
             "Select stored snapshots with measurement.snapshot_id, snapshot_ids or suite.",
         )
     ids: list[str] = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..composite import review as composite_review
 from ..errors import CoverageError, ErrorCode
 from . import source as sources
 from .audit import audit
@@ -211,6 +212,8 @@ def coverage_review(call: Call) -> dict[str, Any]:
     budget = Budget(call.args.get("limits"))
     if task in UNSELECTED:
         return UNSELECTED[task](call, budget)
+    if composite_review.wants_composite(call.args):
+        return composite_review.review(call, budget)
     sel = select(call)
     if sel is None:
         return {

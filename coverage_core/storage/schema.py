@@ -11,6 +11,8 @@ History:
     4  content identity of the measured text: ``files.content_blob`` (the git
        blob id of the text the report measured) and ``file_texts`` (that text,
        zstd-compressed, for files measured with uncommitted edits).
+    5  composite snapshots (``composite_snapshots``), their inventory entries
+       (``composite_entries``) and canonical regions (``composite_regions``).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -30,7 +32,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 4
+SCHEMA_REVISION = 5
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -213,8 +215,65 @@ CREATE TABLE file_texts (
 );
 """
 
+_REVISION_5 = """
+-- Immutable composite snapshots: one inventory's production coverage across
+-- languages at one checkout revision (coverage_core/composite).
+CREATE TABLE composite_snapshots (
+    comp              INTEGER PRIMARY KEY,       -- internal key of entry and region rows
+    composite_id      VARCHAR NOT NULL UNIQUE,   -- public id, 'comp-' prefixed
+    created_at        TIMESTAMPTZ NOT NULL,
+    mapping_version   VARCHAR NOT NULL,          -- canonical-region rules (composite/regions.py)
+    inventory_sha256  VARCHAR NOT NULL,          -- SHA-256 of the inventory file's bytes
+    inventory_path    VARCHAR NOT NULL,
+    commit_sha        VARCHAR,                   -- the checkout revision
+    dirty             BOOLEAN NOT NULL,          -- tracked files had uncommitted changes
+    branch            VARCHAR,
+    worktree_id       VARCHAR NOT NULL,
+    worktree_path     VARCHAR NOT NULL,
+    provenance        VARCHAR NOT NULL,          -- 'import' | 'run'
+    registration      JSON,                      -- the command registration of a managed run
+    toolchains        JSON NOT NULL,             -- tool -> version
+    artifacts         JSON NOT NULL,             -- the evidence reports: hashes, formats, statuses
+    status            VARCHAR NOT NULL,          -- 'complete' | 'incomplete'
+    denominator_known BOOLEAN NOT NULL,
+    totals            JSON NOT NULL,             -- kind -> {found, hit}, plus combined
+    components        JSON NOT NULL,             -- per-component summaries
+    blocking          JSON NOT NULL,             -- one reason per unmeasured inventory entry
+    remediation       JSON NOT NULL              -- {measure: [...], test: [...]}
+);
+
+-- One row per inventory entry (component x variant x logical source).
+CREATE TABLE composite_entries (
+    comp              INTEGER NOT NULL,
+    entry_id          INTEGER NOT NULL,
+    component         VARCHAR NOT NULL,
+    variant           VARCHAR NOT NULL,
+    logical_source_id VARCHAR NOT NULL,
+    paths             VARCHAR[] NOT NULL,
+    identities        VARCHAR[] NOT NULL,        -- git blob of each path's text ('' unknown)
+    status            VARCHAR NOT NULL,          -- 'measured' or the blocking reason
+    detail            VARCHAR,
+    denominator       VARCHAR NOT NULL           -- evidence | carried | zeroed_evidence | unknown
+);
+
+-- Canonical regions, deduplicated by (entry, kind, span, item); ``path`` is
+-- one path of the entry's logical source.
+CREATE TABLE composite_regions (
+    comp       INTEGER NOT NULL,
+    entry_id   INTEGER NOT NULL,
+    path       VARCHAR NOT NULL,
+    kind       TINYINT NOT NULL,                 -- 0 code, 1 branch, 2 function
+    start_line INTEGER NOT NULL,
+    start_col  INTEGER NOT NULL,
+    end_line   INTEGER NOT NULL,
+    end_col    INTEGER NOT NULL,
+    item       INTEGER NOT NULL,
+    hits       BIGINT NOT NULL
+);
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
