@@ -88,11 +88,14 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
 @click.option("--current", help="Snapshot to show (default: the newest of the suite).")
 @click.option("--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current).")
 @click.option("--suite", help="Suite whose snapshots to show (default: the default suite).")
+@click.option("--composite", help="Composite snapshot to show (default: the newest).")
+@click.option("--composite-baseline", "composite_baseline",
+              help="Composite snapshot to compare with, or 'none' (default: the one stored before).")
 @repo_option
 @json_option
 @handles_errors
-def report_command(directory: Path, current: str | None, baseline: str | None, suite: str | None, repo: str,
-                   as_json: bool) -> None:
+def report_command(directory: Path, current: str | None, baseline: str | None, suite: str | None,
+                   composite: str | None, composite_baseline: str | None, repo: str, as_json: bool) -> None:
     """Write the dashboard as a static, self-contained HTML report (for CI artifacts).
 
     The same page as `coverage-mcp dashboard`, with its data embedded: it opens
@@ -105,7 +108,9 @@ def report_command(directory: Path, current: str | None, baseline: str | None, s
     from coverage_daemon.client import open_project
 
     with open_project(repo) as project:
-        data, sources = _report_data(project, current, baseline, suite)
+        chosen = {"current": current, "baseline": baseline, "suite": suite, "composite": composite,
+                  "composite_baseline": composite_baseline}
+        data, sources = _report_data(project, chosen)
     out = static_report.write(directory, data, sources)
     metrics = data["metrics"]
     if as_json:
@@ -118,15 +123,14 @@ def report_command(directory: Path, current: str | None, baseline: str | None, s
     click.echo(f"wrote {out} (lines {lines if lines is not None else '—'}%)", file=sys.stdout)
 
 
-def _report_data(project: Any, current: str | None, baseline: str | None,
-                 suite: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
     from coverage_core.review import dashboard as projection
     from coverage_daemon import static_report
 
     if hasattr(project, "client"):  # the daemon holds the store: its read routes answer with the same projection
         client = project.client
-        query = {"project": project.project_id, "current": current, "baseline": baseline, "suite": suite}
+        query = {"project": project.project_id, **chosen}
         data = client.request("GET", "/api/dashboard", query=query)[1]["data"]
         data.pop("projects", None)
         data.pop("refresh_s", None)
@@ -138,7 +142,7 @@ def _report_data(project: Any, current: str | None, baseline: str | None,
         return data, sources
     con = project.store.cursor()
     try:
-        data = projection.dashboard(project, con, current=current, baseline=baseline, suite=suite)
+        data = projection.dashboard(project, con, **chosen)
         snap = (data["selection"]["current"] or {}).get("snapshot_id")
         sources = {path: projection.file_source(project, con, snap, path)
                    for path in (static_report.source_candidates(data) if snap else [])}

@@ -44,6 +44,8 @@ STREAM_TICK_S = 0.25
 STREAM_MAX_S = 3600.0
 STREAM_RETRY_MS = 2000
 _ID = "0123456789abcdef"
+# What the page's address and GET /api/dashboard select: the project, ordinary and composite snapshots.
+SELECTION = frozenset({"project", "suite", "current", "baseline", "composite", "composite_baseline"})
 
 
 @cache
@@ -100,7 +102,7 @@ async def start_session(request: web.Request) -> web.Response:
 
 async def page(request: web.Request) -> web.Response:
     """GET /: the dashboard page, with this session's CSRF token for its writes."""
-    _no_query(request, allowed=frozenset({"project", "current", "baseline", "suite"}))
+    _no_query(request, allowed=SELECTION)
     csrf = request.app[DAEMON].authorizer.sessions.session_of(request) or ""
     text = asset_text("index.html").replace("{{csrf}}", html.escape(csrf, quote=True))
     return web.Response(text=text, content_type="text/html", charset="utf-8", headers=_page_headers())
@@ -159,14 +161,14 @@ async def _projects(request: web.Request) -> list[dict[str, Any]]:
 
 
 async def data(request: web.Request) -> web.Response:
-    """GET /api/dashboard?project=&current=&baseline=&suite=: the one bounded projection."""
-    _no_query(request, frozenset({"project", "current", "baseline", "suite"}))
+    """GET /api/dashboard?project=&suite=&current=&baseline=&composite=&composite_baseline=: the one bounded
+    projection."""
+    _no_query(request, SELECTION)
     project_id = await _project_id(request)
-    current, baseline = _text(request, "current", 200), _text(request, "baseline", 200)
-    suite = _text(request, "suite", 200)
+    chosen = {key: _text(request, key, 200) for key in SELECTION - {"project"}}
 
     def read(project: Any, con: Any) -> dict[str, Any]:
-        return projection.dashboard(project, con, current=current, baseline=baseline, suite=suite)
+        return projection.dashboard(project, con, **chosen)
 
     body = await request.app[DAEMON].projects.read(Target(project_id=project_id), read)
     body["projects"] = await _projects(request)

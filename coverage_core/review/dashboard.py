@@ -20,9 +20,12 @@ with fixed bounds on every list:
   change categories; ``file_source`` drills into one file's annotated lines.
 - ``tests``: named tests (at most ``MAX_TESTS``, those that hit the most
   items first) and duplicate candidates.
-- ``runs``, ``approvals``, ``compaction``, ``composite``: the sections of
-  managed execution, compaction and composite coverage; each says
-  ``available: false`` and why while this build has none of it.
+- ``composite``: composite production coverage, its current and baseline
+  composite snapshots chosen independently of the ordinary ones: the exact
+  percentage, the components, blocking reasons and remediation buckets.
+- ``runs``, ``approvals``, ``compaction``: the sections of managed execution
+  and compaction; each says ``available: false`` and why while this build
+  has none of it.
 
 ``revision(con)`` is the cheap fingerprint the event stream compares: it
 changes whenever anything the projection shows was stored or deleted.
@@ -31,6 +34,7 @@ changes whenever anything the projection shows was stored or deleted.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +52,7 @@ MAX_TESTS = 200
 MAX_DUPLICATES = 100
 MAX_RANGES = 500
 MAX_SOURCE_LINES = 20_000
+MAX_COMPOSITES = 50
 COUNTERS = ("lines", "branches", "functions")
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
@@ -232,6 +237,69 @@ def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[d
     }
 
 
+def _composite_record(comp: Any) -> dict[str, Any]:
+    from ..composite.review import summary
+
+    return summary(comp)
+
+
+def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | None,
+               baseline: str | None) -> dict[str, Any]:
+    """Composite production coverage: the chosen composite snapshot (default: the newest) and its baseline
+    (default: the one stored before it, ``none`` for no comparison), chosen independently of the ordinary ones."""
+    from ..composite import store as composites
+
+    rows = con.execute(
+        "SELECT composite_id, created_at, commit_sha, status, totals FROM composite_snapshots "
+        "ORDER BY comp DESC LIMIT ?", [MAX_COMPOSITES + 1]).fetchall()
+    empty = "No composite snapshot yet: `coverage-mcp composite build --inventory F REPORT...` makes one."
+    if not rows and current is None:
+        return {"available": True, "current": None, "baseline": None, "choices": [], "items": [], "empty": empty}
+
+    def choice(row: tuple[Any, ...]) -> dict[str, Any]:
+        totals = json.loads(row[4]) if isinstance(row[4], str) else row[4]
+        combined = totals["combined"]
+        return {"composite_snapshot_id": row[0], "created_at": row[1].isoformat(), "commit": row[2],
+                "status": row[3], "percent": _percent(combined["hit"], combined["found"])}
+
+    try:
+        cur = composites.get(project.store, current, con) if current else composites.latest(project.store, con)
+        if baseline == "none" or cur is None:
+            base = None
+        elif baseline:
+            base = composites.get(project.store, baseline, con)
+        else:
+            row = con.execute(
+                "SELECT composite_id FROM composite_snapshots WHERE comp < "
+                "(SELECT comp FROM composite_snapshots WHERE composite_id = ?) ORDER BY comp DESC LIMIT 1",
+                [cur.composite_id]).fetchone()
+            base = composites.get(project.store, row[0], con) if row else None
+    except CoverageError as error:
+        raise CoverageError(error.code, f"composite: {error.message}", error.suggestion,
+                            {**error.details, "selection": "composite"}) from None
+    record = _composite_record(cur)
+    delta = None
+    if base is not None and cur.percent() is not None and base.percent() is not None:
+        delta = round(cur.percent() - base.percent(), 2)
+    return {
+        "available": True,
+        "current": record,
+        "baseline": _composite_record(base) if base is not None else None,
+        "delta": delta,
+        "choices": [choice(r) for r in rows[:MAX_COMPOSITES]],
+        "choices_truncated": len(rows) > MAX_COMPOSITES,
+        "items": [{"component": c["id"], "language": c["language"], "format": c["format"],
+                   "variants": ", ".join(c["variants"]), "hit": c["totals"]["combined"]["hit"],
+                   "found": c["totals"]["combined"]["found"],
+                   "percent": _percent(c["totals"]["combined"]["hit"], c["totals"]["combined"]["found"]),
+                   "measured": f"{c['measured']} of {c['entries']}"} for c in record["components"]],
+        "blocking": record["blocking"],
+        "blocking_total": record["blocking_total"],
+        "remediation": record["remediation"],
+        "empty": empty,
+    }
+
+
 def _unavailable(what: str) -> dict[str, Any]:
     return {"available": False, "reason": f"{what} is not part of this build", "items": []}
 
@@ -242,15 +310,16 @@ SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | Non
     "runs": lambda _p, _c, _s: _unavailable("managed execution (runs and their logs)"),
     "approvals": lambda _p, _c, _s: _unavailable("managed execution (command approvals)"),
     "compaction": lambda _p, _c, _s: _unavailable("compaction"),
-    "composite": lambda _p, _c, _s: _unavailable("composite coverage"),
 }
 
 
 def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str | None = None,
-              baseline: str | None = None, suite: str | None = None) -> dict[str, Any]:
+              baseline: str | None = None, suite: str | None = None, composite: str | None = None,
+              composite_baseline: str | None = None) -> dict[str, Any]:
     """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
     ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
-    the default suite, else the newest snapshot's)."""
+    the default suite, else the newest snapshot's); ``composite``/``composite_baseline``: composite
+    snapshot ids, chosen independently (default: the newest and the one before it)."""
     started = time.perf_counter()
     state = project.state()
     checkout = project.checkout
@@ -300,6 +369,7 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
     }
     for name, section in SECTIONS.items():
         data[name] = section(project, con, cur)
+    data["composite"] = _composite(project, con, composite, composite_baseline)
     data["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
     return data
 

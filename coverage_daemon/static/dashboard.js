@@ -13,6 +13,7 @@
   const state = {
     project: params.get("project") || "", suite: params.get("suite") || "",
     current: params.get("current") || "", baseline: params.get("baseline") || "",
+    composite: params.get("composite") || "", composite_baseline: params.get("composite_baseline") || "",
   };
   let data = null;
   let stream = null;
@@ -58,7 +59,7 @@
   // -- loading --------------------------------------------------------------------------------
   function query() {
     const q = new URLSearchParams();
-    for (const key of ["project", "suite", "current", "baseline"]) if (state[key]) q.set(key, state[key]);
+    for (const key of ["project", "suite", "current", "baseline", "composite", "composite_baseline"]) if (state[key]) q.set(key, state[key]);
     return q;
   }
   async function load() {
@@ -80,7 +81,9 @@
   function choose(key, value) {
     state[key] = value;
     if (key === "project") { state.suite = ""; state.current = ""; state.baseline = ""; }
+    if (key === "project") { state.composite = ""; state.composite_baseline = ""; }
     if (key === "suite") { state.current = ""; state.baseline = ""; }
+    if (key === "composite" && state.composite_baseline === value) state.composite_baseline = "";
     if (key === "current" && state.baseline === value) state.baseline = "";
     if (!staticData) {
       window.history.replaceState(null, "", "?" + query().toString());
@@ -400,11 +403,57 @@
   function renderCompaction(section) {
     generic(section, "compaction-body", [["kind", "What"], ["count", "Count"], ["bytes", "Bytes"], ["detail", "Detail"]]);
   }
+  function compositeLabel(c) {
+    return c.composite_snapshot_id.slice(5, 13) + " · " + short(c.commit) + " · " + when(c.created_at).slice(0, 16) +
+      " · " + pct(c.percent) + " · " + c.status;
+  }
   function renderComposite(section) {
-    if (!generic(section, "composite-body", [["component", "Component"], ["percent", "Coverage"], ["status", "Status"]])) return;
-    if (section.blocking && section.blocking.length) {
-      byId("composite-body").append(el("h3", { text: "Blocking reasons" }), el("ul", {}, section.blocking.map((b) => el("li", { text: String(b) }))));
-    }
+    if (!section || !section.available) { generic(section, "composite-body", []); return; }
+    const cur = section.current;
+    if (!cur) { fill("composite-body", note(section.empty)); return; }
+    const base = section.baseline;
+    const choices = section.choices.map((c) => [c.composite_snapshot_id, compositeLabel(c)]);
+    const pickCur = el("select", { id: "pick-composite", disabled: !!staticData });
+    options(pickCur, choices, cur.composite_snapshot_id);
+    pickCur.addEventListener("change", (event) => choose("composite", event.target.value));
+    const pickBase = el("select", { id: "pick-composite-baseline", disabled: !!staticData });
+    options(pickBase, [["none", "none (no comparison)"], ...choices], base ? base.composite_snapshot_id : "none");
+    pickBase.addEventListener("change", (event) => choose("composite_baseline", event.target.value));
+    const combined = cur.totals.combined;
+    const delta = section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
+      : (section.delta > 0 ? "+" : section.delta < 0 ? "−" : "±") + Math.abs(section.delta).toFixed(2) +
+        " points vs baseline (" + pct(base.percent) + ")";
+    const headline = el("div", { class: "card composite-card", id: "composite-headline" },
+      el("h3", { text: "Production regions, all components" }),
+      el("p", { class: "percent", text: pct(cur.percent) }),
+      el("p", { class: "counts", text: combined.hit + " of " + combined.found + " covered · " + cur.status +
+        (cur.denominator_known ? "" : " · denominator unknown") }),
+      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta }));
+    const components = el("table", { id: "composite-components", "aria-label": "Components" },
+      el("thead", {}, el("tr", {}, ["Component", "Language", "Format", "Variants", "Coverage", "Measured entries"].map((h, i) =>
+        el("th", { class: i === 4 ? "num" : "", text: h })))),
+      el("tbody", {}, section.items.map((c) => el("tr", { "data-component": c.component },
+        el("td", { text: c.component }), el("td", { text: c.language }), el("td", { text: c.format }),
+        el("td", { text: c.variants }),
+        el("td", { class: "num", text: c.found ? pct(c.percent) + " (" + c.hit + "/" + c.found + ")" : "—" }),
+        el("td", { text: c.measured })))));
+    const blocking = section.blocking.length
+      ? el("ul", { id: "composite-blocking" }, section.blocking.map((b) => el("li", {},
+          el("strong", { text: b.component + (b.variant && b.variant !== "default" ? ":" + b.variant : "") + " " }),
+          (b.logical_source_id || "") + ": " + b.reason + (b.detail ? " (" + b.detail + ")" : ""))))
+      : note("Nothing blocks: every inventory entry has usable evidence.");
+    const buckets = Object.entries(section.remediation || {}).filter(([, items]) => items.length).map(([bucket, items]) =>
+      el("li", {}, el("strong", { text: bucket + ": " }), items.map((i) =>
+        [i.component, i.variant, i.logical_source_id || (i.examples || []).join(", ")].filter(Boolean).join(" ") +
+        (i.uncovered !== undefined ? " (" + i.uncovered + " of " + i.found + " uncovered)" : "") +
+        (i.reason ? " (" + i.reason + ")" : "")).join("; ")));
+    fill("composite-body",
+      el("div", { class: "pickers composite-pickers" },
+        el("label", {}, "Composite ", pickCur), el("label", {}, "Composite baseline ", pickBase)),
+      el("div", { class: "two" }, headline, el("div", {},
+        el("h3", { text: "Blocking reasons" + (section.blocking_total > section.blocking.length ? " (first " + section.blocking.length + " of " + section.blocking_total + ")" : "") }),
+        blocking, buckets.length ? el("h3", { text: "What to do next" }) : null, buckets.length ? el("ul", {}, buckets) : null)),
+      components);
   }
 
   // -- wiring ---------------------------------------------------------------------------------
