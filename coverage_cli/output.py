@@ -54,6 +54,7 @@ EXIT_CODES: dict[ErrorCode, int] = {
     ErrorCode.DEADLINE_EXCEEDED: FAILED,
     ErrorCode.INTERNAL: FAILED,
     ErrorCode.THRESHOLD_NOT_MET: THRESHOLD,
+    ErrorCode.NOT_APPROVED: FAILED,
 }
 
 

@@ -24,6 +24,7 @@ import attrs
 
 from . import output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
+from .execution import ops as execution
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
 from .parsers import FORMATS
@@ -48,6 +49,9 @@ class Operation:
     destructive: bool = False
     idempotent: bool = True
     open_world: bool = False
+    # Writes only through managed execution's own connection (never the store's write gate), and may
+    # wait for a run: a transport runs it like a read, on its own connection.
+    own_writes: bool = False
 
 
 def _import(call: Call) -> dict[str, Any]:
@@ -247,6 +251,136 @@ OPERATIONS: dict[str, Operation] = {
             output_schema=output_schemas.COVERAGE_IMPORT,
             read_only=False,
             idempotent=True,
+        ),
+        Operation(
+            name="register_test_command",
+            title="Register a test command",
+            description=(
+                "Propose an exact test command (argv words, never a shell string) that writes coverage reports "
+                "(artifacts) inside the checkout. Registrations are immutable and content-hashed; the same content "
+                "finds the same command. It runs only once a person approves it: data.command.status is pending "
+                "with the CLI line to approve it (approval_mode out_of_band, the default), or approved when the "
+                "project's approval_mode is attested and human_approved, approved_by and approval_note are given. "
+                "args_policy selectors lets run_test append test paths or ids."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "argv", "artifacts"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "argv": {"type": "array", "minItems": 1, "maxItems": 256,
+                             "items": {"type": "string", "maxLength": 4096},
+                             "description": 'Program and arguments, e.g. ["python", "-m", "pytest", "--cov", '
+                             '"--cov-report=json"].'},
+                    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096,
+                            "description": "Relative to the checkout root, inside it (default '.')."},
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400,
+                                  "description": "Seconds before the run is stopped (default 600)."},
+                    "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"},
+                            "description": "Variables added to the environment the command gets."},
+                    "artifacts": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
+                        "type": "object", "additionalProperties": False, "required": ["path", "suite"],
+                        "properties": {
+                            "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                            "format": {"enum": list(FORMATS)},
+                            "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                            "scope": {"enum": list(SCOPES)},
+                        }}, "description": "Reports the command writes, ingested after each run."},
+                    "args_policy": {"enum": ["none", "selectors"],
+                                    "description": "none (default): no case arguments; selectors: test paths or "
+                                    "ids inside the checkout, never options."},
+                    "human_approved": {"type": "boolean"},
+                    "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
+                },
+            },
+            handler=execution.register_test_command,
+            output_schema=output_schemas.REGISTER_TEST_COMMAND,
+            read_only=False,
+            idempotent=True,
+            own_writes=True,
+        ),
+        Operation(
+            name="run_test",
+            title="Run an approved test command",
+            description=(
+                "Queue a run of an approved command; its reports are ingested when it ends (data.run.artifacts: "
+                "ingested with snapshot_id, skipped_stale, or failed). wait=false (default) answers the run id at "
+                "once; wait=true answers when it ends or shortly before the request deadline (state running). "
+                "reuse_if_unchanged (default true) answers the last successful run of the same execution "
+                "fingerprint (reused: true). A baseline attaches an incremental_review."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["command_id"],
+                "properties": {
+                    "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
+                    "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096},
+                             "description": "Case arguments under the command's args_policy (selectors: paths or "
+                             "test ids inside the checkout)."},
+                    "wait": {"type": "boolean"},
+                    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "reuse_if_unchanged": {"type": "boolean"},
+                    "baseline": {"type": "object", "additionalProperties": False, "maxProperties": 1,
+                                 "minProperties": 1, "properties": {
+                                     "snapshot_id": SNAPSHOT_ID,
+                                     "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1,
+                                                      "maxItems": 32}},
+                                 "description": "Explicit incremental baseline snapshot(s)."},
+                },
+            },
+            handler=execution.run_test,
+            output_schema=output_schemas.RUN_TEST,
+            read_only=False,
+            idempotent=False,
+            open_world=True,
+            own_writes=True,
+        ),
+        Operation(
+            name="run_review",
+            title="Review a run",
+            description=(
+                "A run's status (state, exit code, durations, artifacts and their snapshots, the attached "
+                "incremental review, state transitions) or its logs (bounded pages; search: a literal substring, "
+                "never a regex, bounded in time; continue with page.next_cursor)."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["run_id"],
+                "properties": {
+                    "run_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                    "view": {"enum": ["status", "logs"]},
+                    "stream": {"enum": ["stdout", "stderr"]},
+                    "search": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "cursor": {"type": "string", "maxLength": 2000},
+                },
+            },
+            handler=execution.run_review,
+            output_schema=output_schemas.RUN_REVIEW,
+            own_writes=True,
+        ),
+        Operation(
+            name="cancel_run",
+            title="Cancel a run",
+            description=(
+                "Cancel a queued or running run: its whole process group is stopped (TERM, a grace period, "
+                "KILL) and it ends cancelled. A run that has ended is answered as it is."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["run_id"],
+                "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 64}},
+            },
+            handler=execution.cancel_run,
+            output_schema=output_schemas.CANCEL_RUN,
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+            own_writes=True,
         ),
     )
 }

@@ -32,16 +32,19 @@ def select(call: Call) -> Selection | None:
     """The snapshot(s) ``measurement`` names; None when nothing is stored yet."""
     m: dict[str, Any] = call.args.get("measurement") or {}
     store = call.project.store
-    if "run_id" in m or "composite_snapshot_id" in m:
-        which = "run_id" if "run_id" in m else "composite_snapshot_id"
+    if "composite_snapshot_id" in m:
         raise CoverageError(
             ErrorCode.NOT_SUPPORTED,
-            f"measurement.{which} is not supported yet: managed runs and composite snapshots are not built",
+            "measurement.composite_snapshot_id is not supported yet: composite snapshots are not built",
             "Select stored snapshots with measurement.snapshot_id, snapshot_ids or suite.",
         )
     ids: list[str] = []
     notes: list[str] = []
-    if "snapshot_id" in m:
+    if "run_id" in m:  # the union of the snapshots the run ingested
+        from ..execution.ops import measurement_snapshots
+
+        ids = measurement_snapshots(call, m["run_id"])
+    elif "snapshot_id" in m:
         ids = [m["snapshot_id"]]
     elif "snapshot_ids" in m:
         ids = list(dict.fromkeys(m["snapshot_ids"]))
