@@ -383,3 +383,27 @@ with open_project({str(repo)!r}) as p:
         found = queue.get(project.store, run_id)
         assert found["state"] == "interrupted"
     assert not alive(grandchild)
+
+
+def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and_lists_active_runs(
+        project: Project) -> None:
+    ids = [register(project, [PY, "gen.py", str(i)]) for i in range(10)]
+    for command_id in ids[:3]:
+        registry.approve(project, command_id, approved_by="ann", via="cli")
+    registry.reject(project, ids[9], rejected_by="ann", via="cli")
+    slow = approved(project, [PY, "sleepy.py"], artifacts=[{"path": "cov.info", "suite": "slow"}])
+    active = run(project, command_id=slow)
+    service = Service(project)
+    first = service.call("project_context", {})
+    shown = first["data"]["commands"]
+    assert len(shown) == 8 and [c["status"] for c in shown[:4]] == ["approved"] * 4
+    assert all(c["status"] in ("approved", "pending") for c in shown)
+    assert [r["id"] for r in first["data"]["active_runs"]] == [active["id"]]
+    second = service.call("project_context", {"cursor": first["page"]["next_cursor"]})
+    rest = second["data"]["commands"]
+    assert second["page"]["next_cursor"] is None
+    # 4 approved + 6 pending; the rejected one is not listed.
+    assert sorted(c["id"] for c in shown + rest) == sorted([*ids[:9], slow])
+    assert all(c["approve_with"] == f"coverage-mcp command approve {c['id']}" for c in rest
+               if c["status"] == "pending")
+    service.call("cancel_run", {"run_id": active["id"]})

@@ -139,14 +139,16 @@ def active_baselines(store: ProjectStore) -> dict[str, str]:
     return out
 
 
-def list_runs(project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
-    """Runs, newest first; ``status`` (a state) filters. Each a brief record."""
+def list_runs(project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0,
+              states: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Runs, newest first; ``status`` (a state, or several ``states``) filters. Each a brief record."""
     if status is not None and status not in STATES:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"status must be one of {', '.join(STATES)}",
                             "e.g. --status running", {"status": status})
-    sql = "SELECT run_id FROM runs" + (" WHERE state = ?" if status else "") + \
+    wanted = [status] if status else list(states or ())
+    sql = "SELECT run_id FROM runs" + (" WHERE list_contains(?, state)" if wanted else "") + \
         " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
-    params: list[Any] = ([status] if status else []) + [int(limit), int(offset)]
+    params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
     return [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
 
 

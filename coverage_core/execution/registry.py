@@ -230,13 +230,15 @@ def _check_status(status: str | None) -> None:
 
 
 def list_commands(project: Project, status: str | None = None, *, limit: int = 200, offset: int = 0,
-                  brief: bool = False) -> list[dict[str, Any]]:
-    """Commands, approved first then pending then rejected, newest first within each; ``status`` filters."""
+                  brief: bool = False, statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Commands, approved first then pending then rejected, newest first within each; ``status`` (or
+    several ``statuses``) filters."""
     _check_status(status)
-    sql = _LIST_SQL + (" WHERE coalesce(d.decision, 'pending') = ?" if status else "")
+    wanted = [status] if status else list(statuses or ())
+    sql = _LIST_SQL + (" WHERE list_contains(?, coalesce(d.decision, 'pending'))" if wanted else "")
     sql += (" ORDER BY CASE coalesce(d.decision, 'pending') WHEN 'approved' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END,"
             " c.registered_at DESC, c.command_id LIMIT ? OFFSET ?")
-    params: list[Any] = ([status] if status else []) + [int(limit), int(offset)]
+    params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
     return [_record(r, full=not brief) for r in exec_db(project.store).rows(sql, params)]
 
 

@@ -134,6 +134,12 @@ class Runtime:
         with _RUNTIMES_LOCK:
             _RUNTIMES.pop(id(self.store), None)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a run is executing (a daemon must not exit idle under it)."""
+        with self._cv:
+            return bool(self._cancels)
+
     def wake(self) -> None:
         with self._cv:
             self._cv.notify_all()
