@@ -59,6 +59,16 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     assert [r["id"] for r in json.loads(runs.stdout)["data"]["runs"]] == [run["id"]]
     logs = serve_process.cli("runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo))
     assert logs.returncode == 0 and "generated 1" in logs.stdout
+    # `run --json` prints exactly the run_test envelope (the same run, by its idempotency key).
+    keyed = serve_process.cli("run", command["id"], "--idempotency-key", "k2", "--no-reuse", "--repo", str(repo),
+                              "--json")
+    assert keyed.returncode == 0, keyed.stderr
+    over_rest = client.call(pid, "run_test", {"command_id": command["id"], "wait": True, "idempotency_key": "k2",
+                                              "reuse_if_unchanged": False})
+    printed = json.loads(keyed.stdout)
+    for envelope in (printed, over_rest):
+        envelope["context"].pop("stats")
+    assert printed == over_rest and printed["data"]["run"]["id"] != run["id"]
     rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo))
     assert rejected.returncode == 0 and client.command(pid, command["id"])["status"] == "rejected"
 

@@ -38,8 +38,8 @@ def new_run_id() -> str:
 
 
 def _event(con: Any, run_id: str, state: str, detail: str | None) -> None:
-    seq = con.execute("SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?", [run_id]).fetchone()[0]
-    con.execute("INSERT INTO run_events VALUES (?, ?, ?, ?, ?)", [run_id, seq, now(), state, detail])
+    con.execute("INSERT INTO run_events SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM run_events WHERE run_id = ?",
+                [run_id, now(), state, detail, run_id])
 
 
 def enqueue(store: ProjectStore, *, command_id: str, command_hash: str, args: list[str], baseline: list[str] | None,
@@ -96,6 +96,12 @@ def transition(store: ProjectStore, run_id: str, state: str, *, detail: str | No
         if current[0] != state:
             _event(con, run_id, state, detail)
     return True
+
+
+def record_pgid(store: ProjectStore, run_id: str, pgid: int) -> None:
+    """The running run's process group, for whoever recovers the store after a crash."""
+    with exec_db(store).transaction() as con:
+        con.execute("UPDATE runs SET pgid = ? WHERE run_id = ? AND state = 'running'", [pgid, run_id])
 
 
 def request_cancel(store: ProjectStore, run_id: str) -> str:

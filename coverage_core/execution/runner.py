@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -39,6 +41,28 @@ try:
     _PRCTL = _LIBC.prctl
 except (OSError, AttributeError):  # not Linux: no parent-death signal; recovery kills the recorded group
     _PRCTL = None
+
+
+def _find_setpriv() -> str | None:
+    """setpriv, if it is util-linux's and knows --pdeathsig."""
+    found = shutil.which("setpriv")
+    if found is None or not sys.platform.startswith("linux"):
+        return None
+    try:
+        probe = subprocess.run([found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10,
+                               check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if probe.returncode == 0 else None
+
+
+_SETPRIV: list[str | None] = []  # found on first use, not at import (the CLI imports this module)
+
+
+def setpriv() -> str | None:
+    if not _SETPRIV:
+        _SETPRIV.append(_find_setpriv())
+    return _SETPRIV[0]
 
 
 def _child_setup() -> None:  # runs in the child between fork and exec: async-signal-safe calls only
@@ -82,10 +106,19 @@ class Process:
         self.marker = marker
         self.stdout = Stream(log_dir / "stdout", cap_bytes)
         self.stderr = Stream(log_dir / "stderr", cap_bytes)
+        # setpriv (util-linux) sets the parent-death signal and execs the command: the same process,
+        # started without the slow fork a preexec_fn forces; without it, prctl in the child.
+        program = argv[0]
+        found = (str(cwd / program) if "/" in program else shutil.which(program, path=env.get("PATH", os.defpath)))
+        if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+            raise FileNotFoundError(f"{program}: no such executable (looked in "
+                                    f"{'the cwd' if '/' in program else 'PATH'})")
+        wrapper = setpriv()
+        words = [wrapper, "--pdeathsig", "KILL", "--", *argv] if wrapper else list(argv)
         self.popen = subprocess.Popen(  # noqa: S603 - argv words, never a shell
-            list(argv), cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
+            words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-            preexec_fn=_child_setup,  # noqa: PLW1509 - prctl only, no locks taken
+            preexec_fn=None if wrapper else _child_setup,  # noqa: PLW1509 - prctl only, no locks taken
         )
         self.pgid = self.popen.pid
         self._drains = [threading.Thread(target=_drain, args=(pipe, stream), daemon=True,

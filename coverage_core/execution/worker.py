@@ -93,6 +93,7 @@ class Runtime:
         self._cancels: dict[str, threading.Event] = {}
         self._projects: dict[str, Project] = {}
         self._stopping = False
+        self._kicked = False  # a run was queued since a worker last looked
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> Runtime:
@@ -142,6 +143,7 @@ class Runtime:
 
     def wake(self) -> None:
         with self._cv:
+            self._kicked = True
             self._cv.notify_all()
 
     def cancel(self, run_id: str) -> None:
@@ -154,11 +156,11 @@ class Runtime:
         """The run once it is terminal, or as it is after ``timeout`` seconds."""
         give_up = time.monotonic() + timeout
         while True:
-            run = queue.get(self.store, run_id)
-            left = give_up - time.monotonic()
-            if run["state"] not in queue.ACTIVE or left <= 0:
-                return run
-            with self._cv:
+            with self._cv:  # read under the lock the worker notifies with: no wake-up is lost
+                run = queue.get(self.store, run_id)
+                left = give_up - time.monotonic()
+                if run["state"] not in queue.ACTIVE or left <= 0:
+                    return run
                 self._cv.wait(min(left, IDLE_POLL_S))
 
     def add_project(self, project: Project) -> None:
@@ -183,8 +185,9 @@ class Runtime:
                 run = None
             if run is None:
                 with self._cv:
-                    if not self._stopping:
+                    if not self._stopping and not self._kicked:
                         self._cv.wait(IDLE_POLL_S)
+                    self._kicked = False
                 continue
             event = threading.Event()
             with self._cv:
@@ -233,7 +236,7 @@ class Runtime:
             return
         state, reason, code = "", None, None
         try:
-            queue.transition(self.store, run_id, "running", expect=("running",), pgid=process.pgid)
+            queue.record_pgid(self.store, run_id, process.pgid)
             deadline = time.monotonic() + spec["timeout_s"]
             while True:
                 code = process.wait(POLL_S)
@@ -241,7 +244,7 @@ class Runtime:
                     state = "succeeded" if code == 0 else "failed"
                     reason = None if code == 0 else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
                     break
-                if cancel.is_set() or self._cancel_requested(run_id):
+                if cancel.is_set():  # cancel_run and shutdown, in this process (the store's one owner)
                     state = "cancelled"
                     reason = "the daemon shut down" if self._stopping else "cancel_run"
                     break
@@ -258,21 +261,17 @@ class Runtime:
         ended = queue.now()
         outputs = {"stdout_bytes": process.stdout.total, "stderr_bytes": process.stderr.total,
                    "stdout_truncated": process.stdout.truncated, "stderr_truncated": process.stderr.truncated}
-        queue.transition(self.store, run_id, "running", expect=("running",), exit_code=code, **outputs)
         finished = state in ("succeeded", "failed")
         try:
             ingested = self._ingest(project, run_id, run, spec, before, finished)
             review = self._review(project, run, ingested) if run["baseline"] and ingested else None
         except Exception as exc:
             log.exception("ingesting the artifacts of %s failed", run_id)
-            self._fail(run_id, f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}")
+            self._fail(run_id, f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
+                       exit_code=code, **outputs)
             return
-        queue.transition(self.store, run_id, state, ended_at=ended, reason=reason, detail=reason,
-                         incremental_review=None if review is None else json.dumps(review))
-
-    def _cancel_requested(self, run_id: str) -> bool:
-        found = exec_db(self.store).one("SELECT cancel_requested FROM runs WHERE run_id = ?", [run_id])
-        return bool(found and found[0])
+        queue.transition(self.store, run_id, state, ended_at=ended, reason=reason, detail=reason, exit_code=code,
+                         incremental_review=None if review is None else json.dumps(review), **outputs)
 
     def _ingest(self, project: Project, run_id: str, run: dict[str, Any], spec: dict[str, Any],
                 before: dict[str, Any], finished: bool) -> list[str]:
