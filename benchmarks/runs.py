@@ -30,13 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import machine, median, write_section  # noqa: E402
+from common import machine, median, write_section
 
-from coverage_core.config import Settings  # noqa: E402
-from coverage_core.execution import queue, registry  # noqa: E402
-from coverage_core.execution.db import exec_db  # noqa: E402
-from coverage_core.project import open_project  # noqa: E402
-from coverage_core.service import Service  # noqa: E402
+from coverage_core.config import Settings
+from coverage_core.execution import queue, registry
+from coverage_core.execution.db import exec_db
+from coverage_core.project import open_project
+from coverage_core.service import Service
 
 
 def fresh_repo(root: Path) -> Path:

@@ -31,10 +31,10 @@ import duckdb
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode, Remedy
+from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
-from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.storage.store import ProjectStore, store_path
 
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error

@@ -407,3 +407,37 @@ def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and
     assert all(c["approve_with"] == f"coverage-mcp command approve {c['id']}" for c in rest
                if c["status"] == "pending")
     service.call("cancel_run", {"run_id": active["id"]})
+
+
+def test_wait_answers_shortly_before_the_request_deadline_with_the_run_still_running(repo: Path) -> None:
+    settings = Settings.from_env(http_timeout_s=4, db_query_timeout_ms=1000)
+    with open_project(repo, settings=settings) as project:
+        command_id = approved(project, [PY, "sleepy.py"])
+        started = time.monotonic()
+        answer = run(project, command_id=command_id, wait=True)
+        assert answer["state"] == "running" and time.monotonic() - started < settings.http_timeout_s
+        Service(project).call("cancel_run", {"run_id": answer["id"]})
+
+
+def test_logs_come_in_bounded_pages_that_a_cursor_continues(project: Project) -> None:
+    command_id = approved(project, [PY, "chatty.py"])
+    done = run(project, command_id=command_id, wait=True)
+    service = Service(project)
+    seen, cursor, pages = "", None, 0
+    while True:
+        args = {"run_id": done["id"], "view": "logs", "stream": "stdout", **({"cursor": cursor} if cursor else {})}
+        answer = service.call("run_review", args)
+        seen += "".join(part["text"] for part in answer["data"]["text"])
+        pages += 1
+        cursor = answer["page"]["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == "x" * 100000 and pages > 1
+    with pytest.raises(CoverageError) as caught:  # a cursor is bound to its query
+        service.call("run_review", {"run_id": done["id"], "view": "logs", "cursor": answer_cursor(service, done)})
+    assert caught.value.code == ErrorCode.INVALID_CURSOR
+
+
+def answer_cursor(service: Service, done: dict[str, Any]) -> str:
+    first = service.call("run_review", {"run_id": done["id"], "view": "logs", "stream": "stdout"})
+    return first["page"]["next_cursor"]

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -118,12 +117,12 @@ for path, headers in ((f"/api/projects/{pid}/commands/{cid}/approve", {"x-covera
 print(json.dumps(out))
 """
     out = subprocess.run([*prefix, "-c", stranger, serve_process.url, token, pid, command["id"]],
-                         capture_output=True, text=True, timeout=60, cwd="/")
+                         check=False, capture_output=True, text=True, timeout=60, cwd="/")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [403, 403]
     # Nor can it open the store itself: the store folder is private to the user.
     peek = subprocess.run([*prefix, "-c", f"import os; os.listdir({str(repo / '.coverage-mcp')!r})"],
-                          capture_output=True, text=True, timeout=60, cwd="/")
+                          check=False, capture_output=True, text=True, timeout=60, cwd="/")
     assert peek.returncode != 0 and "PermissionError" in peek.stderr
     assert client.command(pid, command["id"])["status"] == "pending"
 

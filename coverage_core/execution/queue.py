@@ -30,7 +30,7 @@ _COLUMNS = ("run_id, command_id, command_hash, args, baseline, idempotency_key, 
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def new_run_id() -> str:

@@ -164,14 +164,14 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
     command_id = "cmd-" + digest[:16]
     attested = args.get("human_approved") is True
     mode = approval_mode(project)
-    if attested and mode == "attested":
-        if not (isinstance(args.get("approved_by"), str) and args["approved_by"].strip()
-                and isinstance(args.get("approval_note"), str) and args["approval_note"].strip()):
-            raise _bad("human_approved: true needs approved_by (who) and approval_note (what they approved)",
-                       "Name the person who approved this exact command and what they said.",
-                       argument="human_approved")
+    given = (isinstance(args.get("approved_by"), str) and args["approved_by"].strip()
+             and isinstance(args.get("approval_note"), str) and args["approval_note"].strip())
+    if attested and mode == "attested" and not given:
+        raise _bad("human_approved: true needs approved_by (who) and approval_note (what they approved)",
+                   "Name the person who approved this exact command and what they said.",
+                   argument="human_approved")
     db = exec_db(project.store)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     with db.transaction() as con:
         found = con.execute("SELECT command_id FROM commands WHERE command_id = ?", [command_id]).fetchone()
         new = found is None
@@ -285,7 +285,7 @@ def _decision(project: Project, command_id: str, decision: str, who: str, via: s
     _load(project, command_id)
     with exec_db(project.store).transaction() as con:
         if _status(con, command_id) != decision:
-            _decide(con, command_id, decision, who.strip(), via, note, dt.datetime.now(dt.timezone.utc))
+            _decide(con, command_id, decision, who.strip(), via, note, dt.datetime.now(dt.UTC))
     return show_command(project, command_id)
 
 

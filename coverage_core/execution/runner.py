@@ -115,7 +115,7 @@ class Process:
                                     f"{'the cwd' if '/' in program else 'PATH'})")
         wrapper = setpriv()
         words = [wrapper, "--pdeathsig", "KILL", "--", *argv] if wrapper else list(argv)
-        self.popen = subprocess.Popen(  # noqa: S603 - argv words, never a shell
+        self.popen = subprocess.Popen(
             words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
             preexec_fn=None if wrapper else _child_setup,  # noqa: PLW1509 - prctl only, no locks taken

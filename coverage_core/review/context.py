@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ..execution import queue, registry
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
-from .budget import Budget, size, words
-from ..execution import queue, registry
 from . import cursors
+from .budget import Budget, size, words
 from .call import Call
 from .freshness import content_summary
 
