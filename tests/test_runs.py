@@ -441,3 +441,13 @@ def test_logs_come_in_bounded_pages_that_a_cursor_continues(project: Project) ->
 def answer_cursor(service: Service, done: dict[str, Any]) -> str:
     first = service.call("run_review", {"run_id": done["id"], "view": "logs", "stream": "stdout"})
     return first["page"]["next_cursor"]
+
+
+def test_racing_calls_with_one_idempotency_key_make_one_run(project: Project) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    command_id = approved(project, [PY, "gen.py"])
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda _: run(project, command_id=command_id, idempotency_key="race",
+                                          reuse_if_unchanged=False)["id"], range(8)))
+    assert len(set(ids)) == 1 and len(queue.list_runs(project)) == 1

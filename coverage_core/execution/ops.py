@@ -151,8 +151,11 @@ def run_test(call: Call) -> dict[str, Any]:
         previous = queue.last_success(store, digest)
         if previous is not None:
             return _answer(call, previous, reused=True)
-    run_id = queue.enqueue(store, command_id=command_id, command_hash=command_hash, args=args, baseline=baseline,
-                           idempotency_key=key, fingerprint=digest, worktree_path=str(project.checkout.worktree_path))
+    run_id, created = queue.enqueue(store, command_id=command_id, command_hash=command_hash, args=args,
+                                    baseline=baseline, idempotency_key=key, fingerprint=digest,
+                                    worktree_path=str(project.checkout.worktree_path))
+    if not created:  # the same key, queued by a call that raced this one
+        return run_test(call)
     runtime = ensure_runtime(project)
     runtime.wake()
     run = queue.get(store, run_id)

@@ -43,16 +43,23 @@ def _event(con: Any, run_id: str, state: str, detail: str | None) -> None:
 
 
 def enqueue(store: ProjectStore, *, command_id: str, command_hash: str, args: list[str], baseline: list[str] | None,
-            idempotency_key: str | None, fingerprint: str, worktree_path: str) -> str:
+            idempotency_key: str | None, fingerprint: str, worktree_path: str) -> tuple[str, bool]:
+    """A new queued run (its id, True); or, for an ``idempotency_key`` used already, that run (its id, False):
+    checked and inserted in one transaction, so two racing calls with one key make one run."""
     run_id = new_run_id()
     with exec_db(store).transaction() as con:
+        if idempotency_key is not None:
+            found = con.execute("SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1",
+                                [idempotency_key]).fetchone()
+            if found is not None:
+                return str(found[0]), False
         con.execute(
             f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, NULL, NULL, FALSE, ?, "
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
             [run_id, command_id, command_hash, json.dumps(args), json.dumps(baseline) if baseline else None,
              idempotency_key, fingerprint, worktree_path, now()])
         _event(con, run_id, "queued", None)
-    return run_id
+    return run_id, True
 
 
 def row(store: ProjectStore, run_id: str) -> dict[str, Any] | None:

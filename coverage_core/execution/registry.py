@@ -297,3 +297,10 @@ def approve(project: Project, command_id: str, *, approved_by: str, via: str, no
 def reject(project: Project, command_id: str, *, rejected_by: str, via: str, note: str | None = None) -> dict[str, Any]:
     """Reject (or withdraw the approval of) a registered command; its queued runs stay queued but cannot start."""
     return _decision(project, command_id, "rejected", rejected_by, via, note)
+
+
+def list_runs(project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """Runs, newest first (``queue.list_runs``; here too for callers that list commands and runs together)."""
+    from .queue import list_runs as listed
+
+    return listed(project, status, limit=limit, offset=offset)
