@@ -256,12 +256,10 @@ OPERATIONS: dict[str, Operation] = {
             name="register_test_command",
             title="Register a test command",
             description=(
-                "Propose an exact test command (argv words, never a shell string) that writes coverage reports "
-                "(artifacts) inside the checkout. Registrations are immutable and content-hashed; the same content "
-                "finds the same command. It runs only once a person approves it: data.command.status is pending "
-                "with the CLI line to approve it (approval_mode out_of_band, the default), or approved when the "
-                "project's approval_mode is attested and human_approved, approved_by and approval_note are given. "
-                "args_policy selectors lets run_test append test paths or ids."
+                "Propose an exact test command (argv words, no shell) writing coverage reports (artifacts) in the "
+                "checkout. Immutable; the same content is the same command. It runs once a person approves it: "
+                "data.command.status pending, with the CLI line to approve (approved directly only under "
+                "approval_mode attested, with human_approved, approved_by, approval_note)."
             ),
             input_schema={
                 "type": "object",
@@ -270,15 +268,10 @@ OPERATIONS: dict[str, Operation] = {
                 "properties": {
                     "name": {"type": "string", "minLength": 1, "maxLength": 200},
                     "argv": {"type": "array", "minItems": 1, "maxItems": 256,
-                             "items": {"type": "string", "maxLength": 4096},
-                             "description": 'Program and arguments, e.g. ["python", "-m", "pytest", "--cov", '
-                             '"--cov-report=json"].'},
-                    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096,
-                            "description": "Relative to the checkout root, inside it (default '.')."},
-                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400,
-                                  "description": "Seconds before the run is stopped (default 600)."},
-                    "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"},
-                            "description": "Variables added to the environment the command gets."},
+                             "items": {"type": "string", "maxLength": 4096}},
+                    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
+                    "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"}},
                     "artifacts": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
                         "type": "object", "additionalProperties": False, "required": ["path", "suite"],
                         "properties": {
@@ -286,10 +279,9 @@ OPERATIONS: dict[str, Operation] = {
                             "format": {"enum": list(FORMATS)},
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                             "scope": {"enum": list(SCOPES)},
-                        }}, "description": "Reports the command writes, ingested after each run."},
+                        }}},
                     "args_policy": {"enum": ["none", "selectors"],
-                                    "description": "none (default): no case arguments; selectors: test paths or "
-                                    "ids inside the checkout, never options."},
+                                    "description": "selectors: run_test may append test paths/ids (never options)."},
                     "human_approved": {"type": "boolean"},
                     "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
                     "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
@@ -305,11 +297,10 @@ OPERATIONS: dict[str, Operation] = {
             name="run_test",
             title="Run an approved test command",
             description=(
-                "Queue a run of an approved command; its reports are ingested when it ends (data.run.artifacts: "
-                "ingested with snapshot_id, skipped_stale, or failed). wait=false (default) answers the run id at "
-                "once; wait=true answers when it ends or shortly before the request deadline (state running). "
-                "reuse_if_unchanged (default true) answers the last successful run of the same execution "
-                "fingerprint (reused: true). A baseline attaches an incremental_review."
+                "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait=true "
+                "answers at its end or just before the request deadline (state running). reuse_if_unchanged "
+                "(default true) answers the last successful run of the same fingerprint (reused). A baseline "
+                "attaches an incremental_review."
             ),
             input_schema={
                 "type": "object",
@@ -317,9 +308,7 @@ OPERATIONS: dict[str, Operation] = {
                 "required": ["command_id"],
                 "properties": {
                     "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
-                    "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096},
-                             "description": "Case arguments under the command's args_policy (selectors: paths or "
-                             "test ids inside the checkout)."},
+                    "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096}},
                     "wait": {"type": "boolean"},
                     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
                     "reuse_if_unchanged": {"type": "boolean"},
@@ -327,8 +316,7 @@ OPERATIONS: dict[str, Operation] = {
                                  "minProperties": 1, "properties": {
                                      "snapshot_id": SNAPSHOT_ID,
                                      "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1,
-                                                      "maxItems": 32}},
-                                 "description": "Explicit incremental baseline snapshot(s)."},
+                                                      "maxItems": 32}}},
                 },
             },
             handler=execution.run_test,
@@ -342,9 +330,8 @@ OPERATIONS: dict[str, Operation] = {
             name="run_review",
             title="Review a run",
             description=(
-                "A run's status (state, exit code, durations, artifacts and their snapshots, the attached "
-                "incremental review, state transitions) or its logs (bounded pages; search: a literal substring, "
-                "never a regex, bounded in time; continue with page.next_cursor)."
+                "A run's status (state, exit code, durations, artifacts, snapshots, review, transitions) or its "
+                "logs (bounded pages; search: a literal substring)."
             ),
             input_schema={
                 "type": "object",
@@ -366,8 +353,7 @@ OPERATIONS: dict[str, Operation] = {
             name="cancel_run",
             title="Cancel a run",
             description=(
-                "Cancel a queued or running run: its whole process group is stopped (TERM, a grace period, "
-                "KILL) and it ends cancelled. A run that has ended is answered as it is."
+                "Cancel a queued or running run: every process it started is stopped (TERM, then KILL)."
             ),
             input_schema={
                 "type": "object",

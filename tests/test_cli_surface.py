@@ -252,6 +252,8 @@ def finished_run(repo: Path) -> str:
 
     with open_project(repo) as project:
         service = Service(project)
+        # The case's own registration, first: `context` lists commands, so none may appear mid-table.
+        service.call("register_test_command", DRIFT_COMMAND)
         command_id = service.call("register_test_command", {**DRIFT_COMMAND, "name": "ran", "argv": [
             sys.executable, "-c", "print('ran')"]})["data"]["command"]["id"]
         registry.approve(project, command_id, approved_by="tester", via="cli")

@@ -148,6 +148,8 @@ async def ran(daemon: Running, pid: str) -> tuple[str, str]:
 
     _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
     service = Service(project)
+    # The plan's own registration, first: project_context lists commands, so none may appear mid-plan.
+    await asyncio.to_thread(service.call, "register_test_command", REGISTER)
     command_id = (await asyncio.to_thread(service.call, "register_test_command", APPROVED))["data"]["command"]["id"]
     await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
     run = (await asyncio.to_thread(service.call, "run_test", {"command_id": command_id, "idempotency_key": "drift",

@@ -78,23 +78,27 @@ class Stream:
     cap: int
     total: int = 0
     truncated: bool = False
+    error: str | None = None  # a write to the log failed: the rest is still read (and counted), not kept
+    fd: int = -1
 
 
 def _drain(pipe, stream: Stream) -> None:
-    fd = safefs.open_file(stream.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         while True:
             chunk = pipe.read1(_CHUNK) if hasattr(pipe, "read1") else pipe.read(_CHUNK)
             if not chunk:
                 break
             room = stream.cap - stream.total
-            if room > 0:
-                os.write(fd, chunk[:room])
+            if room > 0 and stream.error is None:
+                try:
+                    os.write(stream.fd, chunk[:room])
+                except OSError as exc:  # never stop reading: a full pipe would block the command
+                    stream.error = f"writing {stream.path.name} failed: {exc.strerror}"
             if len(chunk) > room:
                 stream.truncated = True
             stream.total += len(chunk)
     finally:
-        os.close(fd)
+        os.close(stream.fd)
         pipe.close()
 
 
@@ -106,20 +110,32 @@ class Process:
         self.marker = marker
         self.stdout = Stream(log_dir / "stdout", cap_bytes)
         self.stderr = Stream(log_dir / "stderr", cap_bytes)
-        # setpriv (util-linux) sets the parent-death signal and execs the command: the same process,
-        # started without the slow fork a preexec_fn forces; without it, prctl in the child.
         program = argv[0]
         found = (str(cwd / program) if "/" in program else shutil.which(program, path=env.get("PATH", os.defpath)))
         if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
             raise FileNotFoundError(f"{program}: no such executable (looked in "
                                     f"{'the cwd' if '/' in program else 'PATH'})")
+        # The logs are opened before the command starts: a log that cannot be made means no run.
+        self.stdout.fd = safefs.open_file(self.stdout.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            self.stderr.fd = safefs.open_file(self.stderr.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        except BaseException:
+            os.close(self.stdout.fd)
+            raise
+        # setpriv (util-linux) sets the parent-death signal and execs the command: the same process,
+        # started without the slow fork a preexec_fn forces; without it, prctl in the child.
         wrapper = setpriv()
         words = [wrapper, "--pdeathsig", "KILL", "--", *argv] if wrapper else list(argv)
-        self.popen = subprocess.Popen(
-            words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-            preexec_fn=None if wrapper else _child_setup,  # noqa: PLW1509 - prctl only, no locks taken
-        )
+        try:
+            self.popen = subprocess.Popen(  # argv words, never a shell
+                words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+                preexec_fn=None if wrapper else _child_setup,  # noqa: PLW1509 - prctl only, no locks taken
+            )
+        except BaseException:
+            os.close(self.stdout.fd)
+            os.close(self.stderr.fd)
+            raise
         self.pgid = self.popen.pid
         self._drains = [threading.Thread(target=_drain, args=(pipe, stream), daemon=True,
                                          name=f"drain-{marker}")

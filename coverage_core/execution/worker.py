@@ -261,6 +261,9 @@ class Runtime:
         ended = queue.now()
         outputs = {"stdout_bytes": process.stdout.total, "stderr_bytes": process.stderr.total,
                    "stdout_truncated": process.stdout.truncated, "stderr_truncated": process.stderr.truncated}
+        capture = process.stdout.error or process.stderr.error
+        if capture and state == "succeeded":
+            state, reason = "failed", f"capturing its output failed: {capture}"
         finished = state in ("succeeded", "failed")
         try:
             ingested = self._ingest(project, run_id, run, spec, before, finished)
