@@ -268,6 +268,10 @@ def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_a
     assert artifact["status"] == "ingested"
     snap = project.snapshot(artifact["snapshot_id"])
     assert snap.provenance == "run" and snap.suite == "unit"
+    [(metadata,)] = project.store.con.execute("SELECT metadata FROM snapshots WHERE snapshot_id = ?",
+                                              [snap.snapshot_id]).fetchall()
+    assert json.loads(metadata)["run"] == {"run_id": base["id"], "command_id": command_id, "args": ["1"],
+                                           "command_hash": registry.show_command(project, command_id)["content_hash"]}
     done = run(project, command_id=command_id, wait=True, args=["0"], baseline={"snapshot_id": snap.snapshot_id})
     review = done["incremental_review"]
     assert review["task"] == "incremental" and review["baseline"]["snapshot_ids"] == [snap.snapshot_id]

@@ -301,6 +301,11 @@ class Runtime:
             def also(con: Any, snapshot_id: str, path: str = path) -> None:
                 con.execute("INSERT INTO run_artifacts VALUES (?, ?, 'ingested', ?, NULL, NULL)",
                             [run_id, path, snapshot_id])
+                # The snapshot says which run made it: run id, command (and its content hash), arguments.
+                con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
+                            [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
+                                                 "command_hash": run["command_hash"],
+                                                 "args": json.loads(run["args"])}}), snapshot_id])
 
             def ingest(artifact: dict[str, Any] = artifact) -> Any:
                 return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
