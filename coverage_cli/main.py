@@ -57,6 +57,12 @@ COMMANDS: dict[str, Entry] = {
                    "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
     "composite": Entry("coverage_cli.composite_cmds:composite_group",
                        "Composite production coverage: one exact percentage across languages against an inventory."),
+    "command": Entry("coverage_cli.exec_cmds:command_group",
+                     "Registered test commands: list, show, approve, reject (a person's decisions), register."),
+    "run": Entry("coverage_cli.exec_cmds:run_command",
+                 "Run an approved command through the daemon (started if none runs); its reports are ingested."),
+    "runs": Entry("coverage_cli.exec_cmds:runs_group",
+                  "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one."),
 }
 
 
