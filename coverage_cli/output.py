@@ -54,6 +54,7 @@ EXIT_CODES: dict[ErrorCode, int] = {
     ErrorCode.DEADLINE_EXCEEDED: FAILED,
     ErrorCode.INTERNAL: FAILED,
     ErrorCode.THRESHOLD_NOT_MET: THRESHOLD,
+    ErrorCode.NOT_APPROVED: FAILED,
 }
 
 
@@ -90,11 +91,60 @@ def _ingest_argv(args: dict[str, Any]) -> Argv:
     return ["ingest", report, *argv], rest
 
 
+def _register_argv(args: dict[str, Any]) -> Argv:
+    rest = dict(args)
+    argv, rest = _options(rest, {"name": "--name", "cwd": "--cwd", "timeout_s": "--timeout",
+                                 "args_policy": "--args-policy"})
+    artifacts = rest.pop("artifacts", [])
+    plain = all(set(a) <= {"path", "suite"} for a in artifacts)
+    if plain:
+        for a in artifacts:
+            argv += ["--artifact", f"{a['path']}:{a['suite']}"]
+    else:
+        rest["artifacts"] = artifacts
+    words = [str(w) for w in rest.pop("argv", ["ARGV..."])]
+    return ["command", "register", *argv, "--", *words], rest
+
+
+def _run_argv(args: dict[str, Any]) -> Argv:
+    rest = dict(args)
+    argv = ["run", str(rest.pop("command_id", "COMMAND_ID"))]
+    if rest.pop("wait", True) is False:
+        argv.append("--no-wait")
+    if rest.get("reuse_if_unchanged") is False:
+        rest.pop("reuse_if_unchanged")
+        argv.append("--no-reuse")
+    more, rest = _options(rest, {"idempotency_key": "--idempotency-key"})
+    argv += more
+    if set(rest.get("baseline") or {}) == {"snapshot_id"}:
+        argv += ["--baseline", rest.pop("baseline")["snapshot_id"]]
+    words = [str(w) for w in rest.pop("args", [])]
+    return argv + (["--", *words] if words else []), rest
+
+
+def _run_review_argv(args: dict[str, Any]) -> Argv:
+    rest = dict(args)
+    argv = ["runs", "show", str(rest.pop("run_id", "RUN_ID"))]
+    if rest.pop("view", "status") == "logs":
+        argv.append("--logs")
+    more, rest = _options(rest, {"stream": "--stream", "search": "--search", "cursor": "--cursor"})
+    return argv + more, rest
+
+
+def _cancel_argv(args: dict[str, Any]) -> Argv:
+    rest = dict(args)
+    return ["runs", "cancel", str(rest.pop("run_id", "RUN_ID"))], rest
+
+
 # The command line that runs each operation (a remedy names an operation and its arguments).
 OPERATION_COMMANDS: dict[str, Callable[[dict[str, Any]], Argv]] = {
     "project_context": _context_argv,
     "coverage_review": review_argv,
     "coverage_import": _ingest_argv,
+    "register_test_command": _register_argv,
+    "run_test": _run_argv,
+    "run_review": _run_review_argv,
+    "cancel_run": _cancel_argv,
 }
 
 

@@ -46,6 +46,8 @@ class ErrorCode(enum.StrEnum):
     INTERNAL = "internal"
     # A gate's threshold or criterion was not met.
     THRESHOLD_NOT_MET = "threshold_not_met"
+    # A registered command that is not (or no longer) approved by a person cannot run.
+    NOT_APPROVED = "not_approved"
 
 
 class Remedy:

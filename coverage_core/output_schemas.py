@@ -132,6 +132,27 @@ COVERAGE_IMPORT = envelope(
     {"type": "null"},
 )
 
+# Managed execution. The records are open objects (their keys listed in docs/operations.md); what
+# agents rely on is required: data.command.{id,status}, data.run.{id,state,artifacts,reused}.
+COMMAND = {"type": "object", "required": ["id", "status"]}  # status: pending | approved | rejected
+# state: queued running succeeded failed cancelled timed_out interrupted
+RUN = {"type": "object", "required": ["id", "state", "artifacts", "reused"]}
+
+REGISTER_TEST_COMMAND = envelope(
+    obj("command", "approval_mode", command=COMMAND, approval_mode=STRING, next=STRING),
+    {"type": "null"},
+)
+
+RUN_TEST = envelope(obj("run", run=RUN, next=STRING), {"type": "null"})
+
+RUN_REVIEW = envelope(
+    obj("view", "run", view={"enum": ["status", "logs"]}, run={"type": "object", "required": ["id", "state"]},
+        logs=OBJECT, text=ARRAY, search=STRING, matches=ARRAY),
+    {"type": ["object", "null"], "properties": {"next_cursor": NULLABLE_STRING}},
+)
+
+CANCEL_RUN = envelope(obj("run", run=RUN, next=STRING), {"type": "null"})
+
 
 def task_envelope(task: str) -> dict[str, Any]:
     """The envelope of one coverage_review task alone, its page exact (for tests and documentation)."""

@@ -106,6 +106,7 @@ class Project:
         provenance: str = "import",
         progress: Callable[[str], None] | None = None,
         require_mapped: bool = False,
+        also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
     ) -> Snapshot:
         """Parse ``report``, map its paths and store it as one snapshot.
 
@@ -132,7 +133,7 @@ class Project:
         with opened, PARSE_BUDGET.claim(claim_bytes(opened, cap)):
             try:
                 return self._ingest_opened(opened, suite, format, scope, commit, head, branch, path_map,
-                                           provenance, progress, require_mapped)
+                                           provenance, progress, require_mapped, also)
             except CoverageError as exc:
                 raise _shed(exc) from None
 
@@ -140,6 +141,7 @@ class Project:
         self, opened: OpenedReport, suite: str, format: str | None, scope: str, commit: str, head: str | None,
         branch: str | None, path_map: Sequence[tuple[str, str]], provenance: str,
         progress: Callable[[str], None] | None, require_mapped: bool = False,
+        also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
     ) -> Snapshot:
         on_head = commit == head
         if progress:
@@ -189,7 +191,7 @@ class Project:
             artifact_sha256=sha,
             artifact_bytes=raw.stored_bytes,
         )
-        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress, measured=measured)
+        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress, measured=measured, also=also)
         self._state = None  # HEAD was just read fresh: claims must not use an older view
         return snapshot
 
@@ -297,12 +299,16 @@ class Project:
                                            in_use=self.in_use_by_active_runs)
 
     def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
-        """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why).
+        """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why):
+        the incremental baselines of queued or running managed runs."""
+        held = self.active_run_baseline_snaps()
+        return {s.snapshot_id: held[s.snapshot_id] for s in snapshots if s.snapshot_id in held}
 
-        No work holds a snapshot yet: managed runs, once they exist, answer here
-        for a snapshot an active run uses as its incremental baseline.
-        """
-        return {}
+    def active_run_baseline_snaps(self) -> dict[str, str]:
+        """Snapshot id -> why, for every snapshot a queued or running run uses as its baseline."""
+        from .execution.queue import active_baselines
+
+        return active_baselines(self.store)
 
     def relation(self, sql: str, params: Sequence[object] = ()):
         """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""

@@ -24,6 +24,7 @@ import attrs
 
 from . import output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
+from .execution import ops as execution
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
 from .parsers import FORMATS
@@ -49,6 +50,9 @@ class Operation:
     destructive: bool = False
     idempotent: bool = True
     open_world: bool = False
+    # Writes only through managed execution's own connection (never the store's write gate), and may
+    # wait for a run: a transport runs it like a read, on its own connection.
+    own_writes: bool = False
 
 
 def _import(call: Call) -> dict[str, Any]:
@@ -264,6 +268,122 @@ OPERATIONS: dict[str, Operation] = {
             output_schema=output_schemas.COVERAGE_IMPORT,
             read_only=False,
             idempotent=True,
+        ),
+        Operation(
+            name="register_test_command",
+            title="Register a test command",
+            description=(
+                "Propose an exact test command (argv words, no shell) writing coverage reports (artifacts) in the "
+                "checkout. Immutable; the same content is the same command. It runs once a person approves it: "
+                "data.command.status pending, with the CLI line to approve (approved directly only under "
+                "approval_mode attested, with human_approved, approved_by, approval_note)."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "argv", "artifacts"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "argv": {"type": "array", "minItems": 1, "maxItems": 256,
+                             "items": {"type": "string", "maxLength": 4096}},
+                    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
+                    "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"}},
+                    "artifacts": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
+                        "type": "object", "additionalProperties": False, "required": ["path", "suite"],
+                        "properties": {
+                            "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                            "format": {"enum": list(FORMATS)},
+                            "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                            "scope": {"enum": list(SCOPES)},
+                        }}},
+                    "args_policy": {"enum": ["none", "selectors"],
+                                    "description": "selectors: run_test may append test paths/ids (never options)."},
+                    "human_approved": {"type": "boolean"},
+                    "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
+                },
+            },
+            handler=execution.register_test_command,
+            output_schema=output_schemas.REGISTER_TEST_COMMAND,
+            read_only=False,
+            idempotent=True,
+            own_writes=True,
+        ),
+        Operation(
+            name="run_test",
+            title="Run an approved test command",
+            description=(
+                "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait=true "
+                "answers at its end or just before the request deadline (state running). reuse_if_unchanged "
+                "(default true) answers the last successful run of the same fingerprint (reused). A baseline "
+                "attaches an incremental_review."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["command_id"],
+                "properties": {
+                    "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
+                    "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096}},
+                    "wait": {"type": "boolean"},
+                    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "reuse_if_unchanged": {"type": "boolean"},
+                    "baseline": {"type": "object", "additionalProperties": False, "maxProperties": 1,
+                                 "minProperties": 1, "properties": {
+                                     "snapshot_id": SNAPSHOT_ID,
+                                     "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1,
+                                                      "maxItems": 32}}},
+                },
+            },
+            handler=execution.run_test,
+            output_schema=output_schemas.RUN_TEST,
+            read_only=False,
+            idempotent=False,
+            open_world=True,
+            own_writes=True,
+        ),
+        Operation(
+            name="run_review",
+            title="Review a run",
+            description=(
+                "A run's status (state, exit code, durations, artifacts, snapshots, review, transitions) or its "
+                "logs (bounded pages; search: a literal substring)."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["run_id"],
+                "properties": {
+                    "run_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                    "view": {"enum": ["status", "logs"]},
+                    "stream": {"enum": ["stdout", "stderr"]},
+                    "search": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "cursor": {"type": "string", "maxLength": 2000},
+                },
+            },
+            handler=execution.run_review,
+            output_schema=output_schemas.RUN_REVIEW,
+            own_writes=True,
+        ),
+        Operation(
+            name="cancel_run",
+            title="Cancel a run",
+            description=(
+                "Cancel a queued or running run: every process it started is stopped (TERM, then KILL)."
+            ),
+            input_schema={
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["run_id"],
+                "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 64}},
+            },
+            handler=execution.cancel_run,
+            output_schema=output_schemas.CANCEL_RUN,
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+            own_writes=True,
         ),
     )
 }

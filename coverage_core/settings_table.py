@@ -103,6 +103,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("parse_budget_bytes", "COVERAGE_MCP_PARSE_BUDGET_BYTES", 512 * MIB,
                 "Report bytes being read and parsed at once in one process, across all repositories.",
                 MIB, 2**40),
+    SettingSpec("run_concurrency", "COVERAGE_MCP_RUN_CONCURRENCY", 1,
+                "Managed runs (run_test) executing at once per project; the rest wait queued.", 1, 64),
+    SettingSpec("run_log_max_bytes", "COVERAGE_MCP_RUN_LOG_MAX_BYTES", 8 * MIB,
+                "Bytes of a managed run's stdout, and of its stderr, kept in its log (the rest is counted, "
+                "and the stream marked truncated).", 1024, 1024 * MIB),
     SettingSpec("dashboard_refresh_s", "COVERAGE_MCP_DASHBOARD_REFRESH_S", 10,
                 "How often an open dashboard's event stream checks its project's revision, in seconds "
                 "(it sends a refresh only when the revision changed).", 1, 3600),

@@ -62,6 +62,7 @@ class Route:
 
 _PROJECT = "/api/projects/{project_id:[0-9a-f]{16}}"
 _OPERATION = _PROJECT + "/ops/{name:[a-z_]{1,64}}"
+_COMMAND = _PROJECT + "/commands/{command_id:cmd-[0-9a-f]{16}}"
 _CLIENT, _ADMIN = Access.CLIENT, Access.ADMIN
 
 # The HTTP surface and who may use each route (``auth``). Every declared
@@ -82,6 +83,11 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", _OPERATION, rest.operation, _CLIENT),
     Route("POST", _PROJECT + "/owner-import", rest.owner_import, _ADMIN),
     Route("POST", _PROJECT + "/snapshots/delete", rest.delete_snapshots, _ADMIN),
+    Route("GET", _PROJECT + "/commands", rest.list_commands, _CLIENT),
+    Route("GET", _COMMAND, rest.show_command, _CLIENT),
+    Route("POST", _COMMAND + "/approve", rest.approve_command, _ADMIN),
+    Route("POST", _COMMAND + "/reject", rest.reject_command, _ADMIN),
+    Route("GET", _PROJECT + "/runs", rest.list_runs, _CLIENT),
     # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link.
     Route("POST", "/api/dashboard/ticket", dashboard.mint_ticket, _ADMIN),
     Route("GET", "/session", dashboard.start_session, Access.TICKET),

@@ -155,6 +155,21 @@ class DaemonClient:
         return self.request("POST", f"/api/projects/{project_id}/snapshots/delete", body=body,
                             headers={CAPABILITY_HEADER: capability})[1]["data"]
 
+    def commands(self, project_id: str, status: str | None = None) -> list[dict[str, Any]]:
+        return self._get(f"/api/projects/{project_id}/commands", status=status)["data"]["commands"]
+
+    def command(self, project_id: str, command_id: str) -> dict[str, Any]:
+        return self._get(f"/api/projects/{project_id}/commands/{command_id}")["data"]["command"]
+
+    def decide(self, project_id: str, command_id: str, decision: str, body: dict[str, Any], *,
+               capability: str) -> dict[str, Any]:
+        """``decision`` approve or reject: an admin route (the capability read from the daemon's lock file)."""
+        return self.request("POST", f"/api/projects/{project_id}/commands/{command_id}/{decision}", body=body,
+                            headers={CAPABILITY_HEADER: capability})[1]["data"]["command"]
+
+    def runs(self, project_id: str, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        return self._get(f"/api/projects/{project_id}/runs", status=status, limit=limit)["data"]["runs"]
+
     def _pages(self, project_id: str, key: str, args: dict[str, Any],
                wanted: int | None = None) -> tuple[list[Any], dict[str, Any]]:
         """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),

@@ -43,6 +43,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.DEADLINE_EXCEEDED: 504,
     ErrorCode.INTERNAL: 500,
     ErrorCode.THRESHOLD_NOT_MET: 422,
+    ErrorCode.NOT_APPROVED: 409,
 }
 
 

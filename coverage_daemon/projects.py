@@ -31,6 +31,7 @@ import duckdb
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode, Remedy
+from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
@@ -199,6 +200,12 @@ class Projects:
         # Stores still opening stop waiting for other processes and close themselves.
         await asyncio.gather(*self._opening.values(), return_exceptions=True)
         for handle in list(self._handles.values()):
+            # Running runs are cancelled (their groups stopped), queued ones stay queued for the next
+            # daemon. Before the interrupt: a run's last ingest goes through the write gate.
+            runtime = runtime_of(handle.store)
+            if runtime is not None:
+                await asyncio.to_thread(runtime.stop)
+        for handle in list(self._handles.values()):
             handle.store.con.interrupt()  # an in-flight ingest rolls back
             await asyncio.to_thread(handle.store.pool.close, SHUTDOWN_GRACE_S)
             try:
@@ -268,6 +275,13 @@ class Projects:
             await asyncio.to_thread(store.close)
             raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
         handle = self._handles[checkout.repo_key] = ProjectHandle(store, asyncio.Lock())
+        loop = asyncio.get_running_loop()
+
+        def through_gate(fn: Callable[[], T]) -> T:  # a run's ingest, from its worker thread
+            return asyncio.run_coroutine_threadsafe(self.write(handle, fn), loop).result()
+
+        # Recovery (killing what a dead daemon's runs left, marking them interrupted) runs here, once.
+        await self.run(lambda: Runtime(store, self.settings, write=through_gate).start())
         return handle
 
     def _opened(self, key: str, done: asyncio.Future[ProjectHandle]) -> None:
@@ -323,6 +337,10 @@ class Projects:
         handle, project = await self.resolve(target)
         op = OPERATIONS.get(name)
         service = Service(project)
+        if op is not None and op.own_writes:
+            # Managed execution writes on its own connection and may wait for a run: never under the
+            # write gate (the run's ingest needs it) and never on a pooled read connection.
+            return await self.run(_on_own_connection, handle.store, service, name, arguments)
         if op is None or op.read_only:
             return await self.run(service.call, name, arguments)
         return await self.write(handle, service.call, name, arguments)
@@ -393,6 +411,14 @@ class Projects:
             return read_project_settings(con)
 
         return await self.write(handle, apply)
+
+
+def _on_own_connection(store: ProjectStore, service: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    con = store.con.cursor()
+    try:
+        return service.call(name, arguments, con=con)
+    finally:
+        con.close()
 
 
 def read_project_settings(con: Any) -> dict[str, Any]:

@@ -227,3 +227,84 @@ async def delete_snapshots(request: web.Request) -> web.Response:
     deletion = await projects.write(handle, delete)
     return json_response({"data": deletion.to_dict()})
 
+
+
+# -- managed execution: commands and runs (approval only on admin routes) ------------------------
+
+_COMMAND_ID = "command_id"
+
+
+async def _with_project(request: web.Request, fn: Any) -> Any:
+    projects = request.app[DAEMON].projects
+    _, project = await projects.resolve(target_of(request))
+    return await projects.run(fn, project)
+
+
+async def list_commands(request: web.Request) -> web.Response:
+    """GET .../commands?status=: the registered commands (approved, pending, then rejected)."""
+    from coverage_core.execution import registry
+
+    unknown = set(request.query) - {"status"}
+    if unknown:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+                            "This route takes status=pending|approved|rejected.")
+    status = request.query.get("status")
+    found = await _with_project(request, lambda project: registry.list_commands(project, status))
+    return json_response({"data": {"commands": found}, "page": None})
+
+
+async def show_command(request: web.Request) -> web.Response:
+    from coverage_core.execution import registry
+
+    _no_query(request)
+    command_id = request.match_info[_COMMAND_ID]
+    found = await _with_project(request, lambda project: registry.show_command(project, command_id))
+    return json_response({"data": {"command": found}, "page": None})
+
+
+async def _decide(request: web.Request, decision: str) -> web.Response:
+    """An admin route: a person's approval or rejection (the CLI, or the dashboard's session)."""
+    from coverage_core.execution import registry
+
+    _no_query(request)
+    body = await _body(request, frozenset({"by", "via", "note"}))
+    by, via, note = body.get("by"), body.get("via", "cli"), body.get("note")
+    if via not in ("cli", "dashboard") or not isinstance(by, str) or (note is not None and not isinstance(note, str)):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send {\"by\": who, \"via\": \"cli\"|\"dashboard\", \"note\"?}",
+                            "Name the person deciding; attested approvals come only with a registration.")
+    command_id = request.match_info[_COMMAND_ID]
+
+    def decide(project: Project) -> dict[str, Any]:
+        if decision == "approved":
+            return registry.approve(project, command_id, approved_by=by, via=via, note=note)
+        return registry.reject(project, command_id, rejected_by=by, via=via, note=note)
+
+    found = await _with_project(request, decide)
+    return json_response({"data": {"command": found}, "page": None})
+
+
+async def approve_command(request: web.Request) -> web.Response:
+    return await _decide(request, "approved")
+
+
+async def reject_command(request: web.Request) -> web.Response:
+    return await _decide(request, "rejected")
+
+
+async def list_runs(request: web.Request) -> web.Response:
+    """GET .../runs?status=&limit=: runs, newest first."""
+    from coverage_core.execution import queue
+
+    unknown = set(request.query) - {"status", "limit"}
+    if unknown:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+                            "This route takes status and limit.")
+    status = request.query.get("status")
+    try:
+        limit = int(request.query.get("limit", "50"))
+    except ValueError:
+        limit = -1
+    if not 1 <= limit <= 1000:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "limit must be an integer from 1 to 1000", "e.g. limit=50")
+    found = await _with_project(request, lambda project: queue.list_runs(project, status, limit=limit))
+    return json_response({"data": {"runs": found}, "page": None})

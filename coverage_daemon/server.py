@@ -221,6 +221,11 @@ def _busy(daemon: Daemon, runner: web.AppRunner) -> bool:
     for handle in list(daemon.projects._handles.values()):  # no public view of open handles yet
         if handle.write_gate.locked() or handle.store.pool.busy:
             return True
+        from coverage_core.execution.worker import runtime_of
+
+        runtime = runtime_of(handle.store)
+        if runtime is not None and runtime.busy:  # a managed run is executing
+            return True
     return False
 
 

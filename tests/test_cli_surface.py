@@ -80,6 +80,13 @@ def test_every_operation_has_a_command_line_rendering_that_click_accepts() -> No
         "coverage_review": {"task": "change", "baseline": {"kind": "merge_base", "ref": "main"},
                             "measurement": {"suite": "unit"}, "limits": {"max_words": 400}, "representation": "review"},
         "coverage_import": {"report_path": "coverage.json", "suite": "unit", "scope": "subset", "format": "lcov"},
+        "register_test_command": {"name": "unit", "argv": ["python", "-m", "pytest"], "cwd": "src",
+                                  "artifacts": [{"path": "coverage.json", "suite": "unit"}], "timeout_s": 60,
+                                  "args_policy": "selectors"},
+        "run_test": {"command_id": "cmd-0123456789abcdef", "wait": False, "reuse_if_unchanged": False,
+                     "idempotency_key": "k", "baseline": {"snapshot_id": "snap-01"}, "args": ["tests/t.py::t"]},
+        "run_review": {"run_id": "run-0123456789abcdef", "view": "logs", "search": "FAILED", "stream": "stdout"},
+        "cancel_run": {"run_id": "run-0123456789abcdef"},
     }
     assert set(examples) == set(OPERATIONS)
     for name, arguments in examples.items():
@@ -196,8 +203,9 @@ def test_json_errors_of_bad_input_and_of_a_missing_repository_are_the_canonical_
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
 
-def cases(snapshot_id: str, report: str) -> list[tuple[str, list[str], dict[str, Any]]]:
-    """(operation, CLI words, the same call's arguments)."""
+def cases(snapshot_id: str, report: str, run_id: str = "run-0") -> list[tuple[str, list[str], dict[str, Any]]]:
+    """(operation, CLI words, the same call's arguments). run_test is the daemon's alone (`coverage-mcp run`
+    starts one): its CLI drift is tests/test_runs_daemon.py's."""
     return [
         ("project_context", ["context"], {}),
         ("project_context", ["context", "--max-words", "300"], {"max_words": 300}),
@@ -226,13 +234,36 @@ def cases(snapshot_id: str, report: str) -> list[tuple[str, list[str], dict[str,
           "limits": WHOLE}),
         ("coverage_import", ["ingest", report, "--suite", "unit"],
          {"report_path": "step3.coverage.json", "suite": "unit"}),
+        ("register_test_command", ["command", "register", "--name", "drift", "--artifact", "drift.json:unit",
+                                   sys.executable, "-c", "print('drift')"], DRIFT_COMMAND),
+        ("run_review", ["runs", "show", run_id], {"run_id": run_id, "view": "status"}),
+        ("run_review", ["runs", "show", run_id, "--logs"], {"run_id": run_id, "view": "logs"}),
+        ("cancel_run", ["runs", "cancel", run_id], {"run_id": run_id}),
     ]
+
+
+DRIFT_COMMAND = {"name": "drift", "argv": [sys.executable, "-c", "print('drift')"],
+                 "artifacts": [{"path": "drift.json", "suite": "unit"}]}
+
+
+def finished_run(repo: Path) -> str:
+    """A finished run of an approved command in ``repo``'s store (the approval a person's, on the store)."""
+    from coverage_core.execution import registry
+
+    with open_project(repo) as project:
+        service = Service(project)
+        # The case's own registration, first: `context` lists commands, so none may appear mid-table.
+        service.call("register_test_command", DRIFT_COMMAND)
+        command_id = service.call("register_test_command", {**DRIFT_COMMAND, "name": "ran", "argv": [
+            sys.executable, "-c", "print('ran')"]})["data"]["command"]["id"]
+        registry.approve(project, command_id, approved_by="tester", via="cli")
+        return service.call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]["id"]
 
 
 def test_every_operation_answers_the_cli_json_exactly_as_the_service(changed: Path) -> None:
     latest = json.loads(run(changed, "snapshots", "--limit", "1", "--json").stdout)["data"]["snapshots"][0]
-    table = cases(latest["snapshot_id"], str(changed / "step3.coverage.json"))
-    assert {name for name, _, _ in table} == set(OPERATIONS)
+    table = cases(latest["snapshot_id"], str(changed / "step3.coverage.json"), finished_run(changed))
+    assert {name for name, _, _ in table} == set(OPERATIONS) - {"run_test"}
     printed = []
     for name, words, _ in table:
         out = run(changed, *words, "--json")
@@ -243,4 +274,5 @@ def test_every_operation_answers_the_cli_json_exactly_as_the_service(changed: Pa
         expected = [service.call(name, args) for name, _, args in table]
     for (name, words, _), got, want in zip(table, printed, expected):
         assert comparable(got) == comparable(want), words
-    assert printed[-1]["data"]["duplicate"] is True  # the report was stored before: one snapshot, either way
+    imported = next(got for (name, _, _), got in zip(table, printed) if name == "coverage_import")
+    assert imported["data"]["duplicate"] is True  # the report was stored before: one snapshot, either way

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +31,17 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "project_context": {},
     "coverage_review": {"task": "insight"},
     "coverage_import": {"report_path": "step3.coverage.lcov"},
+    "register_test_command": {"name": "listed", "argv": [sys.executable, "-c", "print(1)"],
+                              "artifacts": [{"path": "listed.json", "suite": "unit"}]},
+    # Filled in by the test: an approved command and its finished run (approval is a person's act).
+    "run_test": {"command_id": None, "idempotency_key": "listed", "wait": True},
+    "run_review": {"run_id": None},
+    "cancel_run": {"run_id": None},
 }
 
-# Each tool's own outputSchema (its envelope or the error body) costs ~6.5 KiB of this.
-TOOLS_LIST_BUDGET_BYTES = 14 * 1024
+# Each tool's own outputSchema (its envelope or the error body) costs ~1.1 KiB of this: the seven tools
+# (three reading and importing, four of managed execution) fit in 22 KiB.
+TOOLS_LIST_BUDGET_BYTES = 22 * 1024
 
 
 def test_protocol_constants_are_the_sdks() -> None:
@@ -71,6 +80,7 @@ def test_tools_list_is_small_derived_and_self_contained() -> None:
 async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
         daemon: Running, sample_repo: Path) -> None:
     assert set(SAMPLE_ARGUMENTS) == set(OPERATIONS)
+    samples = await _with_a_finished_run(daemon, sample_repo)
     async with aiohttp.ClientSession(headers=daemon.auth) as http:
         session = Session(http, daemon.url + "/mcp", repo=sample_repo)
         await session.open()
@@ -79,11 +89,29 @@ async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
         assert names == list(OPERATIONS)
         for number, name in enumerate(names, start=2):
             _, _, body = await session.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
-                                             "params": {"name": name, "arguments": SAMPLE_ARGUMENTS[name]}})
+                                             "params": {"name": name, "arguments": samples[name]}})
             assert body["result"]["isError"] is False, (name, body["result"]["content"][0]["text"])
         _, _, body = await session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
                                          "params": {"name": "unlisted_tool"}})
         assert body["error"]["code"] == -32602
+
+
+async def _with_a_finished_run(daemon: Running, repo: Path) -> dict[str, dict[str, Any]]:
+    """SAMPLE_ARGUMENTS with an approved command's id and its finished run's id filled in."""
+    from coverage_core.execution import registry
+    from coverage_core.service import Service
+    from coverage_daemon.projects import Target
+
+    _, project = await daemon.daemon.projects.resolve(Target(path=str(repo)))
+    service = Service(project)
+    command = {**SAMPLE_ARGUMENTS["register_test_command"], "name": "approved",
+               "argv": [sys.executable, "-c", "print(2)"]}
+    command_id = (await asyncio.to_thread(service.call, "register_test_command", command))["data"]["command"]["id"]
+    await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
+    run_test = {**SAMPLE_ARGUMENTS["run_test"], "command_id": command_id}
+    run = (await asyncio.to_thread(service.call, "run_test", run_test))["data"]["run"]
+    return {**SAMPLE_ARGUMENTS, "run_test": run_test, "run_review": {"run_id": run["id"]},
+            "cancel_run": {"run_id": run["id"]}}
 
 
 async def test_every_result_is_valid_for_every_handshake_version_as_sent(daemon: Running, sample_repo: Path) -> None:

@@ -271,7 +271,7 @@ def test_a_store_of_the_previous_revision_keeps_its_rows_and_migrates_to_a_fresh
 ) -> None:
     path = tmp_path / "previous.duckdb"
     old = duckdb.connect(str(path))
-    schema.migrate(old, target=schema.SCHEMA_REVISION - 1)
+    schema.migrate(old, target=3)  # before revision 4's content identity
     old.execute("INSERT INTO files (snap, file_id, path, report_path, mapping, lines_found, lines_hit, branches_found, "
                 "branches_hit, functions_found, functions_hit) VALUES (1, 0, 'a.py', 'a.py', 'mapped', 2, 1, 0, 0, 0, 0)")
     old.close()
@@ -283,6 +283,9 @@ def test_a_store_of_the_previous_revision_keeps_its_rows_and_migrates_to_a_fresh
     # Revision 4: a file stored before has no recorded content identity, and no text is kept.
     assert old.execute("SELECT path, lines_hit, content_blob FROM files").fetchall() == [("a.py", 1, None)]
     assert old.execute("SELECT count(*) FROM file_texts").fetchone()[0] == 0
+    # Revision 5: managed execution's tables start empty; nothing else moves.
+    for table in ("commands", "command_decisions", "runs", "run_events", "run_artifacts"):
+        assert old.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
 
 
 def test_snapshots_filter_by_suite_branch_and_commit_newest_first(repo: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,14 @@ pytest_plugins = ["tests.test_daemon_support"]
 FILE = "inventory/stock.py"
 
 
-def calls(first: str, second: str) -> list[tuple[str, dict[str, Any]]]:
+# Managed execution: a command registered as pending, and a finished run of an approved one (``ran``).
+REGISTER = {"name": "drift", "argv": [sys.executable, "-c", "print('drift')"],
+            "artifacts": [{"path": "drift.json", "suite": "unit"}]}
+APPROVED = {**REGISTER, "name": "approved", "argv": [sys.executable, "-c", "print('approved')"]}
+
+
+def calls(first: str, second: str, command_id: str = "cmd-0000000000000000",
+          run_id: str = "run-0000000000000000") -> list[tuple[str, dict[str, Any]]]:
     """A representative argument set per operation and per coverage_review task (two snapshots stored)."""
     review: dict[str, dict[str, Any]] = {
         "insight": {"limits": {"max_files": 2}},
@@ -60,6 +68,10 @@ def calls(first: str, second: str) -> list[tuple[str, dict[str, Any]]]:
         ("project_context", {}),
         *[("coverage_review", {"task": task, **args}) for task, args in review.items()],
         ("coverage_import", {"report_path": "step3.coverage.json"}),  # stored already: a duplicate
+        ("register_test_command", REGISTER),  # registered already: the same pending command
+        ("run_test", {"command_id": command_id, "idempotency_key": "drift", "wait": True}),  # the same run
+        ("run_review", {"run_id": run_id}),
+        ("cancel_run", {"run_id": run_id}),  # ended already: answered as it is
     ]
 
 
@@ -130,10 +142,26 @@ async def stored(daemon: Running, sample_repo: Path) -> tuple[str, str, str]:
     return pid, ids[0], ids[1]
 
 
+async def ran(daemon: Running, pid: str) -> tuple[str, str]:
+    """An approved command (a person's approval, on the daemon's store) and its finished run."""
+    from coverage_core.execution import registry
+
+    _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
+    service = Service(project)
+    # The plan's own registration, first: project_context lists commands, so none may appear mid-plan.
+    await asyncio.to_thread(service.call, "register_test_command", REGISTER)
+    command_id = (await asyncio.to_thread(service.call, "register_test_command", APPROVED))["data"]["command"]["id"]
+    await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
+    run = (await asyncio.to_thread(service.call, "run_test", {"command_id": command_id, "idempotency_key": "drift",
+                                                              "wait": True}))["data"]["run"]
+    assert run["state"] == "succeeded", run
+    return command_id, run["id"]
+
+
 async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_process(
         daemon: Running, sample_repo: Path, stored: tuple[str, str, str]) -> None:
     pid, first, second = stored
-    plan = calls(first, second)
+    plan = calls(first, second, *(await ran(daemon, pid)))
     rest, tools = [], []
     for name, args in plan:
         status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/{name}", body=args)
@@ -211,6 +239,8 @@ def test_every_answer_of_an_empty_store_matches_its_schema(sample_repo: Path) ->
         for name, args in calls("snap-0", "snap-1"):
             if name == "coverage_import" or args.get("measurement") or args.get("baseline"):
                 continue  # they need stored snapshots
+            if name in ("run_test", "run_review", "cancel_run"):
+                continue  # they need an approved command and a run
             assert_matches_its_schema(name, service.call(name, args))
     finally:
         project.close()

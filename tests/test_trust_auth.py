@@ -32,11 +32,13 @@ pytest_plugins = ["tests.test_daemon_support"]
 
 PID = "0123456789abcdef"
 SNAP = "snap-0123456789abcdef"
+CID = "cmd-0123456789abcdef"
 
 
 def concrete(path: str) -> str:
     """A route's pattern with its variables filled in."""
     path = re.sub(r"\{project_id[^}]*\}\}?", PID, path)
+    path = re.sub(r"\{command_id[^}]*\}\}?", CID, path)
     return re.sub(r"\{name[^}]*\}\}?", "coverage_review", path)
 
 
@@ -66,6 +68,8 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
     admin = {(m, p) for m, p, access in every_route() if access is Access.ADMIN}
     assert admin == {("POST", "/api/shutdown"), ("PATCH", f"/api/projects/{PID}"),
                      ("POST", f"/api/projects/{PID}/owner-import"), ("POST", f"/api/projects/{PID}/snapshots/delete"),
+                     ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
+                     ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
                      ("POST", "/api/dashboard/ticket")}
     # what only a person's browser session (cookie and CSRF token, never a token) may do
     assert {(m, p) for m, p, access in every_route() if access is Access.SESSION_WRITE} == {

@@ -247,6 +247,8 @@ def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
             return draw(st.sampled_from([live.project_id, "0123456789abcdef"]))
         if name == "snapshot_id":
             return draw(st.sampled_from([live.snapshot_id, "snap-" + "0" * 16, "snap-f"]))
+        if name == "command_id":  # a well-formed command id no store holds (the fuzz registers none)
+            return draw(st.sampled_from(["cmd-" + "0" * 16, "cmd-0123456789abcdef"]))
         if name == "name":  # an operation of the table, or not
             return draw(st.sampled_from([*OPERATIONS, "no_such_op"]))
         return draw(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))

@@ -13,11 +13,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ..execution import queue, registry
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
-from .budget import Budget, size, words
 from . import cursors
+from .budget import Budget, size, words
 from .call import Call
 from .freshness import content_summary
 
@@ -127,9 +128,8 @@ def _latest_composite(call: Call) -> dict[str, Any] | None:
 
 def project_context(call: Call) -> dict[str, Any]:
     budget = Budget(None, max_words=call.args.get("max_words"))
-    # Command pages are the only thing a cursor continues here; none is ever
-    # issued while no approved commands exist, so any cursor is refused.
-    cursors.decode(call, "project_context", call.project.checkout.project_id, call.args.get("cursor"))
+    # Command pages are the only thing a cursor continues here.
+    offset = cursors.decode(call, "project_context", call.project.checkout.project_id, call.args.get("cursor"))
     state = checkout_state(call)
     checkout = call.project.checkout
     snaps, truncated = latest_per_suite(call)
@@ -159,13 +159,22 @@ def project_context(call: Call) -> dict[str, Any]:
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are
     # paged into whatever budget remains (no approved commands exist yet).
+    active = queue.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=queue.ACTIVE)
+    data["active_runs"] = [{k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]]
+    data["active_runs_truncated"] = len(active) > MAX_ACTIVE_RUNS
     data["commands"] = []
     reserved_words, reserved_bytes = size(data)
     if reserved_words > budget.max_words or reserved_bytes > budget.max_bytes:
         raise budget.too_small(reserved_words, reserved_bytes)
-    commands: list[dict[str, Any]] = []
-    shown = budget.fit_list(data, "commands", commands[:MAX_COMMANDS])
+    # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
+    listed = [{k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
+              for c in registry.list_commands(call.project, None, limit=MAX_COMMANDS + 1, offset=offset, brief=True,
+                                              statuses=("approved", "pending"))]
+    shown = budget.fit_list(data, "commands", listed[:MAX_COMMANDS])
     page_words = words(data["commands"]) if shown else 0
+    more = shown < len(listed)
+    next_cursor = cursors.encode(call, "project_context", call.project.checkout.project_id, offset + shown) \
+        if more and shown else None
     return {
         "data": data,
         "page": {
@@ -173,7 +182,7 @@ def project_context(call: Call) -> dict[str, Any]:
             "word_count": page_words,
             "response_word_count": words(data),
             "max_words": budget.max_words,
-            "next_cursor": None,
+            "next_cursor": next_cursor,
         },
     }
 

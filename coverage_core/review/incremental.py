@@ -112,7 +112,7 @@ def _same_format(sel: Selection, base: baselines.Baseline) -> None:
 def _arguments(call: Call) -> dict[str, Any]:
     m = call.args.get("measurement") or {}
     spec = call.args.get("baseline") or {}
-    if not ("snapshot_id" in m or "snapshot_ids" in m):
+    if not ("snapshot_id" in m or "snapshot_ids" in m or "run_id" in m):
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "task='incremental' needs an explicit current measurement",
             "Name the run's snapshot (or snapshots) by id: the snapshots listing shows them.",

@@ -41,15 +41,13 @@ def select(call: Call) -> Selection | None:
             "incremental",
             "Ask one of those tasks of the composite, or select ordinary snapshots.",
         )
-    if "run_id" in m:
-        raise CoverageError(
-            ErrorCode.NOT_SUPPORTED,
-            "measurement.run_id is not supported yet: managed runs are not built",
-            "Select stored snapshots with measurement.snapshot_id, snapshot_ids or suite.",
-        )
     ids: list[str] = []
     notes: list[str] = []
-    if "snapshot_id" in m:
+    if "run_id" in m:  # the union of the snapshots the run ingested
+        from ..execution.ops import measurement_snapshots
+
+        ids = measurement_snapshots(call, m["run_id"])
+    elif "snapshot_id" in m:
         ids = [m["snapshot_id"]]
     elif "snapshot_ids" in m:
         ids = list(dict.fromkeys(m["snapshot_ids"]))

@@ -11,7 +11,9 @@ History:
     4  content identity of the measured text: ``files.content_blob`` (the git
        blob id of the text the report measured) and ``file_texts`` (that text,
        zstd-compressed, for files measured with uncommitted edits).
-    5  composite snapshots (``composite_snapshots``), their inventory entries
+    5  managed execution: registered commands and their decisions, runs, their
+       state transitions and the artifacts each run ingested.
+    6  composite snapshots (``composite_snapshots``), their inventory entries
        (``composite_entries``) and canonical regions (``composite_regions``).
 
 Each migration runs with its revision bump in one transaction. A store whose
@@ -32,7 +34,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 5
+SCHEMA_REVISION = 6
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -216,6 +218,77 @@ CREATE TABLE file_texts (
 """
 
 _REVISION_5 = """
+-- Registered test commands: immutable; command_id derives from content_hash,
+-- the SHA-256 of the canonical JSON of {argv, cwd, timeout_s, env, artifacts,
+-- args_policy}. A change is a new registration.
+CREATE TABLE commands (
+    command_id    VARCHAR PRIMARY KEY,         -- 'cmd-' + 16 hex of content_hash
+    content_hash  VARCHAR NOT NULL,
+    name          VARCHAR NOT NULL,
+    spec          JSON NOT NULL,               -- the canonical registration
+    registered_at TIMESTAMPTZ NOT NULL
+);
+
+-- Approvals and rejections, append-only: a command's status is its latest
+-- decision ('pending' without one). Who, when and from where (cli, dashboard,
+-- attested).
+CREATE TABLE command_decisions (
+    command_id VARCHAR NOT NULL,
+    seq        INTEGER NOT NULL,
+    decision   VARCHAR NOT NULL,               -- 'approved' | 'rejected'
+    decided_by VARCHAR NOT NULL,
+    via        VARCHAR NOT NULL,               -- 'cli' | 'dashboard' | 'attested'
+    note       VARCHAR,
+    decided_at TIMESTAMPTZ NOT NULL
+);
+
+-- Managed runs: mutable only while queued or running, then a terminal record.
+CREATE TABLE runs (
+    run_id          VARCHAR PRIMARY KEY,       -- 'run-' + 16 hex
+    command_id      VARCHAR NOT NULL,
+    command_hash    VARCHAR NOT NULL,
+    args            JSON NOT NULL,             -- case arguments, appended as argv words
+    baseline        JSON,                      -- explicit incremental baseline snapshot ids
+    idempotency_key VARCHAR,
+    fingerprint     VARCHAR NOT NULL,          -- execution fingerprint (reuse_if_unchanged)
+    worktree_path   VARCHAR NOT NULL,
+    state           VARCHAR NOT NULL,          -- queued running succeeded failed cancelled timed_out interrupted
+    reason          VARCHAR,
+    exit_code       INTEGER,
+    pgid            INTEGER,                   -- the run's process group while running
+    cancel_requested BOOLEAN NOT NULL,
+    queued_at       TIMESTAMPTZ NOT NULL,
+    started_at      TIMESTAMPTZ,
+    ended_at        TIMESTAMPTZ,
+    stdout_bytes    BIGINT,
+    stderr_bytes    BIGINT,
+    stdout_truncated BOOLEAN,
+    stderr_truncated BOOLEAN,
+    incremental_review JSON
+);
+
+-- Every state transition of a run, in order.
+CREATE TABLE run_events (
+    run_id VARCHAR NOT NULL,
+    seq    INTEGER NOT NULL,
+    event_at TIMESTAMPTZ NOT NULL,
+    state  VARCHAR NOT NULL,
+    detail VARCHAR
+);
+
+-- The declared artifacts of a finished run: ingested (with the snapshot, the
+-- row written in the snapshot's own transaction), skipped_stale or failed.
+CREATE TABLE run_artifacts (
+    run_id      VARCHAR NOT NULL,
+    path        VARCHAR NOT NULL,
+    status      VARCHAR NOT NULL,
+    snapshot_id VARCHAR,
+    error_code  VARCHAR,
+    detail      VARCHAR
+);
+"""
+
+_REVISION_6 = """
 -- Immutable composite snapshots: one inventory's production coverage across
 -- languages at one checkout revision (coverage_core/composite).
 CREATE TABLE composite_snapshots (
@@ -273,7 +346,7 @@ CREATE TABLE composite_regions (
 """
 
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"

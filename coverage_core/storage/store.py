@@ -130,6 +130,8 @@ class ProjectStore:
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
         self.generation = 0
+        # Called first by close() (managed execution stops its runs and closes its connection).
+        self.on_close: list[Callable[[], None]] = []
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
@@ -174,6 +176,8 @@ class ProjectStore:
         return json.loads(row[0]).encode()
 
     def close(self) -> None:
+        while self.on_close:
+            self.on_close.pop()()
         try:
             self.con.close()
         finally:
@@ -208,13 +212,17 @@ class ProjectStore:
         *,
         progress: Callable[[str], None] | None = None,
         measured: MeasuredText | None = None,
+        also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
     ) -> Snapshot:
-        """Store ``report`` as one immutable snapshot, in one transaction."""
+        """Store ``report`` as one immutable snapshot, in one transaction (``also(con, snapshot_id)``
+        writes its own rows in that same transaction: a managed run's artifact record)."""
         with self._write_lock:
             con = self.con
             con.execute("BEGIN TRANSACTION")
             try:
                 snap = self._insert(con, report, mapping, prov, progress, measured)
+                if also is not None:
+                    also(con, snap)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")

@@ -1,0 +1,367 @@
+"""``command``, ``run`` and ``runs``: managed execution from the command line.
+
+``command approve`` / ``reject`` are a person's decisions: on the store this
+command holds, or through the daemon's admin route with the capability read
+from its lock file; never through an operation an agent can call. ``run``
+always goes through the daemon (started if none runs), so every run is owned
+by a daemon that drains, times out, cancels and recovers it. ``--json``
+prints the envelope (or, for ``command`` and ``runs``, ``{"data": ...}``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import shlex
+from typing import Any
+
+import click
+
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import discover
+from coverage_core.project import Project
+from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
+
+from .options import json_option, repo_option
+from .output import emit_json, handles_errors
+
+STATUSES = ("pending", "approved", "rejected")
+STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
+
+
+def _daemon_project(repo: str) -> DaemonProject:
+    """The daemon's project for ``repo``, the daemon started first when none runs (as the connector does)."""
+    from coverage_daemon.launcher import Launcher
+    from coverage_daemon.launcher import Settings as ConnectorSettings
+
+    Launcher(ConnectorSettings.from_env(), lambda _line: None).connect()
+    settings = Settings.from_env()
+    found = running_daemon(settings)
+    if found is None:
+        raise CoverageError(ErrorCode.DAEMON_UNREACHABLE, "no coverage-mcp daemon runs for this home",
+                            "Start one with `coverage-mcp serve`, then retry.")
+    client, meta = found
+    checkout = discover(repo)
+    client.repo = str(checkout.worktree_path)
+    client.timeout_s = float(settings.http_timeout_s) + 5.0
+    return DaemonProject(client, checkout, settings, meta.get("capability"))
+
+
+# -- command ------------------------------------------------------------------------------
+
+@click.group("command")
+def command_group() -> None:
+    """Registered test commands: list, show, approve, reject (a person's decisions), register.
+
+    Agents register commands with the MCP tool register_test_command; under
+    approval_mode out_of_band (the default) they stay pending until a person
+    approves them here (or in the dashboard). Approval is never reachable from
+    MCP or with the client token.
+
+    Example: coverage-mcp command approve cmd-0123456789abcdef
+    """
+
+
+def _render_command(c: dict[str, Any]) -> None:
+    click.echo(f"{c['id']}  {c['status']:<8}  {c['name']}")
+    click.echo(f"  argv: {shlex.join(c['argv'])}")
+    if "cwd" in c:
+        click.echo(f"  cwd: {c['cwd']}  timeout: {c['timeout_s']} s  args_policy: {c['args_policy']}")
+        for key, value in c["env"].items():
+            click.echo(f"  env: {key}={value}")
+        for a in c["artifacts"]:
+            click.echo(f"  artifact: {a['path']} (suite {a['suite']}, {a['format'] or 'detected'}, {a['scope']})")
+        for d in c.get("decisions", []):
+            note = f": {d['note']}" if d["note"] else ""
+            click.echo(f"  {d['decision']} by {d['by']} via {d['via']} at {d['at'][:19]}{note}")
+    if c["status"] == "pending":
+        click.echo(f"  approve with: {c['approve_with']}")
+
+
+@command_group.command("list")
+@click.option("--status", type=click.Choice(STATUSES), help="Only commands with this status.")
+@repo_option
+@json_option
+@handles_errors
+def command_list(status, repo, as_json) -> None:
+    """List the registered test commands: approved, pending, then rejected.
+
+    Example: coverage-mcp command list --status pending
+    """
+    from coverage_core.execution import registry
+
+    with open_project(repo) as project:
+        if isinstance(project, Project):
+            found = registry.list_commands(project, status)
+        else:
+            found = project.client.commands(project.project_id, status)
+    if as_json:
+        emit_json({"data": {"commands": found}})
+        return
+    if not found:
+        click.echo("no registered commands" + (f" with status {status}" if status else ""))
+    for c in found:
+        _render_command(c)
+
+
+@command_group.command("show")
+@click.argument("command_id")
+@repo_option
+@json_option
+@handles_errors
+def command_show(command_id, repo, as_json) -> None:
+    """Show one registered command: its exact argv, cwd, environment, artifacts and decisions.
+
+    Read it before approving: approving a test runner approves whatever code
+    the tests import.
+
+    Example: coverage-mcp command show cmd-0123456789abcdef
+    """
+    from coverage_core.execution import registry
+
+    with open_project(repo) as project:
+        if isinstance(project, Project):
+            found = registry.show_command(project, command_id)
+        else:
+            found = project.client.command(project.project_id, command_id)
+    if as_json:
+        emit_json({"data": {"command": found}})
+        return
+    _render_command(found)
+
+
+def _decide(repo: str, command_id: str, decision: str, by: str | None, note: str | None) -> dict[str, Any]:
+    from coverage_core.execution import registry
+
+    who = by or getpass.getuser()
+    with open_project(repo) as project:
+        if isinstance(project, Project):
+            if decision == "approve":
+                return registry.approve(project, command_id, approved_by=who, via="cli", note=note)
+            return registry.reject(project, command_id, rejected_by=who, via="cli", note=note)
+        if not project.capability:
+            raise CoverageError(ErrorCode.FORBIDDEN, "approving needs the daemon's admin capability",
+                                "Run this as the user who runs the coverage-mcp daemon.")
+        body = {"by": who, "via": "cli", **({"note": note} if note else {})}
+        return project.client.decide(project.project_id, command_id, decision, body, capability=project.capability)
+
+
+@command_group.command("approve")
+@click.argument("command_id")
+@click.option("--by", help="Who approves (default: your user name).")
+@click.option("--note", help="What was checked, recorded with the approval.")
+@repo_option
+@json_option
+@handles_errors
+def command_approve(command_id, by, note, repo, as_json) -> None:
+    """Approve a registered command so run_test may run it (recorded: who, when, via cli).
+
+    Example: coverage-mcp command approve cmd-0123456789abcdef --note "pytest with coverage"
+    """
+    found = _decide(repo, command_id, "approve", by, note)
+    if as_json:
+        emit_json({"data": {"command": found}})
+        return
+    _render_command(found)
+
+
+@command_group.command("reject")
+@click.argument("command_id")
+@click.option("--by", help="Who rejects (default: your user name).")
+@click.option("--note", help="Why, recorded with the rejection.")
+@repo_option
+@json_option
+@handles_errors
+def command_reject(command_id, by, note, repo, as_json) -> None:
+    """Reject a registered command (or withdraw its approval): it cannot run.
+
+    Example: coverage-mcp command reject cmd-0123456789abcdef --note "uses --basetemp"
+    """
+    found = _decide(repo, command_id, "reject", by, note)
+    if as_json:
+        emit_json({"data": {"command": found}})
+        return
+    _render_command(found)
+
+
+@command_group.command("register", context_settings={"ignore_unknown_options": True})
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--name", required=True, help="A short name for the command.")
+@click.option("--artifact", "artifacts", multiple=True, required=True, metavar="PATH:SUITE",
+              help="A report the command writes, inside the checkout, and its suite (repeatable).")
+@click.option("--cwd", help="Folder to run in, relative to the checkout root (default: the root).")
+@click.option("--timeout", "timeout_s", type=click.IntRange(1, 86400), help="Seconds before it is stopped.")
+@click.option("--args-policy", type=click.Choice(["none", "selectors"]), help="Case arguments run may append.")
+@repo_option
+@json_option
+@handles_errors
+def command_register(argv, name, artifacts, cwd, timeout_s, args_policy, repo, as_json) -> None:
+    """Register a test command (register_test_command); it stays pending until approved.
+
+    Put the command's words after --, never as one shell string.
+
+    Example: coverage-mcp command register --name unit --artifact coverage.json:unit -- python -m pytest --cov
+    """
+    parsed = []
+    for item in artifacts:
+        path, sep, suite = item.rpartition(":")
+        if not sep or not path or not suite:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"--artifact {item!r} is not PATH:SUITE",
+                                "e.g. --artifact coverage.json:unit")
+        parsed.append({"path": path, "suite": suite})
+    args: dict[str, Any] = {"name": name, "argv": list(argv), "artifacts": parsed}
+    for key, value in (("cwd", cwd), ("timeout_s", timeout_s), ("args_policy", args_policy)):
+        if value is not None:
+            args[key] = value
+    with open_project(repo) as project:
+        envelope = call(project, "register_test_command", args)
+    if as_json:
+        emit_json(envelope)
+        return
+    _render_command(envelope["data"]["command"])
+
+
+# -- run / runs ---------------------------------------------------------------------------
+
+def _render_run(run: dict[str, Any]) -> None:
+    took = f", {run['duration_ms']} ms" if run.get("duration_ms") is not None else ""
+    code = f", exit code {run['exit_code']}" if run.get("exit_code") is not None else ""
+    reused = " (reused: nothing changed since)" if run.get("reused") else ""
+    click.echo(f"{run['id']}  {run['state']}{code}{took}{reused}")
+    if run.get("reason"):
+        click.echo(f"  reason: {run['reason']}")
+    for a in run.get("artifacts", []):
+        where = f" -> {a['snapshot_id']}" if a.get("snapshot_id") else ""
+        why = f" ({a['error_code']})" if a.get("error_code") else ""
+        click.echo(f"  artifact {a['path']}: {a['status']}{why}{where}")
+    for stream, info in (run.get("logs") or {}).items():
+        if info.get("truncated"):
+            click.echo(f"  {stream}: {info['bytes']} bytes, truncated in the log")
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("command_id")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--no-wait", "no_wait", is_flag=True, help="Answer the queued run at once instead of its result.")
+@click.option("--idempotency-key", help="The same key answers the same run.")
+@click.option("--no-reuse", "no_reuse", is_flag=True, help="Run even when nothing changed since a successful run.")
+@click.option("--baseline", "baseline", help="A snapshot id: attach an incremental review against it.")
+@repo_option
+@json_option
+@handles_errors
+def run_command(command_id, args, no_wait, idempotency_key, no_reuse, baseline, repo, as_json) -> None:
+    """Run an approved command through the daemon (started if none runs); its reports are ingested.
+
+    Case arguments (test selectors, under the command's args_policy) follow --.
+    Waits for the result unless --no-wait; exit status 1 when the run did not
+    succeed.
+
+    Example: coverage-mcp run cmd-0123456789abcdef -- tests/test_cart.py::test_total
+    """
+    arguments: dict[str, Any] = {"command_id": command_id, "wait": not no_wait}
+    if args:
+        arguments["args"] = list(args)
+    if idempotency_key:
+        arguments["idempotency_key"] = idempotency_key
+    if no_reuse:
+        arguments["reuse_if_unchanged"] = False
+    if baseline:
+        arguments["baseline"] = {"snapshot_id": baseline}
+    project = _daemon_project(repo)
+    envelope = project.call("run_test", arguments)
+    run = envelope["data"]["run"]
+    if as_json:
+        emit_json(envelope)
+    else:
+        _render_run(run)
+    if run["state"] not in ("succeeded", "queued", "running"):
+        raise SystemExit(1)
+
+
+@click.group("runs", invoke_without_command=True)
+@click.option("--status", type=click.Choice(STATES), help="Only runs in this state.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many, newest first.")
+@repo_option
+@json_option
+@click.pass_context
+@handles_errors
+def runs_group(ctx, status, limit, repo, as_json) -> None:
+    """List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one.
+
+    Example: coverage-mcp runs --status running
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from coverage_core.execution import queue
+
+    with open_project(repo) as project:
+        if isinstance(project, Project):
+            found = queue.list_runs(project, status, limit=limit)
+        else:
+            found = project.client.runs(project.project_id, status, limit)
+    if as_json:
+        emit_json({"data": {"runs": found}})
+        return
+    if not found:
+        click.echo("no runs" + (f" in state {status}" if status else ""))
+    for run in found:
+        args = f" -- {shlex.join(run['args'])}" if run["args"] else ""
+        click.echo(f"{run['id']}  {run['state']:<11} {run['command_id']}{args}  queued {run['queued_at'][:19]}")
+
+
+@runs_group.command("show")
+@click.argument("run_id")
+@click.option("--logs", is_flag=True, help="Show its output instead of its status.")
+@click.option("--stream", type=click.Choice(["stdout", "stderr"]), help="With --logs: only this stream.")
+@click.option("--search", help="With --logs: lines containing this literal text.")
+@click.option("--cursor", help="Continue a previous page.")
+@repo_option
+@json_option
+@handles_errors
+def runs_show(run_id, logs, stream, search, cursor, repo, as_json) -> None:
+    """Show one run (run_review): its status, artifacts and review, or with --logs its output.
+
+    Example: coverage-mcp runs show run-0123456789abcdef --logs --search FAILED
+    """
+    arguments: dict[str, Any] = {"run_id": run_id, "view": "logs" if (logs or search or stream) else "status"}
+    for key, value in (("stream", stream), ("search", search), ("cursor", cursor)):
+        if value:
+            arguments[key] = value
+    with open_project(repo) as project:
+        envelope = call(project, "run_review", arguments)
+    if as_json:
+        emit_json(envelope)
+        return
+    data = envelope["data"]
+    if data["view"] == "status":
+        _render_run(data["run"])
+        if data["run"].get("incremental_review"):
+            click.echo("  incremental review: " + json.dumps(data["run"]["incremental_review"].get("categories", {})))
+    elif "matches" in data:
+        for m in data["matches"]:
+            click.echo(f"{m['stream']}@{m['offset']}: {m['line']}")
+    else:
+        for part in data["text"]:
+            click.echo(part["text"], nl=False, err=part["stream"] == "stderr")
+    page = envelope.get("page") or {}
+    if page.get("next_cursor"):
+        click.echo(f"(more: --cursor {page['next_cursor']})", err=True)
+
+
+@runs_group.command("cancel")
+@click.argument("run_id")
+@repo_option
+@json_option
+@handles_errors
+def runs_cancel(run_id, repo, as_json) -> None:
+    """Cancel a queued or running run (cancel_run): its whole process group is stopped.
+
+    Example: coverage-mcp runs cancel run-0123456789abcdef
+    """
+    with open_project(repo) as project:
+        envelope = call(project, "cancel_run", {"run_id": run_id})
+    if as_json:
+        emit_json(envelope)
+        return
+    _render_run(envelope["data"]["run"])

@@ -1,0 +1,9 @@
+"""Managed execution: registered test commands, a durable run queue, the process runner.
+
+``registry`` holds commands and their approvals, ``queue`` the runs and their
+state transitions (rows of the project store), ``runner`` one process group
+with bounded capture, ``fingerprint`` what makes two runs the same execution,
+``worker`` the threads that take queued runs, run them and ingest what they
+wrote, ``ops`` the four operations (register_test_command, run_test,
+run_review, cancel_run). Threads and subprocesses only: no asyncio here.
+"""

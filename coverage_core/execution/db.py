@@ -1,0 +1,72 @@
+"""The execution tables' own connection to a project store, one per open store.
+
+Commands, runs and their events are written through this connection under
+its lock, never through the store's ingest connection, so a run's state can
+change while an ingest or a long read is in flight. The store is leased to
+one process, so the lock is the only writer of these tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import duckdb
+
+from ..storage.store import ProjectStore
+
+_MADE = threading.Lock()
+
+
+class ExecDB:
+    """A dedicated DuckDB connection to one store and the lock its writers take."""
+
+    def __init__(self, store: ProjectStore) -> None:
+        self.store = store
+        self.con = store.con.cursor()
+        self.lock = threading.RLock()
+        self.closed = False
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchall()
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchone()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The connection inside one transaction, committed on success and rolled back otherwise."""
+        with self.lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield self.con
+                self.con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                with contextlib.suppress(duckdb.Error):
+                    self.con.close()
+
+
+def exec_db(store: ProjectStore) -> ExecDB:
+    """The execution connection of ``store``, made on first use and closed with the store."""
+    found = getattr(store, "_exec_db", None)
+    if found is not None:
+        return found
+    with _MADE:
+        found = getattr(store, "_exec_db", None)
+        if found is None:
+            found = ExecDB(store)
+            store._exec_db = found  # type: ignore[attr-defined]
+            store.on_close.insert(0, found.close)  # after the runtime stops (close pops from the end)
+        return found

@@ -1,0 +1,310 @@
+"""The four managed-execution operations: register_test_command, run_test, run_review, cancel_run.
+
+Their rows live in ``coverage_core.service.OPERATIONS``; the handlers are here.
+None of them can approve a command (see ``registry``): run_test refuses a
+command that is not approved, naming the CLI line a person runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import safefs
+from ..errors import CoverageError, ErrorCode, Remedy
+from ..project import Project
+from ..review import cursors
+from ..review.call import Call
+from . import queue, registry, runner
+from .fingerprint import fingerprint
+from .worker import Runtime, command_env, runtime_of
+
+MAX_ARGS = 64
+# run_test wait=true answers this long before the HTTP deadline at the latest, with state running.
+WAIT_MARGIN_S = 3.0
+LOG_PAGE_BYTES = 16 * 1024
+SEARCH_MAX_MATCHES = 50
+SEARCH_MAX_S = 0.5
+STREAMS = ("stdout", "stderr")
+
+
+def ensure_runtime(project: Project) -> Runtime:
+    """This store's runtime; started here (in-process) when no daemon started one."""
+    found = runtime_of(project.store)
+    if found is None:
+        try:
+            found = Runtime(project.store, project.settings).start()
+        except RuntimeError:  # started meanwhile
+            found = runtime_of(project.store)
+            assert found is not None
+    found.add_project(project)
+    return found
+
+
+# -- register_test_command -------------------------------------------------------------
+
+def register_test_command(call: Call) -> dict[str, Any]:
+    record, _ = registry.register(call.project, call.args)
+    if record["status"] == "pending":
+        nxt = (f"A person approves it out of band: `{record['approve_with']}` (or in the dashboard); "
+               "then call run_test with command_id.")
+    elif record["status"] == "approved":
+        nxt = "Call run_test with command_id (wait=true to get the result in the same call)."
+    else:
+        nxt = "This command was rejected; register a different command and ask a person to approve it."
+    return {"data": {"command": record, "approval_mode": registry.approval_mode(call.project), "next": nxt}}
+
+
+# -- run_test --------------------------------------------------------------------------
+
+def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
+    """Case arguments allowed by the command's ``args_policy``, or an error naming the policy."""
+    if not args:
+        return []
+    if policy == "none":
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "this command's args_policy is none: it takes no case arguments",
+            "Run it without args, or register a command with args_policy 'selectors' for test selections.",
+            {"args_policy": policy},
+        )
+    if len(args) > MAX_ARGS:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"at most {MAX_ARGS} case arguments",
+                            "Select fewer tests per run.", {"args_policy": policy})
+    out = []
+    for arg in args:
+        if not isinstance(arg, str) or not arg or arg.startswith("-") or "\0" in arg or len(arg) > 4096:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"case argument {str(arg)[:100]!r} is refused by args_policy selectors: each argument is a path or "
+                "test id inside the checkout, never an option",
+                "Pass selectors such as tests/test_x.py or tests/test_x.py::test_y.",
+                {"args_policy": policy, "argument": str(arg)[:200]},
+            )
+        path = arg.split("::", 1)[0]
+        try:
+            registry.inside_checkout(root, path, "case argument", allow_root=True)
+        except CoverageError as error:
+            raise CoverageError(
+                error.code, f"case argument {arg[:100]!r} is refused by args_policy selectors: {error.message}",
+                "Pass selectors inside the checkout, such as tests/test_x.py::test_y.",
+                {"args_policy": policy, "argument": arg[:200]},
+            ) from None
+        out.append(arg)
+    return out
+
+
+def _baseline(call: Call) -> list[str] | None:
+    spec = call.args.get("baseline")
+    if spec is None:
+        return None
+    ids = [spec["snapshot_id"]] if "snapshot_id" in spec else list(spec.get("snapshot_ids", []))
+    if not ids:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "baseline needs snapshot_id or snapshot_ids",
+                            '{"snapshot_id": "snap-..."}')
+    return list(dict.fromkeys(call.project.store.resolve_id(i, call.con) for i in ids))
+
+
+def _not_approved(command_id: str, status: str) -> CoverageError:
+    if status == "pending":
+        return CoverageError(
+            ErrorCode.NOT_APPROVED,
+            f"command {command_id} is pending: a person has not approved it, so it cannot run",
+            f"Ask a person to run `{registry.approve_line(command_id)}` (or approve it in the dashboard), then retry.",
+            {"command_id": command_id, "status": status, "approve_with": registry.approve_line(command_id)},
+        )
+    return CoverageError(
+        ErrorCode.NOT_APPROVED, f"command {command_id} was rejected, so it cannot run",
+        "Register a different command and ask a person to approve it.", {"command_id": command_id, "status": status},
+    )
+
+
+def run_test(call: Call) -> dict[str, Any]:
+    project, store, a = call.project, call.project.store, call.args
+    command_id = a["command_id"]
+    spec, command_hash, status = registry.spec_of(project, command_id)
+    if status != "approved":
+        raise _not_approved(command_id, status)
+    args = check_args(project.checkout.worktree_path, spec["args_policy"], a.get("args", []))
+    baseline = _baseline(call)
+    key = a.get("idempotency_key")
+    if key is not None:
+        existing = queue.by_idempotency_key(store, key)
+        if existing is not None:
+            same = (existing["command_id"] == command_id and json.loads(existing["args"]) == args
+                    and (json.loads(existing["baseline"]) if existing["baseline"] else None) == baseline)
+            if not same:
+                raise CoverageError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"idempotency_key {key!r} was used for run {existing['run_id']} with another command, args or "
+                    "baseline", "Use a new idempotency_key for a different run.",
+                    {"run_id": existing["run_id"], "idempotency_key": key})
+            run = _waited(call, existing) if a.get("wait") else existing
+            return _answer(call, run, reused=False)
+    env = command_env(spec)
+    digest, _ = fingerprint(project, command_hash=command_hash, args=args, env=env, baseline=baseline,
+                            artifacts=[x["path"] for x in spec["artifacts"]])
+    if a.get("reuse_if_unchanged", True):
+        previous = queue.last_success(store, digest)
+        if previous is not None:
+            return _answer(call, previous, reused=True)
+    run_id, created = queue.enqueue(store, command_id=command_id, command_hash=command_hash, args=args,
+                                    baseline=baseline, idempotency_key=key, fingerprint=digest,
+                                    worktree_path=str(project.checkout.worktree_path))
+    if not created:  # the same key, queued by a call that raced this one
+        return run_test(call)
+    runtime = ensure_runtime(project)
+    runtime.wake()
+    run = queue.get(store, run_id)
+    if a.get("wait"):
+        run = _waited(call, run)
+    return _answer(call, run, reused=False)
+
+
+def _waited(call: Call, run: dict[str, Any]) -> dict[str, Any]:
+    budget = max(1.0, call.project.settings.http_timeout_s - WAIT_MARGIN_S)
+    return ensure_runtime(call.project).wait(run["run_id"], budget)
+
+
+def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = False) -> dict[str, Any]:
+    out = queue.brief(run)
+    out["reused"] = reused
+    out["artifacts"] = queue.artifacts(store, run["run_id"])
+    out["logs"] = {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]} for s in STREAMS}
+    review = run["incremental_review"]
+    out["incremental_review"] = None if review is None else json.loads(review)
+    if full:
+        from .db import exec_db
+
+        out["events"] = [{"state": r[0], "at": r[1].isoformat(), "detail": r[2]} for r in exec_db(store).rows(
+            "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq", [run["run_id"]])]
+    return out
+
+
+def _answer(call: Call, run: dict[str, Any], *, reused: bool) -> dict[str, Any]:
+    view = run_view(call.project.store, run, reused=reused)
+    if run["state"] in queue.ACTIVE:
+        nxt = f"Poll with run_review run_id={run['run_id']} view=status (or cancel_run)."
+    elif view["artifacts"] and any(x["status"] == "ingested" for x in view["artifacts"]):
+        nxt = (f"coverage_review with measurement {{\"run_id\": \"{run['run_id']}\"}} reads what it measured; "
+               "run_review view=logs shows its output.")
+    else:
+        nxt = f"run_review run_id={run['run_id']} view=logs shows its output."
+    return {"data": {"run": view, "next": nxt}}
+
+
+# -- run_review --------------------------------------------------------------------------
+
+def _read_page(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
+    try:
+        fd = safefs.open_file(path, os.O_RDONLY)
+    except CoverageError:
+        return b"", 0
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, offset), size
+    finally:
+        os.close(fd)
+
+
+def run_review(call: Call) -> dict[str, Any]:
+    store, a = call.project.store, call.args
+    run = queue.get(store, a["run_id"])
+    if a.get("view", "status") == "status":
+        return {"data": {"view": "status", "run": run_view(store, run, reused=False, full=True)}}
+    folder = store.path.parent / "runs" / run["run_id"]
+    position = cursors.decode_key(call, "run_review", run["run_id"], a.get("cursor")) or [0, 0]
+    stream_index, offset = int(position[0]), int(position[1])
+    if stream_index not in (0, 1) or offset < 0:
+        raise cursors.invalid("the cursor's position is out of range")
+    wanted = [a["stream"]] if a.get("stream") else list(STREAMS)
+    search = a.get("search")
+    needle = search.encode("utf-8", "surrogateescape") if search else None
+    text_parts: list[dict[str, Any]] = []
+    matches: list[dict[str, Any]] = []
+    next_position = None
+    started = time.monotonic()
+    budget = LOG_PAGE_BYTES
+    for index, stream in enumerate(STREAMS):
+        if index < stream_index or stream not in wanted:
+            continue
+        start = offset if index == stream_index else 0
+        path = folder / stream
+        while True:
+            chunk, size = _read_page(path, start, LOG_PAGE_BYTES)
+            if not chunk:
+                break
+            if needle is None:
+                cut = chunk.rfind(b"\n") + 1 if len(chunk) == LOG_PAGE_BYTES and b"\n" in chunk else len(chunk)
+                piece = chunk[:cut][:budget]
+                text_parts.append({"stream": stream, "offset": start,
+                                   "text": piece.decode("utf-8", "replace")})
+                budget -= len(piece)
+                start += len(piece)
+                if budget <= 0 and start < size:
+                    next_position = [index, start]
+                break
+            lines = chunk.split(b"\n")
+            consumed = len(chunk) if len(chunk) < LOG_PAGE_BYTES or len(lines) == 1 else len(chunk) - len(lines[-1])
+            if len(chunk) == LOG_PAGE_BYTES and len(lines) > 1:
+                lines = lines[:-1]
+            line_start = start
+            for line in lines:
+                if needle in line:
+                    matches.append({"stream": stream, "offset": line_start,
+                                    "line": line[:500].decode("utf-8", "replace")})
+                line_start += len(line) + 1
+                if len(matches) >= SEARCH_MAX_MATCHES:
+                    break
+            start += consumed if len(matches) < SEARCH_MAX_MATCHES else (line_start - start)
+            if len(matches) >= SEARCH_MAX_MATCHES or time.monotonic() - started > SEARCH_MAX_S:
+                if start < size:
+                    next_position = [index, start]
+                break
+        if next_position is not None:
+            break
+    data: dict[str, Any] = {"view": "logs", "run": {"id": run["run_id"], "state": run["state"]},
+                            "logs": {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]}
+                                     for s in STREAMS}}
+    if needle is None:
+        data["text"] = text_parts
+    else:
+        data["search"] = search
+        data["matches"] = matches
+    cursor = None if next_position is None else cursors.encode_key(call, "run_review", run["run_id"], next_position)
+    return {"data": data, "page": {"next_cursor": cursor}}
+
+
+# -- cancel_run ----------------------------------------------------------------------------
+
+def cancel_run(call: Call) -> dict[str, Any]:
+    store, run_id = call.project.store, call.args["run_id"]
+    run = queue.get(store, run_id)
+    if run["state"] in queue.ACTIVE:
+        queue.request_cancel(store, run_id)
+        runtime = runtime_of(store)
+        if runtime is not None:
+            runtime.cancel(run_id)
+            run = runtime.wait(run_id, runner.KILL_GRACE_S + 15)
+        else:
+            run = queue.get(store, run_id)
+    return {"data": {"run": run_view(store, run, reused=False),
+                     "next": "run_review view=logs shows what it printed before it stopped."}}
+
+
+def measurement_snapshots(call: Call, run_id: str) -> list[str]:
+    """The snapshots a run ingested (``measurement: {"run_id"}``); an error when it has none (yet)."""
+    run = queue.get(call.project.store, run_id)
+    ids = queue.snapshot_ids(call.project.store, run_id)
+    if not ids:
+        raise CoverageError(
+            ErrorCode.NOT_FOUND, f"run {run_id} ({run['state']}) has no ingested snapshot",
+            "Wait for it to end (run_review view=status) or read its logs (view=logs): an artifact it did not "
+            "refresh is skipped_stale, one that failed to parse is failed.",
+            {"run_id": run_id, "state": run["state"]},
+            Remedy(operation="run_review", arguments={"run_id": run_id, "view": "status"}),
+        )
+    return ids

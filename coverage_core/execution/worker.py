@@ -1,0 +1,350 @@
+"""The runtime of one open store: worker threads that take queued runs, run them, ingest what they wrote.
+
+``Runtime.start`` first recovers (runs left ``running`` by a dead owner are
+killed by their recorded group and marker, then marked ``interrupted``;
+queued runs stay queued), then starts ``concurrency`` worker threads. A
+worker claims the oldest queued run, starts its process group, waits for
+its exit, its timeout or a cancel, stops whatever of the group is left,
+ingests each declared artifact the run created or modified (an unchanged or
+absent one is ``skipped_stale``, a report that fails to parse is ``failed``
+with its error code; each ingested snapshot and its artifact row commit in
+one transaction), attaches a bounded incremental review when the run named
+a baseline, and writes the terminal state. Any setup, capture or persistence
+failure ends the run ``failed`` with the reason.
+
+``stop`` (daemon shutdown, store close) cancels running runs (their groups
+stopped, state ``cancelled``, reason ``shutdown``) and leaves queued runs
+queued for the next owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .. import safefs
+from ..config import Settings
+from ..errors import CoverageError
+from ..git import discover
+from ..parsers.opening import open_within
+from ..project import Project
+from ..storage.store import ProjectStore
+from . import queue, registry, runner
+from .db import exec_db
+
+log = logging.getLogger("coverage_core.execution")
+T = TypeVar("T")
+POLL_S = 0.05  # how often a worker looks at its process, its deadline and cancels
+IDLE_POLL_S = 1.0  # a sleeping worker looks at the queue at least this often
+REVIEW_LIMITS = {"max_files": 5, "max_regions": 5, "max_words": 600}
+
+
+def _identity(path: Path) -> tuple[int, int, str] | None:
+    """(mtime_ns, size, sha256) of a regular file, None when absent or not a regular file."""
+    try:
+        st = os.lstat(path)
+        if not os.path.isfile(path) or os.path.islink(path):
+            return None
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return (st.st_mtime_ns, st.st_size, digest.hexdigest())
+    except OSError:
+        return None
+
+
+def command_env(spec: dict[str, Any]) -> dict[str, str]:
+    """The environment a registered command gets: this process's, plus its registered variables."""
+    env = {k: v for k, v in os.environ.items() if k != runner.MARKER_ENV}
+    env.update(spec["env"])
+    return env
+
+
+_RUNTIMES: dict[int, Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def runtime_of(store: ProjectStore) -> Runtime | None:
+    """The runtime executing this store's runs in this process, if one was started."""
+    return _RUNTIMES.get(id(store))
+
+
+class Runtime:
+    """Executes one store's queued runs on ``concurrency`` threads."""
+
+    def __init__(self, store: ProjectStore, settings: Settings, *,
+                 write: Callable[[Callable[[], Any]], Any] | None = None, concurrency: int | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.concurrency = concurrency or settings.run_concurrency
+        # How a store write (an ingest) is made: the daemon passes one through its write gate.
+        self._write = write or (lambda fn: fn())
+        self._cv = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._cancels: dict[str, threading.Event] = {}
+        self._projects: dict[str, Project] = {}
+        self._stopping = False
+        self._kicked = False  # a run was queued since a worker last looked
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> Runtime:
+        with _RUNTIMES_LOCK:
+            if id(self.store) in _RUNTIMES:
+                raise RuntimeError("a runtime already executes this store's runs")
+            _RUNTIMES[id(self.store)] = self
+        exec_db(self.store)  # made before the stop hook, so closed after it
+        self.store.on_close.append(self.stop)
+        self.recover()
+        for i in range(self.concurrency):
+            thread = threading.Thread(target=self._loop, name=f"coverage-mcp-run-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def recover(self) -> list[str]:
+        """Runs a dead owner left ``running``: their processes killed, then ``interrupted``. Their ids."""
+        done = []
+        for run_id, pgid in queue.stale_running(self.store):
+            runner.kill_group(pgid, run_id, grace=0.5)
+            if queue.transition(self.store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
+                                reason="the process that ran it stopped before it ended (its processes were killed)",
+                                detail="recovered"):
+                done.append(run_id)
+        return done
+
+    def stop(self, grace: float = runner.KILL_GRACE_S) -> None:
+        """Cancel running runs (state ``cancelled``, reason shutdown), leave queued ones queued, join the workers."""
+        with self._cv:
+            if self._stopping:
+                return
+            self._stopping = True
+            for event in self._cancels.values():
+                event.set()
+            self._cv.notify_all()
+        for thread in self._threads:
+            thread.join(grace + 15)
+        with _RUNTIMES_LOCK:
+            _RUNTIMES.pop(id(self.store), None)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run is executing (a daemon must not exit idle under it)."""
+        with self._cv:
+            return bool(self._cancels)
+
+    def wake(self) -> None:
+        with self._cv:
+            self._kicked = True
+            self._cv.notify_all()
+
+    def cancel(self, run_id: str) -> None:
+        with self._cv:
+            event = self._cancels.get(run_id)
+            if event is not None:
+                event.set()
+
+    def wait(self, run_id: str, timeout: float) -> dict[str, Any]:
+        """The run once it is terminal, or as it is after ``timeout`` seconds."""
+        give_up = time.monotonic() + timeout
+        while True:
+            with self._cv:  # read under the lock the worker notifies with: no wake-up is lost
+                run = queue.get(self.store, run_id)
+                left = give_up - time.monotonic()
+                if run["state"] not in queue.ACTIVE or left <= 0:
+                    return run
+                self._cv.wait(min(left, IDLE_POLL_S))
+
+    def add_project(self, project: Project) -> None:
+        self._projects.setdefault(str(project.checkout.worktree_path), project)
+
+    def _project(self, worktree_path: str) -> Project:
+        found = self._projects.get(worktree_path)
+        if found is None:
+            found = self._projects.setdefault(worktree_path, Project(discover(worktree_path), self.store, self.settings))
+        return found
+
+    # -- workers -----------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                if self._stopping:
+                    return
+            try:
+                run = queue.claim(self.store)
+            except Exception:  # the store is closing, or a transient store failure
+                log.exception("claiming a queued run failed")
+                run = None
+            if run is None:
+                with self._cv:
+                    if not self._stopping and not self._kicked:
+                        self._cv.wait(IDLE_POLL_S)
+                    self._kicked = False
+                continue
+            event = threading.Event()
+            with self._cv:
+                self._cancels[run["run_id"]] = event
+                if self._stopping:
+                    event.set()
+            try:
+                self._execute(run, event)
+            except BaseException as exc:  # never leave a run running behind a dead worker
+                log.exception("run %s failed in its worker", run["run_id"])
+                with contextlib.suppress(Exception):
+                    queue.transition(self.store, run["run_id"], "failed", ended_at=queue.now(),
+                                     reason=f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
+            finally:
+                with self._cv:
+                    self._cancels.pop(run["run_id"], None)
+                    self._cv.notify_all()
+
+    def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
+        queue.transition(self.store, run_id, "failed", ended_at=queue.now(), reason=reason, **fields)
+
+    def _execute(self, run: dict[str, Any], cancel: threading.Event) -> None:
+        run_id = run["run_id"]
+        try:
+            project = self._project(run["worktree_path"])
+            spec, _, status = registry.spec_of(project, run["command_id"])
+        except CoverageError as error:
+            self._fail(run_id, f"setup failed: {error.message}")
+            return
+        if status != "approved":
+            self._fail(run_id, f"its command {run['command_id']} is {status}, no longer approved")
+            return
+        root = project.checkout.worktree_path
+        args = json.loads(run["args"])
+        try:
+            runs_dir = self.store.path.parent / "runs"
+            safefs.private_dir(runs_dir)
+            log_dir = runs_dir / run_id
+            safefs.private_dir(log_dir)
+            before = {a["path"]: _identity(root / a["path"]) for a in spec["artifacts"]}
+            process = runner.Process([*spec["argv"], *args], cwd=root / spec["cwd"], env=command_env(spec),
+                                     marker=run_id, log_dir=log_dir, cap_bytes=self.settings.run_log_max_bytes)
+        except (OSError, CoverageError) as exc:
+            message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
+            self._fail(run_id, f"could not start {spec['argv'][0]!r}: {message}")
+            return
+        state, reason, code = "", None, None
+        try:
+            queue.record_pgid(self.store, run_id, process.pgid)
+            deadline = time.monotonic() + spec["timeout_s"]
+            while True:
+                code = process.wait(POLL_S)
+                if code is not None:
+                    state = "succeeded" if code == 0 else "failed"
+                    reason = None if code == 0 else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
+                    break
+                if cancel.is_set():  # cancel_run and shutdown, in this process (the store's one owner)
+                    state = "cancelled"
+                    reason = "the daemon shut down" if self._stopping else "cancel_run"
+                    break
+                if time.monotonic() >= deadline:
+                    state, reason = "timed_out", f"still running after timeout_s={spec['timeout_s']}"
+                    break
+        finally:
+            # The leader has exited or is being stopped: nothing of the run may outlive it.
+            if state in ("succeeded", "failed") and not _group_alive(process.pgid):
+                pass
+            else:
+                process.stop()
+            process.finish()
+        ended = queue.now()
+        outputs = {"stdout_bytes": process.stdout.total, "stderr_bytes": process.stderr.total,
+                   "stdout_truncated": process.stdout.truncated, "stderr_truncated": process.stderr.truncated}
+        capture = process.stdout.error or process.stderr.error
+        if capture and state == "succeeded":
+            state, reason = "failed", f"capturing its output failed: {capture}"
+        finished = state in ("succeeded", "failed")
+        try:
+            ingested = self._ingest(project, run_id, run, spec, before, finished)
+            review = self._review(project, run, ingested) if run["baseline"] and ingested else None
+        except Exception as exc:
+            log.exception("ingesting the artifacts of %s failed", run_id)
+            self._fail(run_id, f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
+                       exit_code=code, **outputs)
+            return
+        queue.transition(self.store, run_id, state, ended_at=ended, reason=reason, detail=reason, exit_code=code,
+                         incremental_review=None if review is None else json.dumps(review), **outputs)
+
+    def _ingest(self, project: Project, run_id: str, run: dict[str, Any], spec: dict[str, Any],
+                before: dict[str, Any], finished: bool) -> list[str]:
+        root = project.checkout.worktree_path
+        db = exec_db(self.store)
+        ingested: list[str] = []
+
+        def record(path: str, status: str, snapshot_id: str | None = None, code: str | None = None,
+                   detail: str | None = None) -> None:
+            with db.transaction() as con:
+                con.execute("INSERT INTO run_artifacts VALUES (?, ?, ?, ?, ?, ?)",
+                            [run_id, path, status, snapshot_id, code, detail])
+
+        for artifact in spec["artifacts"]:
+            path = artifact["path"]
+            after = _identity(root / path)
+            if not finished:
+                record(path, "skipped_stale", detail="the run did not finish; nothing it wrote is ingested")
+                continue
+            if after is None or after == before[path]:
+                record(path, "skipped_stale", detail="absent" if after is None else "not created or modified by the run")
+                continue
+
+            def also(con: Any, snapshot_id: str, path: str = path) -> None:
+                con.execute("INSERT INTO run_artifacts VALUES (?, ?, 'ingested', ?, NULL, NULL)",
+                            [run_id, path, snapshot_id])
+                # The snapshot says which run made it: run id, command (and its content hash), arguments.
+                con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
+                            [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
+                                                 "command_hash": run["command_hash"],
+                                                 "args": json.loads(run["args"])}}), snapshot_id])
+
+            def ingest(artifact: dict[str, Any] = artifact) -> Any:
+                return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
+                                      format=artifact["format"], scope=artifact["scope"], provenance="run",
+                                      require_mapped=True, also=also)
+
+            try:
+                snap = self._write(ingest)
+            except CoverageError as error:
+                record(path, "failed", code=str(error.code), detail=error.message[:500])
+                continue
+            if snap.duplicate:
+                record(path, "ingested", snap.snapshot_id, detail="an identical report of this commit was stored already")
+            ingested.append(snap.snapshot_id)
+        return ingested
+
+    def _review(self, project: Project, run: dict[str, Any], ingested: list[str]) -> dict[str, Any]:
+        """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots."""
+        from ..service import Service
+
+        con = self.store.con.cursor()
+        try:
+            answer = Service(project).call("coverage_review", {
+                "task": "incremental", "measurement": {"snapshot_ids": ingested},
+                "baseline": {"kind": "explicit", "snapshot_ids": json.loads(run["baseline"])},
+                "limits": REVIEW_LIMITS,
+            }, con=con)
+            return answer["data"]
+        except CoverageError as error:
+            return {"error": {"code": str(error.code), "message": error.message}}
+        finally:
+            con.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,239 @@
+"""Managed execution through the daemon: the CLI approves, agents cannot, runs survive and recover (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.execution import registry
+from coverage_core.service import OPERATIONS
+from coverage_daemon.projects import Target
+from coverage_daemon.secrets import client_token
+
+from .gitrepo import make_repo
+from .realcov import PACKAGE
+from .test_daemon_rest import call, register
+from .test_daemon_support import Running, ServeProcess
+from .test_mcp_sdk import sdk_client
+from .test_runs import FILES, PY, alive, pids_of, wait_for
+from .test_trust_auth import as_nobody
+
+pytest_plugins = ["tests.test_daemon_support"]
+
+GEN_COMMAND = {"name": "gen", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
+SLOW_COMMAND = {"name": "slow", "argv": [PY, "stubborn.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", FILES)
+
+
+def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
+        serve_process: ServeProcess, repo: Path) -> None:
+    client = serve_process.client(repo=str(repo))
+    pid = client.register(repo)["project_id"]
+    command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
+    assert command["status"] == "pending"
+    refused = serve_process.cli("run", command["id"], "--repo", str(repo), "--json")
+    assert refused.returncode == 1 and json.loads(refused.stderr)["error"]["code"] == "not_approved"
+    listed = serve_process.cli("command", "list", "--status", "pending", "--repo", str(repo))
+    assert listed.returncode == 0 and command["id"] in listed.stdout and "command approve" in listed.stdout
+    approved = serve_process.cli("command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo))
+    assert approved.returncode == 0, approved.stderr
+    shown = client.command(pid, command["id"])
+    assert shown["status"] == "approved" and shown["decisions"][0]["via"] == "cli"
+    assert shown["decisions"][0]["note"] == "read the argv"
+    ran = serve_process.cli("run", command["id"], "--repo", str(repo), "--json")
+    assert ran.returncode == 0, ran.stderr
+    run = json.loads(ran.stdout)["data"]["run"]
+    assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
+    runs = serve_process.cli("runs", "--status", "succeeded", "--repo", str(repo), "--json")
+    assert [r["id"] for r in json.loads(runs.stdout)["data"]["runs"]] == [run["id"]]
+    logs = serve_process.cli("runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo))
+    assert logs.returncode == 0 and "generated 1" in logs.stdout
+    # `run --json` prints exactly the run_test envelope (the same run, by its idempotency key).
+    keyed = serve_process.cli("run", command["id"], "--idempotency-key", "k2", "--no-reuse", "--repo", str(repo),
+                              "--json")
+    assert keyed.returncode == 0, keyed.stderr
+    over_rest = client.call(pid, "run_test", {"command_id": command["id"], "wait": True, "idempotency_key": "k2",
+                                              "reuse_if_unchanged": False})
+    printed = json.loads(keyed.stdout)
+    for envelope in (printed, over_rest):
+        envelope["context"].pop("stats")
+    assert printed == over_rest and printed["data"]["run"]["id"] != run["id"]
+    rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo))
+    assert rejected.returncode == 0 and client.command(pid, command["id"])["status"] == "rejected"
+
+
+async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Running, repo: Path) -> None:
+    pid = await register(daemon, repo)
+    assert not any("approv" in name for name in OPERATIONS)  # no tool approves
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"register_test_command", "run_test", "run_review", "cancel_run"} <= tools
+        result = await client.call_tool("register_test_command", {
+            **GEN_COMMAND, "human_approved": True, "approved_by": "me", "approval_note": "trust me"})
+        command = result.structured_content["data"]["command"]
+        assert command["status"] == "pending"  # approval_mode out_of_band: the agent's word is ignored
+        refused = await client.call_tool("run_test", {"command_id": command["id"]})
+        assert refused.is_error and refused.structured_content["error"]["code"] == "not_approved"
+    route = f"/api/projects/{pid}/commands/{command['id']}/approve"
+    status, _, body = await call(daemon, "POST", route, body={"by": "agent", "via": "cli"})
+    assert status == 403, body
+    status, _, body = await call(daemon, "POST", route, body={"by": "agent", "via": "attested"}, headers=daemon.admin)
+    assert status == 400  # attested approvals come only with a registration under attested mode
+    status, _, body = await call(daemon, "GET", f"/api/projects/{pid}/commands/{command['id']}")
+    assert body["data"]["command"]["status"] == "pending"
+    status, _, body = await call(daemon, "POST", route, body={"by": "ann", "via": "dashboard"}, headers=daemon.admin)
+    assert status == 200 and body["data"]["command"]["status"] == "approved"
+
+
+def test_a_foreign_uid_can_neither_approve_nor_run(serve_process: ServeProcess, repo: Path) -> None:
+    prefix = as_nobody()
+    client = serve_process.client(repo=str(repo))
+    pid = client.register(repo)["project_id"]
+    command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
+    token = client_token(serve_process.home) or ""
+    stranger = """
+import json, sys, urllib.request, urllib.error
+url, token, pid, cid = sys.argv[1:5]
+out = []
+for path, headers in ((f"/api/projects/{pid}/commands/{cid}/approve", {"x-coverage-mcp-capability": "guess"}),
+                      (f"/api/projects/{pid}/ops/run_test", {})):
+    body = json.dumps({"by": "x"} if "approve" in path else {"command_id": cid}).encode()
+    request = urllib.request.Request(url + path, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Authorization": "Bearer " + token, **headers})
+    try:
+        out.append(urllib.request.urlopen(request, timeout=20).status)
+    except urllib.error.HTTPError as error:
+        out.append(error.code)
+print(json.dumps(out))
+"""
+    out = subprocess.run([*prefix, "-c", stranger, serve_process.url, token, pid, command["id"]],
+                         check=False, capture_output=True, text=True, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [403, 403]
+    # Nor can it open the store itself: the store folder is private to the user.
+    peek = subprocess.run([*prefix, "-c", f"import os; os.listdir({str(repo / '.coverage-mcp')!r})"],
+                          check=False, capture_output=True, text=True, timeout=60, cwd="/")
+    assert peek.returncode != 0 and "PermissionError" in peek.stderr
+    assert client.command(pid, command["id"])["status"] == "pending"
+
+
+def test_kill_9_of_the_daemon_mid_run_leaves_an_interrupted_run_and_no_orphan_processes(
+        isolated_home: Path, repo: Path) -> None:
+    first = ServeProcess(isolated_home)
+    try:
+        client = first.client(repo=str(repo))
+        pid = client.register(repo)["project_id"]
+        command = client.call(pid, "register_test_command", SLOW_COMMAND)["data"]["command"]
+        assert first.cli("command", "approve", command["id"], "--repo", str(repo)).returncode == 0
+        run = client.call(pid, "run_test", {"command_id": command["id"]})["data"]["run"]
+        leader, grandchild = wait_for(lambda: pids_of(repo), "the run starting its grandchild")
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(30)
+    finally:
+        first.stop()
+    wait_for(lambda: not alive(leader), "the run's leader dying with the daemon (PR_SET_PDEATHSIG)")
+    second = ServeProcess(isolated_home)
+    try:
+        client = second.client(repo=str(repo))
+        client.register(repo)  # opening the store recovers it
+        status = client.call(pid, "run_review", {"run_id": run["id"]})["data"]["run"]
+        assert status["state"] == "interrupted" and status["events"][-1]["detail"] == "recovered"
+        assert not alive(grandchild)
+    finally:
+        second.stop()
+
+
+def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queued_ones(
+        isolated_home: Path, repo: Path) -> None:
+    first = ServeProcess(isolated_home)
+    try:
+        client = first.client(repo=str(repo))
+        pid = client.register(repo)["project_id"]
+        slow = client.call(pid, "register_test_command", SLOW_COMMAND)["data"]["command"]["id"]
+        gen = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]["id"]
+        for command_id in (slow, gen):
+            assert first.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0
+        running = client.call(pid, "run_test", {"command_id": slow})["data"]["run"]
+        queued = client.call(pid, "run_test", {"command_id": gen})["data"]["run"]
+        pids = wait_for(lambda: pids_of(repo), "the run starting")
+    finally:
+        assert first.stop() == 0
+    assert [p for p in pids if alive(p)] == []
+    second = ServeProcess(isolated_home)
+    try:
+        client = second.client(repo=str(repo))
+        client.register(repo)
+        ended = client.call(pid, "run_review", {"run_id": running["id"]})["data"]["run"]
+        assert ended["state"] == "cancelled" and ended["reason"] == "the daemon shut down"
+        done = wait_for(lambda: (r := client.call(pid, "run_review", {"run_id": queued["id"]})["data"]["run"])
+                        ["state"] not in ("queued", "running") and r, "the queued run ending")
+        assert done["state"] == "succeeded"
+    finally:
+        second.stop()
+
+
+RUN_TESTS = """\
+import subprocess, sys
+code = subprocess.call([sys.executable, "-m", "coverage", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        *(sys.argv[1:] or ["tests"])])
+subprocess.check_call([sys.executable, "-m", "coverage", "json", "--show-contexts", "-o", "coverage.json"])
+sys.exit(code)
+"""
+
+
+async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_official_mcp_client(
+        daemon: Running, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "shop", {**PACKAGE, "run_tests.py": RUN_TESTS})
+    pid = await register(daemon, repo)
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
+        answer = await client.call_tool("register_test_command", {
+            "name": "unit", "argv": [PY, "run_tests.py"], "timeout_s": 300, "args_policy": "selectors",
+            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+            "artifacts": [{"path": "coverage.json", "suite": "unit"}]})
+        command = answer.structured_content["data"]["command"]
+        assert command["status"] == "pending"
+        # The person's approval, on the daemon's own store (what `coverage-mcp command approve` reaches).
+        _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
+        registry.approve(project, command["id"], approved_by="ann", via="cli")
+        full = (await client.call_tool("run_test", {"command_id": command["id"], "wait": True})).structured_content
+        run = full["data"]["run"]
+        assert run["state"] == "succeeded", run
+        [artifact] = run["artifacts"]
+        assert artifact["status"] == "ingested"
+        subset = (await client.call_tool("run_test", {
+            "command_id": command["id"], "wait": True, "args": ["tests/test_cart.py::test_total_sums_prices"],
+            "baseline": {"snapshot_id": artifact["snapshot_id"]}})).structured_content["data"]["run"]
+        assert subset["state"] == "succeeded" and subset["args"] == ["tests/test_cart.py::test_total_sums_prices"]
+        review = subset["incremental_review"]
+        assert review["task"] == "incremental" and review["categories"]["not_observed"] + \
+            review["categories"]["lost"] > 0  # fewer tests ran: lines the full run hit are not observed now
+        insight = (await client.call_tool("coverage_review", {
+            "task": "insight", "measurement": {"run_id": run["id"]}})).structured_content["data"]
+        assert insight["snapshot_ids"] == [artifact["snapshot_id"]]
+        logs = (await client.call_tool("run_review", {"run_id": run["id"], "view": "logs",
+                                                       "search": "passed"})).structured_content["data"]
+        assert any("4 passed" in m["line"] for m in logs["matches"])
+        again = (await client.call_tool("run_test", {"command_id": command["id"], "wait": True})).structured_content
+        assert again["data"]["run"]["id"] == run["id"] and again["data"]["run"]["reused"] is True
+
+
+def test_the_library_refuses_an_unknown_run_in_a_measurement(tmp_path: Path) -> None:
+    from coverage_core.project import open_project
+    from coverage_core.service import Service
+
+    repo = make_repo(tmp_path / "r", FILES)
+    with open_project(repo) as project, pytest.raises(CoverageError) as caught:
+        Service(project).call("coverage_review", {"task": "insight", "measurement": {"run_id": "run-0000"}})
+    assert caught.value.code == ErrorCode.NOT_FOUND
+
+
