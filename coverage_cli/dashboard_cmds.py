@@ -139,6 +139,8 @@ def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str,
         for path in static_report.source_candidates(data) if snap else []:
             sources[path] = client.request("GET", "/api/dashboard/file", query={
                 "project": project.project_id, "snapshot": snap, "file": path})[1]["data"]
+        data["run_logs"] = {run: client.request("GET", "/api/dashboard/run", query={
+            "project": project.project_id, "run": run})[1]["data"] for run in static_report.run_candidates(data)}
         return data, sources
     con = project.store.cursor()
     try:
@@ -146,6 +148,7 @@ def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str,
         snap = (data["selection"]["current"] or {}).get("snapshot_id")
         sources = {path: projection.file_source(project, con, snap, path)
                    for path in (static_report.source_candidates(data) if snap else [])}
+        data["run_logs"] = {run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)}
     finally:
         con.close()
     return data, sources

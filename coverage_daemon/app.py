@@ -96,6 +96,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/dashboard.css", dashboard.asset, Access.SESSION),
     Route("GET", "/api/dashboard", dashboard.data, Access.SESSION_READ),
     Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION_READ),
+    Route("GET", "/api/dashboard/run", dashboard.run_logs, Access.SESSION_READ),
     Route("GET", "/api/dashboard/events", dashboard.events, Access.SESSION, streaming=True),
     Route("POST", "/api/dashboard/approve", dashboard.approve, Access.SESSION_WRITE),
 )

@@ -12,7 +12,9 @@ that stream open only while its tab is visible and never polls.
 Signing in (``auth.BrowserSessions``): ``POST /api/dashboard/ticket`` (admin:
 the CLI) mints a one-time ticket; ``GET /session?ticket=...`` redeems it for
 an HttpOnly, SameSite=Strict cookie and sends the browser on to ``/``.
-``POST /api/dashboard/approve`` also needs the session's CSRF token.
+``POST /api/dashboard/approve`` also needs the session's CSRF token: it is
+how a person approves a pending command from the page (recorded ``via
+dashboard``); no token and no MCP call can reach it.
 """
 
 from __future__ import annotations
@@ -189,6 +191,18 @@ async def file_source(request: web.Request) -> web.Response:
     return json_response({"data": body})
 
 
+async def run_logs(request: web.Request) -> web.Response:
+    """GET /api/dashboard/run?project=&run=: one run's status and the first page of its logs."""
+    _no_query(request, frozenset({"project", "run"}))
+    project_id = await _project_id(request)
+    run_id = _text(request, "run", 64)
+    if run_id is None:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "run is required", "Pass run=run-... from the runs view.")
+    body = await request.app[DAEMON].projects.read(
+        Target(project_id=project_id), lambda project, con: projection.run_logs(project, con, run_id))
+    return json_response({"data": body})
+
+
 # -- the event stream -------------------------------------------------------------------------
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -263,10 +277,12 @@ async def approve(request: web.Request) -> web.Response:
 
 
 async def approve_command(request: web.Request, project_id: str, command_id: str, who: str) -> dict[str, Any]:
-    """Approve through managed execution; this build has none, so there is nothing to approve."""
-    raise CoverageError(ErrorCode.NOT_FOUND, f"no pending command {command_id!r}",
-                        "This build has no managed execution; nothing waits for approval.",
-                        {"project_id": project_id, "command_id": command_id})
+    """A person's approval, recorded with who and ``via dashboard`` (``execution.registry.approve``)."""
+    from coverage_core.execution import registry
+
+    projects = request.app[DAEMON].projects
+    _, project = await projects.resolve(Target(project_id=project_id))
+    return await projects.run(lambda: registry.approve(project, command_id, approved_by=who, via="dashboard"))
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
@@ -286,5 +302,16 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-__all__ = ["CSRF_HEADER", "PAGE_CSP", "approve", "asset", "data", "events", "file_source",
-           "mint_ticket", "page", "start_session"]
+__all__ = [
+    "CSRF_HEADER",
+    "PAGE_CSP",
+    "approve",
+    "asset",
+    "data",
+    "events",
+    "file_source",
+    "mint_ticket",
+    "page",
+    "run_logs",
+    "start_session",
+]

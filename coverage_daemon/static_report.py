@@ -3,7 +3,7 @@
 The live page's own HTML, CSS and JavaScript (``static/``) with the CSS and
 script inlined and the projection (``coverage_core.review.dashboard``)
 embedded as JSON, plus the annotated source of the files most worth reading
-(most missed lines first, bounded). It opens from disk with no network: its
+(most missed lines first, bounded) and the logs of the newest runs. It opens from disk with no network: its
 Content-Security-Policy allows exactly the inlined script and style (by
 hash) and no connection at all.
 
@@ -23,6 +23,7 @@ from typing import Any
 REPORT_FILE = "index.html"
 MAX_SOURCES = 200
 MAX_SOURCE_LINES_TOTAL = 200_000
+MAX_RUN_LOGS = 10
 
 
 def _asset(name: str) -> str:
@@ -40,6 +41,12 @@ def source_candidates(data: dict[str, Any]) -> list[str]:
     ranked = sorted(rows, key=lambda f: (-(f["lines"]["found"] - f["lines"]["hit"]), f["path"]))
     ordered = [f["path"] for f in ranked if f["path"] in changed] + [f["path"] for f in ranked if f["path"] not in changed]
     return ordered[:MAX_SOURCES]
+
+
+def run_candidates(data: dict[str, Any]) -> list[str]:
+    """The runs whose logs (first page) the report carries: the newest ``MAX_RUN_LOGS``."""
+    runs = data.get("runs") or {}
+    return [r["run_id"] for r in (runs.get("items") or [])[:MAX_RUN_LOGS]] if runs.get("available") else []
 
 
 def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:

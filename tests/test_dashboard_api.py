@@ -218,7 +218,10 @@ async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream
 
 async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo: Path) -> None:
     pid = (await asyncio.to_thread(live.client().register, repo))["project_id"]
-    body = {"project": pid, "command_id": "cmd-1"}
+    registered = await asyncio.to_thread(cli, repo, "command", "register", "--name", "t", "--artifact",
+                                         "coverage.json:default", "--", "true")
+    command_id = registered["data"]["command"]["id"]
+    body = {"project": pid, "command_id": command_id}
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         csrf = await signed_in(http, live)
         for headers in ({}, {CSRF_HEADER: "wrong"}, {CSRF_HEADER: csrf + "x"}, {CSRF_HEADER: "caf\u00e9"}):
@@ -229,10 +232,15 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
         async with http.post(live.url + "/api/dashboard/approve", json=body,
                              headers={CSRF_HEADER: csrf, "Origin": "http://evil.example"}) as response:
             assert response.status == 403
+        shown = await asyncio.to_thread(cli, repo, "command", "show", command_id)
+        assert shown["data"]["command"]["status"] == "pending"  # nothing refused above approved it
+        async with http.post(live.url + "/api/dashboard/approve", json={**body, "command_id": "cmd-0123456789abcdef"},
+                             headers={CSRF_HEADER: csrf}) as response:
+            assert response.status == 404 and (await response.json())["error"]["code"] == "not_found"
         async with http.post(live.url + "/api/dashboard/approve", json=body, headers={CSRF_HEADER: csrf}) as response:
             answer = await response.json()
-            # past the session and CSRF checks: the approval itself answers
-            assert response.status == 404 and answer["error"]["code"] == "not_found"
+            assert response.status == 200 and answer["data"]["status"] == "approved"
+            assert answer["data"]["decisions"][-1]["via"] == "dashboard"
         async with http.post(live.url + "/api/dashboard/approve", json={"project": 1},
                              headers={CSRF_HEADER: csrf}) as response:
             assert response.status == 400

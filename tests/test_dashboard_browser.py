@@ -63,8 +63,9 @@ def store(repo: Path, reports: dict[str, tuple[Path, str]], *names: str) -> None
 
 def cli(repo: Path, *args: str) -> dict[str, Any]:
     """A coverage-mcp command's --json answer (through the daemon when it holds the store)."""
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--json", "--repo", str(repo)], cwd=repo,
-                         capture_output=True, text=True, timeout=120, check=False)
+    cut = args.index("--") if "--" in args else len(args)  # our options go before a command's own words
+    out = subprocess.run([sys.executable, "-m", "coverage_cli", *args[:cut], "--json", "--repo", str(repo),
+                          *args[cut:]], cwd=repo, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 
@@ -273,11 +274,41 @@ async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_s
         await wait_server(live, lambda s: s.open == 1)
 
 
-async def test_pending_approvals_say_why_there_are_none_and_the_page_offers_no_button(live: Live) -> None:
+async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_log_appear(
+        live_c0: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    report, _ = live_c0.reports["c1"]
+    script = f"import shutil; print('hello from the managed run'); shutil.copy({str(report)!r}, 'coverage.json')"
+    registered = await live_c0.cli("command", "register", "--name", "copy the report", "--artifact",
+                                   "coverage.json:default", "--", sys.executable, "-c", script)
+    command_id = registered["data"]["command"]["id"]
+    assert registered["data"]["command"]["status"] == "pending"
     async with chromium() as context:
-        page = await live.sign_in(context)
-        assert "not part of this build" in await text(page, "#approvals-body")
-        assert await page.locator("button.approve").count() == 0
+        page = await live_c0.sign_in(context)
+        row = page.locator(f'#approvals-table tr[data-command="{command_id}"]')
+        assert "copy the report" in (await row.text_content() or "")
+        await page.locator("#approvals").screenshot(path=str(shots_dir(tmp_path_factory) / "view-approvals-pending.png"))
+        await row.locator("button.approve").click()
+        await until(page, "document.querySelector('#approvals-table') === null")
+        shown = (await live_c0.cli("command", "show", command_id))["data"]["command"]
+        assert shown["status"] == "approved"
+        assert shown["decisions"][-1]["via"] == "dashboard" and shown["decisions"][-1]["by"]
+        assert "No command waits" in await text(page, "#approvals-body")
+        # the approved command runs (CLI, through the daemon); the page follows without a reload
+        ran = await live_c0.cli("run", command_id)
+        run_id = ran["data"]["run"]["id"]
+        await until(page, f"document.querySelector('#runs-table tr[data-run=\"{run_id}\"]') !== null")
+        cells = await page.locator(f'#runs-table tr[data-run="{run_id}"] td').all_text_contents()
+        assert cells[1] == "succeeded" and cells[6] == "0"
+        await page.locator(f'#runs-table tr[data-run="{run_id}"] button').click()
+        await until(page, "document.querySelector('#run-log-text') !== null")
+        assert "hello from the managed run" in await text(page, "#run-log-text")
+        assert "null" not in (await text(page, "#run-log"))
+        # its report became the current snapshot, delta against the one before
+        after = (await live_c0.cli("snapshots"))["data"]["snapshots"][0]
+        await until(page, f"document.querySelector('#pick-current').value === {json.dumps(after['snapshot_id'])}")
+        await assert_metrics_match(page, after["totals"])
+        await page.locator("#runs").screenshot(path=str(shots_dir(tmp_path_factory) / "view-runs-log.png"))
+        assert page.errors == []
 
 
 async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_nothing(live: Live) -> None:

@@ -23,9 +23,10 @@ with fixed bounds on every list:
 - ``composite``: composite production coverage, its current and baseline
   composite snapshots chosen independently of the ordinary ones: the exact
   percentage, the components, blocking reasons and remediation buckets.
-- ``runs``, ``approvals``, ``compaction``: the sections of managed execution
-  and compaction; each says ``available: false`` and why while this build
-  has none of it.
+- ``runs``: managed runs, newest first (``run_logs`` reads one run's logs);
+  ``approvals``: commands waiting for a person's approval.
+- ``compaction``: the compaction inventory; it says ``available: false`` and
+  why while this build has none.
 
 ``revision(con)`` is the cheap fingerprint the event stream compares: it
 changes whenever anything the projection shows was stored or deleted.
@@ -53,6 +54,8 @@ MAX_DUPLICATES = 100
 MAX_RANGES = 500
 MAX_SOURCE_LINES = 20_000
 MAX_COMPOSITES = 50
+MAX_RUNS = 20
+MAX_PENDING = 50
 COUNTERS = ("lines", "branches", "functions")
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
@@ -304,11 +307,36 @@ def _unavailable(what: str) -> dict[str, Any]:
     return {"available": False, "reason": f"{what} is not part of this build", "items": []}
 
 
+def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """Managed runs, newest first (``execution.registry.list_runs``); their logs are read on demand."""
+    from ..execution import registry
+
+    runs = registry.list_runs(project, limit=MAX_RUNS + 1)
+    items = [{"run_id": r["id"], "status": r["state"], "command_id": r["command_id"], "args": " ".join(r["args"]),
+              "queued_at": r["queued_at"], "started_at": r["started_at"], "finished_at": r["ended_at"],
+              "duration_ms": r["duration_ms"], "exit_code": r["exit_code"], "reason": r["reason"]}
+             for r in runs[:MAX_RUNS]]
+    return {"available": True, "items": items, "truncated": len(runs) > MAX_RUNS,
+            "empty": "No managed run yet: run_test (or `coverage-mcp run`) starts one of an approved command."}
+
+
+def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """Registered commands waiting for a person's approval (``execution.registry.list_commands``)."""
+    from ..execution import registry
+
+    pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
+    items = [{"command_id": c["id"], "name": c["name"], "argv": c["argv"], "cwd": c.get("cwd"),
+              "created_at": c.get("registered_at"), "timeout_s": c.get("timeout_s"), "env": c.get("env"),
+              "artifacts": c.get("artifacts"), "args_policy": c.get("args_policy")} for c in pending[:MAX_PENDING]]
+    return {"available": True, "items": items, "truncated": len(pending) > MAX_PENDING,
+            "empty": "No command waits for approval."}
+
+
 # Sections other parts of coverage-mcp fill in: name -> fn(project, con, current) -> section.
 # Each answers {"available": bool, ...}; registered here so the projection names them all.
 SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | None], dict[str, Any]]] = {
-    "runs": lambda _p, _c, _s: _unavailable("managed execution (runs and their logs)"),
-    "approvals": lambda _p, _c, _s: _unavailable("managed execution (command approvals)"),
+    "runs": _runs,
+    "approvals": _approvals,
     "compaction": lambda _p, _c, _s: _unavailable("compaction"),
 }
 
@@ -372,6 +400,17 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
     data["composite"] = _composite(project, con, composite, composite_baseline)
     data["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
     return data
+
+
+def run_logs(project: Project, con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """One run's status and the first page of its logs (``run_review``), for the runs view."""
+    from ..service import Service
+
+    service = Service(project)
+    status = service.call("run_review", {"run_id": run_id, "view": "status"}, con=con)["data"]["run"]
+    logs = service.call("run_review", {"run_id": run_id, "view": "logs"}, con=con)
+    return {"run_id": run_id, "run": status, "logs": logs["data"].get("logs"), "text": logs["data"].get("text", []),
+            "more": bool((logs.get("page") or {}).get("next_cursor"))}
 
 
 def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str) -> dict[str, Any]:

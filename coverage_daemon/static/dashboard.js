@@ -364,21 +364,53 @@
     return true;
   }
   function renderRuns(section) {
-    generic(section, "runs-body", [["run_id", "Run"], ["status", "Status"], ["command", "Command"], ["started_at", "Started"], ["finished_at", "Finished"], ["exit_code", "Exit"]]);
-    if (section && section.available && section.items) {
-      const body = byId("runs-body");
-      for (const item of section.items) if (item.log) body.append(el("details", {}, el("summary", { text: "Log of " + item.run_id }), el("pre", { text: item.log })));
+    if (!section || !section.available || !section.items || !section.items.length) { generic(section, "runs-body", []); return; }
+    const table = el("table", { id: "runs-table", "aria-label": "Managed runs" },
+      el("thead", {}, el("tr", {}, ["Run", "State", "Command", "Arguments", "Started", "Took", "Exit", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, section.items.map((r) => el("tr", { "data-run": r.run_id },
+        el("td", {}, el("code", { text: r.run_id })), el("td", { text: r.status + (r.reason ? " (" + r.reason + ")" : "") }),
+        el("td", {}, el("code", { text: r.command_id })), el("td", { text: r.args }),
+        el("td", { text: when(r.started_at || r.queued_at || "") }),
+        el("td", { class: "num", text: r.duration_ms === null || r.duration_ms === undefined ? "" : (r.duration_ms / 1000).toFixed(1) + " s" }),
+        el("td", { class: "num", text: r.exit_code === null || r.exit_code === undefined ? "" : r.exit_code }),
+        el("td", {}, el("button", { type: "button", class: "link", text: "Log", onclick: () => showLog(r.run_id) }))))));
+    fill("runs-body", table, section.truncated ? note("The newest " + section.items.length + " runs.") : null,
+      el("div", { id: "run-log", class: "source", hidden: true }));
+  }
+  async function showLog(runId) {
+    const box = byId("run-log");
+    box.hidden = false;
+    let body = null;
+    if (staticData) {
+      body = (staticData.run_logs || {})[runId] || null;
+    } else {
+      const q = new URLSearchParams({ project: data.project.project_id, run: runId });
+      const response = await fetch("/api/dashboard/run?" + q.toString(), { credentials: "same-origin" });
+      const answer = await response.json().catch(() => null);
+      body = response.ok && answer ? answer.data : null;
     }
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } });
+    if (!body) { box.replaceChildren(el("header", {}, el("strong", { text: runId }), close), note("This log is not available here.")); return; }
+    const text = body.text.map((part) => (body.text.length > 1 ? "── " + part.stream + " ──\n" : "") + part.text).join("\n");
+    box.replaceChildren(...[el("header", {}, el("strong", { id: "run-log-id", text: runId + " · " + body.run.state }), close),
+      el("pre", { id: "run-log-text", tabindex: "0", "aria-label": "Output of " + runId, text: text || "(no output)" }),
+      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
+    close.focus();
   }
   function renderApprovals(section) {
     if (!section || !section.available || !section.items || !section.items.length) {
       generic(section, "approvals-body", []);
       return;
     }
-    fill("approvals-body", el("table", { id: "approvals-table" },
-      el("thead", {}, el("tr", {}, el("th", { text: "Command" }), el("th", { text: "Requested" }), el("th", { text: "" }))),
+    fill("approvals-body", el("table", { id: "approvals-table", "aria-label": "Commands waiting for approval" },
+      el("thead", {}, el("tr", {}, ["Command", "Runs", "In", "Writes", "Registered", ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, section.items.map((item) => el("tr", { "data-command": item.command_id },
-        el("td", {}, el("code", { text: item.argv ? item.argv.join(" ") : item.command || item.command_id })),
+        el("td", {}, el("strong", { text: item.name || item.command_id }), el("br"), el("code", { class: "muted", text: item.command_id })),
+        el("td", {}, el("code", { text: item.argv.join(" ") }),
+          item.env && Object.keys(item.env).length ? el("div", { class: "muted", text: "env: " + Object.keys(item.env).join(", ") }) : null,
+          item.args_policy === "selectors" ? el("div", { class: "muted", text: "may append test selectors" }) : null),
+        el("td", { text: (item.cwd || ".") + (item.timeout_s ? " · " + item.timeout_s + " s" : "") }),
+        el("td", { text: (item.artifacts || []).map((a) => a.path + " → " + a.suite).join(", ") }),
         el("td", { text: when(item.created_at || "") }),
         el("td", {}, staticData ? el("span", { class: "muted", text: "approve from the live dashboard" })
           : el("button", { type: "button", class: "approve", text: "Approve", onclick: (event) => approve(item.command_id, event.target) })))))));
