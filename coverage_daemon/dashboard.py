@@ -78,7 +78,7 @@ async def mint_ticket(request: web.Request) -> web.Response:
 
 _SIGNED_IN = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
-<title>coverage-mcp: signed in</title></head>
+<link rel="icon" href="data:,"><title>coverage-mcp: signed in</title></head>
 <body><p>Signed in. <a href="/">Open the dashboard</a>.</p></body></html>
 """
 

@@ -84,6 +84,8 @@ class Live:
         page.errors = []
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.on("response", lambda r: page.errors.append(f"{r.status} {r.request.method} {r.url}")
+                if r.status >= 400 else None)
         await page.goto(Path(answer["open_file"]).as_uri())
         await page.wait_for_url(self.running.url + "/", timeout=WAIT_MS)
         await ready(page)
@@ -296,7 +298,9 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         # the approved command runs (CLI, through the daemon); the page follows without a reload
         ran = await live_c0.cli("run", command_id)
         run_id = ran["data"]["run"]["id"]
-        await until(page, f"document.querySelector('#runs-table tr[data-run=\"{run_id}\"]') !== null")
+        # the page may show it queued or running first; the stream brings its end
+        cell = f"document.querySelector('#runs-table tr[data-run=\"{run_id}\"] td:nth-child(2)')"
+        await until(page, f"{cell} !== null && {cell}.textContent === 'succeeded'")
         cells = await page.locator(f'#runs-table tr[data-run="{run_id}"] td').all_text_contents()
         assert cells[1] == "succeeded" and cells[6] == "0"
         await page.locator(f'#runs-table tr[data-run="{run_id}"] button').click()
@@ -307,6 +311,9 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         after = (await live_c0.cli("snapshots"))["data"]["snapshots"][0]
         await until(page, f"document.querySelector('#pick-current').value === {json.dumps(after['snapshot_id'])}")
         await assert_metrics_match(page, after["totals"])
+        # the measurement says which run made it, never shown like an import
+        where = await text(page, "#where")
+        assert f"current: run {run_id} of {command_id} (full)" in where and "baseline: imported coveragepy" in where
         await page.locator("#runs").screenshot(path=str(shots_dir(tmp_path_factory) / "view-runs-log.png"))
         assert page.errors == []
 

@@ -136,6 +136,26 @@ def _point(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def _made_by(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> dict[str, Any] | None:
+    """The managed run that produced ``snap`` (its run id, command, case arguments and execution
+    fingerprint), so a full run and a case-specific one are never shown alike; None for an import."""
+    row = con.execute("SELECT CAST(json_extract(metadata, '$.run') AS VARCHAR) FROM snapshots WHERE snapshot_id = ?",
+                      [snap.snapshot_id]).fetchone()
+    if row is None or row[0] is None:
+        return None
+    run = json.loads(row[0])
+    try:
+        found = con.execute("SELECT fingerprint FROM runs WHERE run_id = ?", [run.get("run_id")]).fetchone()
+    except duckdb.CatalogException:
+        found = None
+    return {"run_id": run.get("run_id"), "command_id": run.get("command_id"), "args": run.get("args") or [],
+            "fingerprint": found[0] if found else None}
+
+
+def _selected(con: duckdb.DuckDBPyConnection, snap: Snapshot | None) -> dict[str, Any] | None:
+    return None if snap is None else {**_point(snap), "run": _made_by(con, snap)}
+
+
 def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
     now, then = _counters(current), _counters(base)
     out: dict[str, Any] = {}
@@ -386,7 +406,7 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
         "revision": revision(con),
         "suite": suite_name,
         "suites": suites,
-        "selection": {"current": _point(cur) if cur else None, "baseline": _point(base) if base else None},
+        "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
         "metrics": _metrics(cur, base),
         "timeline": {"points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
                      "truncated": len(points) > MAX_TIMELINE},

@@ -125,8 +125,16 @@
     state.project = d.project.project_id;
     renderPickers(d);
     const p = d.project;
+    const measured = (side, point) => {
+      if (!point) return "";
+      const how = point.run ? "run " + point.run.run_id + " of " + point.run.command_id +
+        (point.run.args.length ? " with " + point.run.args.join(" ") : " (full)") +
+        (point.run.fingerprint ? ", fingerprint " + point.run.fingerprint.slice(0, 12) : "") : "imported " + point.format;
+      return " · " + side + ": " + how + (point.scope === "subset" ? ", a subset of the tests" : "");
+    };
     byId("where").textContent = p.checkout_path + " · " + (p.branch || "detached") + " @ " + short(p.head) +
-      (p.dirty ? " (uncommitted changes)" : "");
+      (p.dirty ? " (uncommitted changes)" : "") + measured("current", d.selection.current) +
+      measured("baseline", d.selection.baseline);
     renderMetrics(d);
     renderTimeline(d);
     renderChange(d);
