@@ -440,8 +440,28 @@
     status("Approved " + commandId);
     load();
   }
+  function bytes(n) {
+    if (n === null || n === undefined) return "";
+    return n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B";
+  }
   function renderCompaction(section) {
-    generic(section, "compaction-body", [["kind", "What"], ["count", "Count"], ["bytes", "Bytes"], ["detail", "Detail"]]);
+    if (!generic(section, "compaction-body", [["kind", "What"], ["count", "Snapshots"], ["size", "Stored"], ["detail", "Before"]])) return;
+    const body = byId("compaction-body");
+    const table = body.querySelector("table");
+    table.id = "compaction-table";
+    table.querySelectorAll("tbody tr").forEach((tr, i) => {
+      const item = section.items[i];
+      tr.children[2].textContent = bytes(item.bytes);
+    });
+    const policy = section.policy || {};
+    const last = section.last_pass;
+    body.append(
+      note("Policy: " + Object.entries(policy).map(([k, v]) => k.replace(/_/g, " ") + " " + v).join(", ") +
+        (section.ratio ? " · compacted detail is " + section.ratio + "× smaller" : "")),
+      note(last ? "Last pass " + when(last.finished_at) + " (" + last.trigger + "): " + last.compacted + " compacted, " +
+        last.left + " left" : "No compaction pass yet."),
+      section.inconsistent && section.inconsistent.length
+        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""));
   }
   function compositeLabel(c) {
     return c.composite_snapshot_id.slice(5, 13) + " · " + short(c.commit) + " · " + when(c.created_at).slice(0, 16) +
