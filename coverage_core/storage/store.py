@@ -40,6 +40,7 @@ from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
 from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
+from .restore import ReadGate, ensure
 
 STORE_FILE = "coverage.duckdb"
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
@@ -130,6 +131,11 @@ class ProjectStore:
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
         self.generation = 0
+        # Compacted snapshots (snap -> id): their detail is restored on the read connection that needs it.
+        # Once any was, every read connection is checked for rows restored under a reused key.
+        self._compacted: dict[int, str] = {}
+        self._ever_compacted = False
+        self.gate = ReadGate()
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
@@ -159,6 +165,9 @@ class ProjectStore:
         try:
             store.cursor_secret = store._ensure_secret()
             note_latest(con, path)
+            store._compacted = dict(con.execute(
+                "SELECT p.snap, s.snapshot_id FROM snapshot_payloads p JOIN snapshots s USING (snap)").fetchall())
+            store._ever_compacted = bool(store._compacted)
         except BaseException:
             store.close()
             raise
@@ -482,6 +491,8 @@ class ProjectStore:
                 raise
             for i in full:
                 self._snapshots.pop(i, None)
+            for k in keys:
+                self._compacted.pop(k, None)
             self._latest = {}
             self.generation += 1
             return deletion
@@ -561,7 +572,33 @@ class ProjectStore:
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
+        self.ensure_detail(con, {found[0]: full})
         return found[0]
+
+    # -- compaction -------------------------------------------------------------
+    def ensure_detail(self, con: duckdb.DuckDBPyConnection | None, snaps: dict[int, str]) -> None:
+        """Make the detail rows of ``snaps`` (snap -> snapshot id) readable on the read connection ``con``,
+        restoring compacted ones there (``restore``). The store's own connection is never given restored
+        rows: its callers read no detail of an old snapshot."""
+        if con is None or con is self.con or not self._ever_compacted:
+            return
+        ensure(con, snaps, self._compacted)
+
+    def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int) -> None:
+        """``ensure_detail`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
+        if not self._ever_compacted or con is self.con:
+            return
+        rows = con.execute("SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?",
+                           [suite, upto]).fetchall()
+        self.ensure_detail(con, dict(rows))
+
+    def compacted_now(self, snap: int, snapshot_id: str) -> None:
+        """Called by compaction after its commit (under the write lock and the read gate)."""
+        self._compacted[snap] = snapshot_id
+        self._ever_compacted = True
+
+    def is_compacted(self, snapshot_id: str) -> bool:
+        return snapshot_id in self._compacted.values()
 
     def snapshot(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot:
         """The snapshot ``snapshot_id`` names (a full id or a unique prefix)."""
@@ -678,7 +715,18 @@ class ProjectStore:
     ) -> FileDetail:
         """One file's detail; ``lines`` (first, last) keeps the lines, branches, functions and regions
         that start in that window (the named tests are the whole file's)."""
-        con = con or self.con
+        if con is None or con is self.con:
+            own = self.cursor()
+            try:
+                return self.file_detail(snapshot_id, path, own, lines)
+            finally:
+                own.close()
+        with self.gate.reading():
+            return self._file_detail(snapshot_id, path, con, lines)
+
+    def _file_detail(
+        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection, lines: tuple[int, int] | None,
+    ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
         row = con.execute(
