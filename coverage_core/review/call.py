@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from ..project import DEFAULT_SUITE, Project
+
+
+# A query naming a detail table: compacted snapshots resolved on this connection are restored first.
+DETAIL_SQL = re.compile(r"\b(?:FROM|JOIN)\s+(?:lines|branches|functions|regions|test_names|test_observations|"
+                        r"file_texts)\b", re.IGNORECASE)
 
 
 class Call:
@@ -21,17 +27,27 @@ class Call:
         self.suite: str = measurement.get("suite") or args.get("suite") or DEFAULT_SUITE
         self.rows_scanned = 0
 
+    def detail(self) -> None:
+        """Make the detail rows of the snapshots this call resolved readable (restoring compacted ones)."""
+        self.project.store.materialize(self.con)
+
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        if DETAIL_SQL.search(sql):
+            self.detail()
         out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        if DETAIL_SQL.search(sql):
+            self.detail()
         row = self.con.execute(sql, list(params)).fetchone()
         self.rows_scanned += row is not None
         return row
 
     def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict:
+        if DETAIL_SQL.search(sql):
+            self.detail()
         out = self.con.execute(sql, list(params)).fetchnumpy()
         self.rows_scanned += len(next(iter(out.values()), ()))
         return out

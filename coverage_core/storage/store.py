@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import secrets
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,8 @@ class ProjectStore:
         self._compacted: dict[int, str] = {}
         self._ever_compacted = False
         self.gate = ReadGate()
+        self._pending: weakref.WeakKeyDictionary[Any, dict[int, str]] = weakref.WeakKeyDictionary()
+        self._pending_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
@@ -572,7 +575,9 @@ class ProjectStore:
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
-        self.ensure_detail(con, {found[0]: full})
+        if self._ever_compacted and con is not None and con is not self.con:
+            with self._pending_lock:  # restored when a query of detail first runs on ``con`` (materialize)
+                self._pending.setdefault(con, {})[found[0]] = full
         return found[0]
 
     # -- compaction -------------------------------------------------------------
@@ -583,6 +588,16 @@ class ProjectStore:
         if con is None or con is self.con or not self._ever_compacted:
             return
         ensure(con, snaps, self._compacted)
+
+    def materialize(self, con: duckdb.DuckDBPyConnection | None) -> None:
+        """Before a query of detail rows on ``con``: restore the compacted snapshots its caller resolved
+        there (``snap_key``). Compact answers never get here, so they never pay for a restore."""
+        if con is None or not self._pending:
+            return
+        with self._pending_lock:
+            wanted = self._pending.pop(con, None)
+        if wanted:
+            self.ensure_detail(con, wanted)
 
     def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int) -> None:
         """``ensure_detail`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
@@ -687,6 +702,7 @@ class ProjectStore:
         self, snap: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
     ) -> tuple[str | None, bytes | None]:
         """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
+        self.materialize(con)
         row = (con or self.con).execute(
             """SELECT f.content_blob, t.text FROM files f
                LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
@@ -729,6 +745,7 @@ class ProjectStore:
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
+        self.materialize(con)
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
                       branches_hit, functions_found, functions_hit
