@@ -284,3 +284,75 @@ def test_a_frame_larger_than_its_recorded_size_is_refused_before_it_is_decompres
     with pytest.raises(CoverageError) as caught:
         payload.decode(bomb, max_bytes=1 << 20)
     assert caught.value.details["reason"] == "payload_damaged"
+
+
+# -- crash safety ----------------------------------------------------------------------------------
+
+_COMPACT_UNTIL_KILLED = """
+import sys, time
+from coverage_core import open_project
+stop_at, nth = sys.argv[2], int(sys.argv[3])
+seen = []
+def stage(name):
+    seen.append(name)
+    print(name, flush=True)
+    if name == stop_at and seen.count(name) == nth:
+        print("paused", flush=True)
+        time.sleep(600)
+with open_project(sys.argv[1]) as project:
+    project.compact(older_than="0", on_stage=stage)
+print("finished", flush=True)
+"""
+
+
+def _state(repo: Path, ids: list[str]) -> dict[str, str]:
+    """Per snapshot: 'relational' (all its detail rows, no payload) or 'compacted' (a payload, no rows)."""
+    with open_project(repo) as project:
+        out = {}
+        for sid in ids:
+            snap = project.store.snap_key(sid)
+            has_payload = project.store.con.execute(
+                "SELECT count(*) FROM snapshot_payloads WHERE snap = ?", [snap]).fetchall()[0][0]
+            rows = _relational_rows(project, sid)
+            assert (has_payload, rows > 0) in ((0, True), (1, False)), (sid, has_payload, rows)
+            out[sid] = "compacted" if has_payload else "relational"
+        return out
+
+
+@pytest.mark.parametrize("stage", compaction.STAGES)
+@pytest.mark.parametrize("nth", [1, 2])
+def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
+        sample_repo: Path, stage: str, nth: int) -> None:
+    import subprocess
+    import sys
+
+    ids = [_ingest(sample_repo, "step1.coverage.json"), _ingest(sample_repo, "step3.coverage.lcov")]
+    newest = _ingest(sample_repo, "step3.coverage.json")
+    calls = _calls(ids[0], newest, "inventory/pricing.py")
+    with open_project(sample_repo) as project:
+        before = _answers(project, calls)
+    child = subprocess.Popen([sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        heard = []
+        for line in child.stdout:  # bounded: the child pauses or finishes
+            heard.append(line.strip())
+            if heard[-1] in ("paused", "finished"):
+                break
+        assert heard[-1] == "paused", (heard, child.stderr.read() if child.poll() is not None else "")
+        child.kill()  # SIGKILL: no handler, no cleanup, no rollback in the child
+        assert child.wait(timeout=60) == -9
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=60)
+    state = _state(sample_repo, ids + [newest])
+    done = nth - 1 + (stage == "committed")  # snapshots whose commit went through before the kill
+    assert state == {ids[0]: "compacted" if done >= 1 else "relational",
+                     ids[1]: "compacted" if done >= 2 else "relational",
+                     newest: "relational"}
+    with open_project(sample_repo) as project:
+        assert _answers(project, calls) == before
+        # The next pass finishes the work.
+        project.compact(older_than="0")
+    assert set(_state(sample_repo, ids).values()) == {"compacted"}
