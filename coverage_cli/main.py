@@ -55,6 +55,8 @@ COMMANDS: dict[str, Entry] = {
                      "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
     "stdio": Entry("coverage_cli.main:connect_command",
                    "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
+    "compact": Entry("coverage_cli.compact_cmd:compact_command",
+                     "Compact old snapshots' detail into zstd payloads; answers stay the same."),
 }
 
 

@@ -34,6 +34,7 @@ from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
+from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
 
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
@@ -58,6 +59,7 @@ class ProjectSetting:
     default: Any
     choices: tuple[Any, ...]
     help: str
+    check: Callable[[str, Any], Any] | None = None  # a range check instead of choices: raises invalid_argument
 
 
 # Declared once: PATCH validates against it, GET shows exactly these keys,
@@ -70,6 +72,8 @@ PROJECT_SETTINGS: dict[str, ProjectSetting] = {
             "How a registered test command is approved: by a person out of band (default), "
             "or by the agent's attested human approval.",
         ),
+        *(ProjectSetting(f.key, f.default, (), f"{f.help} A whole number from {f.low} to {f.high}.",
+                         compaction.check_policy_value) for f in compaction.POLICY_FIELDS),
     )
 }
 
@@ -418,7 +422,9 @@ def validate_project_settings(values: Any) -> dict[str, Any]:
         )
     for key, value in values.items():
         spec = PROJECT_SETTINGS[key]
-        if value not in spec.choices:
+        if spec.check is not None:
+            spec.check(key, value)
+        elif value not in spec.choices:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT, f"{key} cannot be {value!r}",
                 f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}", {"setting": key},
