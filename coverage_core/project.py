@@ -301,7 +301,7 @@ class Project:
     # -- compaction -----------------------------------------------------------
     def compact(self, *, older_than: str | None = None, dry_run: bool = False, limit: int | None = None,
                 trigger: str = "manual", on_stage: Callable[[str], None] | None = None,
-                should_stop: Callable[[], bool] | None = None) -> compaction.PassResult:
+                should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> compaction.PassResult:
         """Compact the snapshots older than ``older_than`` (``"30d"``, ``"12h"``, ``"0"``; default: the
         policy's ``after_days``) into zstd payloads, oldest first, at most ``limit``; the newest snapshot
         of each suite and snapshots active runs need are left alone. Answers stay identical: detail is
@@ -313,7 +313,8 @@ class Project:
             raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"limit must be a positive whole number, got {limit!r}",
                                 "Give how many snapshots to compact at most, e.g. 10.")
         return compaction.run_pass(self.store, older_than=age, limit=limit, dry_run=dry_run, trigger=trigger,
-                                   in_use=self._in_use_ids, on_stage=on_stage, should_stop=should_stop)
+                                   in_use=self._in_use_ids, on_stage=on_stage, should_stop=should_stop,
+                                   record_idle=record_idle)
 
     def compaction_policy(self) -> compaction.Policy:
         """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``)."""

@@ -37,6 +37,7 @@ from coverage_core.project import Project
 from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
 
+from .maintenance import Maintenance
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .registry import Registry
 
@@ -152,6 +153,7 @@ class Projects:
         self._handles: dict[str, ProjectHandle] = {}
         self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
+        self.maintenance = Maintenance(self)
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- threads ------------------------------------------------------------
@@ -159,6 +161,16 @@ class Projects:
         """Run ``fn(*args)`` on a worker thread; a cancellation interrupts its queries."""
         token = CallToken()
         future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, False, fn, args))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            token.interrupt(CANCELLED)
+            raise
+
+    async def run_unbounded(self, fn: Callable[..., T], *args: Any) -> T:
+        """``run`` without the query deadline (maintenance work that bounds itself)."""
+        token = CallToken()
+        future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, True, fn, args))
         try:
             return await future
         except asyncio.CancelledError:
@@ -198,6 +210,8 @@ class Projects:
     async def close(self) -> None:
         """Interrupt every query and ingest, wait for them, close every store and release its lease."""
         self._closing = True
+        # Compaction workers first: a running pass ends after its current snapshot.
+        await self.maintenance.stop(SHUTDOWN_GRACE_S)
         if self._watchdog is not None:
             self._watchdog.cancel()
         # Stores still opening stop waiting for other processes and close themselves.
@@ -272,6 +286,7 @@ class Projects:
             await asyncio.to_thread(store.close)
             raise interrupted_error(SHUTDOWN, self.settings.db_query_timeout_ms)
         handle = self._handles[checkout.repo_key] = ProjectHandle(store, asyncio.Lock())
+        self.maintenance.start(handle, checkout)
         return handle
 
     def _opened(self, key: str, done: asyncio.Future[ProjectHandle]) -> None:

@@ -258,13 +258,15 @@ class PassResult:
 def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, dry_run: bool = False,
              trigger: str = "manual", in_use: Callable[[Sequence[str]], dict[str, str]] | None = None,
              on_stage: Callable[[str], None] | None = None,
-             should_stop: Callable[[], bool] | None = None) -> PassResult:
+             should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> PassResult:
     """One pass over ``store``: compact up to ``limit`` eligible snapshots, oldest first (``dry_run``:
-    say which, change nothing). Every finished pass that is not a dry run records its status."""
+    say which, change nothing). Every finished pass that is not a dry run records its status (with
+    ``record_idle=False``, only a pass that found something eligible: the worker's idle ticks leave
+    the store untouched)."""
     found = plan(store.con, older_than, in_use)
     chosen = found.eligible if limit is None else found.eligible[:limit]
     done: list[Compacted] = []
-    if not dry_run:
+    if not dry_run and (record_idle or found.eligible):
         for candidate in chosen:
             if should_stop is not None and should_stop():
                 break
