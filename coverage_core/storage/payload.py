@@ -2,10 +2,13 @@
 
 Layout of the decompressed frame: ``MAGIC``, a little-endian uint32 header
 length, the header (JSON: per table its row count and per column its kind,
-dtype and byte length), then every column's bytes in header order. Numbers
-are raw little-endian arrays; text and blob columns are int64 end offsets
-followed by the concatenated bytes (UTF-8 for text). No pickle, no JSON per
-row: decoding is ``np.frombuffer`` plus one slice per string.
+encoding and byte lengths), then every column's bytes in header order.
+Integer columns are narrowed to the smallest integer type, delta-coded when
+that compresses better, and stored as byte planes (all first bytes, then all
+second bytes...), which zstd compresses far better than whole values. Text
+columns are a dictionary of their distinct values (int64 end offsets and
+UTF-8 bytes) plus integer codes; blob columns are offsets and bytes. No
+pickle, no JSON per row: decoding is ``np.frombuffer`` and array arithmetic.
 
 The store may sit in a folder anyone could have committed to, so decoding
 trusts nothing: the frame's size is capped before it is decompressed, the
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -60,8 +64,56 @@ def _corrupt(why: str) -> CoverageError:
     )
 
 
+_STORED = ("<i1", "<i2", "<i4", "<i8")
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """The smallest signed little-endian integer dtype holding every value."""
+    if not len(values):
+        return values.astype("<i1")
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in _STORED:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    raise ValueError("integer column out of range")
+
+
+def _shuffle(values: np.ndarray) -> bytes:
+    """Byte planes: every value's first byte, then every second byte, ... (zstd finds the runs)."""
+    return np.ascontiguousarray(values.view(np.uint8).reshape(-1, values.dtype.itemsize).T).tobytes()
+
+
+def _unshuffle(data: bytes | memoryview, dtype: str, n: int) -> np.ndarray:
+    size = np.dtype(dtype).itemsize
+    planes = np.frombuffer(data, dtype=np.uint8).reshape(size, n)
+    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
+
+
+def _numbers(values: np.ndarray) -> tuple[list[Any], bytes]:
+    """([mode, stored dtype], bytes) of an integer column: plain or delta ("d", running differences),
+    narrowed and byte-shuffled, whichever zstd compresses smaller."""
+    wide = np.asarray(values).astype(np.int64)
+    plain = _narrow(wide)
+    delta = _narrow(np.diff(wide, prepend=np.int64(0))) if len(wide) else plain
+    fast = zstandard.ZstdCompressor(level=1)
+    a, b = _shuffle(plain), _shuffle(delta)
+    if len(wide) > 64 and len(fast.compress(b)) < len(fast.compress(a)):
+        return ["d", delta.dtype.itemsize], b
+    return ["p", plain.dtype.itemsize], a
+
+
+def _strings(items: list[bytes]) -> list[bytes]:
+    """int64 end offsets, then the concatenated bytes."""
+    ends = np.cumsum([len(b) for b in items], dtype=np.int64) if items else np.zeros(0, np.int64)
+    return [ends.astype("<i8").tobytes(), b"".join(items)]
+
+
 def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
-    """(zstd frame, uncompressed bytes, rows) of the detail ``tables`` (every table of ``DETAIL``)."""
+    """(zstd frame, uncompressed bytes, rows) of the detail ``tables`` (every table of ``DETAIL``).
+
+    Integer columns are narrowed, optionally delta-coded and byte-shuffled; text columns are a
+    dictionary (its distinct values) and the narrowed codes; blobs are offsets and bytes."""
     header: dict[str, Any] = {"v": FORMAT_VERSION, "tables": {}}
     chunks: list[bytes] = []
     rows = 0
@@ -74,13 +126,17 @@ def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
             values = data[name]
             if len(values) != n:
                 raise ValueError(f"{table}.{name} has {len(values)} values, not {n}")
-            if kind in ("text", "blob"):
-                items = [v.encode("utf-8") if kind == "text" else bytes(v) for v in values]
-                ends = np.cumsum([len(b) for b in items], dtype=np.int64) if items else np.zeros(0, np.int64)
-                parts = [ends.astype("<i8").tobytes(), b"".join(items)]
+            if kind == "text":
+                uniques, codes = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+                mode, packed = _numbers(codes.reshape(-1))
+                parts = [*_strings([u.encode("utf-8") for u in uniques.tolist()]), packed]
+                how: list[Any] = [len(uniques), *mode]
+            elif kind == "blob":
+                parts, how = _strings([bytes(v) for v in values]), []
             else:
-                parts = [np.ascontiguousarray(values, dtype=kind).tobytes()]
-            spec.append([name, kind, [len(p) for p in parts]])
+                mode, packed = _numbers(np.asarray(values))
+                parts, how = [packed], mode
+            spec.append([name, kind, how, [len(p) for p in parts]])
             chunks.extend(parts)
         header["tables"][table] = {"rows": n, "columns": spec}
     head = json.dumps(header, separators=(",", ":")).encode()
@@ -89,9 +145,34 @@ def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
     return frame, len(raw), rows
 
 
-def decode(frame: bytes, *, max_bytes: int) -> dict[str, Columns]:
-    """The detail tables of a payload frame; ``store_unavailable`` (payload_damaged) when it is not one.
-    ``max_bytes`` caps the decompressed size (the payload row's recorded detail bytes)."""
+def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where: str) -> list[bytes]:
+    if sizes[0] != 8 * n:
+        raise _corrupt(f"bad offsets of {where}")
+    ends = np.frombuffer(view[pos:pos + sizes[0]], dtype="<i8")
+    data = bytes(view[pos + sizes[0]:pos + sizes[0] + sizes[1]])
+    if n and (ends[-1] != sizes[1] or ends[0] < 0 or np.any(np.diff(ends) < 0)):
+        raise _corrupt(f"bad offsets of {where}")
+    starts = [0, *ends[:-1].tolist()] if n else []
+    return [data[a:b] for a, b in zip(starts, ends.tolist())]
+
+
+def _decode_numbers(view: memoryview, pos: int, size: int, how: Any, n: int, kind: str, where: str) -> np.ndarray:
+    if not (isinstance(how, list) and len(how) == 2 and how[0] in ("p", "d") and how[1] in (1, 2, 4, 8)
+            and not isinstance(how[1], bool)):
+        raise _corrupt(f"bad encoding of {where}")
+    if size != n * how[1]:
+        raise _corrupt(f"bad length of {where}")
+    values = _unshuffle(view[pos:pos + size], f"<i{how[1]}", n)
+    if how[0] == "d":
+        values = np.cumsum(values, dtype=np.int64)
+    return values.astype(kind, copy=False)
+
+
+def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -> dict[str, Columns]:
+    """The detail tables of a payload frame (``only``: just these, the others' bytes still checked);
+    ``store_unavailable`` (payload_damaged) when it is not one. ``max_bytes`` caps the decompressed size
+    (the payload row's recorded detail bytes)."""
+    wanted = set(DETAIL if only is None else only)
     try:
         raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=max_bytes)
     except zstandard.ZstdError as error:
@@ -118,35 +199,37 @@ def decode(frame: bytes, *, max_bytes: int) -> dict[str, Columns]:
             raise _corrupt(f"bad table entry {table}")
         cols: Columns = {}
         for (name, kind), given in zip(columns, spec):
-            if not isinstance(given, list) or given[:2] != [name, kind] or not isinstance(given[2], list):
-                raise _corrupt(f"bad column {table}.{name}")
-            sizes = given[2]
-            if not all(isinstance(s, int) and s >= 0 for s in sizes) or pos + sum(sizes) > len(raw):
-                raise _corrupt(f"column {table}.{name} runs past the frame")
-            if kind in ("text", "blob"):
-                if len(sizes) != 2 or sizes[0] != 8 * n:
-                    raise _corrupt(f"bad offsets of {table}.{name}")
-                ends = np.frombuffer(view[pos:pos + sizes[0]], dtype="<i8")
-                data = bytes(view[pos + sizes[0]:pos + sizes[0] + sizes[1]])
-                if n and (ends[-1] != sizes[1] or np.any(np.diff(ends) < 0) or ends[0] < 0):
-                    raise _corrupt(f"bad offsets of {table}.{name}")
-                starts = np.concatenate([[0], ends[:-1]]) if n else ends
+            where = f"{table}.{name}"
+            if not (isinstance(given, list) and len(given) == 4 and given[:2] == [name, kind]
+                    and isinstance(given[3], list)):
+                raise _corrupt(f"bad column {where}")
+            how, sizes = given[2], given[3]
+            expected = 3 if kind == "text" else 2 if kind == "blob" else 1
+            if (len(sizes) != expected or not all(isinstance(x, int) and x >= 0 for x in sizes)
+                    or pos + sum(sizes) > len(raw)):
+                raise _corrupt(f"column {where} runs past the frame")
+            if table in wanted:
                 if kind == "text":
+                    if not (isinstance(how, list) and len(how) == 3 and isinstance(how[0], int) and how[0] >= 0):
+                        raise _corrupt(f"bad dictionary of {where}")
                     try:
-                        items = [data[a:b].decode("utf-8") for a, b in zip(starts.tolist(), ends.tolist())]
+                        uniques = np.array([u.decode("utf-8") for u in _decode_strings(view, pos, sizes[:2], how[0],
+                                                                                         where)] + [""], dtype=object)
                     except UnicodeDecodeError:
-                        raise _corrupt(f"{table}.{name} is not UTF-8") from None
+                        raise _corrupt(f"{where} is not UTF-8") from None
+                    codes = _decode_numbers(view, pos + sizes[0] + sizes[1], sizes[2], how[1:], n, "<i8", where)
+                    if n and (codes.min() < 0 or codes.max() >= how[0]):
+                        raise _corrupt(f"bad codes of {where}")
+                    values = uniques[codes]
+                elif kind == "blob":
+                    values = np.empty(n, dtype=object)
+                    values[:] = _decode_strings(view, pos, sizes, n, where)
                 else:
-                    items = [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-                values = np.empty(n, dtype=object)
-                values[:] = items
-            else:
-                if len(sizes) != 1 or sizes[0] != n * np.dtype(kind).itemsize:
-                    raise _corrupt(f"bad length of {table}.{name}")
-                values = np.frombuffer(view[pos:pos + sizes[0]], dtype=kind)
+                    values = _decode_numbers(view, pos, sizes[0], how, n, kind, where)
+                cols[name] = values
             pos += sum(sizes)
-            cols[name] = values
-        out[table] = cols
+        if table in wanted:
+            out[table] = cols
     if pos != len(raw):
         raise _corrupt("trailing bytes")
     return out

@@ -46,78 +46,83 @@ def _installed(con: duckdb.DuckDBPyConnection) -> bool:
 
 def _install(con: duckdb.DuckDBPyConnection) -> None:
     db = _run(con, "SELECT current_database()")[0][0].replace('"', '""')
-    _run(con, "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, row_count BIGINT, used DOUBLE)")
+    _run(con, "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, tbl VARCHAR, row_count BIGINT, "
+              "used DOUBLE)")
     for table in DETAIL:
         _run(con, f'CREATE TEMP TABLE _restored_{table} AS SELECT * FROM "{db}".main.{table} LIMIT 0')
         _run(con, f'CREATE TEMP VIEW {table} AS SELECT * FROM "{db}".main.{table} '
-                    f"UNION ALL SELECT * FROM temp.main._restored_{table}")
+                  f"UNION ALL SELECT * FROM temp.main._restored_{table}")
 
 
-def _drop(con: duckdb.DuckDBPyConnection, snaps: list[int]) -> None:
-    for table in DETAIL:
+def _drop(con: duckdb.DuckDBPyConnection, snaps: list[int], tables: Iterable[str] = DETAIL) -> None:
+    tables = list(tables)
+    for table in tables:
         _run(con, f"DELETE FROM temp.main._restored_{table} WHERE list_contains(?, snap)", [snaps])
-    _run(con, "DELETE FROM temp.main._restored WHERE list_contains(?, snap)", [snaps])
+    _run(con, "DELETE FROM temp.main._restored WHERE list_contains(?, snap) AND list_contains(?, tbl)",
+         [snaps, tables])
 
 
 def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: dict[int, str],
-           payload_con: duckdb.DuckDBPyConnection | None = None) -> int:
-    """Make the detail of the ``wanted`` snapshots (snap -> snapshot id) readable on ``con``: restore the
-    compacted ones (``compacted``: snap -> snapshot id of every compacted snapshot) not yet there, and purge
-    rows restored for an earlier snapshot that had the same key. Returns the rows restored now."""
+           tables: Iterable[str] | None = None) -> set[tuple[int, str]]:
+    """Make ``tables`` (default: every detail table) of the ``wanted`` snapshots (snap -> snapshot id)
+    readable on ``con``: restore what compacted ones (``compacted``: snap -> snapshot id of every compacted
+    snapshot) lack there, and purge rows restored for an earlier snapshot that had the same key. Returns the
+    (snap, table) pairs now readable, for the caller to skip next time."""
+    names = [t for t in DETAIL if tables is None or t in set(tables)]
     todo = {s: i for s, i in wanted.items() if compacted.get(s) == i}
-    if not todo and not _installed(con):
-        return 0
-    if not _installed(con):
+    installed = _installed(con)
+    if not installed and not todo:
+        return {(s, t) for s in wanted for t in DETAIL}
+    if not installed:
         _install(con)
-    held = dict(con.execute("SELECT snap, snapshot_id FROM temp.main._restored WHERE list_contains(?, snap)",
-                            [list(wanted)]).fetchall())
-    stale = [s for s, i in held.items() if wanted[s] != i or s not in todo]
+    held = _run(con, "SELECT snap, snapshot_id, tbl FROM temp.main._restored WHERE list_contains(?, snap)",
+                [list(wanted)])
+    stale = sorted({s for s, i, _t in held if wanted[s] != i or s not in todo})
     if stale:
         _drop(con, stale)
+    have = {(s, t) for s, _i, t in held if s not in stale}
     now = time.time()
-    fresh = [s for s in todo if held.get(s) != todo[s] or s in stale]
-    kept = [s for s in todo if s not in fresh]
-    if kept:
-        _run(con, "UPDATE temp.main._restored SET used = ? WHERE list_contains(?, snap)", [now, kept])
-    restored = 0
-    for snap in fresh:
-        restored += _restore_one(con, snap, todo[snap], now, payload_con or con)
-    if fresh:
+    if have:
+        _run(con, "UPDATE temp.main._restored SET used = ? WHERE list_contains(?, snap)", [now, sorted(todo)])
+    restored = False
+    for snap, snapshot_id in todo.items():
+        need = [t for t in names if (snap, t) not in have]
+        if need:
+            _restore_one(con, snap, snapshot_id, need, now)
+            have.update((snap, t) for t in need)
+            restored = True
+    if restored:
         _evict(con, set(wanted))
-    return restored
+    return {(s, t) for s in wanted for t in DETAIL if s not in todo} | have
 
 
-def _restore_one(con: duckdb.DuckDBPyConnection, snap: int, snapshot_id: str, now: float,
-                 payload_con: duckdb.DuckDBPyConnection) -> int:
-    found = _run(payload_con, "SELECT payload, detail_bytes FROM snapshot_payloads WHERE snap = ?", [snap])
-    row = found[0] if found else None
-    if row is None:  # compacted and deleted since: nothing to restore, no rows either
-        return 0
-    tables = decode(row[0], max_bytes=max(_FLOOR, int(row[1] * _SLACK)))
-    rows = 0
-    for table, columns in tables.items():
+def _restore_one(con: duckdb.DuckDBPyConnection, snap: int, snapshot_id: str, tables: list[str],
+                 now: float) -> None:
+    found = _run(con, "SELECT payload, detail_bytes FROM snapshot_payloads WHERE snap = ?", [snap])
+    if not found:  # compacted and deleted since: nothing to restore, no rows either
+        return
+    frame, detail = found[0]
+    decoded = decode(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)), only=tables)
+    for table, columns in decoded.items():
         n = len(next(iter(columns.values())))
-        if not n:
-            continue
-        rows += n
-        name = f"_restore_{table}"
-        cols = {"snap": np.full(n, snap, dtype=np.int32), **columns}
-        con.register(name, cols)
-        try:
-            _run(con, f"INSERT INTO temp.main._restored_{table} ({', '.join(cols)}) "
-                        f"SELECT {', '.join(cols)} FROM {name}")
-        finally:
-            con.unregister(name)
-    _run(con, "INSERT INTO temp.main._restored VALUES (?, ?, ?, ?)", [snap, snapshot_id, rows, now])
-    return rows
+        if n:
+            name = f"_restore_{table}"
+            cols = {"snap": np.full(n, snap, dtype=np.int32), **columns}
+            con.register(name, cols)
+            try:
+                _run(con, f"INSERT INTO temp.main._restored_{table} ({', '.join(cols)}) "
+                          f"SELECT {', '.join(cols)} FROM {name}")
+            finally:
+                con.unregister(name)
+        _run(con, "INSERT INTO temp.main._restored VALUES (?, ?, ?, ?, ?)", [snap, snapshot_id, table, n, now])
 
 
 def _evict(con: duckdb.DuckDBPyConnection, pinned: Iterable[int]) -> None:
-    held = con.execute("SELECT snap, row_count FROM temp.main._restored ORDER BY used DESC").fetchall()
+    held = _run(con, "SELECT snap, sum(row_count) FROM temp.main._restored GROUP BY snap ORDER BY max(used) DESC")
     total, drop = 0, []
     pinned = set(pinned)
     for snap, rows in held:
-        total += rows
+        total += int(rows)
         if total > MAX_RESTORED_ROWS and snap not in pinned:
             drop.append(snap)
     if drop:

@@ -25,7 +25,7 @@ import json
 import secrets
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
 from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
+from .payload import DETAIL
 from .restore import ReadGate, ensure
 
 STORE_FILE = "coverage.duckdb"
@@ -137,7 +138,9 @@ class ProjectStore:
         self._compacted: dict[int, str] = {}
         self._ever_compacted = False
         self.gate = ReadGate()
-        self._pending: weakref.WeakKeyDictionary[Any, dict[int, str]] = weakref.WeakKeyDictionary()
+        # Per read connection: the snapshots resolved on it (snap -> id) and the (snap, table) pairs readable.
+        self._pending: weakref.WeakKeyDictionary[Any, tuple[dict[int, str], set[tuple[int, str]]]] = (
+            weakref.WeakKeyDictionary())
         self._pending_lock = threading.Lock()
 
     @classmethod
@@ -577,35 +580,43 @@ class ProjectStore:
             )
         if self._ever_compacted and con is not None and con is not self.con:
             with self._pending_lock:  # restored when a query of detail first runs on ``con`` (materialize)
-                self._pending.setdefault(con, {})[found[0]] = full
+                self._pending.setdefault(con, ({}, set()))[0][found[0]] = full
         return found[0]
 
     # -- compaction -------------------------------------------------------------
-    def ensure_detail(self, con: duckdb.DuckDBPyConnection | None, snaps: dict[int, str]) -> None:
-        """Make the detail rows of ``snaps`` (snap -> snapshot id) readable on the read connection ``con``,
-        restoring compacted ones there (``restore``). The store's own connection is never given restored
-        rows: its callers read no detail of an old snapshot."""
+    def ensure_detail(self, con: duckdb.DuckDBPyConnection | None, snaps: dict[int, str],
+                      tables: Iterable[str] | None = None) -> None:
+        """Make ``tables`` (default: all) of the detail of ``snaps`` (snap -> snapshot id) readable on the
+        read connection ``con``, restoring compacted ones there (``restore``). The store's own connection is
+        never given restored rows: its callers read no detail of an old snapshot."""
         if con is None or con is self.con or not self._ever_compacted:
             return
-        ensure(con, snaps, self._compacted)
+        ensure(con, snaps, self._compacted, tables)
 
-    def materialize(self, con: duckdb.DuckDBPyConnection | None) -> None:
-        """Before a query of detail rows on ``con``: restore the compacted snapshots its caller resolved
-        there (``snap_key``). Compact answers never get here, so they never pay for a restore."""
+    def materialize(self, con: duckdb.DuckDBPyConnection | None, tables: Iterable[str] | None = None) -> None:
+        """Before a query of detail ``tables`` (default: all) on ``con``: restore them for the compacted
+        snapshots its caller resolved there (``snap_key``). Compact answers never get here, so they never
+        pay for a restore; a table already restored on ``con`` for this caller costs no query."""
         if con is None or not self._pending:
             return
         with self._pending_lock:
-            wanted = self._pending.pop(con, None)
-        if wanted:
-            self.ensure_detail(con, wanted)
+            entry = self._pending.get(con)
+        if entry is None:
+            return
+        wanted, done = entry
+        asked = set(DETAIL if tables is None else tables)
+        if all((s, t) in done for s in wanted for t in asked):
+            return
+        done |= ensure(con, dict(wanted), self._compacted, asked)
 
-    def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int) -> None:
-        """``ensure_detail`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
+    def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int,
+                            tables: Iterable[str] = ("lines",)) -> None:
+        """``ensure_detail`` of ``tables`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
         if not self._ever_compacted or con is self.con:
             return
         rows = con.execute("SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?",
                            [suite, upto]).fetchall()
-        self.ensure_detail(con, dict(rows))
+        self.ensure_detail(con, dict(rows), tables)
 
     def compacted_now(self, snap: int, snapshot_id: str) -> None:
         """Called by compaction after its commit (under the write lock and the read gate)."""
@@ -702,7 +713,7 @@ class ProjectStore:
         self, snap: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
     ) -> tuple[str | None, bytes | None]:
         """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
-        self.materialize(con)
+        self.materialize(con, ("file_texts",))
         row = (con or self.con).execute(
             """SELECT f.content_blob, t.text FROM files f
                LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
@@ -745,7 +756,7 @@ class ProjectStore:
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
-        self.materialize(con)
+        self.materialize(con, ("lines", "branches", "functions", "regions", "test_names", "test_observations"))
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
                       branches_hit, functions_found, functions_hit
