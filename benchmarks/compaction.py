@@ -267,8 +267,14 @@ def main() -> None:
     for name, t in restore["answers"].items():
         what = "audit of one file" if name == "audit" else "change against the compacted baseline (two restores)"
         text.append(f"| {what} | {ms(t['relational'])} | {ms(t['compacted'])} |")
-    text.append("")
-    text.append("Every compacted answer was checked identical to the relational one (apart from context.stats).")
+    text += [
+        "",
+        "Every compacted answer was checked identical to the relational one (apart from context.stats). Goals: "
+        "at least 10x on the SQLite snapshot; under 200 ms to restore a 1,000,000-line snapshot (change restores "
+        "two). The synthetic report is regular, so its payload is tiny; its restore time is the decoding and "
+        "inserting of the rows, which depends on their count, not on the payload's size. Other helpers share "
+        "this machine (see the load average): the figures move by tens of percent between runs.",
+    ]
     report = "\n".join(text)
     print(report)
     if not args.no_write:
