@@ -41,8 +41,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import WORK, corpus_file, library_revision, load_average, machine, median, write_section  # noqa: E402
-from review import Case, build  # noqa: E402
+from common import (
+    WORK,
+    corpus_file,
+    library_revision,
+    load_average,
+    machine,
+    median,
+    write_section,
+)
+from review import Case, build
 
 
 class Mismatch(AssertionError):
@@ -148,10 +156,11 @@ def synthetic_report(path: Path, files: int, lines: int, shift: int) -> None:
 
 
 def restore_case(root: Path, repeat: int) -> dict[str, Any]:
+    from review import GIT_ENV, git, placeholder  # noqa: F401
+
     from coverage_core import open_project
     from coverage_core.service import Service
     from coverage_core.storage import compaction
-    from review import GIT_ENV, git, placeholder  # noqa: F401
 
     files, lines = 10_000, 100
     repo = root / "synthetic"
@@ -233,8 +242,8 @@ def main() -> None:
         restore = restore_case(root, args.repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    ms = lambda s: f"{s * 1000:,.0f} ms"  # noqa: E731
-    mb = lambda b: f"{b / 1e6:,.2f} MB"  # noqa: E731
+    ms = lambda s: f"{s * 1000:,.0f} ms"
+    mb = lambda b: f"{b / 1e6:,.2f} MB"
     text = [
         "## Compaction",
         "",

@@ -24,11 +24,11 @@ import pytest
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import discover
 from coverage_core.model import Snapshot
 from coverage_core.project import Project
 from coverage_core.service import Service
 from coverage_core.storage.store import store_path
-from coverage_core.git import discover
 
 from .conftest import SAMPLE
 from .test_daemon_support import StoreHolder, in_process
@@ -84,9 +84,12 @@ async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_e
         client = d.client()
         project_id = discover(sample_repo).project_id
         await asyncio.to_thread(client.register, sample_repo)  # the daemon opens the store: its worker starts
-        inventory = await asyncio.to_thread(
-            _wait_for, lambda: (lambda i: i if i["last_pass"] else None)(client.compaction_inventory(project_id)),
-            "the worker's first pass")
+
+        def passed() -> dict[str, Any] | None:
+            found = client.compaction_inventory(project_id)
+            return found if found["last_pass"] else None
+
+        inventory = await asyncio.to_thread(_wait_for, passed, "the worker's first pass")
         assert inventory["last_pass"]["trigger"] == "worker"
         assert inventory["last_pass"]["compacted"] == 1 and inventory["last_pass"]["left"] == 1  # one per tick
         assert inventory["compacted"] == 1 and inventory["relational"] == 3

@@ -151,7 +151,7 @@ def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta,
          in_use: Callable[[Sequence[str]], dict[str, str]] | None = None,
          now: dt.datetime | None = None) -> Plan:
     """The relational snapshots older than ``older_than``, minus the protected ones."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     rows = con.execute(
         """SELECT s.snap, s.snapshot_id, s.suite, s.created_at,
                   s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest

@@ -33,8 +33,7 @@ class Mapping:
 
 def normalize(path: str) -> str:
     path = path.replace("\\", "/")
-    if path.startswith("file://"):
-        path = path[len("file://") :]
+    path = path.removeprefix("file://")
     norm = posixpath.normpath(path)
     return "" if norm == "." else norm
 
