@@ -318,7 +318,11 @@ class Project:
 
     def compaction_policy(self) -> compaction.Policy:
         """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``)."""
-        return compaction.read_policy(self.store.con)
+        con = self.store.con.cursor()  # its own: the store's connection may be in another thread's write
+        try:
+            return compaction.read_policy(con)
+        finally:
+            con.close()
 
     def set_compaction_policy(self, **values: int) -> compaction.Policy:
         """Persist policy values, e.g. ``project.set_compaction_policy(after_days=14, batch_size=4)``."""
@@ -327,12 +331,22 @@ class Project:
         if unknown:
             raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction policy field(s): {', '.join(unknown)}",
                                 f"Policy fields are: {', '.join(keys)}.")
-        with self.store._write_lock:
-            return compaction.write_policy(self.store.con, {keys[k]: v for k, v in values.items()})
+        con = self.store.con.cursor()
+        try:
+            with self.store._write_lock:
+                return compaction.write_policy(con, {keys[k]: v for k, v in values.items()})
+        finally:
+            con.close()
 
     def compaction_inventory(self, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
         """Relational vs compacted snapshots, bytes before and after, eligible/protected counts, last pass."""
-        return compaction.inventory(con or self.store.con, in_use=self._in_use_ids)
+        if con is not None:
+            return compaction.inventory(con, in_use=self._in_use_ids)
+        own = self.store.con.cursor()
+        try:
+            return compaction.inventory(own, in_use=self._in_use_ids)
+        finally:
+            own.close()
 
     def _in_use_ids(self, ids: Sequence[str]) -> dict[str, str]:
         return self.in_use_by_active_runs([self.store.snapshot(i) for i in ids]) if ids else {}

@@ -38,19 +38,26 @@ class Maintenance:
     def __init__(self, projects: Projects) -> None:
         self._projects = projects
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._handles: list[ProjectHandle] = []
         self._stop = asyncio.Event()
         self.ticks = 0  # finished ticks, all projects (for status and tests)
 
     def start(self, handle: ProjectHandle, checkout: Checkout) -> None:
         if checkout.repo_key not in self._tasks and not self._stop.is_set():
             self._tasks[checkout.repo_key] = asyncio.get_running_loop().create_task(self._loop(handle, checkout))
+            self._handles.append(handle)
 
     async def stop(self, grace_s: float) -> None:
         """Stop every loop; wait up to ``grace_s`` for a running pass to finish its current snapshot."""
         self._stop.set()
         tasks = list(self._tasks.values())
         if tasks:
-            await asyncio.wait(tasks, timeout=grace_s)
+            _done, late = await asyncio.wait(tasks, timeout=grace_s)
+            if late:  # a snapshot outlasting the grace: interrupt it (its transaction rolls back whole)
+                for handle in self._handles:
+                    if handle.store.compacting is not None:
+                        handle.store.compacting.interrupt()
+                await asyncio.wait(late, timeout=grace_s)
 
     def _stopping(self) -> bool:
         return self._stop.is_set()

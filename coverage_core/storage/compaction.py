@@ -178,13 +178,19 @@ class Compacted:
                 "payload_bytes": self.payload_bytes}
 
 
-def compact_snapshot(store: Any, candidate: Candidate,
-                     on_stage: Callable[[str], None] | None = None) -> Compacted | None:
-    """Compact one snapshot of ``store`` (a ProjectStore); None when it is gone, already compacted, or
-    readers kept the gate past ``GATE_TIMEOUT_S`` (left relational for a later pass)."""
+def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str], None] | None = None,
+                     con: duckdb.DuckDBPyConnection | None = None) -> Compacted | None:
+    """Compact one snapshot of ``store`` (a ProjectStore) on ``con`` (a connection of the store's own, never
+    a read connection with restored detail; default: a new cursor of the store's connection); None when it is
+    gone, already compacted, or readers kept the gate past ``GATE_TIMEOUT_S`` (left for a later pass)."""
+    if con is None:
+        own = store.con.cursor()
+        try:
+            return compact_snapshot(store, candidate, on_stage, own)
+        finally:
+            own.close()
     stage = on_stage or (lambda _s: None)
     started = time.perf_counter()
-    con: duckdb.DuckDBPyConnection = store.con
     with store._write_lock:
         if not _still_relational(con, candidate):
             return None
@@ -263,21 +269,29 @@ def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, 
     say which, change nothing). Every finished pass that is not a dry run records its status (with
     ``record_idle=False``, only a pass that found something eligible: the worker's idle ticks leave
     the store untouched)."""
-    found = plan(store.con, older_than, in_use)
-    chosen = found.eligible if limit is None else found.eligible[:limit]
-    done: list[Compacted] = []
-    if not dry_run and (record_idle or found.eligible):
-        for candidate in chosen:
-            if should_stop is not None and should_stop():
-                break
-            result = compact_snapshot(store, candidate, on_stage)
-            if result is not None:
-                done.append(result)
-        with store._write_lock:
-            store.con.execute(
-                "INSERT INTO compaction_passes VALUES (now(), ?, ?, ?, ?, ?)",
-                [trigger, len(done), sum(c.detail_bytes for c in done), sum(c.payload_bytes for c in done),
-                 len(found.eligible) - len(done)])
+    # Its own connection: the store's is shared with other threads' writes (settings, ingests), and the
+    # daemon's shutdown interrupts this one (``store.compacting``) if a snapshot outlasts its grace.
+    con = store.con.cursor()
+    store.compacting = con
+    try:
+        found = plan(con, older_than, in_use)
+        chosen = found.eligible if limit is None else found.eligible[:limit]
+        done: list[Compacted] = []
+        if not dry_run and (record_idle or found.eligible):
+            for candidate in chosen:
+                if should_stop is not None and should_stop():
+                    break
+                result = compact_snapshot(store, candidate, on_stage, con)
+                if result is not None:
+                    done.append(result)
+            with store._write_lock:
+                con.execute(
+                    "INSERT INTO compaction_passes VALUES (now(), ?, ?, ?, ?, ?)",
+                    [trigger, len(done), sum(c.detail_bytes for c in done), sum(c.payload_bytes for c in done),
+                     len(found.eligible) - len(done)]).fetchall()
+    finally:
+        store.compacting = None
+        con.close()
     return PassResult(dry_run, trigger, int(older_than.total_seconds()), found.eligible, found.protected,
                       tuple(done), len(found.eligible) - len(done))
 

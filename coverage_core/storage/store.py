@@ -149,6 +149,7 @@ class ProjectStore:
         self._pending: weakref.WeakKeyDictionary[Any, tuple[dict[int, str], set[tuple[int, str]]]] = (
             weakref.WeakKeyDictionary())
         self._pending_lock = threading.Lock()
+        self.compacting: duckdb.DuckDBPyConnection | None = None  # the connection of a running compaction pass
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
