@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from coverage_core.service import Service
 from coverage_core.storage import compaction, payload
 from coverage_core.storage.store import snap_tables
 
-from .gitrepo import commit, git, write
+from .gitrepo import commit, write
 from .realcov import copy_checkout, make_package, measure
 
 TASKS = ("insight", "change", "incremental", "history", "source", "tests", "audit", "all", "snapshots",
@@ -380,3 +381,46 @@ def test_integer_columns_round_trip_through_every_encoding_exactly() -> None:
         assert back[name].tolist() == values.tolist()
         assert back[name].dtype == values.dtype
     assert list(payload.decode(frame, max_bytes=size, only=["branches"])) == ["branches"]
+
+
+def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail(sample_repo: Path) -> None:
+    import threading
+
+    old = _ingest(sample_repo, "step1.coverage.json")
+    lcov = _ingest(sample_repo, "step3.coverage.lcov")
+    new = _ingest(sample_repo, "step3.coverage.json")
+    calls = [{"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": sid}}
+             for sid in (old, lcov)]
+    calls += [{"task": "change", "measurement": {"snapshot_id": new}, "baseline": {"kind": "explicit",
+                                                                                   "snapshot_id": old}},
+              {"task": "tests", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}}]
+    with open_project(sample_repo) as project:
+        expected = _answers(project, calls)
+        stop = threading.Event()
+        seen: list[Any] = []
+        failures: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                while not stop.is_set():
+                    seen.append(_answers(project, calls))  # each call on its own new read connection
+            except BaseException as error:  # noqa: BLE001 - reported below
+                failures.append(error)
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for r in readers:
+            r.start()
+        try:
+            while len(seen) < 2:
+                time.sleep(0.01)
+            done = project.compact(older_than="0")
+            after = len(seen)
+            while len(seen) < after + 4:  # reads that started after the commit, too
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            for r in readers:
+                r.join(timeout=120)
+    assert not failures, failures
+    assert [c.snapshot_id for c in done.compacted] == [old, lcov]
+    assert all(answers == expected for answers in seen)
