@@ -205,3 +205,20 @@ def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sam
     con = duckdb.connect(str(path), read_only=True)
     assert [r[0] for r in con.execute("SHOW TABLES").fetchall()] == ["lines"]
     con.close()
+
+
+@pytest.mark.parametrize("setting, mention", [
+    ("after_days=abc", "compaction_after_days must be a whole number from 1 to 36500"),
+    ("batch_size=1001", "compaction_batch_size must be a whole number from 1 to 1000"),
+    ("cadence_minutes=0", "compaction_cadence_minutes must be a whole number from 1 to 10080"),
+    ("nonsense=3", "is not FIELD=NUMBER with a policy field"),
+    ("after_days", "is not FIELD=NUMBER with a policy field"),
+])
+def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(sample_repo: Path, setting: str,
+                                                                    mention: str) -> None:
+    done = _cli(sample_repo, "compact", "--set", setting, "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid_argument" and mention in error["message"]
+    with open_project(sample_repo) as project:
+        assert project.compaction_policy().to_dict() == {"after_days": 30, "cadence_minutes": 60, "batch_size": 8}
