@@ -54,6 +54,10 @@ POLICY_FIELDS: tuple[PolicyField, ...] = (
 )
 
 
+# The policy's project settings with their defaults (what a store gets the first time the daemon opens it).
+POLICY_DEFAULTS: dict[str, int] = {f.key: f.default for f in POLICY_FIELDS}
+
+
 @attrs.frozen
 class Policy:
     after_days: int = 30
