@@ -348,8 +348,8 @@ class Project:
         finally:
             own.close()
 
-    def _in_use_ids(self, ids: Sequence[str]) -> dict[str, str]:
-        return self.in_use_by_active_runs([self.store.snapshot(i) for i in ids]) if ids else {}
+    def _in_use_ids(self, ids: Sequence[str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        return self.in_use_by_active_runs([self.store.snapshot(i, con) for i in ids]) if ids else {}
 
     def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
         """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why).

@@ -151,10 +151,13 @@ class Plan:
     protected: dict[str, str]
 
 
-def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta,
-         in_use: Callable[[Sequence[str]], dict[str, str]] | None = None,
+InUse = Callable[[Sequence[str], duckdb.DuckDBPyConnection], dict[str, str]]
+
+
+def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta, in_use: InUse | None = None,
          now: dt.datetime | None = None) -> Plan:
-    """The relational snapshots older than ``older_than``, minus the protected ones."""
+    """The relational snapshots older than ``older_than``, minus the protected ones (``in_use(ids, con)``
+    names the snapshots work in progress needs, id -> why)."""
     now = now or dt.datetime.now(dt.UTC)
     rows = con.execute(
         """SELECT s.snap, s.snapshot_id, s.suite, s.created_at,
@@ -163,7 +166,7 @@ def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta,
            ORDER BY s.snap""").fetchall()
     old = [r for r in rows if r[3] <= now - older_than]
     protected = {r[1]: "the newest snapshot of its suite" for r in old if r[4]}
-    busy = (in_use or (lambda _ids: {}))([r[1] for r in old if not r[4]])
+    busy = (in_use or (lambda _ids, _con: {}))([r[1] for r in old if not r[4]], con)
     protected.update({i: f"in use: {why}" for i, why in busy.items()})
     eligible = tuple(Candidate(int(r[0]), r[1], r[2], r[3]) for r in old if r[1] not in protected)
     return Plan(eligible, protected)
@@ -266,7 +269,7 @@ class PassResult:
 
 
 def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, dry_run: bool = False,
-             trigger: str = "manual", in_use: Callable[[Sequence[str]], dict[str, str]] | None = None,
+             trigger: str = "manual", in_use: InUse | None = None,
              on_stage: Callable[[str], None] | None = None,
              should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> PassResult:
     """One pass over ``store``: compact up to ``limit`` eligible snapshots, oldest first (``dry_run``:
@@ -301,7 +304,7 @@ def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, 
 
 
 def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
-              in_use: Callable[[Sequence[str]], dict[str, str]] | None = None) -> dict[str, Any]:
+              in_use: InUse | None = None) -> dict[str, Any]:
     """Snapshots relational vs compacted, bytes before and after, eligible and protected counts, the
     last pass, and any inconsistency (a payload whose snapshot still has relational detail rows)."""
     db = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
