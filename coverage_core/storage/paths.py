@@ -33,7 +33,8 @@ class Mapping:
 
 def normalize(path: str) -> str:
     path = path.replace("\\", "/")
-    path = path.removeprefix("file://")
+    if path.startswith("file://"):
+        path = path[len("file://") :]
     norm = posixpath.normpath(path)
     return "" if norm == "." else norm
 

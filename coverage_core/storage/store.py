@@ -39,14 +39,7 @@ from ..ids import is_snapshot_id, new_snapshot_id
 from ..locks import Lease, how_to_release, instance_metadata, this_process
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
-from .guard import (
-    LOCK,
-    entries,
-    note_latest,
-    open_verified,
-    prepare_dir,
-    record_committed,
-)
+from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 from .payload import DETAIL
 from .restore import ReadGate, ensure
@@ -247,7 +240,7 @@ class ProjectStore:
         return self.snapshot(snap)
 
     def _insert(self, con, report, mapping, prov, progress, measured: MeasuredText | None = None) -> str:
-        now = dt.datetime.now(dt.UTC)
+        now = dt.datetime.now(dt.timezone.utc)
         snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()
