@@ -63,6 +63,8 @@ COMMANDS: dict[str, Entry] = {
                  "Run an approved command through the daemon (started if none runs); its reports are ingested."),
     "runs": Entry("coverage_cli.exec_cmds:runs_group",
                   "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one."),
+    "compact": Entry("coverage_cli.compact_cmd:compact_command",
+                     "Compact old snapshots' detail into zstd payloads; answers stay the same."),
     "dashboard": Entry("coverage_cli.dashboard_cmds:dashboard_command",
                        "Open the dashboard of this repository in the browser, signed in through a one-time link."),
     "report": Entry("coverage_cli.dashboard_cmds:report_command",

@@ -113,7 +113,8 @@ def envelope(data: dict[str, Any], page_schema: dict[str, Any]) -> dict[str, Any
 PROJECT_CONTEXT = envelope(
     obj("project", "suites", "settings", "claim_status", "reasons",
         project=OBJECT, suites=ARRAY, suites_truncated=BOOLEAN, latest_composite={"type": ["object", "null"]},
-        active_runs=ARRAY, active_runs_truncated=BOOLEAN, settings=OBJECT, commands=ARRAY, **CLAIM),
+        active_runs=ARRAY, active_runs_truncated=BOOLEAN, settings=OBJECT, commands=ARRAY, **CLAIM,
+        compaction=OBJECT),
     page("reserved_words", "word_count", "response_word_count", "max_words", nullable=False),
 )
 

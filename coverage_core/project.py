@@ -15,6 +15,7 @@ holds it, with identical results.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import threading
@@ -37,6 +38,7 @@ from .parsers.budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
 from .parsers.source import claim_bytes
 from .report import ReportWarning
+from .storage import compaction
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
 from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
@@ -297,6 +299,59 @@ class Project:
                                 "Say how many of the newest snapshots to keep, e.g. --keep 10.")
         return self.store.delete_snapshots(prune=(suite, keep), force=force, dry_run=dry_run,
                                            in_use=self.in_use_by_active_runs)
+
+    # -- compaction -----------------------------------------------------------
+    def compact(self, *, older_than: str | None = None, dry_run: bool = False, limit: int | None = None,
+                trigger: str = "manual", on_stage: Callable[[str], None] | None = None,
+                should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> compaction.PassResult:
+        """Compact the snapshots older than ``older_than`` (``"30d"``, ``"12h"``, ``"0"``; default: the
+        policy's ``after_days``) into zstd payloads, oldest first, at most ``limit``; the newest snapshot
+        of each suite and snapshots active runs need are left alone. Answers stay identical: detail is
+        restored transparently. ``dry_run`` says what would be compacted. Example:
+        ``project.compact(older_than="90d", dry_run=True).eligible``."""
+        age = (compaction.parse_age(older_than) if older_than is not None
+               else dt.timedelta(days=self.compaction_policy().after_days))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"limit must be a positive whole number, got {limit!r}",
+                                "Give how many snapshots to compact at most, e.g. 10.")
+        return compaction.run_pass(self.store, older_than=age, limit=limit, dry_run=dry_run, trigger=trigger,
+                                   in_use=self._in_use_ids, on_stage=on_stage, should_stop=should_stop,
+                                   record_idle=record_idle)
+
+    def compaction_policy(self) -> compaction.Policy:
+        """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``)."""
+        con = self.store.con.cursor()  # its own: the store's connection may be in another thread's write
+        try:
+            return compaction.read_policy(con)
+        finally:
+            con.close()
+
+    def set_compaction_policy(self, **values: int) -> compaction.Policy:
+        """Persist policy values, e.g. ``project.set_compaction_policy(after_days=14, batch_size=4)``."""
+        keys = {f.key.removeprefix("compaction_"): f.key for f in compaction.POLICY_FIELDS}
+        unknown = sorted(set(values) - set(keys))
+        if unknown:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction policy field(s): {', '.join(unknown)}",
+                                f"Policy fields are: {', '.join(keys)}.")
+        con = self.store.con.cursor()
+        try:
+            with self.store._write_lock:
+                return compaction.write_policy(con, {keys[k]: v for k, v in values.items()})
+        finally:
+            con.close()
+
+    def compaction_inventory(self, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
+        """Relational vs compacted snapshots, bytes before and after, eligible/protected counts, last pass."""
+        if con is not None:
+            return compaction.inventory(con, in_use=self._in_use_ids)
+        own = self.store.con.cursor()
+        try:
+            return compaction.inventory(own, in_use=self._in_use_ids)
+        finally:
+            own.close()
+
+    def _in_use_ids(self, ids: Sequence[str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        return self.in_use_by_active_runs([self.store.snapshot(i, con) for i in ids]) if ids else {}
 
     def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
         """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why):

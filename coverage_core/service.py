@@ -15,6 +15,8 @@ dispatch, validation and documentation all derive from it.
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -411,13 +413,18 @@ class Service:
         started = time.perf_counter()
         own = con is None
         con = self.project.store.cursor() if own else con
+        # A read holds the store's read gate: a compaction cannot take the detail rows it is reading.
+        gate = self.project.store.gate.reading() if op.read_only else contextlib.nullcontext()
         try:
-            call = Call(self.project, con, args)
-            result = op.handler(call)
-        except CoverageError as error:
-            if error.remedy is None:
-                error.remedy = remedy_for(op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed)))
-            raise
+            with gate:
+                call = Call(self.project, con, args)
+                try:
+                    result = op.handler(call)
+                except CoverageError as error:
+                    if error.remedy is None:
+                        error.remedy = remedy_for(op, args, error,
+                                                  lambda fixed: op.handler(Call(self.project, con, fixed)))
+                    raise
         finally:
             if own:
                 con.close()

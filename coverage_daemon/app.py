@@ -22,7 +22,7 @@ from aiohttp.typedefs import Handler
 
 from coverage_core.errors import CoverageError, ErrorCode
 
-from . import dashboard, mcp_http, rest
+from . import compaction_routes, dashboard, mcp_http, rest
 from .auth import Access
 from .errors_http import error_body, status_of
 from .mcp import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
@@ -88,6 +88,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", _COMMAND + "/approve", rest.approve_command, _ADMIN),
     Route("POST", _COMMAND + "/reject", rest.reject_command, _ADMIN),
     Route("GET", _PROJECT + "/runs", rest.list_runs, _CLIENT),
+    Route("POST", _PROJECT + "/compact", compaction_routes.compact, _ADMIN),
+    Route("GET", _PROJECT + "/compaction", compaction_routes.inventory, _CLIENT),
     # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link.
     Route("POST", "/api/dashboard/ticket", dashboard.mint_ticket, _ADMIN),
     Route("GET", "/session", dashboard.start_session, Access.TICKET),

@@ -169,6 +169,14 @@ class DaemonClient:
 
     def runs(self, project_id: str, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         return self._get(f"/api/projects/{project_id}/runs", status=status, limit=limit)["data"]["runs"]
+    def compact(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
+        """An admin call: one compaction pass (``older_than``, ``dry_run``, ``limit``); the pass."""
+        return self.request("POST", f"/api/projects/{project_id}/compact", body=body,
+                            headers={CAPABILITY_HEADER: capability})[1]["data"]
+
+    def compaction_inventory(self, project_id: str) -> dict[str, Any]:
+        """The project's compaction inventory (a client call)."""
+        return self.request("GET", f"/api/projects/{project_id}/compaction")[1]["data"]
 
     def _pages(self, project_id: str, key: str, args: dict[str, Any],
                wanted: int | None = None) -> tuple[list[Any], dict[str, Any]]:

@@ -105,7 +105,8 @@ def interrupted_error(reason: str | None, settings_ms: int) -> CoverageError:
 class PooledConnection:
     """A lent connection: DuckDB's API, except that ``close`` gives it back to the pool."""
 
-    __slots__ = ("_lent", "_pool")
+    # __weakref__: the store keys what a request resolved on this connection by it (restore of compacted detail).
+    __slots__ = ("__weakref__", "_lent", "_pool")
 
     def __init__(self, pool: ReadPool, lent: _Lent) -> None:
         self._pool = pool

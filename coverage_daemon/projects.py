@@ -35,8 +35,10 @@ from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
+from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
 
+from .maintenance import Maintenance
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .registry import Registry
 
@@ -59,6 +61,7 @@ class ProjectSetting:
     default: Any
     choices: tuple[Any, ...]
     help: str
+    check: Callable[[str, Any], Any] | None = None  # a range check instead of choices: raises invalid_argument
 
 
 # Declared once: PATCH validates against it, GET shows exactly these keys,
@@ -71,6 +74,8 @@ PROJECT_SETTINGS: dict[str, ProjectSetting] = {
             "How a registered test command is approved: by a person out of band (default), "
             "or by the agent's attested human approval.",
         ),
+        *(ProjectSetting(f.key, f.default, (), f"{f.help} A whole number from {f.low} to {f.high}.",
+                         compaction.check_policy_value) for f in compaction.POLICY_FIELDS),
     )
 }
 
@@ -149,6 +154,7 @@ class Projects:
         self._handles: dict[str, ProjectHandle] = {}
         self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
+        self.maintenance = Maintenance(self)
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- threads ------------------------------------------------------------
@@ -156,6 +162,16 @@ class Projects:
         """Run ``fn(*args)`` on a worker thread; a cancellation interrupts its queries."""
         token = CallToken()
         future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, False, fn, args))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            token.interrupt(CANCELLED)
+            raise
+
+    async def run_unbounded(self, fn: Callable[..., T], *args: Any) -> T:
+        """``run`` without the query deadline (maintenance work that bounds itself)."""
+        token = CallToken()
+        future = asyncio.wrap_future(self._executor.submit(self._bound_call, token, True, fn, args))
         try:
             return await future
         except asyncio.CancelledError:
@@ -195,6 +211,8 @@ class Projects:
     async def close(self) -> None:
         """Interrupt every query and ingest, wait for them, close every store and release its lease."""
         self._closing = True
+        # Compaction workers first: a running pass ends after its current snapshot.
+        await self.maintenance.stop(SHUTDOWN_GRACE_S)
         if self._watchdog is not None:
             self._watchdog.cancel()
         # Stores still opening stop waiting for other processes and close themselves.
@@ -282,6 +300,7 @@ class Projects:
 
         # Recovery (killing what a dead daemon's runs left, marking them interrupted) runs here, once.
         await self.run(lambda: Runtime(store, self.settings, write=through_gate).start())
+        self.maintenance.start(handle, checkout)
         return handle
 
     def _opened(self, key: str, done: asyncio.Future[ProjectHandle]) -> None:
@@ -444,7 +463,9 @@ def validate_project_settings(values: Any) -> dict[str, Any]:
         )
     for key, value in values.items():
         spec = PROJECT_SETTINGS[key]
-        if value not in spec.choices:
+        if spec.check is not None:
+            spec.check(key, value)
+        elif value not in spec.choices:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT, f"{key} cannot be {value!r}",
                 f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}", {"setting": key},

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from coverage_core.config import Settings
+from coverage_core.storage.compaction import POLICY_DEFAULTS
 
 from .gitrepo import git, make_repo
 from .test_daemon_support import Running, StoreHolder, in_process
@@ -82,7 +83,7 @@ async def test_registering_a_checkout_opens_its_project_once_and_lists_it(daemon
     assert status == 201
     project = answer["data"]["project"]
     assert project["checkout_path"] == str(sample_repo.resolve())
-    assert project["settings"] == {"approval_mode": "out_of_band"}
+    assert project["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
     status, _, again = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo)})
     assert status == 200 and again["data"]["project"]["project_id"] == project["project_id"]
     _, _, listing = await call(daemon, "GET", "/api/projects")
@@ -95,14 +96,14 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
         daemon: Running, sample_repo: Path) -> None:
     status, _, answer = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
                                    body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
-    assert status == 201 and answer["data"]["project"]["settings"] == {"approval_mode": "attested"}
+    assert status == 201 and answer["data"]["project"]["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
     pid = answer["data"]["project"]["project_id"]
     status, _, again = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
                                   body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
     assert "PATCH" in assert_error(status, again, 400, "invalid_argument")["suggestion"]
     status, _, patched = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin,
                                     body={"settings": {"approval_mode": "out_of_band"}})
-    assert status == 200 and patched["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
+    assert status == 200 and patched["data"]["project"]["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
     status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"colour": "blue"}})
     assert "colour" in assert_error(status, bad, 400, "invalid_argument")["message"]
     status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"approval_mode": "yes"}})
@@ -110,7 +111,7 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
     status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"approval_mode": "attested"})
     assert_error(status, bad, 400, "invalid_argument")
     status, _, one = await call(daemon, "GET", f"/api/projects/{pid}")
-    assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band"}
+    assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
 
 
 async def test_every_operation_is_reached_through_one_route_and_returns_the_envelope(

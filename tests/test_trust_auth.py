@@ -20,6 +20,7 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.storage.compaction import POLICY_DEFAULTS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.auth import Access
 from coverage_daemon.client import DaemonClient
@@ -70,6 +71,7 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
                      ("POST", f"/api/projects/{PID}/owner-import"), ("POST", f"/api/projects/{PID}/snapshots/delete"),
                      ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
                      ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
+                     ("POST", f"/api/projects/{PID}/compact"),
                      ("POST", "/api/dashboard/ticket")}
     # what only a person's browser session (cookie and CSRF token, never a token) may do
     assert {(m, p) for m, p, access in every_route() if access is Access.SESSION_WRITE} == {
@@ -122,13 +124,13 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
             answer = await response.json()
             assert response.status == 403 and answer["error"]["code"] == "forbidden", (path, answer)
             assert "secret.info" not in json.dumps(answer) and "shadow" not in json.dumps(answer)
-    assert (await asyncio.to_thread(client.project, pid))["settings"] == {"approval_mode": "out_of_band"}
+    assert (await asyncio.to_thread(client.project, pid))["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
     assert await asyncio.to_thread(client.snapshots, pid) == []
     assert not daemon.daemon.stop.is_set()
     # the admin capability does what the client token cannot
     changed = await asyncio.to_thread(client.update_settings, pid, {"approval_mode": "attested"},
                                       capability=daemon.daemon.capability)
-    assert changed["settings"] == {"approval_mode": "attested"}
+    assert changed["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
 
 
 def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(serve_process: ServeProcess,

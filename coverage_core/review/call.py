@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from ..project import DEFAULT_SUITE, Project
+
+# A query naming a detail table: compacted snapshots resolved on this connection are restored first.
+DETAIL_SQL = re.compile(r"\b(?:FROM|JOIN)\s+(lines|branches|functions|regions|test_names|test_observations|"
+                        r"file_texts)\b", re.IGNORECASE)
 
 
 class Call:
@@ -21,17 +26,30 @@ class Call:
         self.suite: str = measurement.get("suite") or args.get("suite") or DEFAULT_SUITE
         self.rows_scanned = 0
 
+    def detail(self, tables: Sequence[str] | None = None) -> None:
+        """Make ``tables`` (default: all) of the detail of the snapshots this call resolved readable,
+        restoring compacted ones."""
+        self.project.store.materialize(self.con, tables)
+
+    def _detail_of(self, sql: str) -> None:
+        names = DETAIL_SQL.findall(sql)
+        if names:
+            self.detail([n.lower() for n in names])
+
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        self._detail_of(sql)
         out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        self._detail_of(sql)
         row = self.con.execute(sql, list(params)).fetchone()
         self.rows_scanned += row is not None
         return row
 
     def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict:
+        self._detail_of(sql)
         out = self.con.execute(sql, list(params)).fetchnumpy()
         self.rows_scanned += len(next(iter(out.values()), ()))
         return out

@@ -243,9 +243,10 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
         started = time.perf_counter()
         con = owner.store.cursor()
         try:
-            call = Call(owner, con, review)
-            call.suite = sel.primary.suite
-            return envelope(call, change_of_report(call, sel, side, Budget(review.get("limits"))), started)
+            with owner.store.gate.reading():
+                call = Call(owner, con, review)
+                call.suite = sel.primary.suite
+                return envelope(call, change_of_report(call, sel, side, Budget(review.get("limits"))), started)
         finally:
             con.close()
 

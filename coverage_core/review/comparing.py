@@ -110,6 +110,7 @@ def compared(call: Call, current: Selection, baseline: Baseline, current_side: S
         diff = DiffMap.empty(cur_commit)
     else:
         diff = diff_trees(git, baseline.commit, None if worktree else cur_commit)
+    call.detail(("lines", "branches", "functions"))  # what load_side reads on this connection
     base = load_side(call.con, baseline.snaps) if baseline.snaps else empty_side()
     cur = current_side if current_side is not None else load_side(call.con, current.snaps)
     call.rows_scanned += len(base.keys) + len(cur.keys)

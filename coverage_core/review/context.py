@@ -155,6 +155,12 @@ def project_context(call: Call) -> dict[str, Any]:
             if snaps else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
         ),
     }
+    inventory = call.project.compaction_inventory(call.con)
+    data["compaction"] = {k: inventory[k] for k in ("relational", "compacted", "detail_bytes", "payload_bytes",
+                                                     "eligible", "protected")}
+    data["compaction"]["last_pass"] = (inventory["last_pass"] or {}).get("finished_at")
+    if inventory["inconsistent"]:
+        data["compaction"]["inconsistent"] = inventory["inconsistent"][:MAX_SUITES]
     latest = next((s for s in snaps if s.suite == call.suite), snaps[0] if snaps else None)
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are

@@ -55,6 +55,8 @@ def _series(call: Call, sel: Selection) -> list[tuple]:
             WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [file, *params]
     else:
+        # Line-level history reads every snapshot's lines: compacted ones are restored first.
+        call.project.store.ensure_suite_detail(call.con, primary.suite, sel.snaps[0])
         sql = f"""
             SELECT s.snapshot_id, s.created_at, s.commit_sha,
                    count(*) FILTER (WHERE l.hits > 0), count(l.line), s.snap

@@ -165,6 +165,7 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
     ids = ",".join(str(s) for s in sel.snaps)
     # Keys in the current side's path index, as load_side gave them.
     _paths, mapping = path_ids(call.con, sel.snaps)
+    call.detail(("test_observations", "test_names"))
     call.con.register("_attribution_files", mapping)
     try:
         obs = call.con.execute(

@@ -15,6 +15,9 @@ History:
        state transitions and the artifacts each run ingested.
     6  composite snapshots (``composite_snapshots``), their inventory entries
        (``composite_entries``) and canonical regions (``composite_regions``).
+    7  compaction: ``snapshot_payloads`` (a snapshot's detail rows as one zstd
+       frame of NumPy columns, the rows themselves deleted in the same
+       transaction) and ``compaction_passes`` (durable status of each pass).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -34,7 +37,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 6
+SCHEMA_REVISION = 7
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -345,8 +348,36 @@ CREATE TABLE composite_regions (
 );
 """
 
+_REVISION_7 = """
+-- A compacted snapshot's detail (lines, branches, functions, regions,
+-- test_names, test_observations, file_texts) as one zstd frame of NumPy
+-- columns (coverage_core.storage.payload). Written in the transaction that
+-- deletes those rows: a snapshot has a payload row exactly when it has no
+-- relational detail. Totals, files and the precomputed answers stay.
+CREATE TABLE snapshot_payloads (
+    snap           INTEGER PRIMARY KEY,
+    format_version INTEGER NOT NULL,
+    row_count      BIGINT NOT NULL,            -- detail rows the payload holds
+    detail_bytes   BIGINT NOT NULL,            -- the uncompressed columns
+    payload_bytes  BIGINT NOT NULL,            -- the zstd frame
+    created_at     TIMESTAMPTZ NOT NULL,
+    payload        BLOB NOT NULL
+);
+
+-- One row per finished compaction pass (manual or the daemon's worker).
+CREATE TABLE compaction_passes (
+    finished_at    TIMESTAMPTZ NOT NULL,
+    trigger        VARCHAR NOT NULL,           -- 'manual' | 'worker'
+    compacted      INTEGER NOT NULL,
+    detail_bytes   BIGINT NOT NULL,
+    payload_bytes  BIGINT NOT NULL,
+    skipped        INTEGER NOT NULL            -- eligible but left for a later pass (batch size)
+);
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6,
+                              _REVISION_7)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"

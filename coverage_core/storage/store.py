@@ -24,7 +24,8 @@ import datetime as dt
 import json
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
 from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
+from .payload import DETAIL
+from .restore import ReadGate, ensure
 
 STORE_FILE = "coverage.duckdb"
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
@@ -132,6 +135,16 @@ class ProjectStore:
         self.generation = 0
         # Called first by close() (managed execution stops its runs and closes its connection).
         self.on_close: list[Callable[[], None]] = []
+        # Compacted snapshots (snap -> id): their detail is restored on the read connection that needs it.
+        # Once any was, every read connection is checked for rows restored under a reused key.
+        self._compacted: dict[int, str] = {}
+        self._ever_compacted = False
+        self.gate = ReadGate()
+        # Per read connection: the snapshots resolved on it (snap -> id) and the (snap, table) pairs readable.
+        self._pending: weakref.WeakKeyDictionary[Any, tuple[dict[int, str], set[tuple[int, str]]]] = (
+            weakref.WeakKeyDictionary())
+        self._pending_lock = threading.Lock()
+        self.compacting: duckdb.DuckDBPyConnection | None = None  # the connection of a running compaction pass
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
@@ -161,6 +174,9 @@ class ProjectStore:
         try:
             store.cursor_secret = store._ensure_secret()
             note_latest(con, path)
+            store._compacted = dict(con.execute(
+                "SELECT p.snap, s.snapshot_id FROM snapshot_payloads p JOIN snapshots s USING (snap)").fetchall())
+            store._ever_compacted = bool(store._compacted)
         except BaseException:
             store.close()
             raise
@@ -490,6 +506,8 @@ class ProjectStore:
                 raise
             for i in full:
                 self._snapshots.pop(i, None)
+            for k in keys:
+                self._compacted.pop(k, None)
             self._latest = {}
             self.generation += 1
             return deletion
@@ -569,7 +587,53 @@ class ProjectStore:
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
+        if self._ever_compacted and con is not None and con is not self.con:
+            with self._pending_lock:  # restored when a query of detail first runs on ``con`` (materialize)
+                self._pending.setdefault(con, ({}, set()))[0][found[0]] = full
         return found[0]
+
+    # -- compaction -------------------------------------------------------------
+    def ensure_detail(self, con: duckdb.DuckDBPyConnection | None, snaps: dict[int, str],
+                      tables: Iterable[str] | None = None) -> None:
+        """Make ``tables`` (default: all) of the detail of ``snaps`` (snap -> snapshot id) readable on the
+        read connection ``con``, restoring compacted ones there (``restore``). The store's own connection is
+        never given restored rows: its callers read no detail of an old snapshot."""
+        if con is None or con is self.con or not self._ever_compacted:
+            return
+        ensure(con, snaps, self._compacted, tables)
+
+    def materialize(self, con: duckdb.DuckDBPyConnection | None, tables: Iterable[str] | None = None) -> None:
+        """Before a query of detail ``tables`` (default: all) on ``con``: restore them for the compacted
+        snapshots its caller resolved there (``snap_key``). Compact answers never get here, so they never
+        pay for a restore; a table already restored on ``con`` for this caller costs no query."""
+        if con is None or not self._pending:
+            return
+        with self._pending_lock:
+            entry = self._pending.get(con)
+        if entry is None:
+            return
+        wanted, done = entry
+        asked = set(DETAIL if tables is None else tables)
+        if all((s, t) in done for s in wanted for t in asked):
+            return
+        done |= ensure(con, dict(wanted), self._compacted, asked)
+
+    def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int,
+                            tables: Iterable[str] = ("lines",)) -> None:
+        """``ensure_detail`` of ``tables`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
+        if not self._ever_compacted or con is self.con:
+            return
+        rows = con.execute("SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?",
+                           [suite, upto]).fetchall()
+        self.ensure_detail(con, dict(rows), tables)
+
+    def compacted_now(self, snap: int, snapshot_id: str) -> None:
+        """Called by compaction after its commit (under the write lock and the read gate)."""
+        self._compacted[snap] = snapshot_id
+        self._ever_compacted = True
+
+    def is_compacted(self, snapshot_id: str) -> bool:
+        return snapshot_id in self._compacted.values()
 
     def snapshot(self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot:
         """The snapshot ``snapshot_id`` names (a full id or a unique prefix)."""
@@ -658,6 +722,7 @@ class ProjectStore:
         self, snap: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
     ) -> tuple[str | None, bytes | None]:
         """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
+        self.materialize(con, ("file_texts",))
         row = (con or self.con).execute(
             """SELECT f.content_blob, t.text FROM files f
                LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
@@ -686,9 +751,21 @@ class ProjectStore:
     ) -> FileDetail:
         """One file's detail; ``lines`` (first, last) keeps the lines, branches, functions and regions
         that start in that window (the named tests are the whole file's)."""
-        con = con or self.con
+        if con is None or con is self.con:
+            own = self.cursor()
+            try:
+                return self.file_detail(snapshot_id, path, own, lines)
+            finally:
+                own.close()
+        with self.gate.reading():
+            return self._file_detail(snapshot_id, path, con, lines)
+
+    def _file_detail(
+        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection, lines: tuple[int, int] | None,
+    ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
+        self.materialize(con, ("lines", "branches", "functions", "regions", "test_names", "test_observations"))
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
                       branches_hit, functions_found, functions_hit

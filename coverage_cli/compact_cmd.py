@@ -1,0 +1,147 @@
+"""``compact``: a manual compaction pass, its inventory, and the policy the daemon's worker follows.
+
+On whichever owns the store (``coverage_daemon.client.open_project``): the
+library's project, or the daemon's admin routes (the pass and the policy,
+with the capability read from the daemon's lock file) and its client route
+(the inventory).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.project import Project
+from coverage_core.storage import compaction
+from coverage_daemon.client import open_project
+
+from .options import json_option, repo_option
+from .output import emit_json, handles_errors
+
+FIELDS = {f.key.removeprefix("compaction_"): f for f in compaction.POLICY_FIELDS}
+
+
+def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        field = FIELDS.get(name.strip())
+        if field is None or not _:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT, f"--set {pair!r} is not FIELD=NUMBER with a policy field",
+                f"Policy fields: {', '.join(f'{k} ({f.low}-{f.high})' for k, f in FIELDS.items())}; "
+                "e.g. --set after_days=14.",
+            )
+        try:
+            number = int(text.strip())
+        except ValueError:
+            number = text  # check_policy_value says what a valid value is
+        values[field.key] = compaction.check_policy_value(field.key, number)
+    return values
+
+
+def _owned(project: Any, what: str) -> None:
+    if not isinstance(project, Project) and not project.capability:
+        raise CoverageError(ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store",
+                            f"Run {what} as the daemon's user, or stop it with `coverage-mcp stop` first.")
+
+
+@click.command("compact")
+@click.option("--older-than", "older_than", metavar="AGE",
+              help="Compact snapshots older than AGE: days (30 or 30d), hours (12h), minutes (45m); "
+                   "default: the policy's after_days.")
+@click.option("--dry-run", "dry_run", is_flag=True, help="Say which snapshots would be compacted; change nothing.")
+@click.option("--limit", type=click.IntRange(1), help="Compact at most this many snapshots (oldest first).")
+@click.option("--status", is_flag=True, help="Only show the inventory: relational and compacted snapshots, bytes, "
+                                              "policy, last pass.")
+@click.option("--set", "policy", multiple=True, metavar="FIELD=N",
+              help="Persist a policy field for the daemon's worker: after_days, cadence_minutes, batch_size "
+                   "(repeatable).")
+@repo_option
+@json_option
+@handles_errors
+def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -> None:
+    """Compact old snapshots' detail into zstd payloads; answers stay the same.
+
+    Snapshots older than AGE (the policy's after_days by default) keep their
+    totals, file summaries and precomputed answers as rows; their line,
+    branch, function, region and named-test detail becomes one compressed
+    payload, restored transparently when a detailed answer needs it. The
+    newest snapshot of each suite and snapshots active runs need are never
+    compacted. --status shows the inventory, --set changes the policy the
+    daemon's maintenance worker follows. --json prints the pass (or the
+    inventory) as data.
+
+    Example: coverage-mcp compact --older-than 90d --dry-run
+    """
+    values = _policy_values(policy)
+    if values and (older_than or dry_run or limit or status):
+        raise click.UsageError("--set changes the policy only; run the pass or --status separately")
+    with open_project(repo) as project:
+        if values:
+            _owned(project, "a policy change")
+            if isinstance(project, Project):
+                project.set_compaction_policy(**{k.removeprefix("compaction_"): v for k, v in values.items()})
+            else:
+                project.client.update_settings(project.project_id, values, capability=project.capability)
+            data = _inventory(project)
+        elif status:
+            data = _inventory(project)
+        else:
+            if older_than is not None:
+                compaction.parse_age(older_than)  # garbage is refused here, before any store work
+            _owned(project, "compaction")
+            if isinstance(project, Project):
+                data = project.compact(older_than=older_than, dry_run=dry_run, limit=limit).to_dict()
+            else:
+                body = {k: v for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
+                        if v is not None}
+                data = project.client.compact(project.project_id, body, capability=project.capability)
+    if as_json:
+        emit_json({"data": data})
+    elif values or status:
+        _render_inventory(data)
+    else:
+        _render_pass(data)
+
+
+def _inventory(project: Any) -> dict[str, Any]:
+    if isinstance(project, Project):
+        return project.compaction_inventory()
+    return project.client.compaction_inventory(project.project_id)
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:,.1f} KiB"
+
+
+def _render_pass(data: dict[str, Any]) -> None:
+    if data["dry_run"]:
+        for c in data["eligible"]:
+            click.echo(f"would compact {c['snapshot_id']}  suite {c['suite']}, {c['created_at'][:19].replace('T', ' ')}")
+    for c in data["compacted"]:
+        click.echo(f"compacted {c['snapshot_id']}: {c['rows']:,} detail rows, {_kb(c['detail_bytes'])} -> "
+                   f"{_kb(c['payload_bytes'])}")
+    for p in data["protected"]:
+        click.echo(f"kept {p['snapshot_id']}: {p['why']}")
+    n = len(data["eligible"]) if data["dry_run"] else len(data["compacted"])
+    verb = "would compact" if data["dry_run"] else "compacted"
+    tail = f"; {data['left']} left for a later pass" if data["left"] and not data["dry_run"] else ""
+    click.echo(f"{verb} {n} snapshot(s){tail}" + (" (--dry-run: nothing was changed)" if data["dry_run"] else ""))
+
+
+def _render_inventory(data: dict[str, Any]) -> None:
+    p = data["policy"]
+    click.echo(f"snapshots: {data['relational']} relational, {data['compacted']} compacted "
+               f"({_kb(data['detail_bytes'])} of detail in {_kb(data['payload_bytes'])})")
+    click.echo(f"eligible now: {data['eligible']}, protected: {data['protected']}")
+    click.echo(f"policy: after {p['after_days']} days, every {p['cadence_minutes']} minutes, "
+               f"{p['batch_size']} per tick")
+    last = data["last_pass"]
+    click.echo("last pass: none" if last is None else
+               f"last pass: {last['finished_at'][:19].replace('T', ' ')} ({last['trigger']}), "
+               f"{last['compacted']} compacted, {last['left']} left")
+    if data["inconsistent"]:
+        click.echo(f"inconsistent: {', '.join(data['inconsistent'])} have a payload and relational rows", err=True)

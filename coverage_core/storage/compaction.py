@@ -1,0 +1,337 @@
+"""Compaction: old snapshots' detail rows become one zstd payload each, restored transparently.
+
+A pass picks the snapshots older than the threshold that are still relational
+and not protected (the newest snapshot of each suite, and any snapshot work in
+progress needs, as ``in_use`` says), oldest first, at most ``limit`` of them.
+Each snapshot is one DuckDB transaction: insert the payload, delete the
+detail rows, commit. Until the commit the rows are untouched and the payload
+invisible; after it the payload is durable and the rows gone, so a crash at
+any point leaves the snapshot fully relational or fully compacted.
+
+The detail is read and encoded under the store's write lock (no ingest or
+deletion in between), then the commit takes the store's read gate alone for
+the length of one transaction: a reader that decided a snapshot is relational
+finishes before its rows go. ``on_stage`` hears each step (``encoded``,
+``payload_written``, ``rows_deleted``, ``committed``) for tests that stop a
+process there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import duckdb
+
+from ..errors import CoverageError, ErrorCode
+from .payload import DETAIL, FORMAT_VERSION, encode
+
+# How long a commit waits for readers to finish before it leaves the snapshot for a later pass.
+GATE_TIMEOUT_S = 30.0
+STAGES = ("encoded", "payload_written", "rows_deleted", "committed")
+
+
+@attrs.frozen
+class PolicyField:
+    key: str          # the project setting
+    default: int
+    low: int
+    high: int
+    help: str
+
+
+POLICY_FIELDS: tuple[PolicyField, ...] = (
+    PolicyField("compaction_after_days", 30, 1, 36500,
+                "Snapshots older than this many days are compacted (their detail kept as one zstd payload)."),
+    PolicyField("compaction_cadence_minutes", 60, 1, 10080,
+                "How often the daemon's maintenance worker looks for snapshots to compact."),
+    PolicyField("compaction_batch_size", 8, 1, 1000,
+                "At most this many snapshots are compacted per worker tick."),
+)
+
+
+# The policy's project settings with their defaults (what a store gets the first time the daemon opens it).
+POLICY_DEFAULTS: dict[str, int] = {f.key: f.default for f in POLICY_FIELDS}
+
+
+@attrs.frozen
+class Policy:
+    after_days: int = 30
+    cadence_minutes: int = 60
+    batch_size: int = 8
+
+    def to_dict(self) -> dict[str, int]:
+        return {"after_days": self.after_days, "cadence_minutes": self.cadence_minutes,
+                "batch_size": self.batch_size}
+
+
+def check_policy_value(key: str, value: Any) -> int:
+    """A policy setting's value, checked against its range; ``invalid_argument`` otherwise."""
+    field = next(f for f in POLICY_FIELDS if f.key == key)
+    if isinstance(value, bool) or not isinstance(value, int) or not field.low <= value <= field.high:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{key} must be a whole number from {field.low} to {field.high}, got {value!r}",
+            f"{field.help} Give a whole number from {field.low} to {field.high}.",
+            {"setting": key, "low": field.low, "high": field.high},
+        )
+    return value
+
+
+def read_policy(con: duckdb.DuckDBPyConnection) -> Policy:
+    """The project's persisted policy (defaults for keys never set; a bad stored value falls back too)."""
+    import json
+
+    rows = dict(con.execute("SELECT key, value FROM settings WHERE list_contains(?, key)",
+                            [[f.key for f in POLICY_FIELDS]]).fetchall())
+    values = []
+    for f in POLICY_FIELDS:
+        try:
+            values.append(check_policy_value(f.key, json.loads(rows[f.key])) if f.key in rows else f.default)
+        except (CoverageError, ValueError):
+            values.append(f.default)
+    return Policy(*values)
+
+
+def write_policy(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> Policy:
+    """Check and persist policy settings (keys of ``POLICY_FIELDS``) in one transaction."""
+    import json
+
+    known = {f.key for f in POLICY_FIELDS}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction setting(s): {', '.join(unknown)}",
+                            f"Compaction settings are: {', '.join(sorted(known))}.", {"unknown": unknown})
+    checked = {k: check_policy_value(k, v) for k, v in values.items()}
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for key, value in checked.items():
+            con.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [key, json.dumps(value)])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return read_policy(con)
+
+
+_AGE = re.compile(r"^\s*(\d{1,6})\s*([dhm]?)\s*$")
+
+
+def parse_age(text: str) -> dt.timedelta:
+    """``30``/``30d`` (days), ``12h`` (hours), ``45m`` (minutes), ``0`` (any age): an --older-than value."""
+    match = _AGE.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, f"--older-than {text!r} is not an age",
+            "Give a number of days (30 or 30d), hours (12h) or minutes (45m); 0 means any age.",
+            {"older_than": str(text)[:100]},
+        )
+    n, unit = int(match[1]), match[2] or "d"
+    return dt.timedelta(**{{"d": "days", "h": "hours", "m": "minutes"}[unit]: n})
+
+
+@attrs.frozen
+class Candidate:
+    snap: int
+    snapshot_id: str
+    suite: str
+    created_at: dt.datetime
+
+
+@attrs.frozen
+class Plan:
+    """What a pass would do: the eligible snapshots, oldest first, and the protected ones (id -> why)."""
+
+    eligible: tuple[Candidate, ...]
+    protected: dict[str, str]
+
+
+InUse = Callable[[Sequence[str], duckdb.DuckDBPyConnection], dict[str, str]]
+
+
+def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta, in_use: InUse | None = None,
+         now: dt.datetime | None = None) -> Plan:
+    """The relational snapshots older than ``older_than``, minus the protected ones (``in_use(ids, con)``
+    names the snapshots work in progress needs, id -> why)."""
+    now = now or dt.datetime.now(dt.UTC)
+    rows = con.execute(
+        """SELECT s.snap, s.snapshot_id, s.suite, s.created_at,
+                  s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
+           FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)
+           ORDER BY s.snap""").fetchall()
+    old = [r for r in rows if r[3] <= now - older_than]
+    protected = {r[1]: "the newest snapshot of its suite" for r in old if r[4]}
+    busy = (in_use or (lambda _ids, _con: {}))([r[1] for r in old if not r[4]], con)
+    protected.update({i: f"in use: {why}" for i, why in busy.items()})
+    eligible = tuple(Candidate(int(r[0]), r[1], r[2], r[3]) for r in old if r[1] not in protected)
+    return Plan(eligible, protected)
+
+
+@attrs.frozen
+class Compacted:
+    snapshot_id: str
+    rows: int
+    detail_bytes: int
+    payload_bytes: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"snapshot_id": self.snapshot_id, "rows": self.rows, "detail_bytes": self.detail_bytes,
+                "payload_bytes": self.payload_bytes}
+
+
+def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str], None] | None = None,
+                     con: duckdb.DuckDBPyConnection | None = None) -> Compacted | None:
+    """Compact one snapshot of ``store`` (a ProjectStore) on ``con`` (a connection of the store's own, never
+    a read connection with restored detail; default: a new cursor of the store's connection); None when it is
+    gone, already compacted, or readers kept the gate past ``GATE_TIMEOUT_S`` (left for a later pass)."""
+    if con is None:
+        own = store.con.cursor()
+        try:
+            return compact_snapshot(store, candidate, on_stage, own)
+        finally:
+            own.close()
+    stage = on_stage or (lambda _s: None)
+    started = time.perf_counter()
+    with store._write_lock:
+        if not _still_relational(con, candidate):
+            return None
+        tables = {
+            table: con.execute(
+                f"SELECT {', '.join(c for c, _ in cols)} FROM {table} WHERE snap = ? ORDER BY rowid",
+                [candidate.snap]).fetchnumpy()
+            for table, cols in DETAIL.items()
+        }
+    frame, detail_bytes, rows = encode(tables)
+    del tables
+    stage("encoded")
+    if not store.gate.acquire_alone(GATE_TIMEOUT_S):
+        return None
+    try:
+        with store._write_lock:
+            if not _still_relational(con, candidate):  # deleted (or compacted) while we encoded
+                return None
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute("INSERT INTO snapshot_payloads VALUES (?, ?, ?, ?, ?, now(), ?)",
+                            [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame])
+                stage("payload_written")
+                for table in DETAIL:
+                    con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap])
+                stage("rows_deleted")
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            store.compacted_now(candidate.snap, candidate.snapshot_id)
+    finally:
+        store.gate.release_alone()
+    stage("committed")
+    return Compacted(candidate.snapshot_id, rows, detail_bytes, len(frame), time.perf_counter() - started)
+
+
+def _still_relational(con: duckdb.DuckDBPyConnection, c: Candidate) -> bool:
+    row = con.execute(
+        "SELECT snapshot_id, snap IN (SELECT snap FROM snapshot_payloads) FROM snapshots WHERE snap = ?",
+        [c.snap]).fetchall()
+    row = row[0] if row else None
+    return row is not None and row[0] == c.snapshot_id and not row[1]
+
+
+@attrs.frozen
+class PassResult:
+    dry_run: bool
+    trigger: str
+    older_than_s: int
+    eligible: tuple[Candidate, ...]
+    protected: dict[str, str]
+    compacted: tuple[Compacted, ...]
+    left: int  # eligible but not compacted in this pass (batch limit, stop, or busy readers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "trigger": self.trigger,
+            "older_than_seconds": self.older_than_s,
+            "eligible": [{"snapshot_id": c.snapshot_id, "suite": c.suite, "created_at": c.created_at.isoformat()}
+                         for c in self.eligible],
+            "protected": [{"snapshot_id": i, "why": why} for i, why in sorted(self.protected.items())],
+            "compacted": [c.to_dict() for c in self.compacted],
+            "left": self.left,
+            "detail_bytes": sum(c.detail_bytes for c in self.compacted),
+            "payload_bytes": sum(c.payload_bytes for c in self.compacted),
+        }
+
+
+def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, dry_run: bool = False,
+             trigger: str = "manual", in_use: InUse | None = None,
+             on_stage: Callable[[str], None] | None = None,
+             should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> PassResult:
+    """One pass over ``store``: compact up to ``limit`` eligible snapshots, oldest first (``dry_run``:
+    say which, change nothing). Every finished pass that is not a dry run records its status (with
+    ``record_idle=False``, only a pass that found something eligible: the worker's idle ticks leave
+    the store untouched)."""
+    # Its own connection: the store's is shared with other threads' writes (settings, ingests), and the
+    # daemon's shutdown interrupts this one (``store.compacting``) if a snapshot outlasts its grace.
+    con = store.con.cursor()
+    store.compacting = con
+    try:
+        found = plan(con, older_than, in_use)
+        chosen = found.eligible if limit is None else found.eligible[:limit]
+        done: list[Compacted] = []
+        if not dry_run and (record_idle or found.eligible):
+            for candidate in chosen:
+                if should_stop is not None and should_stop():
+                    break
+                result = compact_snapshot(store, candidate, on_stage, con)
+                if result is not None:
+                    done.append(result)
+            with store._write_lock:
+                con.execute(
+                    "INSERT INTO compaction_passes VALUES (now(), ?, ?, ?, ?, ?)",
+                    [trigger, len(done), sum(c.detail_bytes for c in done), sum(c.payload_bytes for c in done),
+                     len(found.eligible) - len(done)]).fetchall()
+    finally:
+        store.compacting = None
+        con.close()
+    return PassResult(dry_run, trigger, int(older_than.total_seconds()), found.eligible, found.protected,
+                      tuple(done), len(found.eligible) - len(done))
+
+
+def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
+              in_use: InUse | None = None) -> dict[str, Any]:
+    """Snapshots relational vs compacted, bytes before and after, eligible and protected counts, the
+    last pass, and any inconsistency (a payload whose snapshot still has relational detail rows)."""
+    db = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
+    policy = policy or read_policy(con)
+    total, compacted, detail, payload = con.execute(
+        """SELECT (SELECT count(*) FROM snapshots), count(p.snap), coalesce(sum(p.detail_bytes), 0),
+                  coalesce(sum(p.payload_bytes), 0)
+           FROM snapshot_payloads p JOIN snapshots s USING (snap)""").fetchall()[0]
+    both = con.execute(
+        f'SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshot_payloads p JOIN snapshots s USING (snap) '
+        f'WHERE EXISTS (SELECT 1 FROM "{db}".main.lines l WHERE l.snap = p.snap) '
+        f'OR EXISTS (SELECT 1 FROM "{db}".main.test_observations o WHERE o.snap = p.snap)').fetchall()[0][0] or []
+    last = con.execute(
+        "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
+        "ORDER BY finished_at DESC LIMIT 1").fetchall()
+    last = last[0] if last else None
+    found = plan(con, dt.timedelta(days=policy.after_days), in_use)
+    return {
+        "relational": int(total) - int(compacted),
+        "compacted": int(compacted),
+        "detail_bytes": int(detail),
+        "payload_bytes": int(payload),
+        "eligible": len(found.eligible),
+        "protected": len(found.protected),
+        "policy": policy.to_dict(),
+        "last_pass": None if last is None else {
+            "finished_at": last[0].isoformat(), "trigger": last[1], "compacted": int(last[2]),
+            "detail_bytes": int(last[3]), "payload_bytes": int(last[4]), "left": int(last[5])},
+        "inconsistent": list(both),
+    }

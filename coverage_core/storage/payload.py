@@ -1,0 +1,235 @@
+"""A compacted snapshot's detail as one zstd frame of NumPy columns.
+
+Layout of the decompressed frame: ``MAGIC``, a little-endian uint32 header
+length, the header (JSON: per table its row count and per column its kind,
+encoding and byte lengths), then every column's bytes in header order.
+Integer columns are narrowed to the smallest integer type, delta-coded when
+that compresses better, and stored as byte planes (all first bytes, then all
+second bytes...), which zstd compresses far better than whole values. Text
+columns are a dictionary of their distinct values (int64 end offsets and
+UTF-8 bytes) plus integer codes; blob columns are offsets and bytes. No
+pickle, no JSON per row: decoding is ``np.frombuffer`` and array arithmetic.
+
+The store may sit in a folder anyone could have committed to, so decoding
+trusts nothing: the frame's size is capped before it is decompressed, the
+header must name exactly the tables and columns ``DETAIL`` declares with their
+dtypes, and every length must add up to the bytes present.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import zstandard
+
+from ..errors import CoverageError, ErrorCode
+
+FORMAT_VERSION = 1
+MAGIC = b"CMCPAYL1"
+ZSTD_LEVEL = 9
+
+# The detail tables a payload holds, each with its columns (``snap`` is implied)
+# and their kind: a NumPy dtype for numbers, "text" for VARCHAR, "blob" for BLOB.
+DETAIL: dict[str, tuple[tuple[str, str], ...]] = {
+    "lines": (("file_id", "<i4"), ("line", "<i4"), ("hits", "<i8")),
+    "branches": (("file_id", "<i4"), ("line", "<i4"), ("block", "<i4"), ("branch", "text"), ("taken", "<i8")),
+    "functions": (("file_id", "<i4"), ("name", "text"), ("start_line", "<i4"), ("end_line", "<i4"),
+                  ("hits", "<i8")),
+    "regions": (("file_id", "<i4"), ("start_line", "<i4"), ("start_col", "<i4"), ("end_line", "<i4"),
+                ("end_col", "<i4"), ("hits", "<i8"), ("kind", "<i1")),
+    "test_names": (("test_id", "<i4"), ("name", "text")),
+    "test_observations": (("test_id", "<i4"), ("file_id", "<i4"), ("kind", "<i1"), ("line", "<i4"),
+                          ("item", "<i4"), ("hits", "<i8")),
+    "file_texts": (("file_id", "<i4"), ("text", "blob")),
+}
+
+# Tables keyed by ``snap`` that stay relational when a snapshot is compacted:
+# what compact answers read (totals, file summaries, precomputed answers).
+KEPT = ("snapshot_totals", "files", "uncovered_ranges", "uncovered_targets", "test_signatures",
+        "snapshot_payloads")
+
+Columns = dict[str, np.ndarray]
+
+
+def _corrupt(why: str) -> CoverageError:
+    return CoverageError(
+        ErrorCode.STORE_UNAVAILABLE, f"a compacted snapshot's payload is damaged ({why})",
+        "The snapshot's detail cannot be restored; its totals and summaries still answer. Delete the "
+        "snapshot (`coverage-mcp snapshots rm ID`) and re-import its report if you still need its detail.",
+        {"reason": "payload_damaged"},
+    )
+
+
+_STORED = ("<i1", "<i2", "<i4", "<i8")
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """The smallest signed little-endian integer dtype holding every value."""
+    if not len(values):
+        return values.astype("<i1")
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in _STORED:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    raise ValueError("integer column out of range")
+
+
+def _shuffle(values: np.ndarray) -> bytes:
+    """Byte planes: every value's first byte, then every second byte, ... (zstd finds the runs)."""
+    return np.ascontiguousarray(values.view(np.uint8).reshape(-1, values.dtype.itemsize).T).tobytes()
+
+
+def _unshuffle(data: bytes | memoryview, dtype: str, n: int) -> np.ndarray:
+    size = np.dtype(dtype).itemsize
+    planes = np.frombuffer(data, dtype=np.uint8).reshape(size, n)
+    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
+
+
+def _numbers(values: np.ndarray) -> tuple[list[Any], bytes]:
+    """([mode, stored dtype], bytes) of an integer column: plain or delta ("d", running differences),
+    narrowed and byte-shuffled, whichever zstd compresses smaller."""
+    wide = np.asarray(values).astype(np.int64)
+    plain = _narrow(wide)
+    delta = _narrow(np.diff(wide, prepend=np.int64(0))) if len(wide) else plain
+    fast = zstandard.ZstdCompressor(level=1)
+    a, b = _shuffle(plain), _shuffle(delta)
+    if len(wide) > 64 and len(fast.compress(b)) < len(fast.compress(a)):
+        return ["d", delta.dtype.itemsize], b
+    return ["p", plain.dtype.itemsize], a
+
+
+def _strings(items: list[bytes]) -> list[bytes]:
+    """int64 end offsets, then the concatenated bytes."""
+    ends = np.cumsum([len(b) for b in items], dtype=np.int64) if items else np.zeros(0, np.int64)
+    return [ends.astype("<i8").tobytes(), b"".join(items)]
+
+
+def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
+    """(zstd frame, uncompressed bytes, rows) of the detail ``tables`` (every table of ``DETAIL``).
+
+    Integer columns are narrowed, optionally delta-coded and byte-shuffled; text columns are a
+    dictionary (its distinct values) and the narrowed codes; blobs are offsets and bytes."""
+    header: dict[str, Any] = {"v": FORMAT_VERSION, "tables": {}}
+    chunks: list[bytes] = []
+    rows = 0
+    for table, columns in DETAIL.items():
+        data = tables[table]
+        n = len(data[columns[0][0]]) if columns else 0
+        rows += n
+        spec = []
+        for name, kind in columns:
+            values = data[name]
+            if len(values) != n:
+                raise ValueError(f"{table}.{name} has {len(values)} values, not {n}")
+            if kind == "text":
+                uniques, codes = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+                mode, packed = _numbers(codes.reshape(-1))
+                parts = [*_strings([u.encode("utf-8") for u in uniques.tolist()]), packed]
+                how: list[Any] = [len(uniques), *mode]
+            elif kind == "blob":
+                parts, how = _strings([bytes(v) for v in values]), []
+            else:
+                mode, packed = _numbers(np.asarray(values))
+                parts, how = [packed], mode
+            spec.append([name, kind, how, [len(p) for p in parts]])
+            chunks.extend(parts)
+        header["tables"][table] = {"rows": n, "columns": spec}
+    head = json.dumps(header, separators=(",", ":")).encode()
+    raw = b"".join([MAGIC, struct.pack("<I", len(head)), head, *chunks])
+    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True).compress(raw)
+    return frame, len(raw), rows
+
+
+def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where: str) -> list[bytes]:
+    if sizes[0] != 8 * n:
+        raise _corrupt(f"bad offsets of {where}")
+    ends = np.frombuffer(view[pos:pos + sizes[0]], dtype="<i8")
+    data = bytes(view[pos + sizes[0]:pos + sizes[0] + sizes[1]])
+    if n and (ends[-1] != sizes[1] or ends[0] < 0 or np.any(np.diff(ends) < 0)):
+        raise _corrupt(f"bad offsets of {where}")
+    starts = [0, *ends[:-1].tolist()] if n else []
+    return [data[a:b] for a, b in zip(starts, ends.tolist())]
+
+
+def _decode_numbers(view: memoryview, pos: int, size: int, how: Any, n: int, kind: str, where: str) -> np.ndarray:
+    if not (isinstance(how, list) and len(how) == 2 and how[0] in ("p", "d") and how[1] in (1, 2, 4, 8)
+            and not isinstance(how[1], bool)):
+        raise _corrupt(f"bad encoding of {where}")
+    if size != n * how[1]:
+        raise _corrupt(f"bad length of {where}")
+    values = _unshuffle(view[pos:pos + size], f"<i{how[1]}", n)
+    if how[0] == "d":
+        values = np.cumsum(values, dtype=np.int64)
+    return values.astype(kind, copy=False)
+
+
+def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -> dict[str, Columns]:
+    """The detail tables of a payload frame (``only``: just these, the others' bytes still checked);
+    ``store_unavailable`` (payload_damaged) when it is not one. ``max_bytes`` caps the decompressed size
+    (the payload row's recorded detail bytes)."""
+    wanted = set(DETAIL if only is None else only)
+    try:
+        raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=max_bytes)
+    except zstandard.ZstdError as error:
+        raise _corrupt(f"zstd: {error}") from None
+    if len(raw) > max_bytes or not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 4:
+        raise _corrupt("not a payload frame")
+    (head_len,) = struct.unpack_from("<I", raw, len(MAGIC))
+    pos = len(MAGIC) + 4
+    try:
+        header = json.loads(raw[pos:pos + head_len])
+        tables = header["tables"]
+    except (ValueError, TypeError, KeyError):
+        raise _corrupt("unreadable header") from None
+    pos += head_len
+    if header.get("v") != FORMAT_VERSION or not isinstance(tables, dict) or set(tables) != set(DETAIL):
+        raise _corrupt("unexpected header")
+    view = memoryview(raw)
+    out: dict[str, Columns] = {}
+    for table, columns in DETAIL.items():
+        entry = tables[table]
+        n = entry.get("rows") if isinstance(entry, dict) else None
+        spec = entry.get("columns") if isinstance(entry, dict) else None
+        if not isinstance(n, int) or n < 0 or not isinstance(spec, list) or len(spec) != len(columns):
+            raise _corrupt(f"bad table entry {table}")
+        cols: Columns = {}
+        for (name, kind), given in zip(columns, spec):
+            where = f"{table}.{name}"
+            if not (isinstance(given, list) and len(given) == 4 and given[:2] == [name, kind]
+                    and isinstance(given[3], list)):
+                raise _corrupt(f"bad column {where}")
+            how, sizes = given[2], given[3]
+            expected = 3 if kind == "text" else 2 if kind == "blob" else 1
+            if (len(sizes) != expected or not all(isinstance(x, int) and x >= 0 for x in sizes)
+                    or pos + sum(sizes) > len(raw)):
+                raise _corrupt(f"column {where} runs past the frame")
+            if table in wanted:
+                if kind == "text":
+                    if not (isinstance(how, list) and len(how) == 3 and isinstance(how[0], int) and how[0] >= 0):
+                        raise _corrupt(f"bad dictionary of {where}")
+                    try:
+                        uniques = np.array([u.decode("utf-8") for u in _decode_strings(view, pos, sizes[:2], how[0],
+                                                                                         where)] + [""], dtype=object)
+                    except UnicodeDecodeError:
+                        raise _corrupt(f"{where} is not UTF-8") from None
+                    codes = _decode_numbers(view, pos + sizes[0] + sizes[1], sizes[2], how[1:], n, "<i8", where)
+                    if n and (codes.min() < 0 or codes.max() >= how[0]):
+                        raise _corrupt(f"bad codes of {where}")
+                    values = uniques[codes]
+                elif kind == "blob":
+                    values = np.empty(n, dtype=object)
+                    values[:] = _decode_strings(view, pos, sizes, n, where)
+                else:
+                    values = _decode_numbers(view, pos, sizes[0], how, n, kind, where)
+                cols[name] = values
+            pos += sum(sizes)
+        if table in wanted:
+            out[table] = cols
+    if pos != len(raw):
+        raise _corrupt("trailing bytes")
+    return out

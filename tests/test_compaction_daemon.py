@@ -1,0 +1,224 @@
+"""Compaction through the daemon and the command line: the worker, the manual pass, policy, inventory.
+
+A real daemon on an ephemeral loopback port holds real stores; the command
+line runs as a subprocess, reaching the daemon through its lock file as a
+person's shell would. Snapshots are aged by rewriting their creation time in
+the store before the daemon opens it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from coverage_core import open_project
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.git import discover
+from coverage_core.model import Snapshot
+from coverage_core.project import Project
+from coverage_core.service import Service
+from coverage_core.storage.store import store_path
+
+from .conftest import SAMPLE
+from .test_daemon_support import StoreHolder, in_process
+
+pytest_plugins = ["tests.test_daemon_support"]
+
+
+def _ingest(repo: Path, *reports: tuple[str, str]) -> list[str]:
+    with open_project(repo) as project:
+        service = Service(project)
+        return [service.call("coverage_import", {"report_path": r, "suite": s})["data"]["snapshot"]["snapshot_id"]
+                for r, s in reports]
+
+
+def _age(repo: Path, days: int) -> None:
+    with open_project(repo) as project:
+        project.store.con.execute(f"UPDATE snapshots SET created_at = created_at - INTERVAL {int(days)} DAY")
+
+
+def _compacted(repo: Path) -> set[str]:
+    with open_project(repo) as project:
+        return {r[0] for r in project.store.con.execute(
+            "SELECT s.snapshot_id FROM snapshot_payloads JOIN snapshots s USING (snap)").fetchall()}
+
+
+def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:
+    give_up = time.monotonic() + limit_s
+    while time.monotonic() < give_up:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {limit_s} s")
+
+
+async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_each_suite_alone(
+        sample_repo: Path, isolated_home: Path) -> None:
+    shutil_reports(sample_repo)
+    step1, step2, newest, lcov_only = _ingest(sample_repo, ("step1.coverage.json", "default"),
+                                              ("step2.coverage.json", "default"),
+                                              ("step3.coverage.json", "default"),
+                                              ("step3.coverage.lcov", "lcov"))
+    _age(sample_repo, 100)
+    with open_project(sample_repo) as project:
+        project.set_compaction_policy(after_days=30, batch_size=1)
+        before = project.file_detail(step1, "inventory/pricing.py")
+    async with in_process(Settings.from_env(port=0)) as d:
+        client = d.client()
+        project_id = discover(sample_repo).project_id
+        await asyncio.to_thread(client.register, sample_repo)  # the daemon opens the store: its worker starts
+
+        def passed() -> dict[str, Any] | None:
+            found = client.compaction_inventory(project_id)
+            return found if found["last_pass"] else None
+
+        inventory = await asyncio.to_thread(_wait_for, passed, "the worker's first pass")
+        assert inventory["last_pass"]["trigger"] == "worker"
+        assert inventory["last_pass"]["compacted"] == 1 and inventory["last_pass"]["left"] == 1  # one per tick
+        assert inventory["compacted"] == 1 and inventory["relational"] == 3
+        # The compacted snapshot's detail over REST is the detail it had.
+        after = await asyncio.to_thread(client.file_detail, project_id, step1, "inventory/pricing.py")
+        assert after.tests == before.tests
+        for table in ("lines", "branches", "functions", "regions"):
+            for column, values in getattr(before, table).items():
+                assert getattr(after, table)[column].tolist() == values.tolist()
+    assert _compacted(sample_repo) == {step1}  # oldest first; the newest of each suite never
+    assert {step2, newest, lcov_only}.isdisjoint(_compacted(sample_repo))
+
+
+def shutil_reports(repo: Path) -> None:
+    shutil.copy(SAMPLE / "reports" / "step2.coverage.json", repo / "step2.coverage.json")
+
+
+def test_snapshots_active_runs_need_are_never_compacted(sample_repo: Path) -> None:
+    shutil_reports(sample_repo)
+    ids = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step2.coverage.json", "default"),
+                  ("step3.coverage.json", "default"))
+
+    class RunHoldsStep1(Project):
+        def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
+            return {s.snapshot_id: "incremental baseline of run run-1" for s in snapshots if s.snapshot_id == ids[0]}
+
+    with open_project(sample_repo) as opened:
+        project = RunHoldsStep1(opened.checkout, opened.store, opened.settings)
+        planned = project.compact(older_than="0", dry_run=True).to_dict()
+        assert [p["snapshot_id"] for p in planned["protected"]] == sorted([ids[0], ids[2]])
+        done = project.compact(older_than="0")
+        assert [c.snapshot_id for c in done.compacted] == [ids[1]]
+        assert project.compaction_inventory()["compacted"] == 1
+
+
+async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_the_store(
+        sample_repo: Path, isolated_home: Path) -> None:
+    old, _new = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
+    async with in_process(Settings.from_env(port=0)) as d:
+        await asyncio.to_thread(d.client().register, sample_repo)
+        dry = await asyncio.to_thread(_cli, sample_repo, "compact", "--older-than", "0", "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        assert [c["snapshot_id"] for c in json.loads(dry.stdout)["data"]["eligible"]] == [old]
+        done = await asyncio.to_thread(_cli, sample_repo, "compact", "--older-than", "0")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0].startswith(f"compacted {old}:")
+        status = await asyncio.to_thread(_cli, sample_repo, "compact", "--status", "--json")
+        data = json.loads(status.stdout)["data"]
+        assert data["compacted"] == 1 and data["last_pass"]["trigger"] == "manual"
+        assert data["payload_bytes"] < data["detail_bytes"]
+        # project_context carries the inventory too.
+        context = await asyncio.to_thread(d.client().call, discover(sample_repo).project_id, "project_context", {})
+        assert context["data"]["compaction"]["compacted"] == 1
+        # Policy through the daemon's settings route (admin), refused out of range, kept when valid.
+        bad = await asyncio.to_thread(_cli, sample_repo, "compact", "--set", "batch_size=0")
+        assert bad.returncode != 0 and "compaction_batch_size must be a whole number from 1 to 1000" in bad.stderr
+        good = await asyncio.to_thread(_cli, sample_repo, "compact", "--set", "after_days=14", "--json")
+        assert good.returncode == 0, good.stderr
+        assert json.loads(good.stdout)["data"]["policy"]["after_days"] == 14
+    assert _compacted(sample_repo) == {old}
+
+
+async def test_the_settings_route_validates_compaction_policy_ranges(sample_repo: Path, isolated_home: Path) -> None:
+    async with in_process(Settings.from_env(port=0)) as d:
+        client = d.client()
+        await asyncio.to_thread(client.register, sample_repo)
+        project_id = discover(sample_repo).project_id
+        for bad in (0, 36501, "7", 1.5, True, None):
+            with pytest.raises(CoverageError) as caught:
+                await asyncio.to_thread(client.update_settings, project_id, {"compaction_after_days": bad},
+                                        capability=d.daemon.capability)
+            assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+        project = await asyncio.to_thread(client.update_settings, project_id,
+                                          {"compaction_cadence_minutes": 5, "compaction_batch_size": 3},
+                                          capability=d.daemon.capability)
+        assert project["settings"]["compaction_cadence_minutes"] == 5
+        assert project["settings"]["compaction_batch_size"] == 3
+        inventory = await asyncio.to_thread(client.compaction_inventory, project_id)
+        assert inventory["policy"] == {"after_days": 30, "cadence_minutes": 5, "batch_size": 3}
+
+
+@pytest.mark.parametrize("age", ["garbage", "-3", "3w", "1.5d", ""])
+def test_an_age_that_is_not_one_is_refused_before_the_store_is_touched(sample_repo: Path, age: str) -> None:
+    _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
+    done = _cli(sample_repo, "compact", "--older-than", age, "--json")
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stderr)["error"]["code"] == "invalid_argument"
+    assert _compacted(sample_repo) == set()
+
+
+def test_compact_on_a_store_another_process_holds_says_who_holds_it(sample_repo: Path) -> None:
+    _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
+    holder = StoreHolder(sample_repo)
+    try:
+        done = _cli(sample_repo, "compact", "--older-than", "0", "--json")
+        assert json.loads(done.stderr)["error"]["code"] == "store_locked"
+        assert done.returncode != 0
+    finally:
+        holder.close()
+    assert _compacted(sample_repo) == set()
+
+
+def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sample_repo: Path) -> None:
+    path = store_path(discover(sample_repo))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE lines (x INTEGER)")
+    con.close()
+    done = _cli(sample_repo, "compact", "--older-than", "0", "--json")
+    assert done.returncode != 0
+    assert json.loads(done.stderr)["error"]["code"] in ("store_unavailable", "invalid_argument", "schema_too_new",
+                                                         "foreign_store")
+    con = duckdb.connect(str(path), read_only=True)
+    assert [r[0] for r in con.execute("SHOW TABLES").fetchall()] == ["lines"]
+    con.close()
+
+
+@pytest.mark.parametrize("setting, mention", [
+    ("after_days=abc", "compaction_after_days must be a whole number from 1 to 36500"),
+    ("batch_size=1001", "compaction_batch_size must be a whole number from 1 to 1000"),
+    ("cadence_minutes=0", "compaction_cadence_minutes must be a whole number from 1 to 10080"),
+    ("nonsense=3", "is not FIELD=NUMBER with a policy field"),
+    ("after_days", "is not FIELD=NUMBER with a policy field"),
+])
+def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(sample_repo: Path, setting: str,
+                                                                    mention: str) -> None:
+    done = _cli(sample_repo, "compact", "--set", setting, "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid_argument" and mention in error["message"]
+    with open_project(sample_repo) as project:
+        assert project.compaction_policy().to_dict() == {"after_days": 30, "cadence_minutes": 60, "batch_size": 8}
