@@ -420,3 +420,24 @@ async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_sna
         await until(page, "document.body.dataset.ready === 'true' && window.__dashboard.renders >= 2")
         await assert_metrics_match(page, oldest["totals"])
         assert f"current={oldest['snapshot_id']}" in page.url
+
+
+async def test_the_compaction_view_shows_the_inventory_the_cli_shows(
+        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    done = await live.cli("compact", "--older-than", "0")
+    inventory = (await live.cli("compact", "--status"))["data"]
+    assert inventory["compacted"] == 1, done  # the older snapshot; the newest of the suite is protected
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        rows = page.locator("#compaction-table tbody tr")
+        assert await rows.count() == 4
+        counts = [(await rows.nth(i).locator("td").all_text_contents())[1] for i in range(4)]
+        assert counts == [str(inventory[k]) for k in ("relational", "compacted", "eligible", "protected")]
+        assert "Last pass" in await text(page, "#compaction-body")
+        where = await text(page, "#where")
+        assert "baseline: imported coveragepy, detail compacted" in where
+        assert "current: imported coveragepy ·" in where + " ·" and "current: imported coveragepy, detail" not in where
+        # the compacted baseline still gives the same change review
+        assert await text(page, "#patch-coverage") == "0.00%"
+        await page.locator("#compaction").screenshot(path=str(shots_dir(tmp_path_factory) / "view-compaction-full.png"))
+        assert page.errors == []

@@ -25,8 +25,7 @@ with fixed bounds on every list:
   percentage, the components, blocking reasons and remediation buckets.
 - ``runs``: managed runs, newest first (``run_logs`` reads one run's logs);
   ``approvals``: commands waiting for a person's approval.
-- ``compaction``: the compaction inventory; it says ``available: false`` and
-  why while this build has none.
+- ``compaction``: the compaction inventory.
 
 ``revision(con)`` is the cheap fingerprint the event stream compares: it
 changes whenever anything the projection shows was stored or deleted.
@@ -152,8 +151,17 @@ def _made_by(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> dict[str, Any] |
             "fingerprint": found[0] if found else None}
 
 
+def _detail_source(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> str:
+    """Where a snapshot's detail lives: ``relational`` rows, or a ``compacted`` zstd payload."""
+    row = con.execute("SELECT count(*) FROM snapshot_payloads p JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?",
+                      [snap.snapshot_id]).fetchone()
+    return "compacted" if row and row[0] else "relational"
+
+
 def _selected(con: duckdb.DuckDBPyConnection, snap: Snapshot | None) -> dict[str, Any] | None:
-    return None if snap is None else {**_point(snap), "run": _made_by(con, snap)}
+    if snap is None:
+        return None
+    return {**_point(snap), "run": _made_by(con, snap), "detail": _detail_source(con, snap)}
 
 
 def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
@@ -352,12 +360,31 @@ def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snap
             "empty": "No command waits for approval."}
 
 
+def _compaction(project: Project, con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
+    before and after, what the policy would compact next and what it protects, the last pass."""
+    inventory = project.compaction_inventory(con)
+    compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
+    items = [
+        {"kind": "relational snapshots (detail rows, every query direct)", "count": inventory["relational"],
+         "bytes": None, "detail_bytes": None},
+        {"kind": "compacted snapshots (zstd payloads, restored on first query)", "count": compacted,
+         "bytes": payload, "detail_bytes": detail},
+        {"kind": "eligible for the next pass", "count": inventory["eligible"], "bytes": None, "detail_bytes": None},
+        {"kind": "protected (the newest of its suite, or in use by a run)", "count": inventory["protected"],
+         "bytes": None, "detail_bytes": None},
+    ]
+    return {"available": True, "items": items, "policy": inventory["policy"], "last_pass": inventory["last_pass"],
+            "inconsistent": inventory["inconsistent"][:MAX_PENDING],
+            "ratio": round(detail / payload, 2) if payload else None}
+
+
 # Sections other parts of coverage-mcp fill in: name -> fn(project, con, current) -> section.
 # Each answers {"available": bool, ...}; registered here so the projection names them all.
 SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | None], dict[str, Any]]] = {
     "runs": _runs,
     "approvals": _approvals,
-    "compaction": lambda _p, _c, _s: _unavailable("compaction"),
+    "compaction": _compaction,
 }
 
 

@@ -130,7 +130,8 @@
       const how = point.run ? "run " + point.run.run_id + " of " + point.run.command_id +
         (point.run.args.length ? " with " + point.run.args.join(" ") : " (full)") +
         (point.run.fingerprint ? ", fingerprint " + point.run.fingerprint.slice(0, 12) : "") : "imported " + point.format;
-      return " · " + side + ": " + how + (point.scope === "subset" ? ", a subset of the tests" : "");
+      return " · " + side + ": " + how + (point.scope === "subset" ? ", a subset of the tests" : "") +
+        (point.detail === "compacted" ? ", detail compacted" : "");
     };
     byId("where").textContent = p.checkout_path + " · " + (p.branch || "detached") + " @ " + short(p.head) +
       (p.dirty ? " (uncommitted changes)" : "") + measured("current", d.selection.current) +
@@ -452,6 +453,7 @@
     table.querySelectorAll("tbody tr").forEach((tr, i) => {
       const item = section.items[i];
       tr.children[2].textContent = bytes(item.bytes);
+      tr.children[3].textContent = item.detail_bytes ? bytes(item.detail_bytes) + " of detail rows" : "";
     });
     const policy = section.policy || {};
     const last = section.last_pass;
