@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -360,10 +361,32 @@ def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snap
             "empty": "No command waits for approval."}
 
 
+# The inventory costs tens of milliseconds on a large store (it plans a pass); it is kept per store while
+# the revision stays the same, for at most INVENTORY_TTL_S (eligibility also moves with time).
+INVENTORY_TTL_S = 30.0
+_INVENTORIES: dict[str, tuple[str, float, dict[str, Any]]] = {}
+_INVENTORIES_LOCK = threading.Lock()
+
+
+def _cached_inventory(project: Project, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    key, now = str(project.store.path), time.monotonic()
+    stamp = revision(con)
+    with _INVENTORIES_LOCK:
+        found = _INVENTORIES.get(key)
+    if found is not None and found[0] == stamp and now - found[1] < INVENTORY_TTL_S:
+        return found[2]
+    inventory = project.compaction_inventory(con)
+    with _INVENTORIES_LOCK:
+        if len(_INVENTORIES) >= 64:
+            _INVENTORIES.pop(next(iter(_INVENTORIES)))
+        _INVENTORIES[key] = (stamp, now, inventory)
+    return inventory
+
+
 def _compaction(project: Project, con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
     """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
     before and after, what the policy would compact next and what it protects, the last pass."""
-    inventory = project.compaction_inventory(con)
+    inventory = _cached_inventory(project, con)
     compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
     items = [
         {"kind": "relational snapshots (detail rows, every query direct)", "count": inventory["relational"],
