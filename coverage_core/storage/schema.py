@@ -15,6 +15,8 @@ History:
        state transitions and the artifacts each run ingested.
     6  composite snapshots (``composite_snapshots``), their inventory entries
        (``composite_entries``) and canonical regions (``composite_regions``).
+    7  a run's composite artifact: ``run_artifacts.kind``, ``composite_snapshot_id``
+       and the per-report ``reports``.
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -34,7 +36,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 6
+SCHEMA_REVISION = 7
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -345,8 +347,17 @@ CREATE TABLE composite_regions (
 );
 """
 
+_REVISION_7 = """
+-- A run's composite artifact (a registered command's composite inventory):
+-- kind 'composite', the composite it built and each report's status.
+ALTER TABLE run_artifacts ADD COLUMN kind VARCHAR DEFAULT 'report';   -- 'report' | 'composite'
+ALTER TABLE run_artifacts ADD COLUMN composite_snapshot_id VARCHAR;
+ALTER TABLE run_artifacts ADD COLUMN reports JSON;                    -- [{component, variant, path, status, detail}]
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6)
+MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6,
+                               _REVISION_7)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
