@@ -71,6 +71,12 @@ def _render_command(c: dict[str, Any]) -> None:
         for key, value in c["env"].items():
             click.echo(f"  env: {key}={value}")
         for a in c["artifacts"]:
+            if "composite" in a:
+                click.echo(f"  composite artifact: inventory {a['composite']['inventory']}")
+                for r in a["composite"]["reports"]:
+                    which = r["component"] + (f":{r['variant']}" if r["variant"] else "")
+                    click.echo(f"    report: {r['path']} ({which})")
+                continue
             click.echo(f"  artifact: {a['path']} (suite {a['suite']}, {a['format'] or 'detected'}, {a['scope']})")
         for d in c.get("decisions", []):
             note = f": {d['note']}" if d["note"] else ""
@@ -233,8 +239,13 @@ def _render_run(run: dict[str, Any]) -> None:
         click.echo(f"  reason: {run['reason']}")
     for a in run.get("artifacts", []):
         where = f" -> {a['snapshot_id']}" if a.get("snapshot_id") else ""
+        if a.get("composite_snapshot_id"):
+            where = f" -> {a['composite_snapshot_id']} ({a.get('composite_status')})"
         why = f" ({a['error_code']})" if a.get("error_code") else ""
-        click.echo(f"  artifact {a['path']}: {a['status']}{why}{where}")
+        kind = "composite " if a.get("kind") == "composite" else ""
+        click.echo(f"  {kind}artifact {a['path']}: {a['status']}{why}{where}")
+        for r in a.get("reports", []):
+            click.echo(f"    report {r['path']}: {r['status']}" + (f" ({r['detail']})" if r.get("detail") else ""))
     for stream, info in (run.get("logs") or {}).items():
         if info.get("truncated"):
             click.echo(f"  {stream}: {info['bytes']} bytes, truncated in the log")

@@ -138,6 +138,18 @@ COVERAGE_IMPORT = envelope(
 COMMAND = {"type": "object", "required": ["id", "status"]}  # status: pending | approved | rejected
 # state: queued running succeeded failed cancelled timed_out interrupted
 RUN = {"type": "object", "required": ["id", "state", "artifacts", "reused"]}
+# One item of data.run.artifacts (not published in tools/list, whose size is bounded; tests hold every run's
+# artifacts to it, closed). A composite artifact (kind composite, path = its inventory) answers the
+# composite_snapshot_id it built and each report's status; measurement {"run_id"} reads snapshot_ids only.
+RUN_ARTIFACT = obj(
+    "path", "status", "snapshot_id",
+    path=STRING, status={"enum": ["ingested", "skipped_stale", "failed"]}, snapshot_id=NULLABLE_STRING,
+    error_code=STRING, detail=STRING, kind={"const": "composite"}, composite_snapshot_id=NULLABLE_STRING,
+    composite_status={"enum": ["complete", "incomplete", None]},
+    reports={"type": "array", "items": obj(
+        "component", "variant", "path", "status", component=STRING, variant=NULLABLE_STRING, path=STRING,
+        status={"enum": ["used", "skipped_stale"]}, detail=STRING)},
+)
 
 REGISTER_TEST_COMMAND = envelope(
     obj("command", "approval_mode", command=COMMAND, approval_mode=STRING, next=STRING),

@@ -276,7 +276,8 @@ OPERATIONS: dict[str, Operation] = {
             title="Register a test command",
             description=(
                 "Propose an exact test command (argv words, no shell) writing coverage reports (artifacts) in the "
-                "checkout. Immutable; the same content is the same command. It runs once a person approves it: "
+                "checkout ({path, suite} each, or {composite: {inventory, reports: [{component, variant?, path}]}}). "
+                "Immutable; the same content is the same command. It runs once a person approves it: "
                 "data.command.status pending, with the CLI line to approve (approved directly only under "
                 "approval_mode attested, with human_approved, approved_by, approval_note)."
             ),
@@ -292,8 +293,9 @@ OPERATIONS: dict[str, Operation] = {
                     "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
                     "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"}},
                     "artifacts": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
-                        "type": "object", "additionalProperties": False, "required": ["path", "suite"],
+                        "type": "object", "additionalProperties": False,
                         "properties": {
+                            "composite": {"type": "object"},
                             "path": {"type": "string", "minLength": 1, "maxLength": 4096},
                             "format": {"enum": list(FORMATS)},
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -319,7 +321,8 @@ OPERATIONS: dict[str, Operation] = {
                 "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait=true "
                 "answers at its end or just before the request deadline (state running). reuse_if_unchanged "
                 "(default true) answers the last successful run of the same fingerprint (reused). A baseline "
-                "attaches an incremental_review."
+                "attaches an incremental_review. A composite artifact answers its composite_snapshot_id (measurement "
+                "run_id reads the run's ordinary snapshots only)."
             ),
             input_schema={
                 "type": "object",

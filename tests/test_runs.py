@@ -379,6 +379,9 @@ with open_project({str(repo)!r}) as p:
         owner.stdout.close()
     leader, grandchild = pids
     wait_for(lambda: not alive(leader), "the leader dying with its owner (PR_SET_PDEATHSIG)")
+    # The grandchild ignores TERM and outlives the parent-death signal: the owner's watchdog kills it, before
+    # anyone opens the store again.
+    wait_for(lambda: not alive(grandchild), "the owner's watchdog killing the grandchild")
     with open_project(repo) as project:
         Service(project).call("run_review", {"run_id": run_id})  # reads work without a runtime
         from coverage_core.execution.ops import ensure_runtime

@@ -127,7 +127,41 @@ print(json.dumps(out))
     assert client.command(pid, command["id"])["status"] == "pending"
 
 
-def test_kill_9_of_the_daemon_mid_run_leaves_an_interrupted_run_and_no_orphan_processes(
+def marked(run_id: str) -> list[int]:
+    """Live processes whose environment carries the run's marker (read here from /proc, not by the library)."""
+    needle = f"COVERAGE_MCP_RUN_ID={run_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and alive(int(entry)):
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if needle in handle.read().split(b"\0"):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def watchdogs_of(pid: int) -> list[int]:
+    """The watchdog processes ``pid`` started (its children running execution/watchdog.py)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(b")") + 2:].split()[1])
+        if parent == pid and b"watchdog.py" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_an_interrupted_run(
         isolated_home: Path, repo: Path) -> None:
     first = ServeProcess(isolated_home)
     try:
@@ -136,19 +170,24 @@ def test_kill_9_of_the_daemon_mid_run_leaves_an_interrupted_run_and_no_orphan_pr
         command = client.call(pid, "register_test_command", SLOW_COMMAND)["data"]["command"]
         assert first.cli("command", "approve", command["id"], "--repo", str(repo)).returncode == 0
         run = client.call(pid, "run_test", {"command_id": command["id"]})["data"]["run"]
+        # The run's leader and its grandchild, which ignores TERM and would outlive the leader's parent-death signal.
         leader, grandchild = wait_for(lambda: pids_of(repo), "the run starting its grandchild")
+        assert sorted(marked(run["id"])) == sorted([leader, grandchild])
+        [watchdog] = wait_for(lambda: watchdogs_of(first.proc.pid), "the daemon's watchdog")
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait(30)
+        # Nobody opens the store: the watchdog alone stops every process of the run, then exits.
+        wait_for(lambda: not marked(run["id"]), "every process of the run gone after kill -9 of the daemon")
+        assert not alive(leader) and not alive(grandchild)
+        wait_for(lambda: not alive(watchdog), "the watchdog exiting once its owner is gone")
     finally:
         first.stop()
-    wait_for(lambda: not alive(leader), "the run's leader dying with the daemon (PR_SET_PDEATHSIG)")
     second = ServeProcess(isolated_home)
     try:
         client = second.client(repo=str(repo))
         client.register(repo)  # opening the store recovers it
         status = client.call(pid, "run_review", {"run_id": run["id"]})["data"]["run"]
         assert status["state"] == "interrupted" and status["events"][-1]["detail"] == "recovered"
-        assert not alive(grandchild)
     finally:
         second.stop()
 
@@ -166,9 +205,12 @@ def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queue
         running = client.call(pid, "run_test", {"command_id": slow})["data"]["run"]
         queued = client.call(pid, "run_test", {"command_id": gen})["data"]["run"]
         pids = wait_for(lambda: pids_of(repo), "the run starting")
+        [watchdog] = wait_for(lambda: watchdogs_of(first.proc.pid), "the daemon's watchdog")
     finally:
         assert first.stop() == 0
     assert [p for p in pids if alive(p)] == []
+    # A clean stop closes the watchdog's pipe after the runs stopped: it finds nothing and exits (and is reaped).
+    assert not alive(watchdog) and not os.path.exists(f"/proc/{watchdog}")
     second = ServeProcess(isolated_home)
     try:
         client = second.client(repo=str(repo))
@@ -178,8 +220,10 @@ def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queue
         done = wait_for(lambda: (r := client.call(pid, "run_review", {"run_id": queued["id"]})["data"]["run"])
                         ["state"] not in ("queued", "running") and r, "the queued run ending")
         assert done["state"] == "succeeded"
+        watchdogs = watchdogs_of(second.proc.pid)
     finally:
-        second.stop()
+        assert second.stop() == 0
+    assert len(watchdogs) == 1 and not any(alive(p) for p in watchdogs)  # one per daemon, gone with it
 
 
 RUN_TESTS = """\

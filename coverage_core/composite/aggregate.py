@@ -127,7 +127,8 @@ def aggregate(inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, 
             inv_file[f] = path_ix[path]
             if ev.status == STALE:
                 weak_file[f] = True
-                note(i, STALE, f"{ev.label} measured commit {(ev.commit or 'unknown')[:12]}")
+                note(i, STALE, f"{ev.label}: {ev.message}" if ev.message
+                     else f"{ev.label} measured commit {(ev.commit or 'unknown')[:12]}")
             elif f in ev.mismatched:
                 weak_file[f] = True
                 note(i, SOURCE_MISMATCHED, f"{path}: {ev.mismatched[f]} ({ev.label})")

@@ -39,6 +39,7 @@ class ReportSpec:
     component: str | None = None
     variant: str | None = None
     commit: str | None = None  # the commit the report measured; default: the checkout revision
+    stale: str | None = None  # why the report is known not to measure the checkout (a run did not refresh it)
 
 
 def parse_spec(text: str) -> ReportSpec:
@@ -106,11 +107,14 @@ def _check_variant(comp: inv_mod.Component, variant: str, where: str) -> None:
 
 def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[ReportSpec | str], *,
           provenance: str = "import", registration: dict[str, Any] | None = None,
-          toolchains: dict[str, str] | None = None) -> Composite:
+          toolchains: dict[str, str] | None = None, also: Any = None) -> Composite:
     """Build and store one immutable composite snapshot of the checkout's HEAD; returns its record.
 
     ``registration``: the approved command's registration when a managed run produced the reports;
-    ``toolchains``: tool -> version, recorded beside what the reports say of their tools."""
+    ``toolchains``: tool -> version, recorded beside what the reports say of their tools; ``also(con,
+    composite_id)``: more rows written in the composite's own transaction (a run's artifact row).
+    A ``ReportSpec`` with ``stale`` is evidence known not to measure the checkout: its entries are
+    ``stale`` (their denominator kept), never measured."""
     git: Git = project.git
     revision = git.head_commit()
     if revision is None:
@@ -152,7 +156,7 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
         worktree_path=str(project.checkout.worktree_path), provenance=provenance, registration=registration,
         toolchains=tools, artifacts=[ev.to_dict() for ev in evidence],
     )
-    return save(project.store, agg, prov)
+    return save(project.store, agg, prov, also=also)
 
 
 def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, blobs: dict[str, str],
@@ -217,11 +221,11 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
     version = report.metadata.get("tool_version") or report.metadata.get("version")
     if version:
         toolchain[f"{fmt}:{report.tool or fmt}"] = str(version)
-    status = STALE if commit != revision else "ok"
+    status = STALE if commit != revision or spec.stale else "ok"
+    message = spec.stale if spec.stale else None if status == "ok" else \
+        f"measured commit {commit[:12]}, not the checkout revision {revision[:12]}"
     return Evidence(**base, status=status, report=report, paths=paths, file_variants=file_variants,
-                    mismatched=mismatched, toolchain=toolchain,
-                    message=None if status == "ok" else f"measured commit {commit[:12]}, not the checkout revision "
-                    f"{revision[:12]}")
+                    mismatched=mismatched, toolchain=toolchain, message=message)
 
 
 def _size(path: str) -> int:

@@ -110,8 +110,9 @@ def _record(row: tuple) -> Composite:
                      j(row[16]), j(row[17]), j(row[18]))
 
 
-def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance) -> Composite:
-    """Store ``agg`` as one immutable composite snapshot, in one transaction."""
+def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also: Any = None) -> Composite:
+    """Store ``agg`` as one immutable composite snapshot, in one transaction (with ``also(con, composite_id)``'s
+    rows, when given)."""
     now = dt.datetime.now(dt.UTC)
     composite_id = new_composite_id()
     with store._write_lock:
@@ -151,6 +152,8 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance) -> Comp
                     **{c: cols[c][order] for c in ("kind", "start_line", "start_col", "end_line", "end_col", "item",
                                                    "hits")},
                 })
+            if also is not None:
+                also(con, composite_id)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -4,6 +4,8 @@
 state transitions (rows of the project store), ``runner`` one process group
 with bounded capture, ``fingerprint`` what makes two runs the same execution,
 ``worker`` the threads that take queued runs, run them and ingest what they
-wrote, ``ops`` the four operations (register_test_command, run_test,
+wrote (reports as snapshots, a composite artifact as a composite snapshot),
+``watchdog`` the process that stops a killed owner's runs at once, ``ops`` the
+four operations (register_test_command, run_test,
 run_review, cancel_run). Threads and subprocesses only: no asyncio here.
 """

@@ -146,7 +146,7 @@ def run_test(call: Call) -> dict[str, Any]:
             return _answer(call, run, reused=False)
     env = command_env(spec)
     digest, _ = fingerprint(project, command_hash=command_hash, args=args, env=env, baseline=baseline,
-                            artifacts=[x["path"] for x in spec["artifacts"]])
+                            artifacts=registry.artifact_paths(spec))
     if a.get("reuse_if_unchanged", True):
         previous = queue.last_success(store, digest)
         if previous is not None:

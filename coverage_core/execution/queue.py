@@ -182,12 +182,18 @@ def brief(run: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
+    """A run's artifacts (``output_schemas.RUN_ARTIFACT``); a composite one also says ``kind``, its
+    ``composite_snapshot_id`` and status, and each report's status (used or skipped_stale)."""
     rows = exec_db(store).rows(
-        "SELECT path, status, snapshot_id, error_code, detail FROM run_artifacts WHERE run_id = ? ORDER BY path",
-        [run_id])
+        "SELECT a.path, a.status, a.snapshot_id, a.error_code, a.detail, a.kind, a.composite_snapshot_id, a.reports, "
+        "c.status FROM run_artifacts a LEFT JOIN composite_snapshots c ON c.composite_id = a.composite_snapshot_id "
+        "WHERE a.run_id = ? ORDER BY a.kind DESC, a.path", [run_id])
     out = []
-    for path, status, snapshot_id, code, detail in rows:
+    for path, status, snapshot_id, code, detail, kind, composite_id, reports, composite_status in rows:
         item: dict[str, Any] = {"path": path, "status": status, "snapshot_id": snapshot_id}
+        if kind == "composite":
+            item.update({"kind": "composite", "composite_snapshot_id": composite_id,
+                         "composite_status": composite_status, "reports": json.loads(reports or "[]")})
         if code:
             item["error_code"] = code
         if detail:
@@ -199,4 +205,5 @@ def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
 def snapshot_ids(store: ProjectStore, run_id: str) -> list[str]:
     return [r[0] for r in exec_db(store).rows(
         "SELECT snapshot_id FROM run_artifacts WHERE run_id = ? AND status = 'ingested' AND snapshot_id IS NOT NULL "
+        "AND coalesce(kind, 'report') = 'report' "
         "ORDER BY path", [run_id])]

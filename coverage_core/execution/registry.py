@@ -109,9 +109,12 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
                    '[{"path": "coverage.json", "suite": "unit"}]', argument="artifacts")
     artifacts = []
     for item in artifacts_in:
+        if isinstance(item, dict) and "composite" in item:
+            artifacts.append(_composite(root, item))
+            continue
         if not isinstance(item, dict) or "path" not in item or "suite" not in item:
-            raise _bad("each artifact is {path, suite, format?, scope?}", '{"path": "coverage.json", "suite": "unit"}',
-                       argument="artifacts")
+            raise _bad("each artifact is {path, suite, format?, scope?} or {composite: {inventory, reports}}",
+                       '{"path": "coverage.json", "suite": "unit"}', argument="artifacts")
         path = inside_checkout(root, item["path"], "artifact path")
         fmt = item.get("format")
         if fmt is not None and fmt not in FORMATS:
@@ -124,13 +127,70 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
         if scope not in SCOPES:
             raise _bad(f"artifact scope must be one of {SCOPES}", "complete or subset", argument="artifacts")
         artifacts.append({"path": path, "format": fmt, "suite": suite, "scope": scope})
-    if len({a["path"] for a in artifacts}) != len(artifacts):
-        raise _bad("an artifact path is listed twice", "List each report once.", argument="artifacts")
+    named = [a["composite"]["inventory"] if "composite" in a else a["path"] for a in artifacts]
+    if len(set(named)) != len(named):
+        raise _bad("an artifact path (or a composite's inventory) is listed twice", "List each report once.",
+                   argument="artifacts")
     policy = args.get("args_policy", "none")
     if policy not in ARGS_POLICIES:
         raise _bad(f"args_policy must be one of {ARGS_POLICIES}", "none (default) or selectors", argument="args_policy")
     return {"argv": words, "cwd": cwd, "timeout_s": timeout, "env": dict(sorted(env.items())),
             "artifacts": artifacts, "args_policy": policy}
+
+
+COMPOSITE_EXAMPLE = ('{"composite": {"inventory": "coverage-inventory.json", "reports": [{"component": "native", '
+                     '"variant": "fast", "path": "build/fast.json"}, {"component": "python", "path": "coverage.json"}]}}')
+MAX_COMPOSITE_REPORTS = 64
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # an inventory's component and variant ids
+
+
+def _composite(root: Path, item: dict[str, Any]) -> dict[str, Any]:
+    """A composite artifact: the inventory (inside the checkout) and the reports the command writes, each naming
+    the component (and variant) it measures. Components and variants are checked against the inventory when a
+    run ends (the inventory is the checkout's, then)."""
+    body = item["composite"]
+    if set(item) != {"composite"} or not isinstance(body, dict) or set(body) - {"inventory", "reports"} \
+            or "inventory" not in body or "reports" not in body:
+        raise _bad("a composite artifact is {composite: {inventory, reports: [{component, variant?, path}]}} and "
+                   "nothing else", COMPOSITE_EXAMPLE, argument="artifacts")
+    inventory = inside_checkout(root, body["inventory"], "composite inventory")
+    reports_in = body["reports"]
+    if not isinstance(reports_in, list) or not reports_in or len(reports_in) > MAX_COMPOSITE_REPORTS:
+        raise _bad(f"a composite artifact lists 1 to {MAX_COMPOSITE_REPORTS} reports", COMPOSITE_EXAMPLE,
+                   argument="artifacts")
+    reports = []
+    for report in reports_in:
+        if not isinstance(report, dict) or set(report) - {"component", "variant", "path"} \
+                or "component" not in report or "path" not in report:
+            raise _bad("each composite report is {component, variant?, path}", COMPOSITE_EXAMPLE,
+                       argument="artifacts")
+        for key in ("component", "variant"):
+            value = report.get(key)
+            if (value is not None or key == "component") and (not isinstance(value, str)
+                                                              or not _COMPONENT.match(value)):
+                raise _bad(f"composite report {key} {value!r} is not an inventory id (1-64 letters, digits, '_', "
+                           "'.', '-')", COMPOSITE_EXAMPLE, argument="artifacts")
+        path = inside_checkout(root, report["path"], "composite report path")
+        if path == inventory:
+            raise _bad(f"composite report {path!r} is the inventory itself", "Name the report the command writes.",
+                       argument="artifacts")
+        reports.append({"component": report["component"], "variant": report.get("variant"), "path": path})
+    keys = [(r["component"], r["variant"], r["path"]) for r in reports]
+    if len(set(keys)) != len(keys):
+        raise _bad("a composite report (component, variant, path) is listed twice", "List each report once.",
+                   argument="artifacts")
+    return {"composite": {"inventory": inventory, "reports": reports}}
+
+
+def artifact_paths(spec: dict[str, Any]) -> list[str]:
+    """Every report path the command writes: ordinary artifacts and the reports of composite ones."""
+    out: list[str] = []
+    for artifact in spec["artifacts"]:
+        if "composite" in artifact:
+            out.extend(r["path"] for r in artifact["composite"]["reports"])
+        else:
+            out.append(artifact["path"])
+    return list(dict.fromkeys(out))
 
 
 def content_hash(spec: dict[str, Any]) -> str:

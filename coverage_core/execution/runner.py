@@ -10,7 +10,8 @@ buffered), so a chatty command never blocks on a full pipe.
 Stopping (timeout, cancel, shutdown, or the leader's own exit) is SIGTERM to
 the group, a grace period, then SIGKILL to the group and to any process that
 carries the run's marker in its environment (a descendant that left the group
-or ignored TERM), until none is left.
+or ignored TERM), until none is left (``watchdog.kill_group``: the same kill the watchdog process
+makes when the owner dies).
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
 from .. import safefs
+from .watchdog import KILL_GRACE_S, MARKER_ENV, kill_group, members
 
-KILL_GRACE_S = 2.0
-MARKER_ENV = "COVERAGE_MCP_RUN_ID"
+__all__ = ["KILL_GRACE_S", "MARKER_ENV", "Process", "Stream", "kill_group", "members", "setpriv"]
+
 _PR_SET_PDEATHSIG = 1
 _CHUNK = 64 * 1024
 
@@ -160,67 +161,3 @@ class Process:
             self.popen.wait(timeout)
         for thread in self._drains:
             thread.join(timeout)
-
-
-def members(pgid: int | None, marker: str | None) -> list[int]:
-    """Live (not zombie) processes in group ``pgid`` or whose environment carries ``marker`` (Linux /proc)."""
-    found = []
-    needle = f"{MARKER_ENV}={marker}".encode() if marker else None
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        if pid == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
-            state, group = fields[0], int(fields[2])
-        except (OSError, ValueError, IndexError):
-            continue
-        if state in (b"Z", b"X"):
-            continue
-        if pgid is not None and group == pgid:
-            found.append(pid)
-            continue
-        if needle is not None:
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as handle:
-                    if needle in handle.read().split(b"\0"):
-                        found.append(pid)
-            except OSError:
-                continue
-    return found
-
-
-def _signal_all(pgid: int | None, marker: str | None, sig: int) -> None:
-    if pgid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-    for pid in members(None, marker):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def kill_group(pgid: int | None, marker: str | None, grace: float = KILL_GRACE_S,
-               leader: subprocess.Popen | None = None) -> None:
-    """SIGTERM, ``grace`` seconds for everyone to go, then SIGKILL until nobody of the run is left."""
-    if not members(pgid, marker):
-        return
-    _signal_all(pgid, marker, signal.SIGTERM)
-    give_up = time.monotonic() + grace
-    while time.monotonic() < give_up:
-        if leader is not None:
-            leader.poll()  # reap it, so a zombie leader does not count
-        if not members(pgid, marker):
-            return
-        time.sleep(0.02)
-    for _ in range(200):
-        _signal_all(pgid, marker, signal.SIGKILL)
-        if leader is not None:
-            leader.poll()
-        if not members(pgid, marker):
-            return
-        time.sleep(0.01)

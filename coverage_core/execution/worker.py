@@ -8,13 +8,16 @@ its exit, its timeout or a cancel, stops whatever of the group is left,
 ingests each declared artifact the run created or modified (an unchanged or
 absent one is ``skipped_stale``, a report that fails to parse is ``failed``
 with its error code; each ingested snapshot and its artifact row commit in
-one transaction), attaches a bounded incremental review when the run named
+one transaction; a composite artifact is built from the reports the run
+refreshed, ``composite.build`` with provenance ``run``), attaches a bounded incremental review when the run named
 a baseline, and writes the terminal state. Any setup, capture or persistence
 failure ends the run ``failed`` with the reason.
 
 ``stop`` (daemon shutdown, store close) cancels running runs (their groups
 stopped, state ``cancelled``, reason ``shutdown``) and leaves queued runs
-queued for the next owner.
+queued for the next owner. Every run is announced to the process's watchdog
+(``watchdog.WATCHDOG``) before its command starts, so a ``kill -9`` of this
+process still stops all of its processes at once.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from ..project import Project
 from ..storage.store import ProjectStore
 from . import queue, registry, runner
 from .db import exec_db
+from .watchdog import WATCHDOG
 
 log = logging.getLogger("coverage_core.execution")
 T = TypeVar("T")
@@ -103,6 +107,7 @@ class Runtime:
             _RUNTIMES[id(self.store)] = self
         exec_db(self.store)  # made before the stop hook, so closed after it
         self.store.on_close.append(self.stop)
+        WATCHDOG.acquire()  # started at the first run; its pipe closed when the last runtime stops
         self.recover()
         for i in range(self.concurrency):
             thread = threading.Thread(target=self._loop, name=f"coverage-mcp-run-{i}", daemon=True)
@@ -134,6 +139,7 @@ class Runtime:
             thread.join(grace + 15)
         with _RUNTIMES_LOCK:
             _RUNTIMES.pop(id(self.store), None)
+        WATCHDOG.release()
 
     @property
     def busy(self) -> bool:
@@ -227,15 +233,24 @@ class Runtime:
             safefs.private_dir(runs_dir)
             log_dir = runs_dir / run_id
             safefs.private_dir(log_dir)
-            before = {a["path"]: _identity(root / a["path"]) for a in spec["artifacts"]}
-            process = runner.Process([*spec["argv"], *args], cwd=root / spec["cwd"], env=command_env(spec),
-                                     marker=run_id, log_dir=log_dir, cap_bytes=self.settings.run_log_max_bytes)
+            before = {path: _identity(root / path) for path in registry.artifact_paths(spec)}
+            WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
+            started = False
+            try:
+                process = runner.Process([*spec["argv"], *args], cwd=root / spec["cwd"], env=command_env(spec),
+                                         marker=run_id, log_dir=log_dir,
+                                         cap_bytes=self.settings.run_log_max_bytes)
+                started = True
+            finally:
+                if not started:
+                    WATCHDOG.end(run_id)
         except (OSError, CoverageError) as exc:
             message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
             self._fail(run_id, f"could not start {spec['argv'][0]!r}: {message}")
             return
         state, reason, code = "", None, None
         try:
+            WATCHDOG.group(run_id, process.pgid)
             queue.record_pgid(self.store, run_id, process.pgid)
             deadline = time.monotonic() + spec["timeout_s"]
             while True:
@@ -258,6 +273,7 @@ class Runtime:
             else:
                 process.stop()
             process.finish()
+            WATCHDOG.end(run_id)
         ended = queue.now()
         outputs = {"stdout_bytes": process.stdout.total, "stderr_bytes": process.stderr.total,
                    "stdout_truncated": process.stdout.truncated, "stderr_truncated": process.stderr.truncated}
@@ -285,10 +301,13 @@ class Runtime:
         def record(path: str, status: str, snapshot_id: str | None = None, code: str | None = None,
                    detail: str | None = None) -> None:
             with db.transaction() as con:
-                con.execute("INSERT INTO run_artifacts VALUES (?, ?, ?, ?, ?, ?)",
-                            [run_id, path, status, snapshot_id, code, detail])
+                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id, error_code, detail) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", [run_id, path, status, snapshot_id, code, detail])
 
         for artifact in spec["artifacts"]:
+            if "composite" in artifact:
+                self._composite(project, run, artifact["composite"], before, finished)
+                continue
             path = artifact["path"]
             after = _identity(root / path)
             if not finished:
@@ -299,8 +318,8 @@ class Runtime:
                 continue
 
             def also(con: Any, snapshot_id: str, path: str = path) -> None:
-                con.execute("INSERT INTO run_artifacts VALUES (?, ?, 'ingested', ?, NULL, NULL)",
-                            [run_id, path, snapshot_id])
+                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id) "
+                            "VALUES (?, ?, 'ingested', ?)", [run_id, path, snapshot_id])
                 # The snapshot says which run made it: run id, command (and its content hash), arguments.
                 con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
                             [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
@@ -321,6 +340,62 @@ class Runtime:
                 record(path, "ingested", snap.snapshot_id, detail="an identical report of this commit was stored already")
             ingested.append(snap.snapshot_id)
         return ingested
+
+    def _composite(self, project: Project, run: dict[str, Any], composite: dict[str, Any], before: dict[str, Any],
+                   finished: bool) -> None:
+        """A composite artifact: built from the reports the run refreshed (provenance ``run``, the registration
+        recorded); a report present but not refreshed is stale evidence (its entries ``stale``, denominator kept),
+        an absent one leaves its entries ``missing``. No report refreshed (or the run did not finish): the
+        artifact is ``skipped_stale`` and nothing is built. An inventory or assignment error: ``failed`` with its
+        code. The composite and its artifact row commit in one transaction."""
+        from ..composite.build import ReportSpec, build
+
+        root = project.checkout.worktree_path
+        run_id, inventory = run["run_id"], composite["inventory"]
+        db = exec_db(self.store)
+
+        def record(status: str, reports: list[dict[str, Any]], code: str | None = None,
+                   detail: str | None = None) -> None:
+            with db.transaction() as con:
+                con.execute("INSERT INTO run_artifacts (run_id, path, status, error_code, detail, kind, reports) "
+                            "VALUES (?, ?, ?, ?, ?, 'composite', ?)",
+                            [run_id, inventory, status, code, detail, json.dumps(reports)])
+
+        reports: list[dict[str, Any]] = []
+        specs: list[ReportSpec] = []
+        for item in composite["reports"]:
+            view = {"component": item["component"], "variant": item["variant"], "path": item["path"]}
+            after = _identity(root / item["path"])
+            if not finished:
+                reports.append({**view, "status": "skipped_stale", "detail": "the run did not finish"})
+            elif after is None:
+                reports.append({**view, "status": "skipped_stale", "detail": "absent"})
+            elif after == before[item["path"]]:
+                reports.append({**view, "status": "skipped_stale", "detail": "not created or modified by the run"})
+                specs.append(ReportSpec(str(root / item["path"]), item["component"], item["variant"],
+                                        stale=f"not refreshed by run {run_id}"))
+            else:
+                reports.append({**view, "status": "used"})
+                specs.append(ReportSpec(str(root / item["path"]), item["component"], item["variant"]))
+        if not any(r["status"] == "used" for r in reports):
+            record("skipped_stale", reports, detail="the run did not finish; nothing it wrote is used" if not finished
+                   else "the run refreshed none of its reports")
+            return
+        registration = {"run_id": run_id, "command_id": run["command_id"], "command_hash": run["command_hash"],
+                        "args": json.loads(run["args"])}
+
+        def also(con: Any, composite_id: str) -> None:
+            con.execute("INSERT INTO run_artifacts (run_id, path, status, kind, composite_snapshot_id, reports) "
+                        "VALUES (?, ?, 'ingested', 'composite', ?, ?)",
+                        [run_id, inventory, composite_id, json.dumps(reports)])
+
+        try:
+            for item in composite["reports"]:  # still inside the checkout (no link placed since registration)
+                registry.inside_checkout(root, item["path"], "composite report path")
+            self._write(lambda: build(project, inventory, specs, provenance="run", registration=registration,
+                                      also=also))
+        except CoverageError as error:
+            record("failed", reports, code=str(error.code), detail=error.message[:500])
 
     def _review(self, project: Project, run: dict[str, Any], ingested: list[str]) -> dict[str, Any]:
         """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots."""

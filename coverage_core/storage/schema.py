@@ -18,6 +18,8 @@ History:
     7  compaction: ``snapshot_payloads`` (a snapshot's detail rows as one zstd
        frame of NumPy columns, the rows themselves deleted in the same
        transaction) and ``compaction_passes`` (durable status of each pass).
+    8  a run's composite artifact: ``run_artifacts.kind``, ``composite_snapshot_id``
+       and the per-report ``reports``.
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -37,7 +39,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 7
+SCHEMA_REVISION = 8
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -375,9 +377,17 @@ CREATE TABLE compaction_passes (
 );
 """
 
+_REVISION_8 = """
+-- A run's composite artifact (a registered command's composite inventory):
+-- kind 'composite', the composite it built and each report's status.
+ALTER TABLE run_artifacts ADD COLUMN kind VARCHAR DEFAULT 'report';   -- 'report' | 'composite'
+ALTER TABLE run_artifacts ADD COLUMN composite_snapshot_id VARCHAR;
+ALTER TABLE run_artifacts ADD COLUMN reports JSON;                    -- [{component, variant, path, status, detail}]
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
 MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6,
-                              _REVISION_7)
+                              _REVISION_7, _REVISION_8)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
 _META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
