@@ -65,6 +65,10 @@ COMMANDS: dict[str, Entry] = {
                   "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one."),
     "compact": Entry("coverage_cli.compact_cmd:compact_command",
                      "Compact old snapshots' detail into zstd payloads; answers stay the same."),
+    "dashboard": Entry("coverage_cli.dashboard_cmds:dashboard_command",
+                       "Open the dashboard of this repository in the browser, signed in through a one-time link."),
+    "report": Entry("coverage_cli.dashboard_cmds:report_command",
+                    "Write the dashboard as a static, self-contained HTML report (for CI artifacts)."),
 }
 
 

@@ -108,6 +108,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("run_log_max_bytes", "COVERAGE_MCP_RUN_LOG_MAX_BYTES", 8 * MIB,
                 "Bytes of a managed run's stdout, and of its stderr, kept in its log (the rest is counted, "
                 "and the stream marked truncated).", 1024, 1024 * MIB),
+    SettingSpec("dashboard_refresh_s", "COVERAGE_MCP_DASHBOARD_REFRESH_S", 10,
+                "How often an open dashboard's event stream checks its project's revision, in seconds "
+                "(it sends a refresh only when the revision changed).", 1, 3600),
 )
 BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 

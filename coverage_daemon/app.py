@@ -22,7 +22,7 @@ from aiohttp.typedefs import Handler
 
 from coverage_core.errors import CoverageError, ErrorCode
 
-from . import compaction_routes, mcp_http, rest
+from . import compaction_routes, dashboard, mcp_http, rest
 from .auth import Access
 from .errors_http import error_body, status_of
 from .mcp import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
@@ -56,6 +56,8 @@ class Route:
     path: str
     handler: Handler
     access: Access
+    # A long-lived response (the dashboard's event stream): not cut off by COVERAGE_MCP_HTTP_TIMEOUT_S.
+    streaming: bool = False
 
 
 _PROJECT = "/api/projects/{project_id:[0-9a-f]{16}}"
@@ -88,8 +90,20 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", _PROJECT + "/runs", rest.list_runs, _CLIENT),
     Route("POST", _PROJECT + "/compact", compaction_routes.compact, _ADMIN),
     Route("GET", _PROJECT + "/compaction", compaction_routes.inventory, _CLIENT),
+    # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link.
+    Route("POST", "/api/dashboard/ticket", dashboard.mint_ticket, _ADMIN),
+    Route("GET", "/session", dashboard.start_session, Access.TICKET),
+    Route("GET", "/", dashboard.page, Access.SESSION),
+    Route("GET", "/dashboard.js", dashboard.asset, Access.SESSION),
+    Route("GET", "/dashboard.css", dashboard.asset, Access.SESSION),
+    Route("GET", "/api/dashboard", dashboard.data, Access.SESSION_READ),
+    Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION_READ),
+    Route("GET", "/api/dashboard/run", dashboard.run_logs, Access.SESSION_READ),
+    Route("GET", "/api/dashboard/events", dashboard.events, Access.SESSION, streaming=True),
+    Route("POST", "/api/dashboard/approve", dashboard.approve, Access.SESSION_WRITE),
 )
 ACCESS = web.AppKey("access", dict)
+STREAMING = web.AppKey("streaming", set)
 
 
 def _access(request: web.Request) -> Access:
@@ -130,7 +144,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     daemon.touch()
     try:
         daemon.authorizer.check(request, _access(request))
-        async with asyncio.timeout(daemon.settings.http_timeout_s):
+        route = request.match_info.route
+        streaming = (route.method, getattr(route.resource, "canonical", None)) in request.app[STREAMING]
+        async with asyncio.timeout(None if streaming else daemon.settings.http_timeout_s):
             return await handler(request)
     except CoverageError as error:
         return _failure(request, status_of(error), error)
@@ -164,7 +180,11 @@ _HTTP_SUGGESTIONS = {
 
 
 async def _harden(_request: web.Request, response: web.StreamResponse) -> None:
+    # The dashboard's page sets its own, still strict, policy (dashboard.PAGE_CSP); nothing else does.
+    page_policy = response.headers.get("Content-Security-Policy")
     response.headers.update(SECURITY_HEADERS)
+    if page_policy == dashboard.PAGE_CSP:
+        response.headers["Content-Security-Policy"] = page_policy
     response.headers["Server"] = "coverage-mcp"
     # aiohttp has already chosen the Connection header when this hook runs:
     # close the connection and say so.
@@ -176,9 +196,12 @@ def create_app(daemon: Daemon) -> web.Application:
     app = web.Application(client_max_size=daemon.settings.http_max_body_bytes, middlewares=[guard])
     app[DAEMON] = daemon
     app[ACCESS] = {}
+    app[STREAMING] = set()
     for route in ROUTES:
         resource = app.router.add_resource(route.path)
         resource.add_route(route.method, route.handler)
         app[ACCESS][(route.method, resource.canonical)] = route.access
+        if route.streaming:
+            app[STREAMING].add((route.method, resource.canonical))
     app.on_response_prepare.append(_harden)
     return app

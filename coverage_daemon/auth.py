@@ -2,7 +2,12 @@
 
 Each route declares one ``Access`` (``app.ROUTES``): ``PUBLIC`` (``/health``
 only), ``CLIENT`` (the client token) or ``ADMIN`` (the client token *and* the
-admin capability). ``Authorizer.check`` runs in the app's guard before every
+admin capability); the dashboard's routes use the browser session
+(``BrowserSessions``): ``TICKET`` (the one-time link that starts a session),
+``SESSION`` (the session cookie: the page, its assets, its event stream),
+``SESSION_READ`` (the cookie or the client token: the data the page reads,
+which the CLI's static report reads too) and ``SESSION_WRITE`` (the session
+cookie *and* its CSRF token; never a token). ``Authorizer.check`` runs in the app's guard before every
 handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
 connection's peer is an extra layer: a loopback TCP peer owned by another uid
 is refused even with a stolen token (one netlink sock_diag lookup of the
@@ -14,12 +19,16 @@ secrets alone decide.
 from __future__ import annotations
 
 import enum
+import hashlib
 import hmac
 import ipaddress
 import os
+import secrets
 import socket
 import struct
 import sys
+import threading
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -34,6 +43,10 @@ class Access(enum.Enum):
     PUBLIC = "public"
     CLIENT = "client"
     ADMIN = "admin"
+    TICKET = "ticket"  # the dashboard's one-time link: the handler redeems it
+    SESSION = "session"  # the dashboard session cookie only (the page, its assets, its event stream)
+    SESSION_READ = "session_read"  # the session cookie, or the client token (the dashboard's data reads)
+    SESSION_WRITE = "session_write"  # the session cookie and its CSRF token, nothing else
 
 
 def _same(offered: str, expected: str) -> bool:
@@ -52,6 +65,7 @@ class Authorizer:
     def __init__(self, home: Path, capability: str) -> None:
         self.home = home
         self.capability = capability
+        self.sessions = BrowserSessions()
         self._token = client_token(home) or ""
         self._stamp = self._stat()
 
@@ -85,6 +99,19 @@ class Authorizer:
         if uid is not None and uid not in (os.geteuid(), 0):
             raise forbidden(f"this daemon serves uid {os.geteuid()} only; the caller is uid {uid}",
                             "Run your own daemon: each user has their own COVERAGE_MCP_HOME and port.")
+        if access is Access.TICKET:
+            return  # the handler redeems the one-time ticket (BrowserSessions.redeem) or refuses
+        if access is Access.SESSION_WRITE:
+            self.sessions.check_write(request)
+            return
+        if access in (Access.SESSION, Access.SESSION_READ) and self.sessions.session_of(request) is not None:
+            return
+        if access is Access.SESSION_READ and self.client_ok(request):
+            return
+        if access in (Access.SESSION, Access.SESSION_READ):
+            raise forbidden("this page needs a dashboard session",
+                            "Open the dashboard with `coverage-mcp dashboard`: it signs this browser in "
+                            "through a one-time link.")
         if not self.client_ok(request):
             raise forbidden(
                 "this request needs the client token (Authorization: Bearer ...)",
@@ -98,6 +125,86 @@ class Authorizer:
                 "Use the coverage-mcp command line (it reads the capability from the daemon's lock file); "
                 "MCP clients cannot do this.",
             )
+
+
+# -- the dashboard's browser sessions ------------------------------------------------------
+
+SESSION_COOKIE = "coverage_mcp_session"
+CSRF_HEADER = "x-coverage-mcp-csrf"
+TICKET_TTL_S = 120.0
+SESSION_TTL_S = 12 * 3600.0
+MAX_TICKETS = 32
+MAX_SESSIONS = 64
+
+
+def _key(secret: str) -> str:
+    # Looked up by digest: a dict lookup on the secret itself would compare it byte by byte.
+    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
+
+
+class BrowserSessions:
+    """One-time tickets and the sessions they start; in memory only, so a daemon restart signs everyone out.
+
+    ``coverage-mcp dashboard`` asks (with the admin capability) for a ticket,
+    writes the link into a 0600 file of the 0700 home and opens that file; the
+    browser follows it to ``/session``, which redeems the ticket once (within
+    ``TICKET_TTL_S``) for an HttpOnly, SameSite=Strict session cookie. Every
+    session has its own CSRF token, which the page sends with each write.
+    """
+
+    def __init__(self) -> None:
+        self._tickets: dict[str, float] = {}
+        self._sessions: dict[str, tuple[str, float]] = {}  # digest of the cookie -> (csrf, expiry)
+        self._lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        self._tickets = {k: t for k, t in self._tickets.items() if t > now}
+        self._sessions = {k: v for k, v in self._sessions.items() if v[1] > now}
+
+    def mint_ticket(self) -> str:
+        ticket = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            while len(self._tickets) >= MAX_TICKETS:
+                self._tickets.pop(min(self._tickets, key=self._tickets.__getitem__))
+            self._tickets[_key(ticket)] = now + TICKET_TTL_S
+        return ticket
+
+    def redeem(self, ticket: str | None) -> tuple[str, str]:
+        """(session cookie, CSRF token) for a valid unused ticket, which is then spent; else ``forbidden``."""
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            if not ticket or self._tickets.pop(_key(ticket), None) is None:
+                raise forbidden("this dashboard link is not valid: it was used already, has expired, or was "
+                                "made by another daemon",
+                                "Run `coverage-mcp dashboard` again for a new link (each opens once, within "
+                                f"{int(TICKET_TTL_S)} s).")
+            while len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(min(self._sessions, key=lambda k: self._sessions[k][1]))
+            cookie, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+            self._sessions[_key(cookie)] = (csrf, now + SESSION_TTL_S)
+        return cookie, csrf
+
+    def session_of(self, request: web.Request) -> str | None:
+        """The CSRF token of the request's valid session; None without one."""
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if not cookie:
+            return None
+        with self._lock:
+            found = self._sessions.get(_key(cookie))
+        return found[0] if found is not None and found[1] > time.monotonic() else None
+
+    def check_write(self, request: web.Request) -> None:
+        csrf = self.session_of(request)
+        if csrf is None:
+            raise forbidden(f"{request.method} {request.path} needs a dashboard session",
+                            "Approve from the dashboard `coverage-mcp dashboard` opens; tokens cannot do this.")
+        offered = request.headers.get(CSRF_HEADER)
+        if offered is None or not _same(offered, csrf):
+            raise forbidden(f"{request.method} {request.path} needs the session's CSRF token ({CSRF_HEADER})",
+                            "Reload the dashboard and try again from its page.")
 
 
 # -- the peer's uid -------------------------------------------------------------------------

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 
 
 @attrs.define(eq=False)
+class StreamCount:
+    """The dashboard's event streams: open now, and closed so far (so a test can see the server notice)."""
+
+    open: int = 0
+    closed: int = 0
+
+
+@attrs.define(eq=False)
 class Daemon:
     """One daemon's shared state; the handlers reach it through ``request.app[DAEMON]``."""
 
@@ -44,6 +52,7 @@ class Daemon:
     port: int = 0
     pid: int = attrs.field(factory=os.getpid)
     last_request: float = attrs.field(factory=time.monotonic)
+    streams: StreamCount = attrs.field(factory=StreamCount)
 
     @property
     def capability(self) -> str:

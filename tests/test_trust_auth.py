@@ -71,7 +71,11 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
                      ("POST", f"/api/projects/{PID}/owner-import"), ("POST", f"/api/projects/{PID}/snapshots/delete"),
                      ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
                      ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
-                     ("POST", f"/api/projects/{PID}/compact")}
+                     ("POST", f"/api/projects/{PID}/compact"),
+                     ("POST", "/api/dashboard/ticket")}
+    # what only a person's browser session (cookie and CSRF token, never a token) may do
+    assert {(m, p) for m, p, access in every_route() if access is Access.SESSION_WRITE} == {
+        ("POST", "/api/dashboard/approve")}
 
 
 async def test_without_the_client_token_every_route_but_health_is_forbidden(daemon: Running) -> None:

@@ -1,0 +1,154 @@
+"""``dashboard`` (open the live page, signed in through a one-time link) and ``report --html`` (the static page)."""
+
+from __future__ import annotations
+
+import html
+import sys
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .options import json_option, repo_option
+from .output import emit_json, handles_errors
+
+OPEN_FILE = "dashboard-open.html"
+
+_OPENER = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="0;url={url}">
+<meta name="referrer" content="no-referrer">
+<title>coverage-mcp: opening the dashboard</title></head>
+<body><p>Opening the coverage-mcp dashboard… <a href="{url}" rel="noreferrer">continue</a>
+(this link works once, for {ttl} seconds).</p></body></html>
+"""
+
+
+def write_opener(home: Path, url: str, ttl: int) -> Path:
+    """The one-time link in a 0600 file of the 0700 home: the browser opens the file, not a URL on a command line."""
+    from coverage_daemon.secrets import private_home, write_private
+
+    path = private_home(home) / OPEN_FILE
+    write_private(path, _OPENER.format(url=html.escape(url, quote=True), ttl=ttl))
+    return path
+
+
+@click.command("dashboard")
+@click.option("--no-open", "no_open", is_flag=True,
+              help="Write the sign-in file and print its path without opening a browser.")
+@repo_option
+@json_option
+@handles_errors
+def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
+    """Open the dashboard of this repository in the browser, signed in through a one-time link.
+
+    Starts the daemon if none runs, asks it for a one-time sign-in link and
+    writes that link into a private file (0600, in the 0700 COVERAGE_MCP_HOME),
+    which the browser opens: the secret never appears on a command line. The
+    daemon exchanges the link, once and within two minutes, for an HttpOnly,
+    SameSite=Strict session cookie of this browser.
+
+    Example: coverage-mcp dashboard --repo ~/src/app
+    """
+    from coverage_core.config import Settings
+    from coverage_core.git import discover
+    from coverage_daemon.client import running_daemon
+    from coverage_daemon.identity import CAPABILITY_HEADER
+    from coverage_daemon.launcher import Launcher
+    from coverage_daemon.launcher import Settings as LaunchSettings
+
+    settings = Settings.from_env()
+    checkout = discover(Path(repo).absolute())
+    if running_daemon(settings) is None:
+        Launcher(LaunchSettings.from_env(), lambda message: None).connect()
+    found = running_daemon(settings)
+    if found is None:
+        raise click.ClickException("the daemon did not start; see `coverage-mcp status`")
+    client, meta = found
+    client.register(checkout.worktree_path)
+    answer = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: meta["capability"]})[1]
+    opener = write_opener(settings.home, answer["data"]["url"], answer["data"]["expires_in_s"])
+    opened = False
+    if not no_open:
+        opened = webbrowser.open(opener.as_uri())
+    if as_json:
+        emit_json({"open_file": str(opener), "opened": opened, "project_id": checkout.project_id,
+                   "expires_in_s": answer["data"]["expires_in_s"]})
+        return
+    if opened:
+        click.echo(f"opened the dashboard of {checkout.worktree_path} in your browser")
+    else:
+        click.echo(f"open this file in your browser (once, within {answer['data']['expires_in_s']} s): {opener.as_uri()}")
+
+
+@click.command("report")
+@click.option("--html", "directory", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to write the report into (its index.html).")
+@click.option("--current", help="Snapshot to show (default: the newest of the suite).")
+@click.option("--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current).")
+@click.option("--suite", help="Suite whose snapshots to show (default: the default suite).")
+@click.option("--composite", help="Composite snapshot to show (default: the newest).")
+@click.option("--composite-baseline", "composite_baseline",
+              help="Composite snapshot to compare with, or 'none' (default: the one stored before).")
+@repo_option
+@json_option
+@handles_errors
+def report_command(directory: Path, current: str | None, baseline: str | None, suite: str | None,
+                   composite: str | None, composite_baseline: str | None, repo: str, as_json: bool) -> None:
+    """Write the dashboard as a static, self-contained HTML report (for CI artifacts).
+
+    The same page as `coverage-mcp dashboard`, with its data embedded: it opens
+    from disk with no network and no daemon. Every number is the stored one
+    (`coverage-mcp snapshots`, `show`, `review change` show the same).
+
+    Example: coverage-mcp report --html coverage-report --baseline snap-0123abcd
+    """
+    from coverage_daemon import static_report
+    from coverage_daemon.client import open_project
+
+    with open_project(repo) as project:
+        chosen = {"current": current, "baseline": baseline, "suite": suite, "composite": composite,
+                  "composite_baseline": composite_baseline}
+        data, sources = _report_data(project, chosen)
+    out = static_report.write(directory, data, sources)
+    metrics = data["metrics"]
+    if as_json:
+        emit_json({"report": str(out), "project_id": data["project"]["project_id"],
+                   "current": (data["selection"]["current"] or {}).get("snapshot_id"),
+                   "baseline": (data["selection"]["baseline"] or {}).get("snapshot_id"),
+                   "metrics": metrics, "sources": len(sources)})
+        return
+    lines = (metrics["lines"]["current"] or {}).get("percent")
+    click.echo(f"wrote {out} (lines {lines if lines is not None else '—'}%)", file=sys.stdout)
+
+
+def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
+    from coverage_core.review import dashboard as projection
+    from coverage_daemon import static_report
+
+    if hasattr(project, "client"):  # the daemon holds the store: its read routes answer with the same projection
+        client = project.client
+        query = {"project": project.project_id, **chosen}
+        data = client.request("GET", "/api/dashboard", query=query)[1]["data"]
+        data.pop("projects", None)
+        data.pop("refresh_s", None)
+        snap = (data["selection"]["current"] or {}).get("snapshot_id")
+        sources = {}
+        for path in static_report.source_candidates(data) if snap else []:
+            sources[path] = client.request("GET", "/api/dashboard/file", query={
+                "project": project.project_id, "snapshot": snap, "file": path})[1]["data"]
+        data["run_logs"] = {run: client.request("GET", "/api/dashboard/run", query={
+            "project": project.project_id, "run": run})[1]["data"] for run in static_report.run_candidates(data)}
+        return data, sources
+    con = project.store.cursor()
+    try:
+        data = projection.dashboard(project, con, **chosen)
+        snap = (data["selection"]["current"] or {}).get("snapshot_id")
+        sources = {path: projection.file_source(project, con, snap, path)
+                   for path in (static_report.source_candidates(data) if snap else [])}
+        data["run_logs"] = {run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)}
+    finally:
+        con.close()
+    return data, sources

@@ -1,0 +1,501 @@
+"""The dashboard's one projection: everything the page shows of one project, bounded, in one answer.
+
+``dashboard(project, con, current=..., baseline=..., suite=...)`` is what
+``GET /api/dashboard`` answers and what ``coverage-mcp report --html`` embeds
+in its static page, so both show the same numbers. It reads only stored data
+through the same store reads and operations as every other surface (the
+snapshot totals ``coverage-mcp snapshots`` prints, the file counts of ``show``,
+the change review of ``review change``, the named tests of ``review tests``),
+with fixed bounds on every list:
+
+- ``selection``: the current and the baseline snapshot, chosen
+  independently (defaults: the newest snapshot of the suite, and the one
+  stored before it in the same format); ``baseline="none"`` compares nothing.
+- ``metrics``: lines, branches and functions of both, with the delta.
+- ``timeline``: the suite's snapshots over commits (at most ``MAX_TIMELINE``),
+  which are also the choices for current and baseline.
+- ``change``: lcov's twelve categories between the two, in plain words, with
+  the files and ranges of the change review.
+- ``files``: the current snapshot's files (at most ``MAX_FILES``) with their
+  change categories; ``file_source`` drills into one file's annotated lines.
+- ``tests``: named tests (at most ``MAX_TESTS``, those that hit the most
+  items first) and duplicate candidates.
+- ``composite``: composite production coverage, its current and baseline
+  composite snapshots chosen independently of the ordinary ones: the exact
+  percentage, the components, blocking reasons and remediation buckets.
+- ``runs``: managed runs, newest first (``run_logs`` reads one run's logs);
+  ``approvals``: commands waiting for a person's approval.
+- ``compaction``: the compaction inventory.
+
+``revision(con)`` is the cheap fingerprint the event stream compares: it
+changes whenever anything the projection shows was stored or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+
+from ..errors import CoverageError, ErrorCode
+from ..model import Snapshot
+from ..project import DEFAULT_SUITE, Project
+from .budget import MAX_BYTES, MAX_WORDS
+
+MAX_TIMELINE = 200
+MAX_FILES = 2000
+MAX_TESTS = 200
+MAX_DUPLICATES = 100
+MAX_RANGES = 500
+MAX_SOURCE_LINES = 20_000
+MAX_COMPOSITES = 50
+MAX_RUNS = 20
+MAX_PENDING = 50
+COUNTERS = ("lines", "branches", "functions")
+WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
+
+# lcov's differential categories, in the words the page shows (genhtml's meanings).
+CATEGORY_WORDS: dict[str, str] = {
+    "UNC": "new code, not covered",
+    "LBC": "covered before, not covered now",
+    "UIC": "unchanged code newly included, not covered",
+    "UBC": "unchanged code, still not covered",
+    "GBC": "unchanged code, covered now (was not)",
+    "GIC": "unchanged code newly included, covered",
+    "GNC": "new code, covered",
+    "CBC": "unchanged code, still covered",
+    "EUB": "not covered before, removed from the code",
+    "ECB": "covered before, removed from the code",
+    "DUB": "not covered before, deleted",
+    "DCB": "covered before, deleted",
+}
+
+# Queries whose answers change whenever something the dashboard shows does; a
+# table another build lacks is skipped (``revision`` tolerates it).
+REVISION_QUERIES: tuple[str, ...] = (
+    "SELECT count(*), coalesce(max(snap), 0) FROM snapshots",
+    # managed execution: registrations, decisions, and every run's state changes (one event each)
+    "SELECT count(*) FROM commands",
+    "SELECT count(*) FROM command_decisions",
+    "SELECT count(*) FROM run_events",
+    # compaction: payloads written and passes run
+    "SELECT count(*), coalesce(sum(payload_bytes), 0) FROM snapshot_payloads",
+    "SELECT count(*) FROM compaction_passes",
+    # composite coverage
+    "SELECT count(*) FROM composite_snapshots",
+)
+
+
+def revision(con: duckdb.DuckDBPyConnection) -> str:
+    """A short fingerprint of what is stored; equal answers mean nothing the dashboard shows changed."""
+    digest = hashlib.sha256()
+    for sql in REVISION_QUERIES:
+        try:
+            row = con.execute(sql).fetchone()
+        except duckdb.CatalogException:
+            row = None
+        digest.update(repr(row).encode())
+    return digest.hexdigest()[:16]
+
+
+def _percent(hit: int, found: int) -> float | None:
+    return None if not found else round(100.0 * hit / found, 2)
+
+
+def _counters(snap: Snapshot | None) -> dict[str, Any] | None:
+    if snap is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in COUNTERS:
+        counter = snap.totals.get(name)
+        if counter is None and name == "lines":
+            counter = snap.totals.get("statements")
+        out[name] = None if counter is None else {
+            "hit": counter.hit, "found": counter.found, "percent": _percent(counter.hit, counter.found)}
+    return out
+
+
+def _point(snap: Snapshot) -> dict[str, Any]:
+    return {
+        "snapshot_id": snap.snapshot_id,
+        "created_at": snap.created_at.isoformat(),
+        "commit": snap.commit,
+        "branch": snap.branch,
+        "dirty": snap.dirty,
+        "format": snap.format,
+        "scope": snap.scope,
+        "provenance": snap.provenance,
+        "files": snap.files,
+        "tests": snap.tests,
+        "totals": _counters(snap),
+    }
+
+
+def _made_by(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> dict[str, Any] | None:
+    """The managed run that produced ``snap`` (its run id, command, case arguments and execution
+    fingerprint), so a full run and a case-specific one are never shown alike; None for an import."""
+    row = con.execute("SELECT CAST(json_extract(metadata, '$.run') AS VARCHAR) FROM snapshots WHERE snapshot_id = ?",
+                      [snap.snapshot_id]).fetchone()
+    if row is None or row[0] is None:
+        return None
+    run = json.loads(row[0])
+    try:
+        found = con.execute("SELECT fingerprint FROM runs WHERE run_id = ?", [run.get("run_id")]).fetchone()
+    except duckdb.CatalogException:
+        found = None
+    return {"run_id": run.get("run_id"), "command_id": run.get("command_id"), "args": run.get("args") or [],
+            "fingerprint": found[0] if found else None}
+
+
+def _detail_source(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> str:
+    """Where a snapshot's detail lives: ``relational`` rows, or a ``compacted`` zstd payload."""
+    row = con.execute("SELECT count(*) FROM snapshot_payloads p JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?",
+                      [snap.snapshot_id]).fetchone()
+    return "compacted" if row and row[0] else "relational"
+
+
+def _selected(con: duckdb.DuckDBPyConnection, snap: Snapshot | None) -> dict[str, Any] | None:
+    if snap is None:
+        return None
+    return {**_point(snap), "run": _made_by(con, snap), "detail": _detail_source(con, snap)}
+
+
+def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
+    now, then = _counters(current), _counters(base)
+    out: dict[str, Any] = {}
+    for name in COUNTERS:
+        c = now.get(name) if now else None
+        b = then.get(name) if then else None
+        delta = None
+        if c and b and c["percent"] is not None and b["percent"] is not None:
+            delta = round(c["percent"] - b["percent"], 2)
+        out[name] = {"current": c, "baseline": b, "delta": delta}
+    return out
+
+
+def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, role: str) -> Snapshot:
+    try:
+        return project.store.snapshot(snapshot_id, con)
+    except CoverageError as error:
+        raise CoverageError(error.code, f"{role}: {error.message}", error.suggestion,
+                            {**error.details, "selection": role}) from None
+
+
+def _service_call(project: Project, con: duckdb.DuckDBPyConnection) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    # The service imports the review modules: import it when used.
+    from ..service import Service
+
+    service = Service(project)
+    return lambda args: service.call("coverage_review", args, con=con)["data"]
+
+
+def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot) -> Snapshot | None:
+    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline."""
+    row = con.execute(
+        """SELECT snapshot_id FROM snapshots
+           WHERE suite = ? AND format = ? AND snap < (SELECT snap FROM snapshots WHERE snapshot_id = ?)
+           ORDER BY snap DESC LIMIT 1""",
+        [current.suite, current.format, current.snapshot_id],
+    ).fetchone()
+    return None if row is None else project.store.snapshot(row[0], con)
+
+
+def _change(review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapshot, base: Snapshot) -> dict[str, Any]:
+    try:
+        data = review({"task": "change", "representation": "review", "limits": WHOLE,
+                       "measurement": {"snapshot_id": current.snapshot_id},
+                       "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}})
+    except CoverageError as error:
+        return {"available": False, "reason": error.message, "code": error.code.value}
+    ranges = data.get("ranges") or []
+    return {
+        "available": True,
+        "baseline_snapshot_id": base.snapshot_id,
+        "current_snapshot_id": current.snapshot_id,
+        "diff": data.get("diff"),
+        "categories": {kind: data.get(kind) for kind in ("categories", "branches", "functions")},
+        "patch": data.get("patch"),
+        "regression": data.get("regression"),
+        "files": data.get("files") or [],
+        "ranges": ranges[:MAX_RANGES],
+        "ranges_truncated": len(ranges) > MAX_RANGES or bool(data.get("ranges_truncated")),
+        "claim_status": data.get("claim_status"),
+        "reasons": data.get("reasons") or [],
+    }
+
+
+def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
+           change: dict[str, Any] | None) -> dict[str, Any]:
+    page = project.store.files(current.snapshot_id, limit=MAX_FILES, con=con)
+    categories = {f["path"]: f.get("lines") or {} for f in (change or {}).get("files", [])} if change else {}
+    rows = [{
+        "path": f.path,
+        "mapping": f.mapping,
+        "lines": {"hit": f.lines.hit, "found": f.lines.found},
+        "branches": {"hit": f.branches.hit, "found": f.branches.found},
+        "functions": {"hit": f.functions.hit, "found": f.functions.found},
+        "change": categories.get(f.path),
+    } for f in page.files]
+    return {"total": page.total, "truncated": page.total > len(rows), "rows": rows}
+
+
+def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[dict[str, Any]], dict[str, Any]],
+           current: Snapshot) -> dict[str, Any]:
+    snap = project.store.snap_key(current.snapshot_id, con)
+    # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
+    # a read of one row per test, never a scan of the observations.
+    rows = con.execute(
+        """SELECT n.name, coalesce(s.item_count, 0) AS items, s.dup_group
+           FROM test_names n LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
+           WHERE n.snap = ? ORDER BY items DESC, n.name LIMIT ?""",
+        [snap, MAX_TESTS + 1],
+    ).fetchall()
+    data = review({"task": "tests", "representation": "review", "limits": WHOLE,
+                   "measurement": {"snapshot_id": current.snapshot_id}})
+    duplicates = data.get("duplicates") or []
+    return {
+        "count": current.tests,
+        "status": data.get("status"),
+        "named": [{"name": r[0], "items": int(r[1])} for r in rows[:MAX_TESTS]],
+        "named_truncated": len(rows) > MAX_TESTS,
+        "duplicate_groups": data.get("duplicate_groups", 0),
+        "duplicates": duplicates[:MAX_DUPLICATES],
+        "duplicates_truncated": len(duplicates) > MAX_DUPLICATES or bool(data.get("duplicates_truncated")),
+    }
+
+
+def _composite_record(comp: Any) -> dict[str, Any]:
+    from ..composite.review import summary
+
+    return summary(comp)
+
+
+def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | None,
+               baseline: str | None) -> dict[str, Any]:
+    """Composite production coverage: the chosen composite snapshot (default: the newest) and its baseline
+    (default: the one stored before it, ``none`` for no comparison), chosen independently of the ordinary ones."""
+    from ..composite import store as composites
+
+    rows = con.execute(
+        "SELECT composite_id, created_at, commit_sha, status, totals FROM composite_snapshots "
+        "ORDER BY comp DESC LIMIT ?", [MAX_COMPOSITES + 1]).fetchall()
+    empty = "No composite snapshot yet: `coverage-mcp composite build --inventory F REPORT...` makes one."
+    if not rows and current is None:
+        return {"available": True, "current": None, "baseline": None, "choices": [], "items": [], "empty": empty}
+
+    def choice(row: tuple[Any, ...]) -> dict[str, Any]:
+        totals = json.loads(row[4]) if isinstance(row[4], str) else row[4]
+        combined = totals["combined"]
+        return {"composite_snapshot_id": row[0], "created_at": row[1].isoformat(), "commit": row[2],
+                "status": row[3], "percent": _percent(combined["hit"], combined["found"])}
+
+    try:
+        cur = composites.get(project.store, current, con) if current else composites.latest(project.store, con)
+        if baseline == "none" or cur is None:
+            base = None
+        elif baseline:
+            base = composites.get(project.store, baseline, con)
+        else:
+            row = con.execute(
+                "SELECT composite_id FROM composite_snapshots WHERE comp < "
+                "(SELECT comp FROM composite_snapshots WHERE composite_id = ?) ORDER BY comp DESC LIMIT 1",
+                [cur.composite_id]).fetchone()
+            base = composites.get(project.store, row[0], con) if row else None
+    except CoverageError as error:
+        raise CoverageError(error.code, f"composite: {error.message}", error.suggestion,
+                            {**error.details, "selection": "composite"}) from None
+    record = _composite_record(cur)
+    delta = None
+    if base is not None and cur.percent() is not None and base.percent() is not None:
+        delta = round(cur.percent() - base.percent(), 2)
+    return {
+        "available": True,
+        "current": record,
+        "baseline": _composite_record(base) if base is not None else None,
+        "delta": delta,
+        "choices": [choice(r) for r in rows[:MAX_COMPOSITES]],
+        "choices_truncated": len(rows) > MAX_COMPOSITES,
+        "items": [{"component": c["id"], "language": c["language"], "format": c["format"],
+                   "variants": ", ".join(c["variants"]), "hit": c["totals"]["combined"]["hit"],
+                   "found": c["totals"]["combined"]["found"],
+                   "percent": _percent(c["totals"]["combined"]["hit"], c["totals"]["combined"]["found"]),
+                   "measured": f"{c['measured']} of {c['entries']}"} for c in record["components"]],
+        "blocking": record["blocking"],
+        "blocking_total": record["blocking_total"],
+        "remediation": record["remediation"],
+        "empty": empty,
+    }
+
+
+def _unavailable(what: str) -> dict[str, Any]:
+    return {"available": False, "reason": f"{what} is not part of this build", "items": []}
+
+
+def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """Managed runs, newest first (``execution.registry.list_runs``); their logs are read on demand."""
+    from ..execution import registry
+
+    runs = registry.list_runs(project, limit=MAX_RUNS + 1)
+    items = [{"run_id": r["id"], "status": r["state"], "command_id": r["command_id"], "args": " ".join(r["args"]),
+              "queued_at": r["queued_at"], "started_at": r["started_at"], "finished_at": r["ended_at"],
+              "duration_ms": r["duration_ms"], "exit_code": r["exit_code"], "reason": r["reason"]}
+             for r in runs[:MAX_RUNS]]
+    return {"available": True, "items": items, "truncated": len(runs) > MAX_RUNS,
+            "empty": "No managed run yet: run_test (or `coverage-mcp run`) starts one of an approved command."}
+
+
+def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """Registered commands waiting for a person's approval (``execution.registry.list_commands``)."""
+    from ..execution import registry
+
+    pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
+    items = [{"command_id": c["id"], "name": c["name"], "argv": c["argv"], "cwd": c.get("cwd"),
+              "created_at": c.get("registered_at"), "timeout_s": c.get("timeout_s"), "env": c.get("env"),
+              "artifacts": c.get("artifacts"), "args_policy": c.get("args_policy")} for c in pending[:MAX_PENDING]]
+    return {"available": True, "items": items, "truncated": len(pending) > MAX_PENDING,
+            "empty": "No command waits for approval."}
+
+
+# The inventory costs tens of milliseconds on a large store (it plans a pass); it is kept per store while
+# the revision stays the same, for at most INVENTORY_TTL_S (eligibility also moves with time).
+INVENTORY_TTL_S = 30.0
+_INVENTORIES: dict[str, tuple[str, float, dict[str, Any]]] = {}
+_INVENTORIES_LOCK = threading.Lock()
+
+
+def _cached_inventory(project: Project, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    key, now = str(project.store.path), time.monotonic()
+    stamp = revision(con)
+    with _INVENTORIES_LOCK:
+        found = _INVENTORIES.get(key)
+    if found is not None and found[0] == stamp and now - found[1] < INVENTORY_TTL_S:
+        return found[2]
+    inventory = project.compaction_inventory(con)
+    with _INVENTORIES_LOCK:
+        if len(_INVENTORIES) >= 64:
+            _INVENTORIES.pop(next(iter(_INVENTORIES)))
+        _INVENTORIES[key] = (stamp, now, inventory)
+    return inventory
+
+
+def _compaction(project: Project, con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+    """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
+    before and after, what the policy would compact next and what it protects, the last pass."""
+    inventory = _cached_inventory(project, con)
+    compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
+    items = [
+        {"kind": "relational snapshots (detail rows, every query direct)", "count": inventory["relational"],
+         "bytes": None, "detail_bytes": None},
+        {"kind": "compacted snapshots (zstd payloads, restored on first query)", "count": compacted,
+         "bytes": payload, "detail_bytes": detail},
+        {"kind": "eligible for the next pass", "count": inventory["eligible"], "bytes": None, "detail_bytes": None},
+        {"kind": "protected (the newest of its suite, or in use by a run)", "count": inventory["protected"],
+         "bytes": None, "detail_bytes": None},
+    ]
+    return {"available": True, "items": items, "policy": inventory["policy"], "last_pass": inventory["last_pass"],
+            "inconsistent": inventory["inconsistent"][:MAX_PENDING],
+            "ratio": round(detail / payload, 2) if payload else None}
+
+
+# Sections other parts of coverage-mcp fill in: name -> fn(project, con, current) -> section.
+# Each answers {"available": bool, ...}; registered here so the projection names them all.
+SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | None], dict[str, Any]]] = {
+    "runs": _runs,
+    "approvals": _approvals,
+    "compaction": _compaction,
+}
+
+
+def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str | None = None,
+              baseline: str | None = None, suite: str | None = None, composite: str | None = None,
+              composite_baseline: str | None = None) -> dict[str, Any]:
+    """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
+    ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
+    the default suite, else the newest snapshot's); ``composite``/``composite_baseline``: composite
+    snapshot ids, chosen independently (default: the newest and the one before it)."""
+    started = time.perf_counter()
+    state = project.state()
+    checkout = project.checkout
+    cur = _snapshot(project, con, current, "current") if current else None
+    if cur is not None and suite is not None and cur.suite != suite:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
+                            f"current snapshot {cur.snapshot_id} is of suite {cur.suite!r}, not {suite!r}",
+                            "Drop suite, or pick a snapshot of that suite.")
+    if cur is None:
+        chosen = suite or DEFAULT_SUITE
+        cur = project.store.latest(chosen, con)
+        if cur is None and suite is None:
+            cur = project.store.latest(None, con)
+    suite_name = cur.suite if cur is not None else (suite or DEFAULT_SUITE)
+    if baseline == "none" or cur is None:
+        base = None
+    elif baseline:
+        base = _snapshot(project, con, baseline, "baseline")
+    else:
+        base = _previous(project, con, cur)
+    suites = [r[0] for r in con.execute(
+        "SELECT suite FROM snapshots GROUP BY suite ORDER BY max(snap) DESC LIMIT 50").fetchall()]
+    points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
+    review = _service_call(project, con)
+    change = _change(review, cur, base) if cur is not None and base is not None else None
+    data: dict[str, Any] = {
+        "project": {
+            "project_id": checkout.project_id,
+            "repo_key": checkout.repo_key,
+            "checkout_path": str(checkout.worktree_path),
+            "worktree": checkout.worktree_name,
+            "head": state.head,
+            "branch": state.branch,
+            "dirty": state.dirty,
+        },
+        "revision": revision(con),
+        "suite": suite_name,
+        "suites": suites,
+        "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
+        "metrics": _metrics(cur, base),
+        "timeline": {"points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
+                     "truncated": len(points) > MAX_TIMELINE},
+        "change": change,
+        "files": _files(project, con, cur, change) if cur is not None else None,
+        "tests": _tests(project, con, review, cur) if cur is not None else None,
+        "category_words": CATEGORY_WORDS,
+    }
+    for name, section in SECTIONS.items():
+        data[name] = section(project, con, cur)
+    data["composite"] = _composite(project, con, composite, composite_baseline)
+    data["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    return data
+
+
+def run_logs(project: Project, con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """One run's status and the first page of its logs (``run_review``), for the runs view."""
+    from ..service import Service
+
+    service = Service(project)
+    status = service.call("run_review", {"run_id": run_id, "view": "status"}, con=con)["data"]["run"]
+    logs = service.call("run_review", {"run_id": run_id, "view": "logs"}, con=con)
+    return {"run_id": run_id, "run": status, "logs": logs["data"].get("logs"), "text": logs["data"].get("text", []),
+            "more": bool((logs.get("page") or {}).get("next_cursor"))}
+
+
+def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str) -> dict[str, Any]:
+    """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
+    review = _service_call(project, con)
+    snap = _snapshot(project, con, snapshot_id, "snapshot")
+    args = {"task": "source", "representation": "review", "limits": WHOLE, "file": path,
+            "measurement": {"snapshot_id": snap.snapshot_id}, "lines": f"1-{MAX_SOURCE_LINES}"}
+    try:
+        data = review(args)
+    except CoverageError as error:
+        if error.details.get("file_lines") != 0:
+            raise
+        data = {"ranges": [], "commit": error.details.get("commit")}  # an empty file: no line to show
+    lines = [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
+    return {"snapshot_id": snap.snapshot_id, "file": path, "commit": data.get("commit"), "lines": lines,
+            "truncated": bool(data.get("lines_truncated")), "claim_status": data.get("claim_status"),
+            "reasons": data.get("reasons") or []}

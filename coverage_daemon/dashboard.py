@@ -1,0 +1,317 @@
+"""The dashboard's HTTP side: the page, its assets, the session it signs in with, its data and events.
+
+The page (``static/``) is plain HTML, CSS and JavaScript shipped in the
+package, served at ``/`` under its own Content-Security-Policy: scripts,
+styles and connections from this daemon only, no inline script. It reads one
+bounded projection, ``GET /api/dashboard`` (``coverage_core.review.dashboard``),
+and listens to ``GET /api/dashboard/events``: every
+``COVERAGE_MCP_DASHBOARD_REFRESH_S`` seconds the server compares the project's
+revision and sends a ``refresh`` event only when it changed. The page keeps
+that stream open only while its tab is visible and never polls.
+
+Signing in (``auth.BrowserSessions``): ``POST /api/dashboard/ticket`` (admin:
+the CLI) mints a one-time ticket; ``GET /session?ticket=...`` redeems it for
+an HttpOnly, SameSite=Strict cookie and sends the browser on to ``/``.
+``POST /api/dashboard/approve`` also needs the session's CSRF token: it is
+how a person approves a pending command from the page (recorded ``via
+dashboard``); no token and no MCP call can reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import html
+import json
+import time
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.review import dashboard as projection
+
+from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
+from .projects import Target
+from .state import DAEMON, json_response
+
+PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+# How often an open stream looks whether its connection or the daemon has gone, and how long one
+# stream lasts: then the browser reconnects by itself (``retry``), its session checked again.
+STREAM_TICK_S = 0.25
+STREAM_MAX_S = 3600.0
+STREAM_RETRY_MS = 2000
+_ID = "0123456789abcdef"
+# What the page's address and GET /api/dashboard select: the project, ordinary and composite snapshots.
+SELECTION = frozenset({"project", "suite", "current", "baseline", "composite", "composite_baseline"})
+
+
+@cache
+def asset_text(name: str) -> str:
+    return resources.files("coverage_daemon").joinpath("static", name).read_text("utf-8")
+
+
+def _page_headers() -> dict[str, str]:
+    return {"Content-Security-Policy": PAGE_CSP}
+
+
+# -- signing in -------------------------------------------------------------------------------
+
+def dashboard_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+async def mint_ticket(request: web.Request) -> web.Response:
+    """POST /api/dashboard/ticket (admin): a one-time sign-in link for ``coverage-mcp dashboard``."""
+    if request.query:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
+    daemon = request.app[DAEMON]
+    ticket = daemon.authorizer.sessions.mint_ticket()
+    url = f"{dashboard_url(daemon.settings.host, daemon.port)}/session?ticket={ticket}"
+    return json_response({"data": {"url": url, "expires_in_s": int(TICKET_TTL_S)}}, 201)
+
+
+_SIGNED_IN = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
+<link rel="icon" href="data:,"><title>coverage-mcp: signed in</title></head>
+<body><p>Signed in. <a href="/">Open the dashboard</a>.</p></body></html>
+"""
+
+
+async def start_session(request: web.Request) -> web.Response:
+    """GET /session?ticket=...: spend the ticket, set the session cookie, go on to the page.
+
+    A page that refreshes to ``/`` rather than a redirect: a SameSite=Strict
+    cookie is not sent on a redirect that a file:// page started, and is on a
+    navigation this origin starts.
+    """
+    if set(request.query) - {"ticket"} or len(request.query.getall("ticket", [])) > 1:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "GET /session takes one ticket parameter",
+                            "Open the link `coverage-mcp dashboard` wrote, unchanged.")
+    cookie, _csrf = request.app[DAEMON].authorizer.sessions.redeem(request.query.get("ticket"))
+    response = web.Response(text=_SIGNED_IN, content_type="text/html", charset="utf-8", headers=_page_headers())
+    response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="Strict", path="/",
+                        max_age=int(SESSION_TTL_S))
+    return response
+
+
+# -- the page ---------------------------------------------------------------------------------
+
+async def page(request: web.Request) -> web.Response:
+    """GET /: the dashboard page, with this session's CSRF token for its writes."""
+    _no_query(request, allowed=SELECTION)
+    csrf = request.app[DAEMON].authorizer.sessions.session_of(request) or ""
+    text = asset_text("index.html").replace("{{csrf}}", html.escape(csrf, quote=True))
+    return web.Response(text=text, content_type="text/html", charset="utf-8", headers=_page_headers())
+
+
+async def asset(request: web.Request) -> web.Response:
+    _no_query(request)
+    name = request.path.lstrip("/")
+    return web.Response(text=asset_text(name), content_type=ASSETS[name], charset="utf-8",
+                        headers=_page_headers())
+
+
+def _no_query(request: web.Request, allowed: frozenset[str] = frozenset()) -> None:
+    unknown = set(request.query) - allowed
+    if unknown:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+                            f"Allowed here: {', '.join(sorted(allowed)) or 'none'}.")
+    for key in request.query:
+        if len(request.query.getall(key)) > 1:
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"query parameter {key!r} is given more than once",
+                                "Give each parameter once.")
+
+
+# -- the data ---------------------------------------------------------------------------------
+
+def _text(request: web.Request, key: str, limit: int = 4096) -> str | None:
+    value = request.query.get(key)
+    if value is None or value == "":
+        return None
+    if len(value) > limit or "\x00" in value:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{key} is not a valid value",
+                            f"Pass {key} as the page does (at most {limit} characters).", {"argument": key})
+    return value
+
+
+async def _project_id(request: web.Request) -> str:
+    """The ``project`` parameter, or the project most recently used when there is none."""
+    daemon = request.app[DAEMON]
+    wanted = _text(request, "project", 16)
+    if wanted is not None:
+        if len(wanted) != 16 or any(c not in _ID for c in wanted):
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"project {wanted!r} is not a project id",
+                                "Pass a 16-hex-digit id from the dashboard's project list.", {"argument": "project"})
+        return wanted
+    records = await daemon.projects.run(daemon.registry.all)
+    if not records:
+        raise CoverageError(ErrorCode.NOT_FOUND, "no project is known to this daemon yet",
+                            "Import a report (`coverage-mcp ingest REPORT` in a checkout), then reload.")
+    return max(records, key=lambda r: r.last_seen).project_id
+
+
+async def _projects(request: web.Request) -> list[dict[str, Any]]:
+    daemon = request.app[DAEMON]
+    records = await daemon.projects.run(daemon.registry.all)
+    return [{"project_id": r.project_id, "checkout_path": r.checkout_path} for r in records][:200]
+
+
+async def data(request: web.Request) -> web.Response:
+    """GET /api/dashboard?project=&suite=&current=&baseline=&composite=&composite_baseline=: the one bounded
+    projection."""
+    _no_query(request, SELECTION)
+    project_id = await _project_id(request)
+    chosen = {key: _text(request, key, 200) for key in SELECTION - {"project"}}
+
+    def read(project: Any, con: Any) -> dict[str, Any]:
+        return projection.dashboard(project, con, **chosen)
+
+    body = await request.app[DAEMON].projects.read(Target(project_id=project_id), read)
+    body["projects"] = await _projects(request)
+    body["refresh_s"] = request.app[DAEMON].settings.dashboard_refresh_s
+    return json_response({"data": body})
+
+
+async def file_source(request: web.Request) -> web.Response:
+    """GET /api/dashboard/file?project=&snapshot=&file=: one file's annotated lines (the drill-down)."""
+    _no_query(request, frozenset({"project", "snapshot", "file"}))
+    project_id = await _project_id(request)
+    snapshot, path = _text(request, "snapshot", 200), _text(request, "file")
+    if snapshot is None or path is None:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "snapshot and file are required",
+                            "Pass snapshot=snap-... and file=<repository-relative path>.")
+    body = await request.app[DAEMON].projects.read(
+        Target(project_id=project_id), lambda project, con: projection.file_source(project, con, snapshot, path))
+    return json_response({"data": body})
+
+
+async def run_logs(request: web.Request) -> web.Response:
+    """GET /api/dashboard/run?project=&run=: one run's status and the first page of its logs."""
+    _no_query(request, frozenset({"project", "run"}))
+    project_id = await _project_id(request)
+    run_id = _text(request, "run", 64)
+    if run_id is None:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "run is required", "Pass run=run-... from the runs view.")
+    body = await request.app[DAEMON].projects.read(
+        Target(project_id=project_id), lambda project, con: projection.run_logs(project, con, run_id))
+    return json_response({"data": body})
+
+
+# -- the event stream -------------------------------------------------------------------------
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """GET /api/dashboard/events?project=: ``revision`` once, then ``refresh`` whenever it changes."""
+    _no_query(request, frozenset({"project"}))
+    daemon = request.app[DAEMON]
+    project_id = await _project_id(request)
+    target = Target(project_id=project_id)
+
+    async def current() -> str:
+        return await daemon.projects.read(target, lambda _project, con: projection.revision(con))
+
+    seen = await current()
+    streams = daemon.streams
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
+    await response.prepare(request)
+    streams.open += 1
+    try:
+        await response.write(f"retry: {STREAM_RETRY_MS}\n".encode()
+                             + _event("revision", {"project_id": project_id, "revision": seen}))
+        next_check = time.monotonic() + daemon.settings.dashboard_refresh_s
+        ends = time.monotonic() + STREAM_MAX_S
+        while not daemon.stop.is_set() and time.monotonic() < ends:
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            try:
+                await asyncio.wait_for(daemon.stop.wait(), STREAM_TICK_S)
+                break
+            except TimeoutError:
+                pass
+            if time.monotonic() < next_check:
+                continue
+            next_check = time.monotonic() + daemon.settings.dashboard_refresh_s
+            daemon.touch()  # a visible dashboard is a user of the daemon
+            now = await current()
+            if now != seen:
+                seen = now
+                await response.write(_event("refresh", {"project_id": project_id, "revision": now}))
+            else:
+                await response.write(b": unchanged\n\n")
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        streams.open -= 1
+        streams.closed += 1
+    return response
+
+
+def _event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+# -- approvals --------------------------------------------------------------------------------
+
+async def approve(request: web.Request) -> web.Response:
+    """POST /api/dashboard/approve {project, command_id}: a person approves a pending command.
+
+    Reached only with the session cookie and its CSRF token (``Access.SESSION_WRITE``):
+    the client token and the MCP surface can never approve.
+    """
+    if request.query:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
+    body = await _json_body(request)
+    project_id, command_id = body.get("project"), body.get("command_id")
+    if not (isinstance(project_id, str) and len(project_id) == 16 and all(c in _ID for c in project_id)
+            and isinstance(command_id, str) and 0 < len(command_id) <= 200):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send {\"project\": <project id>, \"command_id\": <id>}",
+                            "The dashboard's Approve button sends exactly this.")
+    result = await approve_command(request, project_id, command_id, getpass.getuser())
+    return json_response({"data": result})
+
+
+async def approve_command(request: web.Request, project_id: str, command_id: str, who: str) -> dict[str, Any]:
+    """A person's approval, recorded with who and ``via dashboard`` (``execution.registry.approve``)."""
+    from coverage_core.execution import registry
+
+    projects = request.app[DAEMON].projects
+    _, project = await projects.resolve(Target(project_id=project_id))
+    return await projects.run(lambda: registry.approve(project, command_id, approved_by=who, via="dashboard"))
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send Content-Type: application/json")
+    if (request.content_length or 0) > 4096:
+        raise web.HTTPRequestEntityTooLarge(max_size=4096, actual_size=request.content_length or 0)
+    raw = await request.content.read(4097)
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body is not valid JSON",
+                            "Send one JSON object.") from None
+    if not isinstance(body, dict):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body must be a JSON object",
+                            "Send one JSON object.")
+    return body
+
+
+__all__ = [
+    "CSRF_HEADER",
+    "PAGE_CSP",
+    "approve",
+    "asset",
+    "data",
+    "events",
+    "file_source",
+    "mint_ticket",
+    "page",
+    "run_logs",
+    "start_session",
+]

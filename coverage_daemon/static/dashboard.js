@@ -1,0 +1,525 @@
+// coverage-mcp dashboard: one projection (GET /api/dashboard), refreshed by server-sent events while visible.
+// The same script runs the static report (`coverage-mcp report --html`), whose data is embedded in the page.
+"use strict";
+(function () {
+  const SVG = "http://www.w3.org/2000/svg";
+  const COUNTERS = ["lines", "branches", "functions"];
+  const CATEGORY_ORDER = ["UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB"];
+  const BAD = new Set(["UNC", "LBC", "UIC"]);
+  const GOOD = new Set(["GBC", "GIC", "GNC"]);
+  const embedded = document.getElementById("dashboard-data");
+  const staticData = embedded ? JSON.parse(embedded.textContent) : null;
+  const params = new URLSearchParams(window.location.search);
+  const state = {
+    project: params.get("project") || "", suite: params.get("suite") || "",
+    current: params.get("current") || "", baseline: params.get("baseline") || "",
+    composite: params.get("composite") || "", composite_baseline: params.get("composite_baseline") || "",
+  };
+  let data = null;
+  let stream = null;
+  let sortKey = "path";
+  let sortDir = 1;
+  // Tests and benchmarks read these; nothing else does.
+  const stats = window.__dashboard = { loads: 0, renders: 0, streamsOpened: 0, streamsClosed: 0, events: 0 };
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    return node;
+  }
+  function byId(id) { return document.getElementById(id); }
+  function fill(id, ...children) {
+    const node = byId(id);
+    node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+    return node;
+  }
+  function pct(value) { return value === null || value === undefined ? "—" : value.toFixed(2) + "%"; }
+  function ratio(hit, found) { return found ? (100 * hit / found) : null; }
+  function short(sha) { return sha ? sha.slice(0, 10) : "no commit"; }
+  function when(iso) { return iso ? iso.replace("T", " ").slice(0, 19) : ""; }
+  function status(text) { byId("status").textContent = text; }
+  function note(text) { return el("p", { class: "note", text }); }
+
+  // -- loading --------------------------------------------------------------------------------
+  function query() {
+    const q = new URLSearchParams();
+    for (const key of ["project", "suite", "current", "baseline", "composite", "composite_baseline"]) if (state[key]) q.set(key, state[key]);
+    return q;
+  }
+  async function load() {
+    if (staticData) { render(staticData); return; }
+    stats.loads += 1;
+    let response;
+    try {
+      response = await fetch("/api/dashboard?" + query().toString(), { credentials: "same-origin", headers: { Accept: "application/json" } });
+    } catch (error) { status("The daemon did not answer: " + error.message); return; }
+    const body = await response.json().catch(() => null);
+    if (!response.ok) {
+      const error = body && body.error;
+      status(error ? error.message + ". " + error.suggestion : "Error " + response.status);
+      return;
+    }
+    render(body.data);
+    syncStream();
+  }
+  function choose(key, value) {
+    state[key] = value;
+    if (key === "project") { state.suite = ""; state.current = ""; state.baseline = ""; }
+    if (key === "project") { state.composite = ""; state.composite_baseline = ""; }
+    if (key === "suite") { state.current = ""; state.baseline = ""; }
+    if (key === "composite" && state.composite_baseline === value) state.composite_baseline = "";
+    if (key === "current" && state.baseline === value) state.baseline = "";
+    if (!staticData) {
+      window.history.replaceState(null, "", "?" + query().toString());
+      closeStream();
+      load();
+    }
+  }
+
+  // -- the event stream: open only while the tab is visible -----------------------------------
+  function openStream() {
+    if (staticData || stream || !data || document.visibilityState !== "visible") return;
+    stream = new EventSource("/api/dashboard/events?project=" + encodeURIComponent(data.project.project_id));
+    stats.streamsOpened += 1;
+    stream.addEventListener("refresh", () => { stats.events += 1; load(); });
+    // Sent first on every (re)connection: what was stored meanwhile is loaded once.
+    stream.addEventListener("revision", (event) => {
+      if (data && JSON.parse(event.data).revision !== data.revision) { stats.events += 1; load(); }
+    });
+    stream.addEventListener("error", () => status(stream && stream.readyState === 2 ? "Disconnected" : "Reconnecting…"));
+    stream.addEventListener("open", () => status("Live: updates as coverage is stored"));
+  }
+  function closeStream() {
+    if (!stream) return;
+    stream.close();
+    stream = null;
+    stats.streamsClosed += 1;
+  }
+  function syncStream() {
+    if (document.visibilityState === "visible") openStream(); else closeStream();
+  }
+  document.addEventListener("visibilitychange", () => {
+    if (staticData) return;
+    if (document.visibilityState === "visible") { load(); } else { closeStream(); status("Paused while the tab is hidden"); }
+  });
+
+  // -- rendering ------------------------------------------------------------------------------
+  function render(d) {
+    data = d;
+    state.project = d.project.project_id;
+    renderPickers(d);
+    const p = d.project;
+    const measured = (side, point) => {
+      if (!point) return "";
+      const how = point.run ? "run " + point.run.run_id + " of " + point.run.command_id +
+        (point.run.args.length ? " with " + point.run.args.join(" ") : " (full)") +
+        (point.run.fingerprint ? ", fingerprint " + point.run.fingerprint.slice(0, 12) : "") : "imported " + point.format;
+      return " · " + side + ": " + how + (point.scope === "subset" ? ", a subset of the tests" : "") +
+        (point.detail === "compacted" ? ", detail compacted" : "");
+    };
+    byId("where").textContent = p.checkout_path + " · " + (p.branch || "detached") + " @ " + short(p.head) +
+      (p.dirty ? " (uncommitted changes)" : "") + measured("current", d.selection.current) +
+      measured("baseline", d.selection.baseline);
+    renderMetrics(d);
+    renderTimeline(d);
+    renderChange(d);
+    renderFiles(d);
+    renderTests(d);
+    renderRuns(d.runs);
+    renderApprovals(d.approvals);
+    renderCompaction(d.compaction);
+    renderComposite(d.composite);
+    stats.renders += 1;
+    if (stats.firstRenderMs === undefined) stats.firstRenderMs = performance.now();  // from navigation start
+    document.body.dataset.revision = d.revision;
+    document.body.dataset.ready = "true";
+    if (staticData) status("Static report, generated " + when(d.generated_at || ""));
+    else if (!stream) status("Loaded");
+  }
+
+  function options(select, items, selected) {
+    select.replaceChildren(...items.map(([value, label]) => {
+      const option = el("option", { value, text: label });
+      if (value === selected) option.selected = true;
+      return option;
+    }));
+  }
+  function snapLabel(point) {
+    const t = point.totals && point.totals.lines;
+    return short(point.commit) + " · " + when(point.created_at).slice(0, 16) + (t ? " · " + pct(t.percent) : "") +
+      " · " + point.snapshot_id.slice(5, 13);
+  }
+  function renderPickers(d) {
+    const projects = d.projects || [{ project_id: d.project.project_id, checkout_path: d.project.checkout_path }];
+    options(byId("pick-project"), projects.map((p) => [p.project_id, p.checkout_path]), d.project.project_id);
+    options(byId("pick-suite"), (d.suites.length ? d.suites : [d.suite]).map((s) => [s, s]), d.suite);
+    const points = d.timeline.points.slice().reverse();
+    const cur = d.selection.current, base = d.selection.baseline;
+    options(byId("pick-current"), points.map((p) => [p.snapshot_id, snapLabel(p)]), cur ? cur.snapshot_id : "");
+    options(byId("pick-baseline"), [["none", "none (no comparison)"], ...points.map((p) => [p.snapshot_id, snapLabel(p)])],
+      base ? base.snapshot_id : "none");
+    for (const select of document.querySelectorAll("#pickers select")) select.disabled = !!staticData;
+  }
+
+  function renderMetrics(d) {
+    for (const name of COUNTERS) {
+      const card = byId("metric-" + name);
+      const m = d.metrics[name];
+      const c = m.current;
+      card.querySelector(".percent").textContent = c ? pct(c.percent) : "—";
+      card.querySelector(".counts").textContent = c ? c.hit + " of " + c.found + " covered" : "not measured";
+      const delta = card.querySelector(".delta");
+      delta.classList.remove("up", "down");
+      if (m.delta === null || m.delta === undefined) {
+        delta.textContent = d.selection.baseline ? "no delta" : "no baseline";
+      } else {
+        delta.textContent = (m.delta > 0 ? "+" : m.delta < 0 ? "−" : "±") + Math.abs(m.delta).toFixed(2) +
+          " points vs baseline (" + pct(m.baseline.percent) + ")";
+        delta.classList.add(m.delta > 0 ? "up" : m.delta < 0 ? "down" : "same");
+      }
+    }
+  }
+
+  function renderTimeline(d) {
+    const points = d.timeline.points;
+    const box = byId("timeline-chart");
+    if (!points.length) { box.replaceChildren(note("No snapshot of this suite yet.")); return; }
+    const W = 1180, H = 220, L = 44, R = 12, T = 10, B = 28;
+    const x = (i) => L + (points.length === 1 ? (W - L - R) / 2 : i * (W - L - R) / (points.length - 1));
+    const y = (v) => T + (100 - v) * (H - T - B) / 100;
+    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title" });
+    chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length + " snapshots, oldest to newest"));
+    for (const v of [0, 25, 50, 75, 100]) {
+      chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      chart.append(svg("text", { x: 4, y: y(v) + 4 }, v + "%"));
+    }
+    const cur = d.selection.current && d.selection.current.snapshot_id;
+    const base = d.selection.baseline && d.selection.baseline.snapshot_id;
+    points.forEach((p, i) => {
+      if (p.snapshot_id === cur || p.snapshot_id === base) {
+        chart.append(svg("line", { class: "marker", x1: x(i), x2: x(i), y1: T, y2: H - B }));
+        const right = x(i) > W - 90;
+        chart.append(svg("text", { x: right ? x(i) - 4 : x(i) + 4, y: T + 12, "text-anchor": right ? "end" : "start" },
+          p.snapshot_id === cur ? "current" : "baseline"));
+      }
+    });
+    for (const name of COUNTERS) {
+      const coords = [];
+      points.forEach((p, i) => {
+        const t = p.totals && p.totals[name];
+        if (t && t.percent !== null) coords.push([x(i), y(t.percent), p, t]);
+      });
+      if (!coords.length) continue;
+      chart.append(svg("polyline", { class: "s-" + name, points: coords.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
+      for (const [cx, cy, p, t] of coords) {
+        const label = name + " " + pct(t.percent) + " at " + short(p.commit) + " (" + when(p.created_at) + ")";
+        const point = svg("circle", { class: "s-" + name, cx: cx.toFixed(1), cy: cy.toFixed(1), r: 4 }, svg("title", {}, label));
+        if (name === "lines" && !staticData) {  // one stop per snapshot for the keyboard: pick it as current
+          point.setAttribute("tabindex", "0");
+          point.setAttribute("role", "button");
+          point.setAttribute("aria-label", label + ": show this snapshot");
+          point.addEventListener("click", () => choose("current", p.snapshot_id));
+          point.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); choose("current", p.snapshot_id); } });
+        }
+        chart.append(point);
+      }
+    }
+    const first = points[0], last = points[points.length - 1];
+    chart.append(svg("text", { x: L, y: H - 4 }, short(first.commit)));
+    chart.append(svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }, short(last.commit)));
+    box.replaceChildren(chart, el("p", { class: "legend" },
+      el("span", { class: "l-lines", text: "lines" }), el("span", { class: "l-branches", text: "branches" }),
+      el("span", { class: "l-functions", text: "functions" }),
+      d.timeline.truncated ? el("span", { text: "(newest " + points.length + " snapshots)" }) : null));
+  }
+
+  function renderChange(d) {
+    const c = d.change;
+    if (!d.selection.baseline) { fill("change-body", note("Pick a baseline to see what changed.")); return; }
+    if (!c || !c.available) { fill("change-body", note("No change review: " + (c ? c.reason : "no baseline") + ".")); return; }
+    const words = d.category_words;
+    const rows = CATEGORY_ORDER.map((code) => {
+      const counts = COUNTERS.map((n) => (c.categories[n === "lines" ? "categories" : n] || {})[code] || 0);
+      const cls = BAD.has(code) ? "cat-bad" : GOOD.has(code) ? "cat-good" : "";
+      return el("tr", { id: "category-" + code },
+        el("td", {}, el("abbr", { title: code, class: cls, text: words[code] })),
+        el("td", { class: "muted", text: code }),
+        ...counts.map((v) => el("td", { class: "num", text: v })));
+    });
+    const patch = c.patch || { hit: 0, found: 0 };
+    const diff = c.diff || {};
+    const summary = el("p", { id: "change-summary" },
+      "Patch coverage: ", el("strong", { id: "patch-coverage", text: patch.found ? pct(ratio(patch.hit, patch.found)) : "no new lines" }),
+      patch.found ? " (" + patch.hit + " of " + patch.found + " new lines covered)" : "",
+      " · " + (diff.files_changed || 0) + " files changed, +" + (diff.lines_added || 0) + " −" + (diff.lines_removed || 0) + " lines",
+      c.regression && c.regression.status !== "none" ? " · regression: " + c.regression.lines + " lines" : "");
+    const table = el("table", { "aria-label": "lcov categories" },
+      el("thead", {}, el("tr", {}, el("th", { text: "What happened" }), el("th", { text: "lcov" }),
+        ...COUNTERS.map((n) => el("th", { class: "num", text: n })))),
+      el("tbody", {}, rows));
+    const files = el("table", { "aria-label": "Changed files" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Changed file" }), el("th", { text: "Status" }), el("th", { text: "Lines by category" }), el("th", { class: "num", text: "Patch" }))),
+      el("tbody", {}, c.files.slice(0, 200).map((f) => el("tr", {},
+        el("td", {}, el("button", { class: "link", type: "button", text: f.path, onclick: () => showSource(f.path) })),
+        el("td", { text: f.status || "" }),
+        el("td", { text: Object.entries(f.lines || {}).map(([k, v]) => words[k] + ": " + v).join("; ") }),
+        el("td", { class: "num", text: f.patch && f.patch.found ? f.patch.hit + "/" + f.patch.found : "" })))));
+    const reasons = (c.reasons || []).map((r) => note(r));
+    fill("change-body", summary, reasons, el("div", { class: "two" }, table, c.files.length ? files : note("No file changed.")));
+  }
+
+  function fileValue(f, key) {
+    if (key === "path") return f.path;
+    const [counter, part] = key.split(".");
+    const c = f[counter];
+    if (part === "missed") return c.found - c.hit;
+    const value = ratio(c.hit, c.found);
+    return value === null ? -1 : value;
+  }
+  function counterCell(c) {
+    return el("td", { class: "num", text: c.found ? pct(ratio(c.hit, c.found)) + " (" + c.hit + "/" + c.found + ")" : "—" });
+  }
+  function sortFiles(key) {
+    sortDir = key === sortKey ? -sortDir : 1;
+    sortKey = key;
+    renderFiles(data);
+    byId("files-table").querySelector('th button[data-sort="' + key + '"]').focus();  // keep the keyboard's place
+  }
+  function renderFiles(d) {
+    const files = d.files;
+    if (!files) { fill("files-body", note("No snapshot yet.")); return; }
+    const rows = files.rows.slice().sort((a, b) => {
+      const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
+      return (va < vb ? -1 : va > vb ? 1 : a.path < b.path ? -1 : 1) * sortDir;
+    });
+    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"]];
+    const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
+      el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
+        class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
+      }, el("button", { type: "button", "data-sort": key, text: label, onclick: () => sortFiles(key) }))),
+      el("th", { text: "Change" }))),
+      el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
+        el("td", {}, el("button", { class: "link", type: "button", text: f.path, onclick: () => showSource(f.path) })),
+        counterCell(f.lines),
+        el("td", { class: "num", text: f.lines.found - f.lines.hit }),
+        counterCell(f.branches),
+        counterCell(f.functions),
+        el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
+    fill("files-body", table, files.truncated ? note("Showing " + files.rows.length + " of " + files.total + " files.") : null);
+  }
+
+  async function showSource(path) {
+    const box = byId("source");
+    box.hidden = false;
+    box.replaceChildren(el("header", {}, el("strong", { text: path }), el("span", { class: "muted", text: "loading…" })));
+    let source = null;
+    if (staticData) {
+      source = (staticData.sources || {})[path] || null;
+    } else {
+      const q = new URLSearchParams({ project: data.project.project_id, snapshot: data.selection.current.snapshot_id, file: path });
+      const response = await fetch("/api/dashboard/file?" + q.toString(), { credentials: "same-origin" });
+      const body = await response.json().catch(() => null);
+      source = response.ok && body ? body.data : null;
+      if (!source && body && body.error) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note(body.error.message)); return; }
+    }
+    if (!source) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } });
+    const pre = el("pre", { tabindex: "0", "aria-label": "Annotated source of " + path },
+      source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status },
+        el("span", { class: "no", text: line.line }), line.text)));
+    box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
+      el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }), close),
+      pre, ...(source.reasons || []).map((r) => note(r)));
+    box.scrollIntoView({ block: "nearest" });
+    close.focus();
+  }
+
+  function renderTests(d) {
+    const t = d.tests;
+    if (!t) { fill("tests-body", note("No snapshot yet.")); return; }
+    if (!t.count) { fill("tests-body", note("This snapshot has no named tests (per-test contexts or LCOV TN: sections).")); return; }
+    const named = el("table", { id: "tests-table", "aria-label": "Named tests" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Test" }),
+        el("th", { class: "num" }, el("abbr", { title: "lines, branches and functions the test hit", text: "Items hit" })))),
+      el("tbody", {}, t.named.map((n) => el("tr", {}, el("td", { text: n.name }), el("td", { class: "num", text: n.items })))));
+    const dups = t.duplicates.length ? el("ul", { id: "duplicates" }, t.duplicates.map((g) => el("li", { text: JSON.stringify(g) })))
+      : note("No duplicate candidates: no two tests cover exactly the same items.");
+    fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests · " + t.duplicate_groups + " groups of duplicate candidates" }),
+      el("div", { class: "two" }, el("div", { class: "scroll" }, named), el("div", {}, el("h3", { text: "Duplicate candidates" }), dups)));
+  }
+
+  function generic(section, id, columns) {
+    if (!section) { fill(id, note("Not available.")); return false; }
+    if (!section.available) { fill(id, note(section.reason || "Not available.")); return false; }
+    if (!section.items || !section.items.length) { fill(id, note(section.empty || "Nothing here.")); return false; }
+    fill(id, el("table", {}, el("thead", {}, el("tr", {}, columns.map(([, label]) => el("th", { text: label })))),
+      el("tbody", {}, section.items.map((item) => el("tr", {}, columns.map(([key]) => el("td", { text: item[key] === undefined || item[key] === null ? "" : String(item[key]) })))))));
+    return true;
+  }
+  function renderRuns(section) {
+    if (!section || !section.available || !section.items || !section.items.length) { generic(section, "runs-body", []); return; }
+    const table = el("table", { id: "runs-table", "aria-label": "Managed runs" },
+      el("thead", {}, el("tr", {}, ["Run", "State", "Command", "Arguments", "Started", "Took", "Exit", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, section.items.map((r) => el("tr", { "data-run": r.run_id },
+        el("td", {}, el("code", { text: r.run_id })), el("td", { text: r.status + (r.reason ? " (" + r.reason + ")" : "") }),
+        el("td", {}, el("code", { text: r.command_id })), el("td", { text: r.args }),
+        el("td", { text: when(r.started_at || r.queued_at || "") }),
+        el("td", { class: "num", text: r.duration_ms === null || r.duration_ms === undefined ? "" : (r.duration_ms / 1000).toFixed(1) + " s" }),
+        el("td", { class: "num", text: r.exit_code === null || r.exit_code === undefined ? "" : r.exit_code }),
+        el("td", {}, el("button", { type: "button", class: "link", text: "Log", onclick: () => showLog(r.run_id) }))))));
+    fill("runs-body", table, section.truncated ? note("The newest " + section.items.length + " runs.") : null,
+      el("div", { id: "run-log", class: "source", hidden: true }));
+  }
+  async function showLog(runId) {
+    const box = byId("run-log");
+    box.hidden = false;
+    let body = null;
+    if (staticData) {
+      body = (staticData.run_logs || {})[runId] || null;
+    } else {
+      const q = new URLSearchParams({ project: data.project.project_id, run: runId });
+      const response = await fetch("/api/dashboard/run?" + q.toString(), { credentials: "same-origin" });
+      const answer = await response.json().catch(() => null);
+      body = response.ok && answer ? answer.data : null;
+    }
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } });
+    if (!body) { box.replaceChildren(el("header", {}, el("strong", { text: runId }), close), note("This log is not available here.")); return; }
+    const text = body.text.map((part) => (body.text.length > 1 ? "── " + part.stream + " ──\n" : "") + part.text).join("\n");
+    box.replaceChildren(...[el("header", {}, el("strong", { id: "run-log-id", text: runId + " · " + body.run.state }), close),
+      el("pre", { id: "run-log-text", tabindex: "0", "aria-label": "Output of " + runId, text: text || "(no output)" }),
+      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
+    close.focus();
+  }
+  function renderApprovals(section) {
+    if (!section || !section.available || !section.items || !section.items.length) {
+      generic(section, "approvals-body", []);
+      return;
+    }
+    fill("approvals-body", el("table", { id: "approvals-table", "aria-label": "Commands waiting for approval" },
+      el("thead", {}, el("tr", {}, ["Command", "Runs", "In", "Writes", "Registered", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, section.items.map((item) => el("tr", { "data-command": item.command_id },
+        el("td", {}, el("strong", { text: item.name || item.command_id }), el("br"), el("code", { class: "muted", text: item.command_id })),
+        el("td", {}, el("code", { text: item.argv.join(" ") }),
+          item.env && Object.keys(item.env).length ? el("div", { class: "muted", text: "env: " + Object.keys(item.env).join(", ") }) : null,
+          item.args_policy === "selectors" ? el("div", { class: "muted", text: "may append test selectors" }) : null),
+        el("td", { text: (item.cwd || ".") + (item.timeout_s ? " · " + item.timeout_s + " s" : "") }),
+        el("td", { text: (item.artifacts || []).map((a) => a.path + " → " + a.suite).join(", ") }),
+        el("td", { text: when(item.created_at || "") }),
+        el("td", {}, staticData ? el("span", { class: "muted", text: "approve from the live dashboard" })
+          : el("button", { type: "button", class: "approve", text: "Approve", onclick: (event) => approve(item.command_id, event.target) })))))));
+  }
+  async function approve(commandId, button) {
+    button.disabled = true;
+    const token = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
+    const response = await fetch("/api/dashboard/approve", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "x-coverage-mcp-csrf": token },
+      body: JSON.stringify({ project: data.project.project_id, command_id: commandId }),
+    });
+    const body = await response.json().catch(() => null);
+    if (!response.ok) {
+      button.disabled = false;
+      status(body && body.error ? "Not approved: " + body.error.message : "Not approved (" + response.status + ")");
+      return;
+    }
+    status("Approved " + commandId);
+    load();
+  }
+  function bytes(n) {
+    if (n === null || n === undefined) return "";
+    return n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B";
+  }
+  function renderCompaction(section) {
+    if (!generic(section, "compaction-body", [["kind", "What"], ["count", "Snapshots"], ["size", "Stored"], ["detail", "Before"]])) return;
+    const body = byId("compaction-body");
+    const table = body.querySelector("table");
+    table.id = "compaction-table";
+    table.querySelectorAll("tbody tr").forEach((tr, i) => {
+      const item = section.items[i];
+      tr.children[2].textContent = bytes(item.bytes);
+      tr.children[3].textContent = item.detail_bytes ? bytes(item.detail_bytes) + " of detail rows" : "";
+    });
+    const policy = section.policy || {};
+    const last = section.last_pass;
+    body.append(
+      note("Policy: " + Object.entries(policy).map(([k, v]) => k.replace(/_/g, " ") + " " + v).join(", ") +
+        (section.ratio ? " · compacted detail is " + section.ratio + "× smaller" : "")),
+      note(last ? "Last pass " + when(last.finished_at) + " (" + last.trigger + "): " + last.compacted + " compacted, " +
+        last.left + " left" : "No compaction pass yet."),
+      section.inconsistent && section.inconsistent.length
+        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""));
+  }
+  function compositeLabel(c) {
+    return c.composite_snapshot_id.slice(5, 13) + " · " + short(c.commit) + " · " + when(c.created_at).slice(0, 16) +
+      " · " + pct(c.percent) + " · " + c.status;
+  }
+  function renderComposite(section) {
+    if (!section || !section.available) { generic(section, "composite-body", []); return; }
+    const cur = section.current;
+    if (!cur) { fill("composite-body", note(section.empty)); return; }
+    const base = section.baseline;
+    const choices = section.choices.map((c) => [c.composite_snapshot_id, compositeLabel(c)]);
+    const pickCur = el("select", { id: "pick-composite", disabled: !!staticData });
+    options(pickCur, choices, cur.composite_snapshot_id);
+    pickCur.addEventListener("change", (event) => choose("composite", event.target.value));
+    const pickBase = el("select", { id: "pick-composite-baseline", disabled: !!staticData });
+    options(pickBase, [["none", "none (no comparison)"], ...choices], base ? base.composite_snapshot_id : "none");
+    pickBase.addEventListener("change", (event) => choose("composite_baseline", event.target.value));
+    const combined = cur.totals.combined;
+    const delta = section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
+      : (section.delta > 0 ? "+" : section.delta < 0 ? "−" : "±") + Math.abs(section.delta).toFixed(2) +
+        " points vs baseline (" + pct(base.percent) + ")";
+    const headline = el("div", { class: "card composite-card", id: "composite-headline" },
+      el("h3", { text: "Production regions, all components" }),
+      el("p", { class: "percent", text: pct(cur.percent) }),
+      el("p", { class: "counts", text: combined.hit + " of " + combined.found + " covered · " + cur.status +
+        (cur.denominator_known ? "" : " · denominator unknown") }),
+      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta }));
+    const components = el("table", { id: "composite-components", "aria-label": "Components" },
+      el("thead", {}, el("tr", {}, ["Component", "Language", "Format", "Variants", "Coverage", "Measured entries"].map((h, i) =>
+        el("th", { class: i === 4 ? "num" : "", text: h })))),
+      el("tbody", {}, section.items.map((c) => el("tr", { "data-component": c.component },
+        el("td", { text: c.component }), el("td", { text: c.language }), el("td", { text: c.format }),
+        el("td", { text: c.variants }),
+        el("td", { class: "num", text: c.found ? pct(c.percent) + " (" + c.hit + "/" + c.found + ")" : "—" }),
+        el("td", { text: c.measured })))));
+    const blocking = section.blocking.length
+      ? el("ul", { id: "composite-blocking" }, section.blocking.map((b) => el("li", {},
+          el("strong", { text: b.component + (b.variant && b.variant !== "default" ? ":" + b.variant : "") + " " }),
+          (b.logical_source_id || "") + ": " + b.reason + (b.detail ? " (" + b.detail + ")" : ""))))
+      : note("Nothing blocks: every inventory entry has usable evidence.");
+    const buckets = Object.entries(section.remediation || {}).filter(([, items]) => items.length).map(([bucket, items]) =>
+      el("li", {}, el("strong", { text: bucket + ": " }), items.map((i) =>
+        [i.component, i.variant, i.logical_source_id || (i.examples || []).join(", ")].filter(Boolean).join(" ") +
+        (i.uncovered !== undefined ? " (" + i.uncovered + " of " + i.found + " uncovered)" : "") +
+        (i.reason ? " (" + i.reason + ")" : "")).join("; ")));
+    fill("composite-body",
+      el("div", { class: "pickers composite-pickers" },
+        el("label", {}, "Composite ", pickCur), el("label", {}, "Composite baseline ", pickBase)),
+      el("div", { class: "two" }, headline, el("div", {},
+        el("h3", { text: "Blocking reasons" + (section.blocking_total > section.blocking.length ? " (first " + section.blocking.length + " of " + section.blocking_total + ")" : "") }),
+        blocking, buckets.length ? el("h3", { text: "What to do next" }) : null, buckets.length ? el("ul", {}, buckets) : null)),
+      components);
+  }
+
+  // -- wiring ---------------------------------------------------------------------------------
+  const pickers = { "pick-project": "project", "pick-suite": "suite", "pick-current": "current", "pick-baseline": "baseline" };
+  for (const [id, key] of Object.entries(pickers)) byId(id).addEventListener("change", (event) => choose(key, event.target.value));
+  load();
+})();
