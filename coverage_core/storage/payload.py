@@ -9,6 +9,11 @@ second bytes...), which zstd compresses far better than whole values. Text
 columns are a dictionary of their distinct values (int64 end offsets and
 UTF-8 bytes) plus integer codes; blob columns are offsets and bytes. No
 pickle, no JSON per row: decoding is ``np.frombuffer`` and array arithmetic.
+Rows keep their stored order, except the named-test observations, which no
+reader takes in any order of theirs: they are stored by (file, kind, line,
+item, test), where one line's hits under successive tests sit side by side
+(on the SQLite snapshot this alone takes a third off the payload). The frame
+is compressed at ``ZSTD_LEVEL``.
 
 The store may sit in a folder anyone could have committed to, so decoding
 trusts nothing: the frame's size is capped before it is decompressed, the
@@ -30,7 +35,7 @@ from ..errors import CoverageError, ErrorCode
 
 FORMAT_VERSION = 1
 MAGIC = b"CMCPAYL1"
-ZSTD_LEVEL = 9
+ZSTD_LEVEL = 17  # 9 left the SQLite snapshot near 10x; 19 gains ~5% more at twice the time
 
 # The detail tables a payload holds, each with its columns (``snap`` is implied)
 # and their kind: a NumPy dtype for numbers, "text" for VARCHAR, "blob" for BLOB.
@@ -54,6 +59,9 @@ KEPT = ("snapshot_totals", "files", "uncovered_ranges", "uncovered_targets", "te
 
 Columns = dict[str, np.ndarray]
 
+# Tables whose rows a payload stores in its own order (``_regrouped``): no reader depends on theirs.
+REGROUPED = ("test_observations",)
+
 
 def _corrupt(why: str) -> CoverageError:
     return CoverageError(
@@ -61,6 +69,17 @@ def _corrupt(why: str) -> CoverageError:
         "The snapshot's detail cannot be restored; its totals and summaries still answer. Delete the "
         "snapshot (`coverage-mcp snapshots rm ID`) and re-import its report if you still need its detail.",
         {"reason": "payload_damaged"},
+    )
+
+
+def _newer(version: Any) -> CoverageError:
+    return CoverageError(
+        ErrorCode.STORE_UNAVAILABLE,
+        f"a compacted snapshot's payload is in format {version!r}; this version of coverage-mcp reads format "
+        f"{FORMAT_VERSION}",
+        "Upgrade coverage-mcp to the version that compacted this store; its totals and summaries still answer.",
+        {"reason": "payload_format", "format_version": version if isinstance(version, int) else None,
+         "supported": FORMAT_VERSION},
     )
 
 
@@ -109,16 +128,29 @@ def _strings(items: list[bytes]) -> list[bytes]:
     return [ends.astype("<i8").tobytes(), b"".join(items)]
 
 
-def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
+def _regrouped(data: Columns) -> Columns:
+    """Named-test observations in (file, kind, line, item, test) order.
+
+    Every reader of observations aggregates them (or orders them itself), so their order carries
+    no meaning; in this one the key columns are long runs and one line's hits under successive
+    tests sit side by side, which roughly halves what zstd keeps of them."""
+    order = np.lexsort([np.asarray(data[c]) for c in ("test_id", "item", "line", "kind", "file_id")])
+    return {c: np.asarray(v)[order] for c, v in data.items()}
+
+
+def encode(tables: dict[str, Columns], *, level: int | None = None) -> tuple[bytes, int, int]:
     """(zstd frame, uncompressed bytes, rows) of the detail ``tables`` (every table of ``DETAIL``).
 
     Integer columns are narrowed, optionally delta-coded and byte-shuffled; text columns are a
-    dictionary (its distinct values) and the narrowed codes; blobs are offsets and bytes."""
+    dictionary (its distinct values) and the narrowed codes; blobs are offsets and bytes. The rows
+    keep their order, except the named-test observations (``_regrouped``)."""
     header: dict[str, Any] = {"v": FORMAT_VERSION, "tables": {}}
     chunks: list[bytes] = []
     rows = 0
     for table, columns in DETAIL.items():
         data = tables[table]
+        if table in REGROUPED:
+            data = _regrouped(data)
         n = len(data[columns[0][0]]) if columns else 0
         rows += n
         spec = []
@@ -141,7 +173,8 @@ def encode(tables: dict[str, Columns]) -> tuple[bytes, int, int]:
         header["tables"][table] = {"rows": n, "columns": spec}
     head = json.dumps(header, separators=(",", ":")).encode()
     raw = b"".join([MAGIC, struct.pack("<I", len(head)), head, *chunks])
-    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True).compress(raw)
+    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL if level is None else level,
+                                     write_content_size=True).compress(raw)
     return frame, len(raw), rows
 
 
@@ -170,8 +203,8 @@ def _decode_numbers(view: memoryview, pos: int, size: int, how: Any, n: int, kin
 
 def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -> dict[str, Columns]:
     """The detail tables of a payload frame (``only``: just these, the others' bytes still checked);
-    ``store_unavailable`` (payload_damaged) when it is not one. ``max_bytes`` caps the decompressed size
-    (the payload row's recorded detail bytes)."""
+    ``store_unavailable`` (payload_damaged) when it is not one, (payload_format) when a newer version wrote
+    it. ``max_bytes`` caps the decompressed size (the payload row's recorded detail bytes)."""
     wanted = set(DETAIL if only is None else only)
     try:
         raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=max_bytes)
@@ -187,7 +220,11 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
     except (ValueError, TypeError, KeyError):
         raise _corrupt("unreadable header") from None
     pos += head_len
-    if header.get("v") != FORMAT_VERSION or not isinstance(tables, dict) or set(tables) != set(DETAIL):
+    if not isinstance(header, dict) or not isinstance(header.get("v"), int) or isinstance(header["v"], bool):
+        raise _corrupt("unexpected header")
+    if header["v"] != FORMAT_VERSION:
+        raise _newer(header["v"])
+    if not isinstance(tables, dict) or set(tables) != set(DETAIL):
         raise _corrupt("unexpected header")
     view = memoryview(raw)
     out: dict[str, Columns] = {}
