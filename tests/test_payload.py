@@ -315,3 +315,78 @@ def test_mismatched_column_lengths_are_refused_when_encoding() -> None:
     tables["lines"]["hits"] = tables["lines"]["hits"][:-1]
     with pytest.raises(ValueError, match="lines.hits"):
         payload.encode(tables)
+
+
+# -- run-length columns (format 2) and format 1 ------------------------------------------------------
+
+def _observed(n_lines: int = 400, n_tests: int = 30) -> dict[str, dict[str, np.ndarray]]:
+    """Observations as a suite leaves them: every test over the same lines, so the key columns are runs."""
+    tables = _empty()
+    lines = np.arange(1, n_lines + 1, dtype=np.int32)
+    tables["test_observations"] = {
+        "test_id": np.repeat(np.arange(n_tests, dtype=np.int32), n_lines),
+        "file_id": np.zeros(n_lines * n_tests, np.int32),
+        "kind": np.zeros(n_lines * n_tests, np.int8),
+        "line": np.tile(lines, n_tests),
+        "item": np.zeros(n_lines * n_tests, np.int32),
+        "hits": np.tile(np.where(lines % 7 == 0, 2**35, 1), n_tests).astype(np.int64),
+    }
+    return tables
+
+
+def _header(frame: bytes) -> dict[str, Any]:
+    raw = zstandard.ZstdDecompressor().decompress(frame)
+    (head_len,) = struct.unpack_from("<I", raw, len(payload.MAGIC))
+    return json.loads(raw[len(payload.MAGIC) + 4:len(payload.MAGIC) + 4 + head_len])
+
+
+def test_sorted_key_columns_are_stored_as_runs_and_come_back_whole() -> None:
+    tables = _observed()
+    frame, size, _rows = payload.encode(tables)
+    header = _header(frame)
+    assert header["v"] == payload.FORMAT_VERSION == 2
+    assert _column(header, "test_observations", "line")[2][0] == "r"
+    _assert_same(payload.decode(frame, max_bytes=size), tables)
+
+
+def _runs_to(count: int) -> Callable[[dict[str, Any]], None]:
+    def edit(header: dict[str, Any]) -> None:
+        _column(header, "test_observations", "line")[2][1] = count
+    return edit
+
+
+def test_runs_that_do_not_cover_the_rows_are_refused() -> None:
+    def frame_with(edit: Callable[[dict[str, Any]], None]) -> tuple[bytes, int]:
+        frame, size, _rows = payload.encode(_observed())
+        raw = zstandard.ZstdDecompressor().decompress(frame)
+        header = _header(frame)
+        edit(header)
+        start = len(payload.MAGIC) + 4 + struct.unpack_from("<I", raw, len(payload.MAGIC))[0]
+        head = json.dumps(header, separators=(",", ":")).encode()
+        out = payload.MAGIC + struct.pack("<I", len(head)) + head + raw[start:]
+        return zstandard.ZstdCompressor().compress(out), len(out) + 64
+
+    runs = _column(_header(payload.encode(_observed())[0]), "test_observations", "line")[2][1]
+    for edit in (_runs_to(runs + 1), _runs_to(-1), _runs_to(10**9), _runs_to(0)):
+        error = _refused(*frame_with(edit))
+        assert error.details["reason"] == "payload_damaged"
+        assert "test_observations.line" in error.message
+
+
+def test_a_format_1_payload_still_reads_and_may_not_hold_runs() -> None:
+    tables = _hostile_tables()  # too short for runs: a valid format 1 frame once labelled so
+
+    def one(header: dict[str, Any]) -> None:
+        header["v"] = 1
+
+    frame, size = _frame_with(one)
+    _assert_same(payload.decode(frame, max_bytes=size), tables)
+    frame, size, _rows = payload.encode(_observed())
+    raw = zstandard.ZstdDecompressor().decompress(frame)
+    header = _header(frame)
+    header["v"] = 1
+    start = len(payload.MAGIC) + 4 + struct.unpack_from("<I", raw, len(payload.MAGIC))[0]
+    head = json.dumps(header, separators=(",", ":")).encode()
+    out = payload.MAGIC + struct.pack("<I", len(head)) + head + raw[start:]
+    error = _refused(zstandard.ZstdCompressor().compress(out), len(out) + 64)
+    assert error.details["reason"] == "payload_damaged"
