@@ -58,8 +58,7 @@ def _installed(con: duckdb.DuckDBPyConnection) -> bool:
 
 def _install(con: duckdb.DuckDBPyConnection) -> None:
     _run(con, "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, tbl VARCHAR, row_count BIGINT, "
-              "used DOUBLE)")
-    _define(con, DETAIL)
+              "used DOUBLE)")  # a table's view appears with its first restored rows (``_define``)
 
 
 def _registered(table: str, snap: int) -> str:
