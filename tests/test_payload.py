@@ -367,10 +367,33 @@ def test_runs_that_do_not_cover_the_rows_are_refused() -> None:
         return zstandard.ZstdCompressor().compress(out), len(out) + 64
 
     runs = _column(_header(payload.encode(_observed())[0]), "test_observations", "line")[2][1]
+    assert runs == 400  # the 400 lines, each a run of the 30 tests
     for edit in (_runs_to(runs + 1), _runs_to(-1), _runs_to(10**9), _runs_to(0)):
         error = _refused(*frame_with(edit))
         assert error.details["reason"] == "payload_damaged"
         assert "test_observations.line" in error.message
+
+
+def test_run_lengths_that_wrap_around_to_the_row_count_are_refused() -> None:
+    tables = _empty()
+    tables["lines"] = {"file_id": np.zeros(200, np.int32), "line": np.arange(200, dtype=np.int32),
+                       "hits": np.repeat(np.arange(4, dtype=np.int64), 50)}
+    frame, size, _rows = payload.encode(tables)
+    raw = zstandard.ZstdDecompressor().decompress(frame)
+    header = _header(frame)
+    spec = _column(header, "lines", "hits")
+    assert spec[2][0] == "r" and spec[2][1] == 4
+    start = len(payload.MAGIC) + 4 + struct.unpack_from("<I", raw, len(payload.MAGIC))[0]
+    body = bytearray(raw[start:])
+    # Four runs of about 2**62 rows each: their int64 sum wraps around to 200 (8-byte lengths, shuffled).
+    lengths = np.array([2**62, 2**62, 2**62, 2**62 + 200], dtype="<i8")
+    at = _offset(header, "lines", "hits") + spec[3][0]
+    body[at:at + spec[3][1]] = np.ascontiguousarray(lengths.view(np.uint8).reshape(-1, 8).T).tobytes()
+    spec[2][4], spec[3][1] = 8, 32
+    head = json.dumps(header, separators=(",", ":")).encode()
+    bad = payload.MAGIC + struct.pack("<I", len(head)) + head + bytes(body)
+    error = _refused(zstandard.ZstdCompressor().compress(bad), len(bad) + 64)
+    assert "bad runs of lines.hits" in error.message
 
 
 def test_a_format_1_payload_still_reads_and_may_not_hold_runs() -> None:

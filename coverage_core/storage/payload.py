@@ -157,7 +157,7 @@ def _regrouped(data: Columns) -> Columns:
 
     Every reader of observations aggregates them (or orders them itself), so their order carries
     no meaning; in this one the key columns are long runs and one line's hits under successive
-    tests sit side by side, which roughly halves what zstd keeps of them."""
+    tests sit side by side (a third less payload on the SQLite snapshot)."""
     order = np.lexsort([np.asarray(data[c]) for c in ("test_id", "item", "line", "kind", "file_id")])
     return {c: np.asarray(v)[order] for c, v in data.items()}
 
@@ -230,7 +230,7 @@ def _decode_runs(view: memoryview, pos: int, sizes: list[int], how: list[Any], n
         raise _corrupt(f"bad runs of {where}")
     values = _decode_numbers(view, pos, sizes[0], how[2:4], how[1], "<i8", where)
     lengths = _decode_numbers(view, pos + sizes[0], sizes[1], ["p", how[4]], how[1], "<i8", where)
-    if how[1] and (lengths.min() < 1 or int(lengths.sum()) != n) or (not how[1] and n):
+    if how[1] and (lengths.min() < 1 or lengths.max() > n or int(lengths.sum()) != n) or (not how[1] and n):
         raise _corrupt(f"bad runs of {where}")
     return np.repeat(values, lengths).astype(kind, copy=False)
 
