@@ -2,33 +2,45 @@
 
 On a read connection that meets a compacted snapshot, each detail table name
 (``lines``, ``branches``, ...) becomes a TEMP VIEW: the store's own table
-UNION ALL a TEMP table of restored rows. DuckDB resolves an unqualified name
+UNION ALL, per restored snapshot, a scan of its decoded NumPy columns
+registered on that connection (``_restored_<table>_<snap>``, with the
+snapshot's key a constant of the view, so a filter on ``snap`` skips the other
+snapshots' arrays without reading them). DuckDB resolves an unqualified name
 to the temp catalog first, so every query of the review tasks, the gate and
-file detail runs unchanged over any mix of relational and compacted snapshots,
-and a filter on ``snap`` reaches both sides. The temp objects belong to that
-connection alone (a pooled connection keeps them for the next request); the
-store's own write connection never gets them.
+file detail runs unchanged over any mix of relational and compacted
+snapshots. Restoring is decoding: no rows are copied into a table. The temp
+objects belong to that connection alone (a pooled connection keeps them for
+the next request); the store's own write connection never gets them.
 
 ``_restored`` lists what a connection holds, by snapshot id: a snapshot key
 reused after a deletion is purged before it can mix with another snapshot's
 rows. Past ``MAX_RESTORED_ROWS`` the least recently used snapshots are
-dropped (never one the current request asked for).
+dropped (never one the current request asked for). A table asked for brings
+the snapshot's other tables along (but ``ON_DEMAND``), so one answer
+decompresses a payload once. Several snapshots asked
+for at once (a comparison's two sides) are decoded in parallel threads (zstd
+and NumPy release the GIL).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
-import numpy as np
 
-from .payload import DETAIL, decode
+from .payload import DETAIL, Columns, decode
 
 MAX_RESTORED_ROWS = 6_000_000
+# Restored only when asked for; a snapshot's other tables come along with any one asked for, decoded
+# from the one decompression (they are small beside its lines, and each answer reads several).
+ON_DEMAND = ("test_observations",)
 # Decompressed frames are capped at this multiple of the recorded detail size (and this floor).
 _SLACK = 1.01
 _FLOOR = 1 << 20
+# The SQL type of each column kind of ``DETAIL`` (the restored arrays are cast to the table's types).
+_SQL = {"<i1": "TINYINT", "<i2": "SMALLINT", "<i4": "INTEGER", "<i8": "BIGINT", "text": "VARCHAR", "blob": "BLOB"}
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> list[tuple]:
@@ -45,21 +57,39 @@ def _installed(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _install(con: duckdb.DuckDBPyConnection) -> None:
-    db = _run(con, "SELECT current_database()")[0][0].replace('"', '""')
     _run(con, "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, tbl VARCHAR, row_count BIGINT, "
-              "used DOUBLE)")
-    for table in DETAIL:
-        _run(con, f'CREATE TEMP TABLE _restored_{table} AS SELECT * FROM "{db}".main.{table} LIMIT 0')
-        _run(con, f'CREATE TEMP VIEW {table} AS SELECT * FROM "{db}".main.{table} '
-                  f"UNION ALL SELECT * FROM temp.main._restored_{table}")
+              "used DOUBLE)")  # a table's view appears with its first restored rows (``_define``)
+
+
+def _registered(table: str, snap: int) -> str:
+    return f"_restored_{table}_{int(snap)}"
+
+
+def _define(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
+    """(Re)define the temp views of ``tables``: the store's rows and every restored snapshot holding rows."""
+    db = _run(con, "SELECT current_database()")[0][0].replace('"', '""')
+    tables = list(tables)
+    held = _run(con, "SELECT tbl, list(snap ORDER BY snap) FROM temp.main._restored "
+                     "WHERE row_count > 0 AND list_contains(?, tbl) GROUP BY tbl", [tables])
+    snaps = dict(held)
+    for table in tables:
+        names = ", ".join(c for c, _k in DETAIL[table])
+        parts = [f'SELECT snap, {names} FROM "{db}".main.{table}']
+        cast = ", ".join(f"{c}::{_SQL[k]} AS {c}" for c, k in DETAIL[table])
+        parts += [f"SELECT {int(s)}::INTEGER AS snap, {cast} FROM {_registered(table, s)}"
+                  for s in snaps.get(table, [])]
+        _run(con, f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))
 
 
 def _drop(con: duckdb.DuckDBPyConnection, snaps: list[int], tables: Iterable[str] = DETAIL) -> None:
     tables = list(tables)
-    for table in tables:
-        _run(con, f"DELETE FROM temp.main._restored_{table} WHERE list_contains(?, snap)", [snaps])
+    held = _run(con, "SELECT snap, tbl FROM temp.main._restored WHERE list_contains(?, snap) AND "
+                     "list_contains(?, tbl) AND row_count > 0", [snaps, tables])
     _run(con, "DELETE FROM temp.main._restored WHERE list_contains(?, snap) AND list_contains(?, tbl)",
          [snaps, tables])
+    _define(con, sorted({t for _s, t in held}))
+    for snap, table in held:
+        con.unregister(_registered(table, snap))
 
 
 def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: dict[int, str],
@@ -84,37 +114,44 @@ def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: di
     now = time.time()
     if have:
         _run(con, "UPDATE temp.main._restored SET used = ? WHERE list_contains(?, snap)", [now, sorted(todo)])
-    restored = False
-    for snap, snapshot_id in todo.items():
-        need = [t for t in names if (snap, t) not in have]
-        if need:
-            _restore_one(con, snap, snapshot_id, need, now)
-            have.update((snap, t) for t in need)
-            restored = True
-    if restored:
+    jobs = {}
+    for snap in todo:
+        if any((snap, t) not in have for t in names):  # with the rest that is cheap: one decompression
+            jobs[snap] = [t for t in DETAIL if (snap, t) not in have and (t in names or t not in ON_DEMAND)]
+    if jobs:
+        _restore(con, jobs, todo, now)
+        have.update((s, t) for s, need in jobs.items() for t in need)
         _evict(con, set(wanted))
     return {(s, t) for s in wanted for t in DETAIL if s not in todo} | have
 
 
-def _restore_one(con: duckdb.DuckDBPyConnection, snap: int, snapshot_id: str, tables: list[str],
-                 now: float) -> None:
-    found = _run(con, "SELECT payload, detail_bytes FROM snapshot_payloads WHERE snap = ?", [snap])
-    if not found:  # compacted and deleted since: nothing to restore, no rows either
-        return
-    frame, detail = found[0]
-    decoded = decode(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)), only=tables)
-    for table, columns in decoded.items():
-        n = len(next(iter(columns.values())))
-        if n:
-            name = f"_restore_{table}"
-            cols = {"snap": np.full(n, snap, dtype=np.int32), **columns}
-            con.register(name, cols)
-            try:
-                _run(con, f"INSERT INTO temp.main._restored_{table} ({', '.join(cols)}) "
-                          f"SELECT {', '.join(cols)} FROM {name}")
-            finally:
-                con.unregister(name)
-        _run(con, "INSERT INTO temp.main._restored VALUES (?, ?, ?, ?, ?)", [snap, snapshot_id, table, n, now])
+def _restore(con: duckdb.DuckDBPyConnection, jobs: dict[int, list[str]], ids: dict[int, str],
+             now: float) -> None:
+    """Decode the ``jobs`` (snap -> tables) from their payloads (in parallel when several) and register them."""
+    found = {int(s): (f, d) for s, f, d in _run(
+        con, "SELECT snap, payload, detail_bytes FROM snapshot_payloads WHERE list_contains(?, snap)", [list(jobs)])}
+    # A snapshot compacted and deleted since has no payload: nothing to restore, no rows either.
+    work = [(snap, need) for snap, need in jobs.items() if snap in found]
+
+    def one(job: tuple[int, list[str]]) -> dict[str, Columns]:
+        frame, detail = found[job[0]]
+        return decode(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)), only=job[1])
+
+    if len(work) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(work), 4), thread_name_prefix="restore") as pool:
+            decoded = list(pool.map(one, work))
+    else:
+        decoded = [one(job) for job in work]
+    rows = []
+    for (snap, _need), tables in zip(work, decoded):
+        for table, columns in tables.items():
+            n = len(next(iter(columns.values())))
+            if n:
+                con.register(_registered(table, snap), columns)
+            rows.append((snap, ids[snap], table, n, now))
+    if rows:
+        con.executemany("INSERT INTO temp.main._restored VALUES (?, ?, ?, ?, ?)", rows)
+        _define(con, sorted({r[2] for r in rows if r[3]}))
 
 
 def _evict(con: duckdb.DuckDBPyConnection, pinned: Iterable[int]) -> None:
