@@ -93,6 +93,7 @@ class Glob:
         slash = _occurrences(path, "/")
         step = ((1 << n) - 1) & ~slash  # positions whose character is not '/'
         found: dict[str, int] = {}
+        through: int | None = None
         s = 1  # the positions a prefix of the pattern can end at; start: position 0
         for kind, lit in self.tokens:
             if kind == _LIT:
@@ -107,12 +108,11 @@ class Glob:
             elif kind == _ANY:
                 s = full & ~((s & -s) - 1) if s else 0
             else:  # zero or more segments, each non-empty and ending in '/'
-                seen = frontier = s
-                while frontier:
-                    ends = _run(frontier & step, step) & slash  # a segment is not empty
-                    frontier = (ends << 1) & ~seen
-                    seen |= frontier
-                s = seen
+                if through is None:
+                    # Positions an empty segment starts at ('/' first, or after another '/') stop a walk.
+                    through = ((1 << n) - 1) & ~(slash & ~(step << 1))
+                d = s & step  # a segment is not empty
+                s |= ((((through + d) ^ through) | d) & through & slash) << 1
             if not s:
                 return False
         return bool((s >> n) & 1)

@@ -28,8 +28,9 @@ INVENTORY_VERSION = 1
 MAX_INVENTORY_BYTES = 1024 * 1024
 MAX_INVENTORY_FILES = 100_000
 MAX_ERRORS = 20
-# Globs with wildcards are matched against every tracked file; literal paths are looked up.
-MAX_WILDCARD_GLOBS = 100
+# Globs with wildcards are matched against every tracked file (the cost grows with their wildcards);
+# literal paths are looked up.
+MAX_INVENTORY_WILDCARDS = 256
 LANGUAGES = ("native", "python", "javascript", "other")
 # Which report formats feed a component: the formats the composite maps (regions.py).
 EVIDENCE_FORMATS = ("llvm", "coveragepy", "istanbul", "regions-v1")
@@ -177,7 +178,7 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
     tracked_list = sorted(set(tracked))
     tracked_set = frozenset(tracked_list)
     matches: dict[str, list[str]] = {}  # glob -> the tracked files it matches
-    wild = 0  # distinct globs with wildcards matched so far
+    wild = 0  # the wildcards of the distinct globs matched so far
     seen_ids: set[str] = set()
     owned: dict[str, str] = {}
     components: list[Component] = []
@@ -224,12 +225,12 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                     glob = globs.Glob(p)
                     if glob.literal:
                         matched = [p] if p in tracked_set else []
-                    elif wild >= MAX_WILDCARD_GLOBS:
-                        errors.add(f"{where}.{key}[{j}]", f"the inventory has over {MAX_WILDCARD_GLOBS} distinct "
-                                   "globs with wildcards; list fewer, broader globs")
+                    elif wild + globs.wildcards(p) > MAX_INVENTORY_WILDCARDS:
+                        errors.add(f"{where}.{key}[{j}]", f"the inventory's distinct globs have over "
+                                   f"{MAX_INVENTORY_WILDCARDS} wildcards in all; list fewer, broader globs")
                         continue
                     else:
-                        wild += 1
+                        wild += globs.wildcards(p)
                         matched = [f for f in tracked_list if glob.match(f)]
                     matches[p] = matched
                 if key == "sources":
