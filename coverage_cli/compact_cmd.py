@@ -136,7 +136,8 @@ def _render_inventory(data: dict[str, Any]) -> None:
     p = data["policy"]
     click.echo(f"snapshots: {data['relational']} relational, {data['compacted']} compacted "
                f"({_kb(data['detail_bytes'])} of detail in {_kb(data['payload_bytes'])})")
-    click.echo(f"eligible now: {data['eligible']}, protected: {data['protected']}")
+    click.echo(f"eligible now: {data['eligible']}, protected: {data['protected']} "
+               f"({data['protected_past_threshold']} of them older than {data['policy']['after_days']} days)")
     click.echo(f"policy: after {p['after_days']} days, every {p['cadence_minutes']} minutes, "
                f"{p['batch_size']} per tick")
     last = data["last_pass"]

@@ -7,6 +7,7 @@ suggestion names what the schema wants.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import jsonschema
@@ -37,32 +38,118 @@ class Validator:
         )
 
 
+EXCERPT_CHARS = 40
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A short, escaped rendering of an offending value: never the whole of a long argument."""
+    if isinstance(value, str):
+        text = repr(value[: limit + 1])
+    elif isinstance(value, (dict, list)):
+        text = reprlib.repr(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _size(value: Any) -> str:
+    return f"{len(value):,}" if isinstance(value, (str, list, dict)) else "?"
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _describe(err: jsonschema.ValidationError) -> str:
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        return f"unknown argument(s) {', '.join(map(repr, extra))}"
-    if err.validator == "required":
-        return err.message.replace("is a required property", "is required")
-    if err.validator == "type":
-        return f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r:.60}"
-    return err.message[:300]
+    """What is wrong, from the keyword that failed: the reason first, the value only as a short excerpt
+    (jsonschema's own messages start by echoing the whole value)."""
+    kw, limit, value = err.validator, err.validator_value, err.instance
+    shown = excerpt(value)
+    if kw == "additionalProperties":
+        extra = sorted(set(value) - set(err.schema.get("properties", {})))
+        names = ", ".join(excerpt(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        return f"unknown argument(s) {names}"
+    if kw == "required":
+        missing = [k for k in limit if isinstance(value, dict) and k not in value]
+        return f"{', '.join(map(repr, missing)) or 'a required property'} is required"
+    if kw == "type":
+        return f"expected {limit}, got {type(value).__name__} {shown}"
+    if kw == "maxLength":
+        return f"is longer than {_plural(limit, 'character')} (got {_size(value)}: {shown})"
+    if kw == "minLength":
+        return "must not be empty" if limit == 1 and value == "" else \
+            f"is shorter than {_plural(limit, 'character')} (got {_size(value)}: {shown})"
+    if kw == "maxItems":
+        return f"has {_size(value)} items, more than the {limit} allowed"
+    if kw == "minItems":
+        return f"has {_size(value)} items, fewer than the {limit} required"
+    if kw == "maxProperties":
+        return f"has {_size(value)} keys, more than the {limit} allowed"
+    if kw == "minProperties":
+        return f"has {_size(value)} keys, fewer than the {limit} required"
+    if kw == "uniqueItems":
+        return "has repeated items; each item may appear once"
+    if kw == "pattern":
+        return f"{shown} does not match the pattern {limit}"
+    if kw == "enum":
+        return f"{shown} is not one of: {', '.join(map(str, limit))}"
+    if kw == "const":
+        return f"must be {limit!r}, got {shown}"
+    if kw in ("minimum", "exclusiveMinimum"):
+        return f"{shown} is less than {'' if kw == 'minimum' else 'or equal to '}the minimum {limit}"
+    if kw in ("maximum", "exclusiveMaximum"):
+        return f"{shown} is greater than {'' if kw == 'maximum' else 'or equal to '}the maximum {limit}"
+    if kw == "multipleOf":
+        return f"{shown} is not a multiple of {limit}"
+    if kw == "format":
+        return f"{shown} is not a valid {limit}"
+    if kw in ("anyOf", "oneOf"):
+        return f"{shown} matches none of the allowed forms" if kw == "anyOf" else \
+            f"{shown} does not match exactly one of the allowed forms"
+    if kw == "not":
+        return f"{shown} is not allowed here"
+    message = err.message
+    whole = repr(value)
+    if message.startswith(whole):  # jsonschema's messages echo the value first: keep only the reason
+        message = shown + message[len(whole):]
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def _suggest(err: jsonschema.ValidationError) -> str:
     schema = err.schema
-    if err.validator == "additionalProperties":
+    kw, limit = err.validator, err.validator_value
+    if kw == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         return f"Remove it; allowed arguments here are: {', '.join(allowed)}."
-    if err.validator == "enum":
+    if kw == "enum":
         return f"Use one of: {', '.join(map(str, schema['enum']))}."
-    if err.validator in ("minimum", "maximum"):
-        lo, hi = schema.get("minimum"), schema.get("maximum")
-        return f"Pass a value between {lo} and {hi}."
-    if err.validator == "type":
+    if kw == "const":
+        return f"Pass {limit!r}."
+    if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+        hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+        if lo is not None and hi is not None:
+            return f"Pass a value between {lo} and {hi}."
+        return f"Pass a value of at least {lo}." if lo is not None else f"Pass a value of at most {hi}."
+    if kw == "type":
         return f"Pass a {schema['type']} here{': ' + schema['description'] if 'description' in schema else '.'}"
-    if err.validator == "required":
+    if kw == "required":
         return "Add the missing argument; see the tool's input schema."
-    if err.validator == "pattern":
+    if kw == "pattern":
         hint = f" ({schema['description']})" if "description" in schema else ""
         return f"Pass a string matching the pattern {schema['pattern']}{hint}."
+    if kw == "maxLength":
+        return f"Pass at most {_plural(limit, 'character')} here."
+    if kw == "minLength":
+        return f"Pass at least {_plural(limit, 'character')} here."
+    if kw == "maxItems":
+        return f"Pass at most {_plural(limit, 'item')} here."
+    if kw == "minItems":
+        return f"Pass at least {_plural(limit, 'item')} here."
+    if kw == "maxProperties":
+        return f"Pass at most {_plural(limit, 'key')} here."
+    if kw == "minProperties":
+        return f"Pass at least {_plural(limit, 'key')} here."
+    if kw == "uniqueItems":
+        return "Remove the repeated items."
     return "Check the argument against the tool's input schema."

@@ -125,6 +125,31 @@ def test_snapshots_active_runs_need_are_never_compacted(sample_repo: Path) -> No
         assert project.compaction_inventory()["compacted"] == 1
 
 
+def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_repo: Path) -> None:
+    shutil_reports(sample_repo)
+    ids = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step2.coverage.json", "default"),
+                  ("step3.coverage.json", "default"), ("step1.coverage.json", "other"))
+
+    class RunHoldsStep1(Project):
+        def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
+            return {s.snapshot_id: "incremental baseline of run run-1" for s in snapshots if s.snapshot_id == ids[0]}
+
+    with open_project(sample_repo) as opened:
+        project = RunHoldsStep1(opened.checkout, opened.store, opened.settings)
+        young = project.compaction_inventory()
+        # The newest of each suite (ids[2], ids[3]) and the active run's baseline (ids[0]); none is 30 days old.
+        assert (young["protected"], young["protected_past_threshold"], young["eligible"]) == (3, 0, 0)
+        done = project.compact(older_than="0")
+        assert sorted(p["snapshot_id"] for p in done.to_dict()["protected"]) == sorted([ids[0], ids[2], ids[3]])
+        after = project.compaction_inventory()
+        assert (after["protected"], after["compacted"]) == (len(done.protected), 1)
+    _age(sample_repo, 40)
+    with open_project(sample_repo) as opened:
+        project = RunHoldsStep1(opened.checkout, opened.store, opened.settings)
+        old = project.compaction_inventory()
+        assert (old["protected"], old["protected_past_threshold"], old["eligible"]) == (3, 3, 0)
+
+
 async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_the_store(
         sample_repo: Path, isolated_home: Path) -> None:
     old, _new = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
@@ -139,10 +164,15 @@ async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_th
         status = await asyncio.to_thread(_cli, sample_repo, "compact", "--status", "--json")
         data = json.loads(status.stdout)["data"]
         assert data["compacted"] == 1 and data["last_pass"]["trigger"] == "manual"
+        # The pass kept the newest snapshot as protected; the inventory counts it though it is young.
+        assert data["protected"] == 1 and data["protected_past_threshold"] == 0
+        shown = await asyncio.to_thread(_cli, sample_repo, "compact", "--status")
+        assert "protected: 1 (0 of them older than 30 days)" in shown.stdout, shown.stdout
         assert data["payload_bytes"] < data["detail_bytes"]
         # project_context carries the inventory too.
         context = await asyncio.to_thread(d.client().call, discover(sample_repo).project_id, "project_context", {})
         assert context["data"]["compaction"]["compacted"] == 1
+        assert context["data"]["compaction"]["protected"] == 1
         # Policy through the daemon's settings route (admin), refused out of range, kept when valid.
         bad = await asyncio.to_thread(_cli, sample_repo, "compact", "--set", "batch_size=0")
         assert bad.returncode != 0 and "compaction_batch_size must be a whole number from 1 to 1000" in bad.stderr

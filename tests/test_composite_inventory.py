@@ -190,3 +190,30 @@ def test_the_agent_import_reads_reports_inside_the_checkout_only(repo: Path, tmp
         ok = Service(project).call("coverage_import", {"inventory_path": "inv.json",
                                                        "reports": ["gpu:vulkan=ev.json", "gpu:metal=ev.json"]})
     assert ok["data"]["composite"]["status"] == "complete"
+
+
+def test_a_component_whose_excludes_remove_every_source_is_refused() -> None:
+    errors = _errors(_with(exclude=["shaders/*"]))
+    assert any(e["path"] == "$.components[0]" and "declares no production source after excludes" in e["message"]
+               for e in errors), errors
+    # Some sources left: still an inventory.
+    assert [e.logical_source_id for e in load(json.dumps(_with(exclude=["shaders/a.*"])).encode(), "inv.json",
+                                              TRACKED).entries] == ["shaders/b.wgsl", "shaders/b.wgsl"]
+
+
+def test_an_exclude_that_empties_one_of_two_components_names_that_component() -> None:
+    doc = json.loads(json.dumps(GOOD))
+    doc["components"].append({"id": "c", "language": "native", "format": "llvm", "sources": ["src/*.c"],
+                              "exclude": ["**/x.c"]})
+    errors = _errors(doc)
+    assert [e["path"] for e in errors] == ["$.components[1]"]
+
+
+def test_a_malformed_report_names_its_path_once_in_the_blocking_reason(repo: Path) -> None:
+    bad = repo / "bad.json"
+    bad.write_text(json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "meta": 5, "files": []}))
+    with open_project(repo) as project:
+        comp = build(project, "inv.json", [f"gpu:vulkan={bad}", f"gpu:metal={repo}/ev.json"])
+    detail = next(b["detail"] for b in comp.blocking if b["reason"] == "malformed")
+    assert detail.count("bad.json") == 1, detail
+    assert "meta" in detail

@@ -185,7 +185,11 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
                 report = parse_bytes(raw, fmt)
         except CoverageError as exc:
             if exc.code in (ErrorCode.MALFORMED_REPORT, ErrorCode.UNKNOWN_FORMAT, ErrorCode.INVALID_ARGUMENT):
-                return Evidence(**base, status=MALFORMED, message=exc.message)
+                # The parser's message starts with the report's name, which the blocking reason gives already.
+                message = exc.message
+                for name in (raw.origin, spec.path):
+                    message = message.removeprefix(f"{name}: ")
+                return Evidence(**base, status=MALFORMED, message=message)
             raise
         mapping = map_paths([f.path for f in report.files], checkout_root=str(project.checkout.worktree_path),
                             tracked=list(blobs), source_roots=report.source_roots)

@@ -22,11 +22,15 @@ from typing import Any
 import attrs
 
 from ..errors import CoverageError, ErrorCode
+from . import globs
 
 INVENTORY_VERSION = 1
 MAX_INVENTORY_BYTES = 1024 * 1024
 MAX_INVENTORY_FILES = 100_000
 MAX_ERRORS = 20
+# Globs with wildcards are matched against every tracked file (the cost grows with their wildcards);
+# literal paths are looked up.
+MAX_INVENTORY_WILDCARDS = 256
 LANGUAGES = ("native", "python", "javascript", "other")
 # Which report formats feed a component: the formats the composite maps (regions.py).
 EVIDENCE_FORMATS = ("llvm", "coveragepy", "istanbul", "regions-v1")
@@ -128,28 +132,6 @@ def decode(data: bytes, origin: str) -> dict[str, Any]:
     return doc
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*`` within one path segment, ``**`` across segments, ``?`` one character."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]+/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("^" + "".join(out) + "$")
-
-
 def _pattern_problem(pattern: str) -> str | None:
     if not pattern:
         return "must be a non-empty glob"
@@ -159,6 +141,9 @@ def _pattern_problem(pattern: str) -> str | None:
         return f"{pattern!r} escapes the checkout or uses '.' segments"
     if "\0" in pattern:
         return "must not contain NUL"
+    costly = globs.check(pattern)
+    if costly:
+        return f"{pattern[:40]!r}... {costly}" if len(pattern) > 40 else f"{pattern!r} {costly}"
     return None
 
 
@@ -191,6 +176,9 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
         errors.add("$.components", "must be a non-empty list of components")
         comps = []
     tracked_list = sorted(set(tracked))
+    tracked_set = frozenset(tracked_list)
+    matches: dict[str, list[str]] = {}  # glob -> the tracked files it matches
+    wild = 0  # the wildcards of the distinct globs matched so far
     seen_ids: set[str] = set()
     owned: dict[str, str] = {}
     components: list[Component] = []
@@ -225,20 +213,37 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
             if v in variants[:j]:
                 errors.add(f"{where}.variants[{j}]", f"duplicate variant {v!r}")
         files: set[str] = set()
+        matched_sources: set[str] = set()
         for key, patterns in (("sources", sources), ("exclude", exclude)):
             for j, p in enumerate(patterns):
                 problem = _pattern_problem(p)
                 if problem:
                     errors.add(f"{where}.{key}[{j}]", problem)
                     continue
-                rx = glob_regex(p)
-                matched = [t for t in tracked_list if rx.match(t)]
+                matched = matches.get(p)  # type: ignore[assignment]
+                if matched is None:
+                    glob = globs.Glob(p)
+                    if glob.literal:
+                        matched = [p] if p in tracked_set else []
+                    elif wild + globs.wildcards(p) > MAX_INVENTORY_WILDCARDS:
+                        errors.add(f"{where}.{key}[{j}]", f"the inventory's distinct globs have over "
+                                   f"{MAX_INVENTORY_WILDCARDS} wildcards in all; list fewer, broader globs")
+                        continue
+                    else:
+                        wild += globs.wildcards(p)
+                        matched = [f for f in tracked_list if glob.match(f)]
+                    matches[p] = matched
                 if key == "sources":
                     if not matched:
                         errors.add(f"{where}.sources[{j}]", f"{p!r} matches no file git tracks at the checkout revision")
                     files.update(matched)
+                    matched_sources.update(matched)
                 else:
                     files.difference_update(matched)
+        if sources and not files and not any(e["path"].startswith(f"{where}.sources[") or
+                                             e["path"].startswith(f"{where}.exclude[") for e in errors.items):
+            errors.add(where, "declares no production source after excludes: its sources match "
+                       f"{len(matched_sources)} tracked file(s) and its excludes remove every one")
         for f in sorted(files):
             if f in owned and owned[f] != cid:
                 errors.add(f"{where}.sources", f"{f!r} is already owned by component {owned[f]!r}")

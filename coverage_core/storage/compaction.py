@@ -305,8 +305,11 @@ def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, 
 
 def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
               in_use: InUse | None = None) -> dict[str, Any]:
-    """Snapshots relational vs compacted, bytes before and after, eligible and protected counts, the
-    last pass, and any inconsistency (a payload whose snapshot still has relational detail rows)."""
+    """Snapshots relational vs compacted, bytes before and after, the eligible count (past the policy's
+    ``after_days``), the protected count (every snapshot a pass of any age would keep: the newest of each
+    suite and those work in progress needs) and ``protected_past_threshold`` (those of them a pass at the
+    policy's threshold holds back), the last pass, and any inconsistency (a payload whose snapshot still
+    has relational detail rows)."""
     db = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
     policy = policy or read_policy(con)
     total, compacted, detail, payload = con.execute(
@@ -322,13 +325,21 @@ def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
         "ORDER BY finished_at DESC LIMIT 1").fetchall()
     last = last[0] if last else None
     found = plan(con, dt.timedelta(days=policy.after_days), in_use)
+    # Protected now, whatever its age: the newest relational snapshot of each suite, and every other
+    # relational snapshot work in progress needs (``found.protected`` holds only those past the threshold).
+    rows = con.execute(
+        """SELECT s.snapshot_id, s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
+           FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)""").fetchall()
+    others = [r[0] for r in rows if not r[1]]
+    busy = (in_use or (lambda _ids, _con: {}))(others, con) if others else {}
     return {
         "relational": int(total) - int(compacted),
         "compacted": int(compacted),
         "detail_bytes": int(detail),
         "payload_bytes": int(payload),
         "eligible": len(found.eligible),
-        "protected": len(found.protected),
+        "protected": sum(1 for r in rows if r[1]) + len(busy),
+        "protected_past_threshold": len(found.protected),
         "policy": policy.to_dict(),
         "last_pass": None if last is None else {
             "finished_at": last[0].isoformat(), "trigger": last[1], "compacted": int(last[2]),
