@@ -73,8 +73,40 @@ def command_env(spec: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
+    """The scope a run's report is stored with: ``subset`` when the run was given case arguments (it ran a
+    selection of the suite, so what it did not reach is not observed, never lost), else the registration's."""
+    return "subset" if json.loads(run["args"]) else artifact["scope"]
+
+
 _RUNTIMES: dict[int, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
+
+
+ORPHAN_REASON = "its daemon (the process that ran it) died before it ended; its processes were killed"
+
+
+def recover(store: ProjectStore) -> list[str]:
+    """Runs left ``running`` by a dead owner: their processes killed (recorded group and marker), then
+    ``interrupted`` (detail ``recovered``). Their ids. Only a store's owner calls it, for runs no runtime of its
+    own executes."""
+    done = []
+    for run_id, pgid in queue.stale_running(store):
+        runner.kill_group(pgid, run_id, grace=0.5)
+        if queue.transition(store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
+                            reason=ORPHAN_REASON, detail="recovered"):
+            done.append(run_id)
+    return done
+
+
+def settle_orphans(store: ProjectStore) -> list[str]:
+    """Before a read of runs by an owner that executes none (the command line, or a library process, holding the
+    store without a runtime): a run still ``running`` is an orphan, since the store's lease is exclusive and no
+    runtime of this process runs it, so its owner died. It is recovered now (``recover``), so the read says what
+    it is rather than what a dead daemon left. Nothing when this process runs the store's runs."""
+    if runtime_of(store) is not None or not queue.stale_running(store):
+        return []
+    return recover(store)
 
 
 def runtime_of(store: ProjectStore) -> Runtime | None:
@@ -117,14 +149,7 @@ class Runtime:
 
     def recover(self) -> list[str]:
         """Runs a dead owner left ``running``: their processes killed, then ``interrupted``. Their ids."""
-        done = []
-        for run_id, pgid in queue.stale_running(self.store):
-            runner.kill_group(pgid, run_id, grace=0.5)
-            if queue.transition(self.store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
-                                reason="the process that ran it stopped before it ended (its processes were killed)",
-                                detail="recovered"):
-                done.append(run_id)
-        return done
+        return recover(self.store)
 
     def stop(self, grace: float = runner.KILL_GRACE_S) -> None:
         """Cancel running runs (state ``cancelled``, reason shutdown), leave queued ones queued, join the workers."""
@@ -328,7 +353,7 @@ class Runtime:
 
             def ingest(artifact: dict[str, Any] = artifact) -> Any:
                 return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
-                                      format=artifact["format"], scope=artifact["scope"], provenance="run",
+                                      format=artifact["format"], scope=scope_of(run, artifact), provenance="run",
                                       require_mapped=True, also=also)
 
             try:

@@ -1,0 +1,161 @@
+"""A run's supervisor: the run's direct child, the reaper of everything the command starts, and the kill of it all.
+
+Run as a script (``python -I -S supervisor.py GRACE PROGRAM ARGV...``: the
+standard library only, nothing of the package imported) in the run's own
+session, with the run's pipes as its standard output and error. On Linux it
+makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every process
+the command starts stays its descendant even after leaving the run's group
+and session (``setsid``), double-forking, or clearing its environment (and
+with it the run's marker): an orphan reparents to the supervisor, not to
+init. It asks for SIGTERM when its own parent (the owner's worker) dies.
+
+It spawns the command (``PROGRAM`` with ``ARGV``, in this process's
+environment and directory), reaps every child, and when the command exits
+or when the supervisor gets SIGTERM, SIGINT or SIGHUP (timeout, cancel,
+shutdown, or the owner's death), it stops its whole descendant tree: walks
+``/proc/*/stat`` parent links from itself, TERM to each, ``GRACE`` seconds,
+then KILL until none is left. Then it exits with the command's status (a
+command killed by a signal: the same signal). Nothing it starts outlives it,
+and so nothing holds the run's pipes once it is gone.
+
+The owner's group and marker kill (``watchdog.kill_runs``) stays as a second
+layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stop(signum)
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(root: int) -> list[int]:
+    """Live (not zombie) processes whose parent chain leads to ``root``."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
+        except (OSError, ValueError):
+            continue
+        if fields and fields[0] not in (b"Z", b"X"):
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def kill_tree(grace: float) -> None:
+    """TERM every descendant, ``grace`` seconds for them to go, then KILL until none is left."""
+    me = os.getpid()
+    left = descendants(me)
+    if not left:
+        return
+    _signal(left, signal.SIGTERM)
+    give_up = time.monotonic() + grace
+    while time.monotonic() < give_up:
+        _reap()
+        left = descendants(me)
+        if not left:
+            return
+        _signal(left, signal.SIGTERM)  # a process started meanwhile
+        time.sleep(0.02)
+    for _ in range(500):
+        left = descendants(me)
+        if not left:
+            return
+        _signal(left, signal.SIGKILL)
+        _reap()
+        time.sleep(0.01)
+
+
+def main(argv: list[str]) -> int:
+    grace, program, words = float(argv[1]), argv[2], argv[3:]
+    parent = os.getppid()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    status: int | None = None
+    try:
+        if os.getppid() != parent:  # the owner died before the parent-death signal was set
+            raise _Stop(signal.SIGTERM)
+        try:
+            child = os.posix_spawn(program, [program if not words else words[0], *words[1:]], os.environ)
+        except OSError as exc:
+            os.write(2, f"coverage-mcp: could not start {program}: {exc.strerror}\n".encode())
+            return 127
+        while True:
+            pid, raw = os.waitpid(-1, 0)
+            if pid == child:
+                status = os.waitstatus_to_exitcode(raw)
+                break
+    except _Stop:
+        pass
+    except ChildProcessError:
+        pass
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # the kill below is not interrupted
+    kill_tree(grace)
+    _reap()
+    if status is None:
+        return 128 + signal.SIGTERM
+    if status < 0:  # killed by a signal: end the same way
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
