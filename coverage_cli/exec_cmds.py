@@ -356,9 +356,11 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from coverage_core.execution import queue
+    from coverage_core.execution.worker import settle_orphans
 
     with open_project(repo) as project:
         if isinstance(project, Project):
+            settle_orphans(project.store)  # no daemon holds the store: a run left running lost its daemon
             found = queue.list_runs(project, status, limit=limit)
         else:
             found = project.client.runs(project.project_id, status, limit)

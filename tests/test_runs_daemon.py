@@ -203,12 +203,12 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
     finally:
         first.stop()
     # No daemon runs: the command line, holding the store itself, says what the run is (its daemon died).
+    listed = first.cli("runs", "--repo", str(repo), "--json")
+    assert [r["state"] for r in json.loads(listed.stdout)["data"]["runs"]] == ["interrupted"]
     shown = first.cli("runs", "show", run["id"], "--repo", str(repo), "--json")
     assert shown.returncode == 0, shown.stderr
     status = json.loads(shown.stdout)["data"]["run"]
     assert status["state"] == "interrupted" and "died" in status["reason"]
-    listed = first.cli("runs", "--repo", str(repo), "--json")
-    assert [r["state"] for r in json.loads(listed.stdout)["data"]["runs"]] == ["interrupted"]
     second = ServeProcess(isolated_home)
     try:
         client = second.client(repo=str(repo))
@@ -227,10 +227,9 @@ def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_e
     try:
         client = serve.client(repo=str(repo))
         pid = client.register(repo)["project_id"]
-        late = {**GEN_COMMAND, "name": "late", "argv": [PY, "-c", "import runpy, time; time.sleep(6); "
-                                                                  "runpy.run_path('gen.py')"]}
-        failing = {**GEN_COMMAND, "name": "failing", "argv": [PY, "-c", "import sys, time; time.sleep(6); "
-                                                                        "sys.exit(2)"]}
+        late = {**GEN_COMMAND, "name": "late",
+                "argv": [PY, "-c", "import runpy, time; time.sleep(6); runpy.run_path('gen.py')"]}
+        failing = {**GEN_COMMAND, "name": "failing", "argv": [PY, "-c", "import sys, time; time.sleep(6); sys.exit(2)"]}
         ids = [client.call(pid, "register_test_command", c)["data"]["command"]["id"] for c in (late, failing)]
         for command_id in ids:
             assert serve.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0

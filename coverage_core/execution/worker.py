@@ -5,13 +5,18 @@ killed by their recorded group and marker, then marked ``interrupted``;
 queued runs stay queued), then starts ``concurrency`` worker threads. A
 worker claims the oldest queued run, starts its process group, waits for
 its exit, its timeout or a cancel, stops whatever of the group is left,
-ingests each declared artifact the run created or modified (an unchanged or
+ingests each declared artifact the run created or modified (scope ``subset``
+when the run was given case arguments; an unchanged or
 absent one is ``skipped_stale``, a report that fails to parse is ``failed``
 with its error code; each ingested snapshot and its artifact row commit in
 one transaction; a composite artifact is built from the reports the run
 refreshed, ``composite.build`` with provenance ``run``), attaches a bounded incremental review when the run named
 a baseline, and writes the terminal state. Any setup, capture or persistence
 failure ends the run ``failed`` with the reason.
+
+An owner that executes none of the store's runs (no runtime: the command
+line holding the store) recovers runs still ``running`` before it reads them
+(``settle_orphans``): the store's lease is exclusive, so their owner died.
 
 ``stop`` (daemon shutdown, store close) cancels running runs (their groups
 stopped, state ``cancelled``, reason ``shutdown``) and leaves queued runs
