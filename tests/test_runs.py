@@ -315,6 +315,14 @@ def test_a_commands_exit_code_and_killing_signal_are_reported_as_its_own(project
     assert (killed["state"], killed["exit_code"], killed["reason"]) == ("failed", -9, "killed by signal 9")
 
 
+def test_a_command_gets_the_default_sigpipe_action_as_a_shell_would_give_it(project: Project) -> None:
+    done = run(project, command_id=approved(project, ["grep", "SigIgn", "/proc/self/status"]), wait=True)
+    assert done["state"] == "succeeded"
+    text = Service(project).call("run_review", {"run_id": done["id"], "view": "logs", "stream": "stdout"})
+    ignored = int(text["data"]["text"][0]["text"].split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))  # a writer to a closed pipe dies, as `cmd | head` expects
+
+
 def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) -> None:
     settings = Settings.from_env(run_log_max_bytes=1024)
     with open_project(repo, settings=settings) as project:

@@ -131,7 +131,7 @@ class Process:
         # (the supervisor's own it sets itself) without the slow fork a preexec_fn forces.
         wrapper = setpriv()
         program, spawned = (wrapper, [wrapper, "--pdeathsig", "KILL", "--", *argv]) if wrapper else (found, list(argv))
-        words = [sys.executable, "-I", "-S", SUPERVISOR, str(KILL_GRACE_S / 2), program, *spawned]
+        words = [sys.executable, "-I", "-S", SUPERVISOR, str(KILL_GRACE_S / 2), str(os.getpid()), program, *spawned]
         try:
             self.popen = subprocess.Popen(  # argv words, never a shell
                 words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """A run's supervisor: the run's direct child, the reaper of everything the command starts, and the kill of it all.
 
-Run as a script (``python -I -S supervisor.py GRACE PROGRAM ARGV...``: the
+Run as a script (``python -I -S supervisor.py GRACE OWNER_PID PROGRAM ARGV...``: the
 standard library only, nothing of the package imported) in the run's own
 session, with the run's pipes as its standard output and error. On Linux it
 makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every process
@@ -37,7 +37,13 @@ class _Stop(Exception):
     pass
 
 
+def _quiet() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def _stop(signum: int, frame: object) -> None:
+    _quiet()  # raised once: a second signal cannot interrupt the kill
     raise _Stop(signum)
 
 
@@ -154,32 +160,27 @@ def kill_tree(grace: float) -> None:
 
 
 def main(argv: list[str]) -> int:
-    grace, program, words = float(argv[1]), argv[2], argv[3:]
-    parent = os.getppid()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _stop)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    grace, parent, program, words = float(argv[1]), int(argv[2]), argv[3], argv[4:]
     status: int | None = None
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _stop)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:  # the owner died before the parent-death signal was set
             raise _Stop(signal.SIGTERM)
-        try:
-            child = os.posix_spawn(program, [program if not words else words[0], *words[1:]], os.environ)
+        try:  # the command gets the default SIGPIPE and SIGXFSZ, as subprocess gives them (Python ignores them)
+            child = os.posix_spawn(program, words, os.environ, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
         except OSError as exc:
             os.write(2, f"coverage-mcp: could not start {program}: {exc.strerror}\n".encode())
-            return 127
-        while True:
+            status = 127
+        while status is None:
             pid, raw = os.waitpid(-1, 0)
             if pid == child:
                 status = os.waitstatus_to_exitcode(raw)
-                break
-    except _Stop:
-        pass
-    except ChildProcessError:
-        pass
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)  # the kill below is not interrupted
+        _quiet()
+    except (_Stop, ChildProcessError):
+        _quiet()
     kill_tree(grace)
     _reap()
     if status is None:
@@ -190,8 +191,7 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
         os.kill(os.getpid(), -status)
-        return 128 - status
-    return status
+    return status if status >= 0 else 128 - status
 
 
 if __name__ == "__main__":
