@@ -406,6 +406,7 @@ def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_reg
     selected = approved(project, [PY, "gen.py"], args_policy="selectors")
     done = run(project, command_id=selected, wait=True, args=["0"], baseline={"snapshot_id": base})
     [artifact] = done["artifacts"]
+    assert artifact["status"] == "ingested" and "scope subset" in artifact["detail"]  # the answer says so
     snap = project.snapshot(artifact["snapshot_id"])
     assert (snap.suite, snap.scope) == ("unit", "subset")
     review = done["incremental_review"]

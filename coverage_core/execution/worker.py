@@ -347,18 +347,22 @@ class Runtime:
                 record(path, "skipped_stale", detail="absent" if after is None else "not created or modified by the run")
                 continue
 
-            def also(con: Any, snapshot_id: str, path: str = path) -> None:
-                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id) "
-                            "VALUES (?, ?, 'ingested', ?)", [run_id, path, snapshot_id])
+            scope = scope_of(run, artifact)
+            why = ("stored with scope subset: the run was given case arguments, so it measured a selection of the "
+                   "suite" if scope == "subset" and artifact["scope"] != "subset" else None)
+
+            def also(con: Any, snapshot_id: str, path: str = path, why: str | None = why) -> None:
+                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id, detail) "
+                            "VALUES (?, ?, 'ingested', ?, ?)", [run_id, path, snapshot_id, why])
                 # The snapshot says which run made it: run id, command (and its content hash), arguments.
                 con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
                             [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
                                                  "command_hash": run["command_hash"],
                                                  "args": json.loads(run["args"])}}), snapshot_id])
 
-            def ingest(artifact: dict[str, Any] = artifact) -> Any:
+            def ingest(artifact: dict[str, Any] = artifact, scope: str = scope) -> Any:
                 return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
-                                      format=artifact["format"], scope=scope_of(run, artifact), provenance="run",
+                                      format=artifact["format"], scope=scope, provenance="run",
                                       require_mapped=True, also=also)
 
             try:
