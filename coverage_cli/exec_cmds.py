@@ -265,8 +265,12 @@ def run_command(command_id, args, no_wait, idempotency_key, no_reuse, baseline, 
     """Run an approved command through the daemon (started if none runs); its reports are ingested.
 
     Case arguments (test selectors, under the command's args_policy) follow --.
-    Waits for the result unless --no-wait; exit status 1 when the run did not
-    succeed.
+    Waits for the run to end, following it past the request deadline (progress
+    on stderr); exit status 0 only when the run succeeded, 1 otherwise,
+    including when it stops following a run that has not ended (the daemon
+    became unreachable, or Ctrl-C): it then prints the `coverage-mcp runs show
+    RUN_ID` line to follow it. With --no-wait it answers the queued run at
+    once (exit status 0 once queued).
 
     Example: coverage-mcp run cmd-0123456789abcdef -- tests/test_cart.py::test_total
     """
@@ -282,12 +286,59 @@ def run_command(command_id, args, no_wait, idempotency_key, no_reuse, baseline, 
     project = _daemon_project(repo)
     envelope = project.call("run_test", arguments)
     run = envelope["data"]["run"]
+    if not no_wait and run["state"] in ACTIVE:
+        envelope, run = _follow(project, envelope, repo)
     if as_json:
         emit_json(envelope)
     else:
         _render_run(run)
-    if run["state"] not in ("succeeded", "queued", "running"):
+    if run["state"] in ACTIVE and not no_wait:
+        click.echo(f"{run['id']} has not ended ({run['state']}); follow it with: {_show_line(run['id'], repo)}",
+                   err=True)
         raise SystemExit(1)
+    if run["state"] not in ("succeeded", *(ACTIVE if no_wait else ())):
+        raise SystemExit(1)
+
+
+ACTIVE = ("queued", "running")
+FOLLOW_POLL_S = 1.0
+PROGRESS_EVERY_S = 30.0
+
+
+def _show_line(run_id: str, repo: str | None) -> str:
+    return f"coverage-mcp runs show {run_id}" + (f" --repo {shlex.quote(repo)}" if repo and repo != "." else "")
+
+
+def _follow(project: DaemonProject, envelope: dict[str, Any], repo: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Poll run_review (view status) until the run ends; progress on stderr. Stops early (the run as last seen)
+    when the daemon cannot be reached or on Ctrl-C."""
+    import time
+
+    run = envelope["data"]["run"]
+    started = time.monotonic()
+    said, said_at = run["state"], started
+    click.echo(f"{run['id']} {run['state']}: following it until it ends (Ctrl-C stops following, not the run)",
+               err=True)
+    try:
+        while run["state"] in ACTIVE:
+            time.sleep(FOLLOW_POLL_S)
+            try:
+                status = project.call("run_review", {"run_id": run["id"], "view": "status"})
+            except CoverageError as error:
+                click.echo(f"could not read {run['id']}: {error.message}", err=True)
+                break
+            run = {**status["data"]["run"], "reused": run.get("reused", False)}
+            now = time.monotonic()
+            if run["state"] != said or now - said_at >= PROGRESS_EVERY_S:
+                click.echo(f"{run['id']} {run['state']} ({now - started:.0f} s)", err=True)
+                said, said_at = run["state"], now
+    except KeyboardInterrupt:
+        click.echo("stopped following", err=True)
+    if run["state"] not in ACTIVE:  # the run's answer, as run_test would have given it
+        run.pop("events", None)
+        envelope = {**envelope, "data": {**envelope["data"], "run": run,
+                                         "next": f"run_review run_id={run['id']} view=logs shows its output."}}
+    return envelope, run
 
 
 @click.group("runs", invoke_without_command=True)
@@ -305,9 +356,11 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from coverage_core.execution import queue
+    from coverage_core.execution.worker import settle_orphans
 
     with open_project(repo) as project:
         if isinstance(project, Project):
+            settle_orphans(project.store)  # no daemon holds the store: a run left running lost its daemon
             found = queue.list_runs(project, status, limit=limit)
         else:
             found = project.client.runs(project.project_id, status, limit)

@@ -42,6 +42,22 @@ with open("pids.tmp", "w") as out:
 os.replace("pids.tmp", "pids")
 time.sleep(600)
 """
+# Starts a process that leaves the run's session (setsid), clears its environment (and the run's marker with it),
+# ignores TERM and records its pid; then sleeps itself.
+ESCAPER = """\
+import subprocess, sys, time
+subprocess.Popen(["setsid", "env", "-i", sys.executable, "-c",
+    "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "open('escaped.tmp', 'w').write(str(os.getpid())); os.replace('escaped.tmp', 'escaped'); time.sleep(600)"])
+if sys.argv[1:] == ["wait-for-it"]:  # exit (code 0) once the escaped process is up
+    while True:
+        try:
+            open("escaped").close()
+            sys.exit(0)
+        except OSError:
+            time.sleep(0.05)
+time.sleep(600)
+"""
 FILES = {
     "app.py": "a = 1\nb = 2\nc = 3\n",
     "gen.py": GEN,
@@ -49,7 +65,8 @@ FILES = {
     "echo_args.py": "import json, sys\nopen('args.json', 'w').write(json.dumps(sys.argv[1:]))\n",
     "chatty.py": "import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('warn\\n')\n",
     "sleepy.py": "import time\ntime.sleep(600)\n",
-    ".gitignore": "cov.info\npids\npids.tmp\nargs.json\n",
+    "escaper.py": ESCAPER,
+    ".gitignore": "cov.info\npids\npids.tmp\nargs.json\nescaped\nescaped.tmp\n",
 }
 LONG_WAIT_S = 60.0
 
@@ -101,6 +118,11 @@ def alive(pid: int) -> bool:
     return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
 
 
+def escaped_of(repo: Path) -> int | None:
+    path = repo / "escaped"
+    return int(path.read_text()) if path.exists() else None
+
+
 def pids_of(repo: Path) -> list[int]:
     path = repo / "pids"
     return [int(p) for p in path.read_text().split()] if path.exists() else []
@@ -141,12 +163,26 @@ def test_a_registration_outside_the_checkout_or_as_a_shell_string_is_refused(pro
         ({"artifacts": [{"path": "/tmp/cov.info", "suite": "unit"}]}, ErrorCode.PATH_OUTSIDE_CHECKOUT),
         ({"argv": "pytest -q"}, ErrorCode.INVALID_ARGUMENT),
         ({"env": {"COVERAGE_MCP_HOME": "/"}}, ErrorCode.INVALID_ARGUMENT),
+        ({"argv": ["python3 run_tests.py"]}, ErrorCode.INVALID_ARGUMENT),
+        ({"argv": ["python3\trun_tests.py", "-q"]}, ErrorCode.INVALID_ARGUMENT),
+        ({"artifacts": [{"path": ".coverage-mcp/cov.info", "suite": "unit"}]}, ErrorCode.INVALID_ARGUMENT),
+        ({"artifacts": [{"path": "sub/../.coverage-mcp/store.duckdb", "suite": "unit"}]}, ErrorCode.INVALID_ARGUMENT),
+        ({"artifacts": [{"composite": {"inventory": "inv.json", "reports": [
+            {"component": "c", "path": ".coverage-mcp/runs/x.json"}]}}]}, ErrorCode.INVALID_ARGUMENT),
     ):
         args = {"name": "x", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}], **bad}
         with pytest.raises(CoverageError) as caught:
             service.call("register_test_command", args)
         assert caught.value.code == code, bad
     assert registry.list_commands(project) == []
+    with pytest.raises(CoverageError) as caught:
+        service.call("register_test_command", {"name": "x", "argv": ["python3 run_tests.py", "-q"],
+                                               "artifacts": [{"path": "cov.info", "suite": "unit"}]})
+    assert '["python3", "run_tests.py", "-q"]' in caught.value.suggestion
+    with pytest.raises(CoverageError) as caught:
+        service.call("register_test_command", {"name": "x", "argv": [PY, "gen.py"],
+                                               "artifacts": [{"path": ".coverage-mcp/cov.info", "suite": "unit"}]})
+    assert ".coverage-mcp/" in caught.value.message
 
 
 def test_attested_mode_records_the_agents_human_approval_only_with_who_and_a_note(project: Project) -> None:
@@ -183,11 +219,32 @@ def test_args_outside_the_policy_are_refused_and_shell_metacharacters_arrive_lit
             run(project, command_id=selectors, args=[bad])
         assert caught.value.details["args_policy"] == "selectors", bad
     assert queue.list_runs(project) == []
-    hostile = ["tests/test_x.py::test_y;touch pwned", "$(touch pwned2)", "a b|c&&`id`>out"]
+    hostile = ["tests/test_x.py::test_y;id>pwned", "$(id>pwned2)", "a|c&&`id`>out"]
     done = run(project, command_id=selectors, args=hostile, wait=True)
     assert done["state"] == "succeeded"
     assert json.loads((repo / "args.json").read_text()) == hostile
     assert not (repo / "pwned").exists() and not (repo / "pwned2").exists() and not (repo / "out").exists()
+
+
+def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refused_naming_the_policy(
+        project: Project, repo: Path) -> None:
+    # A command that word-splits its arguments (sh -c 'pytest $*', tox {posargs}, make ARGS=) would turn these
+    # into options: the reviewer's `tests/x.py -p evil\n--basetemp=/home` is one of them.
+    (repo / "tests").mkdir()
+    selectors = approved(project, [PY, "echo_args.py"], args_policy="selectors")
+    for bad in ("tests/x.py -p evil\n--basetemp=/home", "tests/x.py\t-x", "tests/x.py\n", "tests/x.py\r",
+                "tests/x.py\x1b[0m", "tests/x.py\u00a0-p", "tests/x.py\u2028-p", "tests/x.py\u200b",
+                "ARGS=tests/x.py", "tests/x.py::t[a=1]", "*", "[-]x", "?x"):
+        with pytest.raises(CoverageError) as caught:
+            run(project, command_id=selectors, args=["tests/ok.py", bad])
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT, bad
+        assert caught.value.details == {"args_policy": "selectors", "argument": bad}, bad
+        assert "args_policy selectors" in caught.value.message, bad
+    assert queue.list_runs(project) == []
+    # A pytest parameter id (brackets after the test name) is still a selector.
+    done = run(project, command_id=selectors, args=["tests/x.py::test_y[1-2]"], wait=True)
+    assert done["state"] == "succeeded"
+    assert json.loads((repo / "args.json").read_text()) == ["tests/x.py::test_y[1-2]"]
 
 
 # -- process groups, timeouts, caps -------------------------------------------------------------------
@@ -210,6 +267,60 @@ def test_a_run_past_its_timeout_ends_timed_out_with_its_group_gone(project: Proj
     done = run(project, command_id=command_id, wait=True)
     assert done["state"] == "timed_out" and "timeout_s=2" in done["reason"]
     assert [p for p in pids_of(repo) if alive(p)] == []
+
+
+@pytest.fixture
+def escaped(repo: Path) -> Iterator[Path]:
+    """The checkout; whatever process escaper.py left is killed after the test, whatever it asserted."""
+    yield repo
+    pid = escaped_of(repo)
+    if pid is not None and alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_at_the_timeout(
+        project: Project, escaped: Path) -> None:
+    command_id = approved(project, [PY, "escaper.py"], timeout_s=3)
+    done = run(project, command_id=command_id, wait=True)
+    assert done["state"] == "timed_out" and "timeout_s=3" in done["reason"]
+    pid = escaped_of(escaped)
+    assert pid is not None and not alive(pid)
+    # The queue (concurrency 1) is free: the next run runs.
+    assert run(project, command_id=approved(project, [PY, "gen.py"]), wait=True)["state"] == "succeeded"
+
+
+def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_on_cancel_run(
+        project: Project, escaped: Path) -> None:
+    command_id = approved(project, [PY, "escaper.py"])
+    started = run(project, command_id=command_id)
+    pid = wait_for(lambda: escaped_of(escaped), "the run starting its escaping process")
+    assert alive(pid)
+    cancelled = Service(project).call("cancel_run", {"run_id": started["id"]})["data"]["run"]
+    assert cancelled["state"] == "cancelled" and not alive(pid)
+
+
+def test_a_process_left_behind_by_a_command_that_exited_is_killed_and_the_run_keeps_its_exit_state(
+        project: Project, escaped: Path) -> None:
+    command_id = approved(project, [PY, "escaper.py", "wait-for-it"])
+    done = run(project, command_id=command_id, wait=True)
+    assert done["state"] == "succeeded" and done["exit_code"] == 0
+    pid = escaped_of(escaped)
+    assert pid is not None and not alive(pid)
+
+
+def test_a_commands_exit_code_and_killing_signal_are_reported_as_its_own(project: Project) -> None:
+    three = run(project, command_id=approved(project, [PY, "-c", "raise SystemExit(3)"]), wait=True)
+    assert (three["state"], three["exit_code"], three["reason"]) == ("failed", 3, "exit code 3")
+    killed = run(project, command_id=approved(project, [PY, "-c", "import os; os.kill(os.getpid(), 9)"]), wait=True)
+    assert (killed["state"], killed["exit_code"], killed["reason"]) == ("failed", -9, "killed by signal 9")
+
+
+def test_a_command_gets_the_default_sigpipe_action_as_a_shell_would_give_it(project: Project) -> None:
+    done = run(project, command_id=approved(project, ["grep", "SigIgn", "/proc/self/status"]), wait=True)
+    assert done["state"] == "succeeded"
+    text = Service(project).call("run_review", {"run_id": done["id"], "view": "logs", "stream": "stdout"})
+    ignored = int(text["data"]["text"][0]["text"].split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))  # a writer to a closed pipe dies, as `cmd | head` expects
 
 
 def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) -> None:
@@ -262,17 +373,18 @@ def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fin
 # -- ingest and review ----------------------------------------------------------------------------
 
 def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_attached(project: Project) -> None:
-    command_id = approved(project, [PY, "gen.py"], args_policy="selectors")
-    base = run(project, command_id=command_id, wait=True, args=["1"])
+    command_id = approved(project, [PY, "gen.py", "1"])
+    base = run(project, command_id=command_id, wait=True)
     [artifact] = base["artifacts"]
     assert artifact["status"] == "ingested"
     snap = project.snapshot(artifact["snapshot_id"])
-    assert snap.provenance == "run" and snap.suite == "unit"
+    assert snap.provenance == "run" and snap.suite == "unit" and snap.scope == "complete"
     [(metadata,)] = project.store.con.execute("SELECT metadata FROM snapshots WHERE snapshot_id = ?",
                                               [snap.snapshot_id]).fetchall()
-    assert json.loads(metadata)["run"] == {"run_id": base["id"], "command_id": command_id, "args": ["1"],
+    assert json.loads(metadata)["run"] == {"run_id": base["id"], "command_id": command_id, "args": [],
                                            "command_hash": registry.show_command(project, command_id)["content_hash"]}
-    done = run(project, command_id=command_id, wait=True, args=["0"], baseline={"snapshot_id": snap.snapshot_id})
+    misses = approved(project, [PY, "gen.py", "0"])  # the whole suite again, now missing line 2
+    done = run(project, command_id=misses, wait=True, baseline={"snapshot_id": snap.snapshot_id})
     review = done["incremental_review"]
     assert review["task"] == "incremental" and review["baseline"]["snapshot_ids"] == [snap.snapshot_id]
     assert review["categories"]["lost"] == 1  # line 2 was hit by the baseline run only
@@ -285,6 +397,21 @@ def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_a
     assert standalone["categories"] == review["categories"] and standalone["ranges"] == review["ranges"]
     files = Service(project).call("coverage_review", {"task": "files", "measurement": {"run_id": done["id"]}})
     assert files["data"]["snapshot_id"] == done["artifacts"][0]["snapshot_id"]
+
+
+def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_regression(project: Project) -> None:
+    whole = approved(project, [PY, "gen.py", "1"])
+    base = run(project, command_id=whole, wait=True)["artifacts"][0]["snapshot_id"]
+    # The same suite, given a selection: gen.py's argument "0" stands for a selection that misses line 2.
+    selected = approved(project, [PY, "gen.py"], args_policy="selectors")
+    done = run(project, command_id=selected, wait=True, args=["0"], baseline={"snapshot_id": base})
+    [artifact] = done["artifacts"]
+    assert artifact["status"] == "ingested" and "scope subset" in artifact["detail"]  # the answer says so
+    snap = project.snapshot(artifact["snapshot_id"])
+    assert (snap.suite, snap.scope) == ("unit", "subset")
+    review = done["incremental_review"]
+    assert review["categories"]["lost"] == 0 and review["categories"]["not_observed"] == 1
+    assert review["regression"]["status"] == "not_observed"
 
 
 def test_an_artifact_the_run_did_not_refresh_is_skipped_stale_and_a_malformed_one_fails(
@@ -383,10 +510,13 @@ with open_project({str(repo)!r}) as p:
     # anyone opens the store again.
     wait_for(lambda: not alive(grandchild), "the owner's watchdog killing the grandchild")
     with open_project(repo) as project:
-        Service(project).call("run_review", {"run_id": run_id})  # reads work without a runtime
+        # A read by an owner that runs nothing (no runtime) says the truth: the run's owner died.
+        status = Service(project).call("run_review", {"run_id": run_id})["data"]["run"]
+        assert status["state"] == "interrupted" and "died" in status["reason"]
+        assert status["events"][-1]["detail"] == "recovered"
         from coverage_core.execution.ops import ensure_runtime
 
-        ensure_runtime(project)  # the new owner's recovery
+        ensure_runtime(project)  # the new owner's recovery finds nothing left to do
         found = queue.get(project.store, run_id)
         assert found["state"] == "interrupted"
     assert not alive(grandchild)

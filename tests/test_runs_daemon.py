@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import registry
@@ -20,11 +25,19 @@ from .gitrepo import make_repo
 from .realcov import PACKAGE
 from .test_daemon_rest import call, register
 from .test_daemon_support import Running, ServeProcess
-from .test_mcp_sdk import sdk_client
 from .test_runs import FILES, PY, alive, pids_of, wait_for
 from .test_trust_auth import as_nobody
 
 pytest_plugins = ["tests.test_daemon_support"]
+
+@contextlib.asynccontextmanager
+async def sdk_client(daemon: Running, url: str, mode: str) -> AsyncIterator[Client]:
+    """The SDK's client with the client token, reading for as long as a run_test(wait=true) may take (the HTTP
+    client's default of 5 s is shorter than a real pytest run on a loaded machine)."""
+    async with httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(120.0)) as http, \
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        yield client
+
 
 GEN_COMMAND = {"name": "gen", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
 SLOW_COMMAND = {"name": "slow", "argv": [PY, "stubborn.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
@@ -142,6 +155,12 @@ def marked(run_id: str) -> list[int]:
     return found
 
 
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        stat = handle.read()
+    return int(stat[stat.rindex(b")") + 2:].split()[1])
+
+
 def watchdogs_of(pid: int) -> list[int]:
     """The watchdog processes ``pid`` started (its children running execution/watchdog.py)."""
     found = []
@@ -172,16 +191,24 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
         run = client.call(pid, "run_test", {"command_id": command["id"]})["data"]["run"]
         # The run's leader and its grandchild, which ignores TERM and would outlive the leader's parent-death signal.
         leader, grandchild = wait_for(lambda: pids_of(repo), "the run starting its grandchild")
-        assert sorted(marked(run["id"])) == sorted([leader, grandchild])
+        supervisor = parent_of(leader)  # the run's direct child, its process group leader
+        assert sorted(marked(run["id"])) == sorted([supervisor, leader, grandchild])
         [watchdog] = wait_for(lambda: watchdogs_of(first.proc.pid), "the daemon's watchdog")
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait(30)
         # Nobody opens the store: the watchdog alone stops every process of the run, then exits.
         wait_for(lambda: not marked(run["id"]), "every process of the run gone after kill -9 of the daemon")
-        assert not alive(leader) and not alive(grandchild)
+        assert not alive(supervisor) and not alive(leader) and not alive(grandchild)
         wait_for(lambda: not alive(watchdog), "the watchdog exiting once its owner is gone")
     finally:
         first.stop()
+    # No daemon runs: the command line, holding the store itself, says what the run is (its daemon died).
+    listed = first.cli("runs", "--repo", str(repo), "--json")
+    assert [r["state"] for r in json.loads(listed.stdout)["data"]["runs"]] == ["interrupted"]
+    shown = first.cli("runs", "show", run["id"], "--repo", str(repo), "--json")
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)["data"]["run"]
+    assert status["state"] == "interrupted" and "died" in status["reason"]
     second = ServeProcess(isolated_home)
     try:
         client = second.client(repo=str(repo))
@@ -190,6 +217,32 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
         assert status["state"] == "interrupted" and status["events"][-1]["detail"] == "recovered"
     finally:
         second.stop()
+
+
+def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_exits_1_when_it_failed(
+        isolated_home: Path, repo: Path) -> None:
+    # The daemon answers run_test(wait=true) after about 2 s; the runs take longer.
+    serve = ServeProcess(isolated_home, env={"COVERAGE_MCP_HTTP_TIMEOUT_S": "5",
+                                             "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS": "2000"})
+    try:
+        client = serve.client(repo=str(repo))
+        pid = client.register(repo)["project_id"]
+        late = {**GEN_COMMAND, "name": "late",
+                "argv": [PY, "-c", "import runpy, time; time.sleep(6); runpy.run_path('gen.py')"]}
+        failing = {**GEN_COMMAND, "name": "failing", "argv": [PY, "-c", "import sys, time; time.sleep(6); sys.exit(2)"]}
+        ids = [client.call(pid, "register_test_command", c)["data"]["command"]["id"] for c in (late, failing)]
+        for command_id in ids:
+            assert serve.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0
+        done = serve.cli("run", ids[0], "--repo", str(repo), "--json")
+        assert done.returncode == 0, done.stderr
+        run = json.loads(done.stdout)["data"]["run"]
+        assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
+        assert "following it until it ends" in done.stderr
+        failed = serve.cli("run", ids[1], "--repo", str(repo))
+        assert failed.returncode == 1, failed.stderr
+        assert "failed, exit code 2" in failed.stdout
+    finally:
+        assert serve.stop() == 0
 
 
 def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queued_ones(

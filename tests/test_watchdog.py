@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from coverage_core.execution.watchdog import MARKER_ENV, Watchdog
 
@@ -84,10 +87,10 @@ def test_a_watchdog_that_died_is_replaced_at_the_next_run_and_learns_what_is_run
         proc.stdout.close()
 
 
-def test_the_watchdog_script_imports_nothing_of_the_package() -> None:
-    # Run as a script in isolated mode it must start with the standard library alone.
-    import coverage_core.execution.watchdog as module
-
+@pytest.mark.parametrize("name", ["watchdog", "supervisor"])
+def test_the_watchdog_and_supervisor_scripts_import_nothing_of_the_package(name: str) -> None:
+    # Run as a script in isolated mode each must start with the standard library alone.
+    module = importlib.import_module(f"coverage_core.execution.{name}")
     probe = subprocess.run([PY, "-I", "-S", "-c",
                             f"import runpy, sys; sys.argv = ['w']; runpy.run_path({module.__file__!r}, "
                             "run_name='not_main'); print(sorted(m for m in sys.modules if 'coverage' in m))"],

@@ -2,7 +2,8 @@
 
 ``registry`` holds commands and their approvals, ``queue`` the runs and their
 state transitions (rows of the project store), ``runner`` one process group
-with bounded capture, ``fingerprint`` what makes two runs the same execution,
+with bounded capture, ``supervisor`` the run's direct child (a subreaper that
+kills every descendant of the command), ``fingerprint`` what makes two runs the same execution,
 ``worker`` the threads that take queued runs, run them and ingest what they
 wrote (reports as snapshots, a composite artifact as a composite snapshot),
 ``watchdog`` the process that stops a killed owner's runs at once, ``ops`` the

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..review import cursors
 from ..review.call import Call
 from . import queue, registry, runner
 from .fingerprint import fingerprint
-from .worker import Runtime, command_env, runtime_of
+from .worker import Runtime, command_env, runtime_of, settle_orphans
 
 MAX_ARGS = 64
 # run_test wait=true answers this long before the HTTP deadline at the latest, with state running.
@@ -60,6 +61,26 @@ def register_test_command(call: Call) -> dict[str, Any]:
 
 # -- run_test --------------------------------------------------------------------------
 
+GLOB_START = "*?["  # a selector starting with one could expand, in a word-splitting wrapper, to a file named -x
+
+
+def _unsafe_char(arg: str) -> str | None:
+    """What makes ``arg`` unsafe for a wrapper that word-splits (or globs) its arguments, or None.
+
+    Refused: whitespace and control or format characters (Unicode categories Cc, Cf, Zs, Zl, Zp: they split one
+    selector into several words, one of which may be an option), ``=`` (a variable assignment for make or env),
+    and a glob character first (it could expand to a file name starting with ``-``). ``;``, ``$()``, ``|`` and
+    the like are allowed: the argument is one argv word, never read by a shell, so they arrive literally."""
+    for char in arg:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            return f"the character {char!r} (whitespace or a control character)"
+        if char == "=":
+            return "'=' (a variable assignment for make or env)"
+    if arg[:1] in GLOB_START:
+        return f"the glob character {arg[0]!r} first (it could expand to a file named like an option)"
+    return None
+
+
 def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
     """Case arguments allowed by the command's ``args_policy``, or an error naming the policy."""
     if not args:
@@ -76,6 +97,17 @@ def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
                             "Select fewer tests per run.", {"args_policy": policy})
     out = []
     for arg in args:
+        unsafe = isinstance(arg, str) and _unsafe_char(arg)
+        if unsafe:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"case argument {arg[:100]!r} is refused by args_policy selectors: it contains {unsafe}, which a "
+                "command that word-splits its arguments (sh -c '... $*', tox {posargs}, make) would turn into more "
+                "words or options",
+                "Pass one selector per argument, without spaces, control characters or '=', such as "
+                "tests/test_x.py::test_y.",
+                {"args_policy": policy, "argument": arg[:200]},
+            )
         if not isinstance(arg, str) or not arg or arg.startswith("-") or "\0" in arg or len(arg) > 4096:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -212,6 +244,7 @@ def _read_page(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
 
 def run_review(call: Call) -> dict[str, Any]:
     store, a = call.project.store, call.args
+    settle_orphans(store)  # a run a dead daemon left running reads as interrupted, not running
     run = queue.get(store, a["run_id"])
     if a.get("view", "status") == "status":
         return {"data": {"view": "status", "run": run_view(store, run, reused=False, full=True)}}
@@ -282,6 +315,7 @@ def run_review(call: Call) -> dict[str, Any]:
 
 def cancel_run(call: Call) -> dict[str, Any]:
     store, run_id = call.project.store, call.args["run_id"]
+    settle_orphans(store)
     run = queue.get(store, run_id)
     if run["state"] in queue.ACTIVE:
         queue.request_cancel(store, run_id)

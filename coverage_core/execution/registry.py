@@ -78,6 +78,19 @@ def inside_checkout(root: Path, text: str, what: str, *, allow_root: bool = Fals
     return PurePosixPath(*rel.parts).as_posix() if rel.parts else "."
 
 
+def outside_store(project: Project, path: str, what: str) -> str:
+    """``path`` (checked inside the checkout) unless it lies in a ``.coverage-mcp`` folder or the store's own
+    folder: a command's report there would overwrite the store, its lease or a run's logs."""
+    root = project.checkout.worktree_path
+    store_dir = Path(os.path.realpath(project.checkout.store_dir))
+    resolved = Path(os.path.realpath(root / path))
+    if ".coverage-mcp" in PurePosixPath(path).parts or resolved.is_relative_to(store_dir):
+        raise _bad(f"{what} {path!r} is inside coverage-mcp's own folder .coverage-mcp/ (its store, lease and run "
+                   "logs)", "Have the command write its report elsewhere in the checkout, e.g. coverage.json.",
+                   argument=what)
+    return path
+
+
 def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
     """The registration's canonical content from ``register_test_command``'s arguments (validated)."""
     root = project.checkout.worktree_path
@@ -88,6 +101,11 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
     words = [_word(w, "argv word") for w in argv]
     if not words[0]:
         raise _bad("argv[0] (the program) is empty", "Name the program to run first.", argument="argv")
+    if any(c.isspace() for c in words[0]):
+        split = words[0].split()
+        raise _bad(f"argv[0] {words[0][:100]!r} contains whitespace: it looks like a shell string, and argv is "
+                   "never run through a shell", f"Split it into words: {json.dumps(split[:8] + argv[1:3])[:300]} "
+                   "(a program whose path has a space: name it through a link without one).", argument="argv")
     cwd = inside_checkout(root, args.get("cwd", "."), "cwd", allow_root=True)
     if not (root / cwd).is_dir():
         raise _bad(f"cwd {cwd!r} is not a directory of the checkout", "Use an existing folder, relative to the root.",
@@ -110,12 +128,12 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
     artifacts = []
     for item in artifacts_in:
         if isinstance(item, dict) and "composite" in item:
-            artifacts.append(_composite(root, item))
+            artifacts.append(_composite(project, item))
             continue
         if not isinstance(item, dict) or "path" not in item or "suite" not in item:
             raise _bad("each artifact is {path, suite, format?, scope?} or {composite: {inventory, reports}}",
                        '{"path": "coverage.json", "suite": "unit"}', argument="artifacts")
-        path = inside_checkout(root, item["path"], "artifact path")
+        path = outside_store(project, inside_checkout(root, item["path"], "artifact path"), "artifact path")
         fmt = item.get("format")
         if fmt is not None and fmt not in FORMATS:
             raise _bad(f"artifact format {fmt!r} is unknown", f"Use one of: {', '.join(FORMATS)}, or omit it.",
@@ -144,10 +162,11 @@ MAX_COMPOSITE_REPORTS = 64
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # an inventory's component and variant ids
 
 
-def _composite(root: Path, item: dict[str, Any]) -> dict[str, Any]:
+def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
     """A composite artifact: the inventory (inside the checkout) and the reports the command writes, each naming
     the component (and variant) it measures. Components and variants are checked against the inventory when a
     run ends (the inventory is the checkout's, then)."""
+    root = project.checkout.worktree_path
     body = item["composite"]
     if set(item) != {"composite"} or not isinstance(body, dict) or set(body) - {"inventory", "reports"} \
             or "inventory" not in body or "reports" not in body:
@@ -170,7 +189,8 @@ def _composite(root: Path, item: dict[str, Any]) -> dict[str, Any]:
                                                               or not _COMPONENT.match(value)):
                 raise _bad(f"composite report {key} {value!r} is not an inventory id (1-64 letters, digits, '_', "
                            "'.', '-')", COMPOSITE_EXAMPLE, argument="artifacts")
-        path = inside_checkout(root, report["path"], "composite report path")
+        path = outside_store(project, inside_checkout(root, report["path"], "composite report path"),
+                             "composite report path")
         if path == inventory:
             raise _bad(f"composite report {path!r} is the inventory itself", "Name the report the command writes.",
                        argument="artifacts")

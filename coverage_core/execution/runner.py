@@ -1,29 +1,36 @@
 """One managed process: its own session and process group, bounded capture, a kill that reaches every descendant.
 
-The command starts in a new session (so its process group id is its pid) with
-standard input closed, and on Linux with ``PR_SET_PDEATHSIG`` = SIGKILL, so it
-dies with the thread that started it if the daemon is killed. Its standard
-output and error are drained by two threads into files, each kept up to a
-byte cap (``truncated`` past it; the rest is read and counted, never
-buffered), so a chatty command never blocks on a full pipe.
+The run's direct child is its supervisor (``supervisor.py``, run with
+``python -I -S``): it starts in a new session (so the run's process group id
+is its pid) with standard input closed, makes itself a child subreaper on
+Linux and starts the command (through util-linux ``setpriv --pdeathsig KILL``
+when present), so every process the command starts stays its descendant even
+after ``setsid``, a double fork or a cleared environment; it asks for SIGTERM
+when the thread that started it dies. When the command exits, or the
+supervisor is stopped, it kills its whole descendant tree and exits with the
+command's status. The command's standard output and error are drained by two
+threads into files, each kept up to a byte cap (``truncated`` past it; the
+rest is read and counted, never buffered), so a chatty command never blocks
+on a full pipe; once the supervisor is gone the drains stop at end of file,
+or after ``DRAIN_AFTER_EXIT_S`` if something still holds a pipe.
 
 Stopping (timeout, cancel, shutdown, or the leader's own exit) is SIGTERM to
-the group, a grace period, then SIGKILL to the group and to any process that
-carries the run's marker in its environment (a descendant that left the group
-or ignored TERM), until none is left (``watchdog.kill_group``: the same kill the watchdog process
-makes when the owner dies).
+the group (the supervisor kills its tree, with half the grace), a grace
+period, then SIGKILL to the group and to any process that carries the run's
+marker in its environment, until none is left (``watchdog.kill_group``: the
+same kill the watchdog process makes when the owner dies): a second layer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
+import select
 import shutil
-import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -34,14 +41,9 @@ from .watchdog import KILL_GRACE_S, MARKER_ENV, kill_group, members
 
 __all__ = ["KILL_GRACE_S", "MARKER_ENV", "Process", "Stream", "kill_group", "members", "setpriv"]
 
-_PR_SET_PDEATHSIG = 1
 _CHUNK = 64 * 1024
-
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-    _PRCTL = _LIBC.prctl
-except (OSError, AttributeError):  # not Linux: no parent-death signal; recovery kills the recorded group
-    _PRCTL = None
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+DRAIN_AFTER_EXIT_S = 2.0  # once the run's processes are gone, how long a pipe held by something else is read
 
 
 def _find_setpriv() -> str | None:
@@ -66,11 +68,6 @@ def setpriv() -> str | None:
     return _SETPRIV[0]
 
 
-def _child_setup() -> None:  # runs in the child between fork and exec: async-signal-safe calls only
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 @attrs.define
 class Stream:
     """One drained output stream: the bytes kept in ``path``, all bytes seen, and whether some were dropped."""
@@ -83,10 +80,17 @@ class Stream:
     fd: int = -1
 
 
-def _drain(pipe, stream: Stream) -> None:
+def _drain(pipe, stream: Stream, done: threading.Event) -> None:
+    """Read ``pipe`` into ``stream`` until end of file, or until ``done`` is set and nothing is left to read."""
+    fd = pipe.fileno()
     try:
         while True:
-            chunk = pipe.read1(_CHUNK) if hasattr(pipe, "read1") else pipe.read(_CHUNK)
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                if done.is_set():
+                    break
+                continue
+            chunk = os.read(fd, _CHUNK)
             if not chunk:
                 break
             room = stream.cap - stream.total
@@ -123,22 +127,23 @@ class Process:
         except BaseException:
             os.close(self.stdout.fd)
             raise
-        # setpriv (util-linux) sets the parent-death signal and execs the command: the same process,
-        # started without the slow fork a preexec_fn forces; without it, prctl in the child.
+        # The supervisor starts the command; setpriv (util-linux) gives the command the parent-death signal
+        # (the supervisor's own it sets itself) without the slow fork a preexec_fn forces.
         wrapper = setpriv()
-        words = [wrapper, "--pdeathsig", "KILL", "--", *argv] if wrapper else list(argv)
+        program, spawned = (wrapper, [wrapper, "--pdeathsig", "KILL", "--", *argv]) if wrapper else (found, list(argv))
+        words = [sys.executable, "-I", "-S", SUPERVISOR, str(KILL_GRACE_S / 2), str(os.getpid()), program, *spawned]
         try:
             self.popen = subprocess.Popen(  # argv words, never a shell
                 words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                preexec_fn=None if wrapper else _child_setup,  # noqa: PLW1509 - prctl only, no locks taken
             )
         except BaseException:
             os.close(self.stdout.fd)
             os.close(self.stderr.fd)
             raise
         self.pgid = self.popen.pid
-        self._drains = [threading.Thread(target=_drain, args=(pipe, stream), daemon=True,
+        self._done = threading.Event()
+        self._drains = [threading.Thread(target=_drain, args=(pipe, stream, self._done), daemon=True,
                                          name=f"drain-{marker}")
                         for pipe, stream in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr))]
         for thread in self._drains:
@@ -156,8 +161,13 @@ class Process:
         kill_group(self.pgid, self.marker, grace, leader=self.popen)
 
     def finish(self, timeout: float = 10.0) -> None:
-        """Reap the leader and end the drains (every writer of the pipes is gone after ``stop``)."""
+        """Reap the leader and end the drains: at end of file, or ``DRAIN_AFTER_EXIT_S`` after the run's processes
+        are gone if something else still holds a pipe (the read ends are closed then)."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout)
+        give_up = time.monotonic() + DRAIN_AFTER_EXIT_S
+        for thread in self._drains:
+            thread.join(max(0.0, give_up - time.monotonic()))
+        self._done.set()
         for thread in self._drains:
             thread.join(timeout)

@@ -5,13 +5,18 @@ killed by their recorded group and marker, then marked ``interrupted``;
 queued runs stay queued), then starts ``concurrency`` worker threads. A
 worker claims the oldest queued run, starts its process group, waits for
 its exit, its timeout or a cancel, stops whatever of the group is left,
-ingests each declared artifact the run created or modified (an unchanged or
+ingests each declared artifact the run created or modified (scope ``subset``
+when the run was given case arguments; an unchanged or
 absent one is ``skipped_stale``, a report that fails to parse is ``failed``
 with its error code; each ingested snapshot and its artifact row commit in
 one transaction; a composite artifact is built from the reports the run
 refreshed, ``composite.build`` with provenance ``run``), attaches a bounded incremental review when the run named
 a baseline, and writes the terminal state. Any setup, capture or persistence
 failure ends the run ``failed`` with the reason.
+
+An owner that executes none of the store's runs (no runtime: the command
+line holding the store) recovers runs still ``running`` before it reads them
+(``settle_orphans``): the store's lease is exclusive, so their owner died.
 
 ``stop`` (daemon shutdown, store close) cancels running runs (their groups
 stopped, state ``cancelled``, reason ``shutdown``) and leaves queued runs
@@ -73,8 +78,40 @@ def command_env(spec: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
+    """The scope a run's report is stored with: ``subset`` when the run was given case arguments (it ran a
+    selection of the suite, so what it did not reach is not observed, never lost), else the registration's."""
+    return "subset" if json.loads(run["args"]) else artifact["scope"]
+
+
 _RUNTIMES: dict[int, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
+
+
+ORPHAN_REASON = "its daemon (the process that ran it) died before it ended; its processes were killed"
+
+
+def recover(store: ProjectStore) -> list[str]:
+    """Runs left ``running`` by a dead owner: their processes killed (recorded group and marker), then
+    ``interrupted`` (detail ``recovered``). Their ids. Only a store's owner calls it, for runs no runtime of its
+    own executes."""
+    done = []
+    for run_id, pgid in queue.stale_running(store):
+        runner.kill_group(pgid, run_id, grace=0.5)
+        if queue.transition(store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
+                            reason=ORPHAN_REASON, detail="recovered"):
+            done.append(run_id)
+    return done
+
+
+def settle_orphans(store: ProjectStore) -> list[str]:
+    """Before a read of runs by an owner that executes none (the command line, or a library process, holding the
+    store without a runtime): a run still ``running`` is an orphan, since the store's lease is exclusive and no
+    runtime of this process runs it, so its owner died. It is recovered now (``recover``), so the read says what
+    it is rather than what a dead daemon left. Nothing when this process runs the store's runs."""
+    if runtime_of(store) is not None or not queue.stale_running(store):
+        return []
+    return recover(store)
 
 
 def runtime_of(store: ProjectStore) -> Runtime | None:
@@ -117,14 +154,7 @@ class Runtime:
 
     def recover(self) -> list[str]:
         """Runs a dead owner left ``running``: their processes killed, then ``interrupted``. Their ids."""
-        done = []
-        for run_id, pgid in queue.stale_running(self.store):
-            runner.kill_group(pgid, run_id, grace=0.5)
-            if queue.transition(self.store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
-                                reason="the process that ran it stopped before it ended (its processes were killed)",
-                                detail="recovered"):
-                done.append(run_id)
-        return done
+        return recover(self.store)
 
     def stop(self, grace: float = runner.KILL_GRACE_S) -> None:
         """Cancel running runs (state ``cancelled``, reason shutdown), leave queued ones queued, join the workers."""
@@ -317,18 +347,22 @@ class Runtime:
                 record(path, "skipped_stale", detail="absent" if after is None else "not created or modified by the run")
                 continue
 
-            def also(con: Any, snapshot_id: str, path: str = path) -> None:
-                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id) "
-                            "VALUES (?, ?, 'ingested', ?)", [run_id, path, snapshot_id])
+            scope = scope_of(run, artifact)
+            why = ("stored with scope subset: the run was given case arguments, so it measured a selection of the "
+                   "suite" if scope == "subset" and artifact["scope"] != "subset" else None)
+
+            def also(con: Any, snapshot_id: str, path: str = path, why: str | None = why) -> None:
+                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id, detail) "
+                            "VALUES (?, ?, 'ingested', ?, ?)", [run_id, path, snapshot_id, why])
                 # The snapshot says which run made it: run id, command (and its content hash), arguments.
                 con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
                             [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
                                                  "command_hash": run["command_hash"],
                                                  "args": json.loads(run["args"])}}), snapshot_id])
 
-            def ingest(artifact: dict[str, Any] = artifact) -> Any:
+            def ingest(artifact: dict[str, Any] = artifact, scope: str = scope) -> Any:
                 return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
-                                      format=artifact["format"], scope=artifact["scope"], provenance="run",
+                                      format=artifact["format"], scope=scope, provenance="run",
                                       require_mapped=True, also=also)
 
             try:
