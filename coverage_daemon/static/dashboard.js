@@ -469,21 +469,28 @@
       row("artifacts", (item.artifacts || []).length ? el("ul", {}, item.artifacts.map((a) => el("li", { text: artifactText(a) }))) : "none"));
   }
   let approvalFocus = null;  // after an approval: the row index whose button takes the focus next
+  let confirming = null;  // the command whose approval waits for its confirmation (kept across refreshes)
   function approvalAction(item, index) {
     const cell = el("td", { class: "approve-cell" });
     const ask = () => {
+      confirming = item.command_id;
       const confirm = el("button", { type: "button", class: "confirm", text: "Confirm approve " + item.command_id,
         onclick: (event) => approve(item.command_id, event.target, index) });
-      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { start(); cell.querySelector("button.approve").focus(); } });
+      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.approve").focus(); } });
       cell.replaceChildren(el("p", { class: "confirm-question", text: "Let agents run exactly this command?" }), confirm, " ", cancel);
       confirm.focus();
     };
     const start = () => cell.replaceChildren(el("button", { type: "button", class: "approve", text: "Approve…",
       "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }));
-    if (staticData) cell.append(el("span", { class: "muted", text: "approve from the live dashboard" })); else start();
+    if (staticData) cell.append(el("span", { class: "muted", text: "approve from the live dashboard" }));
+    else if (confirming === item.command_id) ask(); else start();
     return cell;
   }
   function renderApprovals(section) {
+    // a refresh re-draws the table: the focus stays on the same command's button (never lost to the page)
+    const active = document.activeElement;
+    const had = active && byId("approvals-body").contains(active) && active.closest("tr") ?
+      { command: active.closest("tr").dataset.command, cls: active.className } : null;
     if (!section || !section.available || !section.items || !section.items.length) {
       generic(section, "approvals-body", []);
     } else {
@@ -500,6 +507,11 @@
       const next = buttons[Math.min(approvalFocus, buttons.length - 1)];
       (next || byId("h-approvals")).focus();
       approvalFocus = null;
+    } else if (had) {
+      const row = Array.from(document.querySelectorAll("#approvals-table tbody tr")).find((tr) => tr.dataset.command === had.command);
+      const target = row ? (row.querySelector("button." + had.cls) || row.querySelector("button"))
+        : document.querySelector("#approvals-table button.approve");
+      (target || byId("h-approvals")).focus();
     }
   }
   async function approve(commandId, button, index) {
@@ -517,6 +529,7 @@
       return;
     }
     byId("approvals-status").textContent = "Approved " + commandId + ".";
+    confirming = null;
     approvalFocus = index;
     load();
   }
