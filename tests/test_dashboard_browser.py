@@ -307,6 +307,7 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         await until(page, f"{cell} !== null && {cell}.textContent === 'succeeded'")
         cells = await page.locator(f'#runs-table tr[data-run="{run_id}"] td').all_text_contents()
         assert cells[1] == "succeeded" and cells[6] == "0"
+        assert cells[2] == "copy the report"  # the command's name, never only its id
         await page.locator(f'#runs-table tr[data-run="{run_id}"] button').click()
         await until(page, "document.querySelector('#run-log-text') !== null")
         assert "hello from the managed run" in await text(page, "#run-log-text")

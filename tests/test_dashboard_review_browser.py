@@ -4,6 +4,7 @@ sign-in link opens, the worst files of a large project, hostile text in the stat
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ from coverage_core.execution import registry
 from coverage_core.project import open_project
 
 from .browser import chromium, shots_dir
-from .gitrepo import lcov, make_repo
-from .realcov import copy_checkout
+from .gitrepo import commit, git, lcov, make_repo, write
+from .realcov import copy_checkout, make_package, measure
 from .test_daemon_support import in_process
 from .test_dashboard_browser import (  # noqa: F401
     WAIT_MS,
@@ -200,3 +201,48 @@ async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(tmp
         assert named == HOSTILE + "&amp; \u2028"
         assert await page.locator("script").count() == 2  # the data and the page's own script, nothing injected
         assert errors == []
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[Path, str]]]:
+    """The package measured, then changed in code and in a file no snapshot measures (a README)."""
+    root = tmp_path_factory.mktemp("outside")
+    repo = make_package(root / "repo")
+    reports: dict[str, tuple[Path, str]] = {}
+    out = measure(repo, "tests/test_cart.py::test_total_sums_prices")
+    reports["c0"] = (Path(shutil.copy(out["json"], root / "c0.json")), git(repo, "rev-parse", "HEAD"))
+    write(repo, {"shop/extra_long_module_name_for_wrapping.py": "def twice(x):\n    return 2 * x\n",
+                 "docs/README.md": "# shop\n"})
+    commit(repo, "extra and a readme")
+    out = measure(repo)
+    reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
+    return repo, reports
+
+
+async def test_the_change_view_says_in_plain_words_what_changed_and_fits_1280_pixels(
+        outside: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    repo = copy_checkout(outside[0], tmp_path)
+    store(repo, outside[1], "c0", "c1")
+    async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
+        live = Live(running, repo, outside[1])
+        async with chromium() as context:
+            page = await live.sign_in(context)
+            body = await text(page, "#change-body")
+            assert "data.outside_scope" not in body and "outside_scope" not in body
+            assert "1 changed file lies outside what suite “default” has ever measured" in body
+            assert "docs/README.md" in body
+            statuses = await page.locator('#change-body table[aria-label="Changed files"] td.status-word').all_text_contents()
+            assert statuses and all("_" not in s for s in statuses)
+            assert "added" in statuses
+            # a path wraps only at its slashes: each part of the name stays whole on its line
+            names = page.locator('#change-body table[aria-label="Changed files"] button.path')
+            for i in range(await names.count()):
+                assert await names.nth(i).evaluate("b => getComputedStyle(b).overflowWrap") == "normal"
+                assert await names.nth(i).locator("wbr").count() == (await names.nth(i).text_content()).count("/")
+            rows = page.locator('#change-body table[aria-label="Changed files"] tbody tr')
+            for i in range(await rows.count()):
+                assert (await rows.nth(i).bounding_box())["height"] < 60
+            assert await page.evaluate("document.documentElement.scrollWidth") <= 1280
+            await page.locator("#change").screenshot(path=str(shots_dir(tmp_path_factory) / "view-change-1280.png"))
+            assert page.errors == []
