@@ -145,3 +145,22 @@ async def test_all_streams_of_a_project_share_one_revision_check_and_all_hear_an
             finally:
                 for response in responses:
                     response.close()
+
+
+async def test_a_sign_in_link_names_its_project_and_a_bad_project_is_a_clear_400(
+        small_repo: Path, isolated_home: Path) -> None:
+    async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
+        project = open_project(small_repo)
+        project_id = project.checkout.project_id
+        project.close()
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.post(running.url + "/api/dashboard/ticket?project=nothex", headers=running.admin) as bad:
+                assert bad.status == 400 and (await bad.json())["error"]["details"]["argument"] == "project"
+            async with http.post(running.url + f"/api/dashboard/ticket?project={project_id}",
+                                 headers=running.admin) as minted:
+                url = (await minted.json())["data"]["url"]
+            assert url.endswith(f"&project={project_id}")
+            async with http.get(url.replace(project_id, "zz")) as refused:
+                assert refused.status == 400
+            async with http.get(url, allow_redirects=False) as session:
+                assert session.status == 200 and f'url=/?project={project_id}"' in await session.text()

@@ -323,8 +323,10 @@ def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | 
                             {**error.details, "selection": "composite"}) from None
     record = _composite_record(cur)
     delta = None
-    if base is not None and cur.percent() is not None and base.percent() is not None:
-        delta = round(cur.percent() - base.percent(), 2)
+    if base is not None:
+        then, now = _composite_record(base)["totals"]["combined"], record["totals"]["combined"]
+        found = delta_hundredths((then["hit"], then["found"]), (now["hit"], now["found"]))
+        delta = None if found is None else found[0] * found[1] / 100  # exact from the counts, as the metrics
     return {
         "available": True,
         "current": record,
