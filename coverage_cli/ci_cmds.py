@@ -28,11 +28,11 @@ import json
 import posixpath
 import sys
 from collections.abc import Callable
-from fractions import Fraction
 from typing import IO, Any
 
 import click
 
+from coverage_core.display import delta as display_delta
 from coverage_core.errors import CoverageError, ErrorCode, error_body
 from coverage_core.ids import SNAPSHOT_PREFIX
 from coverage_core.project import DEFAULT_SUITE
@@ -142,17 +142,9 @@ def before_after(lines: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int
 
 
 def delta(before: tuple[int, int], after: tuple[int, int]) -> str:
-    """The change in percentage points, exact to two decimals; never "0.00" for a change that is not zero."""
-    if not before[1] or not after[1]:
-        return "-"
-    change = Fraction(after[0] * 100, after[1]) - Fraction(before[0] * 100, before[1])
-    units = round(abs(change) * 100)
-    sign = "+" if change > 0 else "-"
-    if change == 0:
-        return "0.00%"
-    if units == 0:
-        return f"{sign}<0.01%"
-    return f"{sign}{units // 100}.{units % 100:02d}%"
+    """The change in percentage points, exact to two decimals (``coverage_core.display.delta``, which the
+    dashboard shows too)."""
+    return display_delta(before, after)
 
 
 def _share(hit: int, found: int) -> str:

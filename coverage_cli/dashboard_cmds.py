@@ -67,7 +67,9 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
         raise click.ClickException("the daemon did not start; see `coverage-mcp status`")
     client, meta = found
     client.register(checkout.worktree_path)
-    answer = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: meta["capability"]})[1]
+    # the link names this repository's project: the page opens on it, never on another the daemon saw last
+    answer = client.request("POST", "/api/dashboard/ticket", query={"project": checkout.project_id},
+                            headers={CAPABILITY_HEADER: meta["capability"]})[1]
     opener = write_opener(settings.home, answer["data"]["url"], answer["data"]["expires_in_s"])
     opened = False
     if not no_open:
@@ -109,7 +111,8 @@ def report_command(directory: Path, current: str | None, baseline: str | None, s
 
     with open_project(repo) as project:
         chosen = {"current": current, "baseline": baseline, "suite": suite, "composite": composite,
-                  "composite_baseline": composite_baseline}
+                  "composite_baseline": composite_baseline,
+                  "order": "uncovered"}  # a large project's report carries its worst files, not the first by path
         data, sources = _report_data(project, chosen)
     out = static_report.write(directory, data, sources)
     metrics = data["metrics"]

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from coverage_core.config import Settings
+from coverage_core.display import command_line
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.project import Project
@@ -65,7 +66,7 @@ def command_group() -> None:
 
 def _render_command(c: dict[str, Any]) -> None:
     click.echo(f"{c['id']}  {c['status']:<8}  {c['name']}")
-    click.echo(f"  argv: {shlex.join(c['argv'])}")
+    click.echo(f"  argv: {command_line(c['argv'])}")
     if "cwd" in c:
         click.echo(f"  cwd: {c['cwd']}  timeout: {c['timeout_s']} s  args_policy: {c['args_policy']}")
         for key, value in c["env"].items():

@@ -55,6 +55,7 @@ EXIT_CODES: dict[ErrorCode, int] = {
     ErrorCode.INTERNAL: FAILED,
     ErrorCode.THRESHOLD_NOT_MET: THRESHOLD,
     ErrorCode.NOT_APPROVED: FAILED,
+    ErrorCode.TOO_MANY_REQUESTS: FAILED,
 }
 
 

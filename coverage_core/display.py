@@ -24,3 +24,38 @@ def percent(hit: int, found: int, digits: int = 2) -> str:
         units = 1
     whole, frac = divmod(units, scale)
     return f"{whole}.{frac:0{digits}d}%" if digits else f"{whole}%"
+
+
+def delta_hundredths(before: tuple[int, int], after: tuple[int, int]) -> tuple[int, int] | None:
+    """The change from ``before`` to ``after`` (each ``(hit, found)``) in hundredths of a percentage point,
+    computed exactly: ``(sign, units)`` with sign -1, 0 or 1 and units the rounded magnitude (0 for a change
+    smaller than 0.005 points that is not zero); None when either side measured nothing."""
+    from fractions import Fraction
+
+    if not before[1] or not after[1]:
+        return None
+    change = Fraction(after[0] * 100, after[1]) - Fraction(before[0] * 100, before[1])
+    return (1 if change > 0 else -1 if change < 0 else 0), round(abs(change) * 100)
+
+
+def delta(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """The change in percentage points, exact to two decimals ("+1.25%", "-<0.01%", "0.00%"; "-" when a side
+    measured nothing); never "0.00" for a change that is not zero."""
+    found = delta_hundredths(before, after)
+    if found is None:
+        return "-"
+    sign, units = found
+    if sign == 0:
+        return "0.00%"
+    mark = "+" if sign > 0 else "-"
+    if units == 0:
+        return f"{mark}<0.01%"
+    return f"{mark}{units // 100}.{units % 100:02d}%"
+
+
+def command_line(argv: list[str]) -> str:
+    """A command's argv as one shell-quoted line (``shlex.join``): what `coverage-mcp command show` prints and
+    the dashboard's Approvals view shows, so words that differ never look alike (``-m pytest`` vs ``-m`` ``pytest``)."""
+    import shlex
+
+    return shlex.join(argv)

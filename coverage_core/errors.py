@@ -48,6 +48,8 @@ class ErrorCode(enum.StrEnum):
     THRESHOLD_NOT_MET = "threshold_not_met"
     # A registered command that is not (or no longer) approved by a person cannot run.
     NOT_APPROVED = "not_approved"
+    # A bounded resource (the dashboard's event streams) is full: retry once others are released.
+    TOO_MANY_REQUESTS = "too_many_requests"
 
 
 class Remedy:

@@ -33,6 +33,7 @@ from aiohttp import web
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review import dashboard as projection
 
+from . import dashboard_streams
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
 from .projects import Target
 from .state import DAEMON, json_response
@@ -40,14 +41,13 @@ from .state import DAEMON, json_response
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
             "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
-# How often an open stream looks whether its connection or the daemon has gone, and how long one
-# stream lasts: then the browser reconnects by itself (``retry``), its session checked again.
-STREAM_TICK_S = 0.25
+# How long one stream lasts: then the browser reconnects by itself (``retry``), its session checked again.
+# Streams share one revision check per project and are bounded (``dashboard_streams``).
 STREAM_MAX_S = 3600.0
 STREAM_RETRY_MS = 2000
 _ID = "0123456789abcdef"
 # What the page's address and GET /api/dashboard select: the project, ordinary and composite snapshots.
-SELECTION = frozenset({"project", "suite", "current", "baseline", "composite", "composite_baseline"})
+SELECTION = frozenset({"project", "suite", "current", "baseline", "composite", "composite_baseline", "order"})
 
 
 @cache
@@ -68,18 +68,21 @@ def dashboard_url(host: str, port: int) -> str:
 
 async def mint_ticket(request: web.Request) -> web.Response:
     """POST /api/dashboard/ticket (admin): a one-time sign-in link for ``coverage-mcp dashboard``."""
-    if request.query:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
+    """``?project=ID`` (the repository the command ran in) goes into the link: the page opens on that project."""
+    _no_query(request, frozenset({"project"}))
+    project_id = _project_param(request)
     daemon = request.app[DAEMON]
     ticket = daemon.authorizer.sessions.mint_ticket()
     url = f"{dashboard_url(daemon.settings.host, daemon.port)}/session?ticket={ticket}"
+    if project_id is not None:
+        url += f"&project={project_id}"
     return json_response({"data": {"url": url, "expires_in_s": int(TICKET_TTL_S)}}, 201)
 
 
 _SIGNED_IN = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={target}">
 <link rel="icon" href="data:,"><title>coverage-mcp: signed in</title></head>
-<body><p>Signed in. <a href="/">Open the dashboard</a>.</p></body></html>
+<body><p>Signed in. <a href="{target}">Open the dashboard</a>.</p></body></html>
 """
 
 
@@ -90,11 +93,14 @@ async def start_session(request: web.Request) -> web.Response:
     cookie is not sent on a redirect that a file:// page started, and is on a
     navigation this origin starts.
     """
-    if set(request.query) - {"ticket"} or len(request.query.getall("ticket", [])) > 1:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "GET /session takes one ticket parameter",
+    if set(request.query) - {"ticket", "project"} or any(len(request.query.getall(k, [])) > 1 for k in request.query):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "GET /session takes one ticket (and one project) parameter",
                             "Open the link `coverage-mcp dashboard` wrote, unchanged.")
+    project_id = _project_param(request)
     cookie, _csrf = request.app[DAEMON].authorizer.sessions.redeem(request.query.get("ticket"))
-    response = web.Response(text=_SIGNED_IN, content_type="text/html", charset="utf-8", headers=_page_headers())
+    target = "/" if project_id is None else f"/?project={project_id}"
+    response = web.Response(text=_SIGNED_IN.format(target=target),
+                            content_type="text/html", charset="utf-8", headers=_page_headers())
     response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="Strict", path="/",
                         max_age=int(SESSION_TTL_S))
     return response
@@ -140,14 +146,20 @@ def _text(request: web.Request, key: str, limit: int = 4096) -> str | None:
     return value
 
 
+def _project_param(request: web.Request) -> str | None:
+    """The ``project`` parameter, checked to be a project id (16 hex digits), or None."""
+    wanted = _text(request, "project", 16)
+    if wanted is not None and (len(wanted) != 16 or any(c not in _ID for c in wanted)):
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"project {wanted!r} is not a project id",
+                            "Pass a 16-hex-digit id from the dashboard's project list.", {"argument": "project"})
+    return wanted
+
+
 async def _project_id(request: web.Request) -> str:
     """The ``project`` parameter, or the project most recently used when there is none."""
     daemon = request.app[DAEMON]
-    wanted = _text(request, "project", 16)
+    wanted = _project_param(request)
     if wanted is not None:
-        if len(wanted) != 16 or any(c not in _ID for c in wanted):
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"project {wanted!r} is not a project id",
-                                "Pass a 16-hex-digit id from the dashboard's project list.", {"argument": "project"})
         return wanted
     records = await daemon.projects.run(daemon.registry.all)
     if not records:
@@ -216,37 +228,41 @@ async def events(request: web.Request) -> web.StreamResponse:
         return await daemon.projects.read(target, lambda _project, con: projection.revision(con))
 
     seen = await current()
-    streams = daemon.streams
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
-    await response.prepare(request)
+    streams, shared = daemon.streams, dashboard_streams.hub(daemon)
+    admitted = shared.admit(request.cookies.get(SESSION_COOKIE, ""))  # 429 past a cap, before anything is sent
+    watch = shared.follow(project_id, seen, current)
     streams.open += 1
     try:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
+        await response.prepare(request)
         await response.write(f"retry: {STREAM_RETRY_MS}\n".encode()
                              + _event("revision", {"project_id": project_id, "revision": seen}))
-        next_check = time.monotonic() + daemon.settings.dashboard_refresh_s
         ends = time.monotonic() + STREAM_MAX_S
-        while not daemon.stop.is_set() and time.monotonic() < ends:
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                break
-            try:
-                await asyncio.wait_for(daemon.stop.wait(), STREAM_TICK_S)
-                break
-            except TimeoutError:
-                pass
-            if time.monotonic() < next_check:
-                continue
-            next_check = time.monotonic() + daemon.settings.dashboard_refresh_s
-            daemon.touch()  # a visible dashboard is a user of the daemon
-            now = await current()
-            if now != seen:
-                seen = now
-                await response.write(_event("refresh", {"project_id": project_id, "revision": now}))
-            else:
-                await response.write(b": unchanged\n\n")
+        quiet = dashboard_streams.keepalive_s(daemon.settings.dashboard_refresh_s)
+        stop = asyncio.ensure_future(daemon.stop.wait())
+        try:
+            while not daemon.stop.is_set() and time.monotonic() < ends:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    break
+                if watch.revision != seen:
+                    seen = watch.revision
+                    await response.write(_event("refresh", {"project_id": project_id, "revision": seen}))
+                    continue
+                changed = asyncio.ensure_future(watch.changed.wait())
+                try:
+                    done, _ = await asyncio.wait({changed, stop}, timeout=quiet, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    changed.cancel()
+                if not done:
+                    await response.write(b": unchanged\n\n")  # a keep-alive; a closed connection fails here
+        finally:
+            stop.cancel()
     except (ConnectionError, asyncio.CancelledError):
         pass
     finally:
+        shared.unfollow(project_id, watch)
+        shared.release(admitted)
         streams.open -= 1
         streams.closed += 1
     return response

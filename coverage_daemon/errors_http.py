@@ -44,6 +44,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INTERNAL: 500,
     ErrorCode.THRESHOLD_NOT_MET: 422,
     ErrorCode.NOT_APPROVED: 409,
+    ErrorCode.TOO_MANY_REQUESTS: 429,
 }
 
 

@@ -49,6 +49,32 @@ def run_candidates(data: dict[str, Any]) -> list[str]:
     return [r["run_id"] for r in (runs.get("items") or [])[:MAX_RUN_LOGS]] if runs.get("available") else []
 
 
+# Inside a script element the HTML parser reads "</script", "<!--" and "<script" (its double-escaped
+# state swallows the rest of the page): no "<", ">" or "&" may appear raw. JSON strings escape them as
+# \u003c etc. (the same string to JSON.parse); U+2028/2029 are escaped too, for older script parsers.
+_EMBED_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_EMBED_TABLE = str.maketrans(_EMBED_ESCAPES)
+
+
+def embed_json(value: Any) -> str:
+    """``value`` as JSON that is safe as the text of a ``<script type="application/json">`` element."""
+    return json.dumps(value, separators=(",", ":")).translate(_EMBED_TABLE)
+
+
+def _approvals_count(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A CI artifact carries no pending command (its env values may be secrets): how many wait, and where
+    a person reviews and approves them."""
+    if not section or not section.get("available"):
+        return section
+    count = len(section.get("items") or [])
+    if not count:
+        return {"available": True, "items": [], "empty": "No command waited for approval."}
+    more = "+" if section.get("truncated") else ""
+    return {"available": True, "items": [], "pending": count,
+            "empty": f"{count}{more} command(s) waited for approval when this report was written. The report "
+                     "carries no command details: review them with `coverage-mcp command list --status pending`."}
+
+
 def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
     """The report's HTML text: the page with its assets inlined and ``data`` (and ``sources``) embedded."""
     kept: dict[str, dict[str, Any]] = {}
@@ -58,9 +84,9 @@ def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
         if total > MAX_SOURCE_LINES_TOTAL:
             break
         kept[path] = source
-    body = {**data, "sources": kept, "generated_at": dt.datetime.now(dt.UTC).isoformat()}
-    # "</" cannot appear inside the JSON script element: a path or test name with "</script>" stays text.
-    payload = json.dumps(body, separators=(",", ":")).replace("</", "<\\/")
+    body = {**data, "sources": kept, "generated_at": dt.datetime.now(dt.UTC).isoformat(),
+            "approvals": _approvals_count(data.get("approvals"))}
+    payload = embed_json(body)
     script, style = _asset("dashboard.js"), _asset("dashboard.css")
     policy = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; img-src data:; "
               "connect-src 'none'; base-uri 'none'; form-action 'none'")

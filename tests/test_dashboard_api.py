@@ -19,6 +19,7 @@ import pytest
 
 from coverage_cli.output import EXIT_CODES
 from coverage_core.config import Settings
+from coverage_core.display import delta as delta_text
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import open_project
 from coverage_core.review.dashboard import dashboard, file_source, revision
@@ -79,7 +80,7 @@ def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previ
             now, then = snaps[0].totals[name], snaps[1].totals[name]
             metric = data["metrics"][name]
             assert (metric["current"]["hit"], metric["current"]["found"]) == (now.hit, now.found)
-            assert metric["delta"] == round(round(100 * now.hit / now.found, 2) - round(100 * then.hit / then.found, 2), 2)
+            assert metric["delta_text"] == delta_text((then.hit, then.found), (now.hit, now.found))
         assert [p["snapshot_id"] for p in data["timeline"]["points"]] == [s.snapshot_id for s in reversed(snaps)]
         assert data["change"]["available"] and data["change"]["categories"]["categories"]["UNC"] == 4
         assert {f["path"] for f in data["files"]["rows"]} == {"shop/__init__.py", "shop/cart.py", "shop/extra.py"}
@@ -285,7 +286,9 @@ async def test_report_through_the_daemon_that_holds_the_store_embeds_its_project
     through = await asyncio.to_thread(cli, repo, "report", "--html", str(tmp_path / "a"))
     assert through["sources"] >= 2
     embedded = _embedded(Path(through["report"]))
-    async with aiohttp.ClientSession() as http, http.get(live.url + "/api/dashboard", headers=live.auth) as response:
+    # the report ships the files with the most missed lines (the page's "Missed lines" order)
+    async with aiohttp.ClientSession() as http, http.get(live.url + "/api/dashboard?order=uncovered",
+                                                         headers=live.auth) as response:
         served = (await response.json())["data"]
     assert embedded["metrics"] == through["metrics"] == served["metrics"]
     assert embedded["files"] == served["files"] and embedded["change"] == served["change"]

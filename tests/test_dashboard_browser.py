@@ -87,7 +87,7 @@ class Live:
         page.on("response", lambda r: page.errors.append(f"{r.status} {r.request.method} {r.url}")
                 if r.status >= 400 else None)
         await page.goto(Path(answer["open_file"]).as_uri())
-        await page.wait_for_url(self.running.url + "/", timeout=WAIT_MS)
+        await page.wait_for_url(self.running.url + "/?project=*", timeout=WAIT_MS)  # the repository's project
         await ready(page)
         return page
 
@@ -219,11 +219,14 @@ async def test_the_file_table_sorts_from_the_keyboard(live: Live) -> None:
         page = await live.sign_in(context)
         missed = page.locator("#files-table th button", has_text="Missed lines")
         await missed.focus()
-        await page.keyboard.press("Enter")  # ascending
-        await page.keyboard.press("Enter")  # descending: most missed first
+        await page.keyboard.press("Enter")  # the first press: most missed first
         assert await page.locator("#files-table th[aria-sort=descending]").count() == 1
         values = [int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()]
         assert values == sorted(values, reverse=True) and values[0] > 0
+        await page.keyboard.press("Enter")  # again: fewest first
+        assert await page.locator("#files-table th[aria-sort=ascending]").count() == 1
+        values = [int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()]
+        assert values == sorted(values)
 
 
 async def test_a_new_ingest_reaches_the_open_page_through_the_event_stream_without_a_reload(live_c0: Live) -> None:
@@ -290,6 +293,7 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         assert "copy the report" in (await row.text_content() or "")
         await page.locator("#approvals").screenshot(path=str(shots_dir(tmp_path_factory) / "view-approvals-pending.png"))
         await row.locator("button.approve").click()
+        await row.locator("button.confirm").click()  # Approve asks first
         await until(page, "document.querySelector('#approvals-table') === null")
         shown = (await live_c0.cli("command", "show", command_id))["data"]["command"]
         assert shown["status"] == "approved"
@@ -303,6 +307,7 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         await until(page, f"{cell} !== null && {cell}.textContent === 'succeeded'")
         cells = await page.locator(f'#runs-table tr[data-run="{run_id}"] td').all_text_contents()
         assert cells[1] == "succeeded" and cells[6] == "0"
+        assert cells[2] == "copy the report"  # the command's name, never only its id
         await page.locator(f'#runs-table tr[data-run="{run_id}"] button').click()
         await until(page, "document.querySelector('#run-log-text') !== null")
         assert "hello from the managed run" in await text(page, "#run-log-text")
@@ -325,7 +330,7 @@ async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_
     async with chromium() as first:
         page = await first.new_page()
         response = await page.goto(opener.as_uri())
-        await page.wait_for_url(live.running.url + "/", timeout=WAIT_MS)
+        await page.wait_for_url(live.running.url + "/?project=*", timeout=WAIT_MS)
         await ready(page)
         main = await page.request.get(live.running.url + "/")
         policy = main.headers["content-security-policy"]

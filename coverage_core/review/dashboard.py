@@ -42,10 +42,13 @@ from typing import Any
 
 import duckdb
 
+from ..display import command_line, delta_hundredths
+from ..display import delta as delta_text
 from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
 from .budget import MAX_BYTES, MAX_WORDS
+from .listing import FILE_ORDERS
 
 MAX_TIMELINE = 200
 MAX_FILES = 2000
@@ -57,6 +60,7 @@ MAX_COMPOSITES = 50
 MAX_RUNS = 20
 MAX_PENDING = 50
 COUNTERS = ("lines", "branches", "functions")
+OUTSIDE_SCOPE_REASON = "measured scope (data.outside_scope)"  # the end of the change review's reason
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
 # lcov's differential categories, in the words the page shows (genhtml's meanings).
@@ -171,10 +175,13 @@ def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
     for name in COUNTERS:
         c = now.get(name) if now else None
         b = then.get(name) if then else None
-        delta = None
-        if c and b and c["percent"] is not None and b["percent"] is not None:
-            delta = round(c["percent"] - b["percent"], 2)
-        out[name] = {"current": c, "baseline": b, "delta": delta}
+        delta = text = None
+        if c and b and c["found"] and b["found"]:
+            # exact, from the counts, rounded as `coverage-mcp diff` rounds (never the difference of
+            # two rounded percentages)
+            sign, units = delta_hundredths((b["hit"], b["found"]), (c["hit"], c["found"]))
+            delta, text = sign * units / 100, delta_text((b["hit"], b["found"]), (c["hit"], c["found"]))
+        out[name] = {"current": c, "baseline": b, "delta": delta, "delta_text": text}
     return out
 
 
@@ -225,13 +232,18 @@ def _change(review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapsho
         "ranges": ranges[:MAX_RANGES],
         "ranges_truncated": len(ranges) > MAX_RANGES or bool(data.get("ranges_truncated")),
         "claim_status": data.get("claim_status"),
-        "reasons": data.get("reasons") or [],
+        # the page words the outside-scope count itself (data.outside_scope), not the review's reason text
+        "reasons": [r for r in data.get("reasons") or [] if not r.endswith(OUTSIDE_SCOPE_REASON)],
+        "outside_scope": data.get("outside_scope") or {"count": 0, "examples": []},
+        "suite": current.suite,
     }
 
 
 def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
-           change: dict[str, Any] | None) -> dict[str, Any]:
-    page = project.store.files(current.snapshot_id, limit=MAX_FILES, con=con)
+           change: dict[str, Any] | None, order: str) -> dict[str, Any]:
+    """The first ``MAX_FILES`` files in ``order`` (the listing's: path, most uncovered lines first, lowest coverage
+    first), ordered by the store before the cut: on a large project the worst files are the ones shipped."""
+    page = project.store.files(current.snapshot_id, limit=MAX_FILES, order=order, con=con)
     categories = {f["path"]: f.get("lines") or {} for f in (change or {}).get("files", [])} if change else {}
     rows = [{
         "path": f.path,
@@ -241,7 +253,7 @@ def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
         "functions": {"hit": f.functions.hit, "found": f.functions.found},
         "change": categories.get(f.path),
     } for f in page.files]
-    return {"total": page.total, "truncated": page.total > len(rows), "rows": rows}
+    return {"total": page.total, "truncated": page.total > len(rows), "order": order, "rows": rows}
 
 
 def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[dict[str, Any]], dict[str, Any]],
@@ -311,8 +323,10 @@ def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | 
                             {**error.details, "selection": "composite"}) from None
     record = _composite_record(cur)
     delta = None
-    if base is not None and cur.percent() is not None and base.percent() is not None:
-        delta = round(cur.percent() - base.percent(), 2)
+    if base is not None:
+        then, now = _composite_record(base)["totals"]["combined"], record["totals"]["combined"]
+        found = delta_hundredths((then["hit"], then["found"]), (now["hit"], now["found"]))
+        delta = None if found is None else found[0] * found[1] / 100  # exact from the counts, as the metrics
     return {
         "available": True,
         "current": record,
@@ -339,9 +353,14 @@ def _unavailable(what: str) -> dict[str, Any]:
 def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
     """Managed runs, newest first (``execution.registry.list_runs``); their logs are read on demand."""
     from ..execution import registry
+    from ..execution.db import exec_db
 
     runs = registry.list_runs(project, limit=MAX_RUNS + 1)
-    items = [{"run_id": r["id"], "status": r["state"], "command_id": r["command_id"], "args": " ".join(r["args"]),
+    ids = sorted({r["command_id"] for r in runs[:MAX_RUNS]})
+    names = dict(exec_db(project.store).rows("SELECT command_id, name FROM commands WHERE list_contains(?, command_id)",
+                                             [ids])) if ids else {}
+    items = [{"run_id": r["id"], "status": r["state"], "command_id": r["command_id"],
+              "command_name": names.get(r["command_id"]), "args": command_line(r["args"]) if r["args"] else "",
               "queued_at": r["queued_at"], "started_at": r["started_at"], "finished_at": r["ended_at"],
               "duration_ms": r["duration_ms"], "exit_code": r["exit_code"], "reason": r["reason"]}
              for r in runs[:MAX_RUNS]]
@@ -354,7 +373,8 @@ def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snap
     from ..execution import registry
 
     pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
-    items = [{"command_id": c["id"], "name": c["name"], "argv": c["argv"], "cwd": c.get("cwd"),
+    items = [{"command_id": c["id"], "name": c["name"], "argv": c["argv"], "command_line": command_line(c["argv"]),
+              "cwd": c.get("cwd"),
               "created_at": c.get("registered_at"), "timeout_s": c.get("timeout_s"), "env": c.get("env"),
               "artifacts": c.get("artifacts"), "args_policy": c.get("args_policy")} for c in pending[:MAX_PENDING]]
     return {"available": True, "items": items, "truncated": len(pending) > MAX_PENDING,
@@ -413,12 +433,17 @@ SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | Non
 
 def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str | None = None,
               baseline: str | None = None, suite: str | None = None, composite: str | None = None,
-              composite_baseline: str | None = None) -> dict[str, Any]:
+              composite_baseline: str | None = None, order: str | None = None) -> dict[str, Any]:
     """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
     ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
     the default suite, else the newest snapshot's); ``composite``/``composite_baseline``: composite
-    snapshot ids, chosen independently (default: the newest and the one before it)."""
+    snapshot ids, chosen independently (default: the newest and the one before it); ``order``: the file
+    table's order before it is cut to ``MAX_FILES`` (``listing.FILE_ORDERS``, default ``path``)."""
     started = time.perf_counter()
+    order = order or "path"
+    if order not in FILE_ORDERS:
+        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown file order {order!r}",
+                            f"Use one of: {', '.join(FILE_ORDERS)}.", {"argument": "order"})
     state = project.state()
     checkout = project.checkout
     cur = _snapshot(project, con, current, "current") if current else None
@@ -461,7 +486,7 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
         "timeline": {"points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
                      "truncated": len(points) > MAX_TIMELINE},
         "change": change,
-        "files": _files(project, con, cur, change) if cur is not None else None,
+        "files": _files(project, con, cur, change, order) if cur is not None else None,
         "tests": _tests(project, con, review, cur) if cur is not None else None,
         "category_words": CATEGORY_WORDS,
     }

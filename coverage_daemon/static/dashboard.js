@@ -14,11 +14,15 @@
     project: params.get("project") || "", suite: params.get("suite") || "",
     current: params.get("current") || "", baseline: params.get("baseline") || "",
     composite: params.get("composite") || "", composite_baseline: params.get("composite_baseline") || "",
+    order: params.get("order") || "",
   };
   let data = null;
   let stream = null;
-  let sortKey = "path";
-  let sortDir = 1;
+  // The file table's column and direction; the server orders (and cuts) the files by the same column.
+  const SERVER_ORDER = { "path": "path", "lines.missed": "uncovered", "lines.pct": "coverage" };
+  const ORDER_COLUMN = { path: ["path", 1], uncovered: ["lines.missed", -1], coverage: ["lines.pct", 1] };
+  let [sortKey, sortDir] = ORDER_COLUMN[state.order] || ORDER_COLUMN.path;
+  let focusSort = null;
   // Tests and benchmarks read these; nothing else does.
   const stats = window.__dashboard = { loads: 0, renders: 0, streamsOpened: 0, streamsClosed: 0, events: 0 };
 
@@ -59,7 +63,7 @@
   // -- loading --------------------------------------------------------------------------------
   function query() {
     const q = new URLSearchParams();
-    for (const key of ["project", "suite", "current", "baseline", "composite", "composite_baseline"]) if (state[key]) q.set(key, state[key]);
+    for (const key of ["project", "suite", "current", "baseline", "composite", "composite_baseline", "order"]) if (state[key]) q.set(key, state[key]);
     return q;
   }
   async function load() {
@@ -76,7 +80,13 @@
       return;
     }
     render(body.data);
+    keepInAddress();
     syncStream();
+  }
+  // The address names the project shown (and the rest of the selection): a reload or a shared link keeps it.
+  function keepInAddress() {
+    const wanted = "?" + query().toString();
+    if (window.location.search !== wanted) window.history.replaceState(null, "", wanted);
   }
   function choose(key, value) {
     state[key] = value;
@@ -102,7 +112,12 @@
     stream.addEventListener("revision", (event) => {
       if (data && JSON.parse(event.data).revision !== data.revision) { stats.events += 1; load(); }
     });
-    stream.addEventListener("error", () => status(stream && stream.readyState === 2 ? "Disconnected" : "Reconnecting…"));
+    stream.addEventListener("error", () => {
+      if (!stream || stream.readyState !== 2) { status("Reconnecting…"); return; }
+      // refused (429: too many dashboard tabs open) or the daemon stopped: no retry; reload to try again
+      closeStream();
+      status("Live updates are off: too many dashboard tabs are open, or the daemon stopped. Close other tabs and reload.");
+    });
     stream.addEventListener("open", () => status("Live: updates as coverage is stored"));
   }
   function closeStream() {
@@ -189,8 +204,9 @@
       if (m.delta === null || m.delta === undefined) {
         delta.textContent = d.selection.baseline ? "no delta" : "no baseline";
       } else {
-        delta.textContent = (m.delta > 0 ? "+" : m.delta < 0 ? "−" : "±") + Math.abs(m.delta).toFixed(2) +
-          " points vs baseline (" + pct(m.baseline.percent) + ")";
+        // the CLI's own text (`coverage-mcp diff`): exact from the counts, "<0.01" for a tiny change
+        const shown = (m.delta_text || "").replace(/%$/, "").replace(/^-/, "−").replace(/^0\.00$/, "±0.00");
+        delta.textContent = shown + " points vs baseline (" + pct(m.baseline.percent) + ")";
         delta.classList.add(m.delta > 0 ? "up" : m.delta < 0 ? "down" : "same");
       }
     }
@@ -276,14 +292,30 @@
     const files = el("table", { "aria-label": "Changed files" },
       el("thead", {}, el("tr", {}, el("th", { text: "Changed file" }), el("th", { text: "Status" }), el("th", { text: "Lines by category" }), el("th", { class: "num", text: "Patch" }))),
       el("tbody", {}, c.files.slice(0, 200).map((f) => el("tr", {},
-        el("td", {}, el("button", { class: "link", type: "button", text: f.path, onclick: () => showSource(f.path) })),
-        el("td", { text: f.status || "" }),
+        el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
+        el("td", { class: "status-word", text: STATUS_WORDS[f.status] || (f.status || "").replace(/_/g, " ") }),
         el("td", { text: Object.entries(f.lines || {}).map(([k, v]) => words[k] + ": " + v).join("; ") }),
         el("td", { class: "num", text: f.patch && f.patch.found ? f.patch.hit + "/" + f.patch.found : "" })))));
     const reasons = (c.reasons || []).map((r) => note(r));
-    fill("change-body", summary, reasons, el("div", { class: "two" }, table, c.files.length ? files : note("No file changed.")));
+    const outside = c.outside_scope && c.outside_scope.count ? note(outsideSentence(c.outside_scope, c.suite || d.suite)) : null;
+    files.classList.add("path-list");
+    fill("change-body", summary, reasons, outside, table, c.files.length ? files : note("No file changed."));
   }
 
+  // A change's file status in plain words (the change review's enum).
+  const STATUS_WORDS = { added: "added", modified: "changed", deleted: "deleted", renamed: "renamed", unchanged: "unchanged",
+    not_measured: "not measured now", outside_scope: "outside the measured scope" };
+  function outsideSentence(o, suite) {
+    const n = o.count;
+    return (n === 1 ? "1 changed file lies" : n + " changed files lie") + " outside what suite “" + suite +
+      "” has ever measured, so " + (n === 1 ? "it does" : "they do") + " not count toward coverage" +
+      (o.examples && o.examples.length ? " (" + o.examples.join(", ") + (n > o.examples.length ? ", …" : "") + ")" : "") + ".";
+  }
+  // A path that wraps only after its slashes, never inside a name.
+  function pathParts(path) {
+    const parts = path.split("/");
+    return parts.flatMap((part, i) => i < parts.length - 1 ? [part + "/", el("wbr")] : [part]);
+  }
   function fileValue(f, key) {
     if (key === "path") return f.path;
     const [counter, part] = key.split(".");
@@ -296,10 +328,16 @@
     return el("td", { class: "num", text: c.found ? pct(ratio(c.hit, c.found)) + " (" + c.hit + "/" + c.found + ")" : "—" });
   }
   function sortFiles(key) {
-    sortDir = key === sortKey ? -sortDir : 1;
+    // first click: most missed lines first; the others start ascending
+    sortDir = key === sortKey ? -sortDir : key === "lines.missed" ? -1 : 1;
     sortKey = key;
+    focusSort = key;  // keep the keyboard's place
+    const server = SERVER_ORDER[key];
+    if (!staticData && data.files && data.files.truncated && server && data.files.order !== server) {
+      choose("order", server);  // the server orders all the files before it cuts them
+      return;
+    }
     renderFiles(data);
-    byId("files-table").querySelector('th button[data-sort="' + key + '"]').focus();  // keep the keyboard's place
   }
   function renderFiles(d) {
     const files = d.files;
@@ -315,13 +353,16 @@
       }, el("button", { type: "button", "data-sort": key, text: label, onclick: () => sortFiles(key) }))),
       el("th", { text: "Change" }))),
       el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
-        el("td", {}, el("button", { class: "link", type: "button", text: f.path, onclick: () => showSource(f.path) })),
+        el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
         counterCell(f.lines),
         el("td", { class: "num", text: f.lines.found - f.lines.hit }),
         counterCell(f.branches),
         counterCell(f.functions),
         el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
-    fill("files-body", table, files.truncated ? note("Showing " + files.rows.length + " of " + files.total + " files.") : null);
+    const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest line coverage" }[files.order || "path"];
+    fill("files-body", table, files.truncated ? note("Showing the " + files.rows.length + " of " + files.total + " files " + by +
+      "; sorting by another column sorts these.") : null);
+    if (focusSort) { table.querySelector('th button[data-sort="' + focusSort + '"]').focus(); focusSort = null; }
   }
 
   async function showSource(path) {
@@ -378,7 +419,8 @@
       el("thead", {}, el("tr", {}, ["Run", "State", "Command", "Arguments", "Started", "Took", "Exit", ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, section.items.map((r) => el("tr", { "data-run": r.run_id },
         el("td", {}, el("code", { text: r.run_id })), el("td", { text: r.status + (r.reason ? " (" + r.reason + ")" : "") }),
-        el("td", {}, el("code", { text: r.command_id })), el("td", { text: r.args }),
+        el("td", {}, r.command_name ? el("span", { title: r.command_id, text: r.command_name }) : el("code", { text: r.command_id })),
+        el("td", {}, el("code", { text: r.args })),
         el("td", { text: when(r.started_at || r.queued_at || "") }),
         el("td", { class: "num", text: r.duration_ms === null || r.duration_ms === undefined ? "" : (r.duration_ms / 1000).toFixed(1) + " s" }),
         el("td", { class: "num", text: r.exit_code === null || r.exit_code === undefined ? "" : r.exit_code }),
@@ -406,25 +448,73 @@
       body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
     close.focus();
   }
+  function artifactText(a) {
+    if (a.composite) {
+      return "composite: inventory " + a.composite.inventory + "; reports " + (a.composite.reports || []).map((r) =>
+        r.path + " (" + r.component + (r.variant ? ":" + r.variant : "") + ")").join(", ");
+    }
+    return a.path + " → suite " + a.suite + " (" + (a.format || "detected") + ", " + a.scope + ")";
+  }
+  // Everything the approval lets run, as `coverage-mcp command show` prints it: the shell-quoted argv (the
+  // projection's command_line, the CLI's own function), where, how long, env in full, args policy, artifacts.
+  function commandDetails(item) {
+    const env = Object.entries(item.env || {});
+    const row = (label, ...value) => [el("dt", { text: label }), el("dd", {}, ...value)];
+    return el("dl", { class: "command-details" },
+      row("argv", el("code", { class: "argv", text: item.command_line })),
+      row("cwd", el("code", { text: item.cwd || "." })),
+      row("timeout", (item.timeout_s || "") + " s"),
+      row("env", env.length ? el("ul", { class: "env" }, env.map(([k, v]) => el("li", {}, el("code", { text: k + "=" + v })))) : "none"),
+      row("args_policy", item.args_policy === "selectors" ? "selectors (a run may append test selectors)" : (item.args_policy || "none")),
+      row("artifacts", (item.artifacts || []).length ? el("ul", {}, item.artifacts.map((a) => el("li", { text: artifactText(a) }))) : "none"));
+  }
+  let approvalFocus = null;  // after an approval: the row index whose button takes the focus next
+  let confirming = null;  // the command whose approval waits for its confirmation (kept across refreshes)
+  function approvalAction(item, index) {
+    const cell = el("td", { class: "approve-cell" });
+    const ask = () => {
+      confirming = item.command_id;
+      const confirm = el("button", { type: "button", class: "confirm", text: "Confirm approve " + item.command_id,
+        onclick: (event) => approve(item.command_id, event.target, index) });
+      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.approve").focus(); } });
+      cell.replaceChildren(el("p", { class: "confirm-question", text: "Let agents run exactly this command?" }), confirm, " ", cancel);
+      confirm.focus();
+    };
+    const start = () => cell.replaceChildren(el("button", { type: "button", class: "approve", text: "Approve…",
+      "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }));
+    if (staticData) cell.append(el("span", { class: "muted", text: "approve from the live dashboard" }));
+    else if (confirming === item.command_id) ask(); else start();
+    return cell;
+  }
   function renderApprovals(section) {
+    // a refresh re-draws the table: the focus stays on the same command's button (never lost to the page)
+    const active = document.activeElement;
+    const had = active && byId("approvals-body").contains(active) && active.closest("tr") ?
+      { command: active.closest("tr").dataset.command, cls: active.className } : null;
     if (!section || !section.available || !section.items || !section.items.length) {
       generic(section, "approvals-body", []);
-      return;
+    } else {
+      fill("approvals-body", el("table", { id: "approvals-table", "aria-label": "Commands waiting for approval" },
+        el("thead", {}, el("tr", {}, ["Command", "Runs exactly", "Registered", ""].map((h) => el("th", { text: h })))),
+        el("tbody", {}, section.items.map((item, index) => el("tr", { "data-command": item.command_id },
+          el("td", {}, el("strong", { text: item.name || item.command_id }), el("br"), el("code", { class: "muted", text: item.command_id })),
+          el("td", {}, commandDetails(item)),
+          el("td", { text: when(item.created_at || "") }),
+          approvalAction(item, index))))));
     }
-    fill("approvals-body", el("table", { id: "approvals-table", "aria-label": "Commands waiting for approval" },
-      el("thead", {}, el("tr", {}, ["Command", "Runs", "In", "Writes", "Registered", ""].map((h) => el("th", { text: h })))),
-      el("tbody", {}, section.items.map((item) => el("tr", { "data-command": item.command_id },
-        el("td", {}, el("strong", { text: item.name || item.command_id }), el("br"), el("code", { class: "muted", text: item.command_id })),
-        el("td", {}, el("code", { text: item.argv.join(" ") }),
-          item.env && Object.keys(item.env).length ? el("div", { class: "muted", text: "env: " + Object.keys(item.env).join(", ") }) : null,
-          item.args_policy === "selectors" ? el("div", { class: "muted", text: "may append test selectors" }) : null),
-        el("td", { text: (item.cwd || ".") + (item.timeout_s ? " · " + item.timeout_s + " s" : "") }),
-        el("td", { text: (item.artifacts || []).map((a) => a.path + " → " + a.suite).join(", ") }),
-        el("td", { text: when(item.created_at || "") }),
-        el("td", {}, staticData ? el("span", { class: "muted", text: "approve from the live dashboard" })
-          : el("button", { type: "button", class: "approve", text: "Approve", onclick: (event) => approve(item.command_id, event.target) })))))));
+    if (approvalFocus !== null) {  // keep the keyboard's place: the next pending command, else the heading
+      const buttons = document.querySelectorAll("#approvals-table button.approve");
+      const next = buttons[Math.min(approvalFocus, buttons.length - 1)];
+      (next || byId("h-approvals")).focus();
+      approvalFocus = null;
+    } else if (had) {
+      const row = Array.from(document.querySelectorAll("#approvals-table tbody tr")).find((tr) => tr.dataset.command === had.command);
+      const target = row ? (row.querySelector("button." + had.cls) || row.querySelector("button"))
+        : document.querySelector("#approvals-table button.approve");
+      (target || byId("h-approvals")).focus();
+    }
   }
-  async function approve(commandId, button) {
+  async function approve(commandId, button, index) {
     button.disabled = true;
     const token = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
     const response = await fetch("/api/dashboard/approve", {
@@ -435,10 +525,12 @@
     const body = await response.json().catch(() => null);
     if (!response.ok) {
       button.disabled = false;
-      status(body && body.error ? "Not approved: " + body.error.message : "Not approved (" + response.status + ")");
+      byId("approvals-status").textContent = body && body.error ? "Not approved: " + body.error.message : "Not approved (" + response.status + ")";
       return;
     }
-    status("Approved " + commandId);
+    byId("approvals-status").textContent = "Approved " + commandId + ".";
+    confirming = null;
+    approvalFocus = index;
     load();
   }
   function bytes(n) {
