@@ -16,7 +16,7 @@ from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
 
-from .rest import _body, _no_query
+from .rest import _no_query, read_object
 from .state import DAEMON, json_response, target_of
 
 _PASS_KEYS = frozenset({"older_than", "dry_run", "limit"})
@@ -25,7 +25,7 @@ _PASS_KEYS = frozenset({"older_than", "dry_run", "limit"})
 async def compact(request: web.Request) -> web.Response:
     """An admin route: one compaction pass; ``{"data": pass}`` (``PassResult.to_dict``)."""
     _no_query(request)
-    body = await _body(request, _PASS_KEYS)
+    body = await read_object(request, _PASS_KEYS)
     older_than, dry_run, limit = body.get("older_than"), body.get("dry_run", False), body.get("limit")
     if not (isinstance(dry_run, bool) and (older_than is None or isinstance(older_than, str))
             and (limit is None or (isinstance(limit, int) and not isinstance(limit, bool)))):

@@ -33,7 +33,7 @@ from aiohttp import web
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.review import dashboard as projection
 
-from . import dashboard_streams
+from . import dashboard_streams, rest
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
 from .projects import Target
 from .state import DAEMON, json_response
@@ -282,7 +282,7 @@ async def approve(request: web.Request) -> web.Response:
     """
     if request.query:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
-    body = await _json_body(request)
+    body = await rest.read_object(request, frozenset({"project", "command_id"}), limit=4096)
     project_id, command_id = body.get("project"), body.get("command_id")
     if not (isinstance(project_id, str) and len(project_id) == 16 and all(c in _ID for c in project_id)
             and isinstance(command_id, str) and 0 < len(command_id) <= 200):
@@ -299,23 +299,6 @@ async def approve_command(request: web.Request, project_id: str, command_id: str
     projects = request.app[DAEMON].projects
     _, project = await projects.resolve(Target(project_id=project_id))
     return await projects.run(lambda: registry.approve(project, command_id, approved_by=who, via="dashboard"))
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    if request.content_type != "application/json":
-        raise web.HTTPUnsupportedMediaType(text="send Content-Type: application/json")
-    if (request.content_length or 0) > 4096:
-        raise web.HTTPRequestEntityTooLarge(max_size=4096, actual_size=request.content_length or 0)
-    raw = await request.content.read(4097)
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body is not valid JSON",
-                            "Send one JSON object.") from None
-    if not isinstance(body, dict):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body must be a JSON object",
-                            "Send one JSON object.")
-    return body
 
 
 __all__ = [

@@ -49,14 +49,18 @@ def _no_query(request: web.Request) -> None:
                             "This route takes no query parameters.")
 
 
-async def _body(request: web.Request, allowed: frozenset[str] | None = None) -> dict[str, Any]:
-    """The JSON object a POST or PATCH carries; unknown keys refused when ``allowed`` is given."""
+async def read_object(request: web.Request, allowed: frozenset[str] | None = None, *,
+                      limit: int | None = None) -> dict[str, Any]:
+    """The JSON object a POST or PATCH carries: at most ``limit`` bytes (default the HTTP body
+    limit), unknown keys refused when ``allowed`` is given."""
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(text="send Content-Type: application/json")
-    limit = request.app[DAEMON].settings.http_max_body_bytes
+    limit = request.app[DAEMON].settings.http_max_body_bytes if limit is None else limit
     if (request.content_length or 0) > limit:
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length or 0)
-    raw = await request.read()
+    raw = await request.read()  # bounded by the application's client_max_size as well
+    if len(raw) > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(raw))
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -120,7 +124,7 @@ async def list_projects(request: web.Request) -> web.Response:
 async def register_project(request: web.Request) -> web.Response:
     """POST /api/projects {"path", "settings"?}: open (and register) a checkout's project."""
     daemon = request.app[DAEMON]
-    body = await _body(request, frozenset({"path", "settings"}))
+    body = await read_object(request, frozenset({"path", "settings"}))
     path = body.get("path")
     if not isinstance(path, str) or not path:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "path must be an absolute path inside a git checkout",
@@ -161,7 +165,7 @@ async def get_project(request: web.Request) -> web.Response:
 
 
 async def patch_project(request: web.Request) -> web.Response:
-    body = await _body(request, frozenset({"settings"}))
+    body = await read_object(request, frozenset({"settings"}))
     settings = await request.app[DAEMON].projects.update_settings(target_of(request), body.get("settings"))
     return json_response(await _project_body(request, request.match_info["project_id"], settings))
 
@@ -188,7 +192,7 @@ async def operation(request: web.Request) -> web.Response:
         args = query_arguments(request, op.input_schema)
     else:
         _no_query(request)
-        args = await _body(request)
+        args = await read_object(request)
     answer = await request.app[DAEMON].projects.call(target_of(request), name, args)
     # A write that stored something new is 201; a read, or a write that found it stored already, 200.
     created = not op.read_only and not answer["data"].get("duplicate", False)
@@ -198,7 +202,7 @@ async def operation(request: web.Request) -> web.Response:
 async def owner_import(request: web.Request) -> web.Response:
     """The store owner's import (an admin route): any report path, path maps; coverage_import's envelope."""
     _no_query(request)
-    args = await _body(request)
+    args = await read_object(request)
     answer = await request.app[DAEMON].projects.owner_import(target_of(request), args)
     return json_response(answer, 200 if answer["data"].get("duplicate") else 201)
 
@@ -207,7 +211,7 @@ async def delete_snapshots(request: web.Request) -> web.Response:
     """An admin route: ``Project.delete_snapshots`` (``snapshot_ids``) or ``prune_snapshots`` (``suite``,
     ``keep``), with ``force`` and ``dry_run``, under the store's write gate; ``{"data": deletion}``."""
     _no_query(request)
-    body = await _body(request, frozenset({"snapshot_ids", "suite", "keep", "force", "dry_run"}))
+    body = await read_object(request, frozenset({"snapshot_ids", "suite", "keep", "force", "dry_run"}))
     force, dry_run = body.get("force", False), body.get("dry_run", False)
     ids, suite, keep = body.get("snapshot_ids"), body.get("suite"), body.get("keep")
     well_formed = (isinstance(force, bool) and isinstance(dry_run, bool) and (
@@ -267,7 +271,7 @@ async def _decide(request: web.Request, decision: str) -> web.Response:
     from coverage_core.execution import registry
 
     _no_query(request)
-    body = await _body(request, frozenset({"by", "via", "note"}))
+    body = await read_object(request, frozenset({"by", "via", "note"}))
     by, via, note = body.get("by"), body.get("via", "cli"), body.get("note")
     if via not in ("cli", "dashboard") or not isinstance(by, str) or (note is not None and not isinstance(note, str)):
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send {\"by\": who, \"via\": \"cli\"|\"dashboard\", \"note\"?}",
