@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..storage.store import ProjectStore
+from ..storage.store import ProjectStore, bulk_insert
 from . import regions as rg
 from .aggregate import Aggregate
 from .inventory import Entry
@@ -162,17 +162,7 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
 
 
 def _bulk(con: duckdb.DuckDBPyConnection, table: str, comp: int, columns: dict[str, np.ndarray]) -> None:
-    """INSERT a table's rows from NumPy columns in one statement (never row by row)."""
-    name = f"_composite_{table}"
-    con.register(name, columns)
-    try:
-        cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} (comp, {cols}) SELECT {int(comp)}, {cols} FROM {name}")
-    finally:
-        try:
-            con.unregister(name)
-        except duckdb.Error:
-            pass  # an aborted transaction: the ROLLBACK that follows drops the view too
+    bulk_insert(con, table, ("comp", comp), columns)
 
 
 def _lists(values: list[list[str]]) -> np.ndarray:

@@ -818,14 +818,23 @@ def _file_summary(r: Sequence[Any]) -> FileSummary:
 
 
 def _bulk(con: duckdb.DuckDBPyConnection, table: str, snap: int, columns: dict[str, np.ndarray]) -> None:
-    """INSERT a table's rows from NumPy columns in one statement (no executemany)."""
+    bulk_insert(con, table, ("snap", snap), columns)
+
+
+def bulk_insert(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, int],
+                columns: dict[str, np.ndarray]) -> None:
+    """INSERT a table's rows from NumPy columns in one statement (never row by row); ``key`` is
+    the (column, value) every row shares, e.g. ``("snap", 7)``."""
     name = f"_bulk_{table}"
     con.register(name, columns)
     try:
         cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} (snap, {cols}) SELECT {int(snap)}, {cols} FROM {name}")
+        con.execute(f"INSERT INTO {table} ({key[0]}, {cols}) SELECT {int(key[1])}, {cols} FROM {name}")
     finally:
-        con.unregister(name)
+        try:
+            con.unregister(name)
+        except duckdb.Error:
+            pass  # an aborted transaction: the ROLLBACK that follows drops the view too
 
 
 def _mapping_warnings(counts: dict[str, int], n_files: int) -> list[dict[str, str]]:
