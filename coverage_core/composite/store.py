@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..storage.store import ProjectStore, bulk_insert
+from ..storage.transactions import transaction
 from . import regions as rg
 from .aggregate import Aggregate
 from .inventory import Entry
@@ -117,8 +118,7 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
     composite_id = new_composite_id()
     with store._write_lock:
         con = store.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             comp = con.execute("SELECT coalesce(max(comp), 0) + 1 FROM composite_snapshots").fetchone()[0]
             con.execute(
                 f"INSERT INTO composite_snapshots (comp, worktree_id, {_COLUMNS}) VALUES "
@@ -154,10 +154,6 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
                 })
             if also is not None:
                 also(con, composite_id)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     return get(store, composite_id)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from ..storage.store import ProjectStore
+from ..storage.transactions import transaction
 
 _MADE = threading.Lock()
 
@@ -40,15 +41,8 @@ class ExecDB:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """The connection inside one transaction, committed on success and rolled back otherwise."""
-        with self.lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                yield self.con
-                self.con.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(duckdb.Error):
-                    self.con.execute("ROLLBACK")
-                raise
+        with self.lock, transaction(self.con) as con:
+            yield con
 
     def close(self) -> None:
         with self.lock:

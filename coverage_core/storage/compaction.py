@@ -29,6 +29,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 from .payload import DETAIL, FORMAT_VERSION, encode
+from .transactions import transaction
 
 # How long a commit waits for readers to finish before it leaves the snapshot for a later pass.
 GATE_TIMEOUT_S = 30.0
@@ -107,15 +108,10 @@ def write_policy(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> Poli
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction setting(s): {', '.join(unknown)}",
                             f"Compaction settings are: {', '.join(sorted(known))}.", {"unknown": unknown})
     checked = {k: check_policy_value(k, v) for k, v in values.items()}
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for key, value in checked.items():
             con.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                         [key, json.dumps(value)])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return read_policy(con)
 
 
@@ -216,18 +212,13 @@ def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str],
         with store._write_lock:
             if not _still_relational(con, candidate):  # deleted (or compacted) while we encoded
                 return None
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
                 con.execute("INSERT INTO snapshot_payloads VALUES (?, ?, ?, ?, ?, now(), ?)",
                             [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame])
                 stage("payload_written")
                 for table in DETAIL:
                     con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap])
                 stage("rows_deleted")
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
             store.compacted_now(candidate.snap, candidate.snapshot_id)
     finally:
         store.gate.release_alone()

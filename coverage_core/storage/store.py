@@ -43,6 +43,7 @@ from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, recor
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 from .payload import DETAIL
 from .restore import ReadGate, ensure
+from .transactions import transaction
 
 STORE_FILE = "coverage.duckdb"
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
@@ -234,15 +235,10 @@ class ProjectStore:
         writes its own rows in that same transaction: a managed run's artifact record)."""
         with self._write_lock:
             con = self.con
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
                 snap = self._insert(con, report, mapping, prov, progress, measured)
                 if also is not None:
                     also(con, snap)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
             self.generation += 1
             record_committed(self.path, snap)
         return self.snapshot(snap)
