@@ -64,6 +64,14 @@ def command_group() -> None:
     """
 
 
+def _show_command(found: dict, as_json: bool) -> None:
+    """One command record: its JSON (``--json``) or the readable block."""
+    if as_json:
+        emit_json({"data": {"command": found}})
+    else:
+        _render_command(found)
+
+
 def _render_command(c: dict[str, Any]) -> None:
     click.echo(f"{c['id']}  {c['status']:<8}  {c['name']}")
     click.echo(f"  argv: {command_line(c['argv'])}")
@@ -132,10 +140,7 @@ def command_show(command_id, repo, as_json) -> None:
             found = registry.show_command(project, command_id)
         else:
             found = project.client.command(project.project_id, command_id)
-    if as_json:
-        emit_json({"data": {"command": found}})
-        return
-    _render_command(found)
+    _show_command(found, as_json)
 
 
 def _decide(repo: str, command_id: str, decision: str, by: str | None, note: str | None) -> dict[str, Any]:
@@ -167,10 +172,7 @@ def command_approve(command_id, by, note, repo, as_json) -> None:
     Example: coverage-mcp command approve cmd-0123456789abcdef --note "pytest with coverage"
     """
     found = _decide(repo, command_id, "approve", by, note)
-    if as_json:
-        emit_json({"data": {"command": found}})
-        return
-    _render_command(found)
+    _show_command(found, as_json)
 
 
 @command_group.command("reject")
@@ -186,10 +188,7 @@ def command_reject(command_id, by, note, repo, as_json) -> None:
     Example: coverage-mcp command reject cmd-0123456789abcdef --note "uses --basetemp"
     """
     found = _decide(repo, command_id, "reject", by, note)
-    if as_json:
-        emit_json({"data": {"command": found}})
-        return
-    _render_command(found)
+    _show_command(found, as_json)
 
 
 @command_group.command("register", context_settings={"ignore_unknown_options": True})
