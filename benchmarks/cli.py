@@ -90,25 +90,32 @@ def expect(*needles: str) -> Callable[[str], str | None]:
     def check(out: str) -> str | None:
         missing = [n for n in needles if n not in out]
         return f"printed no {missing}" if missing else None
+
     return check
 
 
 def counters(**expected: dict[str, int]) -> Callable[[str], str | None]:
     """``coverage-mcp parse`` prints one row per counter: name, hit, found, percent."""
+
     def check(out: str) -> str | None:
         rows = {words[0]: words[1:3] for words in map(str.split, out.splitlines()) if len(words) == 4}
-        wrong = [name for name, c in expected.items() if rows.get(name) != [f"{c['hit']:,}", f"{c['found']:,}"]]
+        wrong = [
+            name for name, c in expected.items() if rows.get(name) != [f"{c['hit']:,}", f"{c['found']:,}"]
+        ]
         return f"printed other totals for {wrong} than {expected}" if wrong else None
+
     return check
 
 
 def pycobertura_total(lines_valid: int) -> Callable[[str], str | None]:
     """``pycobertura show`` ends with ``TOTAL  <Stmts> <Miss> <Cover>``; Stmts is the report's lines-valid."""
+
     def check(out: str) -> str | None:
         total = [line.split() for line in out.splitlines() if line.startswith("TOTAL")]
         if not total or int(total[-1][1]) != lines_valid:
             return f"printed no TOTAL line with {lines_valid} statements"
         return None
+
     return check
 
 
@@ -119,27 +126,44 @@ def pairs(report: Path) -> list[Pair]:
     ours, coverage = script("coverage-mcp"), script("coverage")
     totals = manifest_totals(COBERTURA)
     lines, branches = totals["lines"], totals["branches"]
-    eager = ("from coverage_cli.main import COMMANDS, cli, load\n"
-             "for entry in COMMANDS.values(): load(entry.target)\n"
-             "cli.main(['--version'], prog_name='coverage-mcp')\n")
+    eager = (
+        "from coverage_cli.main import COMMANDS, cli, load\n"
+        "for entry in COMMANDS.values(): load(entry.target)\n"
+        "cli.main(['--version'], prog_name='coverage-mcp')\n"
+    )
     return [
-        Pair("`--version`",
-             Command("`coverage-mcp --version`", [ours, "--version"],
-                     expect(f"coverage-mcp, version {version()}")),
-             Command("`coverage --version`", [coverage, "--version"], expect("Coverage.py, version")),
-             START_TARGET),
-        Pair("`--help`",
-             Command("`coverage-mcp --help`", [ours, "--help"], expect("Commands:", *(f"  {n} " for n in COMMANDS))),
-             Command("`coverage --help`", [coverage, "--help"], expect("usage: coverage <command>")),
-             START_TARGET),
-        Pair("before: every command imported, then `--version`",
-             Command("eager `--version`", [sys.executable, "-c", eager], expect("coverage-mcp, version")),
-             Command("`coverage --version`", [coverage, "--version"], expect("Coverage.py, version"))),
-        Pair(f"`parse` of the SQLite gcovr Cobertura ({report.stat().st_size / 1e6:.1f} MB)",
-             Command("`coverage-mcp parse`", [ours, "parse", str(report)],
-                     counters(lines=lines, branches=branches)),
-             Command("`pycobertura show`", [script("pycobertura"), "show", str(report)],
-                     pycobertura_total(lines["found"]))),
+        Pair(
+            "`--version`",
+            Command(
+                "`coverage-mcp --version`", [ours, "--version"], expect(f"coverage-mcp, version {version()}")
+            ),
+            Command("`coverage --version`", [coverage, "--version"], expect("Coverage.py, version")),
+            START_TARGET,
+        ),
+        Pair(
+            "`--help`",
+            Command(
+                "`coverage-mcp --help`", [ours, "--help"], expect("Commands:", *(f"  {n} " for n in COMMANDS))
+            ),
+            Command("`coverage --help`", [coverage, "--help"], expect("usage: coverage <command>")),
+            START_TARGET,
+        ),
+        Pair(
+            "before: every command imported, then `--version`",
+            Command("eager `--version`", [sys.executable, "-c", eager], expect("coverage-mcp, version")),
+            Command("`coverage --version`", [coverage, "--version"], expect("Coverage.py, version")),
+        ),
+        Pair(
+            f"`parse` of the SQLite gcovr Cobertura ({report.stat().st_size / 1e6:.1f} MB)",
+            Command(
+                "`coverage-mcp parse`", [ours, "parse", str(report)], counters(lines=lines, branches=branches)
+            ),
+            Command(
+                "`pycobertura show`",
+                [script("pycobertura"), "show", str(report)],
+                pycobertura_total(lines["found"]),
+            ),
+        ),
     ]
 
 
@@ -172,37 +196,49 @@ def main() -> None:
         verdict = ""
         if pair.target is not None:
             verdict = f" (target {pair.target}x: {'met' if ratio <= pair.target else 'NOT met'})"
-        rows.append(f"| {pair.title} | {pair.ours.label} | {median(pair.ours.walls) * 1000:,.0f} ms | "
-                    f"{median(pair.ours.rss):,.0f} MB | {pair.theirs.label} | "
-                    f"{median(pair.theirs.walls) * 1000:,.0f} ms | {median(pair.theirs.rss):,.0f} MB | "
-                    f"**{ratio:.2f}x**{verdict} |")
-    versions = (f"coverage.py {metadata.version('coverage')}, pycobertura {metadata.version('pycobertura')}, "
-                f"click {metadata.version('click')}")
-    text = "\n".join([
-        "## Command line: start-up and `parse`, end to end",
-        "",
-        (f"`python benchmarks/cli.py`: each command a fresh process of its console script in "
-         f"`{BIN}` (no shim), ours and theirs in turns after one warm-up each; median wall time (start to exit) "
-         f"and median peak RSS of {args.repeat} runs ({args.parse_repeat} for `parse`). Every timed run exited 0 "
-         "and printed what it should (the version; every command in `--help`; the Cobertura's totals as "
-         "tests/corpus/MANIFEST.json records them). The ratio is ours / theirs by wall time: below 1 we are "
-         f"faster. {machine()}; {versions}; {library_revision()}. Load average (1 minute) while measuring: "
-         f"{' → '.join(f'{x:.2f}' for x in loads)} (the machine is shared)."),
-        "",
-        "| what | ours | wall | peak RSS | theirs | wall | peak RSS | ours / theirs |",
-        "|---|---|---:|---:|---|---:|---:|---|",
-        *rows,
-        "",
-        ("- `--help` and `--version` read the command table of `coverage_cli/main.py` and import click and "
-        "nothing else of ours; a command's module is imported only to run it or show its own help "
-        "(tests/test_cli_start.py asserts the module sets). The \"before\" row imports every command module "
-        "first, as the group did before (DuckDB, NumPy, pygit2, cattrs)."),
-        ("- `parse` imports the parsers (NumPy, lxml) and no DuckDB, pygit2, cattrs or aiohttp. Both sides "
-        "read the whole file; `pycobertura show` also prints every file's missed lines. Its TOTAL line "
-        f"agrees on the statements ({lines['found']:,}) but counts a partly covered line as a miss, so its "
-        f"Miss and Cover are not the report's line-rate; ours prints lines {lines['hit']:,}/{lines['found']:,} "
-        f"and branches {branches['hit']:,}/{branches['found']:,}, the report's own totals."),
-    ])
+        rows.append(
+            f"| {pair.title} | {pair.ours.label} | {median(pair.ours.walls) * 1000:,.0f} ms | "
+            f"{median(pair.ours.rss):,.0f} MB | {pair.theirs.label} | "
+            f"{median(pair.theirs.walls) * 1000:,.0f} ms | {median(pair.theirs.rss):,.0f} MB | "
+            f"**{ratio:.2f}x**{verdict} |"
+        )
+    versions = (
+        f"coverage.py {metadata.version('coverage')}, pycobertura {metadata.version('pycobertura')}, "
+        f"click {metadata.version('click')}"
+    )
+    text = "\n".join(
+        [
+            "## Command line: start-up and `parse`, end to end",
+            "",
+            (
+                f"`python benchmarks/cli.py`: each command a fresh process of its console script in "
+                f"`{BIN}` (no shim), ours and theirs in turns after one warm-up each; median wall time (start to exit) "
+                f"and median peak RSS of {args.repeat} runs ({args.parse_repeat} for `parse`). Every timed run exited 0 "
+                "and printed what it should (the version; every command in `--help`; the Cobertura's totals as "
+                "tests/corpus/MANIFEST.json records them). The ratio is ours / theirs by wall time: below 1 we are "
+                f"faster. {machine()}; {versions}; {library_revision()}. Load average (1 minute) while measuring: "
+                f"{' → '.join(f'{x:.2f}' for x in loads)} (the machine is shared)."
+            ),
+            "",
+            "| what | ours | wall | peak RSS | theirs | wall | peak RSS | ours / theirs |",
+            "|---|---|---:|---:|---|---:|---:|---|",
+            *rows,
+            "",
+            (
+                "- `--help` and `--version` read the command table of `coverage_cli/main.py` and import click and "
+                "nothing else of ours; a command's module is imported only to run it or show its own help "
+                '(tests/test_cli_start.py asserts the module sets). The "before" row imports every command module '
+                "first, as the group did before (DuckDB, NumPy, pygit2, cattrs)."
+            ),
+            (
+                "- `parse` imports the parsers (NumPy, lxml) and no DuckDB, pygit2, cattrs or aiohttp. Both sides "
+                "read the whole file; `pycobertura show` also prints every file's missed lines. Its TOTAL line "
+                f"agrees on the statements ({lines['found']:,}) but counts a partly covered line as a miss, so its "
+                f"Miss and Cover are not the report's line-rate; ours prints lines {lines['hit']:,}/{lines['found']:,} "
+                f"and branches {branches['hit']:,}/{branches['found']:,}, the report's own totals."
+            ),
+        ]
+    )
     print(text)
     if not args.no_readme:
         write_section("cli", text)

@@ -34,7 +34,9 @@ def corpus_file(name: str) -> Path:
     return out
 
 
-def run_measured(cmd: list[str], *, env: dict | None = None, cwd: Path | None = None) -> tuple[float, int, str]:
+def run_measured(
+    cmd: list[str], *, env: dict | None = None, cwd: Path | None = None
+) -> tuple[float, int, str]:
     """Run ``cmd`` in a fresh process; (wall seconds, peak RSS in MB, stdout)."""
     wrapper = (
         "import json, resource, subprocess, sys, time\n"
@@ -44,7 +46,9 @@ def run_measured(cmd: list[str], *, env: dict | None = None, cwd: Path | None = 
         "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024\n"
         "print(json.dumps({'wall': wall, 'rss': rss, 'rc': p.returncode, 'out': p.stdout[-4000:], 'err': p.stderr[-2000:]}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, env=env, cwd=cwd)
+    out = subprocess.run(
+        [sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, env=env, cwd=cwd
+    )
     res = json.loads(out.stdout)
     if res["rc"] != 0:
         raise RuntimeError(f"{cmd} failed: {res['err']}")
@@ -67,7 +71,11 @@ def timed(fn, repeat: int) -> list[float]:
 def write_section(name: str, text: str) -> None:
     """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->``."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    current = README.read_text() if README.exists() else "# Benchmarks\n\nMeasured on this project's machine (2 cores); each script rewrites its own section.\n"
+    current = (
+        README.read_text()
+        if README.exists()
+        else "# Benchmarks\n\nMeasured on this project's machine (2 cores); each script rewrites its own section.\n"
+    )
     block = f"{begin}\n{text.rstrip()}\n{end}"
     if begin in current and end in current:
         head, rest = current.split(begin, 1)
@@ -100,7 +108,9 @@ def library_revision() -> str:
     stamp = src / ".commit"
     if stamp.exists():
         return f"coverage_core at commit {stamp.read_text().strip()[:12]} (a clean export)"
-    run = lambda *a: subprocess.run(["git", "-C", str(src), *a], check=False, capture_output=True, text=True).stdout.strip()
+    run = lambda *a: subprocess.run(
+        ["git", "-C", str(src), *a], check=False, capture_output=True, text=True
+    ).stdout.strip()
     head = run("rev-parse", "--short=12", "HEAD")
     if not head:
         return f"coverage_core from {src}"

@@ -70,8 +70,9 @@ def _stripped(envelope: dict[str, Any]) -> dict[str, Any]:
 
 def _used_bytes(con) -> int:
     con.execute("CHECKPOINT")
-    size = con.execute("SELECT used_blocks, block_size FROM pragma_database_size() "
-                       "WHERE database_name = current_database()").fetchall()[0]
+    size = con.execute(
+        "SELECT used_blocks, block_size FROM pragma_database_size() WHERE database_name = current_database()"
+    ).fetchall()[0]
     return int(size[0]) * int(size[1])
 
 
@@ -89,7 +90,9 @@ def _isolated_bytes(store_file: Path, snap: int, root: Path) -> int:
     shutil.copy(store_file, source)
     con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
     for table in payload.DETAIL:
-        con.execute(f"INSERT INTO main.{table} SELECT * FROM src.main.{table} WHERE snap = ? ORDER BY rowid", [snap])
+        con.execute(
+            f"INSERT INTO main.{table} SELECT * FROM src.main.{table} WHERE snap = ? ORDER BY rowid", [snap]
+        )
     con.execute("DETACH src")
     source.unlink()
     used = _used_bytes(con) - empty
@@ -120,8 +123,13 @@ def sqlite_ratio(root: Path) -> dict[str, Any]:
     from coverage_core import open_project
     from coverage_core.storage import compaction
 
-    case = Case("SQLite LCOV (60 tests)", "SQLite", corpus_file("lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"),
-                "/build/sqlite-3.53.2/", 30)
+    case = Case(
+        "SQLite LCOV (60 tests)",
+        "SQLite",
+        corpus_file("lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"),
+        "/build/sqlite-3.53.2/",
+        30,
+    )
     repo = root / "sqlite"
     info = build(case, repo)
     store_file = repo / ".coverage-mcp" / "coverage.duckdb"
@@ -132,18 +140,32 @@ def sqlite_ratio(root: Path) -> dict[str, Any]:
         with open_project(repo) as project:
             sid = info[side]
             snap = project.store.snap_key(sid)
-            rows = {t: project.store.con.execute(f"SELECT count(*) FROM {t} WHERE snap = ?", [snap]).fetchall()[0][0]
-                    for t in ("lines", "branches", "functions", "test_names", "test_observations")}
+            rows = {
+                t: project.store.con.execute(f"SELECT count(*) FROM {t} WHERE snap = ?", [snap]).fetchall()[
+                    0
+                ][0]
+                for t in ("lines", "branches", "functions", "test_names", "test_observations")
+            }
             _used_bytes(project.store.con)
             isolated = _isolated_bytes(store_file, snap, root)
             freed = _freed_bytes(store_file, snap, root)
-            row = project.store.con.execute("SELECT created_at, suite FROM snapshots WHERE snap = ?", [snap]).fetchall()[0]
+            row = project.store.con.execute(
+                "SELECT created_at, suite FROM snapshots WHERE snap = ?", [snap]
+            ).fetchall()[0]
             started = time.perf_counter()
             done = compaction.compact_snapshot(project.store, compaction.Candidate(snap, sid, row[1], row[0]))
             seconds = time.perf_counter() - started
-            out["snapshots"].append({"side": side, "rows": rows, "isolated_bytes": isolated, "freed_bytes": freed,
-                                     "payload_bytes": done.payload_bytes, "detail_bytes": done.detail_bytes,
-                                     "seconds": seconds})
+            out["snapshots"].append(
+                {
+                    "side": side,
+                    "rows": rows,
+                    "isolated_bytes": isolated,
+                    "freed_bytes": freed,
+                    "payload_bytes": done.payload_bytes,
+                    "detail_bytes": done.detail_bytes,
+                    "seconds": seconds,
+                }
+            )
     return out
 
 
@@ -187,8 +209,11 @@ def restore_case(root: Path, repeat: int) -> dict[str, Any]:
         cur = svc.call("coverage_import", {"report_path": "current.lcov", "suite": "s"})["data"]["snapshot"]
     questions = {
         "audit": {"task": "audit", "file": target, "measurement": {"snapshot_id": cur["snapshot_id"]}},
-        "change": {"task": "change", "measurement": {"snapshot_id": cur["snapshot_id"]},
-                   "baseline": {"kind": "explicit", "snapshot_id": base["snapshot_id"]}},
+        "change": {
+            "task": "change",
+            "measurement": {"snapshot_id": cur["snapshot_id"]},
+            "baseline": {"kind": "explicit", "snapshot_id": base["snapshot_id"]},
+        },
     }
 
     from coverage_core.review import comparing
@@ -212,7 +237,9 @@ def restore_case(root: Path, repeat: int) -> dict[str, Any]:
             relational[name] = (median([t for t, _ in times]), _stripped(times[0][1]))
         for sid in (base["snapshot_id"], cur["snapshot_id"]):
             snap = project.store.snap_key(sid)
-            row = project.store.con.execute("SELECT created_at, suite FROM snapshots WHERE snap = ?", [snap]).fetchall()[0]
+            row = project.store.con.execute(
+                "SELECT created_at, suite FROM snapshots WHERE snap = ?", [snap]
+            ).fetchall()[0]
             done = compaction.compact_snapshot(project.store, compaction.Candidate(snap, sid, row[1], row[0]))
             out.setdefault("compact_seconds", []).append(done.seconds)
             out.setdefault("payload_bytes", []).append(done.payload_bytes)
@@ -225,7 +252,9 @@ def restore_case(root: Path, repeat: int) -> dict[str, Any]:
                 started = time.perf_counter()
                 project.store.ensure_detail(con, which)
                 seconds = time.perf_counter() - started
-                got = con.execute("SELECT count(*) FROM lines WHERE list_contains(?, snap)", [list(which)]).fetchall()
+                got = con.execute(
+                    "SELECT count(*) FROM lines WHERE list_contains(?, snap)", [list(which)]
+                ).fetchall()
                 if got[0][0] != files * lines * len(which):
                     raise Mismatch(f"restored {got[0][0]} lines, expected {files * lines * len(which)}")
                 return seconds
@@ -240,7 +269,10 @@ def restore_case(root: Path, repeat: int) -> dict[str, Any]:
             for _, envelope in times:
                 if _stripped(envelope) != relational[name][1]:
                     raise Mismatch(f"{name}: the compacted answer differs from the relational one")
-            out["answers"][name] = {"relational": relational[name][0], "compacted": median([t for t, _ in times])}
+            out["answers"][name] = {
+                "relational": relational[name][0],
+                "compacted": median([t for t, _ in times]),
+            }
     return out
 
 
@@ -278,7 +310,8 @@ def main() -> None:
             f"| {s['side']} | {r['lines']:,} | {r['branches']:,} | {r['test_observations']:,} | "
             f"{mb(s['freed_bytes'])} | {mb(s['isolated_bytes'])} | {mb(s['payload_bytes'])} | "
             f"{s['freed_bytes'] / s['payload_bytes']:.1f}x | {s['isolated_bytes'] / s['payload_bytes']:.1f}x | "
-            f"{ms(s['seconds'])} |")
+            f"{ms(s['seconds'])} |"
+        )
     text += [
         "",
         f"Synthetic {restore['lines']:,}-line snapshot (10,000 files, 200,000 branches): payload "
@@ -290,7 +323,9 @@ def main() -> None:
         "|---|---:|---:|",
     ]
     for name, t in restore["answers"].items():
-        what = "audit of one file" if name == "audit" else "change against the compacted baseline (two restores)"
+        what = (
+            "audit of one file" if name == "audit" else "change against the compacted baseline (two restores)"
+        )
         text.append(f"| {what} | {ms(t['relational'])} | {ms(t['compacted'])} |")
     text += [
         "",

@@ -40,14 +40,21 @@ from coverage_core import open_project
 from coverage_core.review import comparing
 from coverage_core.service import Service
 
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 FILES, LINES, EDITED = 1000, 1000, 100
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=GIT_ENV).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV
+    ).stdout.strip()
 
 
 def lcov_of(files: dict[str, list[str]], salt: int) -> str:
@@ -60,9 +67,14 @@ def lcov_of(files: dict[str, list[str]], salt: int) -> str:
     for path, lines in files.items():
         hits = [(hash((t, salt if hash(t) % 40 == 0 else 0)) % 7) // 2 for t in lines]
         out.append(f"SF:{path}\n")
-        out += [f"FN:{n},f{n}_{path[-8:-2]}\nFNDA:{hits[n - 1]},f{n}_{path[-8:-2]}\n" for n in range(1, len(lines), 50)]
+        out += [
+            f"FN:{n},f{n}_{path[-8:-2]}\nFNDA:{hits[n - 1]},f{n}_{path[-8:-2]}\n"
+            for n in range(1, len(lines), 50)
+        ]
         out += [f"DA:{n},{h}\n" for n, h in enumerate(hits, 1)]
-        out += [f"BRDA:{n},0,0,{hits[n - 1]}\nBRDA:{n},0,1,{hits[n - 1] // 2}\n" for n in range(1, len(lines), 20)]
+        out += [
+            f"BRDA:{n},0,0,{hits[n - 1]}\nBRDA:{n},0,1,{hits[n - 1] // 2}\n" for n in range(1, len(lines), 20)
+        ]
         out.append("end_of_record\n")
     return "".join(out)
 
@@ -86,7 +98,7 @@ def synthetic(root: Path) -> tuple[Path, str, str]:
         lines = files[path]
         at = rnd.randrange(100, 800)
         lines[at:at] = [f"new {i} {k}" for k in range(20)]
-        del lines[at + 100: at + 110]
+        del lines[at + 100 : at + 110]
         for k in range(10):
             lines[at + 150 + k] = f"rewritten {i} {k}"
         (repo / path).write_text("\n".join(lines) + "\n")
@@ -102,8 +114,11 @@ def synthetic(root: Path) -> tuple[Path, str, str]:
 
 
 def bench_review(repo: Path, base: str, cur: str, repeat: int) -> dict[str, float]:
-    args = {"task": "change", "baseline": {"kind": "explicit", "snapshot_id": base},
-            "measurement": {"snapshot_id": cur}}
+    args = {
+        "task": "change",
+        "baseline": {"kind": "explicit", "snapshot_id": base},
+        "measurement": {"snapshot_id": cur},
+    }
     cold, warm = [], []
     with open_project(repo) as project:
         svc = Service(project)
@@ -117,7 +132,12 @@ def bench_review(repo: Path, base: str, cur: str, repeat: int) -> dict[str, floa
             svc.call("coverage_review", args)
             warm.append(time.perf_counter() - t)
     data = env["data"]
-    return {"cold": median(cold), "warm": median(warm), "diff": data["diff"], "categories": data["categories"]}
+    return {
+        "cold": median(cold),
+        "warm": median(warm),
+        "diff": data["diff"],
+        "categories": data["categories"],
+    }
 
 
 _DA = re.compile(r"^(DA|BRDA|FN):(\d+),", re.MULTILINE)
@@ -172,7 +192,11 @@ def sqlite_repo(root: Path) -> tuple[Path, Path, Path]:
 
         kept = [line for line in _DA.sub(shift, record).split("\n") if ":-1," not in line]
         # The inserted lines' records go where gcov writes them: in line order.
-        at = next(i for i, line in enumerate(kept) if line.startswith("DA:") and int(line[3:line.index(",")]) > 1000)
+        at = next(
+            i
+            for i, line in enumerate(kept)
+            if line.startswith("DA:") and int(line[3 : line.index(",")]) > 1000
+        )
         kept[at:at] = [f"DA:{1001 + k},{k % 2}" for k in range(50)]
         return "\n".join(kept)
 
@@ -197,8 +221,17 @@ def bench_gate(repo: Path, base: Path, cur: Path, repeat: int) -> dict[str, floa
         project.ingest(cur)
     cli = [sys.executable, "-m", "coverage_cli"]
     stored = ["gate", "--baseline", "HEAD~1", "--fail-under-patch", "0", "--ratchet", "--repo", str(repo)]
-    unstored = ["gate", "--baseline", b.snapshot_id, "--current", str(cur), "--fail-under-patch", "0",
-                "--repo", str(repo)]
+    unstored = [
+        "gate",
+        "--baseline",
+        b.snapshot_id,
+        "--current",
+        str(cur),
+        "--fail-under-patch",
+        "0",
+        "--repo",
+        str(repo),
+    ]
     out: dict[str, float] = {}
     for name, argv in (("stored", stored), ("report", unstored)):
         times = []
@@ -209,8 +242,12 @@ def bench_gate(repo: Path, base: Path, cur: Path, repeat: int) -> dict[str, floa
             if proc.returncode not in (0, 3):
                 raise RuntimeError(proc.stderr)
         out[name] = median(times)
-    diff = subprocess.run(cli + ["diff", "--baseline", "HEAD~1", "--format", "json", "--repo", str(repo)],
-                          capture_output=True, text=True, check=True)
+    diff = subprocess.run(
+        cli + ["diff", "--baseline", "HEAD~1", "--format", "json", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out["diff_json"] = diff.stdout
     out["startup"] = median([run_measured(cli + ["--version"])[0] for _ in range(3)])
     return out
@@ -226,11 +263,15 @@ def main() -> None:
         repo, base, cur = synthetic(root)
         setup = time.perf_counter() - t
         review = bench_review(repo, base, cur, opts.repeat)
-        print(f"synthetic setup {setup:.1f}s; change review cold {review['cold'] * 1000:.1f} ms, "
-              f"warm {review['warm'] * 1000:.1f} ms; diff {review['diff']}")
+        print(
+            f"synthetic setup {setup:.1f}s; change review cold {review['cold'] * 1000:.1f} ms, "
+            f"warm {review['warm'] * 1000:.1f} ms; diff {review['diff']}"
+        )
         srepo, sbase, scur = sqlite_repo(root)
         gate = bench_gate(srepo, sbase, scur, opts.repeat)
-        print(f"gate stored {gate['stored']:.2f}s, report {gate['report']:.2f}s, CLI start {gate['startup']:.2f}s")
+        print(
+            f"gate stored {gate['stored']:.2f}s, report {gate['report']:.2f}s, CLI start {gate['startup']:.2f}s"
+        )
     d = review["diff"]
     text = f"""## Comparisons
 
@@ -238,11 +279,11 @@ def main() -> None:
 
 | measurement | median | goal |
 |---|---:|---:|
-| change review, two 1,000,000-line snapshots (each also 100,000 branches, 20,000 functions), {d['lines_added'] + d['lines_removed']:,}-line diff ({d['files_changed']} files, one rename), cold | {review['cold'] * 1000:.0f} ms | < 500 ms |
-| the same answer again (cached comparison: a cursor page, the gate after a diff) | {review['warm'] * 1000:.1f} ms | |
-| `gate --baseline HEAD~1 --fail-under-patch 0 --ratchet`, SQLite LCOV (60 tests) both sides stored, fresh process | {gate['stored']:.2f} s | < 2 s |
-| `gate --baseline snap-... --current cur.lcov` (113 MB report parsed and mapped in memory, not stored) | {gate['report']:.2f} s | |
-| CLI start alone (`coverage-mcp --version`) | {gate['startup']:.2f} s | |
+| change review, two 1,000,000-line snapshots (each also 100,000 branches, 20,000 functions), {d["lines_added"] + d["lines_removed"]:,}-line diff ({d["files_changed"]} files, one rename), cold | {review["cold"] * 1000:.0f} ms | < 500 ms |
+| the same answer again (cached comparison: a cursor page, the gate after a diff) | {review["warm"] * 1000:.1f} ms | |
+| `gate --baseline HEAD~1 --fail-under-patch 0 --ratchet`, SQLite LCOV (60 tests) both sides stored, fresh process | {gate["stored"]:.2f} s | < 2 s |
+| `gate --baseline snap-... --current cur.lcov` (113 MB report parsed and mapped in memory, not stored) | {gate["report"]:.2f} s | |
+| CLI start alone (`coverage-mcp --version`) | {gate["startup"]:.2f} s | |
 
 Cold means the whole comparison: both sides loaded from DuckDB as columns, the
 pygit2 diff with rename detection, every line categorized with NumPy, branch

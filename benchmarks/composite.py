@@ -39,8 +39,14 @@ from coverage_core.report import REGION_CODE  # noqa: E402
 
 LLVM = "llvm/sqlite-3.53.2.llvm-cov.json.zst"
 PY = "coveragepy/itsdangerous-2.2.0.coverage.json"
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def make_repo(llvm_paths: list[str], py_paths: list[str]) -> Path:
@@ -52,10 +58,19 @@ def make_repo(llvm_paths: list[str], py_paths: list[str]) -> Path:
     for rel in native + py_paths:
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(f"placeholder for {rel}\n")
-    inventory = {"inventory_version": 1, "components": [
-        {"id": "sqlite", "language": "native", "format": "llvm", "sources": ["native/*"],
-         "variants": ["debug", "release"]},
-        {"id": "itsdangerous", "language": "python", "format": "coveragepy", "sources": ["src/**/*.py"]}]}
+    inventory = {
+        "inventory_version": 1,
+        "components": [
+            {
+                "id": "sqlite",
+                "language": "native",
+                "format": "llvm",
+                "sources": ["native/*"],
+                "variants": ["debug", "release"],
+            },
+            {"id": "itsdangerous", "language": "python", "format": "coveragepy", "sources": ["src/**/*.py"]},
+        ],
+    }
     (repo / "inventory.json").write_text(json.dumps(inventory))
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True, env=GIT_ENV, capture_output=True)
@@ -99,8 +114,11 @@ def main() -> None:
             parse_s.append(time.perf_counter() - t)
             with open_project(repo) as project:
                 t = time.perf_counter()
-                record = build(project, "inventory.json",
-                               [f"sqlite:debug={llvm}", f"sqlite:release={llvm}", f"itsdangerous={py}"])
+                record = build(
+                    project,
+                    "inventory.json",
+                    [f"sqlite:debug={llvm}", f"sqlite:release={llvm}", f"itsdangerous={py}"],
+                )
                 build_s.append(time.perf_counter() - t)
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -110,7 +128,7 @@ def main() -> None:
     combined = record.totals["combined"]
     text = f"""## Composite build
 
-{machine()}; {library_revision()}; load average {'/'.join(f'{x:.1f}' for x in load_average())}.
+{machine()}; {library_revision()}; load average {"/".join(f"{x:.1f}" for x in load_average())}.
 Median of {args.repeat}: a composite of the corpus's SQLite `llvm-cov export` JSON
 ({llvm.stat().st_size / 1e6:.0f} MB, given as two variants of one native component) and
 itsdangerous's coverage.py JSON, built into a fresh store by `coverage_core.composite.build`.
@@ -121,7 +139,7 @@ itsdangerous's coverage.py JSON, built into a fresh store by `coverage_core.comp
 | `build` end to end (reads the three given reports, parses each distinct artifact once, maps, aggregates, stores) | {b:.2f} s |
 | the build's own cost (build − parse) | {b - p:.2f} s (goal: under 1 s) |
 
-The answer is checked: {combined['found']:,} code + branch regions ({combined['hit']:,} hit), code regions
+The answer is checked: {combined["found"]:,} code + branch regions ({combined["hit"]:,} hit), code regions
 equal to an independent count of distinct LLVM code-region spans (×2 variants) plus coverage.py statements.
 """
     print(text)

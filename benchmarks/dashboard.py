@@ -57,8 +57,13 @@ class Serve:
         self.home = home
         env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
         self.env = {**env, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], env=self.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coverage_cli", "serve"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         announce = self.proc.stderr.readline()
         if "listening on " not in announce:
             self.proc.kill()
@@ -126,7 +131,9 @@ def bench_render(serve: Serve, renders: int) -> dict[str, Any] | str:
     except ImportError:
         return "not measured: Playwright is not installed (pip install -e '.[test]')"
     client = DaemonClient.of_home(serve.home, serve.url)
-    url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: serve.capability()})[1]["data"]["url"]
+    url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: serve.capability()})[1][
+        "data"
+    ]["url"]
     times = []
     with sync_playwright() as driver:
         args = ["--no-sandbox"] if os.geteuid() == 0 else []
@@ -184,23 +191,33 @@ def main() -> None:
         f"`python benchmarks/dashboard.py`: the SQLite repository of `compare.py` (the corpus's SQLite LCOV, 60 named "
         f"tests, as commit 1's snapshot; a modified copy as commit 2's), served by `coverage-mcp serve`; "
         f"{library_revision()}; {machine()}. Load average while measuring: "
-        + " → ".join(f"{x:.2f}" for x in loads) + " (1-minute; the machine is shared).",
+        + " → ".join(f"{x:.2f}" for x in loads)
+        + " (1-minute; the machine is shared).",
         "",
         "| what | figure |",
         "|---|---|",
         f"| `GET /api/dashboard`, first request after the store opens | {ms(api['cold'])} |",
-        (f"| `GET /api/dashboard`, warm, median of {args.repeat} (new connection each) | **{ms(api['warm'])}** "
-         f"(goal < {GOAL_MS:.0f} ms: {verdict} it); server-side projection {api['server_ms']:.1f} ms; "
-         f"{api['bytes'] / 1024:.0f} KiB of JSON |"),
+        (
+            f"| `GET /api/dashboard`, warm, median of {args.repeat} (new connection each) | **{ms(api['warm'])}** "
+            f"(goal < {GOAL_MS:.0f} ms: {verdict} it); server-side projection {api['server_ms']:.1f} ms; "
+            f"{api['bytes'] / 1024:.0f} KiB of JSON |"
+        ),
     ]
     if isinstance(render, str):
         lines.append(f"| page: first full render in Chromium | {render} |")
     else:
-        lines.append(f"| page: navigation start to first full render in headless Chromium {render['browser']}, "
-                     f"median of {args.renders} | **{ms(render['median'])}** (min {ms(render['min'])}, "
-                     f"max {ms(render['max'])}) |")
-    lines += ["", ("Every timed answer was checked: both snapshots' stored totals, an available change review, "
-                   "the 60 named tests.")]
+        lines.append(
+            f"| page: navigation start to first full render in headless Chromium {render['browser']}, "
+            f"median of {args.renders} | **{ms(render['median'])}** (min {ms(render['min'])}, "
+            f"max {ms(render['max'])}) |"
+        )
+    lines += [
+        "",
+        (
+            "Every timed answer was checked: both snapshots' stored totals, an available change review, "
+            "the 60 named tests."
+        ),
+    ]
     text = "\n".join(lines)
     print(text)
     if not args.no_write:

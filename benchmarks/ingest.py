@@ -37,14 +37,21 @@ def synthetic_lcov(path: Path, files: int = 10_000, lines: int = 300) -> Path:
         for f in range(files):
             body = "".join(f"DA:{n},{_hits(n, f)}\n" for n in range(1, lines + 1))
             hit = sum(1 for n in range(1, lines + 1) if _hits(n, f))
-            out.write(f"SF:/ci/build/src/pkg{f % 50}/module_{f:05d}.c\n{body}LF:{lines}\nLH:{hit}\nend_of_record\n")
+            out.write(
+                f"SF:/ci/build/src/pkg{f % 50}/module_{f:05d}.c\n{body}LF:{lines}\nLH:{hit}\nend_of_record\n"
+            )
     return path
 
 
 def fresh_repo(root: Path, tracked: list[str]) -> Path:
     repo = Path(tempfile.mkdtemp(dir=root))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env)
     for rel in tracked:
         p = repo / rel
@@ -62,8 +69,10 @@ def ingest_runs(report: Path, tracked: list[str], repeat: int) -> tuple[list[flo
         for _ in range(repeat):
             repo = fresh_repo(scratch, tracked)
             env = {**os.environ, "COVERAGE_MCP_HOME": str(scratch / "home")}
-            w, r, _ = run_measured([sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json",
-                                    "--repo", str(repo)], env=env)
+            w, r, _ = run_measured(
+                [sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json", "--repo", str(repo)],
+                env=env,
+            )
             walls.append(w)
             rss.append(r)
             shutil.rmtree(repo)
@@ -121,8 +130,12 @@ def main() -> None:
     list_s, page_s = read_speeds(max(5, args.repeat))
 
     rows = [
-        ("`lcov --summary --rc lcov_branch_coverage=1` (SQLite LCOV, summary only)", mb_sqlite, median(lcov_w),
-         max(lcov_r)),
+        (
+            "`lcov --summary --rc lcov_branch_coverage=1` (SQLite LCOV, summary only)",
+            mb_sqlite,
+            median(lcov_w),
+            max(lcov_r),
+        ),
         ("coverage-mcp ingest, SQLite LCOV", mb_sqlite, median(sq_w), max(sq_r)),
         ("coverage-mcp ingest, synthetic 10,000 files x 300 lines", mb_synth, median(sy_w), max(sy_r)),
     ]

@@ -49,10 +49,21 @@ SAMPLE = ROOT / "coverage_core" / "sample"
 SQLITE = "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"
 # Quoted from the seed, not measured here.
 PREDECESSOR = {"warm": "0.94 s", "cold": "1.9 s", "call": "38-80 ms", "ingest_reads": "233 ms"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
 CONTEXT: tuple[str, dict[str, Any]] = ("project_context", {})
-INSIGHT: tuple[str, dict[str, Any]] = ("coverage_review", {"task": "insight"})  # compact is the default representation
+INSIGHT: tuple[str, dict[str, Any]] = (
+    "coverage_review",
+    {"task": "insight"},
+)  # compact is the default representation
 
 
 def p99(values: list[float]) -> float:
@@ -80,9 +91,12 @@ class Bench:
         build = base / "build"
         for package in ("coverage_core", "coverage_daemon", "coverage_cli"):
             shutil.copytree(ROOT / package, build / package, ignore=shutil.ignore_patterns("__pycache__"))
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")},
-                    "COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": str(self.port),
-                    "PYTHONPATH": str(build)}
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")},
+            "COVERAGE_MCP_HOME": str(self.home),
+            "COVERAGE_MCP_PORT": str(self.port),
+            "PYTHONPATH": str(build),
+        }
         self._seed(corpus_file(SQLITE))
 
     def _seed(self, sqlite: Path) -> None:
@@ -90,9 +104,15 @@ class Bench:
         for name in ("sqlite3.c", "sqlite3.h", "driver.c"):  # so the SQLite report's paths map
             (self.repo / name).write_text("")
         (self.repo / ".gitignore").write_text("*.json\n*.lcov\n.coverage-mcp/\n")
-        git = {**self.env, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-               "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        git = {
+            **self.env,
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.com",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.com",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
         for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
             subprocess.run(["git", "-C", str(self.repo), *args], env=git, check=True)
         shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", self.repo / "coverage.json")
@@ -104,9 +124,15 @@ class Bench:
             return
         # Secrets travel over the home's private socket only (coverage_daemon.secrets).
         conn = UnixHTTPConnection(socket_path(self.home), timeout=5)
-        conn.request("POST", "/api/shutdown", body=b"",
-                     headers={CAPABILITY_HEADER: str(lease.metadata["capability"]),
-                              **bearer(client_token(self.home) or "")})
+        conn.request(
+            "POST",
+            "/api/shutdown",
+            body=b"",
+            headers={
+                CAPABILITY_HEADER: str(lease.metadata["capability"]),
+                **bearer(client_token(self.home) or ""),
+            },
+        )
         conn.getresponse().read()
         conn.close()
         while read_lease(self.home / DAEMON_LOCK).held:
@@ -123,9 +149,14 @@ def interpreter_start() -> float:
 def first_response(bench: Bench) -> float:
     """Seconds from launching ``coverage-mcp connect`` to its answer to ``initialize``."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "connect", "--repo", str(bench.repo)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               env=bench.env, cwd=bench.repo)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(bench.repo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=bench.env,
+        cwd=bench.repo,
+    )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
     process.stdin.flush()
@@ -143,15 +174,21 @@ class Session:
     def __init__(self, bench: Bench) -> None:
         self.port = bench.port
         # An HTTP MCP client configured with the home's client token, as the README shows.
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                        REPO_HEADER: str(bench.repo), **bearer(client_token(bench.home) or "")}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            REPO_HEADER: str(bench.repo),
+            **bearer(client_token(bench.home) or ""),
+        }
         _, headers, body = self._post(INITIALIZE)
         self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
         self.headers["MCP-Protocol-Version"] = body["result"]["protocolVersion"]
         self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self._id = 1
 
-    def _post(self, message: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, str], dict[str, Any]]:
+    def _post(
+        self, message: dict[str, Any], timeout: float = 120
+    ) -> tuple[int, dict[str, str], dict[str, Any]]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("POST", "/mcp", body=json.dumps(message), headers=self.headers)
@@ -164,8 +201,15 @@ class Session:
 
     def call(self, tool: str, arguments: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
         self._id += 1
-        status, _, body = self._post({"jsonrpc": "2.0", "id": self._id, "method": "tools/call",
-                                      "params": {"name": tool, "arguments": arguments}}, timeout)
+        status, _, body = self._post(
+            {
+                "jsonrpc": "2.0",
+                "id": self._id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            },
+            timeout,
+        )
         result = body.get("result") or {}
         if status != 200 or "error" in body or result.get("isError"):
             raise RuntimeError(f"{tool} failed: HTTP {status} {str(body)[:300]}")
@@ -192,12 +236,19 @@ async def open_loop(bench: Bench, clients: int, rate: float, seconds: float) -> 
         start = loop.time() + 0.5
         tasks: list[asyncio.Task[None]] = []
 
-        async def one(session: Session, scheduled: float, request_id: int, tool: tuple[str, dict[str, Any]]) -> None:
-            message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                       "params": {"name": tool[0], "arguments": tool[1]}}
+        async def one(
+            session: Session, scheduled: float, request_id: int, tool: tuple[str, dict[str, Any]]
+        ) -> None:
+            message = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": tool[0], "arguments": tool[1]},
+            }
             try:
-                async with http.post(f"http://127.0.0.1:{bench.port}/mcp", json=message,
-                                     headers=session.headers) as response:
+                async with http.post(
+                    f"http://127.0.0.1:{bench.port}/mcp", json=message, headers=session.headers
+                ) as response:
                     body = await response.json(content_type=None)
                 if response.status != 200 or "error" in body or body["result"].get("isError"):
                     errors.append(f"HTTP {response.status}: {str(body)[:200]}")
@@ -215,8 +266,13 @@ async def open_loop(bench: Bench, clients: int, rate: float, seconds: float) -> 
 
         await asyncio.gather(*(client(i, s) for i, s in enumerate(sessions)))
         await asyncio.gather(*tasks)
-    return {"requests": len(latencies), "errors": len(errors), "first_error": errors[0] if errors else None,
-            "p50": median(latencies), "p99": p99(latencies)}
+    return {
+        "requests": len(latencies),
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "p50": median(latencies),
+        "p99": p99(latencies),
+    }
 
 
 def reads_during_ingest(bench: Bench) -> dict[str, Any]:
@@ -227,8 +283,11 @@ def reads_during_ingest(bench: Bench) -> dict[str, Any]:
     def ingest() -> None:
         started = time.perf_counter()
         # A suite of its own: the same report, commit and suite would be a duplicate.
-        data = writer.call("coverage_import", {"report_path": "sqlite.lcov", "suite": f"sqlite-{time.time_ns()}"},
-                           timeout=300)
+        data = writer.call(
+            "coverage_import",
+            {"report_path": "sqlite.lcov", "suite": f"sqlite-{time.time_ns()}"},
+            timeout=300,
+        )
         outcome["seconds"] = time.perf_counter() - started
         assert not data["data"]["duplicate"], "a duplicate import stores nothing: not an ingest"
 
@@ -239,13 +298,20 @@ def reads_during_ingest(bench: Bench) -> dict[str, Any]:
         for tool in (CONTEXT, INSIGHT):
             latencies.append(reader.timed(*tool))
     thread.join()
-    return {**outcome, "reads": len(latencies), "p50": median(latencies), "p99": p99(latencies),
-            "max": max(latencies)}
+    return {
+        **outcome,
+        "reads": len(latencies),
+        "p50": median(latencies),
+        "p99": p99(latencies),
+        "max": max(latencies),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="Fewer repetitions and a 5 s load (a smoke run).")
+    parser.add_argument(
+        "--quick", action="store_true", help="Fewer repetitions and a 5 s load (a smoke run)."
+    )
     args = parser.parse_args()
     cold_n, warm_n, calls_n, load_s = (2, 5, 30, 5) if args.quick else (5, 20, 200, 30)
     bench = Bench()
@@ -271,19 +337,43 @@ def main() -> None:
         bench.stop_daemon()
 
     rows = [
-        ("connector start to first response, warm daemon (median)", ms(median(warm)), PREDECESSOR["warm"],
-         "goal < 150 ms, acceptance < 300 ms"),
-        ("connector start to first response, cold daemon (median)", ms(median(cold)), PREDECESSOR["cold"],
-         "goal < 1.5 s"),
-        ("project_context over HTTP (median / p99)", f"{ms(median(context))} / {ms(p99(context))}",
-         PREDECESSOR["call"], ""),
-        ("coverage_review insight, compact, over HTTP (median / p99)",
-         f"{ms(median(insight))} / {ms(p99(insight))}", PREDECESSOR["call"], ""),
-        (f"open loop, 32 clients x 5 calls/s for {load_s} s (p50 / p99, errors)",
-         f"{ms(load['p50'])} / {ms(load['p99'])}, {load['errors']} errors of {load['requests']}", "-", ""),
-        (f"reads during a {during['seconds']:.1f} s ingest of the SQLite LCOV "
-         f"(p50 / p99 / max, {during['reads']} reads)",
-         f"{ms(during['p50'])} / {ms(during['p99'])} / {ms(during['max'])}", PREDECESSOR["ingest_reads"], ""),
+        (
+            "connector start to first response, warm daemon (median)",
+            ms(median(warm)),
+            PREDECESSOR["warm"],
+            "goal < 150 ms, acceptance < 300 ms",
+        ),
+        (
+            "connector start to first response, cold daemon (median)",
+            ms(median(cold)),
+            PREDECESSOR["cold"],
+            "goal < 1.5 s",
+        ),
+        (
+            "project_context over HTTP (median / p99)",
+            f"{ms(median(context))} / {ms(p99(context))}",
+            PREDECESSOR["call"],
+            "",
+        ),
+        (
+            "coverage_review insight, compact, over HTTP (median / p99)",
+            f"{ms(median(insight))} / {ms(p99(insight))}",
+            PREDECESSOR["call"],
+            "",
+        ),
+        (
+            f"open loop, 32 clients x 5 calls/s for {load_s} s (p50 / p99, errors)",
+            f"{ms(load['p50'])} / {ms(load['p99'])}, {load['errors']} errors of {load['requests']}",
+            "-",
+            "",
+        ),
+        (
+            f"reads during a {during['seconds']:.1f} s ingest of the SQLite LCOV "
+            f"(p50 / p99 / max, {during['reads']} reads)",
+            f"{ms(during['p50'])} / {ms(during['p99'])} / {ms(during['max'])}",
+            PREDECESSOR["ingest_reads"],
+            "",
+        ),
     ]
     lines = [
         "## MCP path",

@@ -66,7 +66,10 @@ CASES = {
         "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst",
         [
             # The manifest's ground truth: with branch coverage on, as we read branches too.
-            Tool("`lcov --summary --rc lcov_branch_coverage=1`", ["lcov", "--rc", "lcov_branch_coverage=1", "--summary"]),
+            Tool(
+                "`lcov --summary --rc lcov_branch_coverage=1`",
+                ["lcov", "--rc", "lcov_branch_coverage=1", "--summary"],
+            ),
             # lcov's default skips every BRDA line and prints no branch totals.
             Tool("`lcov --summary` (skips branches)", ["lcov", "--summary"]),
         ],
@@ -138,8 +141,10 @@ def run_case(case: Case, repeat: int) -> list[str]:
     label = f"{case.title} ({mb:,.1f} MB)"
     for tool, measured in tools:
         wall = measured.median("wall")
-        rows.append(f"| {label} | {tool.label} | {wall:.2f} s | {measured.median('cpu'):.2f} s | | | "
-                    f"{mb / wall:,.1f} | {measured.median('rss'):,.0f} MB | |")
+        rows.append(
+            f"| {label} | {tool.label} | {wall:.2f} s | {measured.median('cpu'):.2f} s | | | "
+            f"{mb / wall:,.1f} | {measured.median('rss'):,.0f} MB | |"
+        )
         label = ""
     if not tools:
         rows.append(f"| {label} | {case.tools[0].label} | not installed | | | | | | |")
@@ -149,11 +154,15 @@ def run_case(case: Case, repeat: int) -> list[str]:
     ratio = ""
     if tools and tools[0][0] is case.tools[0]:
         base = tools[0][1]
-        ratio = (f"**{base.median('wall') / ours.median('wall'):.1f}x** faster by wall time, "
-                 f"**{base.median('cpu') / ours.median('cpu'):.1f}x** by CPU time, "
-                 f"{ours.median('rss') / base.median('rss'):.2f}x the peak RSS")
-    rows.append(f"| | {OURS} | {ours.median('wall'):.2f} s | {ours.median('cpu'):.2f} s | {ours.inside('read'):.2f} s | "
-                f"{ours.inside('parse'):.2f} s | {mb / ours.inside('parse'):,.1f} | {ours.median('rss'):,.0f} MB | {ratio} |")
+        ratio = (
+            f"**{base.median('wall') / ours.median('wall'):.1f}x** faster by wall time, "
+            f"**{base.median('cpu') / ours.median('cpu'):.1f}x** by CPU time, "
+            f"{ours.median('rss') / base.median('rss'):.2f}x the peak RSS"
+        )
+    rows.append(
+        f"| | {OURS} | {ours.median('wall'):.2f} s | {ours.median('cpu'):.2f} s | {ours.inside('read'):.2f} s | "
+        f"{ours.inside('parse'):.2f} s | {mb / ours.inside('parse'):,.1f} | {ours.median('rss'):,.0f} MB | {ratio} |"
+    )
     result = json.loads(ours.runs[-1].output)
     totals = ", ".join(f"{name} {c['hit']:,}/{c['found']:,}" for name, c in result["totals"].items())
     case.notes.append(f"{case.title}: ours read {result['format']}, {result['tests']} tests, {totals}.")
@@ -161,23 +170,29 @@ def run_case(case: Case, repeat: int) -> list[str]:
         if tool.command[0] == "lcov":
             theirs = lcov_summary_totals(measured.runs[-1].output)
             same = bool(theirs) and all(result["totals"].get(name) == value for name, value in theirs.items())
-            case.notes.append(f"{tool.label} printed {', '.join(theirs)}: "
-                              f"{'the same as ours' if same else 'NOT ours: ' + json.dumps(theirs)}.")
+            case.notes.append(
+                f"{tool.label} printed {', '.join(theirs)}: "
+                f"{'the same as ours' if same else 'NOT ours: ' + json.dumps(theirs)}."
+            )
     return rows
 
 
 def versions() -> str:
     lcov = "no lcov"
     if shutil.which("lcov"):
-        lcov = subprocess.run(["lcov", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+        lcov = subprocess.run(
+            ["lcov", "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
     try:
         pyco = f"pycobertura {metadata.version('pycobertura')}"
     except metadata.PackageNotFoundError:
         pyco = "no pycobertura"
     import numpy
 
-    return (f"Python {platform.python_version()}, NumPy {numpy.__version__}, {lcov.removeprefix('lcov: ')}, {pyco}; "
-            f"{os.cpu_count()} cores; {datetime.date.today().isoformat()}")
+    return (
+        f"Python {platform.python_version()}, NumPy {numpy.__version__}, {lcov.removeprefix('lcov: ')}, {pyco}; "
+        f"{os.cpu_count()} cores; {datetime.date.today().isoformat()}"
+    )
 
 
 def main() -> None:
@@ -191,24 +206,28 @@ def main() -> None:
     for case in cases:
         print(f"measuring {case.title} ...", file=sys.stderr)
         rows += run_case(case, args.repeat)
-    text = "\n".join([
-        "## Parsing",
-        "",
-        (f"Each command in a fresh process, ours and the tools' in turns, median of {args.repeat} runs: wall "
-         "time from start to exit (interpreter start-up and reading the file included), the process's own CPU "
-         "time (user + system; load from other processes on this shared machine inflates wall time far more) "
-         "and its peak RSS. Ours is `parse(path)`, which is `parse_bytes(read_report(path))`: the child calls "
-         "the two in turn and times each; our MB/s is the raw (decompressed) size over the `parse_bytes` "
-         "time, the tools' over their wall time. We compare with the first tool of each report: it computes "
-         "what we compute. "
-         f"{versions()}. Re-run with `python benchmarks/parse.py`."),
-        "",
-        "| report | reader | wall | CPU | reading | parsing | MB/s | peak RSS | ours vs the tool |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
-        *rows,
-        "",
-        *(f"- {note}" for case in cases for note in case.notes),
-    ])
+    text = "\n".join(
+        [
+            "## Parsing",
+            "",
+            (
+                f"Each command in a fresh process, ours and the tools' in turns, median of {args.repeat} runs: wall "
+                "time from start to exit (interpreter start-up and reading the file included), the process's own CPU "
+                "time (user + system; load from other processes on this shared machine inflates wall time far more) "
+                "and its peak RSS. Ours is `parse(path)`, which is `parse_bytes(read_report(path))`: the child calls "
+                "the two in turn and times each; our MB/s is the raw (decompressed) size over the `parse_bytes` "
+                "time, the tools' over their wall time. We compare with the first tool of each report: it computes "
+                "what we compute. "
+                f"{versions()}. Re-run with `python benchmarks/parse.py`."
+            ),
+            "",
+            "| report | reader | wall | CPU | reading | parsing | MB/s | peak RSS | ours vs the tool |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|",
+            *rows,
+            "",
+            *(f"- {note}" for case in cases for note in case.notes),
+        ]
+    )
     print(text)
     if not args.no_readme:
         write_section("parse", text)

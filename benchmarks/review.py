@@ -63,11 +63,28 @@ from common import (
 )
 
 # Every task of coverage_review, in the order of the table.
-TASKS = ("insight", "history", "source", "tests", "audit", "all", "change", "incremental", "snapshots", "files",
-         "file")
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+TASKS = (
+    "insight",
+    "history",
+    "source",
+    "tests",
+    "audit",
+    "all",
+    "change",
+    "incremental",
+    "snapshots",
+    "files",
+    "file",
+)
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@b",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@b",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
 
 
 class EarlyExit(AssertionError):
@@ -80,8 +97,15 @@ class EarlyExit(AssertionError):
 class Case:
     """A repository, its two reports and the question each task is asked."""
 
-    def __init__(self, name: str, short: str, report: Path, prefix: str, baseline_tests: int | None,
-                 edit_files: int = 10) -> None:
+    def __init__(
+        self,
+        name: str,
+        short: str,
+        report: Path,
+        prefix: str,
+        baseline_tests: int | None,
+        edit_files: int = 10,
+    ) -> None:
         self.name, self.short, self.report, self.prefix = name, short, report, prefix
         self.edit_files = edit_files  # files commit 2 edits
         self.baseline_tests = baseline_tests  # named tests kept in the baseline; None: synthetic hit counts
@@ -132,20 +156,39 @@ def synthetic_100k(path: Path) -> Path:
         tmp = path.with_suffix(".part")
         with tmp.open("w") as out:
             for i in range(100_000):
-                out.write(f"TN:t{i % 7}\nSF:/build/gen-1.0/gen/d{i % 97}/f{i:06d}.c\n" + "".join(
-                    f"DA:{n},{(i + n) % 3}\n" for n in range(1, 11)) + "end_of_record\n")
+                out.write(
+                    f"TN:t{i % 7}\nSF:/build/gen-1.0/gen/d{i % 97}/f{i:06d}.c\n"
+                    + "".join(f"DA:{n},{(i + n) % 3}\n" for n in range(1, 11))
+                    + "end_of_record\n"
+                )
         tmp.rename(path)
     return path
 
 
 def cases() -> list[Case]:
     return [
-        Case("SQLite LCOV (60 tests)", "SQLite", corpus_file("lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"),
-             "/build/sqlite-3.53.2/", 30),
-        Case("cmark-gfm LCOV (9 tests)", "cmark-gfm", corpus_file("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"),
-             "/build/cmark-gfm-0.29.0.gfm.13/", 5),
-        Case("synthetic 100,000 files", "synthetic", synthetic_100k(WORK / "synthetic-100k-files-tn.lcov"),
-             "/build/gen-1.0/", None, edit_files=1000),
+        Case(
+            "SQLite LCOV (60 tests)",
+            "SQLite",
+            corpus_file("lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"),
+            "/build/sqlite-3.53.2/",
+            30,
+        ),
+        Case(
+            "cmark-gfm LCOV (9 tests)",
+            "cmark-gfm",
+            corpus_file("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"),
+            "/build/cmark-gfm-0.29.0.gfm.13/",
+            5,
+        ),
+        Case(
+            "synthetic 100,000 files",
+            "synthetic",
+            synthetic_100k(WORK / "synthetic-100k-files-tn.lcov"),
+            "/build/gen-1.0/",
+            None,
+            edit_files=1000,
+        ),
     ]
 
 
@@ -190,7 +233,7 @@ def build(case: Case, root: Path) -> dict[str, Any]:
     # Commit 2: rewrite every 40th executable line of the first files (sorted), at most 200 a file.
     exe = executable_lines(case.report, case.prefix)
     edited: dict[str, set[int]] = {}
-    for rel in sorted(exe)[:case.edit_files]:
+    for rel in sorted(exe)[: case.edit_files]:
         edited[rel] = set(exe[rel][::40][:200])
         (root / rel).write_text(placeholder(rel, lengths[rel], edited[rel]))
     git(root, "commit", "-qam", "current: edit lines")
@@ -204,12 +247,21 @@ def build(case: Case, root: Path) -> dict[str, Any]:
         for side, snap in (("baseline", base), ("current", cur)):
             pm = snap["path_mapping"]
             if pm["mapped"] != len(lengths) or pm["ambiguous"] or pm["unmapped"]:
-                raise EarlyExit(f"{case.name}: {side} path_mapping {pm}, expected {len(lengths)} files mapped")
+                raise EarlyExit(
+                    f"{case.name}: {side} path_mapping {pm}, expected {len(lengths)} files mapped"
+                )
         # The file asked about: the one with the most uncovered executable lines in the current report.
         target = max(edited, key=lambda p: len(exe[p]))
-    return {"baseline": base["snapshot_id"], "current": cur["snapshot_id"], "file": target,
-            "files": len(lengths), "edited_lines": sum(len(v) for v in edited.values()),
-            "edited_files": len(edited), "base_commit": base["commit"], "current_commit": cur["commit"]}
+    return {
+        "baseline": base["snapshot_id"],
+        "current": cur["snapshot_id"],
+        "file": target,
+        "files": len(lengths),
+        "edited_lines": sum(len(v) for v in edited.values()),
+        "edited_files": len(edited),
+        "base_commit": base["commit"],
+        "current_commit": cur["commit"],
+    }
 
 
 def questions(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -222,8 +274,11 @@ def questions(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "audit": {"task": "audit"},
         "all": {"task": "all"},
         "change": {"task": "change"},
-        "incremental": {"task": "incremental", "measurement": {"snapshot_id": info["current"]},
-                        "baseline": {"kind": "explicit", "snapshot_id": info["baseline"]}},
+        "incremental": {
+            "task": "incremental",
+            "measurement": {"snapshot_id": info["current"]},
+            "baseline": {"kind": "explicit", "snapshot_id": info["baseline"]},
+        },
         "snapshots": {"task": "snapshots"},
         "files": {"task": "files"},
         "file": {"task": "file", "file": f},
@@ -288,8 +343,13 @@ def cold_child(repo: str, args_json: str, task: str, info_json: str) -> None:
 def cold(repo: Path, task: str, args: dict[str, Any], info: dict[str, Any], n: int) -> tuple[float, str]:
     times, statuses = [], set()
     for _ in range(n):
-        out = subprocess.run([sys.executable, __file__, "--cold-child", str(repo), json.dumps(args), task,
-                              json.dumps(info)], check=False, capture_output=True, text=True, env=os.environ)
+        out = subprocess.run(
+            [sys.executable, __file__, "--cold-child", str(repo), json.dumps(args), task, json.dumps(info)],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=os.environ,
+        )
         if out.returncode != 0:
             raise EarlyExit(f"cold task={task} failed:\n{out.stderr[-1500:]}")
         res = json.loads(out.stdout.strip().splitlines()[-1])
@@ -298,7 +358,9 @@ def cold(repo: Path, task: str, args: dict[str, Any], info: dict[str, Any], n: i
     return median(times), "/".join(sorted(statuses))
 
 
-def warm(svc, task: str, args: dict[str, Any], info: dict[str, Any], repeat: int) -> tuple[float, str, list[str]]:
+def warm(
+    svc, task: str, args: dict[str, Any], info: dict[str, Any], repeat: int
+) -> tuple[float, str, list[str]]:
     status, reasons = check(task, svc.call("coverage_review", args), info)  # the warm-up, checked
     times = []
     for _ in range(repeat):
@@ -347,10 +409,14 @@ def main() -> None:
             print(f"{case.name}: built and stored in {time.perf_counter() - t:.1f} s: {info}", flush=True)
             described.append(
                 f"- {case.name}: {info['files']:,} files mapped on both sides; baseline "
-                + (f"{case.baseline_tests} named tests" if case.baseline_tests
-                   else "other hit counts (7 named tests, one per file record)")
+                + (
+                    f"{case.baseline_tests} named tests"
+                    if case.baseline_tests
+                    else "other hit counts (7 named tests, one per file record)"
+                )
                 + f" at commit 1, current all tests at commit 2, which rewrites {info['edited_lines']:,} executable "
-                f"lines in {info['edited_files']:,} files; `file` questions ask about `{info['file']}`.")
+                f"lines in {info['edited_files']:,} files; `file` questions ask about `{info['file']}`."
+            )
             qs = questions(info)
             loads.append(load_average())
             colds = {task: cold(repo, task, qs[task], info, args.cold) for task in TASKS}
@@ -370,11 +436,19 @@ def main() -> None:
                 if case.short == "SQLite":
                     for task in ("insight", "all"):
                         for rep in ("compact", "review", "audit"):
-                            answer = svc.call("coverage_review", {"task": task, "representation": rep, "limits": {
-                                "max_words": 50_000, "max_bytes": 2_000_000}})
+                            answer = svc.call(
+                                "coverage_review",
+                                {
+                                    "task": task,
+                                    "representation": rep,
+                                    "limits": {"max_words": 50_000, "max_bytes": 2_000_000},
+                                },
+                            )
                             check(task, answer, info)
                             w_, b_ = size(answer["data"])
-                            sizes.append(f"| {task} | {rep} | {w_} | {b_} | {answer['data'].get('claim_status')} |")
+                            sizes.append(
+                                f"| {task} | {rep} | {w_} | {b_} | {answer['data'].get('claim_status')} |"
+                            )
             loads.append(load_average())
             results[case.name] = per
     finally:
@@ -382,17 +456,21 @@ def main() -> None:
 
     peak = max(loads, key=lambda la: la[0])
     lines = [
-        (f"`python benchmarks/review.py`: every `coverage_review` task in process (`Service.call`, compact, "
-        f"default limits) on two stored snapshots per repository; {library_revision()}; {machine()}. "
-        f"**Cold**: the first call in a fresh process (imports and `open_project` done, not timed; no cache), median of {args.cold} processes. "
-        f"**Warm**: the same call again, median of {args.repeat} after one warm-up (comparisons and source texts "
-        "cached). Each figure is `cold / warm` with the answer's claim status; every answer was checked to be "
-        "the real one (not `not_measured`, `all` with its change part, the asked file in `source`/`tests`/`file`). "
-        f"Load average while measuring: {' → '.join(f'{la[0]:.2f}' for la in loads)} (1-minute; the machine is "
-        f"shared with other engineers' test runs; highest {peak[0]:.2f} / {peak[1]:.2f} / {peak[2]:.2f})."),
+        (
+            f"`python benchmarks/review.py`: every `coverage_review` task in process (`Service.call`, compact, "
+            f"default limits) on two stored snapshots per repository; {library_revision()}; {machine()}. "
+            f"**Cold**: the first call in a fresh process (imports and `open_project` done, not timed; no cache), median of {args.cold} processes. "
+            f"**Warm**: the same call again, median of {args.repeat} after one warm-up (comparisons and source texts "
+            "cached). Each figure is `cold / warm` with the answer's claim status; every answer was checked to be "
+            "the real one (not `not_measured`, `all` with its change part, the asked file in `source`/`tests`/`file`). "
+            f"Load average while measuring: {' → '.join(f'{la[0]:.2f}' for la in loads)} (1-minute; the machine is "
+            f"shared with other engineers' test runs; highest {peak[0]:.2f} / {peak[1]:.2f} / {peak[2]:.2f})."
+        ),
         "",
-        ("Goals: < 10 ms on the corpus snapshots, < 100 ms on 100,000 files. Predecessor (quoted from the seed, "
-        "not measured here): 38-80 ms per call over HTTP on small snapshots."),
+        (
+            "Goals: < 10 ms on the corpus snapshots, < 100 ms on 100,000 files. Predecessor (quoted from the seed, "
+            "not measured here): 38-80 ms per call over HTTP on small snapshots."
+        ),
         "",
         "| task | " + " | ".join(results) + " |",
         "|---|" + "---|" * len(results),
@@ -403,23 +481,49 @@ def main() -> None:
             c, w, status = per[task]
             cells.append(f"{fmt(c)} / {fmt(w)} {status if status != '-' else '(no claim: a listing)'}")
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
-    lines += ["", ("The repositories (tracked files are the measured files, at the reports' paths below "
-              "`/build/<project>-<version>/`, mapped by suffix; their text is placeholder lines of the report's "
-              "length, so `source` shows that text):"), "", *described]
-    lines += ["", ("- `incremental` asks what the current run adds to the baseline snapshot (both explicit); with a "
-              "complete current run on another commit it is the baseline-union-current projection across the diff."),
-              ("- A cold call on the 100,000-file repository is mostly the claim's dirty check (`git status` of a "
-              "100,000-file working tree, about 0.25 s), paid once per process.")]
-    misses = [f"{task} {fmt(per[task][1])} ({name.split(' ')[0]})" for name, per in results.items()
-              for task in TASKS if per[task][1] >= (0.100 if name.startswith("synthetic") else 0.010)]
+    lines += [
+        "",
+        (
+            "The repositories (tracked files are the measured files, at the reports' paths below "
+            "`/build/<project>-<version>/`, mapped by suffix; their text is placeholder lines of the report's "
+            "length, so `source` shows that text):"
+        ),
+        "",
+        *described,
+    ]
+    lines += [
+        "",
+        (
+            "- `incremental` asks what the current run adds to the baseline snapshot (both explicit); with a "
+            "complete current run on another commit it is the baseline-union-current projection across the diff."
+        ),
+        (
+            "- A cold call on the 100,000-file repository is mostly the claim's dirty check (`git status` of a "
+            "100,000-file working tree, about 0.25 s), paid once per process."
+        ),
+    ]
+    misses = [
+        f"{task} {fmt(per[task][1])} ({name.split(' ')[0]})"
+        for name, per in results.items()
+        for task in TASKS
+        if per[task][1] >= (0.100 if name.startswith("synthetic") else 0.010)
+    ]
     if misses:
         lines.append("- Warm medians over the goal: " + ", ".join(misses) + ".")
     for note, where in notes.items():
         lines.append(f"- Not `supported` ({', '.join(sorted(where))}): {note}")
     if sizes:
-        lines += ["", ("Words and bytes of each representation for the same question (SQLite, budget lifted to "
-                  "50,000 words):"), "", "| task | representation | words | bytes | claim |",
-                  "|---|---|---:|---:|---|", *sizes]
+        lines += [
+            "",
+            (
+                "Words and bytes of each representation for the same question (SQLite, budget lifted to "
+                "50,000 words):"
+            ),
+            "",
+            "| task | representation | words | bytes | claim |",
+            "|---|---|---:|---:|---|",
+            *sizes,
+        ]
     text = "\n".join(lines)
     print(text)
     if not args.no_write and not args.only:

@@ -49,8 +49,13 @@ def make_bomb(path: Path, size: int = GIB) -> None:
 
 
 def make_repo(root: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.com",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.com",
+    }
     root.mkdir(parents=True)
     (root / "main.c").write_text("int main(void) { return 0; }\n")
     for args in (["init", "-q", "-b", "main"], ["add", "main.c"], ["commit", "-q", "-m", "initial"]):
@@ -84,8 +89,12 @@ def start_daemon(home: Path) -> tuple[subprocess.Popen, int, object]:
     from coverage_daemon.client import running_daemon
 
     env = {**os.environ, "COVERAGE_MCP_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve", "--port", "0"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coverage_cli", "serve", "--port", "0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     os.environ["COVERAGE_MCP_HOME"] = str(home)  # running_daemon reads this home's lock and client token
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -160,10 +169,14 @@ def main() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
     assert answers == ["report_too_large"] * len(reports), answers
-    print(f"before {before:.0f} MB, peak {peak:.0f} MB, idle after {idle:.0f} MB; {len(reports)} bombs "
-          f"refused in {elapsed:.1f} s")
+    print(
+        f"before {before:.0f} MB, peak {peak:.0f} MB, idle after {idle:.0f} MB; {len(reports)} bombs "
+        f"refused in {elapsed:.1f} s"
+    )
     verdict = "meets" if peak < TARGET["peak"] and idle < TARGET["idle"] else "MISSES"
-    write_section("rss", f"""## Daemon memory under gzip bombs
+    write_section(
+        "rss",
+        f"""## Daemon memory under gzip bombs
 
 `python benchmarks/rss.py`: a real `coverage-mcp serve`, {len(repos)} git repositories, {len(reports)} gzip
 files of 1 GiB decompressed (about {bomb.stat().st_size / MIB:.1f} MB each) imported at once through
@@ -173,14 +186,15 @@ files of 1 GiB decompressed (about {bomb.stat().st_size / MIB:.1f} MB each) impo
 | | before | peak | idle after ({opts.idle_wait:.0f} s) | all refused in |
 |---|---:|---:|---:|---:|
 | now | {before:.0f} MB | {peak:.0f} MB | {idle:.0f} MB | {elapsed:.1f} s |
-| before the parse budget | | {BEFORE['peak']} | {BEFORE['idle']} | |
+| before the parse budget | | {BEFORE["peak"]} | {BEFORE["idle"]} | |
 
-Target: peak under {TARGET['peak']} MB, idle under {TARGET['idle']} MB ({verdict}). What bounds it: one
+Target: peak under {TARGET["peak"]} MB, idle under {TARGET["idle"]} MB ({verdict}). What bounds it: one
 process-wide budget of report bytes in flight (`coverage_core/parsers/budget.py`, 512 MiB by default,
 `COVERAGE_MCP_PARSE_BUDGET_BYTES`; a compressed report claims the whole cap, so two bombs inflate at
 a time), the refused chunks dropped before the error travels, and glibc's `malloc_trim(0)` after each
 large claim.
-""")
+""",
+    )
 
 
 if __name__ == "__main__":

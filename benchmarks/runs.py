@@ -41,8 +41,13 @@ from coverage_core.service import Service
 
 def fresh_repo(root: Path) -> Path:
     repo = root / "repo"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env)
     (repo / "app.py").write_text("a = 1\n")
     (repo / ".gitignore").write_text("bench.info\n")
@@ -60,8 +65,10 @@ def overhead(repo: Path, repeat: int) -> tuple[float, float, float]:
         direct.append(time.perf_counter() - t)
     with open_project(repo, settings=Settings.from_env(run_concurrency=1)) as project:
         service = Service(project)
-        command_id = service.call("register_test_command", {
-            "name": "true", "argv": [true], "artifacts": [{"path": "bench.info", "suite": "bench"}]})["data"]["command"]["id"]
+        command_id = service.call(
+            "register_test_command",
+            {"name": "true", "argv": [true], "artifacts": [{"path": "bench.info", "suite": "bench"}]},
+        )["data"]["command"]["id"]
         registry.approve(project, command_id, approved_by="bench", via="cli")
         args = {"command_id": command_id, "wait": True, "reuse_if_unchanged": False}
         service.call("run_test", args)  # warm: the runtime starts, the log folder exists
@@ -78,13 +85,23 @@ def overhead(repo: Path, repeat: int) -> tuple[float, float, float]:
 def hundred(repo: Path, n: int = 100, concurrency: int = 2) -> dict[str, float]:
     with open_project(repo, settings=Settings.from_env(run_concurrency=concurrency)) as project:
         service = Service(project)
-        command_id = service.call("register_test_command", {
-            "name": "sleep", "argv": [sys.executable, "-c", "import time; time.sleep(0.05)"],
-            "artifacts": [{"path": "bench.info", "suite": "bench"}]})["data"]["command"]["id"]
+        command_id = service.call(
+            "register_test_command",
+            {
+                "name": "sleep",
+                "argv": [sys.executable, "-c", "import time; time.sleep(0.05)"],
+                "artifacts": [{"path": "bench.info", "suite": "bench"}],
+            },
+        )["data"]["command"]["id"]
         registry.approve(project, command_id, approved_by="bench", via="cli")
         t = time.perf_counter()
-        ids = [service.call("run_test", {"command_id": command_id, "reuse_if_unchanged": False,
-                                         "idempotency_key": f"bench-{i}"})["data"]["run"]["id"] for i in range(n)]
+        ids = [
+            service.call(
+                "run_test",
+                {"command_id": command_id, "reuse_if_unchanged": False, "idempotency_key": f"bench-{i}"},
+            )["data"]["run"]["id"]
+            for i in range(n)
+        ]
         assert len(set(ids)) == n
         while True:
             states = [queue.get(project.store, i)["state"] for i in ids]
@@ -94,8 +111,10 @@ def hundred(repo: Path, n: int = 100, concurrency: int = 2) -> dict[str, float]:
         wall = time.perf_counter() - t
         assert states == ["succeeded"] * n, {s: states.count(s) for s in set(states)}
         db = exec_db(project.store)
-        events = db.rows("SELECT run_id, state, count(*) FROM run_events WHERE list_contains(?, run_id) "
-                         "GROUP BY ALL", [ids])
+        events = db.rows(
+            "SELECT run_id, state, count(*) FROM run_events WHERE list_contains(?, run_id) GROUP BY ALL",
+            [ids],
+        )
         assert len(events) == 3 * n and all(count == 1 for _, _, count in events)
         # Never more than `concurrency` running at once: sweep the running intervals.
         spans = db.rows("SELECT started_at, ended_at FROM runs WHERE list_contains(?, run_id)", [ids])
@@ -130,9 +149,9 @@ def main() -> None:
 | `run_test` of `true`, `wait=true`, through the durable queue | {q:.1f} ms |
 | added by the queue | {added:.1f} ms (goal under 50 ms: {verdict}) |
 
-{h['runs']} runs of a 50 ms command queued at once with `COVERAGE_MCP_RUN_CONCURRENCY=2`: all
-{h['runs']} succeeded exactly once (one queued, running and succeeded transition each, none lost or
-duplicated), at most {h['peak']} running at a time, {h['wall']:.1f} s in all.
+{h["runs"]} runs of a 50 ms command queued at once with `COVERAGE_MCP_RUN_CONCURRENCY=2`: all
+{h["runs"]} succeeded exactly once (one queued, running and succeeded transition each, none lost or
+duplicated), at most {h["peak"]} running at a time, {h["wall"]:.1f} s in all.
 """
     write_section("runs", text)
     print(text)

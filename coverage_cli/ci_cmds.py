@@ -57,10 +57,27 @@ from .output import FAILED, emit_json, handles_errors, percent, render_remedy
 LISTED_FILES = 25  # file rows in a Markdown comment
 STDERR = "-"  # --annotations without a file
 # Fence languages of a few common suffixes (a snippet reads better highlighted; anything else is plain).
-LANGUAGES = {".py": "python", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".go": "go",
-             ".rs": "rust", ".java": "java", ".kt": "kotlin", ".js": "javascript", ".jsx": "javascript",
-             ".ts": "typescript", ".tsx": "typescript", ".rb": "ruby", ".cs": "csharp", ".swift": "swift",
-             ".php": "php", ".scala": "scala"}
+LANGUAGES = {
+    ".py": "python",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".rb": "ruby",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".php": "php",
+    ".scala": "scala",
+}
 ATTENTION = ("UNC", "LBC", "UIC")
 _ANNOTATION = {
     "UNC": "{n} new or changed {lines} not covered by any test",
@@ -75,27 +92,49 @@ def selectors(*, baseline_required: bool) -> Callable[[Callable[..., Any]], Call
 
 
 def _selectors(func: Callable[..., Any], baseline_required: bool) -> Callable[..., Any]:
-    for option in reversed((
-        baseline_options(required=baseline_required),
-        click.option("--baseline-fallback", "fallback", type=click.Choice(ci.FALLBACKS),
-                     help="When no snapshot measures the baseline commit: 'ancestor' compares with its nearest "
-                          "measured ancestor and says which (Codecov's behaviour). Without it that is exit 1, "
-                          "baseline_unavailable."),
-        click.option("--current", metavar="SNAPSHOT|REPORT",
-                     help="A snapshot id, or a report file compared without storing it (default: the snapshot "
-                          "of HEAD in --suite; none is exit 1, current_not_measured)."),
-        click.option("--suite", help=f"Suite of both sides (default: {DEFAULT_SUITE!r}, or the snapshot's)."),
-        click.option("--scope", type=click.Choice(SCOPES), default="complete", show_default=True,
-                     help="Scope of a --current REPORT: 'subset' when only selected tests ran."),
-        repo_option,
-        json_option,
-    )):
+    for option in reversed(
+        (
+            baseline_options(required=baseline_required),
+            click.option(
+                "--baseline-fallback",
+                "fallback",
+                type=click.Choice(ci.FALLBACKS),
+                help="When no snapshot measures the baseline commit: 'ancestor' compares with its nearest "
+                "measured ancestor and says which (Codecov's behaviour). Without it that is exit 1, "
+                "baseline_unavailable.",
+            ),
+            click.option(
+                "--current",
+                metavar="SNAPSHOT|REPORT",
+                help="A snapshot id, or a report file compared without storing it (default: the snapshot "
+                "of HEAD in --suite; none is exit 1, current_not_measured).",
+            ),
+            click.option(
+                "--suite", help=f"Suite of both sides (default: {DEFAULT_SUITE!r}, or the snapshot's)."
+            ),
+            click.option(
+                "--scope",
+                type=click.Choice(SCOPES),
+                default="complete",
+                show_default=True,
+                help="Scope of a --current REPORT: 'subset' when only selected tests ran.",
+            ),
+            repo_option,
+            json_option,
+        )
+    ):
         func = option(func)
     return func
 
 
-def comparison(baseline: str | None, merge_base: bool, current: str | None, suite: str | None,
-               scope: str, fallback: str | None = None) -> dict[str, Any]:
+def comparison(
+    baseline: str | None,
+    merge_base: bool,
+    current: str | None,
+    suite: str | None,
+    scope: str,
+    fallback: str | None = None,
+) -> dict[str, Any]:
     """The arguments of ``ci.diff`` / ``ci.gate`` the selectors name."""
     args: dict[str, Any] = {}
     spec = baseline_spec(baseline, merge_base)
@@ -114,8 +153,11 @@ def comparison(baseline: str | None, merge_base: bool, current: str | None, suit
 
 # -- rendering --------------------------------------------------------------------------
 
+
 def _spans(ranges: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{r['start']}" if r["start"] == r["end"] else f"{r['start']}-{r['end']}" for r in ranges)
+    return ", ".join(
+        f"{r['start']}" if r["start"] == r["end"] else f"{r['start']}-{r['end']}" for r in ranges
+    )
 
 
 def _side(data: dict[str, Any], which: str) -> str:
@@ -137,8 +179,10 @@ def before_after(lines: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int
     c = lines
     base_hit = c["LBC"] + c["CBC"] + c["ECB"] + c["DCB"]
     cur_hit = c["GBC"] + c["GIC"] + c["GNC"] + c["CBC"]
-    return ((base_hit, base_hit + c["UBC"] + c["GBC"] + c["EUB"] + c["DUB"]),
-            (cur_hit, cur_hit + c["UNC"] + c["LBC"] + c["UIC"] + c["UBC"]))
+    return (
+        (base_hit, base_hit + c["UBC"] + c["GBC"] + c["EUB"] + c["DUB"]),
+        (cur_hit, cur_hit + c["UNC"] + c["LBC"] + c["UIC"] + c["UBC"]),
+    )
 
 
 def delta(before: tuple[int, int], after: tuple[int, int]) -> str:
@@ -176,15 +220,19 @@ def render_not_compared(d: dict[str, Any], suite: str | None) -> str:
         named = cur["snapshot_ids"][0] if cur["snapshot_ids"] else "SNAPSHOT"
     suite_arg = f" --suite {suite}" if suite else ""
     fallback = _fallback_line(d)
-    return "\n".join([
-        "coverage change: not compared",
-        f"  baseline {base['commit'] or '-'} ({how}; {', '.join(base['snapshot_ids']) or 'not resolved'})",
-        *([f"  {fallback}"] if fallback else []),
-        f"  current  {current}",
-        render_claim(d),
-        (f"  next: measure HEAD and store it (coverage-mcp ingest REPORT{suite_arg}), or compare a snapshot as "
-         f"asked (--current {named})"),
-    ])
+    return "\n".join(
+        [
+            "coverage change: not compared",
+            f"  baseline {base['commit'] or '-'} ({how}; {', '.join(base['snapshot_ids']) or 'not resolved'})",
+            *([f"  {fallback}"] if fallback else []),
+            f"  current  {current}",
+            render_claim(d),
+            (
+                f"  next: measure HEAD and store it (coverage-mcp ingest REPORT{suite_arg}), or compare a snapshot as "
+                f"asked (--current {named})"
+            ),
+        ]
+    )
 
 
 def render_table(s: Summary) -> str:
@@ -198,26 +246,35 @@ def render_table(s: Summary) -> str:
         *([f"  {fallback}"] if fallback else []),
         f"  diff     {diff['files_changed']} files, +{diff['lines_added']} -{diff['lines_removed']} lines",
         f"  patch    {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})",
-        (f"  total    {after[0]}/{after[1]} ({percent(*after)}); baseline {before[0]}/{before[1]} "
-         f"({percent(*before)}), change {delta(before, after)}"),
+        (
+            f"  total    {after[0]}/{after[1]} ({percent(*after)}); baseline {before[0]}/{before[1]} "
+            f"({percent(*before)}), change {delta(before, after)}"
+        ),
         f"  {'category':<34}{'lines':>8}{'branches':>10}{'functions':>11}",
     ]
     for c in CATEGORIES:
-        out.append(f"  {c + ' ' + NAMES[c]:<34}{d['categories'][c]:>8}{d['branches'][c]:>10}{d['functions'][c]:>11}")
+        out.append(
+            f"  {c + ' ' + NAMES[c]:<34}{d['categories'][c]:>8}{d['branches'][c]:>10}{d['functions'][c]:>11}"
+        )
     if s.files:
         width = max(len("file"), *(len(f["path"]) for f in s.files))  # never cut a name: two may share a tail
         out.append(f"  {'file':<{width}}  {'status':<14}{'UNC':>5}{'LBC':>5}{'UIC':>5}  patch")
         for f in s.files:
             p = f["patch"]
-            out.append(f"  {f['path']:<{width}}  {f['status']:<14}{f['lines']['UNC']:>5}{f['lines']['LBC']:>5}"
-                       f"{f['lines']['UIC']:>5}  {p['hit']}/{p['found']}")
+            out.append(
+                f"  {f['path']:<{width}}  {f['status']:<14}{f['lines']['UNC']:>5}{f['lines']['LBC']:>5}"
+                f"{f['lines']['UIC']:>5}  {p['hit']}/{p['found']}"
+            )
     flagged = [r for r in s.ranges if r["category"] in ATTENTION]
     if flagged:
         out.append("  ranges")
         for path in dict.fromkeys(r["path"] for r in flagged):
             mine = [r for r in flagged if r["path"] == path]
-            parts = [f"{c} {_spans([r for r in mine if r['category'] == c])}" for c in ATTENTION
-                     if any(r["category"] == c for r in mine)]
+            parts = [
+                f"{c} {_spans([r for r in mine if r['category'] == c])}"
+                for c in ATTENTION
+                if any(r["category"] == c for r in mine)
+            ]
             out.append(f"    {path}: {'; '.join(parts)}")
     out.append(render_claim(d))
     return "\n".join(out)
@@ -280,7 +337,9 @@ def _snippet_block(path: str, entries: list[dict[str, Any]]) -> list[str]:
                 last, gap_said = n, False
         shown = max((n for n, _ in e["lines"] if n in flagged), default=e["start"] - 1)
         if e["lines"] and shown < e["end"]:
-            body.append(f"  {'⋮':>{width}}  … {e['end'] - shown} more uncovered new lines, to line {e['end']}")
+            body.append(
+                f"  {'⋮':>{width}}  … {e['end'] - shown} more uncovered new lines, to line {e['end']}"
+            )
             last, gap_said = e["end"], True
     longest = max((len(r) for line in body for r in _runs(line)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -304,29 +363,44 @@ def render_markdown(s: Summary) -> str:
     out = [
         "### Coverage change",
         "",
-        (f"{total} · **Patch coverage: {percent(patch['hit'], patch['found'])}** "
-         f"({patch['hit']} of {patch['found']} added or changed lines covered)"),
+        (
+            f"{total} · **Patch coverage: {percent(patch['hit'], patch['found'])}** "
+            f"({patch['hit']} of {patch['found']} added or changed lines covered)"
+        ),
         "",
-        (f"Baseline `{base['commit'] or '-'}` ({how}, {before[0]}/{before[1]} lines covered) → current "
-         f"`{cur['commit'] or '-'}` ({cur['scope']} run, {after[0]}/{after[1]}) · {diff['files_changed']} files "
-         f"changed, +{diff['lines_added']} −{diff['lines_removed']} lines"),
+        (
+            f"Baseline `{base['commit'] or '-'}` ({how}, {before[0]}/{before[1]} lines covered) → current "
+            f"`{cur['commit'] or '-'}` ({cur['scope']} run, {after[0]}/{after[1]}) · {diff['files_changed']} files "
+            f"changed, +{diff['lines_added']} −{diff['lines_removed']} lines"
+        ),
     ]
     fallback = base.get("fallback")
     if fallback:
         out += ["", f"> Baseline fallback: {fallback['note']}."]
     if s.files:
-        out += ["", "#### Files", "",
-                "| File | Status | Before | After | Change | Patch | UNC uncovered new |",
-                "|---|---|---:|---:|---:|---:|---:|"]
+        out += [
+            "",
+            "#### Files",
+            "",
+            "| File | Status | Before | After | Change | Patch | UNC uncovered new |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
         for f in s.files[:LISTED_FILES]:
             b, a, change = _file_change(f)
             p = f["patch"]
-            out.append(f"| {_file_cell(f)} | {f['status'].replace('_', ' ')} | {b} | {a} | {change} | "
-                       f"{_share(p['hit'], p['found'])} | {f['lines']['UNC']} |")
+            out.append(
+                f"| {_file_cell(f)} | {f['status'].replace('_', ' ')} | {b} | {a} | {change} | "
+                f"{_share(p['hit'], p['found'])} | {f['lines']['UNC']} |"
+            )
         if len(s.files) > LISTED_FILES:
             out.append(f"| … and {len(s.files) - LISTED_FILES} more files | | | | | | |")
-    out += ["", "<details><summary>Lines by category (lcov's differential coverage)</summary>", "",
-            "| Category | Lines | Branches | Functions |", "|---|---:|---:|---:|"]
+    out += [
+        "",
+        "<details><summary>Lines by category (lcov's differential coverage)</summary>",
+        "",
+        "| Category | Lines | Branches | Functions |",
+        "|---|---:|---:|---:|",
+    ]
     for c in CATEGORIES:
         row = (d["categories"][c], d["branches"][c], d["functions"][c])
         if any(row):
@@ -337,8 +411,12 @@ def render_markdown(s: Summary) -> str:
         snippets: dict[str, list[dict[str, Any]]] = {}
         for e in d.get("snippets") or ():
             snippets.setdefault(e["path"], []).append(e)
-        out += ["", "#### UNC uncovered new code", "",
-                "Added or changed lines no test covers (`!` marks them):"]
+        out += [
+            "",
+            "#### UNC uncovered new code",
+            "",
+            "Added or changed lines no test covers (`!` marks them):",
+        ]
         for path in dict.fromkeys(r["path"] for r in unc):
             mine = [r for r in unc if r["path"] == path]
             out += ["", f"{_code(path)}: {_lines_word(mine)} {_spans(mine)}"]
@@ -347,12 +425,22 @@ def render_markdown(s: Summary) -> str:
                 out += ["", *_snippet_block(path, shown)]
             elif path in snippets:
                 out.append(f"(source not shown: {snippets[path][0].get('note') or 'unavailable'})")
-    for c, words in (("LBC", "covered in the baseline, not covered now"), ("UIC", "now counted as code, not covered")):
+    for c, words in (
+        ("LBC", "covered in the baseline, not covered now"),
+        ("UIC", "now counted as code, not covered"),
+    ):
         flagged = [r for r in s.ranges if r["category"] == c]
         if not flagged:
             continue
-        out += ["", f"#### {c} {NAMES[c]}", "", f"Lines {words}"
-                + (" (a subset run: they may only not have run)" if c == "LBC" and s.subset else "") + ":", ""]
+        out += [
+            "",
+            f"#### {c} {NAMES[c]}",
+            "",
+            f"Lines {words}"
+            + (" (a subset run: they may only not have run)" if c == "LBC" and s.subset else "")
+            + ":",
+            "",
+        ]
         for path in dict.fromkeys(r["path"] for r in flagged):
             mine = [r for r in flagged if r["path"] == path]
             out.append(f"- {_code(path)}: {_lines_word(mine)} {_spans(mine)}")
@@ -371,14 +459,20 @@ def _escape(text: str, *, prop: bool) -> str:
 def github_annotations(s: Summary) -> list[str]:
     """GitHub Actions ``::warning`` commands for UNC, LBC (complete runs only) and UIC ranges."""
     out = []
-    for r in sorted((r for r in s.ranges if r["category"] in ATTENTION), key=lambda r: (r["path"], r["start"])):
+    for r in sorted(
+        (r for r in s.ranges if r["category"] in ATTENTION), key=lambda r: (r["path"], r["start"])
+    ):
         if r["category"] == "LBC" and s.subset:
             continue
         n = r["line_count"]
-        message = _ANNOTATION[r["category"]].format(n=n, lines="line" if n == 1 else "lines", are="is" if n == 1 else "are")
+        message = _ANNOTATION[r["category"]].format(
+            n=n, lines="line" if n == 1 else "lines", are="is" if n == 1 else "are"
+        )
         title = f"{r['category']} {NAMES[r['category']]}"
-        out.append(f"::warning file={_escape(r['path'], prop=True)},line={r['start']},endLine={r['end']},"
-                   f"title={_escape(title, prop=True)}::{_escape(message, prop=False)}")
+        out.append(
+            f"::warning file={_escape(r['path'], prop=True)},line={r['start']},endLine={r['end']},"
+            f"title={_escape(title, prop=True)}::{_escape(message, prop=False)}"
+        )
     return out
 
 
@@ -393,7 +487,8 @@ def annotation_sink(where: str | None) -> IO[str] | None:
         return open(where, "w", encoding="utf-8")  # closed by the command
     except OSError as exc:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"cannot write the annotations to {where}: {exc.strerror or exc}",
+            ErrorCode.INVALID_ARGUMENT,
+            f"cannot write the annotations to {where}: {exc.strerror or exc}",
             "Name a writable file with --annotations FILE, or give --annotations alone for standard error.",
             {"path": where},
         ) from None
@@ -402,12 +497,15 @@ def annotation_sink(where: str | None) -> IO[str] | None:
 def one_line(error: CoverageError) -> str:
     """An error as one line of standard error: its code, message and suggestion (remedies as commands)."""
     shown = error_body(error, render=render_remedy)["error"]
-    text = f"error [{shown['code']}]: {shown['message']}" + (f"; {shown['suggestion']}" if shown["suggestion"] else "")
+    text = f"error [{shown['code']}]: {shown['message']}" + (
+        f"; {shown['suggestion']}" if shown["suggestion"] else ""
+    )
     return " ".join(text.split())
 
 
-def compare(call: Callable[[Any, dict[str, Any]], dict[str, Any]], repo: str, args: dict[str, Any],
-            as_json: bool) -> dict[str, Any]:
+def compare(
+    call: Callable[[Any, dict[str, Any]], dict[str, Any]], repo: str, args: dict[str, Any], as_json: bool
+) -> dict[str, Any]:
     """``call`` (``ci.diff`` / ``ci.gate``) on whichever owns the store; "no baseline yet" exits 1 here, with
     one line on standard error and, with ``--json``, the error body on standard output for CI to read."""
     try:
@@ -432,15 +530,29 @@ FORMATS = ("table", "json", "markdown")
 
 @click.command("diff")
 @selectors(baseline_required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="table (the default) for a terminal, markdown for a pull-request comment, json for scripts "
-                   "(the envelope's data: every file and range). --json with a --format is a usage error: "
-                   "neither overrides the other.")
-@click.option("--annotations", "annotations", is_flag=False, flag_value=STDERR, default=None, metavar="[FILE]",
-              help="Also write GitHub Actions ::warning annotations for uncovered new code and lost coverage, "
-                   "to standard error (or into FILE); standard output keeps only the report.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="table (the default) for a terminal, markdown for a pull-request comment, json for scripts "
+    "(the envelope's data: every file and range). --json with a --format is a usage error: "
+    "neither overrides the other.",
+)
+@click.option(
+    "--annotations",
+    "annotations",
+    is_flag=False,
+    flag_value=STDERR,
+    default=None,
+    metavar="[FILE]",
+    help="Also write GitHub Actions ::warning annotations for uncovered new code and lost coverage, "
+    "to standard error (or into FILE); standard output keeps only the report.",
+)
 @handles_errors
-def diff_command(baseline, fallback, merge_base, current, suite, scope, repo, as_json, fmt, annotations) -> None:
+def diff_command(
+    baseline, fallback, merge_base, current, suite, scope, repo, as_json, fmt, annotations
+) -> None:
     """Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges.
 
     --json prints the envelope of the comparison: coverage_review(task="change",
@@ -465,7 +577,9 @@ def diff_command(baseline, fallback, merge_base, current, suite, scope, repo, as
             sink.close()
 
 
-def _diff(args: dict[str, Any], repo: str, as_json: bool, fmt: str, suite: str | None, sink: IO[str] | None) -> None:
+def _diff(
+    args: dict[str, Any], repo: str, as_json: bool, fmt: str, suite: str | None, sink: IO[str] | None
+) -> None:
     envelope = compare(ci.diff, repo, args, as_json)
     compared = not ci.not_compared(envelope)
     if as_json:
@@ -487,20 +601,45 @@ def _diff(args: dict[str, Any], repo: str, as_json: bool, fmt: str, suite: str |
 
 @click.command("gate")
 @selectors(baseline_required=False)
-@click.option("--fail-under-total", type=PERCENT, metavar="P",
-              help="Fail when total line coverage of the current side is under P percent (needs no baseline: "
-                   "alone it is coverage.py's --fail-under).")
-@click.option("--fail-under-patch", type=PERCENT, metavar="P",
-              help="Fail when patch coverage (added and changed lines) is under P percent.")
-@click.option("--ratchet", is_flag=True, help="Fail when any file's or directory's uncovered line count grew.")
-@click.option("--criteria", metavar="EXPR",
-              help=f"A condition over lcov's differential categories that must hold (default, when no other "
-                   f"check is given: '{DEFAULT_CRITERIA}'). Categories: "
-                   + "; ".join(f"{c} {NAMES[c]}" for c in CATEGORIES)
-                   + ". Example: --criteria 'UNC + LBC == 0'.")
+@click.option(
+    "--fail-under-total",
+    type=PERCENT,
+    metavar="P",
+    help="Fail when total line coverage of the current side is under P percent (needs no baseline: "
+    "alone it is coverage.py's --fail-under).",
+)
+@click.option(
+    "--fail-under-patch",
+    type=PERCENT,
+    metavar="P",
+    help="Fail when patch coverage (added and changed lines) is under P percent.",
+)
+@click.option(
+    "--ratchet", is_flag=True, help="Fail when any file's or directory's uncovered line count grew."
+)
+@click.option(
+    "--criteria",
+    metavar="EXPR",
+    help=f"A condition over lcov's differential categories that must hold (default, when no other "
+    f"check is given: '{DEFAULT_CRITERIA}'). Categories: "
+    + "; ".join(f"{c} {NAMES[c]}" for c in CATEGORIES)
+    + ". Example: --criteria 'UNC + LBC == 0'.",
+)
 @handles_errors
-def gate_command(baseline, fallback, merge_base, current, suite, scope, repo, as_json, fail_under_total,
-                 fail_under_patch, ratchet, criteria) -> None:
+def gate_command(
+    baseline,
+    fallback,
+    merge_base,
+    current,
+    suite,
+    scope,
+    repo,
+    as_json,
+    fail_under_total,
+    fail_under_patch,
+    ratchet,
+    criteria,
+) -> None:
     """Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories.
 
     Exit 0 when every check passes, 3 when one fails (each failure says why),
@@ -516,8 +655,11 @@ def gate_command(baseline, fallback, merge_base, current, suite, scope, repo, as
     Example: coverage-mcp gate --baseline main --merge-base --fail-under-patch 80 --ratchet
     """
     args = comparison(baseline, merge_base, current, suite, scope, fallback)
-    for key, value in (("fail_under_total", fail_under_total), ("fail_under_patch", fail_under_patch),
-                       ("criteria", criteria)):
+    for key, value in (
+        ("fail_under_total", fail_under_total),
+        ("fail_under_patch", fail_under_patch),
+        ("criteria", criteria),
+    ):
         if value is not None:
             args[key] = value
     if ratchet:

@@ -30,7 +30,8 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
         field = FIELDS.get(name.strip())
         if field is None or not _:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"--set {pair!r} is not FIELD=NUMBER with a policy field",
+                ErrorCode.INVALID_ARGUMENT,
+                f"--set {pair!r} is not FIELD=NUMBER with a policy field",
                 f"Policy fields: {', '.join(f'{k} ({f.low}-{f.high})' for k, f in FIELDS.items())}; "
                 "e.g. --set after_days=14.",
             )
@@ -44,21 +45,38 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
 
 def _owned(project: Any, what: str) -> None:
     if not isinstance(project, Project) and not project.capability:
-        raise CoverageError(ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store",
-                            f"Run {what} as the daemon's user, or stop it with `coverage-mcp stop` first.")
+        raise CoverageError(
+            ErrorCode.STORE_LOCKED,
+            "the coverage-mcp daemon holds this repository's store",
+            f"Run {what} as the daemon's user, or stop it with `coverage-mcp stop` first.",
+        )
 
 
 @click.command("compact")
-@click.option("--older-than", "older_than", metavar="AGE",
-              help="Compact snapshots older than AGE: days (30 or 30d), hours (12h), minutes (45m); "
-                   "default: the policy's after_days.")
-@click.option("--dry-run", "dry_run", is_flag=True, help="Say which snapshots would be compacted; change nothing.")
+@click.option(
+    "--older-than",
+    "older_than",
+    metavar="AGE",
+    help="Compact snapshots older than AGE: days (30 or 30d), hours (12h), minutes (45m); "
+    "default: the policy's after_days.",
+)
+@click.option(
+    "--dry-run", "dry_run", is_flag=True, help="Say which snapshots would be compacted; change nothing."
+)
 @click.option("--limit", type=click.IntRange(1), help="Compact at most this many snapshots (oldest first).")
-@click.option("--status", is_flag=True, help="Only show the inventory: relational and compacted snapshots, bytes, "
-                                              "policy, last pass.")
-@click.option("--set", "policy", multiple=True, metavar="FIELD=N",
-              help="Persist a policy field for the daemon's worker: after_days, cadence_minutes, batch_size "
-                   "(repeatable).")
+@click.option(
+    "--status",
+    is_flag=True,
+    help="Only show the inventory: relational and compacted snapshots, bytes, policy, last pass.",
+)
+@click.option(
+    "--set",
+    "policy",
+    multiple=True,
+    metavar="FIELD=N",
+    help="Persist a policy field for the daemon's worker: after_days, cadence_minutes, batch_size "
+    "(repeatable).",
+)
 @repo_option
 @json_option
 @handles_errors
@@ -96,8 +114,11 @@ def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -
             if isinstance(project, Project):
                 data = project.compact(older_than=older_than, dry_run=dry_run, limit=limit).to_dict()
             else:
-                body = {k: v for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
-                        if v is not None}
+                body = {
+                    k: v
+                    for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
+                    if v is not None
+                }
                 data = project.client.compact(project.project_id, body, capability=project.capability)
     if as_json:
         emit_json({"data": data})
@@ -120,29 +141,46 @@ def _kb(n: int) -> str:
 def _render_pass(data: dict[str, Any]) -> None:
     if data["dry_run"]:
         for c in data["eligible"]:
-            click.echo(f"would compact {c['snapshot_id']}  suite {c['suite']}, {c['created_at'][:19].replace('T', ' ')}")
+            click.echo(
+                f"would compact {c['snapshot_id']}  suite {c['suite']}, {c['created_at'][:19].replace('T', ' ')}"
+            )
     for c in data["compacted"]:
-        click.echo(f"compacted {c['snapshot_id']}: {c['rows']:,} detail rows, {_kb(c['detail_bytes'])} -> "
-                   f"{_kb(c['payload_bytes'])}")
+        click.echo(
+            f"compacted {c['snapshot_id']}: {c['rows']:,} detail rows, {_kb(c['detail_bytes'])} -> "
+            f"{_kb(c['payload_bytes'])}"
+        )
     for p in data["protected"]:
         click.echo(f"kept {p['snapshot_id']}: {p['why']}")
     n = len(data["eligible"]) if data["dry_run"] else len(data["compacted"])
     verb = "would compact" if data["dry_run"] else "compacted"
     tail = f"; {data['left']} left for a later pass" if data["left"] and not data["dry_run"] else ""
-    click.echo(f"{verb} {n} snapshot(s){tail}" + (" (--dry-run: nothing was changed)" if data["dry_run"] else ""))
+    click.echo(
+        f"{verb} {n} snapshot(s){tail}" + (" (--dry-run: nothing was changed)" if data["dry_run"] else "")
+    )
 
 
 def _render_inventory(data: dict[str, Any]) -> None:
     p = data["policy"]
-    click.echo(f"snapshots: {data['relational']} relational, {data['compacted']} compacted "
-               f"({_kb(data['detail_bytes'])} of detail in {_kb(data['payload_bytes'])})")
-    click.echo(f"eligible now: {data['eligible']}, protected: {data['protected']} "
-               f"({data['protected_past_threshold']} of them older than {data['policy']['after_days']} days)")
-    click.echo(f"policy: after {p['after_days']} days, every {p['cadence_minutes']} minutes, "
-               f"{p['batch_size']} per tick")
+    click.echo(
+        f"snapshots: {data['relational']} relational, {data['compacted']} compacted "
+        f"({_kb(data['detail_bytes'])} of detail in {_kb(data['payload_bytes'])})"
+    )
+    click.echo(
+        f"eligible now: {data['eligible']}, protected: {data['protected']} "
+        f"({data['protected_past_threshold']} of them older than {data['policy']['after_days']} days)"
+    )
+    click.echo(
+        f"policy: after {p['after_days']} days, every {p['cadence_minutes']} minutes, "
+        f"{p['batch_size']} per tick"
+    )
     last = data["last_pass"]
-    click.echo("last pass: none" if last is None else
-               f"last pass: {last['finished_at'][:19].replace('T', ' ')} ({last['trigger']}), "
-               f"{last['compacted']} compacted, {last['left']} left")
+    click.echo(
+        "last pass: none"
+        if last is None
+        else f"last pass: {last['finished_at'][:19].replace('T', ' ')} ({last['trigger']}), "
+        f"{last['compacted']} compacted, {last['left']} left"
+    )
     if data["inconsistent"]:
-        click.echo(f"inconsistent: {', '.join(data['inconsistent'])} have a payload and relational rows", err=True)
+        click.echo(
+            f"inconsistent: {', '.join(data['inconsistent'])} have a payload and relational rows", err=True
+        )

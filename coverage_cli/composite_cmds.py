@@ -36,24 +36,35 @@ def _figure(counter: dict[str, int]) -> str:
 
 
 def _render(comp: dict[str, Any]) -> None:
-    click.echo(f"{comp['composite_snapshot_id']} {comp['status']}: {_figure(comp['totals']['combined'])} of "
-               f"production regions (code + branch), commit {(comp['commit'] or '-')[:12]}"
-               f"{' (dirty)' if comp['dirty'] else ''}")
+    click.echo(
+        f"{comp['composite_snapshot_id']} {comp['status']}: {_figure(comp['totals']['combined'])} of "
+        f"production regions (code + branch), commit {(comp['commit'] or '-')[:12]}"
+        f"{' (dirty)' if comp['dirty'] else ''}"
+    )
     for kind in ("code", "branch", "function"):
         click.echo(f"  {kind:<9}{_figure(comp['totals'][kind])}")
     for c in comp["components"]:
-        click.echo(f"  component {c['id']} ({c['language']}, {', '.join(c['variants'])}): "
-                   f"{_figure(c['totals']['combined'])}, {c['measured']}/{c['entries']} entries measured")
+        click.echo(
+            f"  component {c['id']} ({c['language']}, {', '.join(c['variants'])}): "
+            f"{_figure(c['totals']['combined'])}, {c['measured']}/{c['entries']} entries measured"
+        )
     for b in comp["blocking"]:
-        click.echo(f"  blocked [{b['reason']}] {b['component']}:{b['variant']} {b['logical_source_id']}: "
-                   f"{b['detail']} (denominator: {b['denominator']})")
+        click.echo(
+            f"  blocked [{b['reason']}] {b['component']}:{b['variant']} {b['logical_source_id']}: "
+            f"{b['detail']} (denominator: {b['denominator']})"
+        )
     if comp.get("blocking_truncated"):
         click.echo(f"  ... {comp['blocking_total'] - len(comp['blocking'])} more blocked entries")
 
 
 @composite_group.command("build")
-@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False),
-              help="The inventory file inside the checkout (docs/composite-inventory.md).")
+@click.option(
+    "--inventory",
+    "inventory",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The inventory file inside the checkout (docs/composite-inventory.md).",
+)
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @repo_option
 @json_option
@@ -75,7 +86,9 @@ def composite_build_command(inventory, reports, repo, as_json) -> None:
         head = text[: len(text) - len(spec.path)] if spec.component else ""
         given.append(head + path)
     with open_project(repo) as project:
-        envelope = owner_import(project, {"inventory_path": str(Path(inventory).absolute()), "reports": given})
+        envelope = owner_import(
+            project, {"inventory_path": str(Path(inventory).absolute()), "reports": given}
+        )
     if as_json:
         emit_json(envelope)
     else:
@@ -96,11 +109,17 @@ def composite_show_command(composite_id, repo, as_json) -> None:
         if composite_id is None:
             latest = call(project, "project_context", {})["data"]["latest_composite"]
             if latest is None:
-                raise CoverageError(ErrorCode.NOT_FOUND, "no composite snapshot is stored for this repository",
-                                    "Build one: coverage-mcp composite build --inventory FILE REPORT...")
+                raise CoverageError(
+                    ErrorCode.NOT_FOUND,
+                    "no composite snapshot is stored for this repository",
+                    "Build one: coverage-mcp composite build --inventory FILE REPORT...",
+                )
             composite_id = latest["composite_snapshot_id"]
-        envelope = call(project, "coverage_review", {"task": "insight",
-                                                     "measurement": {"composite_snapshot_id": composite_id}})
+        envelope = call(
+            project,
+            "coverage_review",
+            {"task": "insight", "measurement": {"composite_snapshot_id": composite_id}},
+        )
     if as_json:
         emit_json(envelope)
         return
@@ -108,5 +127,7 @@ def composite_show_command(composite_id, repo, as_json) -> None:
     _render(data["composite"])
     for t in data.get("targets", []):
         spans = ", ".join(f"{s}-{e}" if s != e else str(s) for s, e, _ in t["ranges"])
-        click.echo(f"  test next: {t['component']}:{t['variant']} {t['path']}: {t['uncovered']}/{t['found']} "
-                   f"uncovered (lines {spans}{', ...' if t['regions_truncated'] else ''})")
+        click.echo(
+            f"  test next: {t['component']}:{t['variant']} {t['path']}: {t['uncovered']}/{t['found']} "
+            f"uncovered (lines {spans}{', ...' if t['regions_truncated'] else ''})"
+        )

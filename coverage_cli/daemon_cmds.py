@@ -40,8 +40,9 @@ def settings_epilog() -> str:
 
 @click.command("serve", epilog=settings_epilog())
 @click.option("--host", help=f"Loopback address to bind [COVERAGE_MCP_HOST, default {_DEFAULTS['host']}].")
-@click.option("--port", type=int,
-              help=f"TCP port; 0 picks a free one [COVERAGE_MCP_PORT, default {_DEFAULTS['port']}].")
+@click.option(
+    "--port", type=int, help=f"TCP port; 0 picks a free one [COVERAGE_MCP_PORT, default {_DEFAULTS['port']}]."
+)
 @handles_errors
 def serve_command(host: str | None, port: int | None) -> None:
     """Run the coverage-mcp daemon in the foreground until SIGINT, SIGTERM or `coverage-mcp stop`.
@@ -108,22 +109,28 @@ def client_configs(url: str, home: Path) -> str:
 
     token_file = home / TOKEN_FILE
     stdio = stdio_configs()
-    http = ('{"mcpServers": {"coverage": {"type": "http", "url": "' + url + '/mcp", "headers": '
-            '{"Authorization": "Bearer ${COVERAGE_MCP_TOKEN}", "x-coverage-mcp-repo": "/path/to/checkout"}}}}')
-    vscode = ('{"inputs": [{"type": "promptString", "id": "coverage-token", "description": "coverage-mcp token '
-              f'({token_file})", "password": true}}], "servers": {{"coverage": {{"type": "http", "url": "{url}/mcp", '
-              '"headers": {"Authorization": "Bearer ${input:coverage-token}", '
-              '"x-coverage-mcp-repo": "/path/to/checkout"}}}}')
-    return "\n".join([
-        "Stdio (recommended; the connector reads the token itself and starts this daemon when it is not running):",
-        f"  Claude Code:  {stdio['claude_code']}",
-        f"  Cursor (~/.cursor/mcp.json):  {json.dumps(stdio['cursor'])}",
-        f"  VS Code (.vscode/mcp.json):   {json.dumps(stdio['vscode'])}",
-        f"MCP over HTTP at {url}/mcp needs the client token in {token_file}:",
-        f'  export COVERAGE_MCP_TOKEN="$(cat {token_file})"',
-        f"  Claude Code (.mcp.json, expands the variable): {http}",
-        f"  VS Code (.vscode/mcp.json, asks for the token once): {vscode}",
-    ])
+    http = (
+        '{"mcpServers": {"coverage": {"type": "http", "url": "' + url + '/mcp", "headers": '
+        '{"Authorization": "Bearer ${COVERAGE_MCP_TOKEN}", "x-coverage-mcp-repo": "/path/to/checkout"}}}}'
+    )
+    vscode = (
+        '{"inputs": [{"type": "promptString", "id": "coverage-token", "description": "coverage-mcp token '
+        f'({token_file})", "password": true}}], "servers": {{"coverage": {{"type": "http", "url": "{url}/mcp", '
+        '"headers": {"Authorization": "Bearer ${input:coverage-token}", '
+        '"x-coverage-mcp-repo": "/path/to/checkout"}}}}'
+    )
+    return "\n".join(
+        [
+            "Stdio (recommended; the connector reads the token itself and starts this daemon when it is not running):",
+            f"  Claude Code:  {stdio['claude_code']}",
+            f"  Cursor (~/.cursor/mcp.json):  {json.dumps(stdio['cursor'])}",
+            f"  VS Code (.vscode/mcp.json):   {json.dumps(stdio['vscode'])}",
+            f"MCP over HTTP at {url}/mcp needs the client token in {token_file}:",
+            f'  export COVERAGE_MCP_TOKEN="$(cat {token_file})"',
+            f"  Claude Code (.mcp.json, expands the variable): {http}",
+            f"  VS Code (.vscode/mcp.json, asks for the token once): {vscode}",
+        ]
+    )
 
 
 @click.command("status")
@@ -157,8 +164,13 @@ def status_command(as_json: bool) -> None:
 
 
 @click.command("stop")
-@click.option("--timeout", type=float, default=STOP_TIMEOUT_S, show_default=True,
-              help="Seconds to wait for a graceful exit before SIGTERM (then SIGKILL after COVERAGE_MCP_STOP_GRACE_S).")
+@click.option(
+    "--timeout",
+    type=float,
+    default=STOP_TIMEOUT_S,
+    show_default=True,
+    help="Seconds to wait for a graceful exit before SIGTERM (then SIGKILL after COVERAGE_MCP_STOP_GRACE_S).",
+)
 @json_option
 @handles_errors
 def stop_command(timeout: float, as_json: bool) -> None:
@@ -175,13 +187,18 @@ def stop_command(timeout: float, as_json: bool) -> None:
 
     found = running_daemon(settings)
     if found is None:
-        _say(as_json, {"stopped": False, "running": False}, f"no coverage-mcp daemon runs for {settings.home}")
+        _say(
+            as_json, {"stopped": False, "running": False}, f"no coverage-mcp daemon runs for {settings.home}"
+        )
         return
     client, meta = found
     pid = meta.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        raise CoverageError(ErrorCode.DAEMON_UNREACHABLE, f"{settings.daemon_lock} names no process",
-                            "Find the daemon with `ps` and stop it yourself.")
+        raise CoverageError(
+            ErrorCode.DAEMON_UNREACHABLE,
+            f"{settings.daemon_lock} names no process",
+            "Find the daemon with `ps` and stop it yourself.",
+        )
     how = "shutdown"
     try:
         client.timeout_s = min(timeout, 5.0)
@@ -196,11 +213,15 @@ def stop_command(timeout: float, as_json: bool) -> None:
             _signal(pid, signal.SIGKILL)
             if not _ended(pid, 5.0):
                 raise CoverageError(
-                    ErrorCode.DEADLINE_EXCEEDED, f"the daemon (pid {pid}) is still running after SIGKILL",
+                    ErrorCode.DEADLINE_EXCEEDED,
+                    f"the daemon (pid {pid}) is still running after SIGKILL",
                     f"Look at the process yourself: ps -p {pid}",
                 )
-    _say(as_json, {"stopped": True, "pid": pid, "how": how},
-         f"stopped the coverage-mcp daemon (pid {pid})" + ("" if how == "shutdown" else f" with {how}"))
+    _say(
+        as_json,
+        {"stopped": True, "pid": pid, "how": how},
+        f"stopped the coverage-mcp daemon (pid {pid})" + ("" if how == "shutdown" else f" with {how}"),
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -261,9 +282,12 @@ def token_rotate_command(as_json: bool) -> None:
     except HomeError as error:
         raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion) from None
     path = settings.home / TOKEN_FILE
-    _say(as_json, {"rotated": True, "token_file": str(path)},
-         f"rotated the client token in {path}; HTTP clients need the new value "
-         f'(export COVERAGE_MCP_TOKEN="$(cat {path})")')
+    _say(
+        as_json,
+        {"rotated": True, "token_file": str(path)},
+        f"rotated the client token in {path}; HTTP clients need the new value "
+        f'(export COVERAGE_MCP_TOKEN="$(cat {path})")',
+    )
 
 
 def _say(as_json: bool, payload: dict[str, object], text: str) -> None:

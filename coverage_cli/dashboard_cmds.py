@@ -35,8 +35,12 @@ def write_opener(home: Path, url: str, ttl: int) -> Path:
 
 
 @click.command("dashboard")
-@click.option("--no-open", "no_open", is_flag=True,
-              help="Write the sign-in file and print its path without opening a browser.")
+@click.option(
+    "--no-open",
+    "no_open",
+    is_flag=True,
+    help="Write the sign-in file and print its path without opening a browser.",
+)
 @repo_option
 @json_option
 @handles_errors
@@ -68,36 +72,66 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
     client, meta = found
     client.register(checkout.worktree_path)
     # the link names this repository's project: the page opens on it, never on another the daemon saw last
-    answer = client.request("POST", "/api/dashboard/ticket", query={"project": checkout.project_id},
-                            headers={CAPABILITY_HEADER: meta["capability"]})[1]
+    answer = client.request(
+        "POST",
+        "/api/dashboard/ticket",
+        query={"project": checkout.project_id},
+        headers={CAPABILITY_HEADER: meta["capability"]},
+    )[1]
     opener = write_opener(settings.home, answer["data"]["url"], answer["data"]["expires_in_s"])
     opened = False
     if not no_open:
         opened = webbrowser.open(opener.as_uri())
     if as_json:
-        emit_json({"open_file": str(opener), "opened": opened, "project_id": checkout.project_id,
-                   "expires_in_s": answer["data"]["expires_in_s"]})
+        emit_json(
+            {
+                "open_file": str(opener),
+                "opened": opened,
+                "project_id": checkout.project_id,
+                "expires_in_s": answer["data"]["expires_in_s"],
+            }
+        )
         return
     if opened:
         click.echo(f"opened the dashboard of {checkout.worktree_path} in your browser")
     else:
-        click.echo(f"open this file in your browser (once, within {answer['data']['expires_in_s']} s): {opener.as_uri()}")
+        click.echo(
+            f"open this file in your browser (once, within {answer['data']['expires_in_s']} s): {opener.as_uri()}"
+        )
 
 
 @click.command("report")
-@click.option("--html", "directory", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to write the report into (its index.html).")
+@click.option(
+    "--html",
+    "directory",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write the report into (its index.html).",
+)
 @click.option("--current", help="Snapshot to show (default: the newest of the suite).")
-@click.option("--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current).")
+@click.option(
+    "--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current)."
+)
 @click.option("--suite", help="Suite whose snapshots to show (default: the default suite).")
 @click.option("--composite", help="Composite snapshot to show (default: the newest).")
-@click.option("--composite-baseline", "composite_baseline",
-              help="Composite snapshot to compare with, or 'none' (default: the one stored before).")
+@click.option(
+    "--composite-baseline",
+    "composite_baseline",
+    help="Composite snapshot to compare with, or 'none' (default: the one stored before).",
+)
 @repo_option
 @json_option
 @handles_errors
-def report_command(directory: Path, current: str | None, baseline: str | None, suite: str | None,
-                   composite: str | None, composite_baseline: str | None, repo: str, as_json: bool) -> None:
+def report_command(
+    directory: Path,
+    current: str | None,
+    baseline: str | None,
+    suite: str | None,
+    composite: str | None,
+    composite_baseline: str | None,
+    repo: str,
+    as_json: bool,
+) -> None:
     """Write the dashboard as a static, self-contained HTML report (for CI artifacts).
 
     The same page as `coverage-mcp dashboard`, with its data embedded: it opens
@@ -110,28 +144,43 @@ def report_command(directory: Path, current: str | None, baseline: str | None, s
     from coverage_daemon.client import open_project
 
     with open_project(repo) as project:
-        chosen = {"current": current, "baseline": baseline, "suite": suite, "composite": composite,
-                  "composite_baseline": composite_baseline,
-                  "order": "uncovered"}  # a large project's report carries its worst files, not the first by path
+        chosen = {
+            "current": current,
+            "baseline": baseline,
+            "suite": suite,
+            "composite": composite,
+            "composite_baseline": composite_baseline,
+            "order": "uncovered",
+        }  # a large project's report carries its worst files, not the first by path
         data, sources = _report_data(project, chosen)
     out = static_report.write(directory, data, sources)
     metrics = data["metrics"]
     if as_json:
-        emit_json({"report": str(out), "project_id": data["project"]["project_id"],
-                   "current": (data["selection"]["current"] or {}).get("snapshot_id"),
-                   "baseline": (data["selection"]["baseline"] or {}).get("snapshot_id"),
-                   "metrics": metrics, "sources": len(sources)})
+        emit_json(
+            {
+                "report": str(out),
+                "project_id": data["project"]["project_id"],
+                "current": (data["selection"]["current"] or {}).get("snapshot_id"),
+                "baseline": (data["selection"]["baseline"] or {}).get("snapshot_id"),
+                "metrics": metrics,
+                "sources": len(sources),
+            }
+        )
         return
     lines = (metrics["lines"]["current"] or {}).get("percent")
     click.echo(f"wrote {out} (lines {lines if lines is not None else '—'}%)", file=sys.stdout)
 
 
-def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def _report_data(
+    project: Any, chosen: dict[str, str | None]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
     from coverage_core.review import dashboard as projection
     from coverage_daemon import static_report
 
-    if hasattr(project, "client"):  # the daemon holds the store: its read routes answer with the same projection
+    if hasattr(
+        project, "client"
+    ):  # the daemon holds the store: its read routes answer with the same projection
         client = project.client
         query = {"project": project.project_id, **chosen}
         data = client.request("GET", "/api/dashboard", query=query)[1]["data"]
@@ -140,18 +189,29 @@ def _report_data(project: Any, chosen: dict[str, str | None]) -> tuple[dict[str,
         snap = (data["selection"]["current"] or {}).get("snapshot_id")
         sources = {}
         for path in static_report.source_candidates(data) if snap else []:
-            sources[path] = client.request("GET", "/api/dashboard/file", query={
-                "project": project.project_id, "snapshot": snap, "file": path})[1]["data"]
-        data["run_logs"] = {run: client.request("GET", "/api/dashboard/run", query={
-            "project": project.project_id, "run": run})[1]["data"] for run in static_report.run_candidates(data)}
+            sources[path] = client.request(
+                "GET",
+                "/api/dashboard/file",
+                query={"project": project.project_id, "snapshot": snap, "file": path},
+            )[1]["data"]
+        data["run_logs"] = {
+            run: client.request(
+                "GET", "/api/dashboard/run", query={"project": project.project_id, "run": run}
+            )[1]["data"]
+            for run in static_report.run_candidates(data)
+        }
         return data, sources
     con = project.store.cursor()
     try:
         data = projection.dashboard(project, con, **chosen)
         snap = (data["selection"]["current"] or {}).get("snapshot_id")
-        sources = {path: projection.file_source(project, con, snap, path)
-                   for path in (static_report.source_candidates(data) if snap else [])}
-        data["run_logs"] = {run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)}
+        sources = {
+            path: projection.file_source(project, con, snap, path)
+            for path in (static_report.source_candidates(data) if snap else [])
+        }
+        data["run_logs"] = {
+            run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)
+        }
     finally:
         con.close()
     return data, sources

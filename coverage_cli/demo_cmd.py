@@ -37,8 +37,11 @@ REPORT = "coverage.json"  # ignored by the sample's .gitignore, so the checkout 
 # Each step adds a test file, commits, and imports the report coverage.py made
 # of exactly that tree (see coverage_core/sample/README.md).
 STEPS = (
-    ("inventory library with its stock tests", ["inventory/__init__.py", "inventory/pricing.py",
-                                                "inventory/stock.py", "tests/test_stock.py"], "step1"),
+    (
+        "inventory library with its stock tests",
+        ["inventory/__init__.py", "inventory/pricing.py", "inventory/stock.py", "tests/test_stock.py"],
+        "step1",
+    ),
     ("pricing tests", ["tests/test_pricing.py"], "step2"),
     ("the remaining tests", ["tests/test_more.py"], "step3"),
 )
@@ -140,8 +143,11 @@ def _focus(insight: dict[str, Any]) -> dict[str, Any]:
     if not targets:
         return {"file": "inventory/pricing.py"}
     top = targets[0]
-    path, ranges = (top[0], top[4]) if isinstance(top, list) else (
-        top["path"], [[r["start"], r["end"]] for r in top["ranges"]])
+    path, ranges = (
+        (top[0], top[4])
+        if isinstance(top, list)
+        else (top["path"], [[r["start"], r["end"]] for r in top["ranges"]])
+    )
     start, end = ranges[0][0], ranges[0][1]
     return {"file": path, "lines": f"{max(1, start - 2)}-{end + 2}"}
 
@@ -178,8 +184,10 @@ def _show_answer(envelope: dict[str, Any], render: Callable[[dict[str, Any]], No
 def _show_context(envelope: dict[str, Any]) -> None:
     data = envelope["data"]
     project = data["project"]
-    click.echo(f"  HEAD {(project['head'] or '-')[:10]} on {project['branch']}, "
-               f"{'dirty' if project['dirty'] else 'clean'}; project {project['project_id']}")
+    click.echo(
+        f"  HEAD {(project['head'] or '-')[:10]} on {project['branch']}, "
+        f"{'dirty' if project['dirty'] else 'clean'}; project {project['project_id']}"
+    )
     for suite in data["suites"]:
         covered = percent(*suite["covered"]) if suite["covered"] else "-"
         click.echo(f"  suite {suite['suite']}: {suite['snapshot_id']} {covered} [{suite['claim_status']}]")
@@ -191,8 +199,10 @@ def _show_config(result: dict[str, Any]) -> None:
     repo = result["repo"]
     _step("\nConnect an agent to this repository (MCP, stdio):")
     if not result["kept"]:
-        click.echo(f"  ({repo} is removed when the demo ends: run `coverage-mcp demo --keep` to keep it,\n"
-                   "   or use the same configuration with --repo pointing at your own repository)")
+        click.echo(
+            f"  ({repo} is removed when the demo ends: run `coverage-mcp demo --keep` to keep it,\n"
+            "   or use the same configuration with --repo pointing at your own repository)"
+        )
     click.echo(f"  Claude Code:\n    {config['claude_code']}")
     click.echo("  Cursor (~/.cursor/mcp.json):")
     click.echo(_indent(json.dumps(config["cursor"], indent=2)))

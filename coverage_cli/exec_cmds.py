@@ -40,8 +40,11 @@ def _daemon_project(repo: str) -> DaemonProject:
     settings = Settings.from_env()
     found = running_daemon(settings)
     if found is None:
-        raise CoverageError(ErrorCode.DAEMON_UNREACHABLE, "no coverage-mcp daemon runs for this home",
-                            "Start one with `coverage-mcp serve`, then retry.")
+        raise CoverageError(
+            ErrorCode.DAEMON_UNREACHABLE,
+            "no coverage-mcp daemon runs for this home",
+            "Start one with `coverage-mcp serve`, then retry.",
+        )
     client, meta = found
     checkout = discover(repo)
     client.repo = str(checkout.worktree_path)
@@ -50,6 +53,7 @@ def _daemon_project(repo: str) -> DaemonProject:
 
 
 # -- command ------------------------------------------------------------------------------
+
 
 @click.group("command")
 def command_group() -> None:
@@ -86,7 +90,9 @@ def _render_command(c: dict[str, Any]) -> None:
                     which = r["component"] + (f":{r['variant']}" if r["variant"] else "")
                     click.echo(f"    report: {r['path']} ({which})")
                 continue
-            click.echo(f"  artifact: {a['path']} (suite {a['suite']}, {a['format'] or 'detected'}, {a['scope']})")
+            click.echo(
+                f"  artifact: {a['path']} (suite {a['suite']}, {a['format'] or 'detected'}, {a['scope']})"
+            )
         for d in c.get("decisions", []):
             note = f": {d['note']}" if d["note"] else ""
             click.echo(f"  {d['decision']} by {d['by']} via {d['via']} at {d['at'][:19]}{note}")
@@ -153,10 +159,15 @@ def _decide(repo: str, command_id: str, decision: str, by: str | None, note: str
                 return registry.approve(project, command_id, approved_by=who, via="cli", note=note)
             return registry.reject(project, command_id, rejected_by=who, via="cli", note=note)
         if not project.capability:
-            raise CoverageError(ErrorCode.FORBIDDEN, "approving needs the daemon's admin capability",
-                                "Run this as the user who runs the coverage-mcp daemon.")
+            raise CoverageError(
+                ErrorCode.FORBIDDEN,
+                "approving needs the daemon's admin capability",
+                "Run this as the user who runs the coverage-mcp daemon.",
+            )
         body = {"by": who, "via": "cli", **({"note": note} if note else {})}
-        return project.client.decide(project.project_id, command_id, decision, body, capability=project.capability)
+        return project.client.decide(
+            project.project_id, command_id, decision, body, capability=project.capability
+        )
 
 
 @command_group.command("approve")
@@ -194,11 +205,19 @@ def command_reject(command_id, by, note, repo, as_json) -> None:
 @command_group.command("register", context_settings={"ignore_unknown_options": True})
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--name", required=True, help="A short name for the command.")
-@click.option("--artifact", "artifacts", multiple=True, required=True, metavar="PATH:SUITE",
-              help="A report the command writes, inside the checkout, and its suite (repeatable).")
+@click.option(
+    "--artifact",
+    "artifacts",
+    multiple=True,
+    required=True,
+    metavar="PATH:SUITE",
+    help="A report the command writes, inside the checkout, and its suite (repeatable).",
+)
 @click.option("--cwd", help="Folder to run in, relative to the checkout root (default: the root).")
 @click.option("--timeout", "timeout_s", type=click.IntRange(1, 86400), help="Seconds before it is stopped.")
-@click.option("--args-policy", type=click.Choice(["none", "selectors"]), help="Case arguments run may append.")
+@click.option(
+    "--args-policy", type=click.Choice(["none", "selectors"]), help="Case arguments run may append."
+)
 @repo_option
 @json_option
 @handles_errors
@@ -213,8 +232,11 @@ def command_register(argv, name, artifacts, cwd, timeout_s, args_policy, repo, a
     for item in artifacts:
         path, sep, suite = item.rpartition(":")
         if not sep or not path or not suite:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"--artifact {item!r} is not PATH:SUITE",
-                                "e.g. --artifact coverage.json:unit")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"--artifact {item!r} is not PATH:SUITE",
+                "e.g. --artifact coverage.json:unit",
+            )
         parsed.append({"path": path, "suite": suite})
     args: dict[str, Any] = {"name": name, "argv": list(argv), "artifacts": parsed}
     for key, value in (("cwd", cwd), ("timeout_s", timeout_s), ("args_policy", args_policy)):
@@ -229,6 +251,7 @@ def command_register(argv, name, artifacts, cwd, timeout_s, args_policy, repo, a
 
 
 # -- run / runs ---------------------------------------------------------------------------
+
 
 def _render_run(run: dict[str, Any]) -> None:
     took = f", {run['duration_ms']} ms" if run.get("duration_ms") is not None else ""
@@ -245,7 +268,9 @@ def _render_run(run: dict[str, Any]) -> None:
         kind = "composite " if a.get("kind") == "composite" else ""
         click.echo(f"  {kind}artifact {a['path']}: {a['status']}{why}{where}")
         for r in a.get("reports", []):
-            click.echo(f"    report {r['path']}: {r['status']}" + (f" ({r['detail']})" if r.get("detail") else ""))
+            click.echo(
+                f"    report {r['path']}: {r['status']}" + (f" ({r['detail']})" if r.get("detail") else "")
+            )
     for stream, info in (run.get("logs") or {}).items():
         if info.get("truncated"):
             click.echo(f"  {stream}: {info['bytes']} bytes, truncated in the log")
@@ -254,9 +279,13 @@ def _render_run(run: dict[str, Any]) -> None:
 @click.command("run", context_settings={"ignore_unknown_options": True})
 @click.argument("command_id")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--no-wait", "no_wait", is_flag=True, help="Answer the queued run at once instead of its result.")
+@click.option(
+    "--no-wait", "no_wait", is_flag=True, help="Answer the queued run at once instead of its result."
+)
 @click.option("--idempotency-key", help="The same key answers the same run.")
-@click.option("--no-reuse", "no_reuse", is_flag=True, help="Run even when nothing changed since a successful run.")
+@click.option(
+    "--no-reuse", "no_reuse", is_flag=True, help="Run even when nothing changed since a successful run."
+)
 @click.option("--baseline", "baseline", help="A snapshot id: attach an incremental review against it.")
 @repo_option
 @json_option
@@ -293,8 +322,10 @@ def run_command(command_id, args, no_wait, idempotency_key, no_reuse, baseline, 
     else:
         _render_run(run)
     if run["state"] in ACTIVE and not no_wait:
-        click.echo(f"{run['id']} has not ended ({run['state']}); follow it with: {_show_line(run['id'], repo)}",
-                   err=True)
+        click.echo(
+            f"{run['id']} has not ended ({run['state']}); follow it with: {_show_line(run['id'], repo)}",
+            err=True,
+        )
         raise SystemExit(1)
     if run["state"] not in ("succeeded", *(ACTIVE if no_wait else ())):
         raise SystemExit(1)
@@ -306,10 +337,14 @@ PROGRESS_EVERY_S = 30.0
 
 
 def _show_line(run_id: str, repo: str | None) -> str:
-    return f"coverage-mcp runs show {run_id}" + (f" --repo {shlex.quote(repo)}" if repo and repo != "." else "")
+    return f"coverage-mcp runs show {run_id}" + (
+        f" --repo {shlex.quote(repo)}" if repo and repo != "." else ""
+    )
 
 
-def _follow(project: DaemonProject, envelope: dict[str, Any], repo: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _follow(
+    project: DaemonProject, envelope: dict[str, Any], repo: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Poll run_review (view status) until the run ends; progress on stderr. Stops early (the run as last seen)
     when the daemon cannot be reached or on Ctrl-C."""
     import time
@@ -317,8 +352,10 @@ def _follow(project: DaemonProject, envelope: dict[str, Any], repo: str | None) 
     run = envelope["data"]["run"]
     started = time.monotonic()
     said, said_at = run["state"], started
-    click.echo(f"{run['id']} {run['state']}: following it until it ends (Ctrl-C stops following, not the run)",
-               err=True)
+    click.echo(
+        f"{run['id']} {run['state']}: following it until it ends (Ctrl-C stops following, not the run)",
+        err=True,
+    )
     try:
         while run["state"] in ACTIVE:
             time.sleep(FOLLOW_POLL_S)
@@ -336,14 +373,22 @@ def _follow(project: DaemonProject, envelope: dict[str, Any], repo: str | None) 
         click.echo("stopped following", err=True)
     if run["state"] not in ACTIVE:  # the run's answer, as run_test would have given it
         run.pop("events", None)
-        envelope = {**envelope, "data": {**envelope["data"], "run": run,
-                                         "next": f"run_review run_id={run['id']} view=logs shows its output."}}
+        envelope = {
+            **envelope,
+            "data": {
+                **envelope["data"],
+                "run": run,
+                "next": f"run_review run_id={run['id']} view=logs shows its output.",
+            },
+        }
     return envelope, run
 
 
 @click.group("runs", invoke_without_command=True)
 @click.option("--status", type=click.Choice(STATES), help="Only runs in this state.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many, newest first.")
+@click.option(
+    "--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many, newest first."
+)
 @repo_option
 @json_option
 @click.pass_context
@@ -371,7 +416,9 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
         click.echo("no runs" + (f" in state {status}" if status else ""))
     for run in found:
         args = f" -- {shlex.join(run['args'])}" if run["args"] else ""
-        click.echo(f"{run['id']}  {run['state']:<11} {run['command_id']}{args}  queued {run['queued_at'][:19]}")
+        click.echo(
+            f"{run['id']}  {run['state']:<11} {run['command_id']}{args}  queued {run['queued_at'][:19]}"
+        )
 
 
 @runs_group.command("show")
@@ -401,7 +448,9 @@ def runs_show(run_id, logs, stream, search, cursor, repo, as_json) -> None:
     if data["view"] == "status":
         _render_run(data["run"])
         if data["run"].get("incremental_review"):
-            click.echo("  incremental review: " + json.dumps(data["run"]["incremental_review"].get("categories", {})))
+            click.echo(
+                "  incremental review: " + json.dumps(data["run"]["incremental_review"].get("categories", {}))
+            )
     elif "matches" in data:
         for m in data["matches"]:
             click.echo(f"{m['stream']}@{m['offset']}: {m['line']}")

@@ -25,50 +25,92 @@ class Entry(NamedTuple):
 
 
 COMMANDS: dict[str, Entry] = {
-    "parse": Entry("coverage_cli.parse_cmd:parse_command",
-                   "Parse REPORT (any supported format, gzip/zstd too) and print its totals."),
-    "ingest": Entry("coverage_cli.store_cmds:ingest_command",
-                    "Store REPORT as an immutable snapshot of this repository ('-' reads standard input)."),
-    "snapshots": Entry("coverage_cli.store_cmds:snapshots_command",
-                       "List the snapshots of this repository, newest first."),
-    "show": Entry("coverage_cli.store_cmds:show_command",
-                  "Show one snapshot's files, or one file's detail (lines, branches, functions, regions, tests)."),
-    "review": Entry("coverage_cli.review_cmds:review_command",
-                    "Answer a coverage question about the stored snapshots: TASK is one of"),
-    "context": Entry("coverage_cli.review_cmds:context_command",
-                     "Show the repository's identity, freshness and latest snapshot per suite."),
-    "diff": Entry("coverage_cli.ci_cmds:diff_command",
-                  "Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges."),
-    "gate": Entry("coverage_cli.ci_cmds:gate_command",
-                  "Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories."),
-    "serve": Entry("coverage_cli.daemon_cmds:serve_command",
-                   "Run the coverage-mcp daemon in the foreground until SIGINT, SIGTERM or `coverage-mcp stop`."),
-    "status": Entry("coverage_cli.daemon_cmds:status_command",
-                    "Show the running daemon of this COVERAGE_MCP_HOME; exit 1 when none runs."),
-    "stop": Entry("coverage_cli.daemon_cmds:stop_command",
-                  "Stop the running daemon of this COVERAGE_MCP_HOME (nothing to do when none runs)."),
-    "token": Entry("coverage_cli.daemon_cmds:token_group",
-                   "The client token MCP clients and the CLI send to the daemon."),
-    "demo": Entry("coverage_cli.demo_cmd:demo_command",
-                  "Seed a sample repository with real coverage history and show the answers."),
-    "connect": Entry("coverage_cli.main:connect_command",
-                     "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
-    "stdio": Entry("coverage_cli.main:connect_command",
-                   "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio)."),
-    "composite": Entry("coverage_cli.composite_cmds:composite_group",
-                       "Composite production coverage: one exact percentage across languages against an inventory."),
-    "command": Entry("coverage_cli.exec_cmds:command_group",
-                     "Registered test commands: list, show, approve, reject (a person's decisions), register."),
-    "run": Entry("coverage_cli.exec_cmds:run_command",
-                 "Run an approved command through the daemon (started if none runs); its reports are ingested."),
-    "runs": Entry("coverage_cli.exec_cmds:runs_group",
-                  "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one."),
-    "compact": Entry("coverage_cli.compact_cmd:compact_command",
-                     "Compact old snapshots' detail into zstd payloads; answers stay the same."),
-    "dashboard": Entry("coverage_cli.dashboard_cmds:dashboard_command",
-                       "Open the dashboard of this repository in the browser, signed in through a one-time link."),
-    "report": Entry("coverage_cli.dashboard_cmds:report_command",
-                    "Write the dashboard as a static, self-contained HTML report (for CI artifacts)."),
+    "parse": Entry(
+        "coverage_cli.parse_cmd:parse_command",
+        "Parse REPORT (any supported format, gzip/zstd too) and print its totals.",
+    ),
+    "ingest": Entry(
+        "coverage_cli.store_cmds:ingest_command",
+        "Store REPORT as an immutable snapshot of this repository ('-' reads standard input).",
+    ),
+    "snapshots": Entry(
+        "coverage_cli.store_cmds:snapshots_command", "List the snapshots of this repository, newest first."
+    ),
+    "show": Entry(
+        "coverage_cli.store_cmds:show_command",
+        "Show one snapshot's files, or one file's detail (lines, branches, functions, regions, tests).",
+    ),
+    "review": Entry(
+        "coverage_cli.review_cmds:review_command",
+        "Answer a coverage question about the stored snapshots: TASK is one of",
+    ),
+    "context": Entry(
+        "coverage_cli.review_cmds:context_command",
+        "Show the repository's identity, freshness and latest snapshot per suite.",
+    ),
+    "diff": Entry(
+        "coverage_cli.ci_cmds:diff_command",
+        "Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges.",
+    ),
+    "gate": Entry(
+        "coverage_cli.ci_cmds:gate_command",
+        "Fail CI when coverage drops: thresholds, a ratchet and criteria over the categories.",
+    ),
+    "serve": Entry(
+        "coverage_cli.daemon_cmds:serve_command",
+        "Run the coverage-mcp daemon in the foreground until SIGINT, SIGTERM or `coverage-mcp stop`.",
+    ),
+    "status": Entry(
+        "coverage_cli.daemon_cmds:status_command",
+        "Show the running daemon of this COVERAGE_MCP_HOME; exit 1 when none runs.",
+    ),
+    "stop": Entry(
+        "coverage_cli.daemon_cmds:stop_command",
+        "Stop the running daemon of this COVERAGE_MCP_HOME (nothing to do when none runs).",
+    ),
+    "token": Entry(
+        "coverage_cli.daemon_cmds:token_group", "The client token MCP clients and the CLI send to the daemon."
+    ),
+    "demo": Entry(
+        "coverage_cli.demo_cmd:demo_command",
+        "Seed a sample repository with real coverage history and show the answers.",
+    ),
+    "connect": Entry(
+        "coverage_cli.main:connect_command",
+        "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio).",
+    ),
+    "stdio": Entry(
+        "coverage_cli.main:connect_command",
+        "Bridge an MCP client (stdio) to the daemon, starting it if needed (alias: stdio).",
+    ),
+    "composite": Entry(
+        "coverage_cli.composite_cmds:composite_group",
+        "Composite production coverage: one exact percentage across languages against an inventory.",
+    ),
+    "command": Entry(
+        "coverage_cli.exec_cmds:command_group",
+        "Registered test commands: list, show, approve, reject (a person's decisions), register.",
+    ),
+    "run": Entry(
+        "coverage_cli.exec_cmds:run_command",
+        "Run an approved command through the daemon (started if none runs); its reports are ingested.",
+    ),
+    "runs": Entry(
+        "coverage_cli.exec_cmds:runs_group",
+        "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one.",
+    ),
+    "compact": Entry(
+        "coverage_cli.compact_cmd:compact_command",
+        "Compact old snapshots' detail into zstd payloads; answers stay the same.",
+    ),
+    "dashboard": Entry(
+        "coverage_cli.dashboard_cmds:dashboard_command",
+        "Open the dashboard of this repository in the browser, signed in through a one-time link.",
+    ),
+    "report": Entry(
+        "coverage_cli.dashboard_cmds:report_command",
+        "Write the dashboard as a static, self-contained HTML report (for CI artifacts).",
+    ),
 }
 
 
@@ -131,8 +173,10 @@ class LazyGroup(click.Group):
             return
         limit = formatter.width - 6 - max(len(name) for name in names)  # as click.Group lays it out
         # Shortened as click shortens a command's help (a throwaway Command: no import of the real one).
-        rows = [(name, click.Command(name, help=self.commands.summary(name)).get_short_help_str(limit))
-                for name in names]
+        rows = [
+            (name, click.Command(name, help=self.commands.summary(name)).get_short_help_str(limit))
+            for name in names
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -146,10 +190,19 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LazyGroup, table=COMMANDS,
-             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
+@click.group(
+    cls=LazyGroup,
+    table=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Coverage history for every git repository on this machine.
 
@@ -191,7 +244,8 @@ def _handle(error: Exception, *, as_json: bool) -> None:
 
 
 @click.command(
-    "connect", add_help_option=False,
+    "connect",
+    add_help_option=False,
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)

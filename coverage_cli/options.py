@@ -87,7 +87,9 @@ def review_arguments(task: str, values: dict[str, Any]) -> dict[str, Any]:
 def review_argv(args: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     """The ``review`` options of coverage_review's arguments, and the arguments no option carries."""
     task = str(args.get("task", "all"))
-    rest = {k: copy.deepcopy(v) for k, v in args.items() if k != "task"}  # popped from below, never the caller's
+    rest = {
+        k: copy.deepcopy(v) for k, v in args.items() if k != "task"
+    }  # popped from below, never the caller's
     argv = ["review", task]
     for flag in REVIEW_OPTIONS:
         path = _where(flag, task)
@@ -107,25 +109,41 @@ def review_argv(args: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
 
 def repo_option(func: F) -> F:
     return click.option(
-        "--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
+        "--repo",
+        "repo",
+        default=".",
+        show_default=True,
+        type=click.Path(file_okay=False),
         help="A path inside the git checkout to use.",
     )(func)
 
 
 def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True,
-                        help="Print the answer's JSON envelope for machines (errors: the JSON error body).")(func)
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the answer's JSON envelope for machines (errors: the JSON error body).",
+    )(func)
 
 
 def baseline_options(*, required: bool) -> Callable[[F], F]:
     """``--baseline`` and ``--merge-base``, read by the one parser (``baseline.parse_selector``)."""
 
     def decorate(func: F) -> F:
-        func = click.option("--merge-base", "merge_base", is_flag=True,
-                            help="Compare with the merge-base of the --baseline ref and the current commit "
-                                 "(what a pull request changes); the same as --baseline merge_base:REF.")(func)
-        return click.option("--baseline", required=required, metavar="BASELINE",
-                            help=f"What to compare with: {baselines.SELECTOR_HELP}.")(func)
+        func = click.option(
+            "--merge-base",
+            "merge_base",
+            is_flag=True,
+            help="Compare with the merge-base of the --baseline ref and the current commit "
+            "(what a pull request changes); the same as --baseline merge_base:REF.",
+        )(func)
+        return click.option(
+            "--baseline",
+            required=required,
+            metavar="BASELINE",
+            help=f"What to compare with: {baselines.SELECTOR_HELP}.",
+        )(func)
 
     return decorate
 
@@ -141,8 +159,9 @@ def baseline_spec(text: str | None, merge_base: bool) -> dict[str, Any] | None:
 ENVELOPE = "envelope"  # what --json prints: the answer's whole JSON envelope
 
 
-def output_format(as_json: bool, fmt: str | None, *, default: str, same_as_json: str | None = None,
-                  fmt_param: str = "fmt") -> str:
+def output_format(
+    as_json: bool, fmt: str | None, *, default: str, same_as_json: str | None = None, fmt_param: str = "fmt"
+) -> str:
     """The one rule between ``--json`` and an output ``--format``: neither silently overrides the other.
 
     ``--json`` alone prints the envelope (``ENVELOPE``); ``--format F`` alone, F;
@@ -154,11 +173,14 @@ def output_format(as_json: bool, fmt: str | None, *, default: str, same_as_json:
     """
     ctx = click.get_current_context(silent=True)
     source = ctx.get_parameter_source(fmt_param) if ctx is not None else None
-    given = fmt is not None and source not in (click.core.ParameterSource.DEFAULT,
-                                               click.core.ParameterSource.DEFAULT_MAP)
+    given = fmt is not None and source not in (
+        click.core.ParameterSource.DEFAULT,
+        click.core.ParameterSource.DEFAULT_MAP,
+    )
     if not as_json:
         return fmt if fmt is not None else default
     if not given or fmt == same_as_json:
         return ENVELOPE
     raise click.UsageError(
-        f"--json prints the JSON envelope and --format {fmt} asks for {fmt}: give one of them", ctx)
+        f"--json prints the JSON envelope and --format {fmt} asks for {fmt}: give one of them", ctx
+    )

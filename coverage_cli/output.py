@@ -87,15 +87,24 @@ def _context_argv(args: dict[str, Any]) -> Argv:
 def _ingest_argv(args: dict[str, Any]) -> Argv:
     rest = dict(args)
     report = str(rest.pop("report_path", "REPORT"))
-    argv, rest = _options(rest, {"suite": "--suite", "format": "--format", "scope": "--scope", "commit": "--commit",
-                                 "branch": "--branch"})
+    argv, rest = _options(
+        rest,
+        {
+            "suite": "--suite",
+            "format": "--format",
+            "scope": "--scope",
+            "commit": "--commit",
+            "branch": "--branch",
+        },
+    )
     return ["ingest", report, *argv], rest
 
 
 def _register_argv(args: dict[str, Any]) -> Argv:
     rest = dict(args)
-    argv, rest = _options(rest, {"name": "--name", "cwd": "--cwd", "timeout_s": "--timeout",
-                                 "args_policy": "--args-policy"})
+    argv, rest = _options(
+        rest, {"name": "--name", "cwd": "--cwd", "timeout_s": "--timeout", "args_policy": "--args-policy"}
+    )
     artifacts = rest.pop("artifacts", [])
     plain = all(set(a) <= {"path", "suite"} for a in artifacts)
     if plain:
@@ -187,4 +196,3 @@ def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapper.handles_coverage_errors = True  # type: ignore[attr-defined]  (checked for every command by a test)
     return wrapper
-

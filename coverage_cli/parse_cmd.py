@@ -23,9 +23,15 @@ from .main import handles_errors_lazily
 
 @click.command("parse")
 @click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Skip detection and read as this format.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the answer's JSON envelope for machines (errors: the JSON error body).")
+@click.option(
+    "--format", "fmt", type=click.Choice(list(FORMATS)), help="Skip detection and read as this format."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the answer's JSON envelope for machines (errors: the JSON error body).",
+)
 @handles_errors_lazily
 def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
     """Parse REPORT (any supported format, gzip/zstd too) and print its totals.

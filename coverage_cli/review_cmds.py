@@ -40,8 +40,8 @@ def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 TASK_HELP: dict[str, str] = {
     "insight": "where the untested code is: files and functions ranked by uncovered and partly covered lines",
     "change": "what a change did to coverage against a baseline (--baseline; default: the previous snapshot): "
-              "new lines uncovered (UNC), baseline coverage lost (LBC), ... in lcov's categories, and patch "
-              "coverage",
+    "new lines uncovered (UNC), baseline coverage lost (LBC), ... in lcov's categories, and patch "
+    "coverage",
     "incremental": "one run's snapshots (--snapshot) against an explicit baseline snapshot (--baseline snap-...)",
     "history": "the coverage of a suite (or a --file) over its stored snapshots, newest first",
     "source": "a --file's source lines (or --lines A-B), each marked covered, uncovered, partial or not code",
@@ -55,8 +55,10 @@ TASK_HELP: dict[str, str] = {
 
 
 def _review_help() -> str:
-    tasks = "\n".join(textwrap.fill(TASK_HELP[name], 88, initial_indent=f"  {name:<13}", subsequent_indent=" " * 15)
-                      for name in TASKS)
+    tasks = "\n".join(
+        textwrap.fill(TASK_HELP[name], 88, initial_indent=f"  {name:<13}", subsequent_indent=" " * 15)
+        for name in TASKS
+    )
     return f"""Answer a coverage question about the stored snapshots: TASK is one of
 
 \b
@@ -77,7 +79,9 @@ Example: coverage-mcp review change --baseline main --max-words 300
 
 @click.command("review", help=_review_help())
 @click.argument("task", type=click.Choice(TASKS))
-@click.option("--snapshot", "snapshot_id", help="Snapshot id (default: latest of the suite); snapshots: only this one.")
+@click.option(
+    "--snapshot", "snapshot_id", help="Snapshot id (default: latest of the suite); snapshots: only this one."
+)
 @click.option("--suite", help="Suite whose latest snapshot to read; snapshots: only this suite.")
 @click.option("--branch", help="snapshots: only this branch.")
 @click.option("--commit", help="snapshots: only this commit (a prefix of 4 or more hex digits is enough).")
@@ -92,14 +96,42 @@ Example: coverage-mcp review change --baseline main --max-words 300
 @repo_option
 @json_option
 @handles_errors
-def review_command(task, snapshot_id, suite, branch, commit, file_path, lines, baseline, merge_base, max_words,
-                   representation, page_size, order, cursor, repo, as_json) -> None:
+def review_command(
+    task,
+    snapshot_id,
+    suite,
+    branch,
+    commit,
+    file_path,
+    lines,
+    baseline,
+    merge_base,
+    max_words,
+    representation,
+    page_size,
+    order,
+    cursor,
+    repo,
+    as_json,
+) -> None:
     """Answer a coverage question (help: ``_review_help``, one line per task)."""
-    args = review_arguments(task, {
-        "--snapshot": snapshot_id, "--suite": suite, "--branch": branch, "--commit": commit, "--file": file_path,
-        "--lines": lines, "--baseline": baseline_spec(baseline, merge_base), "--max-words": max_words,
-        "--representation": representation, "--page-size": page_size, "--order": order, "--cursor": cursor,
-    })
+    args = review_arguments(
+        task,
+        {
+            "--snapshot": snapshot_id,
+            "--suite": suite,
+            "--branch": branch,
+            "--commit": commit,
+            "--file": file_path,
+            "--lines": lines,
+            "--baseline": baseline_spec(baseline, merge_base),
+            "--max-words": max_words,
+            "--representation": representation,
+            "--page-size": page_size,
+            "--order": order,
+            "--cursor": cursor,
+        },
+    )
     envelope = _call(repo, "coverage_review", args)
     if as_json:
         emit_json(envelope)
@@ -124,11 +156,15 @@ def context_command(max_words, repo, as_json) -> None:
     data = envelope["data"]
     p = data["project"]
     click.echo(f"{p['checkout_path']} (project {p['project_id']}, worktree {p['worktree']})")
-    click.echo(f"  HEAD {(p['head'] or '-')[:12]} on {p['branch'] or '(detached)'}{', dirty' if p['dirty'] else ''}")
+    click.echo(
+        f"  HEAD {(p['head'] or '-')[:12]} on {p['branch'] or '(detached)'}{', dirty' if p['dirty'] else ''}"
+    )
     for s in data["suites"]:
         cov = percent(*s["covered"]) if s["covered"] else "-"
-        click.echo(f"  suite {s['suite']:<14}{s['snapshot_id']}  {cov:>8}  {s['behind_head']} behind HEAD  "
-                   f"[{s['claim_status']}]")
+        click.echo(
+            f"  suite {s['suite']:<14}{s['snapshot_id']}  {cov:>8}  {s['behind_head']} behind HEAD  "
+            f"[{s['claim_status']}]"
+        )
     if not data["suites"]:
         click.echo("  no snapshots yet")
     click.echo(f"  next: {data['next']}")
@@ -212,8 +248,13 @@ def _table(rows: list[Any], legend: Any, pad: str) -> list[str]:
         names = _legend_names(legend, width) or [f"#{i + 1}" for i in range(width)]
     if isinstance(legend, str):  # columns the legend writes as "name [hit, found]" are counts
         counts = {i for i, n in enumerate(names) if f"{n} [hit, found]" in legend}
-        cells = [[{"hit": c[0], "found": c[1]} if i in counts and isinstance(c, list) and len(c) == 2 else c
-                  for i, c in enumerate(r)] for r in cells]
+        cells = [
+            [
+                {"hit": c[0], "found": c[1]} if i in counts and isinstance(c, list) and len(c) == 2 else c
+                for i, c in enumerate(r)
+            ]
+            for r in cells
+        ]
     cursors = [i for i, n in enumerate(names) if n.endswith("cursor")]
     keep = [i for i in range(len(names)) if i not in cursors]
     table = [[names[i].replace("_", " ") for i in keep]]
@@ -232,7 +273,7 @@ def _legend_names(legend: Any, width: int) -> list[str] | None:
     if not isinstance(legend, str) or not legend.startswith("["):
         return None
     depth, names, word = 0, [], ""
-    for ch in legend[1:legend.rfind("]")] if "]" in legend else legend[1:]:
+    for ch in legend[1 : legend.rfind("]")] if "]" in legend else legend[1:]:
         if ch == "[":
             depth += 1
         elif ch == "]":
@@ -270,7 +311,10 @@ def _cell(value: Any) -> str:
         return f"{value['hit']}/{value['found']} ({percent(value['hit'], value['found'])})"
     if isinstance(value, dict):
         return ", ".join(f"{str(k).replace('_', ' ')} {_cell(v)}" for k, v in value.items()) or "none"
-    if all(isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v) for v in value) and value:
+    if (
+        all(isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v) for v in value)
+        and value
+    ):
         return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b, _ in value)  # [start, end, line_count]
     return ", ".join(_cell(v) for v in value) or "none"
 
@@ -281,9 +325,17 @@ _SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges",), "history": ("po
 def _insight(data: dict[str, Any], pad: str) -> list[str]:
     out = []
     for t in data.get("targets", []):
-        path, fn, unc, part, ranges = (t[0], t[1], t[2], t[3], t[4]) if isinstance(t, list) else (
-            t["path"], t["function"], t["uncovered_lines"], t["partial_lines"],
-            [[r["start"], r["end"], r["line_count"]] for r in t["ranges"]])
+        path, fn, unc, part, ranges = (
+            (t[0], t[1], t[2], t[3], t[4])
+            if isinstance(t, list)
+            else (
+                t["path"],
+                t["function"],
+                t["uncovered_lines"],
+                t["partial_lines"],
+                [[r["start"], r["end"], r["line_count"]] for r in t["ranges"]],
+            )
+        )
         where = f"{path}:{fn}" if fn else path
         out.append(f"{pad}{where}: {unc} uncovered, {part} partial, lines {_cell(ranges) if ranges else '-'}")
     return out
@@ -293,7 +345,9 @@ def _source(data: dict[str, Any], pad: str) -> list[str]:
     out = []
     for r in data.get("ranges", []):
         for line in r["lines"]:
-            n, mark, text = line if isinstance(line, list) else (line["line"], line["status"][0], line["text"])
+            n, mark, text = (
+                line if isinstance(line, list) else (line["line"], line["status"][0], line["text"])
+            )
             out.append(f"{pad}{n:>6} {mark} {text}")
         out.append("")
     return out
@@ -302,8 +356,13 @@ def _source(data: dict[str, Any], pad: str) -> list[str]:
 def _history(data: dict[str, Any], pad: str) -> list[str]:
     out = []
     for point in data.get("points", []):
-        sid, when, commit, hit, found = point if isinstance(point, list) else (
-            point["snapshot_id"], point["created_at"], point["commit"], point["hit"], point["found"])
-        out.append(f"{pad}{str(when).replace('T', ' ')[:19]}  {(commit or '-')[:12]}  {percent(hit, found):>8}  "
-                   f"({hit}/{found})  {sid}")
+        sid, when, commit, hit, found = (
+            point
+            if isinstance(point, list)
+            else (point["snapshot_id"], point["created_at"], point["commit"], point["hit"], point["found"])
+        )
+        out.append(
+            f"{pad}{str(when).replace('T', ' ')[:19]}  {(commit or '-')[:12]}  {percent(hit, found):>8}  "
+            f"({hit}/{found})  {sid}"
+        )
     return out

@@ -62,13 +62,23 @@ def _more(envelope: dict[str, Any]) -> None:
 @click.argument("report", required=False)
 @click.option("--suite", default="default", show_default=True, help="Test suite this report measures.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Skip detection and read as this format.")
-@click.option("--scope", type=click.Choice(SCOPES), default="complete", show_default=True,
-              help="'subset' when only selected tests ran.")
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="complete",
+    show_default=True,
+    help="'subset' when only selected tests ran.",
+)
 @click.option("--commit", help="Commit the report measures (default: HEAD).")
 @click.option("--branch", help="Branch to record (default: the current branch).")
-@click.option("--path-map", "path_map", multiple=True, metavar="OLD=NEW",
-              help="Rewrite a report path prefix to a repository-relative one (repeatable; one that matches "
-                   "no report path is a warning).")
+@click.option(
+    "--path-map",
+    "path_map",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="Rewrite a report path prefix to a repository-relative one (repeatable; one that matches "
+    "no report path is a warning).",
+)
 @repo_option
 @json_option
 @handles_errors
@@ -93,21 +103,38 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
     # Streams only this process can read (stdin, /dev/fd/N, a pipe) are read
     # here into a private file, whoever then opens the store: the daemon must
     # never reopen a name that means something else in its own process.
-    with local_report(report, settings.home, settings.max_report_bytes) as path, open_project(repo) as project:
-        given = {"report_path": str(path), "suite": suite, "format": fmt, "scope": scope, "commit": commit,
-                 "branch": branch, "path_map": maps or None}
-        envelope = owner_import(project, {k: v for k, v in given.items() if v is not None},
-                                progress=_progress(not as_json and sys.stderr.isatty()))
+    with (
+        local_report(report, settings.home, settings.max_report_bytes) as path,
+        open_project(repo) as project,
+    ):
+        given = {
+            "report_path": str(path),
+            "suite": suite,
+            "format": fmt,
+            "scope": scope,
+            "commit": commit,
+            "branch": branch,
+            "path_map": maps or None,
+        }
+        envelope = owner_import(
+            project,
+            {k: v for k, v in given.items() if v is not None},
+            progress=_progress(not as_json and sys.stderr.isatty()),
+        )
     snap = envelope["data"]["snapshot"]
     if as_json:
         emit_json(envelope)
     else:
         state = "already stored (duplicate)" if envelope["data"]["duplicate"] else "stored"
-        click.echo(f"{snap['snapshot_id']} {state}: {snap['format']}, suite {snap['suite']}, commit "
-                   f"{(snap['commit'] or '-')[:12]}{' (dirty)' if snap['dirty'] else ''}")
+        click.echo(
+            f"{snap['snapshot_id']} {state}: {snap['format']}, suite {snap['suite']}, commit "
+            f"{(snap['commit'] or '-')[:12]}{' (dirty)' if snap['dirty'] else ''}"
+        )
         m = snap["path_mapping"]
-        click.echo(f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
-                   f"{m['unmapped']} unmapped)")
+        click.echo(
+            f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
+            f"{m['unmapped']} unmapped)"
+        )
         _totals(snap["totals"])
         for w in snap["warnings"]:
             click.echo(f"warning [{w['code']}]: {w['message']}", err=True)
@@ -123,7 +150,8 @@ def _usual_report(repo: str) -> Path:
     if found:
         names = ", ".join(str(p.relative_to(root)) for p in found)
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"several report files in {root}: {names}",
+            ErrorCode.INVALID_ARGUMENT,
+            f"several report files in {root}: {names}",
             f"Name the one to store: coverage-mcp ingest {found[0].relative_to(root)}",
             {"found": [str(p) for p in found], "reason": "several_reports"},
         )
@@ -137,15 +165,24 @@ def _usual_report(repo: str) -> Path:
 
 
 # Listing filters, as (option, filter key): the empty-listing message names the ones given.
-LISTING_FILTERS = (("--snapshot", "snapshot_id"), ("--suite", "suite"), ("--branch", "branch"), ("--commit", "commit"))
+LISTING_FILTERS = (
+    ("--snapshot", "snapshot_id"),
+    ("--suite", "suite"),
+    ("--branch", "branch"),
+    ("--commit", "commit"),
+)
 
 
 @click.group("snapshots", invoke_without_command=True)
 @click.option("--suite", help="Only this suite.")
 @click.option("--branch", help="Only this branch.")
 @click.option("--commit", help="Only this commit (a prefix of 4 or more hex digits is enough).")
-@click.option("--snapshot", "snapshot_id", help="Only this snapshot, by id or id prefix (to see its record and totals).")
-@click.option("--limit", type=PAGE_SIZE, help="At most this many per page (newest first); more with --cursor.")
+@click.option(
+    "--snapshot", "snapshot_id", help="Only this snapshot, by id or id prefix (to see its record and totals)."
+)
+@click.option(
+    "--limit", type=PAGE_SIZE, help="At most this many per page (newest first); more with --cursor."
+)
 @click.option("--cursor", help="page.next_cursor of a previous listing.")
 @repo_option
 @json_option
@@ -161,15 +198,29 @@ def snapshots_command(ctx, suite, branch, commit, snapshot_id, limit, cursor, re
     Example: coverage-mcp snapshots --suite unit --limit 5
     """
     if ctx.invoked_subcommand is not None:
-        given = [p.opts[0] for p in ctx.command.params
-                 if p.name not in ("repo", "as_json") and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
+        given = [
+            p.opts[0]
+            for p in ctx.command.params
+            if p.name not in ("repo", "as_json")
+            and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT
+        ]
         if given:
-            raise click.UsageError(f"{', '.join(given)} filter the listing; give {ctx.invoked_subcommand}'s own "
-                                   f"options after it (coverage-mcp snapshots {ctx.invoked_subcommand} --help)")
+            raise click.UsageError(
+                f"{', '.join(given)} filter the listing; give {ctx.invoked_subcommand}'s own "
+                f"options after it (coverage-mcp snapshots {ctx.invoked_subcommand} --help)"
+            )
         return
-    wanted = {key: value for (_flag, key), value in zip(LISTING_FILTERS, (snapshot_id, suite, branch, commit))
-              if value is not None}
-    args: dict[str, Any] = {"task": "snapshots", "filter": wanted, "representation": "review", "limits": WHOLE_PAGE}
+    wanted = {
+        key: value
+        for (_flag, key), value in zip(LISTING_FILTERS, (snapshot_id, suite, branch, commit))
+        if value is not None
+    }
+    args: dict[str, Any] = {
+        "task": "snapshots",
+        "filter": wanted,
+        "representation": "review",
+        "limits": WHOLE_PAGE,
+    }
     if limit is not None:
         args["page_size"] = limit
     if cursor is not None:
@@ -178,8 +229,16 @@ def snapshots_command(ctx, suite, branch, commit, snapshot_id, limit, cursor, re
         envelope = call(project, "coverage_review", args)
         every = None
         if not envelope["data"]["snapshots"] and (wanted or cursor) and not as_json:
-            every = call(project, "coverage_review", {"task": "snapshots", "representation": "compact",
-                                                      "page_size": MAX_PAGE_SIZE, "limits": WHOLE_PAGE})
+            every = call(
+                project,
+                "coverage_review",
+                {
+                    "task": "snapshots",
+                    "representation": "compact",
+                    "page_size": MAX_PAGE_SIZE,
+                    "limits": WHOLE_PAGE,
+                },
+            )
     if as_json:
         emit_json(envelope)
         return
@@ -197,10 +256,16 @@ def _nothing_matches(wanted: dict[str, Any], cursor: str | None, every: dict[str
     if not wanted:
         return "no more snapshots (the listing ended on the previous page)"
     more = ", ..." if every["page"]["next_cursor"] else ""
-    present = {"suite": ("suites", {r[2] for r in rows}), "branch": ("branches", {r[5] for r in rows if r[5]})}
+    present = {
+        "suite": ("suites", {r[2] for r in rows}),
+        "branch": ("branches", {r[5] for r in rows if r[5]}),
+    }
     shown = " ".join(f"{flag} {wanted[key]}" for flag, key in LISTING_FILTERS if key in wanted)
-    context = "; ".join(f"{plural}: {', '.join(sorted(values)) or '-'}{more}"
-                        for key, (plural, values) in present.items() if key in wanted)
+    context = "; ".join(
+        f"{plural}: {', '.join(sorted(values)) or '-'}{more}"
+        for key, (plural, values) in present.items()
+        if key in wanted
+    )
     return f"no snapshot matches {shown} ({context or f'{len(rows)}{more} snapshots in all'})"
 
 
@@ -217,7 +282,13 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
             sid, created, suite, fmt, commit, _branch, _dirty, _scope, _counter, hit, found = s
             cov = percent(hit, found) if found else "-"
         else:
-            sid, created, suite, fmt, commit = s["snapshot_id"], s["created_at"], s["suite"], s["format"], s["commit"]
+            sid, created, suite, fmt, commit = (
+                s["snapshot_id"],
+                s["created_at"],
+                s["suite"],
+                s["format"],
+                s["commit"],
+            )
             lines = s["totals"].get("lines") or s["totals"].get("statements")
             cov = percent(lines["hit"], lines["found"]) if lines else "-"
         when = str(created).replace("T", " ")[:19]
@@ -229,12 +300,16 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
 
 def _deletion_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``snapshots rm`` and ``snapshots prune`` share."""
-    for option in reversed((
-        click.option("--force", is_flag=True, help="Also delete the newest snapshot of a suite."),
-        click.option("--dry-run", "dry_run", is_flag=True, help="Say what would be deleted; delete nothing."),
-        repo_option,
-        json_option,
-    )):
+    for option in reversed(
+        (
+            click.option("--force", is_flag=True, help="Also delete the newest snapshot of a suite."),
+            click.option(
+                "--dry-run", "dry_run", is_flag=True, help="Say what would be deleted; delete nothing."
+            ),
+            repo_option,
+            json_option,
+        )
+    ):
         func = option(func)
     return func
 
@@ -245,13 +320,18 @@ def _delete(repo: str, body: dict[str, Any]) -> dict[str, Any]:
     with open_project(repo) as project:
         if isinstance(project, Project):
             if "snapshot_ids" in body:
-                return project.delete_snapshots(body["snapshot_ids"], force=body["force"],
-                                                dry_run=body["dry_run"]).to_dict()
-            return project.prune_snapshots(body["suite"], body["keep"], force=body["force"],
-                                           dry_run=body["dry_run"]).to_dict()
+                return project.delete_snapshots(
+                    body["snapshot_ids"], force=body["force"], dry_run=body["dry_run"]
+                ).to_dict()
+            return project.prune_snapshots(
+                body["suite"], body["keep"], force=body["force"], dry_run=body["dry_run"]
+            ).to_dict()
         if not project.capability:
-            raise CoverageError(ErrorCode.STORE_LOCKED, "the coverage-mcp daemon holds this repository's store",
-                                "Run the deletion as the daemon's user, or stop it with `coverage-mcp stop` first.")
+            raise CoverageError(
+                ErrorCode.STORE_LOCKED,
+                "the coverage-mcp daemon holds this repository's store",
+                "Run the deletion as the daemon's user, or stop it with `coverage-mcp stop` first.",
+            )
         return project.client.delete_snapshots(project.project_id, body, capability=project.capability)
 
 
@@ -267,12 +347,16 @@ def snapshots_rm_command(snapshot_ids, force, dry_run, repo, as_json) -> None:
 
     Example: coverage-mcp snapshots rm snap-1a2b --dry-run
     """
-    _render_deletion(_delete(repo, {"snapshot_ids": list(snapshot_ids), "force": force, "dry_run": dry_run}), as_json)
+    _render_deletion(
+        _delete(repo, {"snapshot_ids": list(snapshot_ids), "force": force, "dry_run": dry_run}), as_json
+    )
 
 
 @snapshots_command.command("prune")
 @click.option("--suite", required=True, help="The suite to prune.")
-@click.option("--keep", type=click.IntRange(0), required=True, help="How many of its newest snapshots to keep.")
+@click.option(
+    "--keep", type=click.IntRange(0), required=True, help="How many of its newest snapshots to keep."
+)
 @_deletion_options
 @handles_errors
 def snapshots_prune_command(suite, keep, force, dry_run, repo, as_json) -> None:
@@ -283,7 +367,9 @@ def snapshots_prune_command(suite, keep, force, dry_run, repo, as_json) -> None:
 
     Example: coverage-mcp snapshots prune --suite unit --keep 10
     """
-    _render_deletion(_delete(repo, {"suite": suite, "keep": keep, "force": force, "dry_run": dry_run}), as_json)
+    _render_deletion(
+        _delete(repo, {"suite": suite, "keep": keep, "force": force, "dry_run": dry_run}), as_json
+    )
 
 
 def _render_deletion(deletion: dict[str, Any], as_json: bool) -> None:
@@ -295,18 +381,27 @@ def _render_deletion(deletion: dict[str, Any], as_json: bool) -> None:
         click.echo("nothing to delete")
         return
     for s in deletion["snapshots"]:
-        click.echo(f"{verb} {s['snapshot_id']}  suite {s['suite']}, commit {(s['commit'] or '-')[:12]}, "
-                   f"{s['created_at'].replace('T', ' ')[:19]}")
-    click.echo(f"{verb} {len(deletion['snapshots'])} snapshot(s) and {sum(deletion['rows'].values()):,} detail rows"
-               + (" (--dry-run: nothing was deleted)" if deletion["dry_run"] else ""))
+        click.echo(
+            f"{verb} {s['snapshot_id']}  suite {s['suite']}, commit {(s['commit'] or '-')[:12]}, "
+            f"{s['created_at'].replace('T', ' ')[:19]}"
+        )
+    click.echo(
+        f"{verb} {len(deletion['snapshots'])} snapshot(s) and {sum(deletion['rows'].values()):,} detail rows"
+        + (" (--dry-run: nothing was deleted)" if deletion["dry_run"] else "")
+    )
 
 
 @click.command("show")
 @click.argument("snapshot_id")
 @click.option("--file", "file_path", help="Show one file's lines instead of the file list.")
 @click.option("--lines", help="With --file: only this line or range A-B.")
-@click.option("--order", type=click.Choice(FILE_ORDERS), default="path", show_default=True,
-              help="Order of the file list.")
+@click.option(
+    "--order",
+    type=click.Choice(FILE_ORDERS),
+    default="path",
+    show_default=True,
+    help="Order of the file list.",
+)
 @click.option("--limit", type=PAGE_SIZE, default=50, show_default=True, help="Files per page.")
 @click.option("--cursor", help="page.next_cursor of a previous answer (replaces --offset).")
 @repo_option
@@ -341,10 +436,16 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
             render_file(envelope)
             return
         data = envelope["data"]
-        missing = {f["path"]: _missing(project, data["snapshot_id"], f["path"]) for f in data["files"]
-                   if isinstance(f, dict) and _incomplete(f)}
-        snap = call(project, "coverage_review", {"task": "snapshots", "representation": "review",
-                                                 "filter": {"snapshot_id": data["snapshot_id"]}})
+        missing = {
+            f["path"]: _missing(project, data["snapshot_id"], f["path"])
+            for f in data["files"]
+            if isinstance(f, dict) and _incomplete(f)
+        }
+        snap = call(
+            project,
+            "coverage_review",
+            {"task": "snapshots", "representation": "review", "filter": {"snapshot_id": data["snapshot_id"]}},
+        )
     totals = snap["data"]["snapshots"][0]["totals"] if snap["data"]["snapshots"] else None
     render_files(envelope, missing, totals)
 
@@ -355,8 +456,12 @@ def _incomplete(f: dict[str, Any]) -> bool:
 
 def _missing(project: Any, snapshot_id: str, path: str) -> tuple[int, str]:
     """One file's BrPart and Missing as ``coverage report -m`` shows them, from its detail (every page)."""
-    args: dict[str, Any] = {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": path,
-                            "limits": WHOLE_PAGE}
+    args: dict[str, Any] = {
+        "task": "file",
+        "measurement": {"snapshot_id": snapshot_id},
+        "file": path,
+        "limits": WHOLE_PAGE,
+    }
     lines: dict[int, int] = {}
     arcs: list[tuple[int, str, int]] = []
     while True:
@@ -403,8 +508,11 @@ def missing_text(lines: dict[int, int], arcs: list[tuple[int, str, int]]) -> tup
     return len(partial), ", ".join(text for _, text in sorted(items))
 
 
-def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] | None = None,
-                 totals: dict[str, Any] | None = None) -> None:
+def render_files(
+    envelope: dict[str, Any],
+    missing: dict[str, tuple[int, str]] | None = None,
+    totals: dict[str, Any] | None = None,
+) -> None:
     """The file table with coverage.py's columns; Cover counts statements and branches, as ``coverage report``.
 
     ``missing``: BrPart and Missing of the files that miss something (``show`` reads each
@@ -412,8 +520,10 @@ def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] |
     the TOTAL line (every file, not only this page).
     """
     data = envelope["data"]
-    click.echo(f"{data['snapshot_id']}: {data['total']} files, suite {envelope['context']['suite']} "
-               f"[{data['claim_status']}]" + "".join(f"\n  - {r}" for r in data["reasons"]))
+    click.echo(
+        f"{data['snapshot_id']}: {data['total']} files, suite {envelope['context']['suite']} "
+        f"[{data['claim_status']}]" + "".join(f"\n  - {r}" for r in data["reasons"])
+    )
     rows: list[list[str]] = []
     compact = any(isinstance(f, list) for f in data["files"])
     for f in data["files"]:
@@ -421,8 +531,14 @@ def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] |
             rows.append(_row(f[0], {"hit": f[1], "found": f[2]}, None, None))
         else:
             path = f["path"]
-            rows.append(_row(path, f["lines"], f["branches"],
-                             (missing or {}).get(path, (0, "")) if missing is not None else None))
+            rows.append(
+                _row(
+                    path,
+                    f["lines"],
+                    f["branches"],
+                    (missing or {}).get(path, (0, "")) if missing is not None else None,
+                )
+            )
     total_row = None
     if totals is not None:
         lines = totals.get("statements") or totals.get("lines") or {"hit": 0, "found": 0}
@@ -442,8 +558,8 @@ def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] |
     numbers = len(header) - 1 - with_missing  # right-aligned columns after the name
 
     def line(cells: list[str]) -> str:
-        out = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:1 + numbers], widths[1:])]
-        return "  " + "  ".join(out + cells[1 + numbers:]).rstrip()
+        out = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1 : 1 + numbers], widths[1:])]
+        return "  " + "  ".join(out + cells[1 + numbers :]).rstrip()
 
     shown = [line(r) for r in rows]
     closing = line(total_row) if total_row else None
@@ -463,14 +579,22 @@ def render_files(envelope: dict[str, Any], missing: dict[str, tuple[int, str]] |
     elif page.get("next_cursor"):
         _more(envelope)
     if total_row and with_missing and total_row[4] == "":
-        click.echo("  (TOTAL's BrPart needs every file's detail: it is shown when one page holds all files, "
-                   "see --limit)")
+        click.echo(
+            "  (TOTAL's BrPart needs every file's detail: it is shown when one page holds all files, "
+            "see --limit)"
+        )
 
 
-def _row(name: str, lines: dict[str, int], branches: dict[str, int] | None,
-         missing: tuple[int | None, str] | None) -> list[str]:
+def _row(
+    name: str, lines: dict[str, int], branches: dict[str, int] | None, missing: tuple[int | None, str] | None
+) -> list[str]:
     if branches is None:
-        return [name, str(lines["found"]), str(lines["found"] - lines["hit"]), percent(lines["hit"], lines["found"])]
+        return [
+            name,
+            str(lines["found"]),
+            str(lines["found"] - lines["hit"]),
+            percent(lines["hit"], lines["found"]),
+        ]
     cover = percent(lines["hit"] + branches["hit"], lines["found"] + branches["found"])
     row = [name, str(lines["found"]), str(lines["found"] - lines["hit"]), str(branches["found"])]
     if missing is None:
@@ -483,8 +607,10 @@ def render_file(envelope: dict[str, Any]) -> None:
     data = envelope["data"]
     s = data["summary"]
     hit, found = s["lines"]["hit"], s["lines"]["found"]
-    click.echo(f"{s['path']} in {data['snapshot_id']}: lines {hit}/{found} ({percent(hit, found)}), "
-               f"mapping {s['mapping']}")
+    click.echo(
+        f"{s['path']} in {data['snapshot_id']}: lines {hit}/{found} ({percent(hit, found)}), "
+        f"mapping {s['mapping']}"
+    )
     missed = [n for n, h in zip(data["lines"]["line"], data["lines"]["hits"]) if h == 0]
     click.echo(f"  uncovered lines: {_ranges(missed) or 'none'}")
     if data["tests"]:

@@ -68,7 +68,11 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
 
 
 def file_history(
-    project: Project, *, last_commits: int = 10, suite: str | None = None, counter: str = "lines",
+    project: Project,
+    *,
+    last_commits: int = 10,
+    suite: str | None = None,
+    counter: str = "lines",
     ref: str = "HEAD",
 ) -> duckdb.DuckDBPyRelation:
     """Each file's coverage on each of the last ``last_commits`` commits of ``ref`` that were measured.
@@ -98,7 +102,12 @@ def file_history(
 
 
 def coverage_loss(
-    project: Project, *, last: int = 10, suite: str | None = None, counter: str = "lines", ref: str = "HEAD",
+    project: Project,
+    *,
+    last: int = 10,
+    suite: str | None = None,
+    counter: str = "lines",
+    ref: str = "HEAD",
 ) -> duckdb.DuckDBPyRelation:
     """The files that lost the most coverage over the last ``last`` commits of ``ref``, most first.
 
@@ -123,13 +132,16 @@ def coverage_loss(
         [('inventory/pricing.py', 13, 4, 9), ('inventory/stock.py', 24, 23, 1)]
     """
     rows = _file_rows(project, last, suite, counter, ref)
-    ends = rows.aggregate('max(commits_ago) AS first, min(commits_ago) AS last, count(DISTINCT "commit") AS n')
+    ends = rows.aggregate(
+        'max(commits_ago) AS first, min(commits_ago) AS last, count(DISTINCT "commit") AS n'
+    )
     first, newest, measured = ends.fetchall()[0]
     if measured < 2:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
             f"{measured} of the last {last} commits of {ref} measured"
-            + (f" by suite {suite!r}" if suite else "") + "; a loss compares two",
+            + (f" by suite {suite!r}" if suite else "")
+            + "; a loss compares two",
             "Look further back (a larger `last`), or ingest a report on an older commit "
             "(coverage-mcp ingest REPORT --commit SHA).",
             {"last": last, "ref": ref, "suite": suite, "measured_commits": measured},
@@ -160,7 +172,8 @@ def _first_parent_commits(project: Project, ref: str, n: int) -> list[str]:
     """``ref`` and its first-parent ancestors, newest first, at most ``n``."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"the number of commits must be a positive integer, got {n!r}",
+            ErrorCode.INVALID_ARGUMENT,
+            f"the number of commits must be a positive integer, got {n!r}",
             "Pass how many recent commits to read, e.g. last=10.",
         )
     commits: list[str] = []
@@ -171,7 +184,9 @@ def _first_parent_commits(project: Project, ref: str, n: int) -> list[str]:
     return commits
 
 
-def _file_rows(project: Project, n: int, suite: str | None, counter: str, ref: str) -> duckdb.DuckDBPyRelation:
+def _file_rows(
+    project: Project, n: int, suite: str | None, counter: str, ref: str
+) -> duckdb.DuckDBPyRelation:
     """Per-file rows of the newest complete snapshot on each measured commit of the window (not detached)."""
     if counter not in FILE_COUNTERS:
         raise _bad_counter(counter, FILE_COUNTERS)
@@ -184,8 +199,12 @@ def _file_rows(project: Project, n: int, suite: str | None, counter: str, ref: s
         QUALIFY row_number() OVER (PARTITION BY suite, commit_sha ORDER BY snap DESC) = 1"""
     params = [commits, commits, suite, suite]
     if suite is None:
-        suites = [r[0] for r in project.relation(f"SELECT DISTINCT suite FROM ({picked}) ORDER BY suite",
-                                                 params).fetchall()]
+        suites = [
+            r[0]
+            for r in project.relation(
+                f"SELECT DISTINCT suite FROM ({picked}) ORDER BY suite", params
+            ).fetchall()
+        ]
         if len(suites) > 1:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -214,7 +233,8 @@ def _detached(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
     memory = duckdb.connect()
     memory.register("fetched", columns)
     select = ", ".join(
-        f"timezone('UTC', {_quote(name)}) AS {_quote(name)}" if kind == "TIMESTAMP WITH TIME ZONE"
+        f"timezone('UTC', {_quote(name)}) AS {_quote(name)}"
+        if kind == "TIMESTAMP WITH TIME ZONE"
         else f"CAST({_quote(name)} AS {kind}) AS {_quote(name)}"
         for name, kind in zip(names, types)
     )
@@ -229,7 +249,8 @@ def _quote(name: str) -> str:
 
 def _bad_counter(counter: str, allowed: tuple[str, ...]) -> CoverageError:
     return CoverageError(
-        ErrorCode.INVALID_ARGUMENT, f"counter must be one of {', '.join(allowed)}; got {counter!r}",
+        ErrorCode.INVALID_ARGUMENT,
+        f"counter must be one of {', '.join(allowed)}; got {counter!r}",
         "Use counter='lines' (coverage.py statements), 'branches' or 'functions'.",
         {"allowed": list(allowed)},
     )

@@ -56,4 +56,6 @@ else:
         slots=True,
     )
     Settings.__module__ = __name__
-    Settings.__doc__ = "The validated settings of one process (fields: ``settings_table.SETTINGS``; no defaults here)."
+    Settings.__doc__ = (
+        "The validated settings of one process (fields: ``settings_table.SETTINGS``; no defaults here)."
+    )

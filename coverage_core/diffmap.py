@@ -114,7 +114,8 @@ def _diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
         changes = tuple(_change(patch, zero_context=head is not None) for patch in diff if patch is not None)
     except pygit2.GitError as exc:
         raise CoverageError(
-            ErrorCode.GIT_ERROR, f"git could not diff {base[:12]} against {(head or 'the working tree')[:12]}: {exc}",
+            ErrorCode.GIT_ERROR,
+            f"git could not diff {base[:12]} against {(head or 'the working tree')[:12]}: {exc}",
             "Check the repository with `git diff` for the same commits; a damaged object store needs `git fsck`.",
         ) from None
     return DiffMap(base, head, tuple(c for c in changes if c is not None))

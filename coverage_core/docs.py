@@ -37,8 +37,10 @@ def operations_markdown() -> str:
     """The whole of ``docs/operations.md``."""
     parts = [HEADER]
     parts.append("| Operation | Title | Read-only | Idempotent |\n|---|---|---|---|")
-    parts[-1] += "".join(f"\n| [`{op.name}`](#{op.name}) | {op.title} | {_yes(op.read_only)} | "
-                         f"{_yes(op.idempotent)} |" for op in OPERATIONS.values())
+    parts[-1] += "".join(
+        f"\n| [`{op.name}`](#{op.name}) | {op.title} | {_yes(op.read_only)} | {_yes(op.idempotent)} |"
+        for op in OPERATIONS.values()
+    )
     for op in OPERATIONS.values():
         parts.append(_operation(op))
     return "\n\n".join(parts) + "\n"
@@ -47,7 +49,10 @@ def operations_markdown() -> str:
 def _operation(op: Operation) -> str:
     schema = op.input_schema
     lines = [f"## {op.name}", "", f"**{op.title}.** {op.description}", ""]
-    hints = [("read-only" if op.read_only else "writes"), ("idempotent" if op.idempotent else "not idempotent")]
+    hints = [
+        ("read-only" if op.read_only else "writes"),
+        ("idempotent" if op.idempotent else "not idempotent"),
+    ]
     if op.destructive:
         hints.append("destructive")
     lines += [f"Behaviour: {', '.join(hints)}.", "", "### Arguments", ""]
@@ -57,10 +62,19 @@ def _operation(op: Operation) -> str:
     else:
         lines.append("None.")
     if op.name == "coverage_review":
-        lines += ["", "### Tasks", "", ("`task` selects what `data` holds; every task's data also has "
-                                        "`task`, `claim_status`, `reasons` (and `next` when there is nothing "
-                                        "to show)."), "",
-                  "| Task | Data keys | Page counts |", "|---|---|---|"]
+        lines += [
+            "",
+            "### Tasks",
+            "",
+            (
+                "`task` selects what `data` holds; every task's data also has "
+                "`task`, `claim_status`, `reasons` (and `next` when there is nothing "
+                "to show)."
+            ),
+            "",
+            "| Task | Data keys | Page counts |",
+            "|---|---|---|",
+        ]
         for task, data in TASK_DATA.items():
             keys = ", ".join(f"`{k}`" for k in data["properties"] if k != "task")
             counts = ", ".join(f"`{c}`" for c in TASK_PAGE[task]) or "(one page: null)"
@@ -86,8 +100,10 @@ def _answer(envelope: dict[str, Any]) -> str:
 def _arguments(schema: dict[str, Any], prefix: str, required: set[str]) -> Iterator[str]:
     for name, spec in schema.get("properties", {}).items():
         path = prefix + name
-        yield (f"| `{path}` | {_type(spec)} | {_yes(name in required)} | {_allowed(spec)} | "
-               f"{_cell(spec.get('description', ''))} |")
+        yield (
+            f"| `{path}` | {_type(spec)} | {_yes(name in required)} | {_allowed(spec)} | "
+            f"{_cell(spec.get('description', ''))} |"
+        )
         if spec.get("type") == "object" and "properties" in spec:
             yield from _arguments(spec, path + ".", set(spec.get("required", ())))
 

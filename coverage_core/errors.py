@@ -57,8 +57,14 @@ class Remedy:
 
     __slots__ = ("arguments", "operation", "setting", "value")
 
-    def __init__(self, *, operation: str | None = None, arguments: Mapping[str, Any] | None = None,
-                 setting: str | None = None, value: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        operation: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        setting: str | None = None,
+        value: Any = None,
+    ) -> None:
         if (operation is None) == (setting is None):
             raise ValueError("a remedy names an operation or a setting")
         self.operation = operation
@@ -112,10 +118,19 @@ class CoverageError(Exception):
         remedy = body.get("remedy")
         back = None
         if isinstance(remedy, dict) and ("operation" in remedy) != ("setting" in remedy):
-            back = Remedy(operation=remedy.get("operation"), arguments=remedy.get("arguments"),
-                          setting=remedy.get("setting"), value=remedy.get("value"))
-        return cls(ErrorCode(body["code"]), str(body.get("message", "")), str(body.get("suggestion", "")),
-                   body.get("details") if isinstance(body.get("details"), dict) else {}, back)
+            back = Remedy(
+                operation=remedy.get("operation"),
+                arguments=remedy.get("arguments"),
+                setting=remedy.get("setting"),
+                value=remedy.get("value"),
+            )
+        return cls(
+            ErrorCode(body["code"]),
+            str(body.get("message", "")),
+            str(body.get("suggestion", "")),
+            body.get("details") if isinstance(body.get("details"), dict) else {},
+            back,
+        )
 
     def __repr__(self) -> str:
         return f"CoverageError({self.code.value!r}, {self.message!r})"

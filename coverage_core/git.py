@@ -74,12 +74,14 @@ def discover(path: str | os.PathLike[str] = ".") -> Checkout:
     except (OSError, ValueError) as exc:  # too long, a NUL byte, a loop of links
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise CoverageError(
-            ErrorCode.NOT_A_REPOSITORY, f"{_shown(start)}: not a usable path ({reason})",
+            ErrorCode.NOT_A_REPOSITORY,
+            f"{_shown(start)}: not a usable path ({reason})",
             "Run inside a git checkout or pass --repo PATH to one.",
         ) from None
     if not exists:
         raise CoverageError(
-            ErrorCode.NOT_A_REPOSITORY, f"{_shown(start)}: no such directory",
+            ErrorCode.NOT_A_REPOSITORY,
+            f"{_shown(start)}: no such directory",
             "Run inside a git checkout or pass --repo PATH to one.",
         )
     try:
@@ -129,7 +131,8 @@ def _open_failed(start: Path, exc: pygit2.GitError) -> CoverageError:
             {"path": str(directory), "owner_uid": uid},
         )
     return CoverageError(
-        ErrorCode.GIT_ERROR, f"git cannot open the repository at {_shown(start)}: {str(exc)[:300]}",
+        ErrorCode.GIT_ERROR,
+        f"git cannot open the repository at {_shown(start)}: {str(exc)[:300]}",
         "Check the repository with `git status` there; `git fsck` finds damage.",
         {"path": str(start)},
     )
@@ -212,7 +215,8 @@ class Git:
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             raise CoverageError(
-                ErrorCode.NOT_FOUND, f"{ref!r} does not name a commit in {self.checkout.worktree_path}",
+                ErrorCode.NOT_FOUND,
+                f"{ref!r} does not name a commit in {self.checkout.worktree_path}",
                 "Use a branch, a tag or a commit hash that exists here (git log --oneline).",
                 {"ref": ref},
             ) from None

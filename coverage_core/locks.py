@@ -62,9 +62,11 @@ def how_to_release(holder: dict[str, Any]) -> str:
         return "the daemon keeps its stores until it stops (`coverage-mcp stop`)"
     if owner == "cli":
         return "a coverage-mcp command releases it when it ends"
-    return (f"a notebook or Python session releases it when its Project is closed (the end of its "
-            f"`with open_project(...)` block, or project.close()) or when the process ends (pid {pid}; "
-            f"in Jupyter: shut down the kernel)")
+    return (
+        f"a notebook or Python session releases it when its Project is closed (the end of its "
+        f"`with open_project(...)` block, or project.close()) or when the process ends (pid {pid}; "
+        f"in Jupyter: shut down the kernel)"
+    )
 
 
 def instance_metadata(**extra: Any) -> dict[str, Any]:

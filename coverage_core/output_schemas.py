@@ -38,9 +38,20 @@ def obj(*required: str, **properties: Any) -> dict[str, Any]:
     return schema
 
 
-CONTEXT = obj("repo_key", "project_id", "checkout_path", "suite", "schema_revision", "stats",
-              repo_key=STRING, project_id=STRING, checkout_path=STRING, suite=NULLABLE_STRING,
-              schema_revision=INTEGER, stats=OBJECT)
+CONTEXT = obj(
+    "repo_key",
+    "project_id",
+    "checkout_path",
+    "suite",
+    "schema_revision",
+    "stats",
+    repo_key=STRING,
+    project_id=STRING,
+    checkout_path=STRING,
+    suite=NULLABLE_STRING,
+    schema_revision=INTEGER,
+    stats=OBJECT,
+)
 
 # Every data object states how far its evidence goes; ``next`` says what to do when nothing is shown.
 # ``reason_codes``: machine-readable codes of reasons that change what a caller should do
@@ -54,30 +65,110 @@ def _task(name: str, **properties: Any) -> dict[str, Any]:
 
 
 TASK_DATA: dict[str, dict[str, Any]] = {
-    "insight": _task("insight", snapshot_ids=ARRAY, commit=NULLABLE_STRING, files_with_gaps=INTEGER, targets=ARRAY,
-                     target_count=INTEGER, targets_truncated=BOOLEAN, files=ARRAY, legend=OBJECT,
-                     composite=OBJECT),
-    "change": _task("change", baseline=OBJECT, current=OBJECT, diff=OBJECT, categories=OBJECT, branches=OBJECT,
-                    functions=OBJECT, patch=OBJECT, regression=OBJECT, not_measured=OBJECT, outside_scope=OBJECT,
-                    files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN, ranges_cursor=NULLABLE_STRING,
-                    legend=OBJECT, comparison=OBJECT),
-    "incremental": _task("incremental", projection=STRING, baseline=OBJECT, current=OBJECT, lines=OBJECT,
-                         branches=OBJECT, functions=OBJECT, categories=OBJECT, regression=OBJECT, tests=OBJECT,
-                         attribution=OBJECT, diff=OBJECT, files=ARRAY, ranges=ARRAY, ranges_truncated=BOOLEAN,
-                         legend=OBJECT, comparison=OBJECT),
-    "history": _task("history", suite=STRING, subject=STRING, counter=STRING, points=ARRAY, rows=ARRAY,
-                     rows_truncated=BOOLEAN, all_points=ARRAY, window=OBJECT, legend=OBJECT),
-    "source": _task("source", snapshot_id=STRING, commit=NULLABLE_STRING, file=STRING, ranges=ARRAY,
-                    lines_truncated=BOOLEAN, legend=OBJECT),
-    "tests": _task("tests", snapshot_id=STRING, named_tests=INTEGER, status=STRING, duplicate_groups=INTEGER,
-                   duplicates=ARRAY, duplicates_truncated=BOOLEAN, legend=OBJECT),
-    "audit": _task("audit", snapshot_id=STRING, commit=NULLABLE_STRING, totals=OBJECT, files=ARRAY, legend=OBJECT),
+    "insight": _task(
+        "insight",
+        snapshot_ids=ARRAY,
+        commit=NULLABLE_STRING,
+        files_with_gaps=INTEGER,
+        targets=ARRAY,
+        target_count=INTEGER,
+        targets_truncated=BOOLEAN,
+        files=ARRAY,
+        legend=OBJECT,
+        composite=OBJECT,
+    ),
+    "change": _task(
+        "change",
+        baseline=OBJECT,
+        current=OBJECT,
+        diff=OBJECT,
+        categories=OBJECT,
+        branches=OBJECT,
+        functions=OBJECT,
+        patch=OBJECT,
+        regression=OBJECT,
+        not_measured=OBJECT,
+        outside_scope=OBJECT,
+        files=ARRAY,
+        ranges=ARRAY,
+        ranges_truncated=BOOLEAN,
+        ranges_cursor=NULLABLE_STRING,
+        legend=OBJECT,
+        comparison=OBJECT,
+    ),
+    "incremental": _task(
+        "incremental",
+        projection=STRING,
+        baseline=OBJECT,
+        current=OBJECT,
+        lines=OBJECT,
+        branches=OBJECT,
+        functions=OBJECT,
+        categories=OBJECT,
+        regression=OBJECT,
+        tests=OBJECT,
+        attribution=OBJECT,
+        diff=OBJECT,
+        files=ARRAY,
+        ranges=ARRAY,
+        ranges_truncated=BOOLEAN,
+        legend=OBJECT,
+        comparison=OBJECT,
+    ),
+    "history": _task(
+        "history",
+        suite=STRING,
+        subject=STRING,
+        counter=STRING,
+        points=ARRAY,
+        rows=ARRAY,
+        rows_truncated=BOOLEAN,
+        all_points=ARRAY,
+        window=OBJECT,
+        legend=OBJECT,
+    ),
+    "source": _task(
+        "source",
+        snapshot_id=STRING,
+        commit=NULLABLE_STRING,
+        file=STRING,
+        ranges=ARRAY,
+        lines_truncated=BOOLEAN,
+        legend=OBJECT,
+    ),
+    "tests": _task(
+        "tests",
+        snapshot_id=STRING,
+        named_tests=INTEGER,
+        status=STRING,
+        duplicate_groups=INTEGER,
+        duplicates=ARRAY,
+        duplicates_truncated=BOOLEAN,
+        legend=OBJECT,
+    ),
+    "audit": _task(
+        "audit", snapshot_id=STRING, commit=NULLABLE_STRING, totals=OBJECT, files=ARRAY, legend=OBJECT
+    ),
     "all": _task("all", change=OBJECT, insight=OBJECT, history=OBJECT),
     "snapshots": _task("snapshots", filter=OBJECT, snapshots=ARRAY, legend=OBJECT),
-    "files": _task("files", snapshot_id=STRING, order={"enum": list(FILE_ORDERS)}, total=INTEGER, files=ARRAY,
-                   legend=OBJECT),
-    "file": _task("file", snapshot_id=STRING, summary=OBJECT, tests=ARRAY, lines=OBJECT, branches=OBJECT,
-                  functions=OBJECT, regions=OBJECT),
+    "files": _task(
+        "files",
+        snapshot_id=STRING,
+        order={"enum": list(FILE_ORDERS)},
+        total=INTEGER,
+        files=ARRAY,
+        legend=OBJECT,
+    ),
+    "file": _task(
+        "file",
+        snapshot_id=STRING,
+        summary=OBJECT,
+        tests=ARRAY,
+        lines=OBJECT,
+        branches=OBJECT,
+        functions=OBJECT,
+        regions=OBJECT,
+    ),
 }
 
 # What each task's page counts (all integers), beside next_cursor; null when there is one page only.
@@ -99,8 +190,11 @@ TASK_PAGE: dict[str, tuple[str, ...]] = {
 
 def page(*counts: str, nullable: bool = True) -> dict[str, Any]:
     """A page: its counts, and ``next_cursor`` (pass it as cursor to continue; null on the last page)."""
-    schema = obj("next_cursor", next_cursor=NULLABLE_STRING,
-                 **{count: OBJECT if count == "parts_truncated" else INTEGER for count in counts})
+    schema = obj(
+        "next_cursor",
+        next_cursor=NULLABLE_STRING,
+        **{count: OBJECT if count == "parts_truncated" else INTEGER for count in counts},
+    )
     if nullable:
         schema["type"] = ["object", "null"]
     return schema
@@ -111,25 +205,44 @@ def envelope(data: dict[str, Any], page_schema: dict[str, Any]) -> dict[str, Any
 
 
 PROJECT_CONTEXT = envelope(
-    obj("project", "suites", "settings", "claim_status", "reasons",
-        project=OBJECT, suites=ARRAY, suites_truncated=BOOLEAN, latest_composite={"type": ["object", "null"]},
-        active_runs=ARRAY, active_runs_truncated=BOOLEAN, settings=OBJECT, commands=ARRAY, **CLAIM,
-        compaction=OBJECT),
+    obj(
+        "project",
+        "suites",
+        "settings",
+        "claim_status",
+        "reasons",
+        project=OBJECT,
+        suites=ARRAY,
+        suites_truncated=BOOLEAN,
+        latest_composite={"type": ["object", "null"]},
+        active_runs=ARRAY,
+        active_runs_truncated=BOOLEAN,
+        settings=OBJECT,
+        commands=ARRAY,
+        **CLAIM,
+        compaction=OBJECT,
+    ),
     page("reserved_words", "word_count", "response_word_count", "max_words", nullable=False),
 )
 
 COVERAGE_REVIEW = envelope(
-    {**obj("task", "claim_status", "reasons", task={"enum": list(TASK_DATA)}, **CLAIM),
-     "anyOf": list(TASK_DATA.values())},
+    {
+        **obj("task", "claim_status", "reasons", task={"enum": list(TASK_DATA)}, **CLAIM),
+        "anyOf": list(TASK_DATA.values()),
+    },
     page(*dict.fromkeys(count for counts in TASK_PAGE.values() for count in counts)),
 )
 
 # An ordinary import answers snapshot and duplicate; a composite import (inventory_path, reports) composite.
 COVERAGE_IMPORT = envelope(
-    obj("claim_status", "reasons",
+    obj(
+        "claim_status",
+        "reasons",
         snapshot={"type": "object", "required": ["snapshot_id", "suite", "commit", "totals", "base_ref"]},
-        duplicate=BOOLEAN, **CLAIM,
-        composite=OBJECT),
+        duplicate=BOOLEAN,
+        **CLAIM,
+        composite=OBJECT,
+    ),
     {"type": "null"},
 )
 
@@ -142,13 +255,31 @@ RUN = {"type": "object", "required": ["id", "state", "artifacts", "reused"]}
 # artifacts to it, closed). A composite artifact (kind composite, path = its inventory) answers the
 # composite_snapshot_id it built and each report's status; measurement {"run_id"} reads snapshot_ids only.
 RUN_ARTIFACT = obj(
-    "path", "status", "snapshot_id",
-    path=STRING, status={"enum": ["ingested", "skipped_stale", "failed"]}, snapshot_id=NULLABLE_STRING,
-    error_code=STRING, detail=STRING, kind={"const": "composite"}, composite_snapshot_id=NULLABLE_STRING,
+    "path",
+    "status",
+    "snapshot_id",
+    path=STRING,
+    status={"enum": ["ingested", "skipped_stale", "failed"]},
+    snapshot_id=NULLABLE_STRING,
+    error_code=STRING,
+    detail=STRING,
+    kind={"const": "composite"},
+    composite_snapshot_id=NULLABLE_STRING,
     composite_status={"enum": ["complete", "incomplete", None]},
-    reports={"type": "array", "items": obj(
-        "component", "variant", "path", "status", component=STRING, variant=NULLABLE_STRING, path=STRING,
-        status={"enum": ["used", "skipped_stale"]}, detail=STRING)},
+    reports={
+        "type": "array",
+        "items": obj(
+            "component",
+            "variant",
+            "path",
+            "status",
+            component=STRING,
+            variant=NULLABLE_STRING,
+            path=STRING,
+            status={"enum": ["used", "skipped_stale"]},
+            detail=STRING,
+        ),
+    },
 )
 
 REGISTER_TEST_COMMAND = envelope(
@@ -159,8 +290,16 @@ REGISTER_TEST_COMMAND = envelope(
 RUN_TEST = envelope(obj("run", run=RUN, next=STRING), {"type": "null"})
 
 RUN_REVIEW = envelope(
-    obj("view", "run", view={"enum": ["status", "logs"]}, run={"type": "object", "required": ["id", "state"]},
-        logs=OBJECT, text=ARRAY, search=STRING, matches=ARRAY),
+    obj(
+        "view",
+        "run",
+        view={"enum": ["status", "logs"]},
+        run={"type": "object", "required": ["id", "state"]},
+        logs=OBJECT,
+        text=ARRAY,
+        search=STRING,
+        matches=ARRAY,
+    ),
     {"type": ["object", "null"], "properties": {"next_cursor": NULLABLE_STRING}},
 )
 

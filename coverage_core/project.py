@@ -91,7 +91,10 @@ class Project:
         with self._state_lock:
             if self._state is None or time.monotonic() - self._state[0] >= CHECKOUT_STATE_TTL_S:
                 git = self.git
-                self._state = (time.monotonic(), CheckoutState(git.head_commit(), git.branch(), git.is_dirty()))
+                self._state = (
+                    time.monotonic(),
+                    CheckoutState(git.head_commit(), git.branch(), git.is_dirty()),
+                )
             return self._state[1]
 
     # -- writes -------------------------------------------------------------
@@ -125,7 +128,8 @@ class Project:
         _check_name("suite", suite)
         if scope not in SCOPES:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"scope must be one of {SCOPES}, got {scope!r}",
+                ErrorCode.INVALID_ARGUMENT,
+                f"scope must be one of {SCOPES}, got {scope!r}",
                 "Use 'complete' for a whole test run, 'subset' for a run of selected tests.",
             )
         head = self.git.head_commit()
@@ -134,15 +138,36 @@ class Project:
         cap = self.settings.max_report_bytes
         with opened, PARSE_BUDGET.claim(claim_bytes(opened, cap)):
             try:
-                return self._ingest_opened(opened, suite, format, scope, commit, head, branch, path_map,
-                                           provenance, progress, require_mapped, also)
+                return self._ingest_opened(
+                    opened,
+                    suite,
+                    format,
+                    scope,
+                    commit,
+                    head,
+                    branch,
+                    path_map,
+                    provenance,
+                    progress,
+                    require_mapped,
+                    also,
+                )
             except CoverageError as exc:
                 raise _shed(exc) from None
 
     def _ingest_opened(
-        self, opened: OpenedReport, suite: str, format: str | None, scope: str, commit: str, head: str | None,
-        branch: str | None, path_map: Sequence[tuple[str, str]], provenance: str,
-        progress: Callable[[str], None] | None, require_mapped: bool = False,
+        self,
+        opened: OpenedReport,
+        suite: str,
+        format: str | None,
+        scope: str,
+        commit: str,
+        head: str | None,
+        branch: str | None,
+        path_map: Sequence[tuple[str, str]],
+        provenance: str,
+        progress: Callable[[str], None] | None,
+        require_mapped: bool = False,
         also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
     ) -> Snapshot:
         on_head = commit == head
@@ -160,9 +185,14 @@ class Project:
         parsed = parse_bytes(raw, format)
         unused = unused_path_maps([f.path for f in parsed.files], path_map)
         if unused:
-            parsed = attrs.evolve(parsed, warnings=parsed.warnings + tuple(
-                ReportWarning("path_map_unused", f"--path-map {old}={new} matched no path of the report")
-                for old, new in unused))
+            parsed = attrs.evolve(
+                parsed,
+                warnings=parsed.warnings
+                + tuple(
+                    ReportWarning("path_map_unused", f"--path-map {old}={new} matched no path of the report")
+                    for old, new in unused
+                ),
+            )
         if progress:
             progress("mapping")
         blobs = self.git.blob_ids(commit) if commit else {}
@@ -215,7 +245,9 @@ class Project:
             ids.append(blob)
         return MeasuredText(tuple(ids), texts)
 
-    def measured_matches_worktree(self, snapshot: Snapshot, con: duckdb.DuckDBPyConnection | None = None) -> bool:
+    def measured_matches_worktree(
+        self, snapshot: Snapshot, con: duckdb.DuckDBPyConnection | None = None
+    ) -> bool:
         """Whether the text ``snapshot`` measured is the working tree's now: its commit is HEAD and every
         measured (mapped) file's recorded content identity equals the blob id of the working-tree file.
 
@@ -249,7 +281,11 @@ class Project:
 
     # -- reads --------------------------------------------------------------
     def snapshots(
-        self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
         limit: int | None = None,
     ) -> list[Snapshot]:
         """Snapshots, newest first, filtered by suite, branch and commit (a hash prefix); at most ``limit``.
@@ -266,7 +302,9 @@ class Project:
         """The newest snapshot of ``suite``, or None before its first ingest."""
         return self.store.latest(suite)
 
-    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
+    def files(
+        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
         """One page of a snapshot's files with their counts.
 
         ``order`` is ``"path"``, ``"uncovered"`` (most uncovered lines first) or
@@ -289,34 +327,64 @@ class Project:
         always. ``dry_run`` answers what would go and deletes nothing. Example:
         ``project.delete_snapshots(["snap-1a2b"], dry_run=True).rows``.
         """
-        return self.store.delete_snapshots(ids, force=force, dry_run=dry_run, in_use=self.in_use_by_active_runs)
+        return self.store.delete_snapshots(
+            ids, force=force, dry_run=dry_run, in_use=self.in_use_by_active_runs
+        )
 
-    def prune_snapshots(self, suite: str, keep: int, *, force: bool = False, dry_run: bool = False) -> Deletion:
+    def prune_snapshots(
+        self, suite: str, keep: int, *, force: bool = False, dry_run: bool = False
+    ) -> Deletion:
         """Delete every snapshot of ``suite`` but its ``keep`` newest (``keep=0`` needs ``force``), as
         ``delete_snapshots`` does. Example: ``project.prune_snapshots("unit", keep=10)``."""
         if keep < 0:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"keep must be 0 or more, got {keep}",
-                                "Say how many of the newest snapshots to keep, e.g. --keep 10.")
-        return self.store.delete_snapshots(prune=(suite, keep), force=force, dry_run=dry_run,
-                                           in_use=self.in_use_by_active_runs)
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"keep must be 0 or more, got {keep}",
+                "Say how many of the newest snapshots to keep, e.g. --keep 10.",
+            )
+        return self.store.delete_snapshots(
+            prune=(suite, keep), force=force, dry_run=dry_run, in_use=self.in_use_by_active_runs
+        )
 
     # -- compaction -----------------------------------------------------------
-    def compact(self, *, older_than: str | None = None, dry_run: bool = False, limit: int | None = None,
-                trigger: str = "manual", on_stage: Callable[[str], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> compaction.PassResult:
+    def compact(
+        self,
+        *,
+        older_than: str | None = None,
+        dry_run: bool = False,
+        limit: int | None = None,
+        trigger: str = "manual",
+        on_stage: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        record_idle: bool = True,
+    ) -> compaction.PassResult:
         """Compact the snapshots older than ``older_than`` (``"30d"``, ``"12h"``, ``"0"``; default: the
         policy's ``after_days``) into zstd payloads, oldest first, at most ``limit``; the newest snapshot
         of each suite and snapshots active runs need are left alone. Answers stay identical: detail is
         restored transparently. ``dry_run`` says what would be compacted. Example:
         ``project.compact(older_than="90d", dry_run=True).eligible``."""
-        age = (compaction.parse_age(older_than) if older_than is not None
-               else dt.timedelta(days=self.compaction_policy().after_days))
+        age = (
+            compaction.parse_age(older_than)
+            if older_than is not None
+            else dt.timedelta(days=self.compaction_policy().after_days)
+        )
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"limit must be a positive whole number, got {limit!r}",
-                                "Give how many snapshots to compact at most, e.g. 10.")
-        return compaction.run_pass(self.store, older_than=age, limit=limit, dry_run=dry_run, trigger=trigger,
-                                   in_use=self._in_use_ids, on_stage=on_stage, should_stop=should_stop,
-                                   record_idle=record_idle)
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"limit must be a positive whole number, got {limit!r}",
+                "Give how many snapshots to compact at most, e.g. 10.",
+            )
+        return compaction.run_pass(
+            self.store,
+            older_than=age,
+            limit=limit,
+            dry_run=dry_run,
+            trigger=trigger,
+            in_use=self._in_use_ids,
+            on_stage=on_stage,
+            should_stop=should_stop,
+            record_idle=record_idle,
+        )
 
     def compaction_policy(self) -> compaction.Policy:
         """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``)."""
@@ -331,8 +399,11 @@ class Project:
         keys = {f.key.removeprefix("compaction_"): f.key for f in compaction.POLICY_FIELDS}
         unknown = sorted(set(values) - set(keys))
         if unknown:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction policy field(s): {', '.join(unknown)}",
-                                f"Policy fields are: {', '.join(keys)}.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown compaction policy field(s): {', '.join(unknown)}",
+                f"Policy fields are: {', '.join(keys)}.",
+            )
         con = self.store.con.cursor()
         try:
             with self.store._write_lock:
@@ -372,8 +443,14 @@ class Project:
         return self._analysis.sql(sql, params=list(params)) if params else self._analysis.sql(sql)
 
 
-def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None, owner: str | None = None,
-                 wait_ms: int = 0, waiting: Callable[[dict[str, Any]], None] | None = None) -> Project:
+def open_project(
+    path: str | os.PathLike[str] = ".",
+    *,
+    settings: Settings | None = None,
+    owner: str | None = None,
+    wait_ms: int = 0,
+    waiting: Callable[[dict[str, Any]], None] | None = None,
+) -> Project:
     """Open the coverage store of the repository containing ``path``.
 
     The returned Project holds the store (one process at a time) until it is
@@ -394,8 +471,13 @@ T = TypeVar("T")
 STORE_RETRY_S = 0.05
 
 
-def wait_for_store(open_store: Callable[[], T], wait_ms: int, waiting: Callable[[dict[str, Any]], None] | None = None,
-                   *, limit_name: str | None = None) -> T:
+def wait_for_store(
+    open_store: Callable[[], T],
+    wait_ms: int,
+    waiting: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    limit_name: str | None = None,
+) -> T:
     """``open_store()``, retried while it raises ``store_locked``, for up to ``wait_ms``.
 
     After the limit the error says whom it waited for, how that holder lets
@@ -421,17 +503,27 @@ def wait_for_store(open_store: Callable[[], T], wait_ms: int, waiting: Callable[
         time.sleep(STORE_RETRY_S)
 
 
-def _not_released(error: CoverageError, holder: dict[str, Any], wait_ms: int, limit_name: str | None) -> CoverageError:
+def _not_released(
+    error: CoverageError, holder: dict[str, Any], wait_ms: int, limit_name: str | None
+) -> CoverageError:
     limit = f"{limit_name}={wait_ms}" if limit_name else f"{wait_ms} ms"
     database = holder.get("database") or "the coverage store"
-    message = (f"{database} is held by {describe_holder(holder)} and was not released within {limit}: "
-               f"{how_to_release(holder)}")
+    message = (
+        f"{database} is held by {describe_holder(holder)} and was not released within {limit}: "
+        f"{how_to_release(holder)}"
+    )
     if holder.get("owner") == "cli" and limit_name:
         longer = max(4 * wait_ms, 120_000)
-        return CoverageError(ErrorCode.STORE_LOCKED, message,
-                             f"Retry when that command has finished, or wait longer: {limit_name}={longer}.",
-                             error.details, Remedy(setting=limit_name, value=longer))
-    return CoverageError(ErrorCode.STORE_LOCKED, message, "Release the store in the holder, then retry.", error.details)
+        return CoverageError(
+            ErrorCode.STORE_LOCKED,
+            message,
+            f"Retry when that command has finished, or wait longer: {limit_name}={longer}.",
+            error.details,
+            Remedy(setting=limit_name, value=longer),
+        )
+    return CoverageError(
+        ErrorCode.STORE_LOCKED, message, "Release the store in the holder, then retry.", error.details
+    )
 
 
 def _shed(exc: CoverageError) -> CoverageError:
@@ -458,7 +550,8 @@ def _nothing_mapped(paths: list[str], root: str, unused: Sequence[tuple[str, str
 def _check_name(what: str, value: str) -> None:
     if not isinstance(value, str) or not value or len(value) > 200 or any(c in value for c in "\0\n\r"):
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"{what} must be a non-empty single-line name of at most 200 characters",
+            ErrorCode.INVALID_ARGUMENT,
+            f"{what} must be a non-empty single-line name of at most 200 characters",
             f"Pick a short {what} name such as 'unit' or 'integration'.",
         )
 
@@ -467,7 +560,8 @@ def parse_path_map(text: str) -> tuple[str, str]:
     """``OLD=NEW`` from the command line, as a (report prefix, repository prefix) pair."""
     if "=" not in text:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"path map {text!r} is not OLD=NEW",
+            ErrorCode.INVALID_ARGUMENT,
+            f"path map {text!r} is not OLD=NEW",
             "Write it as the report's prefix, '=', and the repository-relative prefix: /build/app=src",
         )
     old, new = text.split("=", 1)
@@ -476,8 +570,15 @@ def parse_path_map(text: str) -> tuple[str, str]:
 
 # The report files test tools write by default, relative to the checkout root, in the order listed when none is found.
 USUAL_REPORTS = (
-    "coverage.json", "coverage.xml", "lcov.info", "coverage/lcov.info", "coverage-final.json",
-    "coverage/coverage-final.json", "cover.out", "jacoco.xml", "target/site/jacoco/jacoco.xml",
+    "coverage.json",
+    "coverage.xml",
+    "lcov.info",
+    "coverage/lcov.info",
+    "coverage-final.json",
+    "coverage/coverage-final.json",
+    "cover.out",
+    "jacoco.xml",
+    "target/site/jacoco/jacoco.xml",
 )
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -490,6 +591,7 @@ def find_reports(root: str | os.PathLike[str]) -> list[Path]:
 
 def unused_path_maps(paths: Sequence[str], path_map: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """The path maps whose prefix starts none of the report's ``paths`` (by the rule mapping applies)."""
+
     def matches(old: str, path: str) -> bool:  # storage.paths._map_one's prefix test
         old_n, path_n = norm_report_path(old), norm_report_path(path)
         return path_n == old_n or path_n.startswith(old_n.rstrip("/") + "/")

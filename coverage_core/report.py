@@ -321,9 +321,7 @@ class ReportBuilder:
             "branches": detail_file_totals(branches, n, hit_column="taken"),
             "functions": detail_file_totals(functions, n, hit_column="hits"),
         }
-        ft: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            k: v for k, v in derived.items() if v is not None
-        }
+        ft: dict[str, tuple[np.ndarray, np.ndarray]] = {k: v for k, v in derived.items() if v is not None}
         if file_totals:
             ft.update({k: (np.asarray(f, I64), np.asarray(h, I64)) for k, (f, h) in file_totals.items()})
         if totals is None:

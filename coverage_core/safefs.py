@@ -27,8 +27,14 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFREG: "a regular file", stat.S_IFIFO: "a FIFO",
-          stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFREG: "a regular file",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def refusal(path: Path, why: str, reason: str) -> CoverageError:
@@ -53,7 +59,9 @@ def _check(path: Path, st: os.stat_result, kind: str) -> None:
     wanted = stat.S_ISDIR if kind == DIRECTORY else stat.S_ISREG
     if not wanted(st.st_mode):
         found = _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
-        raise refusal(path, f"is {found}, not a {'directory' if kind == DIRECTORY else 'regular file'}", "type")
+        raise refusal(
+            path, f"is {found}, not a {'directory' if kind == DIRECTORY else 'regular file'}", "type"
+        )
     if st.st_uid != os.geteuid():
         raise refusal(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})", "owner")
 
@@ -103,8 +111,13 @@ def _open_refusal(path: Path, exc: OSError) -> CoverageError:
     if exc.errno in (errno.ELOOP, errno.EMLINK):
         return refusal(path, "is a symbolic link", "symlink")
     if exc.errno in (errno.EISDIR, errno.ENOTDIR):
-        return refusal(path, "is a directory, not a regular file" if exc.errno == errno.EISDIR else
-                       "is under something that is not a directory", "type")
+        return refusal(
+            path,
+            "is a directory, not a regular file"
+            if exc.errno == errno.EISDIR
+            else "is under something that is not a directory",
+            "type",
+        )
     return refusal(path, f"cannot be opened ({exc.strerror})", "unreadable")
 
 

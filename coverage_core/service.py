@@ -62,14 +62,17 @@ def _import(call: Call) -> dict[str, Any]:
     if composite_import.wants_composite(call.args):
         if "report_path" in call.args:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, "pass report_path (an ordinary snapshot) or inventory_path with reports "
-                "(a composite), not both", "Import the ordinary report and build the composite in two calls.",
+                ErrorCode.INVALID_ARGUMENT,
+                "pass report_path (an ordinary snapshot) or inventory_path with reports "
+                "(a composite), not both",
+                "Import the ordinary report and build the composite in two calls.",
             )
         return composite_import.import_answer(call)
     if "report_path" not in call.args:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "coverage_import needs report_path (or inventory_path with reports)",
-            "Pass the report's path inside the checkout, e.g. {\"report_path\": \"coverage.json\"}.",
+            ErrorCode.INVALID_ARGUMENT,
+            "coverage_import needs report_path (or inventory_path with reports)",
+            'Pass the report\'s path inside the checkout, e.g. {"report_path": "coverage.json"}.',
         )
     root = call.project.checkout.worktree_path
     text = call.args["report_path"]
@@ -88,8 +91,12 @@ def _import(call: Call) -> dict[str, Any]:
     return _ingest_answer(call, open_within(root, path), ())
 
 
-def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[str, str]],
-                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def _ingest_answer(
+    call: Call,
+    report: OpenedReport,
+    path_map: Sequence[tuple[str, str]],
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     args, project = call.args, call.project
     with report:
         if args.get("base_ref"):
@@ -111,22 +118,41 @@ def _ingest_answer(call: Call, report: OpenedReport, path_map: Sequence[tuple[st
     return {"data": {"snapshot": body, "duplicate": snap.duplicate, **context.claim_for(call, snap)}}
 
 
-SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN,
-               "description": "A snapshot id as listed by task=snapshots (snap-...)."}
+SNAPSHOT_ID = {
+    "type": "string",
+    "pattern": SNAPSHOT_ID_PATTERN,
+    "description": "A snapshot id as listed by task=snapshots (snap-...).",
+}
 
 _LIMITS = {
     "type": "object",
     "additionalProperties": False,
     "description": "Response bounds; each has a default and a range.",
     "properties": {
-        "max_files": {"type": "integer", "minimum": 1, "maximum": budget.MAX_FILES_CAP,
-                      "description": f"Files per answer (default {budget.DEFAULT_MAX_FILES})."},
-        "max_regions": {"type": "integer", "minimum": 1, "maximum": budget.MAX_REGIONS_CAP,
-                        "description": f"Ranked targets or ranges per answer (default {budget.DEFAULT_MAX_REGIONS})."},
-        "max_words": {"type": "integer", "minimum": budget.MIN_WORDS, "maximum": budget.MAX_WORDS,
-                      "description": f"Word budget over the whole data object (default {budget.DEFAULT_MAX_WORDS})."},
-        "max_bytes": {"type": "integer", "minimum": budget.MIN_BYTES, "maximum": budget.MAX_BYTES,
-                      "description": f"Byte budget of data's compact JSON (default {budget.DEFAULT_MAX_BYTES})."},
+        "max_files": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": budget.MAX_FILES_CAP,
+            "description": f"Files per answer (default {budget.DEFAULT_MAX_FILES}).",
+        },
+        "max_regions": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": budget.MAX_REGIONS_CAP,
+            "description": f"Ranked targets or ranges per answer (default {budget.DEFAULT_MAX_REGIONS}).",
+        },
+        "max_words": {
+            "type": "integer",
+            "minimum": budget.MIN_WORDS,
+            "maximum": budget.MAX_WORDS,
+            "description": f"Word budget over the whole data object (default {budget.DEFAULT_MAX_WORDS}).",
+        },
+        "max_bytes": {
+            "type": "integer",
+            "minimum": budget.MIN_BYTES,
+            "maximum": budget.MAX_BYTES,
+            "description": f"Byte budget of data's compact JSON (default {budget.DEFAULT_MAX_BYTES}).",
+        },
     },
 }
 
@@ -174,9 +200,17 @@ OPERATIONS: dict[str, Operation] = {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "max_words": {"type": "integer", "minimum": budget.MIN_WORDS, "maximum": budget.MAX_WORDS,
-                                  "description": f"Word budget over data (default {budget.DEFAULT_MAX_WORDS})."},
-                    "cursor": {"type": "string", "maxLength": 2000, "description": "page.next_cursor of a previous answer."},
+                    "max_words": {
+                        "type": "integer",
+                        "minimum": budget.MIN_WORDS,
+                        "maximum": budget.MAX_WORDS,
+                        "description": f"Word budget over data (default {budget.DEFAULT_MAX_WORDS}).",
+                    },
+                    "cursor": {
+                        "type": "string",
+                        "maxLength": 2000,
+                        "description": "page.next_cursor of a previous answer.",
+                    },
                 },
             },
             handler=context.project_context,
@@ -206,34 +240,56 @@ OPERATIONS: dict[str, Operation] = {
                     "measurement": _MEASUREMENT,
                     "baseline": _BASELINE,
                     "limits": _LIMITS,
-                    "representation": {"enum": ["review", "compact", "audit"],
-                                       "description": "compact (default): short tuples with a legend; review: "
-                                       "readable grouped ranges; audit: exact records."},
+                    "representation": {
+                        "enum": ["review", "compact", "audit"],
+                        "description": "compact (default): short tuples with a legend; review: "
+                        "readable grouped ranges; audit: exact records.",
+                    },
                     "cursor": {"type": "string", "maxLength": 2000},
-                    "file": {"type": "string", "minLength": 1, "maxLength": 4096,
-                             "description": "Repository-relative path to focus on."},
-                    "lines": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$",
-                              "description": "A line or range 'A-B' within file."},
-                    "ranges": {"type": "array", "maxItems": 10,
-                               "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
-                               "description": "source: up to 10 line ranges 'A-B'."},
+                    "file": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 4096,
+                        "description": "Repository-relative path to focus on.",
+                    },
+                    "lines": {
+                        "type": "string",
+                        "pattern": "^[0-9]+(-[0-9]+)?$",
+                        "description": "A line or range 'A-B' within file.",
+                    },
+                    "ranges": {
+                        "type": "array",
+                        "maxItems": 10,
+                        "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+                        "description": "source: up to 10 line ranges 'A-B'.",
+                    },
                     "filter": {
-                        "type": "object", "additionalProperties": False,
+                        "type": "object",
+                        "additionalProperties": False,
                         "description": "snapshots: only these (all given must match).",
                         "properties": {
                             "snapshot_id": SNAPSHOT_ID,
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                             "branch": {"type": "string", "minLength": 1, "maxLength": 500},
-                            "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$",
-                                       "description": "A commit or a prefix of at least 4 hex digits."},
+                            "commit": {
+                                "type": "string",
+                                "pattern": "^[0-9a-f]{4,64}$",
+                                "description": "A commit or a prefix of at least 4 hex digits.",
+                            },
                         },
                     },
-                    "page_size": {"type": "integer", "minimum": 1, "maximum": listing.MAX_PAGE_SIZE,
-                                  "description": "snapshots, files: records per page (default "
-                                  f"{listing.DEFAULT_PAGE_SIZE}); the budget may cut a page shorter."},
-                    "order": {"enum": list(listing.FILE_ORDERS),
-                              "description": "files: by path (default), most uncovered lines first, or "
-                              "lowest coverage first."},
+                    "page_size": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": listing.MAX_PAGE_SIZE,
+                        "description": "snapshots, files: records per page (default "
+                        f"{listing.DEFAULT_PAGE_SIZE}); the budget may cut a page shorter.",
+                    },
+                    "order": {
+                        "enum": list(listing.FILE_ORDERS),
+                        "description": "files: by path (default), most uncovered lines first, or "
+                        "lowest coverage first.",
+                    },
                 },
             },
             handler=tasks.coverage_review,
@@ -252,8 +308,12 @@ OPERATIONS: dict[str, Operation] = {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "report_path": {"type": "string", "minLength": 1, "maxLength": 4096,
-                                    "description": "Relative to the checkout root, or absolute within it."},
+                    "report_path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 4096,
+                        "description": "Relative to the checkout root, or absolute within it.",
+                    },
                     "format": {"enum": list(FORMATS)},
                     "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                     "branch": {"type": "string", "minLength": 1, "maxLength": 500},
@@ -261,9 +321,13 @@ OPERATIONS: dict[str, Operation] = {
                     "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
                     "scope": {"enum": list(SCOPES)},
                     "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096},
-                    "reports": {"type": "array", "minItems": 1, "maxItems": 64,
-                                "items": {"type": "string", "minLength": 1, "maxLength": 4200},
-                                "description": "COMPONENT[:VARIANT]=PATH each."},
+                    "reports": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 64,
+                        "items": {"type": "string", "minLength": 1, "maxLength": 4200},
+                        "description": "COMPONENT[:VARIANT]=PATH each.",
+                    },
                 },
             },
             handler=_import,
@@ -287,22 +351,39 @@ OPERATIONS: dict[str, Operation] = {
                 "required": ["name", "argv", "artifacts"],
                 "properties": {
                     "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "argv": {"type": "array", "minItems": 1, "maxItems": 256,
-                             "items": {"type": "string", "maxLength": 4096}},
+                    "argv": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 256,
+                        "items": {"type": "string", "maxLength": 4096},
+                    },
                     "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
                     "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
-                    "env": {"type": "object", "maxProperties": 64, "additionalProperties": {"type": "string"}},
-                    "artifacts": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
-                        "type": "object", "additionalProperties": False,
-                        "properties": {
-                            "composite": {"type": "object"},
-                            "path": {"type": "string", "minLength": 1, "maxLength": 4096},
-                            "format": {"enum": list(FORMATS)},
-                            "suite": {"type": "string", "minLength": 1, "maxLength": 200},
-                            "scope": {"enum": list(SCOPES)},
-                        }}},
-                    "args_policy": {"enum": ["none", "selectors"],
-                                    "description": "selectors: run_test may append test paths/ids (never options)."},
+                    "env": {
+                        "type": "object",
+                        "maxProperties": 64,
+                        "additionalProperties": {"type": "string"},
+                    },
+                    "artifacts": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 16,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "composite": {"type": "object"},
+                                "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                                "format": {"enum": list(FORMATS)},
+                                "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                                "scope": {"enum": list(SCOPES)},
+                            },
+                        },
+                    },
+                    "args_policy": {
+                        "enum": ["none", "selectors"],
+                        "description": "selectors: run_test may append test paths/ids (never options).",
+                    },
                     "human_approved": {"type": "boolean"},
                     "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
                     "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
@@ -334,11 +415,21 @@ OPERATIONS: dict[str, Operation] = {
                     "wait": {"type": "boolean"},
                     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
                     "reuse_if_unchanged": {"type": "boolean"},
-                    "baseline": {"type": "object", "additionalProperties": False, "maxProperties": 1,
-                                 "minProperties": 1, "properties": {
-                                     "snapshot_id": SNAPSHOT_ID,
-                                     "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1,
-                                                      "maxItems": 32}}},
+                    "baseline": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "maxProperties": 1,
+                        "minProperties": 1,
+                        "properties": {
+                            "snapshot_id": SNAPSHOT_ID,
+                            "snapshot_ids": {
+                                "type": "array",
+                                "items": SNAPSHOT_ID,
+                                "minItems": 1,
+                                "maxItems": 32,
+                            },
+                        },
+                    },
                 },
             },
             handler=execution.run_test,
@@ -408,7 +499,8 @@ class Service:
         op = OPERATIONS.get(name)
         if op is None:
             raise CoverageError(
-                ErrorCode.NOT_FOUND, f"unknown operation {name!r}",
+                ErrorCode.NOT_FOUND,
+                f"unknown operation {name!r}",
                 f"Use one of: {', '.join(OPERATIONS)}.",
             )
         args = {} if arguments is None else arguments
@@ -425,8 +517,9 @@ class Service:
                     result = op.handler(call)
                 except CoverageError as error:
                     if error.remedy is None:
-                        error.remedy = remedy_for(op, args, error,
-                                                  lambda fixed: op.handler(Call(self.project, con, fixed)))
+                        error.remedy = remedy_for(
+                            op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed))
+                        )
                     raise
         finally:
             if own:
@@ -434,8 +527,9 @@ class Service:
         return envelope(call, result, started)
 
 
-def remedy_for(op: Operation, args: dict[str, Any], error: CoverageError,
-               attempt: Callable[[dict[str, Any]], Any]) -> Remedy | None:
+def remedy_for(
+    op: Operation, args: dict[str, Any], error: CoverageError, attempt: Callable[[dict[str, Any]], Any]
+) -> Remedy | None:
     """The call that fixes a failed one, where the failure says what it needs.
 
     A budget too small gets the same call with a budget that was tried and
@@ -480,15 +574,24 @@ OWNER_IMPORT_SCHEMA: dict[str, Any] = {
     **OPERATIONS["coverage_import"].input_schema,
     "properties": {
         **OPERATIONS["coverage_import"].input_schema["properties"],
-        "path_map": {"type": "array", "maxItems": 100, "items": {
-            "type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string", "maxLength": 4096}}},
+        "path_map": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "items": {"type": "string", "maxLength": 4096},
+            },
+        },
     },
 }
 _OWNER_IMPORT = Validator(OWNER_IMPORT_SCHEMA)
 
 
-def owner_import(project: Project, arguments: dict[str, Any], *,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def owner_import(
+    project: Project, arguments: dict[str, Any], *, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Ingest for the store's owner; the envelope coverage_import returns (``progress`` hears each stage)."""
     _OWNER_IMPORT.check(arguments, what="owner import")
     started = time.perf_counter()
@@ -499,8 +602,11 @@ def owner_import(project: Project, arguments: dict[str, Any], *,
             # The owner's reports may lie anywhere it can read; the inventory stays inside the checkout.
             return envelope(call, composite_import.import_answer(call, inside_checkout=False), started)
         if "report_path" not in arguments:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, "an import needs report_path (or inventory_path with "
-                                "reports)", "Pass the report's path.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                "an import needs report_path (or inventory_path with reports)",
+                "Pass the report's path.",
+            )
         check_path_text(arguments["report_path"])
         # The owner's path, outside the checkout too; still opened once, without
         # blocking, regular files only, and a final link is not followed (the
@@ -515,12 +621,25 @@ def owner_import(project: Project, arguments: dict[str, Any], *,
 
 def envelope(call: Call, result: dict[str, Any], started: float) -> dict[str, Any]:
     """Wrap a handler's result (also one computed outside ``Service.call``, e.g. of an unstored report)."""
-    return envelope_for(call.project, result["data"], result.get("page"), suite=call.suite, started=started,
-                        rows=call.rows_scanned)
+    return envelope_for(
+        call.project,
+        result["data"],
+        result.get("page"),
+        suite=call.suite,
+        started=started,
+        rows=call.rows_scanned,
+    )
 
 
-def envelope_for(project: Project, data: dict[str, Any], page: dict[str, Any] | None, *, suite: str | None,
-                 started: float, rows: int) -> dict[str, Any]:
+def envelope_for(
+    project: Project,
+    data: dict[str, Any],
+    page: dict[str, Any] | None,
+    *,
+    suite: str | None,
+    started: float,
+    rows: int,
+) -> dict[str, Any]:
     """The one ``{context, data, page}`` shape every answer has (operations and plain store reads)."""
     checkout = project.checkout
     return {

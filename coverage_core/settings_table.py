@@ -52,8 +52,16 @@ class SettingSpec:
 
     __slots__ = ("default", "env", "help", "kind", "maximum", "minimum", "name")
 
-    def __init__(self, name: str, env: str, default: Any, help: str, minimum: int | None = None,
-                 maximum: int | None = None, kind: type = int) -> None:
+    def __init__(
+        self,
+        name: str,
+        env: str,
+        default: Any,
+        help: str,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        kind: type = int,
+    ) -> None:
         self.name = name  # attribute name on Settings
         self.env = env
         self.default = default
@@ -67,50 +75,141 @@ class SettingSpec:
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("home", "COVERAGE_MCP_HOME", "~/.coverage-mcp",
-                "Folder of the common registry, the daemon lease and logs.", kind=Path),
-    SettingSpec("host", "COVERAGE_MCP_HOST", "127.0.0.1",
-                "Loopback address the daemon binds (non-loopback hosts are refused).", kind=str),
+    SettingSpec(
+        "home",
+        "COVERAGE_MCP_HOME",
+        "~/.coverage-mcp",
+        "Folder of the common registry, the daemon lease and logs.",
+        kind=Path,
+    ),
+    SettingSpec(
+        "host",
+        "COVERAGE_MCP_HOST",
+        "127.0.0.1",
+        "Loopback address the daemon binds (non-loopback hosts are refused).",
+        kind=str,
+    ),
     SettingSpec("port", "COVERAGE_MCP_PORT", 59471, "TCP port of the daemon (0: a free one).", 0, 65535),
-    SettingSpec("max_report_bytes", "COVERAGE_MCP_MAX_REPORT_BYTES", 256 * MIB,
-                "Largest report accepted, counted in decompressed bytes.", 1, 2**40),
-    SettingSpec("http_max_body_bytes", "COVERAGE_MCP_HTTP_MAX_BODY_BYTES", 4 * MIB,
-                "Largest HTTP request body.", 1024, 1024 * MIB),
-    SettingSpec("http_timeout_s", "COVERAGE_MCP_HTTP_TIMEOUT_S", 60,
-                "Deadline of one HTTP request, in seconds.", 1, 3600),
-    SettingSpec("mcp_concurrency", "COVERAGE_MCP_MCP_CONCURRENCY", 16,
-                "MCP requests handled at once.", 1, 1024),
-    SettingSpec("db_pool_size", "COVERAGE_MCP_DB_POOL_SIZE", 4,
-                "Read connections per project store.", 1, 64),
-    SettingSpec("db_acquire_timeout_ms", "COVERAGE_MCP_DB_ACQUIRE_TIMEOUT_MS", 5000,
-                "Longest wait for a pooled read connection.", 1, 600_000),
-    SettingSpec("db_query_timeout_ms", "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS", 30000,
-                "Deadline of one store query (shorter than the HTTP deadline).", 1, 3_600_000),
-    SettingSpec("store_wait_ms", "COVERAGE_MCP_STORE_WAIT_MS", 2000,
-                "How long the daemon waits for a store another process holds.", 0, 600_000),
-    SettingSpec("cli_store_wait_ms", "COVERAGE_MCP_CLI_STORE_WAIT_MS", 30000,
-                "How long a coverage-mcp command waits for a store another command or a notebook holds "
-                "(then store_locked).", 0, 3_600_000),
-    SettingSpec("http_idle_timeout_s", "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S", 10,
-                "A connection that has not sent a complete request head within this many seconds is closed.",
-                1, 3600),
-    SettingSpec("stop_grace_s", "COVERAGE_MCP_STOP_GRACE_S", 10,
-                "`stop`: seconds between SIGTERM and SIGKILL when the daemon ignores its shutdown request.",
-                1, 600),
-    SettingSpec("idle_exit_s", "COVERAGE_MCP_IDLE_EXIT_S", 0,
-                "The daemon exits after this many seconds without a request or work in flight (0: never; "
-                "a daemon a connector starts gets 3600 unless this is set).", 0, 7 * 24 * 3600),
-    SettingSpec("parse_budget_bytes", "COVERAGE_MCP_PARSE_BUDGET_BYTES", 512 * MIB,
-                "Report bytes being read and parsed at once in one process, across all repositories.",
-                MIB, 2**40),
-    SettingSpec("run_concurrency", "COVERAGE_MCP_RUN_CONCURRENCY", 1,
-                "Managed runs (run_test) executing at once per project; the rest wait queued.", 1, 64),
-    SettingSpec("run_log_max_bytes", "COVERAGE_MCP_RUN_LOG_MAX_BYTES", 8 * MIB,
-                "Bytes of a managed run's stdout, and of its stderr, kept in its log (the rest is counted, "
-                "and the stream marked truncated).", 1024, 1024 * MIB),
-    SettingSpec("dashboard_refresh_s", "COVERAGE_MCP_DASHBOARD_REFRESH_S", 10,
-                "How often an open dashboard's event stream checks its project's revision, in seconds "
-                "(it sends a refresh only when the revision changed).", 1, 3600),
+    SettingSpec(
+        "max_report_bytes",
+        "COVERAGE_MCP_MAX_REPORT_BYTES",
+        256 * MIB,
+        "Largest report accepted, counted in decompressed bytes.",
+        1,
+        2**40,
+    ),
+    SettingSpec(
+        "http_max_body_bytes",
+        "COVERAGE_MCP_HTTP_MAX_BODY_BYTES",
+        4 * MIB,
+        "Largest HTTP request body.",
+        1024,
+        1024 * MIB,
+    ),
+    SettingSpec(
+        "http_timeout_s",
+        "COVERAGE_MCP_HTTP_TIMEOUT_S",
+        60,
+        "Deadline of one HTTP request, in seconds.",
+        1,
+        3600,
+    ),
+    SettingSpec(
+        "mcp_concurrency", "COVERAGE_MCP_MCP_CONCURRENCY", 16, "MCP requests handled at once.", 1, 1024
+    ),
+    SettingSpec("db_pool_size", "COVERAGE_MCP_DB_POOL_SIZE", 4, "Read connections per project store.", 1, 64),
+    SettingSpec(
+        "db_acquire_timeout_ms",
+        "COVERAGE_MCP_DB_ACQUIRE_TIMEOUT_MS",
+        5000,
+        "Longest wait for a pooled read connection.",
+        1,
+        600_000,
+    ),
+    SettingSpec(
+        "db_query_timeout_ms",
+        "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS",
+        30000,
+        "Deadline of one store query (shorter than the HTTP deadline).",
+        1,
+        3_600_000,
+    ),
+    SettingSpec(
+        "store_wait_ms",
+        "COVERAGE_MCP_STORE_WAIT_MS",
+        2000,
+        "How long the daemon waits for a store another process holds.",
+        0,
+        600_000,
+    ),
+    SettingSpec(
+        "cli_store_wait_ms",
+        "COVERAGE_MCP_CLI_STORE_WAIT_MS",
+        30000,
+        "How long a coverage-mcp command waits for a store another command or a notebook holds "
+        "(then store_locked).",
+        0,
+        3_600_000,
+    ),
+    SettingSpec(
+        "http_idle_timeout_s",
+        "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S",
+        10,
+        "A connection that has not sent a complete request head within this many seconds is closed.",
+        1,
+        3600,
+    ),
+    SettingSpec(
+        "stop_grace_s",
+        "COVERAGE_MCP_STOP_GRACE_S",
+        10,
+        "`stop`: seconds between SIGTERM and SIGKILL when the daemon ignores its shutdown request.",
+        1,
+        600,
+    ),
+    SettingSpec(
+        "idle_exit_s",
+        "COVERAGE_MCP_IDLE_EXIT_S",
+        0,
+        "The daemon exits after this many seconds without a request or work in flight (0: never; "
+        "a daemon a connector starts gets 3600 unless this is set).",
+        0,
+        7 * 24 * 3600,
+    ),
+    SettingSpec(
+        "parse_budget_bytes",
+        "COVERAGE_MCP_PARSE_BUDGET_BYTES",
+        512 * MIB,
+        "Report bytes being read and parsed at once in one process, across all repositories.",
+        MIB,
+        2**40,
+    ),
+    SettingSpec(
+        "run_concurrency",
+        "COVERAGE_MCP_RUN_CONCURRENCY",
+        1,
+        "Managed runs (run_test) executing at once per project; the rest wait queued.",
+        1,
+        64,
+    ),
+    SettingSpec(
+        "run_log_max_bytes",
+        "COVERAGE_MCP_RUN_LOG_MAX_BYTES",
+        8 * MIB,
+        "Bytes of a managed run's stdout, and of its stderr, kept in its log (the rest is counted, "
+        "and the stream marked truncated).",
+        1024,
+        1024 * MIB,
+    ),
+    SettingSpec(
+        "dashboard_refresh_s",
+        "COVERAGE_MCP_DASHBOARD_REFRESH_S",
+        10,
+        "How often an open dashboard's event stream checks its project's revision, in seconds "
+        "(it sends a refresh only when the revision changed).",
+        1,
+        3600,
+    ),
 )
 BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 

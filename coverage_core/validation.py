@@ -67,7 +67,9 @@ def _describe(err: jsonschema.ValidationError) -> str:
     shown = excerpt(value)
     if kw == "additionalProperties":
         extra = sorted(set(value) - set(err.schema.get("properties", {})))
-        names = ", ".join(excerpt(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        names = ", ".join(excerpt(k) for k in extra[:5]) + (
+            f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        )
         return f"unknown argument(s) {names}"
     if kw == "required":
         missing = [k for k in limit if isinstance(value, dict) and k not in value]
@@ -77,8 +79,11 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if kw == "maxLength":
         return f"is longer than {_plural(limit, 'character')} (got {_size(value)}: {shown})"
     if kw == "minLength":
-        return "must not be empty" if limit == 1 and value == "" else \
-            f"is shorter than {_plural(limit, 'character')} (got {_size(value)}: {shown})"
+        return (
+            "must not be empty"
+            if limit == 1 and value == ""
+            else f"is shorter than {_plural(limit, 'character')} (got {_size(value)}: {shown})"
+        )
     if kw == "maxItems":
         return f"has {_size(value)} items, more than the {limit} allowed"
     if kw == "minItems":
@@ -104,14 +109,17 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if kw == "format":
         return f"{shown} is not a valid {limit}"
     if kw in ("anyOf", "oneOf"):
-        return f"{shown} matches none of the allowed forms" if kw == "anyOf" else \
-            f"{shown} does not match exactly one of the allowed forms"
+        return (
+            f"{shown} matches none of the allowed forms"
+            if kw == "anyOf"
+            else f"{shown} does not match exactly one of the allowed forms"
+        )
     if kw == "not":
         return f"{shown} is not allowed here"
     message = err.message
     whole = repr(value)
     if message.startswith(whole):  # jsonschema's messages echo the value first: keep only the reason
-        message = shown + message[len(whole):]
+        message = shown + message[len(whole) :]
     return message if len(message) <= 300 else message[:297] + "..."
 
 
@@ -132,7 +140,9 @@ def _suggest(err: jsonschema.ValidationError) -> str:
             return f"Pass a value between {lo} and {hi}."
         return f"Pass a value of at least {lo}." if lo is not None else f"Pass a value of at most {hi}."
     if kw == "type":
-        return f"Pass a {schema['type']} here{': ' + schema['description'] if 'description' in schema else '.'}"
+        return (
+            f"Pass a {schema['type']} here{': ' + schema['description'] if 'description' in schema else '.'}"
+        )
     if kw == "required":
         return "Add the missing argument; see the tool's input schema."
     if kw == "pattern":

@@ -38,7 +38,7 @@ def _find() -> str | None:
             continue
         for name in names:
             if name.startswith(_PREFIX) and name.endswith(".dist-info"):
-                return name[len(_PREFIX):-len(".dist-info")]
+                return name[len(_PREFIX) : -len(".dist-info")]
             if name == "coverage_mcp.egg-info":
                 found = _version_line(os.path.join(entry or ".", name, "PKG-INFO"))
                 if found:

@@ -117,12 +117,15 @@ def _is_mcp(request: web.Request) -> bool:
     return request.path == "/mcp" or (request.path.startswith("/p/") and request.path.endswith("/mcp"))
 
 
-def _failure(request: web.Request, status: int, error: CoverageError,
-             headers: dict[str, str] | None = None) -> web.Response:
+def _failure(
+    request: web.Request, status: int, error: CoverageError, headers: dict[str, str] | None = None
+) -> web.Response:
     """An error in the shape the endpoint speaks: JSON-RPC for MCP, the canonical body for REST."""
     if _is_mcp(request):
         code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
-        answer = error_response(None, RpcError(code, f"{error.code.value}: {error.message}. {error.suggestion}".strip()))
+        answer = error_response(
+            None, RpcError(code, f"{error.code.value}: {error.message}. {error.suggestion}".strip())
+        )
         return json_response(answer, status, headers)
     return json_response(error_body(error), status, headers)
 
@@ -131,16 +134,26 @@ def _failure(request: web.Request, status: int, error: CoverageError,
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     if not daemon.host_allowed(request):
-        return _failure(request, 403, CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"Host {request.headers.get('Host')!r} is not this daemon",
-            f"Address the daemon as 127.0.0.1:{daemon.port} or localhost:{daemon.port}.",
-        ))
+        return _failure(
+            request,
+            403,
+            CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"Host {request.headers.get('Host')!r} is not this daemon",
+                f"Address the daemon as 127.0.0.1:{daemon.port} or localhost:{daemon.port}.",
+            ),
+        )
     origin = request.headers.get("Origin")
     if origin is not None and origin not in daemon.allowed_origins():
-        return _failure(request, 403, CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"Origin {origin!r} may not call this daemon",
-            "Only pages served by this daemon itself may call it from a browser.",
-        ))
+        return _failure(
+            request,
+            403,
+            CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"Origin {origin!r} may not call this daemon",
+                "Only pages served by this daemon itself may call it from a browser.",
+            ),
+        )
     daemon.touch()
     try:
         daemon.authorizer.check(request, _access(request))
@@ -151,24 +164,39 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except CoverageError as error:
         return _failure(request, status_of(error), error)
     except TimeoutError:
-        return _failure(request, 504, CoverageError(
-            ErrorCode.DEADLINE_EXCEEDED,
-            f"the request ran longer than COVERAGE_MCP_HTTP_TIMEOUT_S={daemon.settings.http_timeout_s}",
-            "Narrow the request, or raise COVERAGE_MCP_HTTP_TIMEOUT_S.",
-        ))
+        return _failure(
+            request,
+            504,
+            CoverageError(
+                ErrorCode.DEADLINE_EXCEEDED,
+                f"the request ran longer than COVERAGE_MCP_HTTP_TIMEOUT_S={daemon.settings.http_timeout_s}",
+                "Narrow the request, or raise COVERAGE_MCP_HTTP_TIMEOUT_S.",
+            ),
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         code = ErrorCode.NOT_FOUND if exc.status == 404 else ErrorCode.INVALID_ARGUMENT
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
-        return _failure(request, exc.status, CoverageError(code, f"{exc.reason}: {request.method} {request.path}",
-                                                           _HTTP_SUGGESTIONS.get(exc.status, "")), allow)
+        return _failure(
+            request,
+            exc.status,
+            CoverageError(
+                code, f"{exc.reason}: {request.method} {request.path}", _HTTP_SUGGESTIONS.get(exc.status, "")
+            ),
+            allow,
+        )
     except Exception as exc:
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return _failure(request, 500, CoverageError(
-            ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}",
-            "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
-        ))
+        return _failure(
+            request,
+            500,
+            CoverageError(
+                ErrorCode.INTERNAL,
+                f"internal error: {type(exc).__name__}",
+                "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
+            ),
+        )
 
 
 _HTTP_SUGGESTIONS = {

@@ -97,8 +97,10 @@ class Authorizer:
             return
         uid = peer_uid(request)
         if uid is not None and uid not in (os.geteuid(), 0):
-            raise forbidden(f"this daemon serves uid {os.geteuid()} only; the caller is uid {uid}",
-                            "Run your own daemon: each user has their own COVERAGE_MCP_HOME and port.")
+            raise forbidden(
+                f"this daemon serves uid {os.geteuid()} only; the caller is uid {uid}",
+                "Run your own daemon: each user has their own COVERAGE_MCP_HOME and port.",
+            )
         if access is Access.TICKET:
             return  # the handler redeems the one-time ticket (BrowserSessions.redeem) or refuses
         if access is Access.SESSION_WRITE:
@@ -109,14 +111,16 @@ class Authorizer:
         if access is Access.SESSION_READ and self.client_ok(request):
             return
         if access in (Access.SESSION, Access.SESSION_READ):
-            raise forbidden("this page needs a dashboard session",
-                            "Open the dashboard with `coverage-mcp dashboard`: it signs this browser in "
-                            "through a one-time link.")
+            raise forbidden(
+                "this page needs a dashboard session",
+                "Open the dashboard with `coverage-mcp dashboard`: it signs this browser in "
+                "through a one-time link.",
+            )
         if not self.client_ok(request):
             raise forbidden(
                 "this request needs the client token (Authorization: Bearer ...)",
-                f"Read it from {self.home / TOKEN_FILE}, e.g. export COVERAGE_MCP_TOKEN=\"$(cat "
-                f"{self.home / TOKEN_FILE})\" and configure your MCP client to send "
+                f'Read it from {self.home / TOKEN_FILE}, e.g. export COVERAGE_MCP_TOKEN="$(cat '
+                f'{self.home / TOKEN_FILE})" and configure your MCP client to send '
                 "'Authorization: Bearer ${COVERAGE_MCP_TOKEN}'; `coverage-mcp connect` does this for you.",
             )
         if access is Access.ADMIN and not self.admin_ok(request):
@@ -177,10 +181,12 @@ class BrowserSessions:
         with self._lock:
             self._expire(now)
             if not ticket or self._tickets.pop(_key(ticket), None) is None:
-                raise forbidden("this dashboard link is not valid: it was used already, has expired, or was "
-                                "made by another daemon",
-                                "Run `coverage-mcp dashboard` again for a new link (each opens once, within "
-                                f"{int(TICKET_TTL_S)} s).")
+                raise forbidden(
+                    "this dashboard link is not valid: it was used already, has expired, or was "
+                    "made by another daemon",
+                    "Run `coverage-mcp dashboard` again for a new link (each opens once, within "
+                    f"{int(TICKET_TTL_S)} s).",
+                )
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.pop(min(self._sessions, key=lambda k: self._sessions[k][1]))
             cookie, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
@@ -199,15 +205,20 @@ class BrowserSessions:
     def check_write(self, request: web.Request) -> None:
         csrf = self.session_of(request)
         if csrf is None:
-            raise forbidden(f"{request.method} {request.path} needs a dashboard session",
-                            "Approve from the dashboard `coverage-mcp dashboard` opens; tokens cannot do this.")
+            raise forbidden(
+                f"{request.method} {request.path} needs a dashboard session",
+                "Approve from the dashboard `coverage-mcp dashboard` opens; tokens cannot do this.",
+            )
         offered = request.headers.get(CSRF_HEADER)
         if offered is None or not _same(offered, csrf):
-            raise forbidden(f"{request.method} {request.path} needs the session's CSRF token ({CSRF_HEADER})",
-                            "Reload the dashboard and try again from its page.")
+            raise forbidden(
+                f"{request.method} {request.path} needs the session's CSRF token ({CSRF_HEADER})",
+                "Reload the dashboard and try again from its page.",
+            )
 
 
 # -- the peer's uid -------------------------------------------------------------------------
+
 
 def peer_uid(request: web.Request) -> int | None:
     """The uid owning the other end of the request's connection; None where it cannot be known."""

@@ -38,7 +38,6 @@ from .identity import CAPABILITY_HEADER, REPO_HEADER
 from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 
-
 class DaemonClient:
     """The REST API of one daemon; ``repo`` (a checkout path) selects the worktree for project calls.
 
@@ -49,12 +48,22 @@ class DaemonClient:
     who point it at a daemon themselves.
     """
 
-    def __init__(self, base_url: str, *, repo: str | None = None, timeout_s: float = 60.0,
-                 token: str | None = None, unix_socket: Path | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        repo: str | None = None,
+        timeout_s: float = 60.0,
+        token: str | None = None,
+        unix_socket: Path | None = None,
+    ) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{base_url!r} is not http://HOST:PORT",
-                                "Pass the daemon's address, e.g. http://127.0.0.1:59471.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{base_url!r} is not http://HOST:PORT",
+                "Pass the daemon's address, e.g. http://127.0.0.1:59471.",
+            )
         self.base_url = base_url.rstrip("/")
         self._host, self._port = parsed.hostname, parsed.port
         self.repo = repo
@@ -68,8 +77,9 @@ class DaemonClient:
         try:
             token = client_token(home)
         except HomeError as error:
-            raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
-                                {"home": str(home)}) from None
+            raise CoverageError(
+                ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion, {"home": str(home)}
+            ) from None
         return cls(base_url, token=token, unix_socket=socket_path(home), **kwargs)
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -78,12 +88,23 @@ class DaemonClient:
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
 
     # -- transport ------------------------------------------------------------
-    def request(self, method: str, path: str, *, body: Any = None, query: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
         """One exchange: (status, decoded JSON). A REST error body raises its CoverageError."""
         if query:
             path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        sent = {"Accept": "application/json", **(bearer(self._token) if self._token else {}), **(headers or {})}
+        sent = {
+            "Accept": "application/json",
+            **(bearer(self._token) if self._token else {}),
+            **(headers or {}),
+        }
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()
@@ -98,7 +119,8 @@ class DaemonClient:
         except OSError as exc:
             where = f"{self.base_url} (socket {self._socket})" if self._socket else self.base_url
             raise CoverageError(
-                ErrorCode.DAEMON_UNREACHABLE, f"the daemon at {where} did not answer ({exc})",
+                ErrorCode.DAEMON_UNREACHABLE,
+                f"the daemon at {where} did not answer ({exc})",
                 "Check it with `coverage-mcp status`; start it with `coverage-mcp serve`.",
                 {"url": self.base_url},
             ) from None
@@ -123,8 +145,13 @@ class DaemonClient:
     def projects(self) -> list[dict[str, Any]]:
         return self._get("/api/projects")["data"]["projects"]
 
-    def register(self, path: str | os.PathLike[str], settings: dict[str, Any] | None = None, *,
-                 capability: str | None = None) -> dict[str, Any]:
+    def register(
+        self,
+        path: str | os.PathLike[str],
+        settings: dict[str, Any] | None = None,
+        *,
+        capability: str | None = None,
+    ) -> dict[str, Any]:
         """Open (and register) a checkout's project; settings at creation need the admin capability."""
         body: dict[str, Any] = {"path": str(Path(path).absolute())}
         if settings:
@@ -135,10 +162,16 @@ class DaemonClient:
     def project(self, project_id: str) -> dict[str, Any]:
         return self._get(f"/api/projects/{project_id}")["data"]["project"]
 
-    def update_settings(self, project_id: str, settings: dict[str, Any], *, capability: str) -> dict[str, Any]:
+    def update_settings(
+        self, project_id: str, settings: dict[str, Any], *, capability: str
+    ) -> dict[str, Any]:
         """An admin call: the capability is read from the daemon's locked lease file by the CLI."""
-        return self.request("PATCH", f"/api/projects/{project_id}", body={"settings": settings},
-                            headers={CAPABILITY_HEADER: capability})[1]["data"]["project"]
+        return self.request(
+            "PATCH",
+            f"/api/projects/{project_id}",
+            body={"settings": settings},
+            headers={CAPABILITY_HEADER: capability},
+        )[1]["data"]["project"]
 
     # -- operations: the service's envelopes, from the one table --------------------------------
     def call(self, project_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -147,13 +180,21 @@ class DaemonClient:
 
     def owner_import(self, project_id: str, arguments: dict[str, Any], *, capability: str) -> dict[str, Any]:
         """The store owner's import (any report path, path maps): an admin call, coverage_import's envelope."""
-        return self.request("POST", f"/api/projects/{project_id}/owner-import", body=arguments,
-                            headers={CAPABILITY_HEADER: capability})[1]
+        return self.request(
+            "POST",
+            f"/api/projects/{project_id}/owner-import",
+            body=arguments,
+            headers={CAPABILITY_HEADER: capability},
+        )[1]
 
     def delete_snapshots(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
         """An admin call: delete snapshots (``snapshot_ids``) or prune a suite (``suite``, ``keep``); the deletion."""
-        return self.request("POST", f"/api/projects/{project_id}/snapshots/delete", body=body,
-                            headers={CAPABILITY_HEADER: capability})[1]["data"]
+        return self.request(
+            "POST",
+            f"/api/projects/{project_id}/snapshots/delete",
+            body=body,
+            headers={CAPABILITY_HEADER: capability},
+        )[1]["data"]
 
     def commands(self, project_id: str, status: str | None = None) -> list[dict[str, Any]]:
         return self._get(f"/api/projects/{project_id}/commands", status=status)["data"]["commands"]
@@ -161,25 +202,33 @@ class DaemonClient:
     def command(self, project_id: str, command_id: str) -> dict[str, Any]:
         return self._get(f"/api/projects/{project_id}/commands/{command_id}")["data"]["command"]
 
-    def decide(self, project_id: str, command_id: str, decision: str, body: dict[str, Any], *,
-               capability: str) -> dict[str, Any]:
+    def decide(
+        self, project_id: str, command_id: str, decision: str, body: dict[str, Any], *, capability: str
+    ) -> dict[str, Any]:
         """``decision`` approve or reject: an admin route (the capability read from the daemon's lock file)."""
-        return self.request("POST", f"/api/projects/{project_id}/commands/{command_id}/{decision}", body=body,
-                            headers={CAPABILITY_HEADER: capability})[1]["data"]["command"]
+        return self.request(
+            "POST",
+            f"/api/projects/{project_id}/commands/{command_id}/{decision}",
+            body=body,
+            headers={CAPABILITY_HEADER: capability},
+        )[1]["data"]["command"]
 
     def runs(self, project_id: str, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         return self._get(f"/api/projects/{project_id}/runs", status=status, limit=limit)["data"]["runs"]
+
     def compact(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
         """An admin call: one compaction pass (``older_than``, ``dry_run``, ``limit``); the pass."""
-        return self.request("POST", f"/api/projects/{project_id}/compact", body=body,
-                            headers={CAPABILITY_HEADER: capability})[1]["data"]
+        return self.request(
+            "POST", f"/api/projects/{project_id}/compact", body=body, headers={CAPABILITY_HEADER: capability}
+        )[1]["data"]
 
     def compaction_inventory(self, project_id: str) -> dict[str, Any]:
         """The project's compaction inventory (a client call)."""
         return self.request("GET", f"/api/projects/{project_id}/compaction")[1]["data"]
 
-    def _pages(self, project_id: str, key: str, args: dict[str, Any],
-               wanted: int | None = None) -> tuple[list[Any], dict[str, Any]]:
+    def _pages(
+        self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None
+    ) -> tuple[list[Any], dict[str, Any]]:
         """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
         and the first page's data (for what every page repeats, such as a total)."""
         args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
@@ -195,31 +244,60 @@ class DaemonClient:
             args["cursor"] = cursor
 
     # -- reads as the library's records ------------------------------------------------------------
-    def snapshots(self, project_id: str, *, suite: str | None = None, branch: str | None = None,
-                  commit: str | None = None, limit: int | None = None) -> list[Snapshot]:
-        wanted = {k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None}
+    def snapshots(
+        self,
+        project_id: str,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+        limit: int | None = None,
+    ) -> list[Snapshot]:
+        wanted = {
+            k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
+        }
         args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
-        return [converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]]
+        return [
+            converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]
+        ]
 
     def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
         args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
         found = self.call(project_id, "coverage_review", args)["data"]["snapshots"]
         if not found:
-            raise CoverageError(ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository",
-                                "List snapshots with `coverage-mcp snapshots`.", {"snapshot_id": snapshot_id})
+            raise CoverageError(
+                ErrorCode.NOT_FOUND,
+                f"no snapshot {snapshot_id!r} in this repository",
+                "List snapshots with `coverage-mcp snapshots`.",
+                {"snapshot_id": snapshot_id},
+            )
         return converter.structure(found[0], Snapshot)
 
-    def files(self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = 1000,
-              order: str = "path") -> FilesPage:
-        args = {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": order,
-                "representation": "review", "page_size": MAX_PAGE_SIZE}
+    def files(
+        self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
+        args = {
+            "task": "files",
+            "measurement": {"snapshot_id": snapshot_id},
+            "order": order,
+            "representation": "review",
+            "page_size": MAX_PAGE_SIZE,
+        }
         listed, first = self._pages(project_id, "files", args, offset + limit)
-        return FilesPage(snapshot_id, first["total"], offset,
-                         tuple(converter.structure(f, FileSummary) for f in listed[offset:]))
+        return FilesPage(
+            snapshot_id,
+            first["total"],
+            offset,
+            tuple(converter.structure(f, FileSummary) for f in listed[offset:]),
+        )
 
     def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
-        args: dict[str, Any] = {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": path,
-                                "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+        args: dict[str, Any] = {
+            "task": "file",
+            "measurement": {"snapshot_id": snapshot_id},
+            "file": path,
+            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
+        }
         pages = []
         while True:
             answer = self.call(project_id, "coverage_review", args)
@@ -229,14 +307,20 @@ class DaemonClient:
             args["cursor"] = answer["page"]["next_cursor"]
 
         def table(name: str) -> dict[str, np.ndarray]:
-            return {column: np.asarray([v for page in pages for v in page[name][column]])
-                    for column in pages[0][name]}
+            return {
+                column: np.asarray([v for page in pages for v in page[name][column]])
+                for column in pages[0][name]
+            }
 
         first = pages[0]
         return FileDetail(
-            snapshot_id=snapshot_id, summary=converter.structure(first["summary"], FileSummary),
-            lines=table("lines"), branches=table("branches"), functions=table("functions"),
-            regions=table("regions"), tests=tuple(first["tests"]),
+            snapshot_id=snapshot_id,
+            summary=converter.structure(first["summary"], FileSummary),
+            lines=table("lines"),
+            branches=table("branches"),
+            functions=table("functions"),
+            regions=table("regions"),
+            tests=tuple(first["tests"]),
         )
 
 
@@ -248,8 +332,10 @@ def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | 
     meta = read_metadata(lock)
     if not meta.get("port"):
         raise CoverageError(
-            ErrorCode.DAEMON_UNREACHABLE, f"a daemon (pid {meta.get('pid', 'unknown')}) holds {lock} but has not "
-            "published its port", "It is probably starting: retry in a moment.", {"lock": str(lock)},
+            ErrorCode.DAEMON_UNREACHABLE,
+            f"a daemon (pid {meta.get('pid', 'unknown')}) holds {lock} but has not published its port",
+            "It is probably starting: retry in a moment.",
+            {"lock": str(lock)},
         )
     host = meta.get("host") or "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
@@ -259,8 +345,9 @@ def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | 
 class DaemonProject:
     """A project the daemon owns, with the read methods (and ingest) of ``coverage_core.Project``."""
 
-    def __init__(self, client: DaemonClient, checkout: Checkout, settings: Settings,
-                 capability: str | None = None) -> None:
+    def __init__(
+        self, client: DaemonClient, checkout: Checkout, settings: Settings, capability: str | None = None
+    ) -> None:
         self.checkout = checkout
         self.settings = settings
         self.client = client
@@ -270,24 +357,48 @@ class DaemonProject:
         self.project_id = checkout.project_id
         client.register(checkout.worktree_path)
 
-    def ingest(self, report: str | os.PathLike[str], *, suite: str = DEFAULT_SUITE, format: str | None = None,
-               scope: str = "complete", commit: str | None = None, branch: str | None = None,
-               path_map: Any = (), provenance: str = "import", progress: Any = None) -> Snapshot:
+    def ingest(
+        self,
+        report: str | os.PathLike[str],
+        *,
+        suite: str = DEFAULT_SUITE,
+        format: str | None = None,
+        scope: str = "complete",
+        commit: str | None = None,
+        branch: str | None = None,
+        path_map: Any = (),
+        provenance: str = "import",
+        progress: Any = None,
+    ) -> Snapshot:
         if provenance != "import":
             raise CoverageError(
-                ErrorCode.NOT_SUPPORTED, "run provenance is recorded by the daemon's own runs only",
+                ErrorCode.NOT_SUPPORTED,
+                "run provenance is recorded by the daemon's own runs only",
                 "Import the report (provenance 'import').",
             )
         # A stream of this process is copied to a private file, and links are
         # resolved here: the daemon opens neither (coverage_core.parsers.spool).
         with local_report(report, self.settings.home, self.settings.max_report_bytes) as path:
-            given = {"report_path": str(path), "suite": suite, "format": format, "scope": scope, "commit": commit,
-                     "branch": branch, "path_map": [list(p) for p in path_map] or None}
+            given = {
+                "report_path": str(path),
+                "suite": suite,
+                "format": format,
+                "scope": scope,
+                "commit": commit,
+                "branch": branch,
+                "path_map": [list(p) for p in path_map] or None,
+            }
             answer = owner_import(self, {k: v for k, v in given.items() if v is not None})
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
-    def snapshots(self, *, suite: str | None = None, branch: str | None = None, commit: str | None = None,
-                  limit: int | None = None) -> list[Snapshot]:
+    def snapshots(
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+        limit: int | None = None,
+    ) -> list[Snapshot]:
         return self.client.snapshots(self.project_id, suite=suite, branch=branch, commit=commit, limit=limit)
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
@@ -297,7 +408,9 @@ class DaemonProject:
         found = self.snapshots(suite=suite, limit=1)
         return found[0] if found else None
 
-    def files(self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path") -> FilesPage:
+    def files(
+        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
         return self.client.files(self.project_id, snapshot_id, offset=offset, limit=limit, order=order)
 
     def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
@@ -317,8 +430,12 @@ class DaemonProject:
         self.close()
 
 
-def owner_import(project: Project | DaemonProject, arguments: dict[str, Any], *,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def owner_import(
+    project: Project | DaemonProject,
+    arguments: dict[str, Any],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """The store owner's import on whichever owns the store: coverage_import's envelope either way.
 
     Through the daemon it needs the capability ``open_project`` read from the
@@ -334,7 +451,9 @@ def owner_import(project: Project | DaemonProject, arguments: dict[str, Any], *,
     return local(project, arguments, progress=progress)
 
 
-def call(project: Project | DaemonProject, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+def call(
+    project: Project | DaemonProject, name: str, arguments: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run a declared operation on whichever owns the store; identical envelopes either way."""
     if isinstance(project, DaemonProject):
         return project.call(name, arguments)
@@ -343,8 +462,13 @@ def call(project: Project | DaemonProject, name: str, arguments: dict[str, Any] 
     return Service(project).call(name, arguments)
 
 
-def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | None = None,
-                 owner: str | None = None, wait_ms: int | None = None) -> Project | DaemonProject:
+def open_project(
+    path: str | os.PathLike[str] = ".",
+    *,
+    settings: Settings | None = None,
+    owner: str | None = None,
+    wait_ms: int | None = None,
+) -> Project | DaemonProject:
     """The library's project when its store is free; the daemon's when the daemon of this home holds it.
 
     Held by anyone else, a coverage-mcp command (``locks.this_process``) waits up
@@ -369,11 +493,17 @@ def open_project(path: str | os.PathLike[str] = ".", *, settings: Settings | Non
                 raise
             return routed
 
-    return wait_for_store(attempt, wait_ms, _say_waiting(wait_ms) if is_cli else None,
-                          limit_name="COVERAGE_MCP_CLI_STORE_WAIT_MS" if is_cli else None)
+    return wait_for_store(
+        attempt,
+        wait_ms,
+        _say_waiting(wait_ms) if is_cli else None,
+        limit_name="COVERAGE_MCP_CLI_STORE_WAIT_MS" if is_cli else None,
+    )
 
 
-def _through_daemon(path: str | os.PathLike[str], settings: Settings, error: CoverageError) -> DaemonProject | None:
+def _through_daemon(
+    path: str | os.PathLike[str], settings: Settings, error: CoverageError
+) -> DaemonProject | None:
     """The daemon's project when the holder named in ``error`` is this home's running daemon."""
     holder = error.details.get("holder", {})
     found = running_daemon(settings) if holder.get("owner") == "daemon" else None
@@ -394,7 +524,11 @@ def _say_waiting(wait_ms: int) -> Callable[[dict[str, Any]], None] | None:
         return None
 
     def say(holder: dict[str, Any]) -> None:
-        print(f"waiting for {describe_holder(holder)} to release the coverage store "
-              f"(up to {wait_ms / 1000:g} s, COVERAGE_MCP_CLI_STORE_WAIT_MS)...", file=sys.stderr, flush=True)
+        print(
+            f"waiting for {describe_holder(holder)} to release the coverage store "
+            f"(up to {wait_ms / 1000:g} s, COVERAGE_MCP_CLI_STORE_WAIT_MS)...",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return say

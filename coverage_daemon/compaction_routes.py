@@ -27,11 +27,16 @@ async def compact(request: web.Request) -> web.Response:
     _no_query(request)
     body = await read_object(request, _PASS_KEYS)
     older_than, dry_run, limit = body.get("older_than"), body.get("dry_run", False), body.get("limit")
-    if not (isinstance(dry_run, bool) and (older_than is None or isinstance(older_than, str))
-            and (limit is None or (isinstance(limit, int) and not isinstance(limit, bool)))):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
-                            "send older_than (an age such as \"30d\"), dry_run (true/false) and limit (a number)",
-                            'e.g. {"older_than": "30d", "dry_run": true}')
+    if not (
+        isinstance(dry_run, bool)
+        and (older_than is None or isinstance(older_than, str))
+        and (limit is None or (isinstance(limit, int) and not isinstance(limit, bool)))
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            'send older_than (an age such as "30d"), dry_run (true/false) and limit (a number)',
+            'e.g. {"older_than": "30d", "dry_run": true}',
+        )
     projects = request.app[DAEMON].projects
     handle, project = await projects.resolve(target_of(request))
 

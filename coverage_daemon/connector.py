@@ -90,8 +90,11 @@ def _parse_args(argv: list[str]) -> str | None:
             raise usage(f"unexpected argument {arg!r}", USAGE.strip(), argument=arg)
     path = os.path.abspath(os.path.expanduser(repo))
     if not os.path.isdir(path):
-        raise usage(f"--repo {repo!r} is not a directory", "Pass the path of a repository's checkout.",
-                    argument="--repo")
+        raise usage(
+            f"--repo {repo!r} is not a directory",
+            "Pass the path of a repository's checkout.",
+            argument="--repo",
+        )
     return path
 
 
@@ -261,12 +264,25 @@ class Bridge:
         try:
             message = json.loads(line)
         except ValueError as error:
-            self._emit({"jsonrpc": "2.0", "id": None,
-                        "error": {"code": PARSE_ERROR, "message": f"Parse error: {error}"}})
+            self._emit(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": PARSE_ERROR, "message": f"Parse error: {error}"},
+                }
+            )
             return
         if not isinstance(message, dict):
-            self._emit({"jsonrpc": "2.0", "id": None, "error": {
-                "code": INVALID_REQUEST, "message": "Invalid Request: a message is one JSON object (no batches)"}})
+            self._emit(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": INVALID_REQUEST,
+                        "message": "Invalid Request: a message is one JSON object (no batches)",
+                    },
+                }
+            )
             return
         method = message.get("method")
         if method == "notifications/cancelled" and self._cancel(message):
@@ -282,7 +298,9 @@ class Bridge:
         opens = None
         if method == "initialize" and not modern:
             opens = self._handshake = threading.Event()
-        threading.Thread(target=self._forward, args=(message, line, key, wait_for, opens), daemon=True).start()
+        threading.Thread(
+            target=self._forward, args=(message, line, key, wait_for, opens), daemon=True
+        ).start()
 
     def _cancel(self, message: dict[str, object]) -> bool:
         """Mark the cancelled request; True when the notification must not be forwarded.
@@ -305,8 +323,14 @@ class Bridge:
         return self.session.id is None  # no session: nothing on the daemon to cancel
 
     # -- forwarding ----------------------------------------------------------
-    def _forward(self, message: dict[str, object], line: bytes, key: str | None,
-                 wait_for: threading.Event | None = None, opens: threading.Event | None = None) -> None:
+    def _forward(
+        self,
+        message: dict[str, object],
+        line: bytes,
+        key: str | None,
+        wait_for: threading.Event | None = None,
+        opens: threading.Event | None = None,
+    ) -> None:
         try:
             if wait_for is not None:
                 # Set when the initialize's forwarding ends, answered or failed.
@@ -322,15 +346,20 @@ class Bridge:
                 self._fail(key, message, DAEMON_UNAVAILABLE, error.message, error.to_dict())
         except ConnectionRefusedError:  # again, after a restart: still not delivered
             log = self.settings.home / DAEMON_LOG
-            refused = CoverageError(ErrorCode.DAEMON_UNREACHABLE,
-                                    "the daemon refused the connection; nothing was delivered",
-                                    f"Retry; if it persists, look at {log}.", {"delivered": False})
+            refused = CoverageError(
+                ErrorCode.DAEMON_UNREACHABLE,
+                "the daemon refused the connection; nothing was delivered",
+                f"Retry; if it persists, look at {log}.",
+                {"delivered": False},
+            )
             self._fail(key, message, DAEMON_UNAVAILABLE, refused.message, refused.to_dict())
         except Interrupted as error:
             interrupted = CoverageError(
-                ErrorCode.DAEMON_UNREACHABLE, f"the daemon connection was interrupted: {error}",
+                ErrorCode.DAEMON_UNREACHABLE,
+                f"the daemon connection was interrupted: {error}",
                 "The request may or may not have run, so it was not repeated; check before retrying.",
-                {"delivered": None})
+                {"delivered": None},
+            )
             self._fail(key, message, TRANSPORT_INTERRUPTED, interrupted.message, interrupted.to_dict())
         except Exception as error:  # a bug here must still not leave a request unanswered
             _log(f"internal error: {error!r}")
@@ -421,12 +450,18 @@ class Bridge:
                 conn.connect()
             except (FileNotFoundError, ConnectionRefusedError):
                 # No socket, or a dead daemon's: nothing was delivered.
-                raise ConnectionRefusedError(f"no daemon listens on {socket_path(self.settings.home)}") from None
+                raise ConnectionRefusedError(
+                    f"no daemon listens on {socket_path(self.settings.home)}"
+                ) from None
             conn.request("POST", "/mcp", body=body, headers=headers)
             response = conn.getresponse()
             data = response.read()
-            return Reply(response.status, response.getheader("Mcp-Session-Id"),
-                         response.getheader("Content-Type", ""), data)
+            return Reply(
+                response.status,
+                response.getheader("Mcp-Session-Id"),
+                response.getheader("Content-Type", ""),
+                data,
+            )
         except ConnectionRefusedError:
             raise
         except (OSError, http.client.HTTPException) as error:
@@ -449,8 +484,14 @@ class Bridge:
         response = _json_object(reply.body) if reply.content_type.startswith("application/json") else {}
         if "result" not in response and "error" not in response:
             detail = reply.body[:200].decode("utf-8", "replace").strip()
-            self._fail(key, request, BAD_DAEMON_REPLY, f"the daemon answered HTTP {reply.status} without a "
-                       f"JSON-RPC response{': ' + detail if detail else ''}", None)
+            self._fail(
+                key,
+                request,
+                BAD_DAEMON_REPLY,
+                f"the daemon answered HTTP {reply.status} without a "
+                f"JSON-RPC response{': ' + detail if detail else ''}",
+                None,
+            )
             return
         if response.get("id") is None:  # an HTTP-level error body names no request
             response["id"] = request["id"]
@@ -461,8 +502,14 @@ class Bridge:
             self.session.version = str(result.get("protocolVersion") or "") or None
         self._emit(response)
 
-    def _fail(self, key: str | None, request: dict[str, object], code: int, message: str,
-              data: dict[str, object] | None) -> None:
+    def _fail(
+        self,
+        key: str | None,
+        request: dict[str, object],
+        code: int,
+        message: str,
+        data: dict[str, object] | None,
+    ) -> None:
         if key is None:
             _log(f"{request.get('method')}: {message}")
             return
@@ -483,7 +530,7 @@ class Bridge:
             view = memoryview(data)
             try:
                 while view:
-                    view = view[os.write(1, view):]
+                    view = view[os.write(1, view) :]
             except OSError:  # the client closed stdout: nobody is listening any more
                 self._closed.set()
 
@@ -504,8 +551,11 @@ class Bridge:
         if self.session.id is not None and daemon is not None:
             conn = UnixHTTPConnection(socket_path(self.settings.home), timeout=DELETE_TIMEOUT_S)
             try:
-                headers: dict[str, str | bytes] = {"Mcp-Session-Id": self.session.id, REPO_HEADER: self.repo,
-                                                   **self.link.auth_headers()}
+                headers: dict[str, str | bytes] = {
+                    "Mcp-Session-Id": self.session.id,
+                    REPO_HEADER: self.repo,
+                    **self.link.auth_headers(),
+                }
                 if self.session.version:
                     headers["MCP-Protocol-Version"] = self.session.version
                 conn.request("DELETE", "/mcp", headers=headers)
@@ -544,8 +594,11 @@ def _json_object(body: bytes) -> dict[str, object]:
 
 def _header_value(value: str) -> str:
     """The MCP header encoding: printable ASCII verbatim, anything else base64 in a sentinel."""
-    if value.isascii() and value.isprintable() and value == value.strip() and not (
-        value.startswith("=?base64?") and value.endswith("?=")
+    if (
+        value.isascii()
+        and value.isprintable()
+        and value == value.strip()
+        and not (value.startswith("=?base64?") and value.endswith("?="))
     ):
         return value
     import base64

@@ -38,8 +38,10 @@ from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
 from .projects import Target
 from .state import DAEMON, json_response
 
-PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 # How long one stream lasts: then the browser reconnects by itself (``retry``), its session checked again.
 # Streams share one revision check per project and are bounded (``dashboard_streams``).
@@ -60,6 +62,7 @@ def _page_headers() -> dict[str, str]:
 
 
 # -- signing in -------------------------------------------------------------------------------
+
 
 def dashboard_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
@@ -93,20 +96,31 @@ async def start_session(request: web.Request) -> web.Response:
     cookie is not sent on a redirect that a file:// page started, and is on a
     navigation this origin starts.
     """
-    if set(request.query) - {"ticket", "project"} or any(len(request.query.getall(k, [])) > 1 for k in request.query):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "GET /session takes one ticket (and one project) parameter",
-                            "Open the link `coverage-mcp dashboard` wrote, unchanged.")
+    if set(request.query) - {"ticket", "project"} or any(
+        len(request.query.getall(k, [])) > 1 for k in request.query
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "GET /session takes one ticket (and one project) parameter",
+            "Open the link `coverage-mcp dashboard` wrote, unchanged.",
+        )
     project_id = _project_param(request)
     cookie, _csrf = request.app[DAEMON].authorizer.sessions.redeem(request.query.get("ticket"))
     target = "/" if project_id is None else f"/?project={project_id}"
-    response = web.Response(text=_SIGNED_IN.format(target=target),
-                            content_type="text/html", charset="utf-8", headers=_page_headers())
-    response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="Strict", path="/",
-                        max_age=int(SESSION_TTL_S))
+    response = web.Response(
+        text=_SIGNED_IN.format(target=target),
+        content_type="text/html",
+        charset="utf-8",
+        headers=_page_headers(),
+    )
+    response.set_cookie(
+        SESSION_COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S)
+    )
     return response
 
 
 # -- the page ---------------------------------------------------------------------------------
+
 
 async def page(request: web.Request) -> web.Response:
     """GET /: the dashboard page, with this session's CSRF token for its writes."""
@@ -119,30 +133,42 @@ async def page(request: web.Request) -> web.Response:
 async def asset(request: web.Request) -> web.Response:
     _no_query(request)
     name = request.path.lstrip("/")
-    return web.Response(text=asset_text(name), content_type=ASSETS[name], charset="utf-8",
-                        headers=_page_headers())
+    return web.Response(
+        text=asset_text(name), content_type=ASSETS[name], charset="utf-8", headers=_page_headers()
+    )
 
 
 def _no_query(request: web.Request, allowed: frozenset[str] = frozenset()) -> None:
     unknown = set(request.query) - allowed
     if unknown:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
-                            f"Allowed here: {', '.join(sorted(allowed)) or 'none'}.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+            f"Allowed here: {', '.join(sorted(allowed)) or 'none'}.",
+        )
     for key in request.query:
         if len(request.query.getall(key)) > 1:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"query parameter {key!r} is given more than once",
-                                "Give each parameter once.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"query parameter {key!r} is given more than once",
+                "Give each parameter once.",
+            )
 
 
 # -- the data ---------------------------------------------------------------------------------
+
 
 def _text(request: web.Request, key: str, limit: int = 4096) -> str | None:
     value = request.query.get(key)
     if value is None or value == "":
         return None
     if len(value) > limit or "\x00" in value:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{key} is not a valid value",
-                            f"Pass {key} as the page does (at most {limit} characters).", {"argument": key})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{key} is not a valid value",
+            f"Pass {key} as the page does (at most {limit} characters).",
+            {"argument": key},
+        )
     return value
 
 
@@ -150,8 +176,12 @@ def _project_param(request: web.Request) -> str | None:
     """The ``project`` parameter, checked to be a project id (16 hex digits), or None."""
     wanted = _text(request, "project", 16)
     if wanted is not None and (len(wanted) != 16 or any(c not in _ID for c in wanted)):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"project {wanted!r} is not a project id",
-                            "Pass a 16-hex-digit id from the dashboard's project list.", {"argument": "project"})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"project {wanted!r} is not a project id",
+            "Pass a 16-hex-digit id from the dashboard's project list.",
+            {"argument": "project"},
+        )
     return wanted
 
 
@@ -163,8 +193,11 @@ async def _project_id(request: web.Request) -> str:
         return wanted
     records = await daemon.projects.run(daemon.registry.all)
     if not records:
-        raise CoverageError(ErrorCode.NOT_FOUND, "no project is known to this daemon yet",
-                            "Import a report (`coverage-mcp ingest REPORT` in a checkout), then reload.")
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            "no project is known to this daemon yet",
+            "Import a report (`coverage-mcp ingest REPORT` in a checkout), then reload.",
+        )
     return max(records, key=lambda r: r.last_seen).project_id
 
 
@@ -196,10 +229,15 @@ async def file_source(request: web.Request) -> web.Response:
     project_id = await _project_id(request)
     snapshot, path = _text(request, "snapshot", 200), _text(request, "file")
     if snapshot is None or path is None:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "snapshot and file are required",
-                            "Pass snapshot=snap-... and file=<repository-relative path>.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "snapshot and file are required",
+            "Pass snapshot=snap-... and file=<repository-relative path>.",
+        )
     body = await request.app[DAEMON].projects.read(
-        Target(project_id=project_id), lambda project, con: projection.file_source(project, con, snapshot, path))
+        Target(project_id=project_id),
+        lambda project, con: projection.file_source(project, con, snapshot, path),
+    )
     return json_response({"data": body})
 
 
@@ -209,13 +247,17 @@ async def run_logs(request: web.Request) -> web.Response:
     project_id = await _project_id(request)
     run_id = _text(request, "run", 64)
     if run_id is None:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "run is required", "Pass run=run-... from the runs view.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "run is required", "Pass run=run-... from the runs view."
+        )
     body = await request.app[DAEMON].projects.read(
-        Target(project_id=project_id), lambda project, con: projection.run_logs(project, con, run_id))
+        Target(project_id=project_id), lambda project, con: projection.run_logs(project, con, run_id)
+    )
     return json_response({"data": body})
 
 
 # -- the event stream -------------------------------------------------------------------------
+
 
 async def events(request: web.Request) -> web.StreamResponse:
     """GET /api/dashboard/events?project=: ``revision`` once, then ``refresh`` whenever it changes."""
@@ -229,14 +271,20 @@ async def events(request: web.Request) -> web.StreamResponse:
 
     seen = await current()
     streams, shared = daemon.streams, dashboard_streams.hub(daemon)
-    admitted = shared.admit(request.cookies.get(SESSION_COOKIE, ""))  # 429 past a cap, before anything is sent
+    admitted = shared.admit(
+        request.cookies.get(SESSION_COOKIE, "")
+    )  # 429 past a cap, before anything is sent
     watch = shared.follow(project_id, seen, current)
     streams.open += 1
     try:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+        )
         await response.prepare(request)
-        await response.write(f"retry: {STREAM_RETRY_MS}\n".encode()
-                             + _event("revision", {"project_id": project_id, "revision": seen}))
+        await response.write(
+            f"retry: {STREAM_RETRY_MS}\n".encode()
+            + _event("revision", {"project_id": project_id, "revision": seen})
+        )
         ends = time.monotonic() + STREAM_MAX_S
         quiet = dashboard_streams.keepalive_s(daemon.settings.dashboard_refresh_s)
         stop = asyncio.ensure_future(daemon.stop.wait())
@@ -251,7 +299,9 @@ async def events(request: web.Request) -> web.StreamResponse:
                     continue
                 changed = asyncio.ensure_future(watch.changed.wait())
                 try:
-                    done, _ = await asyncio.wait({changed, stop}, timeout=quiet, return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait(
+                        {changed, stop}, timeout=quiet, return_when=asyncio.FIRST_COMPLETED
+                    )
                 finally:
                     changed.cancel()
                 if not done:
@@ -274,6 +324,7 @@ def _event(name: str, payload: dict[str, Any]) -> bytes:
 
 # -- approvals --------------------------------------------------------------------------------
 
+
 async def approve(request: web.Request) -> web.Response:
     """POST /api/dashboard/approve {project, command_id}: a person approves a pending command.
 
@@ -284,10 +335,18 @@ async def approve(request: web.Request) -> web.Response:
         raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
     body = await rest.read_object(request, frozenset({"project", "command_id"}), limit=4096)
     project_id, command_id = body.get("project"), body.get("command_id")
-    if not (isinstance(project_id, str) and len(project_id) == 16 and all(c in _ID for c in project_id)
-            and isinstance(command_id, str) and 0 < len(command_id) <= 200):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send {\"project\": <project id>, \"command_id\": <id>}",
-                            "The dashboard's Approve button sends exactly this.")
+    if not (
+        isinstance(project_id, str)
+        and len(project_id) == 16
+        and all(c in _ID for c in project_id)
+        and isinstance(command_id, str)
+        and 0 < len(command_id) <= 200
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            'send {"project": <project id>, "command_id": <id>}',
+            "The dashboard's Approve button sends exactly this.",
+        )
     result = await approve_command(request, project_id, command_id, getpass.getuser())
     return json_response({"data": result})
 

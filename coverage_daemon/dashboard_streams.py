@@ -64,11 +64,15 @@ class Hub:
                 ErrorCode.TOO_MANY_REQUESTS,
                 f"this browser already has {MAX_STREAMS_PER_SESSION} dashboard event streams open",
                 "Close other dashboard tabs (a hidden tab closes its stream), then reload.",
-                {"limit": MAX_STREAMS_PER_SESSION, "scope": "session"})
+                {"limit": MAX_STREAMS_PER_SESSION, "scope": "session"},
+            )
         if self.total >= MAX_STREAMS:
             raise CoverageError(
-                ErrorCode.TOO_MANY_REQUESTS, f"the daemon already serves {MAX_STREAMS} dashboard event streams",
-                "Close dashboard tabs you do not look at, then reload.", {"limit": MAX_STREAMS, "scope": "daemon"})
+                ErrorCode.TOO_MANY_REQUESTS,
+                f"the daemon already serves {MAX_STREAMS} dashboard event streams",
+                "Close dashboard tabs you do not look at, then reload.",
+                {"limit": MAX_STREAMS, "scope": "daemon"},
+            )
         self.per_session[key] += 1
         self.total += 1
         return key

@@ -14,8 +14,18 @@ from pathlib import Path
 from coverage_core.settings_table import BY_NAME, is_loopback_host
 from coverage_core.version import version
 
-__all__ = ["CAPABILITY_HEADER", "COMMON_DB", "DAEMON_LOCK", "DAEMON_LOG", "DEFAULT_HOST", "DEFAULT_PORT",
-           "REPO_HEADER", "VERSION", "build_fingerprint", "is_loopback_host"]
+__all__ = [
+    "CAPABILITY_HEADER",
+    "COMMON_DB",
+    "DAEMON_LOCK",
+    "DAEMON_LOG",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "REPO_HEADER",
+    "VERSION",
+    "build_fingerprint",
+    "is_loopback_host",
+]
 
 # The installed distribution's version (package metadata), the one every side reports.
 VERSION = version()

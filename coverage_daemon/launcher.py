@@ -337,13 +337,18 @@ class Launcher:
                 f"{VERSION}), but it is not the process holding {self.settings.lock_path}; it was not stopped",
                 "Stop that process yourself (its pid is in its /health answer), then reconnect.",
             )
-        self._log(f"handing off the older daemon {health.get('version')} (pid {health.get('pid')}) "
-                  f"at {daemon.where()}")
+        self._log(
+            f"handing off the older daemon {health.get('version')} (pid {health.get('pid')}) "
+            f"at {daemon.where()}"
+        )
         # Every coverage-mcp release has had the shutdown endpoint, so a daemon
         # without it is not one this connector knows how to replace.
         capability = meta.get("capability")
-        if health.get("handoff_supported") is not True or not isinstance(capability, str) \
-                or not self._request_shutdown(daemon, capability):
+        if (
+            health.get("handoff_supported") is not True
+            or not isinstance(capability, str)
+            or not self._request_shutdown(daemon, capability)
+        ):
             raise refused(
                 f"the older daemon at {daemon.where()} did not accept the handoff",
                 "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
@@ -377,8 +382,12 @@ class Launcher:
         try:
             token = client_token(self.settings.home)
         except HomeError as error:  # as the daemon and the Python client report an unsafe home
-            raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
-                                {"home": str(self.settings.home)}) from None
+            raise CoverageError(
+                ErrorCode.STORE_UNAVAILABLE,
+                error.message,
+                error.suggestion,
+                {"home": str(self.settings.home)},
+            ) from None
         return bearer(token) if token else {}
 
     # -- starting a daemon ---------------------------------------------------
@@ -391,7 +400,9 @@ class Launcher:
                 self._log_offset = log.tell()
             process = subprocess.Popen(
                 [sys.executable, "-m", "coverage_cli", "serve"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
                 # Its own session: the MCP client's signals to this connector
                 # must not reach the shared daemon, which outlives it.
                 start_new_session=True,
@@ -450,5 +461,5 @@ def _written_since(path: Path, offset: int, limit: int = 400) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [i for i, line in enumerate(lines) if line.startswith("error")]
     # The last error and its suggestion line, as the CLI prints them; else the last line.
-    shown = lines[errors[-1]:errors[-1] + 2] if errors else lines[-1:]
+    shown = lines[errors[-1] : errors[-1] + 2] if errors else lines[-1:]
     return " ".join(shown)[:limit]

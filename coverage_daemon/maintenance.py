@@ -44,7 +44,9 @@ class Maintenance:
 
     def start(self, handle: ProjectHandle, checkout: Checkout) -> None:
         if checkout.repo_key not in self._tasks and not self._stop.is_set():
-            self._tasks[checkout.repo_key] = asyncio.get_running_loop().create_task(self._loop(handle, checkout))
+            self._tasks[checkout.repo_key] = asyncio.get_running_loop().create_task(
+                self._loop(handle, checkout)
+            )
             self._handles.append(handle)
 
     async def stop(self, grace_s: float) -> None:
@@ -84,5 +86,7 @@ class Maintenance:
 
     def _tick(self, project: Project) -> float:
         policy = project.compaction_policy()
-        project.compact(limit=policy.batch_size, trigger="worker", should_stop=self._stopping, record_idle=False)
+        project.compact(
+            limit=policy.batch_size, trigger="worker", should_stop=self._stopping, record_idle=False
+        )
         return policy.cadence_minutes * 60.0

@@ -58,7 +58,13 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
 HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
 REQUEST_CANCELLED = -32800
 LEGACY_RESOURCE_NOT_FOUND = -32002  # 2026-07-28 uses INVALID_PARAMS instead
@@ -84,18 +90,20 @@ INSTRUCTIONS = (
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["error"],
-    "properties": {"error": {
-        "type": "object",
-        "required": ["code", "message", "suggestion", "details", "remedy"],
-        "properties": {
-            "code": {"type": "string"},
-            "message": {"type": "string"},
-            "suggestion": {"type": "string"},
-            "details": {"type": "object"},
-            # The fix as data: {operation, arguments} or {setting, value}.
-            "remedy": {"type": ["object", "null"]},
-        },
-    }},
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "suggestion", "details", "remedy"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "suggestion": {"type": "string"},
+                "details": {"type": "object"},
+                # The fix as data: {operation, arguments} or {setting, value}.
+                "remedy": {"type": ["object", "null"]},
+            },
+        }
+    },
 }
 
 
@@ -103,19 +111,28 @@ def output_schema(operation_schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's ``outputSchema``: its operation's envelope, or the error body of a failed call."""
     return {"type": "object", "oneOf": [operation_schema, ERROR_SCHEMA]}
 
+
 CONTEXT_URI = "coverage://context"
 SNAPSHOT_TEMPLATE = "coverage://snapshot/{snapshot_id}/summary"
 _SNAPSHOT_URI = re.compile(rf"^coverage://snapshot/({SNAPSHOT_ID})/summary$")
-RESOURCES = [{
-    "uri": CONTEXT_URI, "name": "context", "title": "Project context",
-    "description": "The project_context answer for the selected repository: identity, freshness, latest snapshots.",
-    "mimeType": "application/json",
-}]
-RESOURCE_TEMPLATES = [{
-    "uriTemplate": SNAPSHOT_TEMPLATE, "name": "snapshot-summary", "title": "Snapshot summary",
-    "description": "One snapshot's record (provenance, path mapping, warnings) and its totals.",
-    "mimeType": "application/json",
-}]
+RESOURCES = [
+    {
+        "uri": CONTEXT_URI,
+        "name": "context",
+        "title": "Project context",
+        "description": "The project_context answer for the selected repository: identity, freshness, latest snapshots.",
+        "mimeType": "application/json",
+    }
+]
+RESOURCE_TEMPLATES = [
+    {
+        "uriTemplate": SNAPSHOT_TEMPLATE,
+        "name": "snapshot-summary",
+        "title": "Snapshot summary",
+        "description": "One snapshot's record (provenance, path mapping, warnings) and its totals.",
+        "mimeType": "application/json",
+    }
+]
 
 # How long a 2026-07-28 client may cache a list: the surface is fixed for a
 # daemon's life, while context and summaries are read fresh.
@@ -157,6 +174,7 @@ class Conn:
 
 
 # -- the tool surface -------------------------------------------------------------
+
 
 @functools.cache
 def tools() -> list[dict[str, Any]]:
@@ -206,18 +224,25 @@ def tool_error(error: CoverageError) -> dict[str, Any]:
 
 
 def tool_result(envelope: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": compact(envelope)}], "structuredContent": envelope,
-            "isError": False}
+    return {
+        "content": [{"type": "text", "text": compact(envelope)}],
+        "structuredContent": envelope,
+        "isError": False,
+    }
 
 
 # -- the 2026-07-28 envelope ----------------------------------------------------------
+
 
 def envelope_version(params: Any) -> Any:
     """The version a stateless request declares in ``params._meta`` (rung 1 of the spec's ladder)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
-        raise RpcError(INVALID_PARAMS, f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} "
-                                       f"and {META_CLIENT_CAPABILITIES!r}")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} "
+            f"and {META_CLIENT_CAPABILITIES!r}",
+        )
     missing = [key for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if key not in meta]
     if missing:
         raise RpcError(INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}")
@@ -234,8 +259,11 @@ def require_modern(version: Any) -> str:
 
 
 def unsupported_version(requested: Any) -> RpcError:
-    return RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version",
-                    {"supported": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "requested": requested})
+    return RpcError(
+        UNSUPPORTED_VERSION,
+        "Unsupported protocol version",
+        {"supported": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "requested": requested},
+    )
 
 
 def declared_modern_version(message: dict[str, Any]) -> Any:
@@ -246,6 +274,7 @@ def declared_modern_version(message: dict[str, Any]) -> Any:
 
 
 # -- dispatch ------------------------------------------------------------------------
+
 
 def is_request(message: Any) -> bool:
     return isinstance(message, dict) and "method" in message and "id" in message
@@ -275,8 +304,10 @@ def invalid_id(message: Any) -> bool:
     return is_request(message) and not valid_id(message["id"])
 
 
-INVALID_ID_MESSAGE = "Invalid Request: id must be a string or an integer (not null, a float, a boolean, an " \
+INVALID_ID_MESSAGE = (
+    "Invalid Request: id must be a string or an integer (not null, a float, a boolean, an "
     f"object or a list; integers within +/-{MAX_ID})"
+)
 
 
 def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
@@ -294,12 +325,16 @@ async def dispatch(message: Any, conn: Conn, backend: Backend) -> dict[str, Any]
     if method is None:
         if "id" in message and ("result" in message or "error" in message):
             return None  # a response to a request we never send; nothing to do
-        return error_response(None, RpcError(INVALID_REQUEST, "expected a request, a notification or a response"))
+        return error_response(
+            None, RpcError(INVALID_REQUEST, "expected a request, a notification or a response")
+        )
     request_id = message.get("id")
     if "id" in message and not valid_id(request_id):
         return error_response(None, RpcError(INVALID_REQUEST, INVALID_ID_MESSAGE))
     if not isinstance(method, str):
-        return error_response(request_id, RpcError(INVALID_REQUEST, "Invalid Request: method must be a string"))
+        return error_response(
+            request_id, RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
+        )
     params = message.get("params")
     if "id" not in message:
         _notify(method, params, conn)
@@ -364,8 +399,12 @@ async def _initialize(params: dict[str, Any], conn: Conn, _backend: Backend) -> 
         raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
     conn.version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
     conn.initialized = True  # the SDK gates on initialize, not on the racing initialized notification
-    return {"protocolVersion": conn.version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO,
-            "instructions": INSTRUCTIONS}
+    return {
+        "protocolVersion": conn.version,
+        "capabilities": CAPABILITIES,
+        "serverInfo": SERVER_INFO,
+        "instructions": INSTRUCTIONS,
+    }
 
 
 async def _ping(_params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
@@ -373,8 +412,11 @@ async def _ping(_params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict
 
 
 async def _discover(_params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
-    return {"supportedVersions": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "capabilities": CAPABILITIES,
-            "instructions": INSTRUCTIONS}
+    return {
+        "supportedVersions": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS],
+        "capabilities": CAPABILITIES,
+        "instructions": INSTRUCTIONS,
+    }
 
 
 def _no_cursor(params: dict[str, Any]) -> None:
@@ -404,8 +446,13 @@ async def _tools_call(params: dict[str, Any], _conn: Conn, backend: Backend) -> 
         return tool_error(error)
     except Exception as exc:  # a bug must reach the agent as a tool error, never a dropped request
         log.exception("tools/call %s failed", name)
-        return tool_error(CoverageError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}",
-                                        "This is a bug in coverage-mcp; the daemon's log has the traceback."))
+        return tool_error(
+            CoverageError(
+                ErrorCode.INTERNAL,
+                f"internal error: {type(exc).__name__}",
+                "This is a bug in coverage-mcp; the daemon's log has the traceback.",
+            )
+        )
 
 
 async def _resources_list(params: dict[str, Any], _conn: Conn, _backend: Backend) -> dict[str, Any]:
@@ -437,8 +484,11 @@ async def _resources_read(params: dict[str, Any], conn: Conn, backend: Backend) 
         # suggestion, and the code says whose fault it is by the one status
         # table (a missing repository is the client's, a store the server's).
         code = INTERNAL_ERROR if status_of(error) >= 500 else INVALID_PARAMS
-        raise RpcError(code, f"{error.code.value}: {error.message}",
-                       {"uri": uri, **error_body(error, render=render_remedy)}) from None
+        raise RpcError(
+            code,
+            f"{error.code.value}: {error.message}",
+            {"uri": uri, **error_body(error, render=render_remedy)},
+        ) from None
     return {"contents": [{"uri": uri, "mimeType": "application/json", "text": compact(envelope)}]}
 
 

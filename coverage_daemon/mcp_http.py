@@ -60,8 +60,13 @@ NAME_PARAMS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "na
 
 # The stateless era's status for a JSON-RPC error; anything else is 200.
 MODERN_STATUS = {
-    PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-    MISSING_CLIENT_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404,
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
 }
 
 _ACCEPTED = {"application/json", "application/*", "*/*"}
@@ -168,7 +173,9 @@ async def post(request: web.Request) -> web.Response:
     if isinstance(message, list):
         return _reject(400, INVALID_REQUEST, "batches are not supported: send one JSON-RPC message per POST")
     if not isinstance(message, dict):
-        return _reject(400, INVALID_REQUEST, "the body must be one JSON-RPC request, notification or response")
+        return _reject(
+            400, INVALID_REQUEST, "the body must be one JSON-RPC request, notification or response"
+        )
     if invalid_id(message):
         return _reject(400, INVALID_REQUEST, INVALID_ID_MESSAGE)
     request_id = request_id_of(message)
@@ -188,9 +195,12 @@ async def _handshake(request: web.Request, message: dict[str, Any], backend: Rep
     sessions: Sessions = backend.daemon.sessions
     request_id = request_id_of(message)
     if declared_modern_version(message) is not None:
-        return _reject(400, HEADER_MISMATCH,
-                       f"a request declaring params._meta protocolVersion must send the same {VERSION_HEADER} header",
-                       request_id)
+        return _reject(
+            400,
+            HEADER_MISMATCH,
+            f"a request declaring params._meta protocolVersion must send the same {VERSION_HEADER} header",
+            request_id,
+        )
     if is_request(message) and message.get("method") == "initialize":
         fresh = Conn("handshake", DEFAULT_NEGOTIATED)
         answer = await dispatch(message, fresh, backend)
@@ -198,18 +208,23 @@ async def _handshake(request: web.Request, message: dict[str, Any], backend: Rep
         return _rpc(200, answer, headers)
     session_id = request.headers.get(SESSION_HEADER)
     if not session_id:
-        return _reject(400, INVALID_REQUEST, "Bad Request: Missing session ID (send initialize first)", request_id)
+        return _reject(
+            400, INVALID_REQUEST, "Bad Request: Missing session ID (send initialize first)", request_id
+        )
     conn = sessions.get(session_id)
     if conn is None:
-        return _reject(404, INVALID_REQUEST, "Not Found: unknown or expired session; initialize again", request_id)
+        return _reject(
+            404, INVALID_REQUEST, "Not Found: unknown or expired session; initialize again", request_id
+        )
     answer = await dispatch(message, conn, backend)
     if not is_request(message):
         return _rpc(400, answer) if answer is not None else _rpc(202, None)
     return _rpc(200, answer, {SESSION_HEADER: session_id})
 
 
-async def _stateless(request: web.Request, message: dict[str, Any], header: str,
-                     backend: RepoBackend) -> web.Response:
+async def _stateless(
+    request: web.Request, message: dict[str, Any], header: str, backend: RepoBackend
+) -> web.Response:
     if "id" not in message:
         # Notifications are acknowledged and dropped: at 2026-07-28 a client
         # cancels by closing its request's connection, not by notification.
@@ -244,7 +259,11 @@ def _check_routing_headers(request: web.Request, message: dict[str, Any], header
         raise RpcError(HEADER_MISMATCH, f"{METHOD_HEADER} does not match the body's method")
     key = NAME_PARAMS.get(method)
     params = message.get("params") or {}
-    if key is not None and params.get(key) is not None and _decode(request.headers.get(NAME_HEADER)) != params[key]:
+    if (
+        key is not None
+        and params.get(key) is not None
+        and _decode(request.headers.get(NAME_HEADER)) != params[key]
+    ):
         raise RpcError(HEADER_MISMATCH, f"{NAME_HEADER} does not match the body's {key!r}")
 
 

@@ -88,11 +88,14 @@ def interrupted_error(reason: str | None, settings_ms: int) -> CoverageError:
     """The error a call answers when its query was interrupted."""
     if reason == SHUTDOWN:
         return CoverageError(
-            ErrorCode.STORE_UNAVAILABLE, "the daemon is shutting down; the query was interrupted",
+            ErrorCode.STORE_UNAVAILABLE,
+            "the daemon is shutting down; the query was interrupted",
             "Retry in a moment: the next request starts a daemon again (or run `coverage-mcp serve`).",
         )
     if reason == CANCELLED:
-        return CoverageError(ErrorCode.DEADLINE_EXCEEDED, "the call was cancelled", "Send the call again if needed.")
+        return CoverageError(
+            ErrorCode.DEADLINE_EXCEEDED, "the call was cancelled", "Send the call again if needed."
+        )
     return CoverageError(
         ErrorCode.DEADLINE_EXCEEDED,
         f"the query ran longer than COVERAGE_MCP_DB_QUERY_TIMEOUT_MS={settings_ms} and was interrupted",
@@ -181,8 +184,11 @@ class ReadPool:
     def interrupt_overdue(self, now: float) -> int:
         """Interrupt every lent connection past its query deadline; how many were."""
         with self._lock:
-            overdue = [lent for lent in self._lent if lent.deadline is not None and lent.deadline <= now
-                       and lent.reason is None]
+            overdue = [
+                lent
+                for lent in self._lent
+                if lent.deadline is not None and lent.deadline <= now and lent.reason is None
+            ]
         for lent in overdue:
             lent.interrupt(DEADLINE)
         return len(overdue)

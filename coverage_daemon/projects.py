@@ -61,7 +61,9 @@ class ProjectSetting:
     default: Any
     choices: tuple[Any, ...]
     help: str
-    check: Callable[[str, Any], Any] | None = None  # a range check instead of choices: raises invalid_argument
+    check: Callable[[str, Any], Any] | None = (
+        None  # a range check instead of choices: raises invalid_argument
+    )
 
 
 # Declared once: PATCH validates against it, GET shows exactly these keys,
@@ -70,12 +72,22 @@ PROJECT_SETTINGS: dict[str, ProjectSetting] = {
     s.key: s
     for s in (
         ProjectSetting(
-            "approval_mode", "out_of_band", ("out_of_band", "attested"),
+            "approval_mode",
+            "out_of_band",
+            ("out_of_band", "attested"),
             "How a registered test command is approved: by a person out of band (default), "
             "or by the agent's attested human approval.",
         ),
-        *(ProjectSetting(f.key, f.default, (), f"{f.help} A whole number from {f.low} to {f.high}.",
-                         compaction.check_policy_value) for f in compaction.POLICY_FIELDS),
+        *(
+            ProjectSetting(
+                f.key,
+                f.default,
+                (),
+                f"{f.help} A whole number from {f.low} to {f.high}.",
+                compaction.check_policy_value,
+            )
+            for f in compaction.POLICY_FIELDS
+        ),
     )
 }
 
@@ -97,7 +109,8 @@ def check_repository_path(path: str) -> None:
     shown = path if len(path) <= 200 else f"{path[:200]}... ({len(path)} characters)"
     if "\x00" in path:
         raise CoverageError(
-            ErrorCode.NOT_A_REPOSITORY, f"repository path {shown!r} contains a NUL character",
+            ErrorCode.NOT_A_REPOSITORY,
+            f"repository path {shown!r} contains a NUL character",
             "Send the absolute path of a directory inside a git checkout in x-coverage-mcp-repo.",
         )
     size = len(path.encode("utf-8", "surrogateescape"))
@@ -110,7 +123,8 @@ def check_repository_path(path: str) -> None:
         )
     if not Path(path).is_absolute():
         raise CoverageError(
-            ErrorCode.NOT_A_REPOSITORY, f"repository path {shown!r} is not absolute",
+            ErrorCode.NOT_A_REPOSITORY,
+            f"repository path {shown!r} is not absolute",
             "Send an absolute path inside a git checkout in x-coverage-mcp-repo.",
         )
 
@@ -178,7 +192,9 @@ class Projects:
             token.interrupt(CANCELLED)
             raise
 
-    def _bound_call(self, token: CallToken, unbounded: bool, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def _bound_call(
+        self, token: CallToken, unbounded: bool, fn: Callable[..., T], args: tuple[Any, ...]
+    ) -> T:
         with bound(token, unbounded=unbounded):
             try:
                 return fn(*args)
@@ -189,7 +205,8 @@ class Projects:
             except Exception as exc:
                 log.exception("internal error in %s", getattr(fn, "__qualname__", fn))
                 raise CoverageError(
-                    ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {str(exc)[:300]}",
+                    ErrorCode.INTERNAL,
+                    f"internal error: {type(exc).__name__}: {str(exc)[:300]}",
                     "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
                 ) from exc
 
@@ -231,8 +248,11 @@ class Projects:
             except TimeoutError:
                 # Closing a connection a writer still uses is not safe; the
                 # process exit releases this store's lease instead.
-                log.warning("a write to %s did not stop within %.0f s of shutdown; leaving it to the exit",
-                            handle.store.path, SHUTDOWN_GRACE_S)
+                log.warning(
+                    "a write to %s did not stop within %.0f s of shutdown; leaving it to the exit",
+                    handle.store.path,
+                    SHUTDOWN_GRACE_S,
+                )
                 continue
             await asyncio.to_thread(handle.store.close)
         self._handles.clear()
@@ -266,9 +286,10 @@ class Projects:
             record = await self.run(self.registry.get, target.project_id)
             if record is None:
                 raise CoverageError(
-                    ErrorCode.NOT_FOUND, f"no project {target.project_id!r} is known to this daemon",
+                    ErrorCode.NOT_FOUND,
+                    f"no project {target.project_id!r} is known to this daemon",
                     "List projects with GET /api/projects, or register a checkout with "
-                    "POST /api/projects {\"path\": ...}.",
+                    'POST /api/projects {"path": ...}.',
                     {"project_id": target.project_id},
                 )
             return await self.run(discover, record.checkout_path)
@@ -323,8 +344,12 @@ class Projects:
                     raise
                 time.sleep(_STORE_RETRY_S)
         s = self.settings
-        store.pool = ReadPool(store.con.cursor, size=s.db_pool_size, acquire_timeout_ms=s.db_acquire_timeout_ms,
-                              query_timeout_ms=s.db_query_timeout_ms)
+        store.pool = ReadPool(
+            store.con.cursor,
+            size=s.db_pool_size,
+            acquire_timeout_ms=s.db_acquire_timeout_ms,
+            query_timeout_ms=s.db_query_timeout_ms,
+        )
         try:
             for setting in PROJECT_SETTINGS.values():
                 store.con.execute(
@@ -432,7 +457,9 @@ class Projects:
         return await self.write(handle, apply)
 
 
-def _on_own_connection(store: ProjectStore, service: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def _on_own_connection(
+    store: ProjectStore, service: Any, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
     con = store.con.cursor()
     try:
         return service.call(name, arguments, con=con)
@@ -452,14 +479,17 @@ def validate_project_settings(values: Any) -> dict[str, Any]:
     """Check a settings object against ``PROJECT_SETTINGS``: unknown keys and bad values are refused."""
     if not isinstance(values, dict) or not values:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "settings must be a non-empty JSON object",
-            f"Send {{\"settings\": {{...}}}} with any of: {', '.join(PROJECT_SETTINGS)}.",
+            ErrorCode.INVALID_ARGUMENT,
+            "settings must be a non-empty JSON object",
+            f'Send {{"settings": {{...}}}} with any of: {", ".join(PROJECT_SETTINGS)}.',
         )
     unknown = sorted(set(values) - set(PROJECT_SETTINGS))
     if unknown:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"unknown project setting(s): {', '.join(map(repr, unknown))}",
-            f"Project settings are: {', '.join(PROJECT_SETTINGS)}.", {"unknown": unknown},
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown project setting(s): {', '.join(map(repr, unknown))}",
+            f"Project settings are: {', '.join(PROJECT_SETTINGS)}.",
+            {"unknown": unknown},
         )
     for key, value in values.items():
         spec = PROJECT_SETTINGS[key]
@@ -467,9 +497,9 @@ def validate_project_settings(values: Any) -> dict[str, Any]:
             spec.check(key, value)
         elif value not in spec.choices:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"{key} cannot be {value!r}",
-                f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}", {"setting": key},
+                ErrorCode.INVALID_ARGUMENT,
+                f"{key} cannot be {value!r}",
+                f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}",
+                {"setting": key},
             )
     return dict(values)
-
-

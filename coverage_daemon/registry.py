@@ -109,7 +109,9 @@ class Registry:
 
     def get(self, project_id: str) -> ProjectRecord | None:
         with self._lock:
-            row = self._con.execute(f"SELECT {_COLUMNS} FROM projects WHERE project_id = ?", [project_id]).fetchone()
+            row = self._con.execute(
+                f"SELECT {_COLUMNS} FROM projects WHERE project_id = ?", [project_id]
+            ).fetchone()
         return None if row is None else ProjectRecord(*row)
 
     def all(self) -> list[ProjectRecord]:

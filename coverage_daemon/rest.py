@@ -34,23 +34,28 @@ async def snapshot_envelope(projects: Projects, target: Target, snapshot_id: str
 
     def read(project: Project, con: Any) -> dict[str, Any]:
         snap = project.store.snapshot(snapshot_id, con)
-        return envelope_for(project, {"snapshot": snapshot_to_dict(snap)}, None, suite=snap.suite,
-                            started=started, rows=1)
+        return envelope_for(
+            project, {"snapshot": snapshot_to_dict(snap)}, None, suite=snap.suite, started=started, rows=1
+        )
 
     return await projects.read(target, read)
 
 
 # -- inputs ----------------------------------------------------------------------------
 
+
 def _no_query(request: web.Request) -> None:
     if request.query:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
-                            f"unknown query parameter(s): {', '.join(sorted(request.query))}",
-                            "This route takes no query parameters.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown query parameter(s): {', '.join(sorted(request.query))}",
+            "This route takes no query parameters.",
+        )
 
 
-async def read_object(request: web.Request, allowed: frozenset[str] | None = None, *,
-                      limit: int | None = None) -> dict[str, Any]:
+async def read_object(
+    request: web.Request, allowed: frozenset[str] | None = None, *, limit: int | None = None
+) -> dict[str, Any]:
     """The JSON object a POST or PATCH carries: at most ``limit`` bytes (default the HTTP body
     limit), unknown keys refused when ``allowed`` is given."""
     if request.content_type != "application/json":
@@ -64,15 +69,19 @@ async def read_object(request: web.Request, allowed: frozenset[str] | None = Non
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body is not valid JSON",
-                            "Send one JSON object.") from None
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "the request body is not valid JSON", "Send one JSON object."
+        ) from None
     if not isinstance(body, dict):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the request body must be a JSON object",
-                            "Send one JSON object.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "the request body must be a JSON object", "Send one JSON object."
+        )
     if allowed is not None and set(body) - allowed:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
-                            f"unknown field(s): {', '.join(sorted(set(body) - allowed))}",
-                            f"Allowed here: {', '.join(sorted(allowed))}.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown field(s): {', '.join(sorted(set(body) - allowed))}",
+            f"Allowed here: {', '.join(sorted(allowed))}.",
+        )
     return body
 
 
@@ -88,8 +97,11 @@ def query_arguments(request: web.Request, schema: dict[str, Any]) -> dict[str, A
     for key in request.query:
         values = request.query.getall(key)
         if len(values) > 1:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"query parameter {key!r} is given {len(values)} times",
-                                "Give each argument once.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"query parameter {key!r} is given {len(values)} times",
+                "Give each argument once.",
+            )
         raw, spec = values[0], properties.get(key, {})
         kind = spec.get("type")
         try:
@@ -103,13 +115,17 @@ def query_arguments(request: web.Request, schema: dict[str, Any]) -> dict[str, A
                 out[key] = raw
         except (ValueError, KeyError, RecursionError):
             expected = {"integer": "an integer", "boolean": "true or false"}.get(kind, f"a JSON {kind}")
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{key} must be {expected}, got {raw[:60]!r}",
-                                f"Pass {key}=<{expected}>, e.g. as the operation's input schema describes.",
-                                {"argument": key}) from None
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{key} must be {expected}, got {raw[:60]!r}",
+                f"Pass {key}=<{expected}>, e.g. as the operation's input schema describes.",
+                {"argument": key},
+            ) from None
     return out
 
 
 # -- projects ----------------------------------------------------------------------------
+
 
 async def list_projects(request: web.Request) -> web.Response:
     _no_query(request)
@@ -117,8 +133,13 @@ async def list_projects(request: web.Request) -> web.Response:
     records = await daemon.projects.run(daemon.registry.all)
     opened = daemon.projects.open_stores
     projects = [{**r.to_dict(), "open": r.repo_key in opened} for r in records]
-    return json_response({"context": {"schema_revision": SCHEMA_REVISION, "common_db": str(daemon.settings.common_db)},
-                          "data": {"projects": projects}, "page": None})
+    return json_response(
+        {
+            "context": {"schema_revision": SCHEMA_REVISION, "common_db": str(daemon.settings.common_db)},
+            "data": {"projects": projects},
+            "page": None,
+        }
+    )
 
 
 async def register_project(request: web.Request) -> web.Response:
@@ -127,8 +148,11 @@ async def register_project(request: web.Request) -> web.Response:
     body = await read_object(request, frozenset({"path", "settings"}))
     path = body.get("path")
     if not isinstance(path, str) or not path:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "path must be an absolute path inside a git checkout",
-                            "Send {\"path\": \"/abs/path/to/checkout\"}.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "path must be an absolute path inside a git checkout",
+            'Send {"path": "/abs/path/to/checkout"}.',
+        )
     if "settings" in body:
         _require_admin(request, "settings")
     overrides = validate_project_settings(body["settings"]) if "settings" in body else None
@@ -139,10 +163,13 @@ async def register_project(request: web.Request) -> web.Response:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"project {checkout.project_id} already exists; settings here apply at creation",
-            f"Change them with PATCH /api/projects/{checkout.project_id} {{\"settings\": {{...}}}}.",
+            f'Change them with PATCH /api/projects/{checkout.project_id} {{"settings": {{...}}}}.',
         )
-    settings = (await daemon.projects.update_settings(target, overrides) if overrides
-                else await daemon.projects.settings_of(target))
+    settings = (
+        await daemon.projects.update_settings(target, overrides)
+        if overrides
+        else await daemon.projects.settings_of(target)
+    )
     return json_response(await _project_body(request, checkout.project_id, settings), 200 if known else 201)
 
 
@@ -150,11 +177,21 @@ async def _project_body(request: web.Request, project_id: str, settings: dict[st
     daemon = request.app[DAEMON]
     record = await daemon.projects.run(daemon.registry.get, project_id)
     if record is None:
-        raise CoverageError(ErrorCode.NOT_FOUND, f"no project {project_id!r} is known to this daemon",
-                            "List projects with GET /api/projects.")
-    return {"context": {"repo_key": record.repo_key, "project_id": project_id, "checkout_path": record.checkout_path,
-                        "schema_revision": SCHEMA_REVISION},
-            "data": {"project": {**record.to_dict(), "settings": settings}}, "page": None}
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"no project {project_id!r} is known to this daemon",
+            "List projects with GET /api/projects.",
+        )
+    return {
+        "context": {
+            "repo_key": record.repo_key,
+            "project_id": project_id,
+            "checkout_path": record.checkout_path,
+            "schema_revision": SCHEMA_REVISION,
+        },
+        "data": {"project": {**record.to_dict(), "settings": settings}},
+        "page": None,
+    }
 
 
 async def get_project(request: web.Request) -> web.Response:
@@ -172,20 +209,27 @@ async def patch_project(request: web.Request) -> web.Response:
 
 def _require_admin(request: web.Request, what: str) -> None:
     if not request.app[DAEMON].authorizer.admin_ok(request):
-        raise forbidden(f"{what} needs the daemon's admin capability",
-                        "Use the coverage-mcp command line (it reads the capability from the daemon's lock file), "
-                        "or drop the option.")
+        raise forbidden(
+            f"{what} needs the daemon's admin capability",
+            "Use the coverage-mcp command line (it reads the capability from the daemon's lock file), "
+            "or drop the option.",
+        )
 
 
 # -- declared operations -------------------------------------------------------------------
+
 
 async def operation(request: web.Request) -> web.Response:
     """Any operation of the table: POST /ops/{name} with a JSON object, or GET for a read-only one."""
     name = request.match_info["name"]
     op = OPERATIONS.get(name)
     if op is None:
-        raise CoverageError(ErrorCode.NOT_FOUND, f"unknown operation {name!r}",
-                            f"Operations: {', '.join(OPERATIONS)}.", {"operation": name})
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"unknown operation {name!r}",
+            f"Operations: {', '.join(OPERATIONS)}.",
+            {"operation": name},
+        )
     if request.method == "GET":
         if not op.read_only:
             raise web.HTTPMethodNotAllowed("GET", ["POST"])
@@ -214,12 +258,31 @@ async def delete_snapshots(request: web.Request) -> web.Response:
     body = await read_object(request, frozenset({"snapshot_ids", "suite", "keep", "force", "dry_run"}))
     force, dry_run = body.get("force", False), body.get("dry_run", False)
     ids, suite, keep = body.get("snapshot_ids"), body.get("suite"), body.get("keep")
-    well_formed = (isinstance(force, bool) and isinstance(dry_run, bool) and (
-        (isinstance(ids, list) and ids and all(isinstance(i, str) for i in ids) and suite is None and keep is None)
-        or (ids is None and isinstance(suite, str) and isinstance(keep, int) and not isinstance(keep, bool))))
+    well_formed = (
+        isinstance(force, bool)
+        and isinstance(dry_run, bool)
+        and (
+            (
+                isinstance(ids, list)
+                and ids
+                and all(isinstance(i, str) for i in ids)
+                and suite is None
+                and keep is None
+            )
+            or (
+                ids is None
+                and isinstance(suite, str)
+                and isinstance(keep, int)
+                and not isinstance(keep, bool)
+            )
+        )
+    )
     if not well_formed:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send snapshot_ids (a list of ids), or suite and keep",
-                            'e.g. {"snapshot_ids": ["snap-1a2b"], "dry_run": true} or {"suite": "unit", "keep": 10}')
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "send snapshot_ids (a list of ids), or suite and keep",
+            'e.g. {"snapshot_ids": ["snap-1a2b"], "dry_run": true} or {"suite": "unit", "keep": 10}',
+        )
     projects = request.app[DAEMON].projects
     handle, project = await projects.resolve(target_of(request))
 
@@ -230,7 +293,6 @@ async def delete_snapshots(request: web.Request) -> web.Response:
 
     deletion = await projects.write(handle, delete)
     return json_response({"data": deletion.to_dict()})
-
 
 
 # -- managed execution: commands and runs (approval only on admin routes) ------------------------
@@ -250,8 +312,11 @@ async def list_commands(request: web.Request) -> web.Response:
 
     unknown = set(request.query) - {"status"}
     if unknown:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
-                            "This route takes status=pending|approved|rejected.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+            "This route takes status=pending|approved|rejected.",
+        )
     status = request.query.get("status")
     found = await _with_project(request, lambda project: registry.list_commands(project, status))
     return json_response({"data": {"commands": found}, "page": None})
@@ -273,9 +338,16 @@ async def _decide(request: web.Request, decision: str) -> web.Response:
     _no_query(request)
     body = await read_object(request, frozenset({"by", "via", "note"}))
     by, via, note = body.get("by"), body.get("via", "cli"), body.get("note")
-    if via not in ("cli", "dashboard") or not isinstance(by, str) or (note is not None and not isinstance(note, str)):
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "send {\"by\": who, \"via\": \"cli\"|\"dashboard\", \"note\"?}",
-                            "Name the person deciding; attested approvals come only with a registration.")
+    if (
+        via not in ("cli", "dashboard")
+        or not isinstance(by, str)
+        or (note is not None and not isinstance(note, str))
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            'send {"by": who, "via": "cli"|"dashboard", "note"?}',
+            "Name the person deciding; attested approvals come only with a registration.",
+        )
     command_id = request.match_info[_COMMAND_ID]
 
     def decide(project: Project) -> dict[str, Any]:
@@ -301,14 +373,19 @@ async def list_runs(request: web.Request) -> web.Response:
 
     unknown = set(request.query) - {"status", "limit"}
     if unknown:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown query parameter(s): {', '.join(sorted(unknown))}",
-                            "This route takes status and limit.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown query parameter(s): {', '.join(sorted(unknown))}",
+            "This route takes status and limit.",
+        )
     status = request.query.get("status")
     try:
         limit = int(request.query.get("limit", "50"))
     except ValueError:
         limit = -1
     if not 1 <= limit <= 1000:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "limit must be an integer from 1 to 1000", "e.g. limit=50")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT, "limit must be an integer from 1 to 1000", "e.g. limit=50"
+        )
     found = await _with_project(request, lambda project: queue.list_runs(project, status, limit=limit))
     return json_response({"data": {"runs": found}, "page": None})

@@ -57,11 +57,15 @@ def private_home(home: Path) -> Path:
         return private_home(home)
     info = os.lstat(home)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise HomeError(f"{home} is not a directory (a symbolic link or another file)",
-                        "Point COVERAGE_MCP_HOME at a real directory of your own.")
+        raise HomeError(
+            f"{home} is not a directory (a symbolic link or another file)",
+            "Point COVERAGE_MCP_HOME at a real directory of your own.",
+        )
     if info.st_uid != os.geteuid():
-        raise HomeError(f"{home} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})",
-                        "Point COVERAGE_MCP_HOME at a directory you own.")
+        raise HomeError(
+            f"{home} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})",
+            "Point COVERAGE_MCP_HOME at a directory you own.",
+        )
     if info.st_mode & 0o077:
         os.chmod(home, 0o700)
     return home
@@ -74,13 +78,17 @@ def _read_private(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise HomeError(f"cannot read {path}: {exc.strerror}",
-                        "Remove it if it is a symbolic link; `coverage-mcp token rotate` writes a new one.") from None
+        raise HomeError(
+            f"cannot read {path}: {exc.strerror}",
+            "Remove it if it is a symbolic link; `coverage-mcp token rotate` writes a new one.",
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            raise HomeError(f"{path} is not a private (0600) file of yours",
-                            "Run `coverage-mcp token rotate` to write a new one.")
+            raise HomeError(
+                f"{path} is not a private (0600) file of yours",
+                "Run `coverage-mcp token rotate` to write a new one.",
+            )
         return os.read(fd, 4096).decode("ascii", "replace").strip() or None
     finally:
         os.close(fd)

@@ -63,7 +63,8 @@ def check_loopback(host: str) -> None:
     """Refuse a host the connector would not call either (``identity.is_loopback_host``, the one rule)."""
     if not is_loopback_host(host):
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"{host!r} is not a loopback address; the daemon serves this machine only",
+            ErrorCode.INVALID_ARGUMENT,
+            f"{host!r} is not a loopback address; the daemon serves this machine only",
             "Use 127.0.0.1 (the default), localhost or ::1. Exposing the daemon beyond this machine needs an "
             "authentication and isolation design this project does not provide.",
         )
@@ -72,8 +73,14 @@ def check_loopback(host: str) -> None:
 def take_daemon_lock(settings: Settings, fingerprint: str) -> Lease:
     """``daemon.lock`` with the metadata connectors and ``stop`` read; fails fast when another daemon holds it."""
     metadata = instance_metadata(
-        owner="daemon", version=VERSION, build_fingerprint=fingerprint, common_db=str(settings.common_db),
-        capability=secrets.token_urlsafe(32), host=settings.host, port=0, home=str(settings.home),
+        owner="daemon",
+        version=VERSION,
+        build_fingerprint=fingerprint,
+        common_db=str(settings.common_db),
+        capability=secrets.token_urlsafe(32),
+        host=settings.host,
+        port=0,
+        home=str(settings.home),
     )
     try:
         return Lease.acquire(settings.daemon_lock, metadata, what="daemon lock", suggestion="")
@@ -111,22 +118,34 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     from .state import Daemon
 
     listeners = _bind(settings)  # first: a port in use must leave nothing behind
-    executor = ThreadPoolExecutor(max_workers=settings.mcp_concurrency + settings.db_pool_size + 4,
-                                  thread_name_prefix="coverage-mcp")
+    executor = ThreadPoolExecutor(
+        max_workers=settings.mcp_concurrency + settings.db_pool_size + 4, thread_name_prefix="coverage-mcp"
+    )
     loop = asyncio.get_running_loop()
     registry = await loop.run_in_executor(executor, Registry, settings.common_db)
     projects = Projects(settings, registry, executor)
     authorizer = await loop.run_in_executor(executor, Authorizer, settings.home, lease.metadata["capability"])
     daemon = Daemon(
-        settings=settings, projects=projects, registry=registry, authorizer=authorizer,
-        instance_id=lease.metadata["instance_id"], build_fingerprint=fingerprint, stop=asyncio.Event(),
-        mcp_slots=asyncio.Semaphore(settings.mcp_concurrency), sessions=Sessions(),
+        settings=settings,
+        projects=projects,
+        registry=registry,
+        authorizer=authorizer,
+        instance_id=lease.metadata["instance_id"],
+        build_fingerprint=fingerprint,
+        stop=asyncio.Event(),
+        mcp_slots=asyncio.Semaphore(settings.mcp_concurrency),
+        sessions=Sessions(),
     )
     # keepalive_timeout also closes a connection that has not sent a complete
     # request head in time (aiohttp arms it when the connection is made):
     # idle or slow-header clients cannot pile up to the descriptor limit.
-    runner = web.AppRunner(create_app(daemon), handler_cancellation=True, access_log=None,
-                           shutdown_timeout=HANDLER_GRACE_S, keepalive_timeout=settings.http_idle_timeout_s)
+    runner = web.AppRunner(
+        create_app(daemon),
+        handler_cancellation=True,
+        access_log=None,
+        shutdown_timeout=HANDLER_GRACE_S,
+        keepalive_timeout=settings.http_idle_timeout_s,
+    )
     await runner.setup()
     idle_exit: asyncio.Task[None] | None = None
     started: list[web.BaseSite] = []
@@ -172,17 +191,24 @@ def _bind(settings: Settings) -> list[socket.socket]:
     daemon serves.
     """
     try:
-        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
     except socket.gaierror as exc:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"cannot resolve {settings.host!r}: {exc.strerror}",
-                            "Use 127.0.0.1 (the default), localhost or ::1.") from None
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"cannot resolve {settings.host!r}: {exc.strerror}",
+            "Use 127.0.0.1 (the default), localhost or ::1.",
+        ) from None
     bound: list[socket.socket] = []
     port = settings.port
     try:
         for family, kind, proto, _name, address in dict.fromkeys(infos):
             sock = socket.socket(family, kind, proto)
             bound.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp's TCPSite: restart after TIME_WAIT
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+            )  # as aiohttp's TCPSite: restart after TIME_WAIT
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind((address[0], port, *address[2:]))
@@ -191,7 +217,8 @@ def _bind(settings: Settings) -> list[socket.socket]:
         for sock in bound:
             sock.close()
         raise CoverageError(
-            ErrorCode.DAEMON_CONFLICT, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
+            ErrorCode.DAEMON_CONFLICT,
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
             "Another program uses this port: choose another with --port or COVERAGE_MCP_PORT "
             "(0 picks a free one).",
         ) from None
@@ -236,16 +263,20 @@ def _fresh_socket(settings: Settings) -> Path:
         raise CoverageError(
             ErrorCode.STORE_UNAVAILABLE,
             f"the daemon's socket path {path} is longer than a Unix socket allows ({MAX_SOCKET_PATH} bytes)",
-            "Choose a shorter COVERAGE_MCP_HOME.", {"path": str(path)},
+            "Choose a shorter COVERAGE_MCP_HOME.",
+            {"path": str(path)},
         )
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return path
     if not (stat.S_ISSOCK(info.st_mode) or stat.S_ISLNK(info.st_mode)):
-        raise CoverageError(ErrorCode.STORE_UNAVAILABLE, f"{path} exists and is not a socket",
-                            "Move it out of COVERAGE_MCP_HOME; the daemon creates its socket there.",
-                            {"path": str(path)})
+        raise CoverageError(
+            ErrorCode.STORE_UNAVAILABLE,
+            f"{path} exists and is not a socket",
+            "Move it out of COVERAGE_MCP_HOME; the daemon creates its socket there.",
+            {"path": str(path)},
+        )
     os.unlink(path)  # never follows a link: unlink removes the entry itself
     return path
 
@@ -275,8 +306,9 @@ def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
     try:
         private_home(settings.home)
     except HomeError as error:
-        raise CoverageError(ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion,
-                            {"path": str(settings.home)}) from None
+        raise CoverageError(
+            ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion, {"path": str(settings.home)}
+        ) from None
     fingerprint = build_fingerprint()
     lease = take_daemon_lock(settings, fingerprint)
     try:
@@ -286,7 +318,9 @@ def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
     return 0
 
 
-async def _serve(settings: Settings, lease: Lease, fingerprint: str, announce: Callable[[str, str], None]) -> None:
+async def _serve(
+    settings: Settings, lease: Lease, fingerprint: str, announce: Callable[[str, str], None]
+) -> None:
     _log_to_stderr()
     async with running(settings, lease, fingerprint) as daemon:
         loop = asyncio.get_running_loop()

@@ -111,8 +111,9 @@ def json_response(payload: Any, status: int = 200, headers: dict[str, str] | Non
         # A lone surrogate the client sent (a non-UTF-8 header byte, a "\udcff"
         # escape in its JSON) echoed in a message: spell it out instead.
         body = compact(_encodable(payload)).encode("utf-8")
-    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8",
-                        headers=headers)
+    return web.Response(
+        body=body, status=status, content_type="application/json", charset="utf-8", headers=headers
+    )
 
 
 def _encodable(value: Any) -> Any:

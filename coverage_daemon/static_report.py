@@ -39,7 +39,9 @@ def source_candidates(data: dict[str, Any]) -> list[str]:
     rows = (data.get("files") or {}).get("rows") or []
     changed = {f["path"] for f in ((data.get("change") or {}).get("files") or [])}
     ranked = sorted(rows, key=lambda f: (-(f["lines"]["found"] - f["lines"]["hit"]), f["path"]))
-    ordered = [f["path"] for f in ranked if f["path"] in changed] + [f["path"] for f in ranked if f["path"] not in changed]
+    ordered = [f["path"] for f in ranked if f["path"] in changed] + [
+        f["path"] for f in ranked if f["path"] not in changed
+    ]
     return ordered[:MAX_SOURCES]
 
 
@@ -70,9 +72,13 @@ def _approvals_count(section: dict[str, Any] | None) -> dict[str, Any] | None:
     if not count:
         return {"available": True, "items": [], "empty": "No command waited for approval."}
     more = "+" if section.get("truncated") else ""
-    return {"available": True, "items": [], "pending": count,
-            "empty": f"{count}{more} command(s) waited for approval when this report was written. The report "
-                     "carries no command details: review them with `coverage-mcp command list --status pending`."}
+    return {
+        "available": True,
+        "items": [],
+        "pending": count,
+        "empty": f"{count}{more} command(s) waited for approval when this report was written. The report "
+        "carries no command details: review them with `coverage-mcp command list --status pending`.",
+    }
 
 
 def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
@@ -84,17 +90,25 @@ def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
         if total > MAX_SOURCE_LINES_TOTAL:
             break
         kept[path] = source
-    body = {**data, "sources": kept, "generated_at": dt.datetime.now(dt.UTC).isoformat(),
-            "approvals": _approvals_count(data.get("approvals"))}
+    body = {
+        **data,
+        "sources": kept,
+        "generated_at": dt.datetime.now(dt.UTC).isoformat(),
+        "approvals": _approvals_count(data.get("approvals")),
+    }
     payload = embed_json(body)
     script, style = _asset("dashboard.js"), _asset("dashboard.css")
-    policy = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; img-src data:; "
-              "connect-src 'none'; base-uri 'none'; form-action 'none'")
+    policy = (
+        f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; img-src data:; "
+        "connect-src 'none'; base-uri 'none'; form-action 'none'"
+    )
     page = _asset("index.html")
     page = page.replace('<meta name="csrf-token" content="{{csrf}}">\n', "")
     page = page.replace("<!--policy-->", f'<meta http-equiv="Content-Security-Policy" content="{policy}">')
     page = page.replace('<link rel="stylesheet" href="/dashboard.css">', f"<style>{style}</style>")
-    page = page.replace("<!--data-->", f'<script type="application/json" id="dashboard-data">{payload}</script>')
+    page = page.replace(
+        "<!--data-->", f'<script type="application/json" id="dashboard-data">{payload}</script>'
+    )
     page = page.replace('<script src="/dashboard.js"></script>', f"<script>{script}</script>")
     return page
 

@@ -122,8 +122,13 @@ if (dist.perimeter(1, 2) !== 6) throw new Error("perimeter");
 INVENTORY = {
     "inventory_version": 1,
     "components": [
-        {"id": "native", "language": "native", "format": "llvm", "sources": ["native/src/*.c"],
-         "variants": ["fast", "safe"]},
+        {
+            "id": "native",
+            "language": "native",
+            "format": "llvm",
+            "sources": ["native/src/*.c"],
+            "variants": ["fast", "safe"],
+        },
         {"id": "python", "language": "python", "format": "coveragepy", "sources": ["py/fixpkg/**/*.py"]},
         {"id": "js", "language": "javascript", "format": "istanbul", "sources": ["js/**/*.js"]},
         {"id": "shaders", "language": "other", "format": "regions-v1", "sources": ["shaders/*.wgsl"]},
@@ -142,11 +147,15 @@ KERNEL_REGIONS = [
 
 def files() -> dict[str, str]:
     return {
-        "native/src/mathlib.c": MATHLIB_C, "native/include/mathlib.h": MATHLIB_H,
-        "py/fixpkg/__init__.py": "", "py/fixpkg/api.py": API_PY,
-        "js/lib/shapes.js": SHAPES_JS, "js/dist/shapes.js": SHAPES_JS,
+        "native/src/mathlib.c": MATHLIB_C,
+        "native/include/mathlib.h": MATHLIB_H,
+        "py/fixpkg/__init__.py": "",
+        "py/fixpkg/api.py": API_PY,
+        "js/lib/shapes.js": SHAPES_JS,
+        "js/dist/shapes.js": SHAPES_JS,
         "shaders/kernel.wgsl": KERNEL_WGSL,
-        "drivers/run_py.py": RUN_PY, "drivers/run.js": RUN_JS,
+        "drivers/run_py.py": RUN_PY,
+        "drivers/run.js": RUN_JS,
         "coverage-inventory.json": json.dumps(INVENTORY, indent=2) + "\n",
         ".gitignore": "build/\nreports/\n.coverage\n",
     }
@@ -158,13 +167,24 @@ def make_product(root: Path) -> Path:
 
 def regions_report(root: Path, *, sha_of: bytes | None = None) -> dict:
     text = (root / "shaders/kernel.wgsl").read_bytes() if sha_of is None else sha_of
-    return {"format": "coverage-mcp-regions-v1", "version": 1, "tool": {"name": "wgsl-cov", "version": "0.1"},
-            "files": [{"path": "shaders/kernel.wgsl", "source_sha256": hashlib.sha256(text).hexdigest(),
-                       "regions": KERNEL_REGIONS}]}
+    return {
+        "format": "coverage-mcp-regions-v1",
+        "version": 1,
+        "tool": {"name": "wgsl-cov", "version": "0.1"},
+        "files": [
+            {
+                "path": "shaders/kernel.wgsl",
+                "source_sha256": hashlib.sha256(text).hexdigest(),
+                "regions": KERNEL_REGIONS,
+            }
+        ],
+    }
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-    out = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False
+    )
     if out.returncode:
         raise AssertionError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
 
@@ -181,15 +201,57 @@ def measure(root: Path) -> dict[str, Path]:
         build = root / "build" / variant
         build.mkdir(parents=True, exist_ok=True)
         lib = build / "libmathlib.so"
-        _run([clang, "-shared", "-fPIC", "-O0", "-fprofile-instr-generate", "-fcoverage-mapping", *flags,
-              "-Inative/include", "-o", str(lib), "native/src/mathlib.c"], root)
-        env = {"FIXPKG_LIB": str(lib), "PYTHONPATH": str(root / "py"),
-               "LLVM_PROFILE_FILE": str(build / "run-%p.profraw")}
+        _run(
+            [
+                clang,
+                "-shared",
+                "-fPIC",
+                "-O0",
+                "-fprofile-instr-generate",
+                "-fcoverage-mapping",
+                *flags,
+                "-Inative/include",
+                "-o",
+                str(lib),
+                "native/src/mathlib.c",
+            ],
+            root,
+        )
+        env = {
+            "FIXPKG_LIB": str(lib),
+            "PYTHONPATH": str(root / "py"),
+            "LLVM_PROFILE_FILE": str(build / "run-%p.profraw"),
+        }
         if variant == "fast":
-            _run([sys.executable, "-m", "coverage", "run", "--branch", "--data-file", str(build / ".coverage"),
-                  "--source", "py/fixpkg", "drivers/run_py.py"], root, env)
-            _run([sys.executable, "-m", "coverage", "json", "--data-file", str(build / ".coverage"), "-o",
-                  str(out / "python.json")], root)
+            _run(
+                [
+                    sys.executable,
+                    "-m",
+                    "coverage",
+                    "run",
+                    "--branch",
+                    "--data-file",
+                    str(build / ".coverage"),
+                    "--source",
+                    "py/fixpkg",
+                    "drivers/run_py.py",
+                ],
+                root,
+                env,
+            )
+            _run(
+                [
+                    sys.executable,
+                    "-m",
+                    "coverage",
+                    "json",
+                    "--data-file",
+                    str(build / ".coverage"),
+                    "-o",
+                    str(out / "python.json"),
+                ],
+                root,
+            )
             reports["python"] = out / "python.json"
         else:
             _run([sys.executable, "drivers/run_py.py"], root, env)
@@ -197,13 +259,33 @@ def measure(root: Path) -> dict[str, Path]:
         _run([profdata, "merge", "-sparse", "-o", str(merged), *map(str, build.glob("*.profraw"))], root)
         target = out / f"native-{variant}.json"
         with open(target, "w") as fh:
-            done = subprocess.run([llvm_cov, "export", "-instr-profile", str(merged), str(lib)], cwd=root,
-                                  stdout=fh, stderr=subprocess.PIPE, text=True, check=False)
+            done = subprocess.run(
+                [llvm_cov, "export", "-instr-profile", str(merged), str(lib)],
+                cwd=root,
+                stdout=fh,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
         if done.returncode:
             raise AssertionError(f"llvm-cov export failed: {done.stderr}")
         reports[f"native-{variant}"] = target
-    _run([node, c8, "--reporter=json", "--report-dir", str(out / "js"), "--temp-directory", str(root / "build/c8"),
-          "--include", "js/**", node, "drivers/run.js"], root)
+    _run(
+        [
+            node,
+            c8,
+            "--reporter=json",
+            "--report-dir",
+            str(out / "js"),
+            "--temp-directory",
+            str(root / "build/c8"),
+            "--include",
+            "js/**",
+            node,
+            "drivers/run.js",
+        ],
+        root,
+    )
     reports["js"] = out / "js" / "coverage-final.json"
     (out / "shaders.json").write_text(json.dumps(regions_report(root)))
     reports["shaders"] = out / "shaders.json"
@@ -211,8 +293,13 @@ def measure(root: Path) -> dict[str, Path]:
 
 
 def specs(reports: dict[str, Path], *, without: str | None = None) -> list[str]:
-    roles = {"native-fast": "native:fast", "native-safe": "native:safe", "python": "python", "js": "js",
-             "shaders": "shaders"}
+    roles = {
+        "native-fast": "native:fast",
+        "native-safe": "native:safe",
+        "python": "python",
+        "js": "js",
+        "shaders": "shaders",
+    }
     return [f"{roles[r]}={p}" for r, p in reports.items() if r != without]
 
 

@@ -12,7 +12,9 @@ ODD_VALUES = [None, "x", "", [], {}, -1, 1.5, True, 2**70, [[1]], [None], float(
 def value_paths(node: Any, path: tuple = ()) -> Iterator[tuple]:
     """Paths to every object member and to the first item of every list (the others look alike)."""
     yield path
-    children = node.items() if isinstance(node, dict) else enumerate(node[:1]) if isinstance(node, list) else ()
+    children = (
+        node.items() if isinstance(node, dict) else enumerate(node[:1]) if isinstance(node, list) else ()
+    )
     for key, child in children:
         yield from value_paths(child, (*path, key))
 

@@ -58,7 +58,7 @@ def shipping(weight, express=False):
         return 8
     return 4
 ''',
-    "tests/test_cart.py": '''\
+    "tests/test_cart.py": """\
 from shop.cart import describe, shipping, total
 
 
@@ -76,7 +76,7 @@ def test_describe_names_items():
 
 def test_standard_shipping():
     assert shipping(3) == 4
-''',
+""",
     ".coveragerc": "[run]\nbranch = True\ndynamic_context = test_function\nsource = shop\n",
     ".gitignore": ".coverage\n.coverage.*\ncoverage.json\ncoverage.lcov\ncoverage.xml\n__pycache__/\n",
 }
@@ -93,14 +93,30 @@ def measure(repo: Path, *tests: str) -> dict[str, Path]:
     """Run the suite (or ``tests``) under coverage.py; the JSON, LCOV and Cobertura reports of that run."""
     env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("COVERAGE_PROCESS_START", None)
-    run = [sys.executable, "-m", "coverage", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           *(tests or ("tests",))]
+    run = [
+        sys.executable,
+        "-m",
+        "coverage",
+        "run",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *(tests or ("tests",)),
+    ]
     subprocess.run(run, cwd=repo, env=env, check=True, capture_output=True, timeout=120)
     out = {}
     for kind, name in REPORTS.items():
         extra = ["--show-contexts"] if kind == "json" else []
-        subprocess.run([sys.executable, "-m", "coverage", kind, "-o", name, *extra], cwd=repo, env=env, check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "coverage", kind, "-o", name, *extra],
+            cwd=repo,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         out[kind] = repo / name
     return out
 
@@ -112,6 +128,11 @@ def copy_checkout(measured: Path, into: Path) -> Path:
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The console script on ``repo``, as a person runs it there."""
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
-                          capture_output=True, text=True, timeout=120, check=False)
-
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

@@ -47,8 +47,10 @@ def require(command: str) -> str:
         found = NPM_BIN / command
         if found.is_file() and os.access(found, os.X_OK):
             return str(found)
-        reason = (f"needs {command}: install it with `npm install --prefix .cache/npm-tools --no-save "
-                  f"{declared_npm()[command]}` (or run scripts/test)")
+        reason = (
+            f"needs {command}: install it with `npm install --prefix .cache/npm-tools --no-save "
+            f"{declared_npm()[command]}` (or run scripts/test)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {reason}")
         pytest.skip(reason)

@@ -32,13 +32,13 @@ from coverage_core import (
 from .gitrepo import commit, git, write
 from .realcov import PACKAGE, make_package, measure
 
-UNTESTED_REFUND = '''
+UNTESTED_REFUND = """
 
 def refund(amount, reason):
     if reason == "damaged":
         return amount
     return amount / 2
-'''
+"""
 EXTRA = '''"""Gift wrapping, never tested."""
 
 
@@ -59,8 +59,10 @@ class Step:
     def summary(self) -> dict[str, dict[str, int]]:
         """Per file: coverage.py's own covered and statement counts (the oracle)."""
         doc = json.loads((self.reports / "coverage.json").read_text())
-        return {path: {"hit": f["summary"]["covered_lines"], "found": f["summary"]["num_statements"]}
-                for path, f in doc["files"].items()}
+        return {
+            path: {"hit": f["summary"]["covered_lines"], "found": f["summary"]["num_statements"]}
+            for path, f in doc["files"].items()
+        }
 
     def totals(self) -> tuple[int, int]:
         doc = json.loads((self.reports / "coverage.json").read_text())
@@ -87,11 +89,11 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Step]
     write(repo, {"shop/cart.py": cart, "shop/extra.py": EXTRA})
     commit(repo, "refund and gift wrapping, untested")
     keep("b")
-    cart = cart[:cart.index(DESCRIBE_START)] + cart[cart.index(DESCRIBE_END):]
+    cart = cart[: cart.index(DESCRIBE_START)] + cart[cart.index(DESCRIBE_END) :]
     tests = PACKAGE["tests/test_cart.py"].replace("describe, ", "")
     for name in ("test_half_coupon", "test_describe_names_items"):
         start = tests.index(f"def {name}")
-        tests = tests[:start] + tests[tests.index("def test_", start + 1):]
+        tests = tests[:start] + tests[tests.index("def test_", start + 1) :]
     write(repo, {"shop/cart.py": cart, "tests/test_cart.py": tests})
     commit(repo, "describe goes with its test; the HALF coupon test goes")
     keep("c")
@@ -117,13 +119,24 @@ def test_history_lists_every_snapshot_oldest_first_with_the_reports_own_totals(c
     snaps = _ingest(clone, steps)
     with open_project(clone) as project:
         trend = history(project, suite="unit")
-    assert trend.columns == ["snapshot_id", "created_at", "suite", "commit", "branch", "hit", "found", "percent"]
+    assert trend.columns == [
+        "snapshot_id",
+        "created_at",
+        "suite",
+        "commit",
+        "branch",
+        "hit",
+        "found",
+        "percent",
+    ]
     rows = trend.fetchall()
     assert [r[0] for r in rows] == [s.snapshot_id for s in snaps]
     assert [r[1] for r in rows] == [s.created_at for s in snaps]
     assert [r[3] for r in rows] == [s.sha for s in steps]
     assert [(r[5], r[6]) for r in rows] == [s.totals() for s in steps]
-    assert [r[7] for r in rows] == [pytest.approx(100 * hit / found) for hit, found in (s.totals() for s in steps)]
+    assert [r[7] for r in rows] == [
+        pytest.approx(100 * hit / found) for hit, found in (s.totals() for s in steps)
+    ]
 
 
 def test_a_history_stays_readable_after_its_project_is_closed(clone, measured) -> None:
@@ -168,7 +181,8 @@ def test_file_history_gives_each_files_counts_on_each_of_the_last_commits(clone,
     expected = [(1, steps[1]), (0, steps[2])]
     assert [(r["commits_ago"], r["commit"], r["path"], r["hit"], r["found"]) for r in rows] == [
         (ago, step.sha, path, counts["hit"], counts["found"])
-        for ago, step in expected for path, counts in sorted(step.summary().items())
+        for ago, step in expected
+        for path, counts in sorted(step.summary().items())
     ]
 
 
@@ -195,23 +209,34 @@ def test_file_history_of_a_store_with_several_suites_needs_one_named(clone, meas
     assert refused.value.details["suites"] == ["lcov", "unit"]
 
 
-def test_coverage_loss_ranks_files_by_newly_uncovered_lines_as_the_reports_count_them(clone, measured) -> None:
+def test_coverage_loss_ranks_files_by_newly_uncovered_lines_as_the_reports_count_them(
+    clone, measured
+) -> None:
     _, steps = measured
     _ingest(clone, steps)
     with open_project(clone) as project:
         loss = coverage_loss(project, last=3, suite="unit").to_dicts()
     first, last = steps[0].summary(), steps[2].summary()
     zero = {"hit": 0, "found": 0}
-    oracle = {path: (last[path]["found"] - last[path]["hit"])
-              - (first.get(path, zero)["found"] - first.get(path, zero)["hit"]) for path in last}
+    oracle = {
+        path: (last[path]["found"] - last[path]["hit"])
+        - (first.get(path, zero)["found"] - first.get(path, zero)["hit"])
+        for path in last
+    }
     assert {r["path"]: r["lost"] for r in loss} == {p: n for p, n in oracle.items() if n > 0}
     assert [r["lost"] for r in loss] == sorted((r["lost"] for r in loss), reverse=True)
     by_path = {r["path"]: r for r in loss}
     extra = by_path["shop/extra.py"]  # new in the window: it starts at 0 of 0
     assert (extra["first_hit"], extra["first_found"], extra["first_percent"]) == (0, 0, None)
     cart = by_path["shop/cart.py"]
-    assert (cart["first_hit"], cart["first_found"]) == (first["shop/cart.py"]["hit"], first["shop/cart.py"]["found"])
-    assert (cart["last_hit"], cart["last_found"]) == (last["shop/cart.py"]["hit"], last["shop/cart.py"]["found"])
+    assert (cart["first_hit"], cart["first_found"]) == (
+        first["shop/cart.py"]["hit"],
+        first["shop/cart.py"]["found"],
+    )
+    assert (cart["last_hit"], cart["last_found"]) == (
+        last["shop/cart.py"]["hit"],
+        last["shop/cart.py"]["found"],
+    )
     assert {(r["from_commit"], r["to_commit"]) for r in loss} == {(steps[0].sha, steps[2].sha)}
 
 

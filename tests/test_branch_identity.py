@@ -51,13 +51,16 @@ def _import_all(repo: Path, reports: dict[str, Path], at: str) -> dict[str, str]
     with open_project(repo) as project:
         svc = Service(project)
         return {
-            fmt: svc.call("coverage_import", {"report_path": str(reports[fmt]), "suite": f"unit-{fmt}",
-                                              "commit": at})["data"]["snapshot"]["snapshot_id"]
+            fmt: svc.call(
+                "coverage_import", {"report_path": str(reports[fmt]), "suite": f"unit-{fmt}", "commit": at}
+            )["data"]["snapshot"]["snapshot_id"]
             for fmt in FORMATS
         }
 
 
-def branch_change(tmp_path: Path, files: dict[str, str], *, rename: tuple[str, str] | None = None) -> dict[str, dict]:
+def branch_change(
+    tmp_path: Path, files: dict[str, str], *, rename: tuple[str, str] | None = None
+) -> dict[str, dict]:
     """Measure, commit ``files`` (after ``git mv`` of ``rename``), measure again: each format's change answer."""
     repo = make_package(tmp_path / "shop")
     base = _import_all(repo, measure(repo), git(repo, "rev-parse", "HEAD"))
@@ -69,10 +72,14 @@ def branch_change(tmp_path: Path, files: dict[str, str], *, rename: tuple[str, s
     with open_project(repo) as project:
         svc = Service(project)
         return {
-            fmt: svc.call("coverage_review", {
-                "task": "change", "measurement": {"snapshot_id": cur[fmt]},
-                "baseline": {"kind": "explicit", "snapshot_id": base[fmt]},
-            })["data"]
+            fmt: svc.call(
+                "coverage_review",
+                {
+                    "task": "change",
+                    "measurement": {"snapshot_id": cur[fmt]},
+                    "baseline": {"kind": "explicit", "snapshot_id": base[fmt]},
+                },
+            )["data"]
             for fmt in FORMATS
         }
 
@@ -86,12 +93,15 @@ def line_categories(answers: dict[str, dict]) -> dict[str, set[str]]:
     return {fmt: {k for k, v in data["categories"].items() if v} for fmt, data in answers.items()}
 
 
-def test_inserting_comment_lines_leaves_every_branch_covered_or_uncovered_baseline_code(tmp_path: Path) -> None:
-    edited = (CART
-              .replace('"""A shopping cart."""\n', '"""A shopping cart."""\n# one\n# two\n# three\n')
-              # Between a branch's source (the for line) and its target: the target moves, the source does not.
-              .replace("    for price in prices:\n", "    for price in prices:\n        # refuse negatives\n")
-              .replace("\n\ndef shipping", "\n\n# Shipping costs,\n# by weight.\ndef shipping"))
+def test_inserting_comment_lines_leaves_every_branch_covered_or_uncovered_baseline_code(
+    tmp_path: Path,
+) -> None:
+    edited = (
+        CART.replace('"""A shopping cart."""\n', '"""A shopping cart."""\n# one\n# two\n# three\n')
+        # Between a branch's source (the for line) and its target: the target moves, the source does not.
+        .replace("    for price in prices:\n", "    for price in prices:\n        # refuse negatives\n")
+        .replace("\n\ndef shipping", "\n\n# Shipping costs,\n# by weight.\ndef shipping")
+    )
     answers = branch_change(tmp_path, {"shop/cart.py": edited})
     assert branches(answers) == {fmt: UNCHANGED for fmt in FORMATS}
     assert line_categories(answers) == {fmt: {"CBC", "UBC"} for fmt in FORMATS}
@@ -117,7 +127,9 @@ def _function(name: str) -> str:
     return match.group(0)
 
 
-def test_moving_a_function_below_another_deletes_and_adds_only_the_moved_functions_branches(tmp_path: Path) -> None:
+def test_moving_a_function_below_another_deletes_and_adds_only_the_moved_functions_branches(
+    tmp_path: Path,
+) -> None:
     describe, shipping = _function("describe"), _function("shipping")
     moved = CART.replace(describe + shipping, shipping.rstrip("\n") + "\n\n\n" + describe.rstrip("\n") + "\n")
     assert moved != CART
@@ -128,8 +140,14 @@ def test_moving_a_function_below_another_deletes_and_adds_only_the_moved_functio
     readded = [name for name in ("describe", "shipping") if f"\n+def {name}(" in added]
     assert len(readded) == 1
     hit, missed = DESCRIBE if readded == ["describe"] else SHIPPING
-    expected = {"CBC": UNCHANGED["CBC"] - hit, "UBC": UNCHANGED["UBC"] - missed,
-                "DCB": hit, "DUB": missed, "GNC": hit, "UNC": missed}
+    expected = {
+        "CBC": UNCHANGED["CBC"] - hit,
+        "UBC": UNCHANGED["UBC"] - missed,
+        "DCB": hit,
+        "DUB": missed,
+        "GNC": hit,
+        "UNC": missed,
+    }
     assert branches(answers) == {fmt: expected for fmt in FORMATS}
 
 
@@ -152,8 +170,9 @@ def test_code_inserted_at_a_branch_target_keeps_that_decisions_outcome(tmp_path:
     # The new `if` sits where `elif coupon == "TENOFF"` jumped when false: that outcome now jumps to
     # new code, but it is the same decision's same outcome (Cobertura, which has no targets, agrees).
     # The new `if` itself is never true in the tests: one new covered and one new uncovered branch.
-    freebie = CART.replace("    return amount\n",
-                           '    if coupon == "FREE":\n        amount = 0\n    return amount\n')
+    freebie = CART.replace(
+        "    return amount\n", '    if coupon == "FREE":\n        amount = 0\n    return amount\n'
+    )
     answers = branch_change(tmp_path, {"shop/cart.py": freebie})
     assert branches(answers) == {fmt: {**UNCHANGED, "GNC": 1, "UNC": 1} for fmt in FORMATS}
 
@@ -170,8 +189,12 @@ def test_outcomes_that_trade_coverage_differ_only_where_cobertura_has_no_targets
 
 def _brda(rows: list[tuple[int, int, int, int]], lines: dict[int, int]) -> str:
     """An LCOV record of app.js as istanbul's lcov reporter writes it: BRDA blocks number the file's branches."""
-    return ("TN:\nSF:app.js\n" + "".join(f"BRDA:{n},{b},{o},{t}\n" for n, b, o, t in rows)
-            + "".join(f"DA:{n},{h}\n" for n, h in lines.items()) + "end_of_record\n")
+    return (
+        "TN:\nSF:app.js\n"
+        + "".join(f"BRDA:{n},{b},{o},{t}\n" for n, b, o, t in rows)
+        + "".join(f"DA:{n},{h}\n" for n, h in lines.items())
+        + "end_of_record\n"
+    )
 
 
 def test_a_branch_added_above_does_not_renumber_the_branches_below(tmp_path: Path) -> None:
@@ -184,17 +207,24 @@ def test_a_branch_added_above_does_not_renumber_the_branches_below(tmp_path: Pat
     head = commit(repo, "a guard at the top")
     base = _brda([(3, 0, 0, 1), (3, 0, 1, 0), (7, 1, 0, 2), (7, 1, 1, 1)], {3: 1, 7: 3})
     # The new `if` (line 1) is block 0 and never true; the old blocks are now 1 and 2, three lines down.
-    cur = _brda([(1, 0, 0, 0), (1, 0, 1, 1), (6, 1, 0, 1), (6, 1, 1, 0), (10, 2, 0, 2), (10, 2, 1, 1)],
-                {1: 1, 6: 1, 10: 3})
+    cur = _brda(
+        [(1, 0, 0, 0), (1, 0, 1, 1), (6, 1, 0, 1), (6, 1, 1, 0), (10, 2, 0, 2), (10, 2, 1, 1)],
+        {1: 1, 6: 1, 10: 3},
+    )
     ids = {}
     with open_project(repo) as project:
         svc = Service(project)
         for name, report, at in (("base", base, base_commit), ("cur", cur, head)):
             (repo / f"{name}.info").write_text(report)
-            ids[name] = svc.call("coverage_import", {"report_path": f"{name}.info", "commit": at}
-                                 )["data"]["snapshot"]["snapshot_id"]
-        data = svc.call("coverage_review", {
-            "task": "change", "measurement": {"snapshot_id": ids["cur"]},
-            "baseline": {"kind": "explicit", "snapshot_id": ids["base"]},
-        })["data"]
+            ids[name] = svc.call("coverage_import", {"report_path": f"{name}.info", "commit": at})["data"][
+                "snapshot"
+            ]["snapshot_id"]
+        data = svc.call(
+            "coverage_review",
+            {
+                "task": "change",
+                "measurement": {"snapshot_id": ids["cur"]},
+                "baseline": {"kind": "explicit", "snapshot_id": ids["base"]},
+            },
+        )["data"]
     assert data["branches"] == {"CBC": 3, "UBC": 1, "GNC": 1, "UNC": 1}

@@ -76,13 +76,31 @@ def test_edits_and_insertions_that_shift_lines_keep_each_lines_identity(tmp_path
         cur = store(svc, repo, lcov({"src/base.c": cur_hits}))
         current, baseline = categories_of(project, base, cur)
         data = change(svc, representation="audit")["data"]
-    expected = ["CBC", "GBC", "LBC", "GNC", "UNC", "UBC", "CBC", "GBC", "LBC", "UNC", "CBC", "UBC", "CBC", "UBC"]
+    expected = [
+        "CBC",
+        "GBC",
+        "LBC",
+        "GNC",
+        "UNC",
+        "UBC",
+        "CBC",
+        "GBC",
+        "LBC",
+        "UNC",
+        "CBC",
+        "UBC",
+        "CBC",
+        "UBC",
+    ]
     assert [current[("src/base.c", n)] for n in range(1, 15)] == expected
     assert baseline == {("src/base.c", 8): "DUB"}  # the edited line's old version
     assert data["patch"] == {"found": 3, "hit": 1}
     assert data["regression"] == {"status": "regression", "lines": 2}
-    assert [(r["category"], r["start"], r["end"]) for r in data["ranges"][:3]] == [("UNC", 5, 5), ("UNC", 10, 10),
-                                                                                  ("LBC", 3, 3)]
+    assert [(r["category"], r["start"], r["end"]) for r in data["ranges"][:3]] == [
+        ("UNC", 5, 5),
+        ("UNC", 10, 10),
+        ("LBC", 3, 3),
+    ]
 
 
 def test_deleted_lines_are_deleted_baseline_code_never_a_regression(tmp_path: Path) -> None:
@@ -115,12 +133,23 @@ def test_a_renamed_and_edited_file_keeps_its_lines_history(tmp_path: Path) -> No
         cur = store(svc, repo, lcov({"lib/new.c": {5: 1, 10: 0, 12: 1, 16: 1, 17: 0}}))
         current, baseline = categories_of(project, base, cur)
         rows = change(svc, representation="review")["data"]["files"]
-    assert current == {("lib/new.c", 5): "CBC", ("lib/new.c", 10): "UNC", ("lib/new.c", 12): "GBC",
-                       ("lib/new.c", 16): "GNC", ("lib/new.c", 17): "LBC"}
+    assert current == {
+        ("lib/new.c", 5): "CBC",
+        ("lib/new.c", 10): "UNC",
+        ("lib/new.c", 12): "GBC",
+        ("lib/new.c", 16): "GNC",
+        ("lib/new.c", 17): "LBC",
+    }
     assert baseline == {("lib/new.c", 10): "DCB"}
-    assert rows == [{"path": "lib/new.c", "status": "renamed", "previous_path": "lib/old.c",
-                     "lines": {"UNC": 1, "LBC": 1, "GBC": 1, "GNC": 1, "CBC": 1, "DCB": 1},
-                     "patch": {"found": 2, "hit": 1}}]
+    assert rows == [
+        {
+            "path": "lib/new.c",
+            "status": "renamed",
+            "previous_path": "lib/old.c",
+            "lines": {"UNC": 1, "LBC": 1, "GBC": 1, "GNC": 1, "CBC": 1, "DCB": 1},
+            "patch": {"found": 2, "hit": 1},
+        }
+    ]
 
 
 def test_lines_that_stop_or_start_being_code_are_excluded_or_included(tmp_path: Path) -> None:
@@ -225,13 +254,19 @@ _texts = st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=30)
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(_texts, _texts), min_size=1, max_size=4))
-def test_line_mapping_agrees_with_gits_pairing_of_unchanged_lines(files: list[tuple[list[str], list[str]]]) -> None:
+def test_line_mapping_agrees_with_gits_pairing_of_unchanged_lines(
+    files: list[tuple[list[str], list[str]]],
+) -> None:
     changes, old_keys, new_keys, expected = [], [], [], {}
     for i, (old_lines, new_lines) in enumerate(files):
-        old, new = text(old_lines).encode() if old_lines else b"", text(new_lines).encode() if new_lines else b""
+        old, new = (
+            text(old_lines).encode() if old_lines else b"",
+            text(new_lines).encode() if new_lines else b"",
+        )
         patch = pygit2.Patch.create_from(old, new, context_lines=0)
-        hunks = np.array([(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks],
-                         dtype=np.int64).reshape(-1, 4)
+        hunks = np.array(
+            [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks], dtype=np.int64
+        ).reshape(-1, 4)
         changes.append(FileChange("modified", f"f{i}", f"f{i}", hunks))
         moved, removed, added_ = _pairs(old, new)
         base = i << KEY_SHIFT
@@ -256,8 +291,13 @@ def _side(paths: list[str], lines: dict[str, dict[int, int]]) -> Side:
     empty = empty_side()
     keys = [(i << KEY_SHIFT) + n for i, p in enumerate(paths) for n in sorted(lines.get(p, {}))]
     hits = [lines[p][n] for p in paths for n in sorted(lines.get(p, {}))]
-    return Side(tuple(paths), np.array(keys, dtype=np.int64), np.array(hits, dtype=np.int64),
-                empty.branches, empty.functions)
+    return Side(
+        tuple(paths),
+        np.array(keys, dtype=np.int64),
+        np.array(hits, dtype=np.int64),
+        empty.branches,
+        empty.functions,
+    )
 
 
 _coverage = st.dictionaries(st.integers(1, 30), st.integers(0, 2), max_size=30)
@@ -269,10 +309,14 @@ def test_every_executable_line_lands_in_exactly_one_category_as_lcov_defines_the
     paths = [f"f{i}.c" for i in range(len(files))]
     base_lines, cur_lines, changes, expected = {}, {}, [], {}
     for path, (old_lines, new_lines, base_cov, cur_cov) in zip(paths, files):
-        old, new = text(old_lines).encode() if old_lines else b"", text(new_lines).encode() if new_lines else b""
+        old, new = (
+            text(old_lines).encode() if old_lines else b"",
+            text(new_lines).encode() if new_lines else b"",
+        )
         patch = pygit2.Patch.create_from(old, new, context_lines=0)
-        hunks = np.array([(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks],
-                         dtype=np.int64).reshape(-1, 4)
+        hunks = np.array(
+            [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks], dtype=np.int64
+        ).reshape(-1, 4)
         if len(hunks):
             changes.append(FileChange("modified", path, path, hunks))
         moved, removed, added_ = _pairs(old, new)
@@ -294,15 +338,22 @@ def test_every_executable_line_lands_in_exactly_one_category_as_lcov_defines_the
             elif moved[n] not in cur_lines[path]:
                 expected[(path, "baseline", n)] = "ECB" if h else "EUB"
     c = compare(_side(paths, base_lines), _side(paths, cur_lines), DiffMap("a", "b", tuple(changes)))
-    got = {(c.paths[f], "current", int(n)): CATEGORIES[k] for f, n, k in zip(c.cur_file, c.cur_line, c.cur_cat)}
-    got |= {(c.paths[f], "baseline", int(n)): CATEGORIES[k] for f, n, k in zip(c.base_file, c.base_line, c.base_cat)}
+    got = {
+        (c.paths[f], "current", int(n)): CATEGORIES[k] for f, n, k in zip(c.cur_file, c.cur_line, c.cur_cat)
+    }
+    got |= {
+        (c.paths[f], "baseline", int(n)): CATEGORIES[k]
+        for f, n, k in zip(c.base_file, c.base_line, c.base_cat)
+    }
     assert got == expected
     assert int(c.totals.sum()) == len(expected)
 
 
 def test_a_file_the_current_snapshot_lacks_is_not_measured_never_unchanged(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r", {"a.c": text(lines_of("a", 4)), "b.c": text(lines_of("b", 4)),
-                                      "README.md": "hello\n", **IGNORE})
+    repo = make_repo(
+        tmp_path / "r",
+        {"a.c": text(lines_of("a", 4)), "b.c": text(lines_of("b", 4)), "README.md": "hello\n", **IGNORE},
+    )
     write(repo, {"a.c": text(lines_of("a", 5)), "b.c": text(lines_of("b", 5)), "README.md": "hello again\n"})
     commit(repo, "change all three")
     with open_project(repo) as project:
@@ -319,7 +370,9 @@ def test_a_file_the_current_snapshot_lacks_is_not_measured_never_unchanged(tmp_p
     assert data["categories"]["ECB"] == 2  # b.c's baseline lines are excluded, not lost
 
 
-def test_a_subset_current_snapshot_gives_not_observed_where_a_complete_one_gives_a_regression(tmp_path: Path) -> None:
+def test_a_subset_current_snapshot_gives_not_observed_where_a_complete_one_gives_a_regression(
+    tmp_path: Path,
+) -> None:
     repo = make_repo(tmp_path / "r", {"s.c": text(lines_of("s", 4)), **IGNORE})
     with open_project(repo) as project:
         svc = Service(project)
@@ -327,11 +380,14 @@ def test_a_subset_current_snapshot_gives_not_observed_where_a_complete_one_gives
         answers = {}
         for scope in ("complete", "subset"):
             cur = store(svc, repo, lcov({"s.c": {1: 1, 2: 0, 3: 0}}, test=scope), scope=scope)
-            answers[scope] = change(svc, measurement={"snapshot_id": cur},
-                                    baseline={"kind": "explicit", "snapshot_id": base})["data"]
+            answers[scope] = change(
+                svc, measurement={"snapshot_id": cur}, baseline={"kind": "explicit", "snapshot_id": base}
+            )["data"]
     assert answers["complete"]["regression"] == {"status": "regression", "lines": 2}
     assert answers["subset"]["regression"] == {"status": "not_observed", "lines": 2}
-    assert answers["subset"]["claim_status"] == "limited" and answers["complete"]["claim_status"] == "supported"
+    assert (
+        answers["subset"]["claim_status"] == "limited" and answers["complete"]["claim_status"] == "supported"
+    )
 
 
 @pytest.fixture
@@ -348,19 +404,24 @@ def history(tmp_path: Path):
     c4 = commit(repo, "feature 2")
     with open_project(repo) as project:
         svc = Service(project)
-        ids = {name: store(svc, repo, lcov({"h.c": {1: 1, 2: n}}), commit=c)
-               for name, c, n in (("A", c1, 0), ("B", c2, 1), ("C", c3, 2), ("D", c4, 3))}
+        ids = {
+            name: store(svc, repo, lcov({"h.c": {1: 1, 2: n}}), commit=c)
+            for name, c, n in (("A", c1, 0), ("B", c2, 1), ("C", c3, 2), ("D", c4, 3))
+        }
         yield svc, ids, {"c1": c1, "c2": c2, "c3": c3, "c4": c4}, repo
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ({"kind": "previous_snapshot"}, "C"),
-    ({"kind": "parent_commit"}, "C"),
-    ({"kind": "ref", "ref": "main"}, "B"),
-    ({"kind": "merge_base", "ref": "main"}, "A"),
-    ({"kind": "worktree_base"}, "A"),
-    ({"kind": "explicit", "snapshot_id": "B"}, "B"),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ({"kind": "previous_snapshot"}, "C"),
+        ({"kind": "parent_commit"}, "C"),
+        ({"kind": "ref", "ref": "main"}, "B"),
+        ({"kind": "merge_base", "ref": "main"}, "A"),
+        ({"kind": "worktree_base"}, "A"),
+        ({"kind": "explicit", "snapshot_id": "B"}, "B"),
+    ],
+)
 def test_each_baseline_kind_finds_its_snapshot(history, spec: dict, expected: str) -> None:
     svc, ids, _commits, _repo = history
     if "snapshot_id" in spec:
@@ -385,11 +446,25 @@ def test_baseline_errors_name_the_commit_and_say_how_to_get_one(history) -> None
     git(repo, "checkout", "-q", "feature")
     cases = [
         ({"kind": "ref", "ref": "no-such-branch"}, ErrorCode.NOT_FOUND, "no-such-branch", "snap-"),
-        ({"kind": "ref", "ref": "unrelated"}, ErrorCode.BASELINE_UNAVAILABLE, "shares no history", "parent_commit"),
+        (
+            {"kind": "ref", "ref": "unrelated"},
+            ErrorCode.BASELINE_UNAVAILABLE,
+            "shares no history",
+            "parent_commit",
+        ),
         ({"kind": "ref", "ref": "feature~1"}, None, "", ""),  # has a snapshot (C): fine
-        ({"kind": "explicit", "snapshot_id": "snap-0000000000000000"}, ErrorCode.NOT_FOUND, "snap-0000", "snapshots"),
-        ({"kind": "explicit", "composite_snapshot_id": "comp-1"}, ErrorCode.INCOMPATIBLE_SNAPSHOTS, "composite",
-         "composite_snapshot_id"),
+        (
+            {"kind": "explicit", "snapshot_id": "snap-0000000000000000"},
+            ErrorCode.NOT_FOUND,
+            "snap-0000",
+            "snapshots",
+        ),
+        (
+            {"kind": "explicit", "composite_snapshot_id": "comp-1"},
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            "composite",
+            "composite_snapshot_id",
+        ),
         ({"kind": "merge_base"}, ErrorCode.INVALID_ARGUMENT, "needs baseline.ref", "main"),
     ]
     for spec, code, mention, hint in cases:
@@ -427,7 +502,9 @@ def test_change_answers_have_budgets_representations_and_cursors(tmp_path: Path)
         svc = Service(project)
         store(svc, repo, lcov({p: {1: 1, 2: 0} for p in files}), commit="HEAD~1")
         store(svc, repo, lcov({p: {1: 0, 2: 0, 7: i % 2} for i, p in enumerate(files)}))
-        sizes = [len(json.dumps(change(svc, representation=r)["data"])) for r in ("compact", "review", "audit")]
+        sizes = [
+            len(json.dumps(change(svc, representation=r)["data"])) for r in ("compact", "review", "audit")
+        ]
         assert sizes[0] < sizes[1] < sizes[2]
         first = change(svc)
         assert len(first["data"]["files"]) == 3 and first["page"]["total_files"] == 12
@@ -447,7 +524,9 @@ def test_change_answers_have_budgets_representations_and_cursors(tmp_path: Path)
         with pytest.raises(CoverageError) as err:
             change(svc, limits={"max_files": 6}, cursor=first["page"]["next_cursor"])
         assert err.value.code is ErrorCode.INVALID_CURSOR
-        ranges = change(svc, limits={"max_files": 12, "max_regions": 50}, representation="review")["data"]["ranges"]
+        ranges = change(svc, limits={"max_files": 12, "max_regions": 50}, representation="review")["data"][
+            "ranges"
+        ]
         order = [r["category"] for r in ranges]
         assert order == sorted(order, key=[CATEGORIES[c] for c in RANGE_ORDER].index)  # UNC and LBC first
         assert order[0] == "UNC" and "LBC" in order
@@ -489,7 +568,9 @@ def test_ranges_cut_by_max_regions_continue_with_their_own_cursor_without_gaps(t
         svc = Service(project)
         store(svc, repo, lcov({"z.c": {n: 1 for n in range(1, 61)}}), commit="HEAD~1")
         # every other new line uncovered: 20 separate UNC ranges and 20 GNC ranges
-        store(svc, repo, lcov({"z.c": {**{n: 1 for n in range(1, 61)}, **{n: n % 2 for n in range(61, 101)}}}))
+        store(
+            svc, repo, lcov({"z.c": {**{n: 1 for n in range(1, 61)}, **{n: n % 2 for n in range(61, 101)}}})
+        )
         whole = change(svc, representation="audit", limits={"max_words": 50_000, "max_bytes": 2_000_000})
         assert whole["data"]["ranges_truncated"] is False and whole["data"]["ranges_cursor"] is None
         seen, cursor = [], None
@@ -501,5 +582,6 @@ def test_ranges_cut_by_max_regions_continue_with_their_own_cursor_without_gaps(t
                 break
         assert page["ranges_truncated"] is False
         assert [(r[0], r[1], r[2], r[3]) for r in seen] == [
-            (r["path"], r["category"], r["start"], r["end"]) for r in whole["data"]["ranges"]]
+            (r["path"], r["category"], r["start"], r["end"]) for r in whole["data"]["ranges"]
+        ]
         assert len(seen) == 40

@@ -52,8 +52,15 @@ def script() -> list[str]:
 
 def cli(repo: Path | None, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     argv = [*script(), *args, *(["--repo", str(repo)] if repo is not None else [])]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, **(env or {})}, cwd=repo)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+        cwd=repo,
+    )
 
 
 def ingest(repo: Path, report: str, suite: str) -> str:
@@ -95,13 +102,16 @@ def snap_keys(repo: Path) -> dict[str, int]:
 @pytest.fixture
 def history(sample_repo: Path) -> tuple[Path, list[str], str]:
     """Three snapshots of suite unit (oldest first) and one of suite other."""
-    unit = [ingest(sample_repo, name, "unit")
-            for name in ("step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov")]
+    unit = [
+        ingest(sample_repo, name, "unit")
+        for name in ("step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov")
+    ]
     other = ingest(sample_repo, "step3.coverage.json", "other")
     return sample_repo, unit, other
 
 
 # -- snapshot id prefixes ------------------------------------------------------------------
+
 
 def shared_prefix(ids: list[str]) -> tuple[str, list[str]]:
     """A prefix two or more ids start with, and those ids."""
@@ -112,19 +122,25 @@ def shared_prefix(ids: list[str]) -> tuple[str, list[str]]:
     return prefix, found
 
 
-def test_a_unique_prefix_names_its_snapshot_everywhere_an_id_is_taken(history: tuple[Path, list[str], str]) -> None:
+def test_a_unique_prefix_names_its_snapshot_everywhere_an_id_is_taken(
+    history: tuple[Path, list[str], str],
+) -> None:
     repo, unit, _other = history
     others = [i for i in snap_keys(repo) if i != unit[0]]
-    short = next(unit[0][:n] for n in range(6, len(unit[0]) + 1)
-                 if not any(o.startswith(unit[0][:n]) for o in others))
+    short = next(
+        unit[0][:n] for n in range(6, len(unit[0]) + 1) if not any(o.startswith(unit[0][:n]) for o in others)
+    )
 
     shown = cli(repo, "show", short, "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["data"]["snapshot_id"] == unit[0]  # answers name the full id
     assert listed(repo, "--snapshot", short) == [unit[0]]
 
-    current = next(unit[1][:n] for n in range(6, 17) if not any(o.startswith(unit[1][:n]) for o in snap_keys(repo)
-                                                                if o != unit[1]))
+    current = next(
+        unit[1][:n]
+        for n in range(6, 17)
+        if not any(o.startswith(unit[1][:n]) for o in snap_keys(repo) if o != unit[1])
+    )
     compared = cli(repo, "review", "change", "--snapshot", current, "--baseline", short, "--json")
     assert compared.returncode == 0, compared.stderr
     sides = json.dumps(json.loads(compared.stdout)["data"])
@@ -134,7 +150,9 @@ def test_a_unique_prefix_names_its_snapshot_everywhere_an_id_is_taken(history: t
 def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(sample_repo: Path) -> None:
     # Seventeen snapshots: two of them start with the same hex digit.
     with open_project(sample_repo) as project:
-        ids = [project.ingest(sample_repo / "step1.coverage.json", suite=f"s{i}").snapshot_id for i in range(17)]
+        ids = [
+            project.ingest(sample_repo / "step1.coverage.json", suite=f"s{i}").snapshot_id for i in range(17)
+        ]
     prefix, candidates = shared_prefix(ids)
     assert len(candidates) >= 2
 
@@ -153,7 +171,9 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(sample_repo: Pat
 
 def test_an_unknown_prefix_is_not_found(history: tuple[Path, list[str], str]) -> None:
     repo, _unit, _other = history
-    unknown = next(f"snap-{d}" for d in "0123456789abcdef" if not any(i.startswith(f"snap-{d}") for i in snap_keys(repo)))
+    unknown = next(
+        f"snap-{d}" for d in "0123456789abcdef" if not any(i.startswith(f"snap-{d}") for i in snap_keys(repo))
+    )
     done = cli(repo, "show", unknown, "--json")
     assert done.returncode == 2
     assert json.loads(done.stderr)["error"]["code"] == "not_found"
@@ -161,7 +181,10 @@ def test_an_unknown_prefix_is_not_found(history: tuple[Path, list[str], str]) ->
 
 # -- listings that say why they are empty ------------------------------------------------------
 
-def test_a_filter_that_matches_nothing_says_so_and_names_what_there_is(history: tuple[Path, list[str], str]) -> None:
+
+def test_a_filter_that_matches_nothing_says_so_and_names_what_there_is(
+    history: tuple[Path, list[str], str],
+) -> None:
     repo, _unit, _other = history
     done = cli(repo, "snapshots", "--suite", "x")
     assert done.returncode == 0, done.stderr
@@ -181,6 +204,7 @@ def test_an_empty_store_says_no_snapshots_yet(sample_repo: Path) -> None:
 
 # -- deleting snapshots ---------------------------------------------------------------------
 
+
 def test_rm_deletes_snapshots_and_exactly_their_rows(history: tuple[Path, list[str], str]) -> None:
     repo, unit, other = history
     keys = snap_keys(repo)
@@ -191,8 +215,9 @@ def test_rm_deletes_snapshots_and_exactly_their_rows(history: tuple[Path, list[s
     answer = json.loads(done.stdout)["data"]
     assert sorted(answer["deleted"]) == sorted(unit[:2])
     gone = {keys[unit[0]], keys[unit[1]]}
-    assert answer["rows"] == {t: sum(n for k, n in rows.items() if k in gone)
-                              for t, rows in before.items() if t != "snapshots"}
+    assert answer["rows"] == {
+        t: sum(n for k, n in rows.items() if k in gone) for t, rows in before.items() if t != "snapshots"
+    }
 
     after = row_counts(repo)
     # Every table now holds exactly the remaining snapshots' rows, unchanged.
@@ -201,7 +226,9 @@ def test_rm_deletes_snapshots_and_exactly_their_rows(history: tuple[Path, list[s
     assert cli(repo, "show", unit[2]).returncode == 0
 
 
-def test_the_newest_snapshot_of_a_suite_is_refused_unless_forced(history: tuple[Path, list[str], str]) -> None:
+def test_the_newest_snapshot_of_a_suite_is_refused_unless_forced(
+    history: tuple[Path, list[str], str],
+) -> None:
     repo, unit, other = history
     before = row_counts(repo)
     refused = cli(repo, "snapshots", "rm", unit[2])
@@ -239,7 +266,9 @@ def test_prune_keeps_the_newest_of_the_suite_only(history: tuple[Path, list[str]
     assert listed(repo, "--suite", "unit") == [unit[2]]
 
 
-def test_a_deletion_that_fails_midway_rolls_back_and_leaves_everything(history: tuple[Path, list[str], str]) -> None:
+def test_a_deletion_that_fails_midway_rolls_back_and_leaves_everything(
+    history: tuple[Path, list[str], str],
+) -> None:
     repo, unit, _other = history
     # A real constraint the deletion trips over at its last statement, after
     # every detail table was already emptied of the snapshot's rows.
@@ -261,14 +290,20 @@ def test_a_deletion_that_fails_midway_rolls_back_and_leaves_everything(history: 
 
 def test_listing_options_before_a_subcommand_are_a_usage_error(history: tuple[Path, list[str], str]) -> None:
     repo, unit, _other = history
-    done = subprocess.run([*script(), "snapshots", "--suite", "unit", "rm", unit[0], "--repo", str(repo)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [*script(), "snapshots", "--suite", "unit", "rm", unit[0], "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2
     assert "--suite" in done.stderr
     assert len(listed(repo)) == 4
 
 
 # -- ingest conveniences ----------------------------------------------------------------------
+
 
 def test_ingest_without_a_path_takes_the_one_usual_report_and_says_which(sample_repo: Path) -> None:
     shutil.copy(sample_repo / "step3.coverage.json", sample_repo / "coverage.json")
@@ -298,8 +333,14 @@ def test_ingest_without_a_path_and_without_a_report_lists_what_it_looked_for(sam
 
 def test_ingesting_coverage_py_data_file_says_to_write_a_report_first(sample_repo: Path) -> None:
     (sample_repo / "hello.py").write_text("print('hi')\n")
-    made = subprocess.run([sys.executable, "-m", "coverage", "run", "hello.py"], cwd=sample_repo,
-                          capture_output=True, text=True, timeout=120, check=False)
+    made = subprocess.run(
+        [sys.executable, "-m", "coverage", "run", "hello.py"],
+        cwd=sample_repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert made.returncode == 0, made.stderr
     done = cli(sample_repo, "ingest", ".coverage")
     assert done.returncode == 2
@@ -319,6 +360,7 @@ def test_a_path_map_that_matched_nothing_is_a_warning_on_stderr(sample_repo: Pat
 
 # -- --json and --format ------------------------------------------------------------------------
 
+
 @click.command()
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table")
 @click.option("--json", "as_json", is_flag=True)
@@ -326,12 +368,15 @@ def rendering(fmt: str, as_json: bool) -> None:
     click.echo(output_format(as_json, fmt, default="table"))
 
 
-@pytest.mark.parametrize(("args", "shown"), [
-    ([], "table"),
-    (["--json"], ENVELOPE),
-    (["--format", "markdown"], "markdown"),
-    (["--format", "json"], "json"),
-])
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        ([], "table"),
+        (["--json"], ENVELOPE),
+        (["--format", "markdown"], "markdown"),
+        (["--format", "json"], "json"),
+    ],
+)
 def test_json_and_format_each_alone_choose_the_output(args: list[str], shown: str) -> None:
     done = CliRunner().invoke(rendering, args)
     assert done.exit_code == 0
@@ -346,6 +391,7 @@ def test_json_with_an_explicit_format_is_a_usage_error(fmt: str) -> None:
 
 
 # -- the daemon: idle exit and a failed bind --------------------------------------------------------
+
 
 def lock_is_free(lock: Path) -> bool:
     fd = os.open(lock, os.O_RDWR)
@@ -374,15 +420,28 @@ def alive(pid: int) -> bool:
         return False
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "test", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 
 
 def connect_once(repo: Path, env: dict[str, str]) -> int:
     """One MCP session through the stdio connector (answered, then ended); the pid of the daemon it started."""
-    proc = subprocess.Popen([*script(), "connect", "--repo", str(repo)], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*script(), "connect", "--repo", str(repo)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         proc.stdin.write(json.dumps(INITIALIZE) + "\n")
         proc.stdin.flush()
@@ -399,7 +458,9 @@ def connect_once(repo: Path, env: dict[str, str]) -> int:
     return int(read_lease(Path(env["COVERAGE_MCP_HOME"]) / "daemon.lock").metadata["pid"])
 
 
-def test_a_daemon_a_connector_started_exits_after_its_idle_time(sample_repo: Path, isolated_home: Path) -> None:
+def test_a_daemon_a_connector_started_exits_after_its_idle_time(
+    sample_repo: Path, isolated_home: Path
+) -> None:
     pid = connect_once(sample_repo, {**os.environ, "COVERAGE_MCP_PORT": "0", IDLE_EXIT_ENV: "1"})
     wait_until(lambda: not alive(pid), "the idle daemon to exit")
     assert lock_is_free(isolated_home / "daemon.lock")
@@ -407,7 +468,8 @@ def test_a_daemon_a_connector_started_exits_after_its_idle_time(sample_repo: Pat
 
 
 def test_a_connector_starts_the_daemon_with_the_documented_idle_exit_unless_one_is_set(
-        sample_repo: Path, isolated_home: Path) -> None:
+    sample_repo: Path, isolated_home: Path
+) -> None:
     assert daemon_environment({})[IDLE_EXIT_ENV] == str(CONNECTOR_IDLE_EXIT_S)
     assert daemon_environment({IDLE_EXIT_ENV: "0"})[IDLE_EXIT_ENV] == "0"
     env = {k: v for k, v in os.environ.items() if k != IDLE_EXIT_ENV}
@@ -421,9 +483,15 @@ def test_a_connector_starts_the_daemon_with_the_documented_idle_exit_unless_one_
 
 
 def test_an_open_connection_keeps_an_idle_daemon_alive_until_it_closes(isolated_home: Path) -> None:
-    env = {**os.environ, "COVERAGE_MCP_PORT": "0", IDLE_EXIT_ENV: "1", "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S": "600"}
-    proc = subprocess.Popen([*script(), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    env = {
+        **os.environ,
+        "COVERAGE_MCP_PORT": "0",
+        IDLE_EXIT_ENV: "1",
+        "COVERAGE_MCP_HTTP_IDLE_TIMEOUT_S": "600",
+    }
+    proc = subprocess.Popen(
+        [*script(), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         line = proc.stderr.readline()
         assert "listening on" in line, line
@@ -453,7 +521,9 @@ def taken_port() -> Iterator[int]:
         holder.close()
 
 
-def test_a_serve_that_cannot_bind_leaves_no_socket_and_a_free_lock(isolated_home: Path, taken_port: int) -> None:
+def test_a_serve_that_cannot_bind_leaves_no_socket_and_a_free_lock(
+    isolated_home: Path, taken_port: int
+) -> None:
     done = cli(None, "serve", "--port", str(taken_port))
     assert done.returncode == 1
     assert "daemon_conflict" in done.stderr and str(taken_port) in done.stderr
@@ -463,11 +533,18 @@ def test_a_serve_that_cannot_bind_leaves_no_socket_and_a_free_lock(isolated_home
 
 # -- MCP configs that work --------------------------------------------------------------------------
 
+
 def assert_runs_outside_any_environment(command: list[str]) -> None:
     assert Path(command[0]).is_absolute() and Path(command[0]).is_file()
     bare = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
-    done = subprocess.run([*command[:-3], "--version"] if command[-3:-1] == ["connect", "--repo"] else command,
-                          capture_output=True, text=True, timeout=120, check=False, env=bare)
+    done = subprocess.run(
+        [*command[:-3], "--version"] if command[-3:-1] == ["connect", "--repo"] else command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=bare,
+    )
     assert done.returncode == 0, done.stderr
     assert "version" in done.stdout
 
@@ -485,7 +562,9 @@ def test_demo_prints_configs_naming_the_executable_by_absolute_path() -> None:
     assert mcp["claude_code"].startswith(f"claude mcp add coverage -- {command[0]} ")
 
 
-def test_serve_on_a_terminal_prints_configs_naming_the_executable_by_absolute_path(isolated_home: Path) -> None:
+def test_serve_on_a_terminal_prints_configs_naming_the_executable_by_absolute_path(
+    isolated_home: Path,
+) -> None:
     main, terminal = pty.openpty()
     env = {**os.environ, "COVERAGE_MCP_PORT": "0"}
     proc = subprocess.Popen([*script(), "serve"], env=env, stdout=terminal, stderr=subprocess.PIPE, text=True)
@@ -503,8 +582,11 @@ def test_serve_on_a_terminal_prints_configs_naming_the_executable_by_absolute_pa
         proc.stderr.close()
         os.close(main)
     lines = text.decode().splitlines()
-    vscode = json.loads(next(line for line in lines if "VS Code (.vscode/mcp.json):" in line
-                             and '"stdio"' in line).split(":", 1)[1])
+    vscode = json.loads(
+        next(line for line in lines if "VS Code (.vscode/mcp.json):" in line and '"stdio"' in line).split(
+            ":", 1
+        )[1]
+    )
     server = vscode["servers"]["coverage"]
     assert server["type"] == "stdio"
     assert_runs_outside_any_environment([server["command"], *server["args"]])
@@ -513,7 +595,8 @@ def test_serve_on_a_terminal_prints_configs_naming_the_executable_by_absolute_pa
 
 
 def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_the_admin_capability(
-        sample_repo: Path, isolated_home: Path) -> None:
+    sample_repo: Path, isolated_home: Path
+) -> None:
     from coverage_core.errors import CoverageError, ErrorCode
 
     from .test_daemon_support import ServeProcess
@@ -532,6 +615,7 @@ def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["data"]["deleted"] == [old]
         assert [s.snapshot_id for s in client.snapshots(pid)] != [] and old not in [
-            s.snapshot_id for s in client.snapshots(pid)]
+            s.snapshot_id for s in client.snapshots(pid)
+        ]
     finally:
         daemon.stop()

@@ -36,7 +36,9 @@ def ok(repo: Path, *args: str) -> str:
 
 
 def ingest(repo: Path, report: str, suite: str = "unit") -> str:
-    return json.loads(ok(repo, "ingest", report, "--suite", suite, "--json"))["data"]["snapshot"]["snapshot_id"]
+    return json.loads(ok(repo, "ingest", report, "--suite", suite, "--json"))["data"]["snapshot"][
+        "snapshot_id"
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,14 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def coverage_report(repo: Path) -> dict[str, list[str]]:
     """`coverage report -m --precision 2` of the run in ``repo``: name -> its cells."""
-    done = subprocess.run([sys.executable, "-m", "coverage", "report", "-m", "--precision", "2"], cwd=repo,
-                          capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "coverage", "report", "-m", "--precision", "2"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     rows = {}
     for line in done.stdout.splitlines():
         if line.startswith(("Name", "---")) or not line.strip():
@@ -70,7 +78,9 @@ def show_rows(text: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_show_has_coverage_py_columns_and_its_total_percentage_for_a_real_coverage_py_run(measured: Path) -> None:
+def test_show_has_coverage_py_columns_and_its_total_percentage_for_a_real_coverage_py_run(
+    measured: Path,
+) -> None:
     snapshot = ingest(measured, "coverage.json")
     shown = ok(measured, "show", snapshot)
     assert re.search(r"Name\s+Stmts\s+Miss\s+Branch\s+BrPart\s+Cover\s+Missing", shown)
@@ -90,7 +100,10 @@ def test_the_same_run_through_lcov_has_the_same_total_as_coverage_report(measure
 @pytest.fixture
 def long_names(tmp_path: Path) -> Path:
     deep = "services/" + "x" * 70 + "/"
-    files = {f"{deep}integration-tests/app.py": "a = 1\n" * 3, f"{deep}integration-slow/app.py": "a = 1\n" * 3}
+    files = {
+        f"{deep}integration-tests/app.py": "a = 1\n" * 3,
+        f"{deep}integration-slow/app.py": "a = 1\n" * 3,
+    }
     repo = make_repo(tmp_path / "repo", files)
     (repo / "cov.info").write_text(lcov({path: {1: 1, 2: 0, 3: 1} for path in files}))
     return repo

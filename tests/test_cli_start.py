@@ -33,16 +33,25 @@ HEAVY = {"duckdb", "pygit2", "cattrs", "aiohttp", "pydantic", "jsonschema", "mcp
 def run(*args: str, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run the console script; its result and the modules it imported beyond a bare interpreter's."""
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    process = subprocess.run([str(SCRIPT), *args], check=False, capture_output=True, text=True, env=env, cwd=cwd,
-                             timeout=60)
-    bare = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], check=True, capture_output=True,
-                          text=True, timeout=60)
+    process = subprocess.run(
+        [str(SCRIPT), *args], check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=60
+    )
+    bare = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "pass"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return process, imported(process.stderr) - imported(bare.stderr)
 
 
 def imported(stderr: str) -> set[str]:
-    return {line.split("|")[-1].strip() for line in stderr.splitlines()
-            if line.startswith("import time:") and "cumulative" not in line}
+    return {
+        line.split("|")[-1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "cumulative" not in line
+    }
 
 
 def tops(modules: set[str]) -> set[str]:
@@ -55,11 +64,17 @@ def without_importtime(stderr: str) -> str:
 
 def foreign(modules: set[str]) -> set[str]:
     """Top-level packages that are neither the standard library nor ours."""
-    return {m for m in tops(modules) if m not in sys.stdlib_module_names
-            and m not in ("coverage_cli", "coverage_core", "coverage_daemon") and not m.startswith("_")}
+    return {
+        m
+        for m in tops(modules)
+        if m not in sys.stdlib_module_names
+        and m not in ("coverage_cli", "coverage_core", "coverage_daemon")
+        and not m.startswith("_")
+    }
 
 
 # -- --version and --help read only the command table ------------------------------------------
+
 
 def test_version_prints_the_installed_distributions_version_and_imports_only_click() -> None:
     process, loaded = run("--version")
@@ -68,8 +83,13 @@ def test_version_prints_the_installed_distributions_version_and_imports_only_cli
     assert version() == importlib.metadata.version("coverage-mcp")
     assert foreign(loaded) == {"click"}
     assert {m for m in loaded if m.startswith("coverage_")} <= {
-        "coverage_cli", "coverage_cli.__main__", "coverage_cli.entry", "coverage_cli.main",
-        "coverage_core", "coverage_core.version"}
+        "coverage_cli",
+        "coverage_cli.__main__",
+        "coverage_cli.entry",
+        "coverage_cli.main",
+        "coverage_core",
+        "coverage_core.version",
+    }
 
 
 def test_help_lists_every_command_with_its_summary_without_importing_any_command_module() -> None:
@@ -82,14 +102,22 @@ def test_help_lists_every_command_with_its_summary_without_importing_any_command
         assert COMMANDS[name].summary.startswith(summary.removesuffix("..."))
     assert foreign(loaded) == {"click"}
     assert {m for m in loaded if m.startswith("coverage_")} <= {
-        "coverage_cli", "coverage_cli.__main__", "coverage_cli.entry", "coverage_cli.main", "coverage_core"}
+        "coverage_cli",
+        "coverage_cli.__main__",
+        "coverage_cli.entry",
+        "coverage_cli.main",
+        "coverage_core",
+    }
 
 
 def test_no_arguments_shows_the_same_command_list_on_standard_error_with_exit_2() -> None:
     bare, loaded = run()  # click's usage error for a group run without a command
     helped, _ = run("--help")
     assert bare.returncode == 2 and bare.stdout == ""
-    assert without_importtime(bare.stderr).split("Commands:")[1].strip() == helped.stdout.split("Commands:")[1].strip()
+    assert (
+        without_importtime(bare.stderr).split("Commands:")[1].strip()
+        == helped.stdout.split("Commands:")[1].strip()
+    )
     assert foreign(loaded) == {"click"}
 
 
@@ -112,6 +140,7 @@ def test_an_unknown_command_is_refused_with_exit_2_and_nothing_imported() -> Non
 
 # -- parse loads what parsing needs --------------------------------------------------------------
 
+
 def test_parse_prints_the_reports_totals_and_loads_neither_duckdb_pygit2_cattrs_nor_aiohttp() -> None:
     process, loaded = run("parse", str(COBERTURA))
     assert process.returncode == 0, process.stderr[-2000:]
@@ -121,9 +150,16 @@ def test_parse_prints_the_reports_totals_and_loads_neither_duckdb_pygit2_cattrs_
     assert "coverage_core.parsers" in loaded and "numpy" in tops(loaded)
     assert tops(loaded) & HEAVY == set()
     assert {m for m in loaded if m.startswith("coverage_cli.")} <= {
-        "coverage_cli.__main__", "coverage_cli.entry", "coverage_cli.main", "coverage_cli.parse_cmd"}
+        "coverage_cli.__main__",
+        "coverage_cli.entry",
+        "coverage_cli.main",
+        "coverage_cli.parse_cmd",
+    }
     assert not {m for m in loaded if m.startswith("coverage_daemon")}
-    assert not {"coverage_core.service", "coverage_core.project", "coverage_core.model", "coverage_core.git"} & loaded
+    assert (
+        not {"coverage_core.service", "coverage_core.project", "coverage_core.model", "coverage_core.git"}
+        & loaded
+    )
 
 
 def test_parse_json_prints_the_summary_as_json_and_stays_as_light() -> None:
@@ -151,6 +187,7 @@ def test_a_parse_error_goes_through_the_one_error_handler_with_its_exit_code(tmp
 
 # -- the table is the one declaration of the commands ---------------------------------------------
 
+
 def test_the_command_table_names_each_command_by_its_own_name_and_summary() -> None:
     aliases = set()
     for name, entry in COMMANDS.items():
@@ -158,7 +195,9 @@ def test_the_command_table_names_each_command_by_its_own_name_and_summary() -> N
         if command.name != name:
             aliases.add(name)
         first_paragraph = (command.help or "").split("\n\n")[0]
-        assert " ".join(first_paragraph.split()) == entry.summary, f"{name}: update its summary in main.COMMANDS"
+        assert " ".join(first_paragraph.split()) == entry.summary, (
+            f"{name}: update its summary in main.COMMANDS"
+        )
     assert aliases == {"stdio"}
 
 

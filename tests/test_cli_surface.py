@@ -30,8 +30,13 @@ from .gitrepo import commit, git
 
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-                          check=False, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def comparable(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -65,11 +70,17 @@ def parsed(argv: list[str]) -> tuple[str, dict[str, Any]]:
 
 # -- one error handler, one table from operations to commands ---------------------------------
 
+
 def test_every_cli_command_is_wrapped_by_the_one_error_handler() -> None:
     commands = all_commands(cli)
-    assert {"review", "diff", "gate", "show", "snapshots", "ingest", "token rotate", "connect"} <= set(commands)
-    unwrapped = [name for name, command in commands.items()
-                 if not getattr(command.callback, "handles_coverage_errors", False)]
+    assert {"review", "diff", "gate", "show", "snapshots", "ingest", "token rotate", "connect"} <= set(
+        commands
+    )
+    unwrapped = [
+        name
+        for name, command in commands.items()
+        if not getattr(command.callback, "handles_coverage_errors", False)
+    ]
     assert unwrapped == []
 
 
@@ -77,15 +88,41 @@ def test_every_operation_has_a_command_line_rendering_that_click_accepts() -> No
     assert set(OPERATION_COMMANDS) == set(OPERATIONS)
     examples = {
         "project_context": {"max_words": 300},
-        "coverage_review": {"task": "change", "baseline": {"kind": "merge_base", "ref": "main"},
-                            "measurement": {"suite": "unit"}, "limits": {"max_words": 400}, "representation": "review"},
-        "coverage_import": {"report_path": "coverage.json", "suite": "unit", "scope": "subset", "format": "lcov"},
-        "register_test_command": {"name": "unit", "argv": ["python", "-m", "pytest"], "cwd": "src",
-                                  "artifacts": [{"path": "coverage.json", "suite": "unit"}], "timeout_s": 60,
-                                  "args_policy": "selectors"},
-        "run_test": {"command_id": "cmd-0123456789abcdef", "wait": False, "reuse_if_unchanged": False,
-                     "idempotency_key": "k", "baseline": {"snapshot_id": "snap-01"}, "args": ["tests/t.py::t"]},
-        "run_review": {"run_id": "run-0123456789abcdef", "view": "logs", "search": "FAILED", "stream": "stdout"},
+        "coverage_review": {
+            "task": "change",
+            "baseline": {"kind": "merge_base", "ref": "main"},
+            "measurement": {"suite": "unit"},
+            "limits": {"max_words": 400},
+            "representation": "review",
+        },
+        "coverage_import": {
+            "report_path": "coverage.json",
+            "suite": "unit",
+            "scope": "subset",
+            "format": "lcov",
+        },
+        "register_test_command": {
+            "name": "unit",
+            "argv": ["python", "-m", "pytest"],
+            "cwd": "src",
+            "artifacts": [{"path": "coverage.json", "suite": "unit"}],
+            "timeout_s": 60,
+            "args_policy": "selectors",
+        },
+        "run_test": {
+            "command_id": "cmd-0123456789abcdef",
+            "wait": False,
+            "reuse_if_unchanged": False,
+            "idempotency_key": "k",
+            "baseline": {"snapshot_id": "snap-01"},
+            "args": ["tests/t.py::t"],
+        },
+        "run_review": {
+            "run_id": "run-0123456789abcdef",
+            "view": "logs",
+            "search": "FAILED",
+            "stream": "stdout",
+        },
         "cancel_run": {"run_id": "run-0123456789abcdef"},
     }
     assert set(examples) == set(OPERATIONS)
@@ -95,26 +132,53 @@ def test_every_operation_has_a_command_line_rendering_that_click_accepts() -> No
         parsed(argv)  # every word is an option of that command
     assert render_remedy(Remedy(operation="coverage_review", arguments=examples["coverage_review"])) == (
         "Run: coverage-mcp review change --suite unit --baseline merge_base:main --max-words 400 "
-        "--representation review")
+        "--representation review"
+    )
 
 
 def test_review_options_and_coverage_review_arguments_map_both_ways_through_one_table() -> None:
     cases = [
-        {"task": "file", "measurement": {"snapshot_id": "snap-0123"}, "file": "a.py", "lines": "3-9",
-         "cursor": "c1"},
-        {"task": "files", "measurement": {"suite": "unit"}, "order": "uncovered", "page_size": 7,
-         "representation": "audit"},
-        {"task": "snapshots", "filter": {"suite": "unit", "branch": "main", "commit": "abcd"}, "page_size": 3},
-        {"task": "change", "baseline": {"kind": "explicit", "snapshot_id": "snap-00aa"}, "limits": {"max_words": 99}},
+        {
+            "task": "file",
+            "measurement": {"snapshot_id": "snap-0123"},
+            "file": "a.py",
+            "lines": "3-9",
+            "cursor": "c1",
+        },
+        {
+            "task": "files",
+            "measurement": {"suite": "unit"},
+            "order": "uncovered",
+            "page_size": 7,
+            "representation": "audit",
+        },
+        {
+            "task": "snapshots",
+            "filter": {"suite": "unit", "branch": "main", "commit": "abcd"},
+            "page_size": 3,
+        },
+        {
+            "task": "change",
+            "baseline": {"kind": "explicit", "snapshot_id": "snap-00aa"},
+            "limits": {"max_words": 99},
+        },
     ]
     for args in cases:
         argv, rest = review_argv(args)
         assert rest == {}
         _, params = parsed(argv)
-        flags = {flag: params[flag.lstrip("-").replace("-", "_")] for flag in REVIEW_OPTIONS
-                 if flag not in ("--snapshot", "--file", "--baseline")}
-        flags.update({"--snapshot": params["snapshot_id"], "--file": params["file_path"],
-                      "--baseline": params["baseline"] and baselines.parse_selector(params["baseline"])})
+        flags = {
+            flag: params[flag.lstrip("-").replace("-", "_")]
+            for flag in REVIEW_OPTIONS
+            if flag not in ("--snapshot", "--file", "--baseline")
+        }
+        flags.update(
+            {
+                "--snapshot": params["snapshot_id"],
+                "--file": params["file_path"],
+                "--baseline": params["baseline"] and baselines.parse_selector(params["baseline"]),
+            }
+        )
         assert review_arguments(params["task"], flags) == args
 
 
@@ -122,29 +186,54 @@ def test_an_argument_no_option_carries_is_still_named_in_the_rendered_suggestion
     text = render_remedy(Remedy(operation="coverage_review", arguments={"task": "source", "ranges": ["1-3"]}))
     assert text == 'Run: coverage-mcp review source (with {"ranges": ["1-3"]}, which no option carries)'
     assert render_remedy(Remedy(setting="COVERAGE_MCP_MAX_REPORT_BYTES", value=1)).startswith(
-        "Set COVERAGE_MCP_MAX_REPORT_BYTES=1")
+        "Set COVERAGE_MCP_MAX_REPORT_BYTES=1"
+    )
 
 
 # -- one --baseline parser ---------------------------------------------------------------------
 
+
 def test_one_baseline_rule_names_every_kind_the_schema_declares() -> None:
-    declared = OPERATIONS["coverage_review"].input_schema["properties"]["baseline"]["properties"]["kind"]["enum"]
+    declared = OPERATIONS["coverage_review"].input_schema["properties"]["baseline"]["properties"]["kind"][
+        "enum"
+    ]
     assert sorted(baselines.KINDS) == sorted(declared)
     parse = baselines.parse_selector
     assert parse("snap-00ff") == {"kind": "explicit", "snapshot_id": "snap-00ff"}
     assert [parse(k) for k in baselines.NAMED_KINDS] == [{"kind": k} for k in baselines.NAMED_KINDS]
-    assert parse("merge_base:origin/main") == parse("origin/main", merge_base=True) == {
-        "kind": "merge_base", "ref": "origin/main"}
+    assert (
+        parse("merge_base:origin/main")
+        == parse("origin/main", merge_base=True)
+        == {"kind": "merge_base", "ref": "origin/main"}
+    )
     assert parse("v1.2") == {"kind": "ref", "ref": "v1.2"}
     for text in ("previous_snapshot", "snap-00ff", "merge_base:x", "HEAD~1", "none"):
         assert parse(baselines.selector_text(parse(text))) == parse(text)
 
 
 def test_review_and_diff_read_a_named_baseline_kind_the_same_way(sample_repo: Path) -> None:
-    assert run(sample_repo, "ingest", str(sample_repo / "step1.coverage.json"), "--suite", "unit").returncode == 0
-    assert run(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit").returncode == 0
-    review = run(sample_repo, "review", "change", "--suite", "unit", "--baseline", "previous_snapshot",
-                 "--representation", "audit", "--max-words", str(MAX_WORDS), "--json")
+    assert (
+        run(sample_repo, "ingest", str(sample_repo / "step1.coverage.json"), "--suite", "unit").returncode
+        == 0
+    )
+    assert (
+        run(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit").returncode
+        == 0
+    )
+    review = run(
+        sample_repo,
+        "review",
+        "change",
+        "--suite",
+        "unit",
+        "--baseline",
+        "previous_snapshot",
+        "--representation",
+        "audit",
+        "--max-words",
+        str(MAX_WORDS),
+        "--json",
+    )
     diff = run(sample_repo, "diff", "--suite", "unit", "--baseline", "previous_snapshot", "--json")
     assert review.returncode == diff.returncode == 0, (review.stderr, diff.stderr)
     r, d = json.loads(review.stdout)["data"], json.loads(diff.stdout)["data"]
@@ -156,34 +245,60 @@ def test_review_and_diff_read_a_named_baseline_kind_the_same_way(sample_repo: Pa
 
 # -- one error body ----------------------------------------------------------------------------
 
+
 @pytest.fixture
 def changed(sample_repo: Path) -> Path:
     """Step 1's report stored at the first commit; a second commit; step 3's report stored at it."""
-    assert run(sample_repo, "ingest", str(sample_repo / "step1.coverage.json"), "--suite", "unit").returncode == 0
+    assert (
+        run(sample_repo, "ingest", str(sample_repo / "step1.coverage.json"), "--suite", "unit").returncode
+        == 0
+    )
     (sample_repo / "NOTES.md").write_text("notes\n")
     git(sample_repo, "add", "NOTES.md")
     commit(sample_repo, "notes")
-    assert run(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit").returncode == 0
+    assert (
+        run(sample_repo, "ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit").returncode
+        == 0
+    )
     return sample_repo
 
 
-def test_a_failed_gate_prints_its_envelope_and_the_canonical_error_body_with_a_command_to_run(changed: Path) -> None:
-    out = run(changed, "gate", "--baseline", "HEAD~1", "--suite", "unit", "--fail-under-total", "99.5", "--json")
+def test_a_failed_gate_prints_its_envelope_and_the_canonical_error_body_with_a_command_to_run(
+    changed: Path,
+) -> None:
+    out = run(
+        changed, "gate", "--baseline", "HEAD~1", "--suite", "unit", "--fail-under-total", "99.5", "--json"
+    )
     assert out.returncode == 3
     assert json.loads(out.stdout)["data"]["passed"] is False
     body = json.loads(out.stderr)
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "suggestion", "details", "remedy"}
+    assert set(body) == {"error"} and set(body["error"]) == {
+        "code",
+        "message",
+        "suggestion",
+        "details",
+        "remedy",
+    }
     error = body["error"]
     assert error["code"] == "threshold_not_met" and error["details"] == {"failed": ["total"]}
-    assert error["remedy"] == {"operation": "coverage_review", "arguments": {
-        "task": "change", "baseline": {"kind": "ref", "ref": "HEAD~1"}, "representation": "review",
-        "measurement": {"suite": "unit"}}}
-    assert error["suggestion"] == ("Run: coverage-mcp review change --suite unit --baseline 'HEAD~1' "
-                                   "--representation review")
+    assert error["remedy"] == {
+        "operation": "coverage_review",
+        "arguments": {
+            "task": "change",
+            "baseline": {"kind": "ref", "ref": "HEAD~1"},
+            "representation": "review",
+            "measurement": {"suite": "unit"},
+        },
+    }
+    assert error["suggestion"] == (
+        "Run: coverage-mcp review change --suite unit --baseline 'HEAD~1' --representation review"
+    )
     human = run(changed, "gate", "--baseline", "HEAD~1", "--suite", "unit", "--fail-under-total", "99.5")
     assert human.returncode == 3
-    assert human.stderr.splitlines() == ["error [threshold_not_met]: 1 of 1 checks failed: total",
-                                         f"  suggestion: {error['suggestion']}"]
+    assert human.stderr.splitlines() == [
+        "error [threshold_not_met]: 1 of 1 checks failed: total",
+        f"  suggestion: {error['suggestion']}",
+    ]
     suggested = run(changed, *shlex.split(error["suggestion"].removeprefix("Run: coverage-mcp ")))
     assert suggested.returncode == 0 and suggested.stdout.startswith("change: "), suggested.stderr
 
@@ -203,47 +318,124 @@ def test_json_errors_of_bad_input_and_of_a_missing_repository_are_the_canonical_
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
 
-def cases(snapshot_id: str, report: str, run_id: str = "run-0") -> list[tuple[str, list[str], dict[str, Any]]]:
+def cases(
+    snapshot_id: str, report: str, run_id: str = "run-0"
+) -> list[tuple[str, list[str], dict[str, Any]]]:
     """(operation, CLI words, the same call's arguments). run_test is the daemon's alone (`coverage-mcp run`
     starts one): its CLI drift is tests/test_runs_daemon.py's."""
     return [
         ("project_context", ["context"], {}),
         ("project_context", ["context", "--max-words", "300"], {"max_words": 300}),
-        ("coverage_review", ["review", "insight", "--suite", "unit"],
-         {"task": "insight", "measurement": {"suite": "unit"}}),
-        ("coverage_review", ["review", "change", "--suite", "unit", "--baseline", "HEAD~1", "--representation",
-                             "review", "--max-words", "2000"],
-         {"task": "change", "measurement": {"suite": "unit"}, "baseline": {"kind": "ref", "ref": "HEAD~1"},
-          "representation": "review", "limits": {"max_words": 2000}}),
-        ("coverage_review", ["review", "history", "--suite", "unit"], {"task": "history", "measurement": {"suite": "unit"}}),
-        ("coverage_review", ["review", "snapshots", "--suite", "unit", "--page-size", "1"],
-         {"task": "snapshots", "filter": {"suite": "unit"}, "page_size": 1}),
-        ("coverage_review", ["review", "files", "--snapshot", snapshot_id, "--order", "uncovered"],
-         {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "uncovered"}),
-        ("coverage_review", ["review", "file", "--snapshot", snapshot_id, "--file", "inventory/stock.py",
-                             "--lines", "1-20"],
-         {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": "inventory/stock.py",
-          "lines": "1-20"}),
-        ("coverage_review", ["snapshots", "--suite", "unit"],
-         {"task": "snapshots", "filter": {"suite": "unit"}, "representation": "review", "limits": WHOLE}),
-        ("coverage_review", ["show", snapshot_id, "--limit", "2"],
-         {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "path", "page_size": 2,
-          "representation": "review", "limits": WHOLE}),
-        ("coverage_review", ["show", snapshot_id, "--file", "inventory/pricing.py"],
-         {"task": "file", "measurement": {"snapshot_id": snapshot_id}, "file": "inventory/pricing.py",
-          "limits": WHOLE}),
-        ("coverage_import", ["ingest", report, "--suite", "unit"],
-         {"report_path": "step3.coverage.json", "suite": "unit"}),
-        ("register_test_command", ["command", "register", "--name", "drift", "--artifact", "drift.json:unit",
-                                   sys.executable, "-c", "print('drift')"], DRIFT_COMMAND),
+        (
+            "coverage_review",
+            ["review", "insight", "--suite", "unit"],
+            {"task": "insight", "measurement": {"suite": "unit"}},
+        ),
+        (
+            "coverage_review",
+            [
+                "review",
+                "change",
+                "--suite",
+                "unit",
+                "--baseline",
+                "HEAD~1",
+                "--representation",
+                "review",
+                "--max-words",
+                "2000",
+            ],
+            {
+                "task": "change",
+                "measurement": {"suite": "unit"},
+                "baseline": {"kind": "ref", "ref": "HEAD~1"},
+                "representation": "review",
+                "limits": {"max_words": 2000},
+            },
+        ),
+        (
+            "coverage_review",
+            ["review", "history", "--suite", "unit"],
+            {"task": "history", "measurement": {"suite": "unit"}},
+        ),
+        (
+            "coverage_review",
+            ["review", "snapshots", "--suite", "unit", "--page-size", "1"],
+            {"task": "snapshots", "filter": {"suite": "unit"}, "page_size": 1},
+        ),
+        (
+            "coverage_review",
+            ["review", "files", "--snapshot", snapshot_id, "--order", "uncovered"],
+            {"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "uncovered"},
+        ),
+        (
+            "coverage_review",
+            ["review", "file", "--snapshot", snapshot_id, "--file", "inventory/stock.py", "--lines", "1-20"],
+            {
+                "task": "file",
+                "measurement": {"snapshot_id": snapshot_id},
+                "file": "inventory/stock.py",
+                "lines": "1-20",
+            },
+        ),
+        (
+            "coverage_review",
+            ["snapshots", "--suite", "unit"],
+            {"task": "snapshots", "filter": {"suite": "unit"}, "representation": "review", "limits": WHOLE},
+        ),
+        (
+            "coverage_review",
+            ["show", snapshot_id, "--limit", "2"],
+            {
+                "task": "files",
+                "measurement": {"snapshot_id": snapshot_id},
+                "order": "path",
+                "page_size": 2,
+                "representation": "review",
+                "limits": WHOLE,
+            },
+        ),
+        (
+            "coverage_review",
+            ["show", snapshot_id, "--file", "inventory/pricing.py"],
+            {
+                "task": "file",
+                "measurement": {"snapshot_id": snapshot_id},
+                "file": "inventory/pricing.py",
+                "limits": WHOLE,
+            },
+        ),
+        (
+            "coverage_import",
+            ["ingest", report, "--suite", "unit"],
+            {"report_path": "step3.coverage.json", "suite": "unit"},
+        ),
+        (
+            "register_test_command",
+            [
+                "command",
+                "register",
+                "--name",
+                "drift",
+                "--artifact",
+                "drift.json:unit",
+                sys.executable,
+                "-c",
+                "print('drift')",
+            ],
+            DRIFT_COMMAND,
+        ),
         ("run_review", ["runs", "show", run_id], {"run_id": run_id, "view": "status"}),
         ("run_review", ["runs", "show", run_id, "--logs"], {"run_id": run_id, "view": "logs"}),
         ("cancel_run", ["runs", "cancel", run_id], {"run_id": run_id}),
     ]
 
 
-DRIFT_COMMAND = {"name": "drift", "argv": [sys.executable, "-c", "print('drift')"],
-                 "artifacts": [{"path": "drift.json", "suite": "unit"}]}
+DRIFT_COMMAND = {
+    "name": "drift",
+    "argv": [sys.executable, "-c", "print('drift')"],
+    "artifacts": [{"path": "drift.json", "suite": "unit"}],
+}
 
 
 def finished_run(repo: Path) -> str:
@@ -254,8 +446,10 @@ def finished_run(repo: Path) -> str:
         service = Service(project)
         # The case's own registration, first: `context` lists commands, so none may appear mid-table.
         service.call("register_test_command", DRIFT_COMMAND)
-        command_id = service.call("register_test_command", {**DRIFT_COMMAND, "name": "ran", "argv": [
-            sys.executable, "-c", "print('ran')"]})["data"]["command"]["id"]
+        command_id = service.call(
+            "register_test_command",
+            {**DRIFT_COMMAND, "name": "ran", "argv": [sys.executable, "-c", "print('ran')"]},
+        )["data"]["command"]["id"]
         registry.approve(project, command_id, approved_by="tester", via="cli")
         return service.call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]["id"]
 

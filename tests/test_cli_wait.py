@@ -49,7 +49,9 @@ class Terminal:
 
     def __init__(self, args: list[str], cwd: Path) -> None:
         master, slave = pty.openpty()
-        self.proc = subprocess.Popen([SCRIPT, *args], stdout=subprocess.PIPE, stderr=slave, text=True, cwd=cwd)
+        self.proc = subprocess.Popen(
+            [SCRIPT, *args], stdout=subprocess.PIPE, stderr=slave, text=True, cwd=cwd
+        )
         os.close(slave)
         self._master = master
         self.seen = ""
@@ -92,7 +94,11 @@ def stopped_ingest(repo: Path) -> Iterator[Terminal]:
         holder.proc.send_signal(signal.SIGSTOP)
         assert holder.proc.poll() is None and is_held(lock_of(repo))
         meta = read_metadata(lock_of(repo))
-        assert (meta["pid"], meta["owner"], meta["command"]) == (holder.proc.pid, "cli", "coverage-mcp ingest")
+        assert (meta["pid"], meta["owner"], meta["command"]) == (
+            holder.proc.pid,
+            "cli",
+            "coverage-mcp ingest",
+        )
         yield holder
     finally:
         holder.proc.send_signal(signal.SIGCONT)
@@ -100,7 +106,8 @@ def stopped_ingest(repo: Path) -> Iterator[Terminal]:
 
 
 def test_a_second_command_waits_for_a_running_ingest_says_so_on_a_terminal_and_then_succeeds(
-        repo: Path, stopped_ingest: Terminal) -> None:
+    repo: Path, stopped_ingest: Terminal
+) -> None:
     second = Terminal(["ingest", "small.info", "--suite", "second"], repo)
     said = second.read_until("...")
     assert f"waiting for pid {stopped_ingest.proc.pid} (coverage-mcp ingest)" in said
@@ -110,8 +117,9 @@ def test_a_second_command_waits_for_a_running_ingest_says_so_on_a_terminal_and_t
     code, out, err = second.finish()
     assert (first_code, code) == (0, 0), err
     assert "stored" in first_out and "stored" in out
-    listed = subprocess.run([SCRIPT, "snapshots", "--json", "--repo", str(repo)], capture_output=True, text=True,
-                            timeout=BOUND_S)
+    listed = subprocess.run(
+        [SCRIPT, "snapshots", "--json", "--repo", str(repo)], capture_output=True, text=True, timeout=BOUND_S
+    )
     suites = {s["suite"] for s in json.loads(listed.stdout)["data"]["snapshots"]}
     assert suites == {"unit", "second"}
 
@@ -125,18 +133,25 @@ def test_snapshots_waits_for_an_ingest_and_lists_what_it_stored(repo: Path, stop
 
 
 def test_a_command_gives_up_after_the_configured_wait_with_store_locked_and_a_setting_to_change(
-        repo: Path, stopped_ingest: Terminal) -> None:
+    repo: Path, stopped_ingest: Terminal
+) -> None:
     env = {**os.environ, "COVERAGE_MCP_CLI_STORE_WAIT_MS": "300"}
-    plain = subprocess.run([SCRIPT, "snapshots", "--repo", str(repo)], capture_output=True, text=True, env=env,
-                           timeout=BOUND_S)
+    plain = subprocess.run(
+        [SCRIPT, "snapshots", "--repo", str(repo)], capture_output=True, text=True, env=env, timeout=BOUND_S
+    )
     assert plain.returncode == 1 and plain.stdout == ""
     assert "waiting for" not in plain.stderr  # standard error is not a terminal here
     assert plain.stderr.startswith("error [store_locked]:")
     assert f"pid {stopped_ingest.proc.pid} (coverage-mcp ingest)" in plain.stderr
     assert "COVERAGE_MCP_CLI_STORE_WAIT_MS=300" in plain.stderr
     assert "suggestion: Set COVERAGE_MCP_CLI_STORE_WAIT_MS=120000" in plain.stderr
-    as_json = subprocess.run([SCRIPT, "snapshots", "--json", "--repo", str(repo)], capture_output=True, text=True,
-                             env=env, timeout=BOUND_S)
+    as_json = subprocess.run(
+        [SCRIPT, "snapshots", "--json", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=BOUND_S,
+    )
     error = json.loads(as_json.stderr)["error"]
     assert as_json.returncode == 1 and error["code"] == "store_locked"
     assert error["details"]["holder"]["command"] == "coverage-mcp ingest"
@@ -160,13 +175,19 @@ NOTEBOOK = textwrap.dedent(
 
 
 def test_a_store_a_python_session_holds_is_waited_for_and_named_with_how_to_release_it(repo: Path) -> None:
-    session = subprocess.Popen([sys.executable, "-c", NOTEBOOK, str(repo)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    session = subprocess.Popen(
+        [sys.executable, "-c", NOTEBOOK, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert session.stdout.readline().strip() == "held"
         env = {**os.environ, "COVERAGE_MCP_CLI_STORE_WAIT_MS": "200"}
-        refused = subprocess.run([SCRIPT, "snapshots", "--repo", str(repo)], capture_output=True, text=True,
-                                 env=env, timeout=BOUND_S)
+        refused = subprocess.run(
+            [SCRIPT, "snapshots", "--repo", str(repo)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=BOUND_S,
+        )
         assert refused.returncode == 1 and "error [store_locked]" in refused.stderr
         assert f"pid {session.pid} (python)" in refused.stderr
         assert "Project is closed" in refused.stderr and "shut down the kernel" in refused.stderr

@@ -30,8 +30,19 @@ from coverage_core.storage.store import snap_tables
 from .gitrepo import commit, write
 from .realcov import copy_checkout, make_package, measure
 
-TASKS = ("insight", "change", "incremental", "history", "source", "tests", "audit", "all", "snapshots",
-         "files", "file")
+TASKS = (
+    "insight",
+    "change",
+    "incremental",
+    "history",
+    "source",
+    "tests",
+    "audit",
+    "all",
+    "snapshots",
+    "files",
+    "file",
+)
 REPRESENTED = {"insight", "change", "incremental", "history", "tests", "all", "snapshots", "files"}
 WITH_FILE = {"insight", "change", "history", "source", "tests", "audit", "file", "all"}
 
@@ -80,8 +91,11 @@ def _answers(project: Project, calls: list[dict[str, Any]], con: Any = None) -> 
 def _gates(project: Project, old: str, new: str) -> list[Any]:
     base = {"baseline": {"kind": "explicit", "snapshot_id": old}, "current": {"snapshot_id": new}}
     out = []
-    for fn, args in ((ci.diff, {**base, "snippets": True}), (ci.gate, {**base, "fail_under_patch": 50}),
-                     (ci.gate, {**base, "ratchet": True})):
+    for fn, args in (
+        (ci.diff, {**base, "snippets": True}),
+        (ci.gate, {**base, "fail_under_patch": 50}),
+        (ci.gate, {**base, "ratchet": True}),
+    ):
         envelope = json.loads(json.dumps(fn(project, args), default=str))
         envelope["context"].pop("stats", None)
         out.append(envelope)
@@ -92,21 +106,32 @@ def _details(project: Project, ids: list[str], path: str) -> list[dict[str, Any]
     out = []
     for snapshot_id in ids:
         d = project.file_detail(snapshot_id, path)
-        out.append({"tests": d.tests, **{f"{t}.{c}": getattr(d, t)[c].tolist() for t in
-                                        ("lines", "branches", "functions", "regions") for c in getattr(d, t)}})
+        out.append(
+            {
+                "tests": d.tests,
+                **{
+                    f"{t}.{c}": getattr(d, t)[c].tolist()
+                    for t in ("lines", "branches", "functions", "regions")
+                    for c in getattr(d, t)
+                },
+            }
+        )
     return out
 
 
 def _relational_rows(project: Project, snapshot_id: str) -> int:
     snap = project.store.snap_key(snapshot_id)
-    return sum(project.store.con.execute(f"SELECT count(*) FROM {t} WHERE snap = ?", [snap]).fetchall()[0][0]
-               for t in payload.DETAIL)
+    return sum(
+        project.store.con.execute(f"SELECT count(*) FROM {t} WHERE snap = ?", [snap]).fetchall()[0][0]
+        for t in payload.DETAIL
+    )
 
 
 def _compact_all(project: Project) -> None:
     """Every snapshot, the protected newest ones included (the mechanism, without the policy)."""
     for snap, sid, suite, created in project.store.con.execute(
-            "SELECT snap, snapshot_id, suite, created_at FROM snapshots ORDER BY snap").fetchall():
+        "SELECT snap, snapshot_id, suite, created_at FROM snapshots ORDER BY snap"
+    ).fetchall():
         if not project.store.is_compacted(sid):
             assert compaction.compact_snapshot(project.store, compaction.Candidate(snap, sid, suite, created))
 
@@ -145,24 +170,39 @@ def _ingest(repo: Path, report: str, **kwargs: Any) -> str:
 
 # -- equivalence ---------------------------------------------------------------------------------
 
-def test_every_task_and_representation_of_the_sample_answers_the_same_after_compaction(sample_repo: Path) -> None:
+
+def test_every_task_and_representation_of_the_sample_answers_the_same_after_compaction(
+    sample_repo: Path,
+) -> None:
     old = _ingest(sample_repo, "step1.coverage.json")
     new = _ingest(sample_repo, "step3.coverage.json")
     with open_project(sample_repo) as project:
         assert project.snapshot(new).tests > 0  # named tests are part of what must survive
-    _assert_equivalent(sample_repo, old, new, "inventory/pricing.py", _calls(old, new, "inventory/pricing.py"))
+    _assert_equivalent(
+        sample_repo, old, new, "inventory/pricing.py", _calls(old, new, "inventory/pricing.py")
+    )
 
 
 @pytest.fixture(scope="module")
-def measured_package(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], dict[str, Path]]:
+def measured_package(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, Path], dict[str, Path]]:
     """The realcov package measured by coverage.py (branches, per-test contexts) at c0 with two tests and
     at c1 (an edit plus a new tested function) with the whole suite: JSON and LCOV of both."""
     root = tmp_path_factory.mktemp("compaction")
     repo = make_package(root / "repo")
-    first = measure(repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_half_coupon")
+    first = measure(
+        repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_half_coupon"
+    )
     c0 = {k: Path(shutil.copy(p, root / f"c0.{p.name}")) for k, p in first.items()}
-    write(repo, {"shop/cart.py": (repo / "shop/cart.py").read_text() + "\n\ndef tax(amount):\n    return amount * 2\n",
-                 "tests/test_tax.py": "def test_tax():\n    from shop.cart import tax\n    assert tax(1) == 2\n"})
+    write(
+        repo,
+        {
+            "shop/cart.py": (repo / "shop/cart.py").read_text()
+            + "\n\ndef tax(amount):\n    return amount * 2\n",
+            "tests/test_tax.py": "def test_tax():\n    from shop.cart import tax\n    assert tax(1) == 2\n",
+        },
+    )
     commit(repo, "tax")
     second = measure(repo)
     c1 = {k: Path(shutil.copy(p, root / f"c1.{p.name}")) for k, p in second.items()}
@@ -171,7 +211,8 @@ def measured_package(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
 
 @pytest.mark.parametrize("kind", ["json", "lcov"])
 def test_a_measured_package_with_named_tests_and_branches_answers_the_same_after_compaction(
-        measured_package, tmp_path: Path, kind: str) -> None:
+    measured_package, tmp_path: Path, kind: str
+) -> None:
     source, c0, c1 = measured_package
     repo = copy_checkout(source, tmp_path)
     shutil.copy(c0[kind], repo / "old.report")
@@ -179,14 +220,18 @@ def test_a_measured_package_with_named_tests_and_branches_answers_the_same_after
     old = _ingest(repo, "old.report", commit="HEAD~1")
     new = _ingest(repo, "new.report")
     with open_project(repo) as project:
-        counts = {t: project.store.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in payload.DETAIL}
+        counts = {
+            t: project.store.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in payload.DETAIL
+        }
         assert counts["branches"] > 0  # the LCOV has BRDA records, the JSON its arcs
         if kind == "json":
             assert counts["test_observations"] > 0 and counts["test_names"] > 0
     _assert_equivalent(repo, old, new, "shop/cart.py", _calls(old, new, "shop/cart.py"))
 
 
-def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_observations(sample_repo: Path) -> None:
+def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_observations(
+    sample_repo: Path,
+) -> None:
     _ingest(sample_repo, "step1.coverage.json")
     new = _ingest(sample_repo, "step3.coverage.json")
     with open_project(sample_repo) as project:
@@ -204,7 +249,9 @@ def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_o
         con.close()
 
 
-def test_a_snapshot_key_reused_after_deleting_a_compacted_snapshot_never_mixes_restored_rows(sample_repo: Path) -> None:
+def test_a_snapshot_key_reused_after_deleting_a_compacted_snapshot_never_mixes_restored_rows(
+    sample_repo: Path,
+) -> None:
     _ingest(sample_repo, "step1.coverage.json")
     compacted = _ingest(sample_repo, "step3.coverage.json")
     with open_project(sample_repo) as project:
@@ -214,7 +261,9 @@ def test_a_snapshot_key_reused_after_deleting_a_compacted_snapshot_never_mixes_r
         first = _answers(project, [{"task": "audit"}], con)
         assert first[0]["data"]["snapshot_id"] == compacted
         project.delete_snapshots([compacted], force=True)
-        fresh = Service(project).call("coverage_import", {"report_path": "step3.coverage.lcov"})["data"]["snapshot"]
+        fresh = Service(project).call("coverage_import", {"report_path": "step3.coverage.lcov"})["data"][
+            "snapshot"
+        ]
         assert project.store.snap_key(fresh["snapshot_id"]) == key  # the key is reused: the hazard is real
         calls = [{"task": "audit"}, {"task": "file", "file": "inventory/pricing.py"}]
         assert _answers(project, calls, con) == _answers(project, calls)  # the pooled view equals a fresh one
@@ -249,31 +298,49 @@ def test_a_damaged_payload_is_a_clear_error_and_compact_answers_still_work(sampl
         totals = service.call("coverage_review", {"task": "files", "measurement": {"snapshot_id": old}})
         assert totals["data"]["files"]
         with pytest.raises(CoverageError) as caught:
-            service.call("coverage_review", {"task": "audit", "file": "inventory/pricing.py",
-                                             "measurement": {"snapshot_id": old}})
+            service.call(
+                "coverage_review",
+                {"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}},
+            )
         assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
         assert caught.value.details["reason"] == "payload_damaged"
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda raw: raw[:-1],
-    lambda raw: raw.replace(b'"rows":', b'"rows":9', 1),
-    lambda raw: raw.replace(b"<i4", b"|O1", 1),
-    lambda raw: raw[:8] + b"\xff\xff\xff\x7f" + raw[12:],
-    lambda raw: raw.replace(b'["p",1]', b'["p",3]', 1),
-    lambda raw: raw.replace(b'["p",1]', b'["x",1]', 1),
-    lambda raw: raw.replace(b'[2,"p",1]', b'[1,"p",1]', 1),
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda raw: raw[:-1],
+        lambda raw: raw.replace(b'"rows":', b'"rows":9', 1),
+        lambda raw: raw.replace(b"<i4", b"|O1", 1),
+        lambda raw: raw[:8] + b"\xff\xff\xff\x7f" + raw[12:],
+        lambda raw: raw.replace(b'["p",1]', b'["p",3]', 1),
+        lambda raw: raw.replace(b'["p",1]', b'["x",1]', 1),
+        lambda raw: raw.replace(b'[2,"p",1]', b'[1,"p",1]', 1),
+    ],
+)
 def test_a_payload_frame_is_checked_before_any_column_is_trusted(mangle) -> None:
     import zstandard
 
-    tables = {t: {c: (np.array(["a", "bé"], dtype=object) if k == "text" else
-                      np.array([b"x", b""], dtype=object) if k == "blob" else np.array([1, 2], dtype=k))
-                  for c, k in cols} for t, cols in payload.DETAIL.items()}
+    tables = {
+        t: {
+            c: (
+                np.array(["a", "bé"], dtype=object)
+                if k == "text"
+                else np.array([b"x", b""], dtype=object)
+                if k == "blob"
+                else np.array([1, 2], dtype=k)
+            )
+            for c, k in cols
+        }
+        for t, cols in payload.DETAIL.items()
+    }
     frame, size, rows = payload.encode(tables)
     assert rows == 2 * len(payload.DETAIL)
     back = payload.decode(frame, max_bytes=size)
-    assert back["test_names"]["name"].tolist() == ["a", "bé"] and back["file_texts"]["text"].tolist() == [b"x", b""]
+    assert back["test_names"]["name"].tolist() == ["a", "bé"] and back["file_texts"]["text"].tolist() == [
+        b"x",
+        b"",
+    ]
     raw = zstandard.ZstdDecompressor().decompress(frame)
     bad = zstandard.ZstdCompressor().compress(mangle(raw))
     with pytest.raises(CoverageError) as caught:
@@ -316,7 +383,8 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
         for sid in ids:
             snap = project.store.snap_key(sid)
             has_payload = project.store.con.execute(
-                "SELECT count(*) FROM snapshot_payloads WHERE snap = ?", [snap]).fetchall()[0][0]
+                "SELECT count(*) FROM snapshot_payloads WHERE snap = ?", [snap]
+            ).fetchall()[0][0]
             rows = _relational_rows(project, sid)
             assert (has_payload, rows > 0) in ((0, True), (1, False)), (sid, has_payload, rows)
             out[sid] = "compacted" if has_payload else "relational"
@@ -326,7 +394,8 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize("stage", compaction.STAGES)
 @pytest.mark.parametrize("nth", [1, 2])
 def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
-        sample_repo: Path, stage: str, nth: int) -> None:
+    sample_repo: Path, stage: str, nth: int
+) -> None:
     import subprocess
     import sys
 
@@ -335,8 +404,12 @@ def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_comp
     calls = _calls(ids[0], newest, "inventory/pricing.py")
     with open_project(sample_repo) as project:
         before = _answers(project, calls)
-    child = subprocess.Popen([sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         heard = []
         for line in child.stdout:  # bounded: the child pauses or finishes
@@ -352,9 +425,11 @@ def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_comp
             child.wait(timeout=60)
     state = _state(sample_repo, ids + [newest])
     done = nth - 1 + (stage == "committed")  # snapshots whose commit went through before the kill
-    assert state == {ids[0]: "compacted" if done >= 1 else "relational",
-                     ids[1]: "compacted" if done >= 2 else "relational",
-                     newest: "relational"}
+    assert state == {
+        ids[0]: "compacted" if done >= 1 else "relational",
+        ids[1]: "compacted" if done >= 2 else "relational",
+        newest: "relational",
+    }
     with open_project(sample_repo) as project:
         assert _answers(project, calls) == before
         # The next pass finishes the work.
@@ -366,14 +441,18 @@ def test_integer_columns_round_trip_through_every_encoding_exactly() -> None:
     rng = np.random.default_rng(14)
     n = 5000
     columns = {
-        "file_id": np.sort(rng.integers(0, 300, n)).astype(np.int32),          # sorted: delta-coded
-        "line": rng.integers(-2**31, 2**31 - 1, n).astype(np.int32),            # noise: plain, 4 bytes
+        "file_id": np.sort(rng.integers(0, 300, n)).astype(np.int32),  # sorted: delta-coded
+        "line": rng.integers(-(2**31), 2**31 - 1, n).astype(np.int32),  # noise: plain, 4 bytes
         "block": np.zeros(n, dtype=np.int32),
         "branch": np.array([str(i % 7) for i in range(n)], dtype=object),
-        "taken": np.concatenate([[-1, 2**62, -2**62], rng.integers(-1, 3, n - 3)]).astype(np.int64),
+        "taken": np.concatenate([[-1, 2**62, -(2**62)], rng.integers(-1, 3, n - 3)]).astype(np.int64),
     }
-    tables = {t: {c: (np.zeros(0, dtype=object) if k in ("text", "blob") else np.zeros(0, dtype=k)) for c, k in cols}
-              for t, cols in payload.DETAIL.items()}
+    tables = {
+        t: {
+            c: (np.zeros(0, dtype=object) if k in ("text", "blob") else np.zeros(0, dtype=k)) for c, k in cols
+        }
+        for t, cols in payload.DETAIL.items()
+    }
     tables["branches"] = columns
     frame, size, _rows = payload.encode(tables)
     back = payload.decode(frame, max_bytes=size)["branches"]
@@ -389,11 +468,18 @@ def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail
     old = _ingest(sample_repo, "step1.coverage.json")
     lcov = _ingest(sample_repo, "step3.coverage.lcov")
     new = _ingest(sample_repo, "step3.coverage.json")
-    calls = [{"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": sid}}
-             for sid in (old, lcov)]
-    calls += [{"task": "change", "measurement": {"snapshot_id": new}, "baseline": {"kind": "explicit",
-                                                                                   "snapshot_id": old}},
-              {"task": "tests", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}}]
+    calls = [
+        {"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": sid}}
+        for sid in (old, lcov)
+    ]
+    calls += [
+        {
+            "task": "change",
+            "measurement": {"snapshot_id": new},
+            "baseline": {"kind": "explicit", "snapshot_id": old},
+        },
+        {"task": "tests", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}},
+    ]
     with open_project(sample_repo) as project:
         expected = _answers(project, calls)
         stop = threading.Event()

@@ -39,8 +39,10 @@ pytest_plugins = ["tests.test_daemon_support"]
 def _ingest(repo: Path, *reports: tuple[str, str]) -> list[str]:
     with open_project(repo) as project:
         service = Service(project)
-        return [service.call("coverage_import", {"report_path": r, "suite": s})["data"]["snapshot"]["snapshot_id"]
-                for r, s in reports]
+        return [
+            service.call("coverage_import", {"report_path": r, "suite": s})["data"]["snapshot"]["snapshot_id"]
+            for r, s in reports
+        ]
 
 
 def _age(repo: Path, days: int) -> None:
@@ -50,13 +52,23 @@ def _age(repo: Path, days: int) -> None:
 
 def _compacted(repo: Path) -> set[str]:
     with open_project(repo) as project:
-        return {r[0] for r in project.store.con.execute(
-            "SELECT s.snapshot_id FROM snapshot_payloads JOIN snapshots s USING (snap)").fetchall()}
+        return {
+            r[0]
+            for r in project.store.con.execute(
+                "SELECT s.snapshot_id FROM snapshot_payloads JOIN snapshots s USING (snap)"
+            ).fetchall()
+        }
 
 
 def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], cwd=repo,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:
@@ -70,12 +82,16 @@ def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:
 
 
 async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_each_suite_alone(
-        sample_repo: Path, isolated_home: Path) -> None:
+    sample_repo: Path, isolated_home: Path
+) -> None:
     shutil_reports(sample_repo)
-    step1, step2, newest, lcov_only = _ingest(sample_repo, ("step1.coverage.json", "default"),
-                                              ("step2.coverage.json", "default"),
-                                              ("step3.coverage.json", "default"),
-                                              ("step3.coverage.lcov", "lcov"))
+    step1, step2, newest, lcov_only = _ingest(
+        sample_repo,
+        ("step1.coverage.json", "default"),
+        ("step2.coverage.json", "default"),
+        ("step3.coverage.json", "default"),
+        ("step3.coverage.lcov", "lcov"),
+    )
     _age(sample_repo, 100)
     with open_project(sample_repo) as project:
         project.set_compaction_policy(after_days=30, batch_size=1)
@@ -91,7 +107,9 @@ async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_e
 
         inventory = await asyncio.to_thread(_wait_for, passed, "the worker's first pass")
         assert inventory["last_pass"]["trigger"] == "worker"
-        assert inventory["last_pass"]["compacted"] == 1 and inventory["last_pass"]["left"] == 1  # one per tick
+        assert (
+            inventory["last_pass"]["compacted"] == 1 and inventory["last_pass"]["left"] == 1
+        )  # one per tick
         assert inventory["compacted"] == 1 and inventory["relational"] == 3
         # The compacted snapshot's detail over REST is the detail it had.
         after = await asyncio.to_thread(client.file_detail, project_id, step1, "inventory/pricing.py")
@@ -109,12 +127,20 @@ def shutil_reports(repo: Path) -> None:
 
 def test_snapshots_active_runs_need_are_never_compacted(sample_repo: Path) -> None:
     shutil_reports(sample_repo)
-    ids = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step2.coverage.json", "default"),
-                  ("step3.coverage.json", "default"))
+    ids = _ingest(
+        sample_repo,
+        ("step1.coverage.json", "default"),
+        ("step2.coverage.json", "default"),
+        ("step3.coverage.json", "default"),
+    )
 
     class RunHoldsStep1(Project):
         def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
-            return {s.snapshot_id: "incremental baseline of run run-1" for s in snapshots if s.snapshot_id == ids[0]}
+            return {
+                s.snapshot_id: "incremental baseline of run run-1"
+                for s in snapshots
+                if s.snapshot_id == ids[0]
+            }
 
     with open_project(sample_repo) as opened:
         project = RunHoldsStep1(opened.checkout, opened.store, opened.settings)
@@ -127,12 +153,21 @@ def test_snapshots_active_runs_need_are_never_compacted(sample_repo: Path) -> No
 
 def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_repo: Path) -> None:
     shutil_reports(sample_repo)
-    ids = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step2.coverage.json", "default"),
-                  ("step3.coverage.json", "default"), ("step1.coverage.json", "other"))
+    ids = _ingest(
+        sample_repo,
+        ("step1.coverage.json", "default"),
+        ("step2.coverage.json", "default"),
+        ("step3.coverage.json", "default"),
+        ("step1.coverage.json", "other"),
+    )
 
     class RunHoldsStep1(Project):
         def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
-            return {s.snapshot_id: "incremental baseline of run run-1" for s in snapshots if s.snapshot_id == ids[0]}
+            return {
+                s.snapshot_id: "incremental baseline of run run-1"
+                for s in snapshots
+                if s.snapshot_id == ids[0]
+            }
 
     with open_project(sample_repo) as opened:
         project = RunHoldsStep1(opened.checkout, opened.store, opened.settings)
@@ -140,7 +175,9 @@ def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_r
         # The newest of each suite (ids[2], ids[3]) and the active run's baseline (ids[0]); none is 30 days old.
         assert (young["protected"], young["protected_past_threshold"], young["eligible"]) == (3, 0, 0)
         done = project.compact(older_than="0")
-        assert sorted(p["snapshot_id"] for p in done.to_dict()["protected"]) == sorted([ids[0], ids[2], ids[3]])
+        assert sorted(p["snapshot_id"] for p in done.to_dict()["protected"]) == sorted(
+            [ids[0], ids[2], ids[3]]
+        )
         after = project.compaction_inventory()
         assert (after["protected"], after["compacted"]) == (len(done.protected), 1)
     _age(sample_repo, 40)
@@ -151,11 +188,14 @@ def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_r
 
 
 async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_the_store(
-        sample_repo: Path, isolated_home: Path) -> None:
+    sample_repo: Path, isolated_home: Path
+) -> None:
     old, _new = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
     async with in_process(Settings.from_env(port=0)) as d:
         await asyncio.to_thread(d.client().register, sample_repo)
-        dry = await asyncio.to_thread(_cli, sample_repo, "compact", "--older-than", "0", "--dry-run", "--json")
+        dry = await asyncio.to_thread(
+            _cli, sample_repo, "compact", "--older-than", "0", "--dry-run", "--json"
+        )
         assert dry.returncode == 0, dry.stderr
         assert [c["snapshot_id"] for c in json.loads(dry.stdout)["data"]["eligible"]] == [old]
         done = await asyncio.to_thread(_cli, sample_repo, "compact", "--older-than", "0")
@@ -170,31 +210,45 @@ async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_th
         assert "protected: 1 (0 of them older than 30 days)" in shown.stdout, shown.stdout
         assert data["payload_bytes"] < data["detail_bytes"]
         # project_context carries the inventory too.
-        context = await asyncio.to_thread(d.client().call, discover(sample_repo).project_id, "project_context", {})
+        context = await asyncio.to_thread(
+            d.client().call, discover(sample_repo).project_id, "project_context", {}
+        )
         assert context["data"]["compaction"]["compacted"] == 1
         assert context["data"]["compaction"]["protected"] == 1
         # Policy through the daemon's settings route (admin), refused out of range, kept when valid.
         bad = await asyncio.to_thread(_cli, sample_repo, "compact", "--set", "batch_size=0")
-        assert bad.returncode != 0 and "compaction_batch_size must be a whole number from 1 to 1000" in bad.stderr
+        assert (
+            bad.returncode != 0
+            and "compaction_batch_size must be a whole number from 1 to 1000" in bad.stderr
+        )
         good = await asyncio.to_thread(_cli, sample_repo, "compact", "--set", "after_days=14", "--json")
         assert good.returncode == 0, good.stderr
         assert json.loads(good.stdout)["data"]["policy"]["after_days"] == 14
     assert _compacted(sample_repo) == {old}
 
 
-async def test_the_settings_route_validates_compaction_policy_ranges(sample_repo: Path, isolated_home: Path) -> None:
+async def test_the_settings_route_validates_compaction_policy_ranges(
+    sample_repo: Path, isolated_home: Path
+) -> None:
     async with in_process(Settings.from_env(port=0)) as d:
         client = d.client()
         await asyncio.to_thread(client.register, sample_repo)
         project_id = discover(sample_repo).project_id
         for bad in (0, 36501, "7", 1.5, True, None):
             with pytest.raises(CoverageError) as caught:
-                await asyncio.to_thread(client.update_settings, project_id, {"compaction_after_days": bad},
-                                        capability=d.daemon.capability)
+                await asyncio.to_thread(
+                    client.update_settings,
+                    project_id,
+                    {"compaction_after_days": bad},
+                    capability=d.daemon.capability,
+                )
             assert caught.value.code is ErrorCode.INVALID_ARGUMENT
-        project = await asyncio.to_thread(client.update_settings, project_id,
-                                          {"compaction_cadence_minutes": 5, "compaction_batch_size": 3},
-                                          capability=d.daemon.capability)
+        project = await asyncio.to_thread(
+            client.update_settings,
+            project_id,
+            {"compaction_cadence_minutes": 5, "compaction_batch_size": 3},
+            capability=d.daemon.capability,
+        )
         assert project["settings"]["compaction_cadence_minutes"] == 5
         assert project["settings"]["compaction_batch_size"] == 3
         inventory = await asyncio.to_thread(client.compaction_inventory, project_id)
@@ -230,25 +284,37 @@ def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sam
     con.close()
     done = _cli(sample_repo, "compact", "--older-than", "0", "--json")
     assert done.returncode != 0
-    assert json.loads(done.stderr)["error"]["code"] in ("store_unavailable", "invalid_argument", "schema_too_new",
-                                                         "foreign_store")
+    assert json.loads(done.stderr)["error"]["code"] in (
+        "store_unavailable",
+        "invalid_argument",
+        "schema_too_new",
+        "foreign_store",
+    )
     con = duckdb.connect(str(path), read_only=True)
     assert [r[0] for r in con.execute("SHOW TABLES").fetchall()] == ["lines"]
     con.close()
 
 
-@pytest.mark.parametrize("setting, mention", [
-    ("after_days=abc", "compaction_after_days must be a whole number from 1 to 36500"),
-    ("batch_size=1001", "compaction_batch_size must be a whole number from 1 to 1000"),
-    ("cadence_minutes=0", "compaction_cadence_minutes must be a whole number from 1 to 10080"),
-    ("nonsense=3", "is not FIELD=NUMBER with a policy field"),
-    ("after_days", "is not FIELD=NUMBER with a policy field"),
-])
-def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(sample_repo: Path, setting: str,
-                                                                    mention: str) -> None:
+@pytest.mark.parametrize(
+    "setting, mention",
+    [
+        ("after_days=abc", "compaction_after_days must be a whole number from 1 to 36500"),
+        ("batch_size=1001", "compaction_batch_size must be a whole number from 1 to 1000"),
+        ("cadence_minutes=0", "compaction_cadence_minutes must be a whole number from 1 to 10080"),
+        ("nonsense=3", "is not FIELD=NUMBER with a policy field"),
+        ("after_days", "is not FIELD=NUMBER with a policy field"),
+    ],
+)
+def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(
+    sample_repo: Path, setting: str, mention: str
+) -> None:
     done = _cli(sample_repo, "compact", "--set", setting, "--json")
     assert done.returncode == 2
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "invalid_argument" and mention in error["message"]
     with open_project(sample_repo) as project:
-        assert project.compaction_policy().to_dict() == {"after_days": 30, "cadence_minutes": 60, "batch_size": 8}
+        assert project.compaction_policy().to_dict() == {
+            "after_days": 30,
+            "cadence_minutes": 60,
+            "batch_size": 8,
+        }

@@ -29,6 +29,7 @@ INVENTORY = "coverage-inventory.json"
 
 # -- independent hand counts from the raw reports ------------------------------------------------
 
+
 def _llvm(path: Path) -> dict[str, tuple[int, int]]:
     data = json.loads(path.read_text())["data"][0]
     spans: dict[tuple, int] = {}
@@ -39,20 +40,33 @@ def _llvm(path: Path) -> dict[str, tuple[int, int]]:
                 spans[key] = spans.get(key, 0) + r[4]
     outcomes = [c for f in data["files"] for b in f["branches"] for c in (b[4], b[5])]
     functions = [fn["count"] for fn in data["functions"]]
-    return {"code": (len(spans), sum(1 for v in spans.values() if v)),
-            "branch": (len(outcomes), sum(1 for c in outcomes if c)),
-            "function": (len(functions), sum(1 for c in functions if c))}
+    return {
+        "code": (len(spans), sum(1 for v in spans.values() if v)),
+        "branch": (len(outcomes), sum(1 for c in outcomes if c)),
+        "function": (len(functions), sum(1 for c in functions if c)),
+    }
 
 
 def _coveragepy(path: Path) -> dict[str, tuple[int, int]]:
     files = json.loads(path.read_text())["files"]
-    code = [(len(f["executed_lines"]) + len(f["missing_lines"]), len(f["executed_lines"])) for f in files.values()]
-    arcs = [(len(f["executed_branches"]) + len(f["missing_branches"]), len(f["executed_branches"]))
-            for f in files.values()]
-    fns = [(1, int(bool(fn["executed_lines"]))) for f in files.values() for name, fn in f["functions"].items()
-           if name and (fn["executed_lines"] or fn["missing_lines"])]
-    return {"code": tuple(map(sum, zip(*code))), "branch": tuple(map(sum, zip(*arcs))),
-            "function": tuple(map(sum, zip(*fns)))}
+    code = [
+        (len(f["executed_lines"]) + len(f["missing_lines"]), len(f["executed_lines"])) for f in files.values()
+    ]
+    arcs = [
+        (len(f["executed_branches"]) + len(f["missing_branches"]), len(f["executed_branches"]))
+        for f in files.values()
+    ]
+    fns = [
+        (1, int(bool(fn["executed_lines"])))
+        for f in files.values()
+        for name, fn in f["functions"].items()
+        if name and (fn["executed_lines"] or fn["missing_lines"])
+    ]
+    return {
+        "code": tuple(map(sum, zip(*code))),
+        "branch": tuple(map(sum, zip(*arcs))),
+        "function": tuple(map(sum, zip(*fns))),
+    }
 
 
 def _istanbul_aliased(path: Path) -> dict[str, tuple[int, int]]:
@@ -105,6 +119,7 @@ def _build(root: Path, reports, **kw):
 
 # -- the exact figure ----------------------------------------------------------------------------
 
+
 def test_the_combined_percentage_is_the_hand_count_over_every_report(product) -> None:
     root, reports = product
     comp = _build(root, specs(reports))
@@ -113,8 +128,9 @@ def test_the_combined_percentage_is_the_hand_count_over_every_report(product) ->
     assert comp.status == "complete" and comp.blocking == [] and comp.denominator_known
     assert comp.totals["combined"] == _combined(fast, safe, py, js, SHADER)
     for kind in ("code", "branch", "function"):
-        assert comp.totals[kind] == _as_counter(tuple(
-            sum(c[kind][i] for c in (fast, safe, py, js, SHADER)) for i in (0, 1)))
+        assert comp.totals[kind] == _as_counter(
+            tuple(sum(c[kind][i] for c in (fast, safe, py, js, SHADER)) for i in (0, 1))
+        )
     by_id = {c["id"]: c for c in comp.components}
     assert by_id["native"]["totals"]["combined"] == _combined(fast, safe)
     assert by_id["python"]["totals"]["combined"] == _combined(py)
@@ -128,7 +144,8 @@ def test_the_combined_percentage_is_the_hand_count_over_every_report(product) ->
     assert comp.percent() == round(100.0 * c["hit"] / c["found"], 2)
     assert comp.commit == git(root, "rev-parse", "HEAD") and comp.dirty is False
     assert {a["sha256"] for a in comp.artifacts} == {
-        __import__("hashlib").sha256(p.read_bytes()).hexdigest() for p in reports.values()}
+        __import__("hashlib").sha256(p.read_bytes()).hexdigest() for p in reports.values()
+    }
     assert comp.toolchains.get("llvm:llvm-cov") and comp.inventory_path == INVENTORY
 
 
@@ -137,19 +154,27 @@ def test_every_declared_variant_is_required_even_for_one_shared_source(product) 
     comp = _build(root, specs(reports, without="native-safe"))
     assert comp.status == "incomplete"
     assert [(b["component"], b["variant"], b["logical_source_id"], b["reason"]) for b in comp.blocking] == [
-        ("native", "safe", "native/src/mathlib.c", "missing")]
+        ("native", "safe", "native/src/mathlib.c", "missing")
+    ]
 
 
 # -- completeness never lowers the denominator ---------------------------------------------------
 
-def test_removing_one_component_report_is_incomplete_with_its_reason_and_the_same_denominator(product) -> None:
+
+def test_removing_one_component_report_is_incomplete_with_its_reason_and_the_same_denominator(
+    product,
+) -> None:
     root, reports = product
     whole = _build(root, specs(reports))
     part = _build(root, specs(reports, without="python"))
     assert part.status == "incomplete"
     assert {(b["component"], b["reason"], b["denominator"]) for b in part.blocking} == {
-        ("python", "missing", "carried")}
-    assert sorted(b["logical_source_id"] for b in part.blocking) == ["py/fixpkg/__init__.py", "py/fixpkg/api.py"]
+        ("python", "missing", "carried")
+    }
+    assert sorted(b["logical_source_id"] for b in part.blocking) == [
+        "py/fixpkg/__init__.py",
+        "py/fixpkg/api.py",
+    ]
     assert part.totals["combined"]["found"] == whole.totals["combined"]["found"]
     py = _coveragepy(reports["python"])
     assert part.totals["combined"]["hit"] == whole.totals["combined"]["hit"] - py["code"][1] - py["branch"][1]
@@ -161,7 +186,8 @@ def test_without_any_earlier_measurement_an_unmeasured_entry_says_its_denominato
     comp = _build(root, specs(reports, without="js"))
     assert comp.status == "incomplete" and comp.denominator_known is False
     assert [(b["logical_source_id"], b["reason"], b["denominator"]) for b in comp.blocking] == [
-        ("js-shapes", "missing", "unknown")]
+        ("js-shapes", "missing", "unknown")
+    ]
 
 
 def test_a_malformed_or_unsupported_report_blocks_its_entries_with_that_reason(product) -> None:
@@ -190,6 +216,7 @@ def test_a_report_of_another_commit_is_stale(product) -> None:
 
 
 # -- aliases and source identity -----------------------------------------------------------------
+
 
 def test_an_alias_counts_a_shared_source_once(product) -> None:
     root, reports = product
@@ -236,6 +263,7 @@ def test_a_regions_report_whose_source_sha256_differs_is_source_mismatched(produ
 
 # -- surfaces: coverage_import, coverage_review, project_context, the CLI ------------------------
 
+
 def _svc_call(root: Path, name: str, args: dict) -> dict:
     with open_project(root) as project:
         return Service(project).call(name, args)
@@ -252,29 +280,51 @@ def test_composite_change_review_between_two_commits(product) -> None:
     driver.write_text(driver.read_text() + "from fixpkg.api import unused\nassert unused(1) == 1\n")
     commit(root, "test unused")
     reports = measure(root)
-    second = _svc_call(root, "coverage_import", {"inventory_path": INVENTORY,
-                                                 "reports": [s.replace(f"{root}/", "") for s in specs(reports)]})
+    second = _svc_call(
+        root,
+        "coverage_import",
+        {"inventory_path": INVENTORY, "reports": [s.replace(f"{root}/", "") for s in specs(reports)]},
+    )
     cur_id = second["data"]["composite"]["composite_snapshot_id"]
     ctx = _svc_call(root, "project_context", {})
     assert ctx["data"]["latest_composite"]["composite_snapshot_id"] == cur_id
-    answer = _svc_call(root, "coverage_review", {
-        "task": "change", "measurement": {"composite_snapshot_id": cur_id},
-        "baseline": {"kind": "explicit", "composite_snapshot_id": base_id}})
+    answer = _svc_call(
+        root,
+        "coverage_review",
+        {
+            "task": "change",
+            "measurement": {"composite_snapshot_id": cur_id},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+        },
+    )
     data = answer["data"]
-    assert data["baseline"]["composite_snapshot_id"] == base_id and data["current"]["composite_snapshot_id"] == cur_id
+    assert (
+        data["baseline"]["composite_snapshot_id"] == base_id
+        and data["current"]["composite_snapshot_id"] == cur_id
+    )
     combined = data["categories"]["combined"]
     # unused() ran: its statements (if, return 1) and the arc into `return 1` were gained; nothing was lost.
     assert combined["lost"] == 0 and combined["gained"] >= 3
     assert data["comparison"]["delta"]["combined"]["hit"] == combined["gained"] - combined["lost"]
     total = sum(combined.values()) - combined["removed_covered"] - combined["removed_uncovered"]
     assert total == second["data"]["composite"]["totals"]["combined"]["found"]
-    inc = _svc_call(root, "coverage_review", {
-        "task": "incremental", "measurement": {"composite_snapshot_id": cur_id},
-        "baseline": {"kind": "explicit", "composite_snapshot_id": base_id}})["data"]
+    inc = _svc_call(
+        root,
+        "coverage_review",
+        {
+            "task": "incremental",
+            "measurement": {"composite_snapshot_id": cur_id},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+        },
+    )["data"]
     assert inc["projection"] == "baseline_union_current"
-    assert inc["comparison"]["union"]["combined"]["hit"] >= second["data"]["composite"]["totals"]["combined"]["hit"]
-    insight = _svc_call(root, "coverage_review", {"task": "insight",
-                                                  "measurement": {"composite_snapshot_id": cur_id}})["data"]
+    assert (
+        inc["comparison"]["union"]["combined"]["hit"]
+        >= second["data"]["composite"]["totals"]["combined"]["hit"]
+    )
+    insight = _svc_call(
+        root, "coverage_review", {"task": "insight", "measurement": {"composite_snapshot_id": cur_id}}
+    )["data"]
     assert insight["composite"]["composite_snapshot_id"] == cur_id and insight["targets"]
     assert all(len(t["ranges"]) <= 3 for t in insight["targets"])
 
@@ -289,20 +339,45 @@ def test_composites_of_different_inventories_do_not_compare(product) -> None:
     b = _build(root, specs(reports))
     assert b.status == "incomplete"
     with open_project(root) as project, pytest.raises(CoverageError) as err:
-        Service(project).call("coverage_review", {
-            "task": "change", "measurement": {"composite_snapshot_id": b.composite_id},
-            "baseline": {"kind": "explicit", "composite_snapshot_id": a.composite_id}})
+        Service(project).call(
+            "coverage_review",
+            {
+                "task": "change",
+                "measurement": {"composite_snapshot_id": b.composite_id},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": a.composite_id},
+            },
+        )
     assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "inventory hash" in err.value.message
 
 
 def test_the_cli_builds_and_shows_a_composite(product) -> None:
     root, reports = product
-    run = subprocess.run([sys.executable, "-m", "coverage_cli", "composite", "build", "--inventory", INVENTORY,
-                          *specs(reports), "--json"], cwd=root, capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage_cli",
+            "composite",
+            "build",
+            "--inventory",
+            INVENTORY,
+            *specs(reports),
+            "--json",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     comp = json.loads(run.stdout)["data"]["composite"]
     assert comp["status"] == "complete"
-    shown = subprocess.run([sys.executable, "-m", "coverage_cli", "composite", "show"], cwd=root,
-                           capture_output=True, text=True, check=False)
+    shown = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "composite", "show"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert shown.returncode == 0, shown.stderr
     assert comp["composite_snapshot_id"] in shown.stdout and "component native" in shown.stdout

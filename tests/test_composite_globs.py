@@ -57,7 +57,9 @@ def test_the_documented_examples_match_as_documented() -> None:
     assert Glob("native/src/*.c").match("native/src/m.c")
     assert not Glob("native/src/*.c").match("native/src/sub/m.c")
     assert Glob("js/**").match("js/a/b.js")
-    assert Glob("shaders/?.wgsl").match("shaders/a.wgsl") and not Glob("shaders/?.wgsl").match("shaders/ab.wgsl")
+    assert Glob("shaders/?.wgsl").match("shaders/a.wgsl") and not Glob("shaders/?.wgsl").match(
+        "shaders/ab.wgsl"
+    )
     assert not Glob("**/x").match("/x")  # a segment is never empty
 
 
@@ -73,15 +75,24 @@ def test_hostile_globs_finish_in_a_subprocess() -> None:
     code = (
         "import json, sys\nfrom coverage_core.composite.globs import Glob\n"
         "cases = json.loads(sys.stdin.read())\n"
-        "print(json.dumps([Glob(p).match(s) for p, s in cases]))\n")
-    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(HOSTILE), capture_output=True, text=True,
-                          timeout=120, check=True)
+        "print(json.dumps([Glob(p).match(s) for p, s in cases]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(HOSTILE),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert json.loads(done.stdout) == [False, False, False, False]
 
 
 def _refusal(glob: str) -> dict[str, str]:
-    doc = {"inventory_version": 1, "components": [{"id": "py", "language": "python", "format": "coveragepy",
-                                                    "sources": ["a.py", glob]}]}
+    doc = {
+        "inventory_version": 1,
+        "components": [{"id": "py", "language": "python", "format": "coveragepy", "sources": ["a.py", glob]}],
+    }
     try:
         load(json.dumps(doc).encode(), "inv.json", ["a.py", "b" * 3000])
     except CoverageError as err:
@@ -105,13 +116,17 @@ def test_a_glob_with_too_many_wildcards_is_refused() -> None:
 
 def test_an_inventory_with_too_many_wildcards_in_all_is_refused() -> None:
     globs = [f"d{i}/*.py" for i in range(MAX_INVENTORY_WILDCARDS + 1)]
-    doc = {"inventory_version": 1, "components": [{"id": "py", "language": "python", "format": "coveragepy",
-                                                    "sources": globs}]}
+    doc = {
+        "inventory_version": 1,
+        "components": [{"id": "py", "language": "python", "format": "coveragepy", "sources": globs}],
+    }
     tracked = [f"d{i}/m.py" for i in range(len(globs))]
     try:
         load(json.dumps(doc).encode(), "inv.json", tracked)
     except CoverageError as err:
-        assert [e["path"] for e in err.details["errors"]] == [f"$.components[0].sources[{MAX_INVENTORY_WILDCARDS}]"]
+        assert [e["path"] for e in err.details["errors"]] == [
+            f"$.components[0].sources[{MAX_INVENTORY_WILDCARDS}]"
+        ]
         assert f"over {MAX_INVENTORY_WILDCARDS} wildcards in all" in err.details["errors"][0]["message"]
     else:
         raise AssertionError("the inventory was accepted")

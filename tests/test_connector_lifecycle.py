@@ -74,12 +74,24 @@ def test_eight_connectors_started_at_once_end_with_exactly_one_daemon(home: Path
     env = env_for(home, free_port())
     connectors = [Connector(repo, env) for _ in range(8)]
     for connector in connectors:
-        connector.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "race", "version": "1"}}})
+        connector.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "race", "version": "1"},
+                },
+            }
+        )
     answers = [connector.receive() for connector in connectors]
     assert all("result" in answer for answer in answers), answers
-    served = {connector.call(2, "project_context", {})["result"]["structuredContent"]["context"]["checkout_path"]
-              for connector in connectors}
+    served = {
+        connector.call(2, "project_context", {})["result"]["structuredContent"]["context"]["checkout_path"]
+        for connector in connectors
+    }
     assert served == {str(repo)}
     assert [c.close() for c in connectors] == [0] * 8
     # Losers of the lease race may still be importing when the winner serves;
@@ -108,7 +120,9 @@ def test_a_daemon_killed_mid_session_is_restarted_and_the_session_goes_on(home: 
     assert connector.close() == 0
 
 
-def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(home: Path, repo: Path, tmp_path: Path) -> None:
+def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
     port = free_port()
     older = start_daemon(home, port, build=other_build(tmp_path / "old", version="0.0.1"))
     assert _health(port)["version"] == "0.0.1"
@@ -131,7 +145,9 @@ def test_a_newer_daemon_is_never_downgraded(home: Path, repo: Path, tmp_path: Pa
 
 
 def test_a_daemon_of_this_version_built_from_other_files_is_refused_with_the_stop_hint(
-    home: Path, repo: Path, tmp_path: Path,
+    home: Path,
+    repo: Path,
+    tmp_path: Path,
 ) -> None:
     port = free_port()
     other = start_daemon(home, port, build=other_build(tmp_path / "edited", note="an edited build"))
@@ -176,7 +192,8 @@ def test_a_foreign_program_on_the_port_is_refused_and_left_running(home: Path, r
 
 
 def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answered(
-        home: Path, repo: Path, tmp_path: Path) -> None:
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
     # A home that is a link: the connector can read and log there, the daemon refuses to serve it.
     real = tmp_path / "real-home"
     real.mkdir(mode=0o700)

@@ -37,9 +37,14 @@ def _params(era: str, **params: object) -> dict[str, object]:
     """Request params as the era frames them: plain after a handshake, or carrying the stateless ``_meta``."""
     if era == "handshake":
         return params
-    return {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
-                                "io.modelcontextprotocol/clientCapabilities": {},
-                                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}}
+    return {
+        **params,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        },
+    }
 
 
 def _modern(method: str, request_id: int, **params: object) -> dict[str, object]:
@@ -48,10 +53,16 @@ def _modern(method: str, request_id: int, **params: object) -> dict[str, object]
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_an_sdk_client_lists_the_tools_and_calls_them_through_the_connector(
-    mode: str, daemon_env: dict[str, str], repo: Path,
+    mode: str,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
-    server = StdioServerParameters(command=sys.executable, args=["-m", "coverage_cli", "connect", "--repo", str(repo)],
-                                   env=daemon_env, cwd=str(repo))
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "coverage_cli", "connect", "--repo", str(repo)],
+        env=daemon_env,
+        cwd=str(repo),
+    )
     started = time.perf_counter()
     async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
         # A discover probe that went unanswered would cost the client 10 s.
@@ -76,7 +87,8 @@ async def test_an_sdk_client_lists_the_tools_and_calls_them_through_the_connecto
 
 
 def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_session_goes_on(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     connector = Connector(repo, daemon_env)
     connector.initialize()
@@ -91,7 +103,8 @@ def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_session_
 
 
 def test_every_answer_is_one_compact_line_and_stdout_carries_nothing_else(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     connector = Connector(repo, daemon_env)
     connector.initialize()
@@ -102,34 +115,64 @@ def test_every_answer_is_one_compact_line_and_stdout_carries_nothing_else(
     rest = connector.process.stdout.read().decode()
     lines = rest.splitlines()
     assert sorted(json.loads(line)["id"] for line in lines) == [2, 3]
-    assert all(line == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False) for line in lines)
+    assert all(
+        line == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False) for line in lines
+    )
 
 
 @pytest.mark.parametrize("era", ["handshake", "stateless"])
 def test_a_slow_call_holds_back_no_other_message_and_once_cancelled_is_never_answered(
-    era: str, daemon_env: dict[str, str], repo: Path,
+    era: str,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     connector = Connector(repo, daemon_env)
     if era == "handshake":
         connector.initialize()
     big = _slow_report(repo, era)
-    connector.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": _params(era, name="coverage_import", arguments={"report_path": big, "suite": era})})
-    quick = connector.request({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                               "params": _params(era, name="project_context", arguments={})})
-    assert quick["id"] == 3 and era not in {s["suite"] for s in quick["result"]["structuredContent"]["data"]["suites"]}
+    connector.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": _params(era, name="coverage_import", arguments={"report_path": big, "suite": era}),
+        }
+    )
+    quick = connector.request(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": _params(era, name="project_context", arguments={}),
+        }
+    )
+    assert quick["id"] == 3 and era not in {
+        s["suite"] for s in quick["result"]["structuredContent"]["data"]["suites"]
+    }
     connector.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-    assert connector.request({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": _params(era)})["id"] == 4
+    assert (
+        connector.request({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": _params(era)})["id"]
+        == 4
+    )
     # Once the import is stored, its HTTP answer has come and gone: the next line must not be it.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        answer = connector.request({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                                    "params": _params(era, name="project_context", arguments={})})
+        answer = connector.request(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": _params(era, name="project_context", arguments={}),
+            }
+        )
         assert answer["id"] == 5
         if era in {s["suite"] for s in answer["result"]["structuredContent"]["data"]["suites"]}:
             break
         time.sleep(0.05)
-    assert connector.request({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": _params(era)})["id"] == 6
+    assert (
+        connector.request({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": _params(era)})["id"]
+        == 6
+    )
     assert connector.close() == 0
 
 
@@ -144,7 +187,8 @@ def _slow_report(repo: Path, name: str) -> str:
 
 
 def test_a_stateless_request_reaches_the_daemon_with_its_protocol_version_and_no_session(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     connector = Connector(repo, daemon_env)
     discovered = connector.request(_modern("server/discover", 1))
@@ -157,51 +201,77 @@ def test_a_stateless_request_reaches_the_daemon_with_its_protocol_version_and_no
 
 
 def test_without_repo_the_connector_serves_the_directory_it_was_started_in(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     process = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "connect"], cwd=repo / "inventory", env=daemon_env,
+        [sys.executable, "-m", "coverage_cli", "connect"],
+        cwd=repo / "inventory",
+        env=daemon_env,
         input=json.dumps(_modern("tools/call", 1, name="project_context", arguments={})).encode() + b"\n",
-        capture_output=True, timeout=30,
+        capture_output=True,
+        timeout=30,
     )
     answer = json.loads(process.stdout)
     assert answer["result"]["structuredContent"]["context"]["checkout_path"] == str(repo)
 
 
 def test_a_repo_that_is_not_a_directory_is_a_usage_error(daemon_env: dict[str, str], tmp_path: Path) -> None:
-    process = subprocess.run([sys.executable, "-m", "coverage_cli", "connect", "--repo", str(tmp_path / "nope")],
-                             env=daemon_env, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    process = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(tmp_path / "nope")],
+        env=daemon_env,
+        capture_output=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     assert process.returncode == 2
     assert b"not a directory" in process.stderr and process.stdout == b""
 
 
 def test_the_connector_exits_within_a_second_of_its_input_closing_even_with_a_call_in_flight(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     connector = Connector(repo, daemon_env)
     connector.initialize()
     connector.call(2, "project_context", {})
-    connector.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                    "params": {"name": "coverage_review", "arguments": {"task": "all"}}})
+    connector.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "coverage_review", "arguments": {"task": "all"}},
+        }
+    )
     closed = time.perf_counter()
     assert connector.close(timeout=5) == 0
     assert time.perf_counter() - closed < 1.0
 
 
 def test_the_connector_loads_only_the_standard_library_and_its_own_modules(
-    daemon_env: dict[str, str], repo: Path,
+    daemon_env: dict[str, str],
+    repo: Path,
 ) -> None:
     baseline = _imported([sys.executable, "-X", "importtime", "-c", "pass"], b"")
     connector = [sys.executable, "-X", "importtime", "-m", "coverage_cli", "connect", "--repo", str(repo)]
     request = json.dumps(_modern("tools/list", 1)).encode() + b"\n"
     loaded = _imported(connector, request, env=daemon_env) - baseline
     assert "coverage_daemon.connector" in loaded
-    foreign = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names
-                     and m.split(".")[0] not in ("coverage_daemon", "coverage_cli", "coverage_core"))
+    foreign = sorted(
+        m
+        for m in loaded
+        if m.split(".")[0] not in sys.stdlib_module_names
+        and m.split(".")[0] not in ("coverage_daemon", "coverage_cli", "coverage_core")
+    )
     assert foreign == []
     # Of coverage_core, only its stdlib-only modules: the error type, the settings table, the version.
     core = {m for m in loaded if m.split(".")[0] == "coverage_core"}
-    assert core <= {"coverage_core", "coverage_core.errors", "coverage_core.settings_table", "coverage_core.version"}
+    assert core <= {
+        "coverage_core",
+        "coverage_core.errors",
+        "coverage_core.settings_table",
+        "coverage_core.version",
+    }
     assert not {"coverage_cli.main", "coverage_daemon.app", "coverage_daemon.mcp"} & loaded
 
 
@@ -210,5 +280,8 @@ def _imported(argv: list[str], stdin: bytes, env: dict[str, str] | None = None) 
     assert process.returncode == 0, process.stderr.decode()[-2000:]
     if stdin:
         assert json.loads(process.stdout)["id"] == 1
-    return {line.split("|")[-1].strip() for line in process.stderr.decode().splitlines()
-            if line.startswith("import time:") and "cumulative" not in line}
+    return {
+        line.split("|")[-1].strip()
+        for line in process.stderr.decode().splitlines()
+        if line.startswith("import time:") and "cumulative" not in line
+    }

@@ -30,8 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "coverage_core" / "sample"
 PACKAGES = ("coverage_core", "coverage_daemon", "coverage_cli")
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
 }
 
 
@@ -48,8 +54,9 @@ def env_for(home: Path, port: int, **extra: str) -> dict[str, str]:
 
 def sample_repo(root: Path) -> Path:
     """The bundled sample project committed as a git repository, its step-3 report beside it (untracked)."""
-    files = {str(p.relative_to(SAMPLE / "project")): p.read_text()
-             for p in (SAMPLE / "project").rglob("*.py")}
+    files = {
+        str(p.relative_to(SAMPLE / "project")): p.read_text() for p in (SAMPLE / "project").rglob("*.py")
+    }
     repo = make_repo(root, {**files, ".gitignore": "coverage.json\n*.lcov\n.coverage-mcp/\n"})
     commit(repo, "sample")
     shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", repo / "coverage.json")
@@ -69,7 +76,9 @@ def other_build(root: Path, *, version: str | None = None, note: str | None = No
     if version is not None:
         dist_info = root / f"coverage_mcp-{version}.dist-info"
         dist_info.mkdir()
-        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: coverage-mcp\nVersion: {version}\n")
+        (dist_info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: coverage-mcp\nVersion: {version}\n"
+        )
     identity = root / "coverage_daemon" / "identity.py"
     text = identity.read_text()
     if note is not None:
@@ -85,7 +94,11 @@ class Connector:
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             [sys.executable, *args, "-m", "coverage_cli", "connect", "--repo", str(repo)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=repo,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=repo,
         )
 
     def send(self, message: dict[str, Any] | bytes) -> None:
@@ -110,8 +123,14 @@ class Connector:
         return answer
 
     def call(self, request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return self.request({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                             "params": {"name": tool, "arguments": arguments}})
+        return self.request(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        )
 
     def close(self, timeout: float = 5.0) -> int:
         """Close stdin and wait for the exit code."""
@@ -144,8 +163,12 @@ def serve_processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and b"serve" in argv and b"coverage_cli" in argv \
-                and f"COVERAGE_MCP_HOME={home}".encode() in environ:
+        if (
+            state != "Z"
+            and b"serve" in argv
+            and b"coverage_cli" in argv
+            and f"COVERAGE_MCP_HOME={home}".encode() in environ
+        ):
             pids.append(int(entry.name))
     return pids
 
@@ -154,9 +177,14 @@ def start_daemon(home: Path, port: int, *, build: Path | None = None) -> subproc
     """``coverage-mcp serve`` in the foreground (of another build when ``build`` is given); waits until it listens."""
     home.mkdir(parents=True, exist_ok=True)
     env = env_for(home, port, **({"PYTHONPATH": str(build)} if build else {}))
-    process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], env=env,
-                               cwd=build or home, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coverage_cli", "serve"],
+        env=env,
+        cwd=build or home,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while lease(home).get("port") != port or health(port) is None:
         assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""

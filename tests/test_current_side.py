@@ -21,31 +21,31 @@ from .realcov import REPORTS, cli, copy_checkout, make_package, measure
 NOT_MEASURED = "current_not_measured"
 
 # c1: a discount function and its test.
-C1_CART_TAIL = '''
+C1_CART_TAIL = """
 
 def discount(amount, percent):
     if percent <= 0:
         return amount
     return amount * (100 - percent) / 100
-'''
-C1_TESTS_TAIL = '''
+"""
+C1_TESTS_TAIL = """
 
 def test_discount_takes_a_percentage():
     from shop.cart import discount
     assert discount(200, 10) == 180
-'''
+"""
 # c2: a new subpackage with an empty __init__.py, and a new test (in tests/, which --source=shop never measures).
-TAX = '''def sales_tax(amount, rate=0.2):
+TAX = """def sales_tax(amount, rate=0.2):
     if amount <= 0:
         return 0
     return round(amount * rate, 2)
-'''
-C2_TESTS_TAIL = '''
+"""
+C2_TESTS_TAIL = """
 
 def test_sales_tax_is_a_fifth():
     from shop.extra.tax import sales_tax
     assert sales_tax(10) == 2 and sales_tax(0) == 0
-'''
+"""
 
 
 def _keep(repo: Path, out: dict[str, Path], into: Path) -> dict[str, Path]:
@@ -54,7 +54,9 @@ def _keep(repo: Path, out: dict[str, Path], into: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, dict[str, Path]]]:
+def measured(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, str], dict[str, dict[str, Path]]]:
     """The package at c0, c1 (HEAD~1) and c2 (HEAD), with coverage.py's JSON, LCOV and Cobertura of each commit,
     and ``partial``: HEAD's JSON with shop/cart.py left out (``coverage json --omit``)."""
     root = tmp_path_factory.mktemp("measured")
@@ -66,12 +68,33 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     write(repo, {"shop/cart.py": cart + C1_CART_TAIL, "tests/test_cart.py": tests + C1_TESTS_TAIL})
     commits["c1"] = commit(repo, "discount")
     saved["c1"] = _keep(repo, measure(repo), root / "c1")
-    write(repo, {"shop/extra/__init__.py": "", "shop/extra/tax.py": TAX,
-                 "tests/test_cart.py": tests + C1_TESTS_TAIL + C2_TESTS_TAIL})
+    write(
+        repo,
+        {
+            "shop/extra/__init__.py": "",
+            "shop/extra/tax.py": TAX,
+            "tests/test_cart.py": tests + C1_TESTS_TAIL + C2_TESTS_TAIL,
+        },
+    )
     commits["c2"] = commit(repo, "sales tax")
     saved["c2"] = _keep(repo, measure(repo), root / "c2")
-    subprocess.run([sys.executable, "-m", "coverage", "json", "-o", "partial.json", "--show-contexts",
-                    "--omit", "shop/cart.py"], cwd=repo, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage",
+            "json",
+            "-o",
+            "partial.json",
+            "--show-contexts",
+            "--omit",
+            "shop/cart.py",
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     saved["partial"] = {"json": Path(shutil.move(repo / "partial.json", root / "partial.json"))}
     return repo, commits, saved
 
@@ -79,7 +102,6 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 @pytest.fixture
 def repo(measured, tmp_path: Path) -> Path:
     return copy_checkout(measured[0], tmp_path)
-
 
 
 def ingest(repo: Path, report: Path, *args: str) -> str:
@@ -182,7 +204,9 @@ def test_a_dirty_tree_snapshot_is_current_while_the_tree_is_unchanged(repo: Path
     assert code == 1 and env["data"]["reason_codes"] == [NOT_MEASURED]
 
 
-def test_a_cobertura_baseline_and_a_coveragepy_json_current_are_refused_naming_both(repo: Path, measured) -> None:
+def test_a_cobertura_baseline_and_a_coveragepy_json_current_are_refused_naming_both(
+    repo: Path, measured
+) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c1"]["xml"], "--commit", "HEAD~1")
     ingest(repo, saved["c2"]["json"])
@@ -199,7 +223,9 @@ def test_a_cobertura_baseline_and_a_coveragepy_json_current_are_refused_naming_b
     assert not any(env["data"]["categories"][c] for c in ("UIC", "EUB", "ECB"))
 
 
-def test_a_tests_tree_never_measured_is_outside_scope_and_the_claim_stays_supported(repo: Path, measured) -> None:
+def test_a_tests_tree_never_measured_is_outside_scope_and_the_claim_stays_supported(
+    repo: Path, measured
+) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c1"]["json"], "--commit", "HEAD~1")
     ingest(repo, saved["c2"]["json"])

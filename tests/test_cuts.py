@@ -28,7 +28,7 @@ MANY = "".join(f"def f{i}(x):\n    if x > {i}:\n        return {i}\n    return -
 EXTRA = {
     "shop/many.py": MANY,
     "tests/test_many.py": "from shop import many\n\n\ndef test_all_low():\n"
-                          + "".join(f"    assert many.f{i}(0) == -1\n" for i in range(15)),
+    + "".join(f"    assert many.f{i}(0) == -1\n" for i in range(15)),
 }
 WHOLE = {"max_words": 50_000, "max_bytes": 2_000_000, "max_files": 200, "max_regions": 500}
 REVIEW = OPERATIONS["coverage_review"].input_schema["properties"]
@@ -69,8 +69,10 @@ def service(history_repo: dict[str, Any]):
         svc = Service(project)
         ids = {}
         for name in ("C", "D", "A", "B"):
-            answer = svc.call("coverage_import", {"report_path": history_repo["reports"][name],
-                                                  "commit": history_repo["shas"][name]})
+            answer = svc.call(
+                "coverage_import",
+                {"report_path": history_repo["reports"][name], "commit": history_repo["shas"][name]},
+            )
             ids[name] = answer["data"]["snapshot"]["snapshot_id"]
         svc.ids = ids  # type: ignore[attr-defined]
         yield svc
@@ -81,6 +83,7 @@ def review(svc: Service, **args: Any) -> dict[str, Any]:
 
 
 # -- unused arguments ------------------------------------------------------------------------------
+
 
 def _value(name: str, schema: dict[str, Any]) -> Any:
     """A valid value of an argument, from its schema: so an argument added later is covered too."""
@@ -106,8 +109,9 @@ def test_the_table_of_task_arguments_covers_every_argument_and_every_task() -> N
 
 
 @pytest.mark.parametrize("task", TASK_NAMES)
-def test_every_argument_a_task_does_not_read_is_refused_naming_the_tasks_that_read_it(service: Service,
-                                                                                      task: str) -> None:
+def test_every_argument_a_task_does_not_read_is_refused_naming_the_tasks_that_read_it(
+    service: Service, task: str
+) -> None:
     unused = [name for name in REVIEW if name != "task" and name not in ARGUMENTS[task]]
     for name in unused:
         args = {"task": task, name: _value(name, REVIEW[name])}
@@ -126,8 +130,9 @@ def test_lines_without_file_is_refused_for_every_task_that_reads_lines(service: 
         assert err.value.code is ErrorCode.INVALID_ARGUMENT and "lines needs file" in err.value.message
 
 
-def test_lines_past_the_end_of_the_file_are_refused_with_the_files_length(service: Service,
-                                                                          history_repo: dict[str, Any]) -> None:
+def test_lines_past_the_end_of_the_file_are_refused_with_the_files_length(
+    service: Service, history_repo: dict[str, Any]
+) -> None:
     length = len((history_repo["repo"] / "shop/many.py").read_text().splitlines())
     for task in [t for t in TASK_NAMES if "lines" in ARGUMENTS[t]]:
         with pytest.raises(CoverageError) as err:
@@ -138,6 +143,7 @@ def test_lines_past_the_end_of_the_file_are_refused_with_the_files_length(servic
 
 
 # -- flagged cuts ----------------------------------------------------------------------------------
+
 
 def test_the_max_regions_cut_is_flagged_and_the_cursor_brings_every_target(service: Service) -> None:
     args = {"task": "insight", "file": "shop/many.py", "measurement": {"snapshot_id": service.ids["A"]}}
@@ -152,15 +158,20 @@ def test_the_max_regions_cut_is_flagged_and_the_cursor_brings_every_target(servi
     assert sorted(names) == sorted(f"f{i}" for i in range(15)) and env["data"]["targets_truncated"] is False
 
 
-def test_history_orders_points_by_commit_ancestry_and_lists_every_other_snapshot(service: Service,
-                                                                                 history_repo) -> None:
+def test_history_orders_points_by_commit_ancestry_and_lists_every_other_snapshot(
+    service: Service, history_repo
+) -> None:
     shas = history_repo["shas"]
     env = review(service, task="history", measurement={"snapshot_id": service.ids["B"]}, limits=WHOLE)
     data = env["data"]
     # Ingested C, D, A, B; along the commits through B: C descends from it, A is its parent, D is on a side branch.
     order = [data["points"][0][2]] + [r[0] for r in data["rows"]] + [data["points"][1][2]]
     assert order == [shas[n][:12] for n in ("C", "B", "A", "D")]
-    assert data["window"]["snapshots"] == 4 and env["page"]["total_rows"] == 2 and env["page"]["next_cursor"] is None
+    assert (
+        data["window"]["snapshots"] == 4
+        and env["page"]["total_rows"] == 2
+        and env["page"]["next_cursor"] is None
+    )
     assert data["rows_truncated"] is False and data["claim_status"]
 
 
@@ -194,6 +205,7 @@ def test_audit_honours_max_files(service: Service) -> None:
 
 # -- walking every task's cursors ------------------------------------------------------------------
 
+
 def _insight_records(env: dict[str, Any]) -> list[Any]:
     out = [("file", f[0]) for f in env["data"]["files"]]
     for t in env["data"]["targets"]:
@@ -204,7 +216,10 @@ def _insight_records(env: dict[str, Any]) -> list[Any]:
 def _insight_whole(svc: Service, args: dict[str, Any]) -> list[Any]:
     data = svc.call("coverage_review", {**args, "representation": "audit", "limits": WHOLE})["data"]
     return [("file", f["path"]) for f in data["files"]] + [
-        (t["path"], t["function"], r["start"], r["end"], r["line_count"]) for t in data["targets"] for r in t["ranges"]]
+        (t["path"], t["function"], r["start"], r["end"], r["line_count"])
+        for t in data["targets"]
+        for r in t["ranges"]
+    ]
 
 
 def _history_records(env: dict[str, Any]) -> list[Any]:
@@ -233,13 +248,14 @@ WALKS = {
     "tests": ({"task": "tests", "file": "shop/cart.py"}, _tests_records),
     "audit": ({"task": "audit"}, _listed("files")),
     "audit of a file": ({"task": "audit", "file": "shop/many.py"}, _listed("lines")),
-    "source": ({"task": "source", "file": "shop/many.py", "lines": "1-60"},
-               lambda env: [tuple(map(str, ln)) for r in env["data"]["ranges"] for ln in r["lines"]]),
+    "source": (
+        {"task": "source", "file": "shop/many.py", "lines": "1-60"},
+        lambda env: [tuple(map(str, ln)) for r in env["data"]["ranges"] for ln in r["lines"]],
+    ),
     "files": ({"task": "files"}, _listed("files")),
     "snapshots": ({"task": "snapshots"}, _listed("snapshots")),
     "file": ({"task": "file", "file": "shop/many.py"}, _file_records),
-    "change": ({"task": "change"}, lambda env: [
-        tuple(map(str, r)) for r in env["data"]["files"]]),
+    "change": ({"task": "change"}, lambda env: [tuple(map(str, r)) for r in env["data"]["files"]]),
 }
 
 
@@ -256,7 +272,9 @@ def _walk(svc: Service, args: dict[str, Any], max_words: int, records) -> list[A
     pending, seen, out = [None], set(), []
     while pending:
         cursor = pending.pop(0)
-        env = svc.call("coverage_review", {**args, "limits": limits, **({"cursor": cursor} if cursor else {})})
+        env = svc.call(
+            "coverage_review", {**args, "limits": limits, **({"cursor": cursor} if cursor else {})}
+        )
         out += records(env)
         for c in _cursors(env):
             if c not in seen:
@@ -286,13 +304,18 @@ def test_every_tasks_cursors_walk_to_the_end_at_its_smallest_budget_with_nothing
     if name in ("history", "file", "files", "tests", "audit", "audit of a file", "source"):
         args = {**args, "measurement": {"snapshot_id": service.ids["A" if name != "history" else "B"]}}
     if name == "change":  # both sides named: B (the cart tests only) against A (the whole suite)
-        args = {**args, "measurement": {"snapshot_id": service.ids["B"]},
-                "baseline": {"kind": "explicit", "snapshot_id": service.ids["A"]}}
+        args = {
+            **args,
+            "measurement": {"snapshot_id": service.ids["B"]},
+            "baseline": {"kind": "explicit", "snapshot_id": service.ids["A"]},
+        }
     if name == "history":  # a longer series: every report again at every commit of main, in suite "h"
         repo = history_repo
         for sha in ("A", "B", "C"):
             for report in repo["reports"].values():
-                service.call("coverage_import", {"report_path": report, "commit": repo["shas"][sha], "suite": "h"})
+                service.call(
+                    "coverage_import", {"report_path": report, "commit": repo["shas"][sha], "suite": "h"}
+                )
         args = {**args, "measurement": {"suite": "h"}}
     budget, walked = _smallest_walk(service, args, records)
     if name == "insight":

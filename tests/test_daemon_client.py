@@ -25,12 +25,15 @@ def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo:
 
 
 async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
-        isolated_home: Path, sample_repo: Path) -> None:
+    isolated_home: Path, sample_repo: Path
+) -> None:
     with open_direct(sample_repo) as project:
         snap = project.ingest(sample_repo / "step3.coverage.json", suite="unit")
         expected = {
-            "snapshots": project.snapshots(), "snapshot": project.snapshot(snap.snapshot_id),
-            "latest": project.latest("unit"), "files": project.files(snap.snapshot_id, limit=3, order="uncovered"),
+            "snapshots": project.snapshots(),
+            "snapshot": project.snapshot(snap.snapshot_id),
+            "latest": project.latest("unit"),
+            "files": project.files(snap.snapshot_id, limit=3, order="uncovered"),
             "later files": project.files(snap.snapshot_id, offset=1, limit=2),
         }
         path = expected["files"].files[0].path
@@ -43,7 +46,8 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
             with open_project(sample_repo / "inventory") as routed:
                 assert isinstance(routed, DaemonProject)
                 got = {
-                    "snapshots": routed.snapshots(), "snapshot": routed.snapshot(snap.snapshot_id),
+                    "snapshots": routed.snapshots(),
+                    "snapshot": routed.snapshot(snap.snapshot_id),
                     "latest": routed.latest("unit"),
                     "files": routed.files(snap.snapshot_id, limit=3, order="uncovered"),
                     "later files": routed.files(snap.snapshot_id, offset=1, limit=2),
@@ -72,8 +76,9 @@ async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
         assert project.latest("unit") == got["new"]
 
 
-def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(sample_repo: Path,
-                                                                    store_holder: StoreHolder) -> None:
+def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(
+    sample_repo: Path, store_holder: StoreHolder
+) -> None:
     with pytest.raises(CoverageError) as caught:
         open_project(sample_repo)
     assert caught.value.code == ErrorCode.STORE_LOCKED and f"pid {store_holder.pid}" in caught.value.message
@@ -82,10 +87,14 @@ def test_open_project_never_routes_to_a_holder_that_is_not_the_daemon(sample_rep
 def test_an_unreachable_daemon_is_a_clear_error() -> None:
     with pytest.raises(CoverageError) as caught:
         DaemonClient("http://127.0.0.1:9").health()
-    assert caught.value.code == ErrorCode.DAEMON_UNREACHABLE and "coverage-mcp status" in caught.value.suggestion
+    assert (
+        caught.value.code == ErrorCode.DAEMON_UNREACHABLE and "coverage-mcp status" in caught.value.suggestion
+    )
 
 
-async def test_the_client_raises_the_daemons_errors_with_their_codes(daemon: Running, sample_repo: Path) -> None:
+async def test_the_client_raises_the_daemons_errors_with_their_codes(
+    daemon: Running, sample_repo: Path
+) -> None:
     def work() -> None:
         client = daemon.client()
         project_id = client.register(sample_repo)["project_id"]
@@ -95,8 +104,9 @@ async def test_the_client_raises_the_daemons_errors_with_their_codes(daemon: Run
         with pytest.raises(CoverageError) as caught:
             client.update_settings(project_id, {"nope": 1}, capability=daemon.daemon.capability)
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-        assert client.update_settings(project_id, {"approval_mode": "attested"}, capability=daemon.daemon.capability)["settings"] == {
-            "approval_mode": "attested", **POLICY_DEFAULTS}
+        assert client.update_settings(
+            project_id, {"approval_mode": "attested"}, capability=daemon.daemon.capability
+        )["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
         assert [p["project_id"] for p in client.projects()] == [project_id]
         envelope = client.call(project_id, "coverage_review", {"task": "insight"})
         assert envelope["data"]["claim_status"] == "not_measured"

@@ -21,10 +21,31 @@ from .test_daemon_support import ServeProcess
 
 pytest_plugins = ["tests.test_daemon_support"]
 
-LOCK_KEYS = {"pid", "instance_id", "version", "build_fingerprint", "executable", "common_db", "capability", "host",
-             "port", "home", "started_at"}
-HEALTH_KEYS = {"name", "version", "build_fingerprint", "schema_revision", "common_db", "home", "pid", "instance_id",
-               "handoff_supported", "port"}
+LOCK_KEYS = {
+    "pid",
+    "instance_id",
+    "version",
+    "build_fingerprint",
+    "executable",
+    "common_db",
+    "capability",
+    "host",
+    "port",
+    "home",
+    "started_at",
+}
+HEALTH_KEYS = {
+    "name",
+    "version",
+    "build_fingerprint",
+    "schema_revision",
+    "common_db",
+    "home",
+    "pid",
+    "instance_id",
+    "handoff_supported",
+    "port",
+}
 
 
 def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(serve_process: ServeProcess) -> None:
@@ -33,7 +54,9 @@ def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(serve_pr
     assert LOCK_KEYS <= set(meta)
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
     assert meta["port"] == serve_process.port and meta["pid"] == serve_process.proc.pid
-    assert meta["home"] == str(serve_process.home) and meta["common_db"] == str(serve_process.home / "common.duckdb")
+    assert meta["home"] == str(serve_process.home) and meta["common_db"] == str(
+        serve_process.home / "common.duckdb"
+    )
     assert len(meta["capability"]) >= 40
     assert serve_process.announce.strip() == (
         f"coverage-mcp daemon listening on http://127.0.0.1:{serve_process.port} (home {serve_process.home})"
@@ -46,8 +69,14 @@ def test_health_identifies_the_daemon_and_never_reveals_the_capability(serve_pro
     meta = serve_process.lock_metadata()
     assert set(health) == HEALTH_KEYS
     assert health["name"] == "coverage-mcp" and health["handoff_supported"] is True
-    assert (health["pid"], health["instance_id"], health["port"]) == (meta["pid"], meta["instance_id"], meta["port"])
-    assert health["build_fingerprint"] == meta["build_fingerprint"] and isinstance(health["schema_revision"], int)
+    assert (health["pid"], health["instance_id"], health["port"]) == (
+        meta["pid"],
+        meta["instance_id"],
+        meta["port"],
+    )
+    assert health["build_fingerprint"] == meta["build_fingerprint"] and isinstance(
+        health["schema_revision"], int
+    )
     assert meta["capability"] not in json.dumps(health)
 
 
@@ -60,8 +89,9 @@ def test_a_second_daemon_on_the_same_home_fails_fast_naming_the_holder(serve_pro
     assert serve_process.proc.poll() is None  # the owner is untouched
 
 
-def test_sigterm_stops_the_daemon_gracefully_and_releases_every_lock(serve_process: ServeProcess,
-                                                                    sample_repo: Path) -> None:
+def test_sigterm_stops_the_daemon_gracefully_and_releases_every_lock(
+    serve_process: ServeProcess, sample_repo: Path
+) -> None:
     client = serve_process.client()
     client.register(sample_repo)  # opens the repository's store under its lease
     store_lock = sample_repo / ".coverage-mcp" / "coverage.duckdb.lock"
@@ -91,11 +121,17 @@ def test_shutdown_with_a_wrong_or_missing_capability_is_forbidden(serve_process:
 def test_status_and_stop_find_the_daemon_through_its_lock(serve_process: ServeProcess) -> None:
     status = serve_process.cli("status", "--json")
     assert status.returncode == 0
-    assert json.loads(status.stdout)["running"] is True and json.loads(status.stdout)["pid"] == serve_process.proc.pid
+    assert (
+        json.loads(status.stdout)["running"] is True
+        and json.loads(status.stdout)["pid"] == serve_process.proc.pid
+    )
     human = serve_process.cli("status")
     assert f"pid {serve_process.proc.pid}" in human.stdout
     stop = serve_process.cli("stop")
-    assert stop.returncode == 0 and f"stopped the coverage-mcp daemon (pid {serve_process.proc.pid})" in stop.stdout
+    assert (
+        stop.returncode == 0
+        and f"stopped the coverage-mcp daemon (pid {serve_process.proc.pid})" in stop.stdout
+    )
     assert serve_process.proc.wait(timeout=5) == 0
     after = serve_process.cli("status")
     assert after.returncode == 1 and "no coverage-mcp daemon runs" in after.stdout
@@ -105,8 +141,14 @@ def test_status_and_stop_find_the_daemon_through_its_lock(serve_process: ServePr
 
 def serve_once(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``coverage-mcp serve`` expected to refuse to start."""
-    return subprocess.run([sys.executable, "-m", "coverage_cli", "serve", *args], capture_output=True, text=True,
-                          timeout=30, check=False, env={**os.environ, "COVERAGE_MCP_HOME": str(home), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={**os.environ, "COVERAGE_MCP_HOME": str(home), **env},
+    )
 
 
 def test_a_non_loopback_host_is_refused_before_anything_is_locked(tmp_path: Path) -> None:

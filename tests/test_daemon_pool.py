@@ -27,7 +27,8 @@ def slow_query(_project: Any, con: Any) -> Any:
 
 
 async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exceeded(
-        isolated_home: Path, sample_repo: Path) -> None:
+    isolated_home: Path, sample_repo: Path
+) -> None:
     async with in_process(Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=300)) as d:
         target = Target(path=str(sample_repo))
         started = time.monotonic()
@@ -37,12 +38,15 @@ async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exc
         assert "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS=300" in caught.value.message
         assert 0.3 <= time.monotonic() - started < 2
         # the interrupted connection went back to the pool and serves the next read
-        assert await d.daemon.projects.read(target, lambda _p, con: con.execute("SELECT 42").fetchall()) == [(42,)]
+        assert await d.daemon.projects.read(target, lambda _p, con: con.execute("SELECT 42").fetchall()) == [
+            (42,)
+        ]
 
 
 async def test_a_checkout_waits_at_most_the_acquire_timeout(isolated_home: Path, sample_repo: Path) -> None:
-    settings = Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=1500, db_pool_size=1,
-                                 db_acquire_timeout_ms=100)
+    settings = Settings.from_env(
+        port=0, http_timeout_s=5, db_query_timeout_ms=1500, db_pool_size=1, db_acquire_timeout_ms=100
+    )
     async with in_process(settings) as d:
         target = Target(path=str(sample_repo))
         await d.daemon.projects.resolve(target)
@@ -70,8 +74,9 @@ async def test_the_loop_keeps_answering_while_queries_run(isolated_home: Path, s
         assert all(isinstance(r, CoverageError) and r.code == ErrorCode.DEADLINE_EXCEEDED for r in results)
 
 
-async def test_shutdown_interrupts_running_queries_and_releases_the_store(isolated_home: Path,
-                                                                         sample_repo: Path) -> None:
+async def test_shutdown_interrupts_running_queries_and_releases_the_store(
+    isolated_home: Path, sample_repo: Path
+) -> None:
     settings = Settings.from_env(port=0, http_timeout_s=60, db_query_timeout_ms=50000)
     store_lock = sample_repo / ".coverage-mcp" / "coverage.duckdb.lock"
     async with in_process(settings) as d:
@@ -88,10 +93,14 @@ async def test_shutdown_interrupts_running_queries_and_releases_the_store(isolat
     assert caught.value.code == ErrorCode.STORE_UNAVAILABLE and "shutting down" in caught.value.message
 
 
-async def test_a_half_read_result_is_dropped_before_the_next_borrower(isolated_home: Path, sample_repo: Path) -> None:
+async def test_a_half_read_result_is_dropped_before_the_next_borrower(
+    isolated_home: Path, sample_repo: Path
+) -> None:
     async with in_process(Settings.from_env(port=0, db_pool_size=1)) as d:
         target = Target(path=str(sample_repo))
-        first = await d.daemon.projects.read(target, lambda _p, con: con.execute("FROM range(10000000)").fetchone())
+        first = await d.daemon.projects.read(
+            target, lambda _p, con: con.execute("FROM range(10000000)").fetchone()
+        )
         assert first == (0,)
         # con.sql() refuses to run while a result of execute() is unfinished on the same connection
         assert await d.daemon.projects.read(target, lambda _p, con: con.sql("SELECT 7").fetchall()) == [(7,)]

@@ -27,15 +27,24 @@ HARDENING = {
 }
 
 
-async def call(d: Running, method: str, path: str, *, body: Any = None, headers: dict[str, str] | None = None,
-               raw: bytes | None = None) -> tuple[int, dict[str, str], Any]:
+async def call(
+    d: Running,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+) -> tuple[int, dict[str, str], Any]:
     sent = {**d.auth, **(headers or {})}
     data = raw
     if body is not None:
         data = json.dumps(body).encode()
         sent.setdefault("Content-Type", "application/json")
-    async with aiohttp.ClientSession() as session, session.request(method, d.url + path, data=data,
-                                                                   headers=sent) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, d.url + path, data=data, headers=sent) as response,
+    ):
         text = await response.read()
         return response.status, dict(response.headers), json.loads(text) if text else None
 
@@ -53,7 +62,13 @@ async def refused(d: Running, method: str, path: str, status: int, code: str, **
 
 def assert_error(status: int, answer: Any, expected_status: int, code: str) -> dict[str, Any]:
     assert status == expected_status, answer
-    assert set(answer) == {"error"} and set(answer["error"]) == {"code", "message", "suggestion", "details", "remedy"}
+    assert set(answer) == {"error"} and set(answer["error"]) == {
+        "code",
+        "message",
+        "suggestion",
+        "details",
+        "remedy",
+    }
     assert answer["error"]["code"] == code and answer["error"]["suggestion"]
     return answer["error"]
 
@@ -78,8 +93,12 @@ async def test_a_foreign_host_or_origin_is_forbidden_on_every_route(daemon: Runn
     assert (await call(daemon, "GET", "/health", headers={"Origin": f"http://localhost:{port}"}))[0] == 200
 
 
-async def test_registering_a_checkout_opens_its_project_once_and_lists_it(daemon: Running, sample_repo: Path) -> None:
-    status, _, answer = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo / "inventory")})
+async def test_registering_a_checkout_opens_its_project_once_and_lists_it(
+    daemon: Running, sample_repo: Path
+) -> None:
+    status, _, answer = await call(
+        daemon, "POST", "/api/projects", body={"path": str(sample_repo / "inventory")}
+    )
     assert status == 201
     project = answer["data"]["project"]
     assert project["checkout_path"] == str(sample_repo.resolve())
@@ -87,97 +106,179 @@ async def test_registering_a_checkout_opens_its_project_once_and_lists_it(daemon
     status, _, again = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo)})
     assert status == 200 and again["data"]["project"]["project_id"] == project["project_id"]
     _, _, listing = await call(daemon, "GET", "/api/projects")
-    assert [(p["project_id"], p["open"]) for p in listing["data"]["projects"]] == [(project["project_id"], True)]
+    assert [(p["project_id"], p["open"]) for p in listing["data"]["projects"]] == [
+        (project["project_id"], True)
+    ]
     status, _, one = await call(daemon, "GET", f"/api/projects/{project['project_id']}")
     assert status == 200 and one["data"]["project"]["repo_key"] == project["repo_key"]
 
 
 async def test_project_settings_are_set_at_creation_patched_later_and_unknown_keys_refused(
-        daemon: Running, sample_repo: Path) -> None:
-    status, _, answer = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
-                                   body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
-    assert status == 201 and answer["data"]["project"]["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
+    daemon: Running, sample_repo: Path
+) -> None:
+    status, _, answer = await call(
+        daemon,
+        "POST",
+        "/api/projects",
+        headers=daemon.admin,
+        body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}},
+    )
+    assert status == 201 and answer["data"]["project"]["settings"] == {
+        "approval_mode": "attested",
+        **POLICY_DEFAULTS,
+    }
     pid = answer["data"]["project"]["project_id"]
-    status, _, again = await call(daemon, "POST", "/api/projects", headers=daemon.admin,
-                                  body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}})
+    status, _, again = await call(
+        daemon,
+        "POST",
+        "/api/projects",
+        headers=daemon.admin,
+        body={"path": str(sample_repo), "settings": {"approval_mode": "attested"}},
+    )
     assert "PATCH" in assert_error(status, again, 400, "invalid_argument")["suggestion"]
-    status, _, patched = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin,
-                                    body={"settings": {"approval_mode": "out_of_band"}})
-    assert status == 200 and patched["data"]["project"]["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"colour": "blue"}})
+    status, _, patched = await call(
+        daemon,
+        "PATCH",
+        f"/api/projects/{pid}",
+        headers=daemon.admin,
+        body={"settings": {"approval_mode": "out_of_band"}},
+    )
+    assert status == 200 and patched["data"]["project"]["settings"] == {
+        "approval_mode": "out_of_band",
+        **POLICY_DEFAULTS,
+    }
+    status, _, bad = await call(
+        daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"colour": "blue"}}
+    )
     assert "colour" in assert_error(status, bad, 400, "invalid_argument")["message"]
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"approval_mode": "yes"}})
+    status, _, bad = await call(
+        daemon,
+        "PATCH",
+        f"/api/projects/{pid}",
+        headers=daemon.admin,
+        body={"settings": {"approval_mode": "yes"}},
+    )
     assert "out_of_band" in assert_error(status, bad, 400, "invalid_argument")["suggestion"]
-    status, _, bad = await call(daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"approval_mode": "attested"})
+    status, _, bad = await call(
+        daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"approval_mode": "attested"}
+    )
     assert_error(status, bad, 400, "invalid_argument")
     status, _, one = await call(daemon, "GET", f"/api/projects/{pid}")
     assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
 
 
 async def test_every_operation_is_reached_through_one_route_and_returns_the_envelope(
-        daemon: Running, sample_repo: Path) -> None:
+    daemon: Running, sample_repo: Path
+) -> None:
     pid = await register(daemon, sample_repo)
     ops = f"/api/projects/{pid}/ops"
-    status, _, first = await call(daemon, "POST", ops + "/coverage_import",
-                                  body={"report_path": "step3.coverage.lcov", "suite": "unit"})
+    status, _, first = await call(
+        daemon, "POST", ops + "/coverage_import", body={"report_path": "step3.coverage.lcov", "suite": "unit"}
+    )
     assert status == 201 and first["data"]["duplicate"] is False
     snap = first["data"]["snapshot"]
-    status, _, second = await call(daemon, "POST", ops + "/coverage_import",
-                                   body={"report_path": "step3.coverage.lcov", "suite": "unit"})
+    status, _, second = await call(
+        daemon, "POST", ops + "/coverage_import", body={"report_path": "step3.coverage.lcov", "suite": "unit"}
+    )
     assert status == 200 and second["data"]["duplicate"] is True
     assert second["data"]["snapshot"]["snapshot_id"] == snap["snapshot_id"]
 
     # GET for read-only operations, the query string coerced by the operation's schema
-    _, _, listed = await call(daemon, "GET", ops + '/coverage_review?task=snapshots&filter={"suite":"unit"}'
-                                                  "&page_size=5&representation=review")
+    _, _, listed = await call(
+        daemon,
+        "GET",
+        ops + '/coverage_review?task=snapshots&filter={"suite":"unit"}&page_size=5&representation=review',
+    )
     assert set(listed) == {"context", "data", "page"} and listed["context"]["project_id"] == pid
     assert [s["snapshot_id"] for s in listed["data"]["snapshots"]] == [snap["snapshot_id"]]
     assert listed["data"]["snapshots"][0]["totals"] == snap["totals"]
     assert listed["page"]["next_cursor"] is None
 
     measurement = '{"snapshot_id":"' + snap["snapshot_id"] + '"}'
-    _, _, files = await call(daemon, "GET", f"{ops}/coverage_review?task=files&measurement={measurement}"
-                                            "&page_size=2&order=uncovered&representation=review")
+    _, _, files = await call(
+        daemon,
+        "GET",
+        f"{ops}/coverage_review?task=files&measurement={measurement}"
+        "&page_size=2&order=uncovered&representation=review",
+    )
     assert files["data"]["total"] == snap["files"] and len(files["data"]["files"]) == 2
     assert (files["page"]["next_cursor"] is not None) == (snap["files"] > 2)
     path = files["data"]["files"][0]["path"]
-    _, _, detail = await call(daemon, "POST", ops + "/coverage_review",
-                              body={"task": "file", "measurement": {"snapshot_id": snap["snapshot_id"]}, "file": path})
+    _, _, detail = await call(
+        daemon,
+        "POST",
+        ops + "/coverage_review",
+        body={"task": "file", "measurement": {"snapshot_id": snap["snapshot_id"]}, "file": path},
+    )
     lines = detail["data"]["lines"]
     assert detail["data"]["summary"]["path"] == path and len(lines["line"]) == len(lines["hits"]) > 0
 
     _, _, ctx = await call(daemon, "GET", ops + "/project_context?max_words=400")
     assert ctx["data"]["suites"][0]["snapshot_id"] == snap["snapshot_id"]
-    status, _, insight = await call(daemon, "POST", ops + "/coverage_review",
-                                    body={"task": "insight", "measurement": {"suite": "unit"}})
+    status, _, insight = await call(
+        daemon, "POST", ops + "/coverage_review", body={"task": "insight", "measurement": {"suite": "unit"}}
+    )
     assert status == 200 and insight["data"]["claim_status"] in {"supported", "limited"}
 
 
-async def test_errors_have_one_shape_and_the_status_of_their_code(daemon: Running, sample_repo: Path,
-                                                                  tmp_path: Path) -> None:
+async def test_errors_have_one_shape_and_the_status_of_their_code(
+    daemon: Running, sample_repo: Path, tmp_path: Path
+) -> None:
     pid = await register(daemon, sample_repo)
     ops = f"/api/projects/{pid}/ops"
     await refused(daemon, "GET", "/api/projects/0123456789abcdef", 404, "not_found")
     await refused(daemon, "GET", ops + "/no_such_operation", 404, "not_found")
-    await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&page_size=lots", 400, "invalid_argument")
+    await refused(
+        daemon, "GET", ops + "/coverage_review?task=snapshots&page_size=lots", 400, "invalid_argument"
+    )
     await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&colour=1", 400, "invalid_argument")
     await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&page_size=0", 400, "invalid_argument")
     await refused(daemon, "GET", ops + "/coverage_review?task=snapshots&task=files", 400, "invalid_argument")
-    await refused(daemon, "GET", ops + "/coverage_review?task=files&measurement={bad", 400, "invalid_argument")
+    await refused(
+        daemon, "GET", ops + "/coverage_review?task=files&measurement={bad", 400, "invalid_argument"
+    )
     status, headers, answer = await call(daemon, "GET", ops + "/coverage_import?report_path=x")
     assert_error(status, answer, 405, "invalid_argument")
     assert "POST" in headers["Allow"]
-    await refused(daemon, "POST", ops + "/coverage_import", 400, "invalid_argument", raw=b"{not json",
-                  headers={"Content-Type": "application/json"})
-    await refused(daemon, "POST", ops + "/coverage_import", 415, "invalid_argument", raw=b"{}",
-                  headers={"Content-Type": "text/plain"})
-    await refused(daemon, "POST", ops + "/coverage_import", 400, "path_outside_checkout",
-                  body={"report_path": "../elsewhere.lcov"})
-    error = await refused(daemon, "POST", ops + "/coverage_review", 400, "invalid_argument",
-                          body={"task": "insight", "colour": 1})
+    await refused(
+        daemon,
+        "POST",
+        ops + "/coverage_import",
+        400,
+        "invalid_argument",
+        raw=b"{not json",
+        headers={"Content-Type": "application/json"},
+    )
+    await refused(
+        daemon,
+        "POST",
+        ops + "/coverage_import",
+        415,
+        "invalid_argument",
+        raw=b"{}",
+        headers={"Content-Type": "text/plain"},
+    )
+    await refused(
+        daemon,
+        "POST",
+        ops + "/coverage_import",
+        400,
+        "path_outside_checkout",
+        body={"report_path": "../elsewhere.lcov"},
+    )
+    error = await refused(
+        daemon,
+        "POST",
+        ops + "/coverage_review",
+        400,
+        "invalid_argument",
+        body={"task": "insight", "colour": 1},
+    )
     assert "colour" in error["message"]
     (tmp_path / "plain").mkdir()
-    await refused(daemon, "POST", "/api/projects", 400, "not_a_repository", body={"path": str(tmp_path / "plain")})
+    await refused(
+        daemon, "POST", "/api/projects", 400, "not_a_repository", body={"path": str(tmp_path / "plain")}
+    )
     await refused(daemon, "POST", "/api/projects", 400, "not_a_repository", body={"path": "relative/path"})
     await refused(daemon, "GET", "/api/nothing", 404, "not_found")
     status, headers, answer = await call(daemon, "DELETE", "/api/projects")
@@ -194,29 +295,41 @@ async def test_a_body_over_the_limit_is_refused_with_413(isolated_home: Path, sa
 
 
 async def test_a_linked_worktree_shares_the_project_but_answers_for_its_own_checkout(
-        daemon: Running, sample_repo: Path, tmp_path: Path) -> None:
+    daemon: Running, sample_repo: Path, tmp_path: Path
+) -> None:
     linked = tmp_path / "linked"
     git(sample_repo, "worktree", "add", "-q", "-b", "feature", str(linked))
     pid = await register(daemon, sample_repo)
     _, _, main_ctx = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context")
-    _, _, linked_ctx = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context",
-                                  headers={"x-coverage-mcp-repo": str(linked)})
+    _, _, linked_ctx = await call(
+        daemon,
+        "GET",
+        f"/api/projects/{pid}/ops/project_context",
+        headers={"x-coverage-mcp-repo": str(linked)},
+    )
     assert main_ctx["context"]["project_id"] == linked_ctx["context"]["project_id"] == pid
     assert linked_ctx["context"]["checkout_path"] == str(linked.resolve())
     assert linked_ctx["data"]["project"]["branch"] == "feature"
     other = make_repo(tmp_path / "other", {"x.py": "x\n"})
-    status, _, answer = await call(daemon, "GET", f"/api/projects/{pid}/ops/project_context",
-                                   headers={"x-coverage-mcp-repo": str(other)})
+    status, _, answer = await call(
+        daemon, "GET", f"/api/projects/{pid}/ops/project_context", headers={"x-coverage-mcp-repo": str(other)}
+    )
     assert_error(status, answer, 400, "invalid_argument")
 
 
 async def test_a_store_held_by_another_process_answers_store_locked_after_the_wait(
-        isolated_home: Path, sample_repo: Path, store_holder: StoreHolder) -> None:
+    isolated_home: Path, sample_repo: Path, store_holder: StoreHolder
+) -> None:
     async with in_process(Settings.from_env(port=0, store_wait_ms=300)) as d:
         started = time.monotonic()
-        error = await refused(d, "POST", "/api/projects", 409, "store_locked", body={"path": str(sample_repo)})
+        error = await refused(
+            d, "POST", "/api/projects", 409, "store_locked", body={"path": str(sample_repo)}
+        )
         assert 0.3 <= time.monotonic() - started < 5
-        assert f"pid {store_holder.pid}" in error["message"] and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
+        assert (
+            f"pid {store_holder.pid}" in error["message"]
+            and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
+        )
         assert "(python)" in error["message"]  # the holder is named, not guessed
         assert "project.close()" in error["suggestion"]  # and how it lets go
         await asyncio.to_thread(store_holder.release)
@@ -224,8 +337,9 @@ async def test_a_store_held_by_another_process_answers_store_locked_after_the_wa
         assert status == 201, answer
 
 
-async def test_a_store_released_during_the_wait_is_opened(isolated_home: Path, sample_repo: Path,
-                                                          store_holder: StoreHolder) -> None:
+async def test_a_store_released_during_the_wait_is_opened(
+    isolated_home: Path, sample_repo: Path, store_holder: StoreHolder
+) -> None:
     async with in_process(Settings.from_env(port=0, store_wait_ms=5000)) as d:
         asyncio.get_running_loop().call_later(0.3, lambda: store_holder.release(wait=False))
         status, _, answer = await call(d, "POST", "/api/projects", body={"path": str(sample_repo)})
@@ -233,7 +347,8 @@ async def test_a_store_released_during_the_wait_is_opened(isolated_home: Path, s
 
 
 async def test_a_request_past_the_http_deadline_answers_504_and_leaks_nothing(
-        isolated_home: Path, sample_repo: Path, store_holder: StoreHolder) -> None:
+    isolated_home: Path, sample_repo: Path, store_holder: StoreHolder
+) -> None:
     settings = Settings.from_env(port=0, http_timeout_s=1, db_query_timeout_ms=500, store_wait_ms=10000)
     async with in_process(settings) as d:
         started = time.monotonic()

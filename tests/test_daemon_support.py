@@ -30,8 +30,6 @@ from coverage_daemon.state import Daemon
 ACCEPT = "application/json, text/event-stream"
 
 
-
-
 class Running:
     """A daemon under test: its state, its address, and the secrets its own user holds."""
 
@@ -73,8 +71,15 @@ class in_process:
             self.lease.release()
 
 
-async def post_mcp(session: aiohttp.ClientSession, url: str, message: Any, *, headers: dict[str, str] | None = None,
-                   repo: Path | None = None, raw: bytes | None = None) -> tuple[int, dict[str, str], Any]:
+async def post_mcp(
+    session: aiohttp.ClientSession,
+    url: str,
+    message: Any,
+    *,
+    headers: dict[str, str] | None = None,
+    repo: Path | None = None,
+    raw: bytes | None = None,
+) -> tuple[int, dict[str, str], Any]:
     """One raw POST to an MCP endpoint: (status, headers, decoded body or None)."""
     sent = {"Content-Type": "application/json", "Accept": ACCEPT, **(headers or {})}
     if repo is not None:
@@ -91,8 +96,13 @@ class ServeProcess:
     def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.env = {**os.environ, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0", **(env or {})}
-        self.proc = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], env=self.env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coverage_cli", "serve"],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.announce = self.proc.stderr.readline()
         if "listening on" not in self.announce:
             self.proc.kill()
@@ -108,8 +118,14 @@ class ServeProcess:
         return json.loads((self.home / "daemon.lock").read_text())
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "coverage_cli", *args], env=self.env, capture_output=True,
-                              text=True, timeout=30, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "coverage_cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -143,8 +159,12 @@ class StoreHolder:
     """Another process (a CLI ingest, say) holding a repository's store until released."""
 
     def __init__(self, repo: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(repo)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD_STORE, str(repo)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout.readline().strip() == "held"
         self.pid = self.proc.pid
 
@@ -172,6 +192,7 @@ def store_holder(sample_repo: Path) -> Iterator[StoreHolder]:
 
 # -- the small tables ---------------------------------------------------------------------
 
+
 def test_every_error_code_has_exactly_one_http_status() -> None:
     assert set(HTTP_STATUS) == set(ErrorCode)
     assert all(400 <= status < 600 for status in HTTP_STATUS.values())
@@ -181,11 +202,23 @@ def test_an_error_body_round_trips_through_the_python_client_with_its_remedy() -
     remedy = Remedy(setting="COVERAGE_MCP_STORE_WAIT_MS", value=10000)
     error = CoverageError(ErrorCode.STORE_LOCKED, "held", "wait", {"pid": 7}, remedy)
     body = error_body(error)
-    assert body == {"error": {"code": "store_locked", "message": "held", "suggestion": "wait", "details": {"pid": 7},
-                              "remedy": {"setting": "COVERAGE_MCP_STORE_WAIT_MS", "value": 10000}}}
+    assert body == {
+        "error": {
+            "code": "store_locked",
+            "message": "held",
+            "suggestion": "wait",
+            "details": {"pid": 7},
+            "remedy": {"setting": "COVERAGE_MCP_STORE_WAIT_MS", "value": 10000},
+        }
+    }
     back = error_from_body(409, body)
     assert (back.code, back.message, back.suggestion, back.details, back.remedy) == (
-        error.code, "held", "wait", {"pid": 7}, remedy)
+        error.code,
+        "held",
+        "wait",
+        {"pid": 7},
+        remedy,
+    )
 
 
 def test_a_foreign_error_body_is_reported_as_an_unreachable_daemon() -> None:
@@ -197,16 +230,21 @@ def test_loopback_hosts_are_accepted(host: str) -> None:
     check_loopback(host)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::", "127.1", "127.0.0.1.evil.com"])
-def test_a_non_loopback_host_or_a_loopback_shorthand_is_refused_as_the_connector_refuses_it(host: str) -> None:
+@pytest.mark.parametrize(
+    "host", ["0.0.0.0", "192.168.1.10", "example.com", "::", "127.1", "127.0.0.1.evil.com"]
+)
+def test_a_non_loopback_host_or_a_loopback_shorthand_is_refused_as_the_connector_refuses_it(
+    host: str,
+) -> None:
     with pytest.raises(CoverageError) as caught:
         check_loopback(host)
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT and "loopback" in caught.value.message
 
 
 def test_serve_help_lists_every_setting_with_its_default_and_range() -> None:
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", "serve", "--help"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "serve", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for spec in SETTINGS:
         assert spec.env in out
         assert f"default {spec.default}" in out

@@ -49,7 +49,9 @@ async def live(repo: Path, isolated_home: Path) -> AsyncIterator[Running]:
 
 
 def jar() -> aiohttp.CookieJar:
-    return aiohttp.CookieJar(unsafe=True)  # the daemon is an IP address; aiohttp keeps no cookie for one by default
+    return aiohttp.CookieJar(
+        unsafe=True
+    )  # the daemon is an IP address; aiohttp keeps no cookie for one by default
 
 
 async def signed_in(http: aiohttp.ClientSession, d: Running) -> str:
@@ -68,7 +70,10 @@ async def signed_in(http: aiohttp.ClientSession, d: Running) -> str:
 
 # -- the projection (library) -----------------------------------------------------------------
 
-def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previous_snapshot(repo: Path) -> None:
+
+def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previous_snapshot(
+    repo: Path,
+) -> None:
     project = open_project(repo)
     con = project.store.cursor()
     try:
@@ -81,9 +86,15 @@ def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previ
             metric = data["metrics"][name]
             assert (metric["current"]["hit"], metric["current"]["found"]) == (now.hit, now.found)
             assert metric["delta_text"] == delta_text((then.hit, then.found), (now.hit, now.found))
-        assert [p["snapshot_id"] for p in data["timeline"]["points"]] == [s.snapshot_id for s in reversed(snaps)]
+        assert [p["snapshot_id"] for p in data["timeline"]["points"]] == [
+            s.snapshot_id for s in reversed(snaps)
+        ]
         assert data["change"]["available"] and data["change"]["categories"]["categories"]["UNC"] == 4
-        assert {f["path"] for f in data["files"]["rows"]} == {"shop/__init__.py", "shop/cart.py", "shop/extra.py"}
+        assert {f["path"] for f in data["files"]["rows"]} == {
+            "shop/__init__.py",
+            "shop/cart.py",
+            "shop/extra.py",
+        }
         assert data["tests"]["count"] == 4 and len(data["tests"]["named"]) == 4
         # baseline none compares nothing; an explicit baseline is that snapshot, in either direction
         alone = dashboard(project, con, baseline="none")
@@ -141,7 +152,10 @@ def test_an_empty_file_drills_down_to_no_lines_rather_than_an_error(repo: Path) 
 
 # -- the routes ---------------------------------------------------------------------------------
 
-async def test_a_session_reads_the_projection_and_its_numbers_are_the_cli_s(live: Running, repo: Path) -> None:
+
+async def test_a_session_reads_the_projection_and_its_numbers_are_the_cli_s(
+    live: Running, repo: Path
+) -> None:
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
         async with http.get(live.url + "/api/dashboard") as response:
@@ -150,7 +164,10 @@ async def test_a_session_reads_the_projection_and_its_numbers_are_the_cli_s(live
     listed = (await asyncio.to_thread(cli, repo, "snapshots"))["data"]["snapshots"]
     for name in ("lines", "branches", "functions"):
         shown = data["metrics"][name]["current"]
-        assert (shown["hit"], shown["found"]) == (listed[0]["totals"][name]["hit"], listed[0]["totals"][name]["found"])
+        assert (shown["hit"], shown["found"]) == (
+            listed[0]["totals"][name]["hit"],
+            listed[0]["totals"][name]["found"],
+        )
     assert data["refresh_s"] == 1 and data["projects"][0]["checkout_path"] == str(repo)
 
 
@@ -172,7 +189,9 @@ async def test_bad_dashboard_queries_are_clear_4xx_errors(live: Running) -> None
             assert response.status == 400
 
 
-async def test_the_page_has_a_strict_policy_of_its_own_and_every_other_route_keeps_the_default(live: Running) -> None:
+async def test_the_page_has_a_strict_policy_of_its_own_and_every_other_route_keeps_the_default(
+    live: Running,
+) -> None:
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
         for path in ("/", "/dashboard.js", "/dashboard.css"):
@@ -183,8 +202,12 @@ async def test_the_page_has_a_strict_policy_of_its_own_and_every_other_route_kee
                 assert response.headers["X-Content-Type-Options"] == "nosniff"
         async with http.get(live.url + "/api/dashboard") as response:
             assert response.headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
-        page = (await (await http.get(live.url + "/")).text())
-        assert "<script>" not in page and "style=" not in page and " on" not in page.split("<body>")[1].split(">")[0]
+        page = await (await http.get(live.url + "/")).text()
+        assert (
+            "<script>" not in page
+            and "style=" not in page
+            and " on" not in page.split("<body>")[1].split(">")[0]
+        )
 
 
 async def test_a_sign_in_ticket_works_once_and_a_made_up_one_never(live: Running) -> None:
@@ -205,7 +228,9 @@ async def test_a_sign_in_ticket_works_once_and_a_made_up_one_never(live: Running
                 assert page.status == 403
 
 
-async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream_or_approve(live: Running) -> None:
+async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream_or_approve(
+    live: Running,
+) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.post(live.url + "/api/dashboard/ticket", headers=live.auth) as minted:
             assert minted.status == 403
@@ -219,8 +244,9 @@ async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream
 
 async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo: Path) -> None:
     pid = (await asyncio.to_thread(live.client().register, repo))["project_id"]
-    registered = await asyncio.to_thread(cli, repo, "command", "register", "--name", "t", "--artifact",
-                                         "coverage.json:default", "--", "true")
+    registered = await asyncio.to_thread(
+        cli, repo, "command", "register", "--name", "t", "--artifact", "coverage.json:default", "--", "true"
+    )
     command_id = registered["data"]["command"]["id"]
     body = {"project": pid, "command_id": command_id}
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
@@ -230,25 +256,35 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
                 answer = await response.json()
                 assert response.status == 403 and answer["error"]["code"] == "forbidden", headers
         # a page of another origin is refused before anything else
-        async with http.post(live.url + "/api/dashboard/approve", json=body,
-                             headers={CSRF_HEADER: csrf, "Origin": "http://evil.example"}) as response:
+        async with http.post(
+            live.url + "/api/dashboard/approve",
+            json=body,
+            headers={CSRF_HEADER: csrf, "Origin": "http://evil.example"},
+        ) as response:
             assert response.status == 403
         shown = await asyncio.to_thread(cli, repo, "command", "show", command_id)
         assert shown["data"]["command"]["status"] == "pending"  # nothing refused above approved it
-        async with http.post(live.url + "/api/dashboard/approve", json={**body, "command_id": "cmd-0123456789abcdef"},
-                             headers={CSRF_HEADER: csrf}) as response:
+        async with http.post(
+            live.url + "/api/dashboard/approve",
+            json={**body, "command_id": "cmd-0123456789abcdef"},
+            headers={CSRF_HEADER: csrf},
+        ) as response:
             assert response.status == 404 and (await response.json())["error"]["code"] == "not_found"
-        async with http.post(live.url + "/api/dashboard/approve", json=body, headers={CSRF_HEADER: csrf}) as response:
+        async with http.post(
+            live.url + "/api/dashboard/approve", json=body, headers={CSRF_HEADER: csrf}
+        ) as response:
             answer = await response.json()
             assert response.status == 200 and answer["data"]["status"] == "approved"
             assert answer["data"]["decisions"][-1]["via"] == "dashboard"
-        async with http.post(live.url + "/api/dashboard/approve", json={"project": 1},
-                             headers={CSRF_HEADER: csrf}) as response:
+        async with http.post(
+            live.url + "/api/dashboard/approve", json={"project": 1}, headers={CSRF_HEADER: csrf}
+        ) as response:
             assert response.status == 400
 
 
 async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
-        live: Running, repo: Path, measured: Any) -> None:  # noqa: F811
+    live: Running, repo: Path, measured: Any
+) -> None:  # noqa: F811
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
         async with http.get(live.url + "/api/dashboard/events") as stream:
@@ -282,13 +318,16 @@ async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
 
 
 async def test_report_through_the_daemon_that_holds_the_store_embeds_its_projection(
-        live: Running, repo: Path, tmp_path: Path) -> None:
+    live: Running, repo: Path, tmp_path: Path
+) -> None:
     through = await asyncio.to_thread(cli, repo, "report", "--html", str(tmp_path / "a"))
     assert through["sources"] >= 2
     embedded = _embedded(Path(through["report"]))
     # the report ships the files with the most missed lines (the page's "Missed lines" order)
-    async with aiohttp.ClientSession() as http, http.get(live.url + "/api/dashboard?order=uncovered",
-                                                         headers=live.auth) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(live.url + "/api/dashboard?order=uncovered", headers=live.auth) as response,
+    ):
         served = (await response.json())["data"]
     assert embedded["metrics"] == through["metrics"] == served["metrics"]
     assert embedded["files"] == served["files"] and embedded["change"] == served["change"]
@@ -302,7 +341,9 @@ def _embedded(index: Path) -> dict[str, Any]:
     return json.loads(raw)
 
 
-def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(repo: Path, tmp_path: Path) -> None:
+def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(
+    repo: Path, tmp_path: Path
+) -> None:
     answer = cli(repo, "report", "--html", str(tmp_path / "out"), "--baseline", "none")
     index = Path(answer["report"])
     data = _embedded(index)
@@ -316,16 +357,33 @@ def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(r
 
 
 def test_report_refuses_an_unknown_snapshot_with_its_code(repo: Path, tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", "report", "--html", str(tmp_path / "x"), "--current",
-                          "snap-ffffffffffffffff", "--json", "--repo", str(repo)], capture_output=True, text=True,
-                         timeout=120, check=False)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage_cli",
+            "report",
+            "--html",
+            str(tmp_path / "x"),
+            "--current",
+            "snap-ffffffffffffffff",
+            "--json",
+            "--repo",
+            str(repo),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == EXIT_CODES[ErrorCode.NOT_FOUND] != 0
     assert json.loads(out.stderr)["error"]["code"] == "not_found"
     assert not (tmp_path / "x" / "index.html").exists()
 
 
 def test_dashboard_writes_its_one_time_link_to_a_private_file_never_to_its_output(
-        serve_process: ServeProcess, repo: Path) -> None:
+    serve_process: ServeProcess, repo: Path
+) -> None:
     out = serve_process.cli("dashboard", "--no-open", "--json", "--repo", str(repo))
     assert out.returncode == 0, out.stderr
     assert "ticket" not in out.stdout and "ticket" not in out.stderr
@@ -348,20 +406,39 @@ for path in ("/", "/dashboard.js", "/api/dashboard", "/api/dashboard/events"):
 """
 
 
-def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(serve_process: ServeProcess, repo: Path) -> None:
+def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(
+    serve_process: ServeProcess, repo: Path
+) -> None:
     prefix = as_nobody()
     capability = serve_process.lock_metadata()["capability"]
     client = serve_process.client()
     client.register(repo)
-    url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: capability})[1]["data"]["url"]
+    url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: capability})[1]["data"][
+        "url"
+    ]
     with urllib.request.urlopen(url, timeout=10) as response:
         cookie = response.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1]
-    mine = urllib.request.Request(serve_process.url + "/api/dashboard",
-                                  headers={"Cookie": f"{SESSION_COOKIE}={cookie}"})
+    mine = urllib.request.Request(
+        serve_process.url + "/api/dashboard", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"}
+    )
     with urllib.request.urlopen(mine, timeout=10) as response:
         assert response.status == 200  # the cookie works for its own user
-    out = subprocess.run([*prefix, "-c", _STOLEN, serve_process.url, cookie], capture_output=True, text=True,
-                         timeout=60, cwd="/", check=False)
+    out = subprocess.run(
+        [*prefix, "-c", _STOLEN, serve_process.url, cookie],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["/", "403", "/dashboard.js", "403", "/api/dashboard", "403",
-                                  "/api/dashboard/events", "403"]
+    assert out.stdout.split() == [
+        "/",
+        "403",
+        "/dashboard.js",
+        "403",
+        "/api/dashboard",
+        "403",
+        "/api/dashboard/events",
+        "403",
+    ]

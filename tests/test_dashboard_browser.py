@@ -41,7 +41,9 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     root = tmp_path_factory.mktemp("dashboard")
     repo = make_package(root / "repo")
     reports: dict[str, tuple[Path, str]] = {}
-    out = measure(repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_standard_shipping")
+    out = measure(
+        repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_standard_shipping"
+    )
     reports["c0"] = (Path(shutil.copy(out["json"], root / "c0.json")), git(repo, "rev-parse", "HEAD"))
     write(repo, {"shop/extra.py": "def twice(x):\n    if x:\n        return 2 * x\n    return 0\n"})
     commit(repo, "extra")
@@ -64,8 +66,14 @@ def store(repo: Path, reports: dict[str, tuple[Path, str]], *names: str) -> None
 def cli(repo: Path, *args: str) -> dict[str, Any]:
     """A coverage-mcp command's --json answer (through the daemon when it holds the store)."""
     cut = args.index("--") if "--" in args else len(args)  # our options go before a command's own words
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", *args[:cut], "--json", "--repo", str(repo),
-                          *args[cut:]], cwd=repo, capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args[:cut], "--json", "--repo", str(repo), *args[cut:]],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 
@@ -84,8 +92,12 @@ class Live:
         page.errors = []
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.on("response", lambda r: page.errors.append(f"{r.status} {r.request.method} {r.url}")
-                if r.status >= 400 else None)
+        page.on(
+            "response",
+            lambda r: (
+                page.errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None
+            ),
+        )
         await page.goto(Path(answer["open_file"]).as_uri())
         await page.wait_for_url(self.running.url + "/?project=*", timeout=WAIT_MS)  # the repository's project
         await ready(page)
@@ -103,9 +115,11 @@ async def until(page: Any, expression: str) -> None:
         if await page.evaluate(expression):
             return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"never true in the page: {expression}; "
-                         f"{await page.evaluate('JSON.stringify(window.__dashboard)')} "
-                         f"{await page.locator('#status').text_content()}")
+    raise AssertionError(
+        f"never true in the page: {expression}; "
+        f"{await page.evaluate('JSON.stringify(window.__dashboard)')} "
+        f"{await page.locator('#status').text_content()}"
+    )
 
 
 async def ready(page: Any) -> None:
@@ -113,8 +127,9 @@ async def ready(page: Any) -> None:
 
 
 @pytest.fixture
-async def live(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path,
-               isolated_home: Path) -> AsyncIterator[Live]:
+async def live(
+    measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
+) -> AsyncIterator[Live]:
     repo = copy_checkout(measured[0], tmp_path)
     store(repo, measured[1], "c0", "c1")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
@@ -122,8 +137,9 @@ async def live(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Pat
 
 
 @pytest.fixture
-async def live_c0(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path,
-                  isolated_home: Path) -> AsyncIterator[Live]:
+async def live_c0(
+    measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
+) -> AsyncIterator[Live]:
     repo = copy_checkout(measured[0], tmp_path)
     store(repo, measured[1], "c0")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
@@ -142,18 +158,23 @@ async def assert_metrics_match(page: Any, totals: dict[str, dict[str, int]]) -> 
     for name in ("lines", "branches", "functions"):
         counter = totals[name]
         assert await text(page, f"#metric-{name} .percent") == percent(counter["hit"], counter["found"]), name
-        assert await text(page, f"#metric-{name} .counts") == f"{counter['hit']} of {counter['found']} covered"
+        assert (
+            await text(page, f"#metric-{name} .counts") == f"{counter['hit']} of {counter['found']} covered"
+        )
 
 
 async def test_the_page_shows_the_numbers_the_cli_shows_for_the_same_snapshots(
-        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         listed = (await live.cli("snapshots"))["data"]["snapshots"]
         current, baseline = listed[0], listed[1]
         await assert_metrics_match(page, current["totals"])
-        delta = 100 * current["totals"]["lines"]["hit"] / current["totals"]["lines"]["found"] \
+        delta = (
+            100 * current["totals"]["lines"]["hit"] / current["totals"]["lines"]["found"]
             - 100 * baseline["totals"]["lines"]["hit"] / baseline["totals"]["lines"]["found"]
+        )
         sign = "+" if round(delta, 2) > 0 else "−" if round(delta, 2) < 0 else "±"
         assert (await text(page, "#metric-lines .delta")).startswith(f"{sign}{abs(delta):.2f} points")
         # the file table is `show`'s listing
@@ -164,16 +185,20 @@ async def test_the_page_shows_the_numbers_the_cli_shows_for_the_same_snapshots(
             row = page.locator(f'#files-table tbody tr[data-path="{f["path"]}"]')
             cells = await row.locator("td").all_text_contents()
             lines = f["lines"]
-            assert cells[1] == (f"{percent(lines['hit'], lines['found'])} ({lines['hit']}/{lines['found']})"
-                                if lines["found"] else "—")
+            assert cells[1] == (
+                f"{percent(lines['hit'], lines['found'])} ({lines['hit']}/{lines['found']})"
+                if lines["found"]
+                else "—"
+            )
             assert cells[2] == str(lines["found"] - lines["hit"])
         # the change review is `review change` against the same baseline
         change = (await live.cli("review", "change", "--baseline", baseline["snapshot_id"]))["data"]
         for code, count in change["categories"].items():
             assert await text(page, f"#category-{code} td:nth-child(3)") == str(count), code
         patch = change["patch"]
-        assert await text(page, "#patch-coverage") == (percent(patch["hit"], patch["found"]) if patch["found"]
-                                                        else "no new lines")
+        assert await text(page, "#patch-coverage") == (
+            percent(patch["hit"], patch["found"]) if patch["found"] else "no new lines"
+        )
         # named tests: the count `review tests` reports
         tests = (await live.cli("review", "tests"))["data"]
         assert (await text(page, "#tests-summary")).startswith(f"{tests['named_tests']} named tests")
@@ -196,14 +221,30 @@ async def test_choosing_another_baseline_changes_the_comparison_and_none_removes
         assert "baseline=none" in page.url
 
 
-async def test_a_file_drills_down_to_its_annotated_source(live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+async def test_a_file_drills_down_to_its_annotated_source(
+    live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
         await page.wait_for_selector("#source-path", timeout=WAIT_MS)
         current = (await live.cli("snapshots"))["data"]["snapshots"][0]["snapshot_id"]
-        detail = (await live.cli("review", "source", "--snapshot", current, "--file", "shop/cart.py",
-                                 "--lines", "1-200", "--representation", "review", "--max-words", "50000"))["data"]
+        detail = (
+            await live.cli(
+                "review",
+                "source",
+                "--snapshot",
+                current,
+                "--file",
+                "shop/cart.py",
+                "--lines",
+                "1-200",
+                "--representation",
+                "review",
+                "--max-words",
+                "50000",
+            )
+        )["data"]
         expected = [line for r in detail["ranges"] for line in r["lines"]]
         shown = page.locator("#source pre .ln")
         assert await shown.count() == len(expected)
@@ -221,15 +262,21 @@ async def test_the_file_table_sorts_from_the_keyboard(live: Live) -> None:
         await missed.focus()
         await page.keyboard.press("Enter")  # the first press: most missed first
         assert await page.locator("#files-table th[aria-sort=descending]").count() == 1
-        values = [int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()]
+        values = [
+            int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()
+        ]
         assert values == sorted(values, reverse=True) and values[0] > 0
         await page.keyboard.press("Enter")  # again: fewest first
         assert await page.locator("#files-table th[aria-sort=ascending]").count() == 1
-        values = [int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()]
+        values = [
+            int(v) for v in await page.locator("#files-table tbody td:nth-child(3)").all_text_contents()
+        ]
         assert values == sorted(values)
 
 
-async def test_a_new_ingest_reaches_the_open_page_through_the_event_stream_without_a_reload(live_c0: Live) -> None:
+async def test_a_new_ingest_reaches_the_open_page_through_the_event_stream_without_a_reload(
+    live_c0: Live,
+) -> None:
     async with chromium() as context:
         page = await live_c0.sign_in(context)
         before = (await live_c0.cli("snapshots"))["data"]["snapshots"]
@@ -240,7 +287,10 @@ async def test_a_new_ingest_reaches_the_open_page_through_the_event_stream_witho
         revision = await page.evaluate("document.body.dataset.revision")
         await live_c0.ingest("c1")
         after = (await live_c0.cli("snapshots"))["data"]["snapshots"][0]
-        await until(page, f"document.body.dataset.revision !== {json.dumps(revision)} && window.__dashboard.events >= 1")
+        await until(
+            page,
+            f"document.body.dataset.revision !== {json.dumps(revision)} && window.__dashboard.events >= 1",
+        )
         await ready(page)
         assert await page.evaluate("window.__notReloaded === true")  # the same document, updated in place
         await assert_metrics_match(page, after["totals"])
@@ -258,7 +308,9 @@ async def wait_server(live: Live, predicate: Any) -> None:
     raise AssertionError(f"the server never saw it: {live.running.daemon.streams}")
 
 
-async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_sees_it_close(live: Live) -> None:
+async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_sees_it_close(
+    live: Live,
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         await wait_server(live, lambda s: s.open == 1)
@@ -280,18 +332,33 @@ async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_s
 
 
 async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_log_appear(
-        live_c0: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live_c0: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     report, _ = live_c0.reports["c1"]
-    script = f"import shutil; print('hello from the managed run'); shutil.copy({str(report)!r}, 'coverage.json')"
-    registered = await live_c0.cli("command", "register", "--name", "copy the report", "--artifact",
-                                   "coverage.json:default", "--", sys.executable, "-c", script)
+    script = (
+        f"import shutil; print('hello from the managed run'); shutil.copy({str(report)!r}, 'coverage.json')"
+    )
+    registered = await live_c0.cli(
+        "command",
+        "register",
+        "--name",
+        "copy the report",
+        "--artifact",
+        "coverage.json:default",
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
     command_id = registered["data"]["command"]["id"]
     assert registered["data"]["command"]["status"] == "pending"
     async with chromium() as context:
         page = await live_c0.sign_in(context)
         row = page.locator(f'#approvals-table tr[data-command="{command_id}"]')
         assert "copy the report" in (await row.text_content() or "")
-        await page.locator("#approvals").screenshot(path=str(shots_dir(tmp_path_factory) / "view-approvals-pending.png"))
+        await page.locator("#approvals").screenshot(
+            path=str(shots_dir(tmp_path_factory) / "view-approvals-pending.png")
+        )
         await row.locator("button.approve").click()
         await row.locator("button.confirm").click()  # Approve asks first
         await until(page, "document.querySelector('#approvals-table') === null")
@@ -314,11 +381,16 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         assert "null" not in (await text(page, "#run-log"))
         # its report became the current snapshot, delta against the one before
         after = (await live_c0.cli("snapshots"))["data"]["snapshots"][0]
-        await until(page, f"document.querySelector('#pick-current').value === {json.dumps(after['snapshot_id'])}")
+        await until(
+            page, f"document.querySelector('#pick-current').value === {json.dumps(after['snapshot_id'])}"
+        )
         await assert_metrics_match(page, after["totals"])
         # the measurement says which run made it, never shown like an import
         where = await text(page, "#where")
-        assert f"current: run {run_id} of {command_id} (full)" in where and "baseline: imported coveragepy" in where
+        assert (
+            f"current: run {run_id} of {command_id} (full)" in where
+            and "baseline: imported coveragepy" in where
+        )
         await page.locator("#runs").screenshot(path=str(shots_dir(tmp_path_factory) / "view-runs-log.png"))
         assert page.errors == []
 
@@ -334,7 +406,11 @@ async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_
         await ready(page)
         main = await page.request.get(live.running.url + "/")
         policy = main.headers["content-security-policy"]
-        assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy and "default-src 'none'" in policy
+        assert (
+            "script-src 'self'" in policy
+            and "'unsafe-inline'" not in policy
+            and "default-src 'none'" in policy
+        )
         cookies = await first.cookies()
         session = [c for c in cookies if c["name"] == "coverage_mcp_session"]
         assert session and session[0]["httpOnly"] and session[0]["sameSite"] == "Strict"
@@ -352,7 +428,8 @@ async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_
 
 
 async def test_the_static_report_opens_from_disk_with_the_network_off(
-        live: Live, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live: Live, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     out = tmp_path / "report"
     answer = await live.cli("report", "--html", str(out))
     index = Path(answer["report"])
@@ -402,7 +479,8 @@ async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels
 
 
 async def test_the_page_follows_the_system_s_dark_and_light_preference(
-        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     backgrounds = {}
     for scheme in ("light", "dark"):
         async with chromium(color_scheme=scheme) as context:
@@ -421,14 +499,17 @@ async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_sna
         point = page.locator("#timeline-chart circle.s-lines").first  # oldest first, left to right
         await point.focus()
         await page.keyboard.press("Enter")
-        await until(page, f"document.querySelector('#pick-current').value === {json.dumps(oldest['snapshot_id'])}")
+        await until(
+            page, f"document.querySelector('#pick-current').value === {json.dumps(oldest['snapshot_id'])}"
+        )
         await until(page, "document.body.dataset.ready === 'true' && window.__dashboard.renders >= 2")
         await assert_metrics_match(page, oldest["totals"])
         assert f"current={oldest['snapshot_id']}" in page.url
 
 
 async def test_the_compaction_view_shows_the_inventory_the_cli_shows(
-        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     done = await live.cli("compact", "--older-than", "0")
     inventory = (await live.cli("compact", "--status"))["data"]
     assert inventory["compacted"] == 1, done  # the older snapshot; the newest of the suite is protected
@@ -441,8 +522,13 @@ async def test_the_compaction_view_shows_the_inventory_the_cli_shows(
         assert "Last pass" in await text(page, "#compaction-body")
         where = await text(page, "#where")
         assert "baseline: imported coveragepy, detail compacted" in where
-        assert "current: imported coveragepy ·" in where + " ·" and "current: imported coveragepy, detail" not in where
+        assert (
+            "current: imported coveragepy ·" in where + " ·"
+            and "current: imported coveragepy, detail" not in where
+        )
         # the compacted baseline still gives the same change review
         assert await text(page, "#patch-coverage") == "0.00%"
-        await page.locator("#compaction").screenshot(path=str(shots_dir(tmp_path_factory) / "view-compaction-full.png"))
+        await page.locator("#compaction").screenshot(
+            path=str(shots_dir(tmp_path_factory) / "view-compaction-full.png")
+        )
         assert page.errors == []

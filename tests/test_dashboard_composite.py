@@ -28,8 +28,14 @@ pytest_plugins = ["tests.test_daemon_support"]
 
 
 def composite_cli(repo: Path, *args: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", "composite", *args, "--json", "--repo", str(repo)],
-                         cwd=repo, capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "composite", *args, "--json", "--repo", str(repo)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 
@@ -45,7 +51,9 @@ async def live(product: tuple[Path, dict[str, Path]], isolated_home: Path) -> As
     root, reports = product
     ids = []
     for without in ("js", None):
-        built = composite_cli(root, "build", "--inventory", "coverage-inventory.json", *specs(reports, without=without))
+        built = composite_cli(
+            root, "build", "--inventory", "coverage-inventory.json", *specs(reports, without=without)
+        )
         ids.append(built["data"]["composite"]["composite_snapshot_id"])
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
         live = Live(running, root, {})
@@ -54,7 +62,8 @@ async def live(product: tuple[Path, dict[str, Path]], isolated_home: Path) -> As
 
 
 async def test_the_composite_view_shows_the_percentage_components_and_blocking_reasons_of_the_cli(
-        live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     incomplete, complete = live.composites
     shown = await asyncio.to_thread(composite_cli, live.repo, "show", complete)
     before = await asyncio.to_thread(composite_cli, live.repo, "show", incomplete)
@@ -65,7 +74,8 @@ async def test_the_composite_view_shows_the_percentage_components_and_blocking_r
         combined = comp["totals"]["combined"]
         assert await text(page, "#composite-headline .percent") == f"{comp['percent']:.2f}%"
         assert (await text(page, "#composite-headline .counts")).startswith(
-            f"{combined['hit']} of {combined['found']} covered · {comp['status']}")
+            f"{combined['hit']} of {combined['found']} covered · {comp['status']}"
+        )
         delta = comp["percent"] - base["percent"]
         sign = "+" if round(delta, 2) > 0 else "−" if round(delta, 2) < 0 else "±"
         assert (await text(page, "#composite-headline .delta")).startswith(f"{sign}{abs(delta):.2f} points")
@@ -75,7 +85,9 @@ async def test_the_composite_view_shows_the_percentage_components_and_blocking_r
             c = component["totals"]["combined"]
             assert cells[4] == f"{100 * c['hit'] / c['found']:.2f}% ({c['hit']}/{c['found']})"
         assert await headline.count() == 1
-        await page.locator("#composite").screenshot(path=str(shots_dir(tmp_path_factory) / "view-composite-full.png"))
+        await page.locator("#composite").screenshot(
+            path=str(shots_dir(tmp_path_factory) / "view-composite-full.png")
+        )
         # the earlier composite, chosen on its own: its blocking reason is the missing JavaScript evidence
         await page.select_option("#pick-composite", incomplete)
         await until(page, "document.querySelector('#composite-blocking') !== null")
@@ -85,4 +97,5 @@ async def test_the_composite_view_shows_the_percentage_components_and_blocking_r
         assert f"composite={incomplete}" in page.url
         assert page.errors == []
         await page.locator("#composite").screenshot(
-            path=str(shots_dir(tmp_path_factory) / "view-composite-blocking.png"))
+            path=str(shots_dir(tmp_path_factory) / "view-composite-blocking.png")
+        )

@@ -38,29 +38,47 @@ SECRET = "s3cr3t-value-never-in-a-report"
 def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
     project = open_project(repo)
     try:
-        record, _ = registry.register(project, {"name": name, "argv": argv,
-                                                "artifacts": [{"path": "coverage.json", "suite": "default"}], **extra})
+        record, _ = registry.register(
+            project,
+            {
+                "name": name,
+                "argv": argv,
+                "artifacts": [{"path": "coverage.json", "suite": "default"}],
+                **extra,
+            },
+        )
         return record["id"]
     finally:
         project.close()
 
 
 @pytest.fixture
-async def pending(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path,  # noqa: F811
-                  isolated_home: Path) -> AsyncIterator[tuple[Live, list[str]]]:
+async def pending(
+    measured: tuple[Path, dict[str, tuple[Path, str]]],
+    tmp_path: Path,  # noqa: F811
+    isolated_home: Path,
+) -> AsyncIterator[tuple[Live, list[str]]]:
     """Two look-alike pending commands, one with an env value that is not harmless."""
     repo = copy_checkout(measured[0], tmp_path)
     store(repo, measured[1], "c0", "c1")
-    ids = [register(repo, "one word", ["python", "-m pytest", "tests"],
-                    env={"PYTHONPATH": "/tmp/attacker-site", "API_TOKEN": SECRET}, timeout_s=77,
-                    args_policy="selectors"),
-           register(repo, "three words", ["python", "-m", "pytest", "tests"])]
+    ids = [
+        register(
+            repo,
+            "one word",
+            ["python", "-m pytest", "tests"],
+            env={"PYTHONPATH": "/tmp/attacker-site", "API_TOKEN": SECRET},
+            timeout_s=77,
+            args_policy="selectors",
+        ),
+        register(repo, "three words", ["python", "-m", "pytest", "tests"]),
+    ]
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
         yield Live(running, repo, measured[1]), ids
 
 
 async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_the_keyboard_s_place(
-        pending: tuple[Live, list[str]], tmp_path_factory: pytest.TempPathFactory) -> None:
+    pending: tuple[Live, list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     live, (spaced, split) = pending
     async with chromium() as context:
         page = await live.sign_in(context)
@@ -74,7 +92,9 @@ async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_th
         assert "PYTHONPATH=/tmp/attacker-site" in details and f"API_TOKEN={SECRET}" in details
         assert "77 s" in details and "selectors" in details and "coverage.json → suite default" in details
         assert shown["argv"] == ["python", "-m pytest", "tests"]
-        await page.locator("#approvals").screenshot(path=str(shots_dir(tmp_path_factory) / "view-approvals-details.png"))
+        await page.locator("#approvals").screenshot(
+            path=str(shots_dir(tmp_path_factory) / "view-approvals-details.png")
+        )
         # one Enter does not approve: it asks, with the focus on the confirmation
         await one.locator("button.approve").focus()
         await page.keyboard.press("Enter")
@@ -102,7 +122,8 @@ async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_th
 
 
 async def test_the_static_report_never_carries_a_pending_command_or_its_env_values(
-        pending: tuple[Live, list[str]], tmp_path: Path) -> None:
+    pending: tuple[Live, list[str]], tmp_path: Path
+) -> None:
     live, _ = pending
     answer = await live.cli("report", "--html", str(tmp_path / "report"))
     page = Path(answer["report"]).read_text()
@@ -111,8 +132,10 @@ async def test_the_static_report_never_carries_a_pending_command_or_its_env_valu
 
 
 async def test_the_sign_in_link_opens_the_repository_the_command_ran_in_and_the_address_keeps_it(
-        measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path,  # noqa: F811
-        isolated_home: Path) -> None:
+    measured: tuple[Path, dict[str, tuple[Path, str]]],
+    tmp_path: Path,  # noqa: F811
+    isolated_home: Path,
+) -> None:
     first = copy_checkout(measured[0], tmp_path / "a")
     second = copy_checkout(measured[0], tmp_path / "b")
     store(first, measured[1], "c0")
@@ -144,7 +167,8 @@ def big_lcov(root: Path, count: int) -> Path:
 
 
 async def test_the_worst_file_of_a_large_project_comes_first_on_the_first_click_on_missed_lines(
-        tmp_path: Path, isolated_home: Path) -> None:
+    tmp_path: Path, isolated_home: Path
+) -> None:
     files = {f"pkg/m{i:04d}.py": "a = 1\nb = 2\nc = 3\nd = 4\n" for i in range(2999)}
     files["zz/worst.py"] = "x = 1\n" * 40
     repo = make_repo(tmp_path / "large", files)
@@ -161,8 +185,13 @@ async def test_the_worst_file_of_a_large_project_comes_first_on_the_first_click_
             missed = page.locator("#files-table th button", has_text="Missed lines")
             await missed.focus()
             await page.keyboard.press("Enter")  # one press: most missed first, over all 3000 files
-            await until(page, "document.querySelector('#files-table tbody tr').dataset.path === 'zz/worst.py'")
-            assert await page.locator("#files-table th[aria-sort=descending] button").text_content() == "Missed lines"
+            await until(
+                page, "document.querySelector('#files-table tbody tr').dataset.path === 'zz/worst.py'"
+            )
+            assert (
+                await page.locator("#files-table th[aria-sort=descending] button").text_content()
+                == "Missed lines"
+            )
             cells = await page.locator("#files-table tbody tr").first.locator("td").all_text_contents()
             assert cells[1] == "0.00% (0/40)" and cells[2] == "40"
             assert "order=uncovered" in page.url
@@ -171,12 +200,14 @@ async def test_the_worst_file_of_a_large_project_comes_first_on_the_first_click_
             assert page.errors == []
 
 
-HOSTILE = '<!-- <script src=a.js>'
+HOSTILE = "<!-- <script src=a.js>"
 
 
 async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(tmp_path: Path) -> None:
-    path = 'evil<!--<script>.py'
-    repo = make_repo(tmp_path / "hostile", {path: f'x = "{HOSTILE}"\ny = "</script><script>alert(1)</script>"\n'})
+    path = "evil<!--<script>.py"
+    repo = make_repo(
+        tmp_path / "hostile", {path: f'x = "{HOSTILE}"\ny = "</script><script>alert(1)</script>"\n'}
+    )
     report = tmp_path / "hostile.info"
     report.write_text(lcov({path: {1: 1, 2: 0}}, test=HOSTILE + "&amp; \u2028"))
     project = open_project(repo)
@@ -199,7 +230,9 @@ async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(tmp
         assert "</script><script>alert(1)</script>" in await text(page, "#source pre")
         named = await page.locator("#tests-table tbody td").first.text_content()
         assert named == HOSTILE + "&amp; \u2028"
-        assert await page.locator("script").count() == 2  # the data and the page's own script, nothing injected
+        assert (
+            await page.locator("script").count() == 2
+        )  # the data and the page's own script, nothing injected
         assert errors == []
 
 
@@ -211,8 +244,13 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, t
     reports: dict[str, tuple[Path, str]] = {}
     out = measure(repo, "tests/test_cart.py::test_total_sums_prices")
     reports["c0"] = (Path(shutil.copy(out["json"], root / "c0.json")), git(repo, "rev-parse", "HEAD"))
-    write(repo, {"shop/extra_long_module_name_for_wrapping.py": "def twice(x):\n    return 2 * x\n",
-                 "docs/README.md": "# shop\n"})
+    write(
+        repo,
+        {
+            "shop/extra_long_module_name_for_wrapping.py": "def twice(x):\n    return 2 * x\n",
+            "docs/README.md": "# shop\n",
+        },
+    )
     commit(repo, "extra and a readme")
     out = measure(repo)
     reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
@@ -220,8 +258,11 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, t
 
 
 async def test_the_change_view_says_in_plain_words_what_changed_and_fits_1280_pixels(
-        outside: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path,
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside: tuple[Path, dict[str, tuple[Path, str]]],
+    tmp_path: Path,
+    isolated_home: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     repo = copy_checkout(outside[0], tmp_path)
     store(repo, outside[1], "c0", "c1")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
@@ -232,17 +273,23 @@ async def test_the_change_view_says_in_plain_words_what_changed_and_fits_1280_pi
             assert "data.outside_scope" not in body and "outside_scope" not in body
             assert "1 changed file lies outside what suite “default” has ever measured" in body
             assert "docs/README.md" in body
-            statuses = await page.locator('#change-body table[aria-label="Changed files"] td.status-word').all_text_contents()
+            statuses = await page.locator(
+                '#change-body table[aria-label="Changed files"] td.status-word'
+            ).all_text_contents()
             assert statuses and all("_" not in s for s in statuses)
             assert "added" in statuses
             # a path wraps only at its slashes: each part of the name stays whole on its line
             names = page.locator('#change-body table[aria-label="Changed files"] button.path')
             for i in range(await names.count()):
                 assert await names.nth(i).evaluate("b => getComputedStyle(b).overflowWrap") == "normal"
-                assert await names.nth(i).locator("wbr").count() == (await names.nth(i).text_content()).count("/")
+                assert await names.nth(i).locator("wbr").count() == (await names.nth(i).text_content()).count(
+                    "/"
+                )
             rows = page.locator('#change-body table[aria-label="Changed files"] tbody tr')
             for i in range(await rows.count()):
                 assert (await rows.nth(i).bounding_box())["height"] < 60
             assert await page.evaluate("document.documentElement.scrollWidth") <= 1280
-            await page.locator("#change").screenshot(path=str(shots_dir(tmp_path_factory) / "view-change-1280.png"))
+            await page.locator("#change").screenshot(
+                path=str(shots_dir(tmp_path_factory) / "view-change-1280.png")
+            )
             assert page.errors == []

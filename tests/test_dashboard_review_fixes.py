@@ -27,8 +27,14 @@ pytest_plugins = ["tests.test_daemon_support"]
 
 
 def run_cli(repo: Path, *args: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--json", "--repo", str(repo)], cwd=repo,
-                         capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--json", "--repo", str(repo)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 
@@ -72,13 +78,16 @@ def small_repo(tmp_path: Path) -> Path:
 
 
 async def test_event_streams_are_capped_per_session_and_in_all_with_a_clear_429(
-        small_repo: Path, isolated_home: Path) -> None:
+    small_repo: Path, isolated_home: Path
+) -> None:
     from coverage_daemon.dashboard_streams import MAX_STREAMS, MAX_STREAMS_PER_SESSION
 
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
         await asyncio.to_thread(running.client().register, small_repo)
-        sessions = [aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
-                    for _ in range(MAX_STREAMS // MAX_STREAMS_PER_SESSION + 1)]
+        sessions = [
+            aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+            for _ in range(MAX_STREAMS // MAX_STREAMS_PER_SESSION + 1)
+        ]
         opened: list[aiohttp.ClientResponse] = []
         try:
             for http in sessions:
@@ -121,7 +130,8 @@ async def test_event_streams_are_capped_per_session_and_in_all_with_a_clear_429(
 
 
 async def test_all_streams_of_a_project_share_one_revision_check_and_all_hear_an_ingest(
-        small_repo: Path, isolated_home: Path) -> None:
+    small_repo: Path, isolated_home: Path
+) -> None:
     from coverage_daemon.dashboard_streams import hub
 
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
@@ -148,16 +158,20 @@ async def test_all_streams_of_a_project_share_one_revision_check_and_all_hear_an
 
 
 async def test_a_sign_in_link_names_its_project_and_a_bad_project_is_a_clear_400(
-        small_repo: Path, isolated_home: Path) -> None:
+    small_repo: Path, isolated_home: Path
+) -> None:
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
         project = open_project(small_repo)
         project_id = project.checkout.project_id
         project.close()
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            async with http.post(running.url + "/api/dashboard/ticket?project=nothex", headers=running.admin) as bad:
+            async with http.post(
+                running.url + "/api/dashboard/ticket?project=nothex", headers=running.admin
+            ) as bad:
                 assert bad.status == 400 and (await bad.json())["error"]["details"]["argument"] == "project"
-            async with http.post(running.url + f"/api/dashboard/ticket?project={project_id}",
-                                 headers=running.admin) as minted:
+            async with http.post(
+                running.url + f"/api/dashboard/ticket?project={project_id}", headers=running.admin
+            ) as minted:
                 url = (await minted.json())["data"]["url"]
             assert url.endswith(f"&project={project_id}")
             async with http.get(url.replace(project_id, "zz")) as refused:

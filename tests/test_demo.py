@@ -14,11 +14,21 @@ import pygit2
 def _demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     cwd, home = tmp_path / "cwd", tmp_path / "home"
     cwd.mkdir()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "user"), "COVERAGE_MCP_HOME": str(home),
-           "TMPDIR": str(tmp_path / "tmp")}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path / "user"),
+        "COVERAGE_MCP_HOME": str(home),
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
     (tmp_path / "tmp").mkdir()
-    process = subprocess.run([sys.executable, "-m", "coverage_cli", "demo", *args], cwd=cwd, env=env,
-                             capture_output=True, text=True, timeout=60)
+    process = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "demo", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert process.returncode == 0, process.stderr
     return process, cwd, home
 
@@ -51,7 +61,9 @@ def test_the_demo_answers_from_three_real_snapshots_and_leaves_nothing_behind(tm
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def test_with_keep_the_demo_prints_where_the_repository_is_and_how_to_connect_an_agent(tmp_path: Path) -> None:
+def test_with_keep_the_demo_prints_where_the_repository_is_and_how_to_connect_an_agent(
+    tmp_path: Path,
+) -> None:
     process, cwd, _home = _demo(tmp_path, "--keep")
     kept = next((tmp_path / "tmp").iterdir()) / "inventory"
     try:

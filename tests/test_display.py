@@ -20,10 +20,15 @@ def test_edge_figures_read_as_what_they_are() -> None:
     assert percent(1, 8, digits=0) == "12%" and percent(3, 8, digits=1) == "37.5%"
 
 
-@given(st.integers(min_value=1, max_value=10**12).flatmap(
-    lambda found: st.tuples(st.integers(min_value=0, max_value=found), st.just(found))), st.integers(0, 4))
-def test_a_percent_is_within_half_a_unit_and_never_exaggerates_to_the_edges(counts: tuple[int, int],
-                                                                           digits: int) -> None:
+@given(
+    st.integers(min_value=1, max_value=10**12).flatmap(
+        lambda found: st.tuples(st.integers(min_value=0, max_value=found), st.just(found))
+    ),
+    st.integers(0, 4),
+)
+def test_a_percent_is_within_half_a_unit_and_never_exaggerates_to_the_edges(
+    counts: tuple[int, int], digits: int
+) -> None:
     hit, found = counts
     text = percent(hit, found, digits)
     shown = Fraction(text.rstrip("%"))

@@ -23,8 +23,14 @@ def test_a_fresh_clone_with_nothing_beside_it_collects_every_test_without_errors
     assert sorted(p.name for p in lonely.parent.iterdir()) == ["coverage-mcp"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_MCP_", "PYTEST_"))}
     # The collection step of scripts/test, which is the README's test command.
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
-                         cwd=lonely, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
+        cwd=lonely,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "error" not in summary.lower(), summary
@@ -55,7 +61,8 @@ def test_under_ci_a_missing_system_tool_fails_the_run(monkeypatch: pytest.Monkey
 
 
 def test_a_missing_npm_tool_skips_naming_its_pinned_install_and_fails_under_ci(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     from tests import systemtools
 
@@ -71,4 +78,7 @@ def test_a_missing_npm_tool_skips_naming_its_pinned_install_and_fails_under_ci(
 def test_the_test_script_installs_the_declared_npm_tools_inside_the_checkout() -> None:
     script = (ROOT / "scripts" / "test").read_text()
     assert "scripts/npm-packages" in script and "npm_prefix=.cache/npm-tools" in script
-    assert "npm install --prefix \"$npm_prefix\"" in script and "-g" not in script.split("npm install")[1].split("\n")[0]
+    assert (
+        'npm install --prefix "$npm_prefix"' in script
+        and "-g" not in script.split("npm install")[1].split("\n")[0]
+    )

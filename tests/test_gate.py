@@ -22,10 +22,18 @@ from .gitrepo import commit, git, lcov, make_repo, write
 from .test_daemon_support import in_process
 
 SRC = "".join(f"line{i}\n" for i in range(1, 11))
-BASE_HITS = {"a.c": {1: 1, 2: 1, 3: 0, 4: 1, 5: 0, 6: 1}, "b.c": {1: 1, 2: 0}, "old.c": {2: 1, 3: 0},
-             "gone.c": {1: 1, 2: 0}}
-CURRENT_HITS = {"a.c": {1: 1, 2: 0, 3: 1, 4: 0, 5: 0, 6: 1, 7: 1, 8: 1}, "b.c": {1: 1, 2: 0, 3: 1},
-                "new.c": {2: 1, 3: 1}, "fresh.c": {1: 0, 2: 1}}
+BASE_HITS = {
+    "a.c": {1: 1, 2: 1, 3: 0, 4: 1, 5: 0, 6: 1},
+    "b.c": {1: 1, 2: 0},
+    "old.c": {2: 1, 3: 0},
+    "gone.c": {1: 1, 2: 0},
+}
+CURRENT_HITS = {
+    "a.c": {1: 1, 2: 0, 3: 1, 4: 0, 5: 0, 6: 1, 7: 1, 8: 1},
+    "b.c": {1: 1, 2: 0, 3: 1},
+    "new.c": {2: 1, 3: 1},
+    "fresh.c": {1: 0, 2: 1},
+}
 
 
 def source(tag: str) -> str:
@@ -35,8 +43,16 @@ def source(tag: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A change that edits, inserts, renames, deletes and adds; the baseline stored at HEAD~1, cur.info beside."""
-    root = make_repo(tmp_path / "r", {"a.c": SRC, "b.c": source("b"), "old.c": source("old"),
-                                      "gone.c": source("gone"), ".gitignore": "*.info\n"})
+    root = make_repo(
+        tmp_path / "r",
+        {
+            "a.c": SRC,
+            "b.c": source("b"),
+            "old.c": source("old"),
+            "gone.c": source("gone"),
+            ".gitignore": "*.info\n",
+        },
+    )
     (root / "base.info").write_text(lcov(BASE_HITS))
     a = SRC.splitlines(True)
     a[3] = "CHANGED4\n"
@@ -139,8 +155,12 @@ def test_diff_renders_a_markdown_pull_request_comment(repo: Path) -> None:
     assert out == GOLD_MARKDOWN.format(base=short(repo, "HEAD~1"), cur=short(repo, "HEAD"))
 
 
-def test_diff_writes_github_annotations_for_uncovered_new_code_and_lost_coverage_to_stderr(repo: Path) -> None:
-    code, out, err = run(repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--annotations")
+def test_diff_writes_github_annotations_for_uncovered_new_code_and_lost_coverage_to_stderr(
+    repo: Path,
+) -> None:
+    code, out, err = run(
+        repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--annotations"
+    )
     assert code == 0
     assert err == GOLD_ANNOTATIONS and "::" not in out
     assert "patch    3/5 (60.00%)" in out and "a.c: UNC 2; LBC 4" in out
@@ -148,17 +168,23 @@ def test_diff_writes_github_annotations_for_uncovered_new_code_and_lost_coverage
 
 def test_annotation_properties_escape_commas_colons_and_newlines() -> None:
     summary = Summary(
-        {"current": {"scope": "complete"}}, (),
-        ({"path": "src/we,ird:name.c", "category": "UNC", "start": 3, "end": 5, "line_count": 2},), False,
+        {"current": {"scope": "complete"}},
+        (),
+        ({"path": "src/we,ird:name.c", "category": "UNC", "start": 3, "end": 5, "line_count": 2},),
+        False,
     )
     assert github_annotations(summary) == [
-        ("::warning file=src/we%2Cird%3Aname.c,line=3,endLine=5,title=UNC uncovered new code::"
-         "2 new or changed lines not covered by any test"),
+        (
+            "::warning file=src/we%2Cird%3Aname.c,line=3,endLine=5,title=UNC uncovered new code::"
+            "2 new or changed lines not covered by any test"
+        ),
     ]
 
 
 def test_a_report_given_as_current_is_compared_without_being_stored(repo: Path) -> None:
-    code, out, _ = run(repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--format", "json")
+    code, out, _ = run(
+        repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--format", "json"
+    )
     assert code == 0
     from_report = json.loads(out)
     with open_project(repo) as project:
@@ -169,27 +195,49 @@ def test_a_report_given_as_current_is_compared_without_being_stored(repo: Path) 
     assert from_report["categories"] == stored["categories"] and from_report["files"] == stored["files"]
     assert from_report["current"]["snapshot_ids"][0].startswith("report:")
     assert len(stored["files"]) == 5 and set(stored["files"][0]["lines"]) == {
-        "UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB"}
+        "UNC",
+        "LBC",
+        "UIC",
+        "UBC",
+        "GBC",
+        "GIC",
+        "GNC",
+        "CBC",
+        "EUB",
+        "ECB",
+        "DUB",
+        "DCB",
+    }
 
 
 def without_stats(envelope: dict) -> dict:
     return {**envelope, "context": {k: v for k, v in envelope["context"].items() if k != "stats"}}
 
 
-def test_diff_json_prints_exactly_the_library_diff_envelope_every_page_of_the_audit_change_review(repo: Path) -> None:
+def test_diff_json_prints_exactly_the_library_diff_envelope_every_page_of_the_audit_change_review(
+    repo: Path,
+) -> None:
     sid = store_current(repo)
     code, out, _ = run(repo, "diff", "--baseline", "HEAD~1", "--current", sid, "--json")
     assert code == 0
     printed = json.loads(out)
-    args = {"task": "change", "baseline": {"kind": "ref", "ref": "HEAD~1"}, "measurement": {"snapshot_id": sid},
-            "representation": "audit", "limits": {"max_files": 2}}
+    args = {
+        "task": "change",
+        "baseline": {"kind": "ref", "ref": "HEAD~1"},
+        "measurement": {"snapshot_id": sid},
+        "representation": "audit",
+        "limits": {"max_files": 2},
+    }
     with open_project(repo) as project:
         assert without_stats(printed) == without_stats(
-            ci.diff(project, {"baseline": {"kind": "ref", "ref": "HEAD~1"}, "current": {"snapshot_id": sid}}))
+            ci.diff(project, {"baseline": {"kind": "ref", "ref": "HEAD~1"}, "current": {"snapshot_id": sid}})
+        )
         service = Service(project)
         pages = [service.call("coverage_review", args)]
         while pages[-1]["page"]["next_cursor"]:
-            pages.append(service.call("coverage_review", {**args, "cursor": pages[-1]["page"]["next_cursor"]}))
+            pages.append(
+                service.call("coverage_review", {**args, "cursor": pages[-1]["page"]["next_cursor"]})
+            )
     assert len(pages) == 3 and printed["page"] is None
     assert printed["data"]["files"] == [f for p in pages for f in p["data"]["files"]]
     assert printed["data"]["categories"] == pages[0]["data"]["categories"]
@@ -197,7 +245,9 @@ def test_diff_json_prints_exactly_the_library_diff_envelope_every_page_of_the_au
 
 def test_gate_passes_with_exit_0_when_every_threshold_is_met(repo: Path) -> None:
     store_current(repo)
-    code, out, _ = run(repo, "gate", "--baseline", "HEAD~1", "--fail-under-patch", "60", "--fail-under-total", "66.6")
+    code, out, _ = run(
+        repo, "gate", "--baseline", "HEAD~1", "--fail-under-patch", "60", "--fail-under-total", "66.6"
+    )
     assert code == 0
     assert out.splitlines() == [
         "PASS total: total line coverage 10/15 (66.67%) meets the minimum 66.6%",
@@ -208,8 +258,17 @@ def test_gate_passes_with_exit_0_when_every_threshold_is_met(repo: Path) -> None
 
 def test_gate_fails_with_exit_3_and_a_reason_per_failed_check(repo: Path) -> None:
     store_current(repo)
-    code, out, err = run(repo, "gate", "--baseline", "HEAD~1", "--fail-under-patch", "80", "--ratchet",
-                         "--criteria", "UNC == 0 and LBC <= 1")
+    code, out, err = run(
+        repo,
+        "gate",
+        "--baseline",
+        "HEAD~1",
+        "--fail-under-patch",
+        "80",
+        "--ratchet",
+        "--criteria",
+        "UNC == 0 and LBC <= 1",
+    )
     assert code == 3
     assert out.splitlines() == [
         "FAIL patch: patch coverage 3/5 (60.00%) is under the minimum 80%",
@@ -219,7 +278,11 @@ def test_gate_fails_with_exit_3_and_a_reason_per_failed_check(repo: Path) -> Non
     ]
     assert "threshold_not_met" in err and "3 of 3 checks failed" in err
     code, out, _ = run(repo, "gate", "--baseline", "HEAD~1")  # the default criteria
-    assert code == 3 and out.splitlines()[0] == "FAIL criteria: criteria `UNC + LBC + UIC == 0` does not hold: UNC=2, LBC=1, UIC=0"
+    assert (
+        code == 3
+        and out.splitlines()[0]
+        == "FAIL criteria: criteria `UNC + LBC + UIC == 0` does not hold: UNC=2, LBC=1, UIC=0"
+    )
 
 
 def test_gate_json_says_which_checks_failed(repo: Path) -> None:
@@ -231,21 +294,34 @@ def test_gate_json_says_which_checks_failed(repo: Path) -> None:
 
 
 def test_gate_from_a_subset_run_does_not_count_lost_coverage_as_a_regression(repo: Path) -> None:
-    code, out, _ = run(repo, "gate", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"), "--scope", "subset",
-                       "--criteria", "LBC == 0")
+    code, out, _ = run(
+        repo,
+        "gate",
+        "--baseline",
+        "HEAD~1",
+        "--current",
+        str(repo / "cur.info"),
+        "--scope",
+        "subset",
+        "--criteria",
+        "LBC == 0",
+    )
     assert code == 0
     assert "LBC taken as 0: the current run is a subset; 1 lines are not_observed" in out
 
 
-@pytest.mark.parametrize("args, mention", [
-    (["--criteria", "__import__('os').system('true') == 0"], "is not allowed"),
-    (["--criteria", "UNC =="], "does not parse"),
-    (["--criteria", "UNC + 1"], "must be a comparison"),
-    (["--criteria", "NOPE == 0"], "'NOPE' is not a category"),
-    (["--fail-under-patch", "120"], "120"),
-    (["--baseline", "no-such-ref"], "no-such-ref"),
-    (["--suite", "never-stored"], "no snapshot of suite 'never-stored'"),
-])
+@pytest.mark.parametrize(
+    "args, mention",
+    [
+        (["--criteria", "__import__('os').system('true') == 0"], "is not allowed"),
+        (["--criteria", "UNC =="], "does not parse"),
+        (["--criteria", "UNC + 1"], "must be a comparison"),
+        (["--criteria", "NOPE == 0"], "'NOPE' is not a category"),
+        (["--fail-under-patch", "120"], "120"),
+        (["--baseline", "no-such-ref"], "no-such-ref"),
+        (["--suite", "never-stored"], "no snapshot of suite 'never-stored'"),
+    ],
+)
 def test_gate_refuses_bad_usage_with_exit_2(repo: Path, args: list[str], mention: str) -> None:
     store_current(repo)
     argv = ["gate"] + (args if args[0] == "--baseline" else ["--baseline", "HEAD~1", *args])
@@ -267,13 +343,25 @@ def test_gate_exits_1_when_the_comparison_cannot_be_made(repo: Path) -> None:
 
 
 def test_criteria_are_parsed_never_evaluated_as_python() -> None:
-    counts = dict.fromkeys(("UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB"), 0)
+    counts = dict.fromkeys(
+        ("UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB"), 0
+    )
     counts.update(UNC=2, GNC=8)
     assert Criteria("GNC * 100 >= 80 * (GNC + UNC)").holds(counts)  # 80% patch coverage
     assert not Criteria("UNC == 0 or (LBC > 0 and -UIC < 0)").holds(counts)
     assert Criteria("0 <= UNC < 3").holds(counts)
-    for text in ("UNC.__class__ == 0", "[UNC] == [0]", "UNC == 0 if True else 1", "lambda: 0", "UNC ** 2 == 4",
-                 "UNC == 'x'", "UNC == True", "not UNC == 0", "UNC == 0; 1", "x" * 600):
+    for text in (
+        "UNC.__class__ == 0",
+        "[UNC] == [0]",
+        "UNC == 0 if True else 1",
+        "lambda: 0",
+        "UNC ** 2 == 4",
+        "UNC == 'x'",
+        "UNC == True",
+        "not UNC == 0",
+        "UNC == 0; 1",
+        "x" * 600,
+    ):
         with pytest.raises(CoverageError) as err:
             Criteria(text)
         assert err.value.code is ErrorCode.INVALID_ARGUMENT
@@ -285,7 +373,9 @@ async def test_diff_and_gate_read_through_the_daemon_when_it_holds_the_store(rep
     async with in_process(Settings.from_env(port=0)) as d:
         await asyncio.to_thread(d.client().register, repo)  # the daemon now holds the store
         routed = await asyncio.to_thread(run, repo, "gate", "--baseline", "HEAD~1", "--ratchet", "--json")
-        unstored = await asyncio.to_thread(run, repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info"))
+        unstored = await asyncio.to_thread(
+            run, repo, "diff", "--baseline", "HEAD~1", "--current", str(repo / "cur.info")
+        )
     assert routed[0] == direct[0] == 3
     assert json.loads(routed[1])["data"] == json.loads(direct[1])["data"]
     # An unstored report needs the store itself: the comparison cannot be made (1), and the error says what to do.

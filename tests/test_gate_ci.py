@@ -25,7 +25,7 @@ from .realcov import REPORTS, cli, copy_checkout, make_package, measure
 from .test_daemon_support import in_process
 
 C1_CART_HEAD = '"""A shopping cart: totals, descriptions and shipping."""\n'
-C2_CART_TAIL = '''
+C2_CART_TAIL = """
 
 def refund(amount, fee=0):
     if fee > amount:
@@ -35,13 +35,13 @@ def refund(amount, fee=0):
 
 def tax(amount):
     return round(amount * 0.2, 2)
-'''
-C2_TESTS_TAIL = '''
+"""
+C2_TESTS_TAIL = """
 
 def test_tax_is_a_fifth():
     from shop.cart import tax
     assert tax(10) == 2
-'''
+"""
 UNCOVERED = '        raise ValueError("fee above amount")'  # a new line no test runs
 
 
@@ -51,7 +51,9 @@ def _keep(out: dict[str, Path], into: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, dict[str, Path]]]:
+def measured(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, str], dict[str, dict[str, Path]]]:
     """The package at c0 (measured), c1 (an edit nobody measured) and c2 = HEAD (measured): the repository, the
     commits and coverage.py's reports of c0 and c2."""
     root = tmp_path_factory.mktemp("gates")
@@ -61,8 +63,13 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     cart = (repo / "shop/cart.py").read_text()
     write(repo, {"shop/cart.py": C1_CART_HEAD + cart.split("\n", 1)[1]})
     commits["c1"] = commit(repo, "docstring")
-    write(repo, {"shop/cart.py": (repo / "shop/cart.py").read_text() + C2_CART_TAIL,
-                 "tests/test_cart.py": (repo / "tests/test_cart.py").read_text() + C2_TESTS_TAIL})
+    write(
+        repo,
+        {
+            "shop/cart.py": (repo / "shop/cart.py").read_text() + C2_CART_TAIL,
+            "tests/test_cart.py": (repo / "tests/test_cart.py").read_text() + C2_TESTS_TAIL,
+        },
+    )
     commits["c2"] = commit(repo, "refund and tax")
     saved["c2"] = _keep(measure(repo), root / "c2")
     return repo, commits, saved
@@ -71,7 +78,6 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 @pytest.fixture
 def repo(measured, tmp_path: Path) -> Path:
     return copy_checkout(measured[0], tmp_path)
-
 
 
 def ingest(repo: Path, report: Path, *args: str) -> str:
@@ -99,6 +105,7 @@ def both_measured(repo: Path, saved) -> None:
 
 # -- --fail-under-total and --baseline none -----------------------------------------------------
 
+
 def test_gate_fail_under_total_checks_the_current_total_without_a_baseline(repo: Path, measured) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c2"]["json"])
@@ -106,23 +113,35 @@ def test_gate_fail_under_total_checks_the_current_total_without_a_baseline(repo:
     passed = cli(repo, "gate", "--fail-under-total", "50")
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.splitlines()[0] == (
-        f"PASS total: total line coverage {hit}/{found} ({percent(hit, found)}) meets the minimum 50%")
+        f"PASS total: total line coverage {hit}/{found} ({percent(hit, found)}) meets the minimum 50%"
+    )
     failed = cli(repo, "gate", "--fail-under-total", "99.5", "--json")
     assert failed.returncode == 3
     assert json.loads(failed.stdout)["data"]["checks"] == [
-        {"name": "total", "passed": False,
-         "detail": f"total line coverage {hit}/{found} ({percent(hit, found)}) is under the minimum 99.5%"}]
+        {
+            "name": "total",
+            "passed": False,
+            "detail": f"total line coverage {hit}/{found} ({percent(hit, found)}) is under the minimum 99.5%",
+        }
+    ]
     assert json.loads(failed.stderr)["error"]["code"] == "threshold_not_met"
 
 
-@pytest.mark.parametrize("args, mention", [
-    ([], "none was given"),
-    (["--fail-under-patch", "80"], "fail_under_patch needs a baseline"),
-    (["--fail-under-total", "50", "--ratchet"], "ratchet needs a baseline"),
-    (["--fail-under-total", "50", "--baseline-fallback", "ancestor"], "baseline_fallback needs a baseline"),
-])
+@pytest.mark.parametrize(
+    "args, mention",
+    [
+        ([], "none was given"),
+        (["--fail-under-patch", "80"], "fail_under_patch needs a baseline"),
+        (["--fail-under-total", "50", "--ratchet"], "ratchet needs a baseline"),
+        (
+            ["--fail-under-total", "50", "--baseline-fallback", "ancestor"],
+            "baseline_fallback needs a baseline",
+        ),
+    ],
+)
 def test_a_gate_without_a_baseline_that_asks_for_a_comparison_is_bad_usage_exit_2(
-        repo: Path, measured, args: list[str], mention: str) -> None:
+    repo: Path, measured, args: list[str], mention: str
+) -> None:
     ingest(repo, measured[2]["c2"]["json"])
     done = cli(repo, "gate", *args)
     assert done.returncode == 2 and done.stdout == ""
@@ -143,8 +162,10 @@ def test_gate_accepts_baseline_none_as_review_change_does(repo: Path, measured) 
 
 # -- no baseline yet, and the fallback to the nearest measured ancestor --------------------------
 
+
 def test_no_baseline_yet_is_exit_1_with_baseline_unavailable_in_json_and_one_line_on_stderr(
-        repo: Path, measured) -> None:
+    repo: Path, measured
+) -> None:
     _repo, commits, saved = measured
     both_measured(repo, saved)  # HEAD~1 (c1) was never measured
     for command in ("gate", "diff"):
@@ -163,11 +184,21 @@ def test_no_baseline_yet_is_exit_1_with_baseline_unavailable_in_json_and_one_lin
 
 
 def test_baseline_fallback_ancestor_compares_with_the_nearest_measured_ancestor_and_names_it(
-        repo: Path, measured) -> None:
+    repo: Path, measured
+) -> None:
     _repo, commits, saved = measured
     both_measured(repo, saved)
-    done = cli(repo, "gate", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--fail-under-patch", "50",
-               "--json")
+    done = cli(
+        repo,
+        "gate",
+        "--baseline",
+        "HEAD~1",
+        "--baseline-fallback",
+        "ancestor",
+        "--fail-under-patch",
+        "50",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)["data"]
     assert data["baseline"]["commit"] == commits["c0"][:12]
@@ -176,21 +207,33 @@ def test_baseline_fallback_ancestor_compares_with_the_nearest_measured_ancestor_
     assert fallback["asked_commit"] == commits["c1"] and fallback["commit"] == commits["c0"]
     assert fallback["commits_back"] == 1
     # The same comparison as naming the ancestor.
-    direct = json.loads(cli(repo, "gate", "--baseline", commits["c0"], "--fail-under-patch", "50", "--json").stdout)
+    direct = json.loads(
+        cli(repo, "gate", "--baseline", commits["c0"], "--fail-under-patch", "50", "--json").stdout
+    )
     assert data["categories"] == direct["data"]["categories"] and data["patch"] == direct["data"]["patch"]
-    text = cli(repo, "gate", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--fail-under-patch", "50")
+    text = cli(
+        repo, "gate", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--fail-under-patch", "50"
+    )
     assert text.returncode == 0
     assert text.stdout.splitlines()[0] == (
         f"baseline fallback: no snapshot of suite 'default' measures the baseline commit {commits['c1'][:12]}; "
-        f"compared with its nearest measured ancestor {commits['c0'][:12]}, 1 commit back")
+        f"compared with its nearest measured ancestor {commits['c0'][:12]}, 1 commit back"
+    )
     table = cli(repo, "diff", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor")
     assert table.returncode == 0 and f"nearest measured ancestor {commits['c0'][:12]}" in table.stdout
-    markdown = cli(repo, "diff", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--format", "markdown")
-    assert f"> Baseline fallback: no snapshot of suite 'default' measures the baseline commit " \
-           f"{commits['c1'][:12]}; compared with its nearest measured ancestor {commits['c0'][:12]}" in markdown.stdout
+    markdown = cli(
+        repo, "diff", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--format", "markdown"
+    )
+    assert (
+        f"> Baseline fallback: no snapshot of suite 'default' measures the baseline commit "
+        f"{commits['c1'][:12]}; compared with its nearest measured ancestor {commits['c0'][:12]}"
+        in markdown.stdout
+    )
 
 
-def test_baseline_fallback_without_a_measured_ancestor_is_still_baseline_unavailable(repo: Path, measured) -> None:
+def test_baseline_fallback_without_a_measured_ancestor_is_still_baseline_unavailable(
+    repo: Path, measured
+) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c2"]["json"])  # only HEAD is measured
     done = cli(repo, "gate", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor", "--json")
@@ -203,13 +246,24 @@ async def test_baseline_fallback_works_when_the_daemon_holds_the_store(repo: Pat
     both_measured(repo, saved)
     async with in_process(Settings.from_env(port=0)) as d:
         await asyncio.to_thread(d.client().register, repo)  # the daemon now holds the store
-        done = await asyncio.to_thread(cli, repo, "gate", "--baseline", "HEAD~1", "--baseline-fallback", "ancestor",
-                                       "--fail-under-patch", "50", "--json")
+        done = await asyncio.to_thread(
+            cli,
+            repo,
+            "gate",
+            "--baseline",
+            "HEAD~1",
+            "--baseline-fallback",
+            "ancestor",
+            "--fail-under-patch",
+            "50",
+            "--json",
+        )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"]["baseline"]["fallback"]["commit"] == commits["c0"]
 
 
 # -- annotations: standard error or a file, never standard output --------------------------------
+
 
 def test_annotations_go_to_stderr_and_json_on_stdout_stays_valid(repo: Path, measured) -> None:
     both_measured(repo, measured[2])
@@ -221,8 +275,11 @@ def test_annotations_go_to_stderr_and_json_on_stdout_stays_valid(repo: Path, mea
         assert ("data" in data) == (fmt == ["--json"])
         assert "::" not in done.stdout
         assert done.stderr.splitlines() == [
-            (f"::warning file=shop/cart.py,line={start},endLine={start + 2},title=UNC uncovered new code::"
-             "3 new or changed lines not covered by any test")]
+            (
+                f"::warning file=shop/cart.py,line={start},endLine={start + 2},title=UNC uncovered new code::"
+                "3 new or changed lines not covered by any test"
+            )
+        ]
 
 
 def test_json_and_a_format_never_silently_override_each_other(repo: Path, measured) -> None:
@@ -241,11 +298,18 @@ def test_annotations_can_go_to_a_file_with_markdown_on_stdout(repo: Path, measur
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("### Coverage change\n") and "::warning" not in done.stdout
     assert target.read_text().startswith("::warning file=shop/cart.py,line=")
-    unwritable = cli(repo, "diff", "--baseline", "HEAD~2", "--annotations", str(tmp_path / "no" / "such" / "dir"))
-    assert unwritable.returncode == 2 and unwritable.stdout == "" and "cannot write the annotations" in unwritable.stderr
+    unwritable = cli(
+        repo, "diff", "--baseline", "HEAD~2", "--annotations", str(tmp_path / "no" / "such" / "dir")
+    )
+    assert (
+        unwritable.returncode == 2
+        and unwritable.stdout == ""
+        and "cannot write the annotations" in unwritable.stderr
+    )
 
 
 # -- the Markdown pull-request comment ------------------------------------------------------------
+
 
 def test_the_markdown_report_reads_like_a_pull_request_comment(repo: Path, measured) -> None:
     _repo, commits, saved = measured
@@ -260,8 +324,10 @@ def test_the_markdown_report_reads_like_a_pull_request_comment(repo: Path, measu
     # Total before -> after with the change, and patch coverage, in the first line under the title.
     headline = md.splitlines()[2]
     assert headline.startswith(f"**Total coverage: {percent(*before)} → {percent(*after)} (-")
-    assert f"**Patch coverage: {percent(patch['hit'], patch['found'])}** ({patch['hit']} of {patch['found']} " \
-           "added or changed lines covered)" in headline
+    assert (
+        f"**Patch coverage: {percent(patch['hit'], patch['found'])}** ({patch['hit']} of {patch['found']} "
+        "added or changed lines covered)" in headline
+    )
     assert f"Baseline `{commits['c0'][:12]}` (ref `HEAD~2`, {before[0]}/{before[1]} lines covered)" in md
     # The per-file delta of the one changed source file.
     row = next(line for line in md.splitlines() if line.startswith("| `shop/cart.py` |"))

@@ -31,8 +31,15 @@ def put(svc: Service, report: str, name: str = "r.info", **args) -> str:
 
 def incremental(svc: Service, current: str | list[str], base: str, **args) -> dict:
     measurement = {"snapshot_ids": current} if isinstance(current, list) else {"snapshot_id": current}
-    return svc.call("coverage_review", {"task": "incremental", "measurement": measurement,
-                                        "baseline": {"kind": "explicit", "snapshot_id": base}, **args})["data"]
+    return svc.call(
+        "coverage_review",
+        {
+            "task": "incremental",
+            "measurement": measurement,
+            "baseline": {"kind": "explicit", "snapshot_id": base},
+            **args,
+        },
+    )["data"]
 
 
 def test_the_answer_is_the_union_of_baseline_and_current_with_grouped_lines(svc: Service) -> None:
@@ -51,7 +58,9 @@ def test_the_answer_is_the_union_of_baseline_and_current_with_grouped_lines(svc:
     assert data["diff"]["replacement"] is True and data["diff"]["categories"]["LBC"] == 1
 
 
-def test_absence_in_a_subset_run_is_not_observed_and_only_a_complete_run_claims_a_regression(svc: Service) -> None:
+def test_absence_in_a_subset_run_is_not_observed_and_only_a_complete_run_claims_a_regression(
+    svc: Service,
+) -> None:
     base = put(svc, lcov(BASE))
     lost = {"m.c": {1: 1, 2: 0, 3: 0, 4: 0, 5: 1}, "n.c": {1: 1, 2: 0}}
     subset = put(svc, lcov(lost, test="subset"), scope="subset")
@@ -87,9 +96,11 @@ def test_lines_are_followed_across_commits(tmp_path: Path) -> None:
 
 def test_suites_may_differ_but_the_format_must_match(svc: Service) -> None:
     base = put(svc, lcov(BASE), suite="unit")
-    xml = ('<?xml version="1.0" ?><coverage version="7" line-rate="1"><packages><package name="p"><classes>'
-           '<class name="m" filename="m.c"><methods/><lines><line number="1" hits="1"/></lines></class>'
-           "</classes></package></packages></coverage>")
+    xml = (
+        '<?xml version="1.0" ?><coverage version="7" line-rate="1"><packages><package name="p"><classes>'
+        '<class name="m" filename="m.c"><methods/><lines><line number="1" hits="1"/></lines></class>'
+        "</classes></package></packages></coverage>"
+    )
     other = put(svc, xml, name="c.xml", suite="integration")
     with pytest.raises(CoverageError) as err:
         incremental(svc, other, base)
@@ -99,13 +110,34 @@ def test_suites_may_differ_but_the_format_must_match(svc: Service) -> None:
 def test_incremental_needs_explicit_sides_and_never_mixes_composites_with_snapshots(svc: Service) -> None:
     base = put(svc, lcov(BASE))
     cases = [
-        ({"task": "incremental", "baseline": {"kind": "explicit", "snapshot_id": base}}, ErrorCode.INVALID_ARGUMENT),
-        ({"task": "incremental", "measurement": {"snapshot_id": base}, "baseline": {"kind": "previous_snapshot"}},
-         ErrorCode.INVALID_ARGUMENT),
-        ({"task": "incremental", "measurement": {"snapshot_id": base},
-          "baseline": {"kind": "explicit", "composite_snapshot_id": "comp-1"}}, ErrorCode.INCOMPATIBLE_SNAPSHOTS),
-        ({"task": "incremental", "measurement": {"composite_snapshot_id": "comp-1"},
-          "baseline": {"kind": "explicit", "snapshot_id": base}}, ErrorCode.NOT_FOUND),
+        (
+            {"task": "incremental", "baseline": {"kind": "explicit", "snapshot_id": base}},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {
+                "task": "incremental",
+                "measurement": {"snapshot_id": base},
+                "baseline": {"kind": "previous_snapshot"},
+            },
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {
+                "task": "incremental",
+                "measurement": {"snapshot_id": base},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": "comp-1"},
+            },
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+        ),
+        (
+            {
+                "task": "incremental",
+                "measurement": {"composite_snapshot_id": "comp-1"},
+                "baseline": {"kind": "explicit", "snapshot_id": base},
+            },
+            ErrorCode.NOT_FOUND,
+        ),
     ]
     for args, code in cases:
         with pytest.raises(CoverageError) as err:
@@ -119,14 +151,20 @@ def _named(tests: dict[str, dict[int, int]]) -> str:
 
 def test_test_differences_name_each_test_beside_its_stable_id_bounded_and_counted(svc: Service) -> None:
     base = put(svc, _named({f"base_{i}": {1: 1} for i in range(3)} | {"shared": {2: 1}}))
-    run = put(svc, _named({f"new_test_{i:02d}": {3: 1} for i in range(14)} | {"shared": {2: 1}}), scope="subset")
+    run = put(
+        svc, _named({f"new_test_{i:02d}": {3: 1} for i in range(14)} | {"shared": {2: 1}}), scope="subset"
+    )
     data = incremental(svc, run, base)
     tests = data["tests"]
     assert (tests["baseline"], tests["current"], tests["common"]) == (4, 15, 1)
     only = tests["only_current"]
     assert only["count"] == 14 and only["names"] == [f"new_test_{i:02d}" for i in range(10)]
     assert len(only["ids"]) == 10 and only["truncated"] is True
-    assert tests["only_baseline"] == {**tests["only_baseline"], "count": 3, "names": ["base_0", "base_1", "base_2"]}
+    assert tests["only_baseline"] == {
+        **tests["only_baseline"],
+        "count": 3,
+        "names": ["base_0", "base_1", "base_2"],
+    }
     again = incremental(svc, run, base)["tests"]["only_current"]
     assert again["ids"] == only["ids"] and all(i.startswith("t-") for i in again["ids"])  # stable ids
     attribution = data["attribution"]

@@ -16,7 +16,7 @@ from .realcov import make_package, measure
 
 # A module whose every statement runs while some branches never do: no missing line, three partial ones.
 FLAGS = {
-    "shop/flags.py": '''\
+    "shop/flags.py": """\
 def normalise(value, strict=False):
     if strict:
         value = value.strip()
@@ -26,14 +26,14 @@ def normalise(value, strict=False):
         if ch == "!":
             break
     return value
-''',
-    "tests/test_flags.py": '''\
+""",
+    "tests/test_flags.py": """\
 from shop.flags import normalise
 
 
 def test_normalise_strips_in_strict_mode():
     assert normalise(" Yes! ", strict=True) == "yes!"
-''',
+""",
 }
 WHOLE = {"max_words": 50_000, "max_bytes": 2_000_000, "max_files": 200, "max_regions": 500}
 
@@ -58,7 +58,9 @@ def service(measured: tuple[Path, dict]):
 
 
 def _targets(svc: Service, **args) -> dict[tuple[str, str | None], dict]:
-    data = svc.call("coverage_review", {"task": "insight", "representation": "audit", "limits": WHOLE, **args})["data"]
+    data = svc.call(
+        "coverage_review", {"task": "insight", "representation": "audit", "limits": WHOLE, **args}
+    )["data"]
     return {(t["path"], t["function"]): t for t in data["targets"]}
 
 
@@ -66,8 +68,9 @@ def _lines(target: dict, kind: str) -> set[int]:
     return {n for r in target["ranges"] if r["kind"] == kind for n in range(r["start"], r["end"] + 1)}
 
 
-def test_a_nested_functions_outer_lines_are_charged_to_the_outer_function_not_the_nested_one(service: Service,
-                                                                                                measured) -> None:
+def test_a_nested_functions_outer_lines_are_charged_to_the_outer_function_not_the_nested_one(
+    service: Service, measured
+) -> None:
     _, report = measured
     cart = report["files"]["shop/cart.py"]["functions"]
     targets = _targets(service)
@@ -78,8 +81,9 @@ def test_a_nested_functions_outer_lines_are_charged_to_the_outer_function_not_th
     assert ("shop/cart.py", "describe.label") not in targets
 
 
-def test_every_uncovered_line_and_partial_branch_is_charged_to_the_function_coveragepy_names(service: Service,
-                                                                                              measured) -> None:
+def test_every_uncovered_line_and_partial_branch_is_charged_to_the_function_coveragepy_names(
+    service: Service, measured
+) -> None:
     _, report = measured
     targets = _targets(service)
     for path, entry in report["files"].items():
@@ -125,9 +129,14 @@ def test_a_union_of_two_runs_attributes_like_one_run(measured, tmp_path: Path) -
     repo, _ = measured
     with open_project(repo) as project:
         svc = Service(project)
-        ids = [svc.call("coverage_import", {"report_path": "coverage.json", "suite": s})["data"]["snapshot"]["snapshot_id"]
-               for s in ("a", "b")]
+        ids = [
+            svc.call("coverage_import", {"report_path": "coverage.json", "suite": s})["data"]["snapshot"][
+                "snapshot_id"
+            ]
+            for s in ("a", "b")
+        ]
         one = _targets(svc, measurement={"snapshot_id": ids[0]})
         both = _targets(svc, measurement={"snapshot_ids": ids})
     assert {k: (_lines(t, "uncovered"), _lines(t, "partial")) for k, t in one.items()} == {
-        k: (_lines(t, "uncovered"), _lines(t, "partial")) for k, t in both.items()}
+        k: (_lines(t, "uncovered"), _lines(t, "partial")) for k, t in both.items()
+    }

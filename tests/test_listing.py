@@ -57,7 +57,9 @@ def test_snapshot_filters_select_by_suite_branch_and_commit_prefix(service: Serv
     first = everything[-1]
     by_commit = review(service, task="snapshots", filter={"commit": first.commit[:7]})["data"]["snapshots"]
     assert [row[0] for row in by_commit] == [s.snapshot_id for s in everything if s.commit == first.commit]
-    one = review(service, task="snapshots", filter={"snapshot_id": first.snapshot_id}, representation="review")
+    one = review(
+        service, task="snapshots", filter={"snapshot_id": first.snapshot_id}, representation="review"
+    )
     assert one["data"]["snapshots"] == [snapshot_to_dict(first)]
     none = review(service, task="snapshots", filter={"branch": "no-such-branch"})
     assert none["data"]["snapshots"] == [] and none["page"]["next_cursor"] is None
@@ -73,11 +75,21 @@ def test_a_snapshot_page_continues_with_its_cursor_without_gaps_or_repeats(servi
 def test_files_list_one_snapshot_in_the_order_asked_and_page_through_all_of_them(service: Service) -> None:
     snap = service.project.latest("unit")
     page = service.project.files(snap.snapshot_id, order="uncovered")
-    listed = walk(service, "files", task="files", measurement={"snapshot_id": snap.snapshot_id},
-                  order="uncovered", page_size=2)
+    listed = walk(
+        service,
+        "files",
+        task="files",
+        measurement={"snapshot_id": snap.snapshot_id},
+        order="uncovered",
+        page_size=2,
+    )
     assert [row[0] for row in listed] == [f.path for f in page.files]
-    full = review(service, task="files", measurement={"snapshot_id": snap.snapshot_id}, representation="review")
-    assert full["data"]["files"] == [converter.unstructure(f) for f in service.project.files(snap.snapshot_id).files]
+    full = review(
+        service, task="files", measurement={"snapshot_id": snap.snapshot_id}, representation="review"
+    )
+    assert full["data"]["files"] == [
+        converter.unstructure(f) for f in service.project.files(snap.snapshot_id).files
+    ]
     assert full["data"]["total"] == page.total
 
 
@@ -88,8 +100,14 @@ def test_one_files_detail_pages_by_line_window_and_reassembles_to_the_stored_det
     pages = []
     cursor = None
     while True:
-        env = review(service, task="file", measurement={"snapshot_id": snap.snapshot_id}, file=path,
-                     limits={"max_words": 120}, **({"cursor": cursor} if cursor else {}))
+        env = review(
+            service,
+            task="file",
+            measurement={"snapshot_id": snap.snapshot_id},
+            file=path,
+            limits={"max_words": 120},
+            **({"cursor": cursor} if cursor else {}),
+        )
         pages.append(env["data"])
         cursor = env["page"]["next_cursor"]
         if cursor is None:
@@ -108,8 +126,14 @@ def stored_table(detail, name: str) -> dict[str, list]:
 
 def test_a_file_detail_window_is_exactly_the_lines_asked(service: Service) -> None:
     snap = service.project.latest("lcov")
-    data = review(service, task="file", measurement={"snapshot_id": snap.snapshot_id}, file="inventory/pricing.py",
-                  lines="10-20", limits={"max_words": 5000})["data"]
+    data = review(
+        service,
+        task="file",
+        measurement={"snapshot_id": snap.snapshot_id},
+        file="inventory/pricing.py",
+        lines="10-20",
+        limits={"max_words": 5000},
+    )["data"]
     assert data["lines"]["line"] and all(10 <= n <= 20 for n in data["lines"]["line"])
 
 
@@ -130,8 +154,12 @@ def test_a_forged_or_foreign_cursor_never_gives_a_wrong_page(service: Service) -
 
 
 def test_bad_listing_arguments_are_refused_with_what_is_allowed(service: Service) -> None:
-    for args, word in (({"page_size": 0}, "between"), ({"order": "size"}, "uncovered"),
-                       ({"filter": {"colour": "x"}}, "suite"), ({"filter": {"commit": "HEAD"}}, "pattern")):
+    for args, word in (
+        ({"page_size": 0}, "between"),
+        ({"order": "size"}, "uncovered"),
+        ({"filter": {"colour": "x"}}, "suite"),
+        ({"filter": {"commit": "HEAD"}}, "pattern"),
+    ):
         with pytest.raises(CoverageError) as caught:
             review(service, task="files", **args)
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT
@@ -144,8 +172,20 @@ def test_a_large_real_file_respects_the_record_cap_page_by_page(sample_repo: Pat
         svc = Service(project)
         snap = project.ingest(report, suite="cmark")
         biggest = project.files(snap.snapshot_id, order="uncovered", limit=1).files[0]
-        data = review(svc, task="file", measurement={"snapshot_id": snap.snapshot_id}, file=biggest.path,
-                      limits={"max_words": 50_000, "max_bytes": 2_000_000})
-        records = sum(len(data["data"][t][c]) for t, c in (("lines", "line"), ("branches", "line"),
-                                                           ("functions", "name"), ("regions", "start_line")))
+        data = review(
+            svc,
+            task="file",
+            measurement={"snapshot_id": snap.snapshot_id},
+            file=biggest.path,
+            limits={"max_words": 50_000, "max_bytes": 2_000_000},
+        )
+        records = sum(
+            len(data["data"][t][c])
+            for t, c in (
+                ("lines", "line"),
+                ("branches", "line"),
+                ("functions", "name"),
+                ("regions", "start_line"),
+            )
+        )
         assert 0 < records <= 1000 and data["page"]["next_cursor"] is not None

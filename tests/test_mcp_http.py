@@ -19,17 +19,29 @@ from .test_daemon_support import ACCEPT, Running, in_process, post_mcp
 pytest_plugins = ["tests.test_daemon_support"]
 
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+}
 
 
 def initialize(version: str, request_id: int = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
 
 
-def modern(method: str, params: dict[str, Any] | None = None,
-           request_id: int | str = 1) -> tuple[dict[str, Any], dict[str, str]]:
+def modern(
+    method: str, params: dict[str, Any] | None = None, request_id: int | str = 1
+) -> tuple[dict[str, Any], dict[str, str]]:
     """A stateless request and the routing headers a conforming client sends with it."""
     params = {**(params or {}), "_meta": META}
     headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
@@ -52,8 +64,13 @@ class Session:
         return answer["result"]
 
     async def send(self, message: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
-        return await post_mcp(self.http, self.url, message, repo=self.repo,
-                               headers={"Mcp-Session-Id": self.id, "MCP-Protocol-Version": "2025-11-25"})
+        return await post_mcp(
+            self.http,
+            self.url,
+            message,
+            repo=self.repo,
+            headers={"Mcp-Session-Id": self.id, "MCP-Protocol-Version": "2025-11-25"},
+        )
 
 
 @pytest.fixture
@@ -64,9 +81,14 @@ async def http(isolated_home: Path) -> Any:
 
 
 async def test_an_unsupported_requested_version_gets_the_counter_offer_and_supported_ones_are_echoed(
-        daemon: Running, http: aiohttp.ClientSession) -> None:
-    for requested, negotiated in (("2099-01-01", "2025-11-25"), ("2024-11-05", "2024-11-05"),
-                                  ("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25")):
+    daemon: Running, http: aiohttp.ClientSession
+) -> None:
+    for requested, negotiated in (
+        ("2099-01-01", "2025-11-25"),
+        ("2024-11-05", "2024-11-05"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+    ):
         status, headers, answer = await post_mcp(http, daemon.url + "/mcp", initialize(requested))
         assert status == 200 and answer["result"]["protocolVersion"] == negotiated
         assert len(headers["Mcp-Session-Id"]) >= 32 and "resultType" not in answer["result"]
@@ -76,13 +98,19 @@ async def test_an_unsupported_requested_version_gets_the_counter_offer_and_suppo
 async def test_the_transport_statuses(daemon: Running, http: aiohttp.ClientSession) -> None:
     url = daemon.url + "/mcp"
     port = daemon.daemon.port
-    status, _, body = await post_mcp(http, url, initialize("2025-11-25"), headers={"Origin": "http://evil.example"})
+    status, _, body = await post_mcp(
+        http, url, initialize("2025-11-25"), headers={"Origin": "http://evil.example"}
+    )
     assert status == 403 and body["id"] is None and body["error"]["code"] == -32600
-    status, _, _ = await post_mcp(http, url, initialize("2025-11-25"), headers={"Host": f"rebound.example:{port}"})
+    status, _, _ = await post_mcp(
+        http, url, initialize("2025-11-25"), headers={"Host": f"rebound.example:{port}"}
+    )
     assert status == 403
     async with http.get(url, headers={"Accept": ACCEPT}) as response:
         assert response.status == 405 and "POST" in response.headers["Allow"]
-    status, _, _ = await post_mcp(http, url, initialize("2025-11-25"), headers={"Accept": "text/event-stream"})
+    status, _, _ = await post_mcp(
+        http, url, initialize("2025-11-25"), headers={"Accept": "text/event-stream"}
+    )
     assert status == 406
     status, _, _ = await post_mcp(http, url, initialize("2025-11-25"), headers={"Content-Type": "text/plain"})
     assert status == 415
@@ -90,10 +118,20 @@ async def test_the_transport_statuses(daemon: Running, http: aiohttp.ClientSessi
     assert status == 400 and body["error"]["code"] == -32700 and body["id"] is None
     status, _, body = await post_mcp(http, url, [initialize("2025-11-25")])
     assert status == 400 and body["error"]["code"] == -32600
-    status, _, body = await post_mcp(http, url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                                     headers={"MCP-Protocol-Version": "2099-01-01"})
+    status, _, body = await post_mcp(
+        http,
+        url,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        headers={"MCP-Protocol-Version": "2099-01-01"},
+    )
     assert status == 400 and body["error"]["code"] == -32022 and body["id"] == 2
-    assert set(body["error"]["data"]["supported"]) == {MODERN, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+    assert set(body["error"]["data"]["supported"]) == {
+        MODERN,
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    }
 
 
 async def test_a_body_over_the_limit_is_413(isolated_home: Path, http: aiohttp.ClientSession) -> None:
@@ -104,7 +142,9 @@ async def test_a_body_over_the_limit_is_413(isolated_home: Path, http: aiohttp.C
         assert status == 413 and body["error"]["code"] == -32600
 
 
-async def test_handshake_sessions_are_required_checked_and_ended(daemon: Running, http: aiohttp.ClientSession) -> None:
+async def test_handshake_sessions_are_required_checked_and_ended(
+    daemon: Running, http: aiohttp.ClientSession
+) -> None:
     url = daemon.url + "/mcp"
     listing = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
     status, _, body = await post_mcp(http, url, listing)
@@ -131,8 +171,9 @@ async def test_handshake_sessions_are_required_checked_and_ended(daemon: Running
     assert status == 404
 
 
-async def test_a_stateless_discover_and_tool_call_need_no_session(daemon: Running, http: aiohttp.ClientSession,
-                                                                  sample_repo: Path) -> None:
+async def test_a_stateless_discover_and_tool_call_need_no_session(
+    daemon: Running, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
     url = daemon.url + "/mcp"
     message, headers = modern("server/discover")
     status, response_headers, body = await post_mcp(http, url, message, headers=headers)
@@ -156,13 +197,18 @@ async def test_a_stateless_discover_and_tool_call_need_no_session(daemon: Runnin
         message, headers = modern(method)
         status, _, body = await post_mcp(http, url, message, headers=headers)
         assert status == 404 and body["error"]["code"] == -32601, method
-    status, _, body = await post_mcp(http, url, {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                                 "params": {"requestId": 1}}, headers={"MCP-Protocol-Version": MODERN})
+    status, _, body = await post_mcp(
+        http,
+        url,
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        headers={"MCP-Protocol-Version": MODERN},
+    )
     assert status == 202 and body is None
 
 
 async def test_a_stateless_request_whose_headers_disagree_with_its_body_is_refused(
-        daemon: Running, http: aiohttp.ClientSession) -> None:
+    daemon: Running, http: aiohttp.ClientSession
+) -> None:
     url = daemon.url + "/mcp"
     message, headers = modern("tools/call", {"name": "project_context", "arguments": {}})
 
@@ -176,27 +222,44 @@ async def test_a_stateless_request_whose_headers_disagree_with_its_body_is_refus
     await refused(message, {k: v for k, v in headers.items() if k != "MCP-Protocol-Version"}, -32020)
     no_meta = {**message, "params": {"name": "project_context"}}
     await refused(no_meta, headers, -32602)
-    other_version = {**message, "params": {**message["params"], "_meta": {
-        **META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}
+    other_version = {
+        **message,
+        "params": {
+            **message["params"],
+            "_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"},
+        },
+    }
     await refused(other_version, headers, -32020)
     named = {**message, "params": {**message["params"], "name": "pröject"}}
-    status, _, body = await post_mcp(http, url, named, headers={**headers, "Mcp-Name": "=?base64?cHLDtmplY3Q=?="})
+    status, _, body = await post_mcp(
+        http, url, named, headers={**headers, "Mcp-Name": "=?base64?cHLDtmplY3Q=?="}
+    )
     assert status == 400 and body["error"]["code"] == -32602  # the names agree; the tool does not exist
 
 
 async def test_cancelling_a_call_answers_it_with_request_cancelled_and_the_call_never_runs(
-        daemon: Running, http: aiohttp.ClientSession, sample_repo: Path) -> None:
+    daemon: Running, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
     handle, _ = await daemon.daemon.projects.resolve(Target(path=str(sample_repo)))
     session = Session(http, daemon.url + "/mcp", repo=sample_repo)
     await session.open()
-    call = {"jsonrpc": "2.0", "id": 41, "method": "tools/call",
-            "params": {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 41,
+        "method": "tools/call",
+        "params": {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}},
+    }
     async with handle.write_gate:  # the import waits here, so it is surely in flight
         pending = asyncio.create_task(session.send(call))
         await asyncio.sleep(0.2)
         assert not pending.done()
-        status, _, _ = await session.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                           "params": {"requestId": 41, "reason": "user"}})
+        status, _, _ = await session.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 41, "reason": "user"},
+            }
+        )
         assert status == 202
         status, _, body = await asyncio.wait_for(pending, 5)
     assert status == 200 and body["id"] == 41 and body["error"]["code"] == -32800
@@ -206,12 +269,16 @@ async def test_cancelling_a_call_answers_it_with_request_cancelled_and_the_call_
 
 
 async def test_a_stateless_call_abandoned_by_its_client_never_runs(
-        daemon: Running, http: aiohttp.ClientSession, sample_repo: Path) -> None:
+    daemon: Running, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
     handle, _ = await daemon.daemon.projects.resolve(Target(path=str(sample_repo)))
-    message, headers = modern("tools/call", {"name": "coverage_import",
-                                             "arguments": {"report_path": "step3.coverage.lcov"}})
+    message, headers = modern(
+        "tools/call", {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}}
+    )
     async with handle.write_gate:
-        pending = asyncio.create_task(post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo))
+        pending = asyncio.create_task(
+            post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)
+        )
         await asyncio.sleep(0.2)
         pending.cancel()  # closes the connection: the 2026-07-28 way to cancel
         await asyncio.sleep(0.2)

@@ -26,14 +26,17 @@ ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 @contextlib.asynccontextmanager
 async def sdk_client(daemon: Running, url: str, mode: str, **headers: str) -> AsyncIterator[Client]:
     """The SDK's client over streamable HTTP, configured with the client token as a person would."""
-    async with httpx2.AsyncClient(headers={**daemon.auth, **headers}) as http, \
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+    async with (
+        httpx2.AsyncClient(headers={**daemon.auth, **headers}) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
         yield client
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running, sample_repo: Path,
-                                                                 mode: str) -> None:
+async def test_the_sdk_client_connects_lists_imports_and_reviews(
+    daemon: Running, sample_repo: Path, mode: str
+) -> None:
     pid = await register(daemon, sample_repo)
     started = time.monotonic()
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", mode) as client:
@@ -52,10 +55,14 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["coverage://snapshot/{snapshot_id}/summary"]
 
-        first = await client.call_tool("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "unit"})
+        first = await client.call_tool(
+            "coverage_import", {"report_path": "step3.coverage.lcov", "suite": "unit"}
+        )
         assert not first.is_error and first.structured_content["data"]["duplicate"] is False
         assert json.loads(first.content[0].text) == first.structured_content
-        again = await client.call_tool("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "unit"})
+        again = await client.call_tool(
+            "coverage_import", {"report_path": "step3.coverage.lcov", "suite": "unit"}
+        )
         assert not again.is_error and again.structured_content["data"]["duplicate"] is True
         snapshot_id = first.structured_content["data"]["snapshot"]["snapshot_id"]
 
@@ -64,7 +71,9 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running
         assert context.structured_content["context"]["project_id"] == pid
         assert context.structured_content["data"]["suites"][0]["snapshot_id"] == snapshot_id
         for task in ("insight", "source", "tests", "history", "all"):
-            answer = await client.call_tool("coverage_review", {"task": task, "measurement": {"suite": "unit"}})
+            answer = await client.call_tool(
+                "coverage_review", {"task": task, "measurement": {"suite": "unit"}}
+            )
             assert not answer.is_error, (task, answer.content[0].text)
             assert answer.structured_content["data"]["claim_status"] in {"supported", "limited"}
 
@@ -78,7 +87,8 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(daemon: Running
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_client_mistakes_are_tool_errors_and_an_unknown_tool_is_a_protocol_error(
-        daemon: Running, sample_repo: Path, mode: str) -> None:
+    daemon: Running, sample_repo: Path, mode: str
+) -> None:
     pid = await register(daemon, sample_repo)
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", mode) as client:
         bad = await client.call_tool("coverage_review", {"task": "insight", "limits": {"max_words": "many"}})
@@ -103,11 +113,14 @@ async def test_without_a_repository_a_tool_says_how_to_select_one(daemon: Runnin
         assert "x-coverage-mcp-repo" in answer.structured_content["error"]["suggestion"]
 
 
-async def test_the_repository_header_selects_the_checkout_without_a_project_id(daemon: Running,
-                                                                              sample_repo: Path) -> None:
+async def test_the_repository_header_selects_the_checkout_without_a_project_id(
+    daemon: Running, sample_repo: Path
+) -> None:
     headers = {"x-coverage-mcp-repo": str(sample_repo), **daemon.auth}
-    async with httpx2.AsyncClient(headers=headers) as http, \
-            Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http), mode="legacy") as client:
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http), mode="legacy") as client,
+    ):
         answer = await client.call_tool("project_context", {})
         assert not answer.is_error
         assert answer.structured_content["context"]["checkout_path"] == str(sample_repo.resolve())

@@ -31,8 +31,11 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "project_context": {},
     "coverage_review": {"task": "insight"},
     "coverage_import": {"report_path": "step3.coverage.lcov"},
-    "register_test_command": {"name": "listed", "argv": [sys.executable, "-c", "print(1)"],
-                              "artifacts": [{"path": "listed.json", "suite": "unit"}]},
+    "register_test_command": {
+        "name": "listed",
+        "argv": [sys.executable, "-c", "print(1)"],
+        "artifacts": [{"path": "listed.json", "suite": "unit"}],
+    },
     # Filled in by the test: an approved command and its finished run (approval is a person's act).
     "run_test": {"command_id": None, "idempotency_key": "listed", "wait": True},
     "run_review": {"run_id": None},
@@ -50,12 +53,28 @@ def test_protocol_constants_are_the_sdks() -> None:
     assert mcp.LATEST_HANDSHAKE == sdk_version.LATEST_HANDSHAKE_VERSION
     assert mcp.DEFAULT_NEGOTIATED == mcp_types.DEFAULT_NEGOTIATED_VERSION
     assert (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_SERVER_INFO) == (
-        mcp_types.PROTOCOL_VERSION_META_KEY, mcp_types.CLIENT_CAPABILITIES_META_KEY, mcp_types.SERVER_INFO_META_KEY)
-    assert (mcp.PARSE_ERROR, mcp.INVALID_REQUEST, mcp.METHOD_NOT_FOUND, mcp.INVALID_PARAMS, mcp.INTERNAL_ERROR) == (
-        jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST, jsonrpc.METHOD_NOT_FOUND, jsonrpc.INVALID_PARAMS,
-        jsonrpc.INTERNAL_ERROR)
+        mcp_types.PROTOCOL_VERSION_META_KEY,
+        mcp_types.CLIENT_CAPABILITIES_META_KEY,
+        mcp_types.SERVER_INFO_META_KEY,
+    )
+    assert (
+        mcp.PARSE_ERROR,
+        mcp.INVALID_REQUEST,
+        mcp.METHOD_NOT_FOUND,
+        mcp.INVALID_PARAMS,
+        mcp.INTERNAL_ERROR,
+    ) == (
+        jsonrpc.PARSE_ERROR,
+        jsonrpc.INVALID_REQUEST,
+        jsonrpc.METHOD_NOT_FOUND,
+        jsonrpc.INVALID_PARAMS,
+        jsonrpc.INTERNAL_ERROR,
+    )
     assert (mcp.HEADER_MISMATCH, mcp.MISSING_CLIENT_CAPABILITY, mcp.UNSUPPORTED_VERSION) == (
-        jsonrpc.HEADER_MISMATCH, jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION)
+        jsonrpc.HEADER_MISMATCH,
+        jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+    )
     assert mcp.CACHEABLE_METHODS == {name for name in mcp.METHODS if name in sdk_methods.CACHEABLE_METHODS}
 
 
@@ -72,13 +91,17 @@ def test_tools_list_is_small_derived_and_self_contained() -> None:
         Draft202012Validator.check_schema(tool["outputSchema"])
         assert "$ref" not in json.dumps(tool)
         assert tool["annotations"] == {
-            "title": op.title, "readOnlyHint": op.read_only, "destructiveHint": op.destructive,
-            "idempotentHint": op.idempotent, "openWorldHint": op.open_world,
+            "title": op.title,
+            "readOnlyHint": op.read_only,
+            "destructiveHint": op.destructive,
+            "idempotentHint": op.idempotent,
+            "openWorldHint": op.open_world,
         }
 
 
 async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
-        daemon: Running, sample_repo: Path) -> None:
+    daemon: Running, sample_repo: Path
+) -> None:
     assert set(SAMPLE_ARGUMENTS) == set(OPERATIONS)
     samples = await _with_a_finished_run(daemon, sample_repo)
     async with aiohttp.ClientSession(headers=daemon.auth) as http:
@@ -88,11 +111,18 @@ async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
         names = [tool["name"] for tool in listed["result"]["tools"]]
         assert names == list(OPERATIONS)
         for number, name in enumerate(names, start=2):
-            _, _, body = await session.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
-                                             "params": {"name": name, "arguments": samples[name]}})
+            _, _, body = await session.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": number,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": samples[name]},
+                }
+            )
             assert body["result"]["isError"] is False, (name, body["result"]["content"][0]["text"])
-        _, _, body = await session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-                                         "params": {"name": "unlisted_tool"}})
+        _, _, body = await session.send(
+            {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "unlisted_tool"}}
+        )
         assert body["error"]["code"] == -32602
 
 
@@ -104,32 +134,49 @@ async def _with_a_finished_run(daemon: Running, repo: Path) -> dict[str, dict[st
 
     _, project = await daemon.daemon.projects.resolve(Target(path=str(repo)))
     service = Service(project)
-    command = {**SAMPLE_ARGUMENTS["register_test_command"], "name": "approved",
-               "argv": [sys.executable, "-c", "print(2)"]}
-    command_id = (await asyncio.to_thread(service.call, "register_test_command", command))["data"]["command"]["id"]
+    command = {
+        **SAMPLE_ARGUMENTS["register_test_command"],
+        "name": "approved",
+        "argv": [sys.executable, "-c", "print(2)"],
+    }
+    command_id = (await asyncio.to_thread(service.call, "register_test_command", command))["data"]["command"][
+        "id"
+    ]
     await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
     run_test = {**SAMPLE_ARGUMENTS["run_test"], "command_id": command_id}
     run = (await asyncio.to_thread(service.call, "run_test", run_test))["data"]["run"]
-    return {**SAMPLE_ARGUMENTS, "run_test": run_test, "run_review": {"run_id": run["id"]},
-            "cancel_run": {"run_id": run["id"]}}
+    return {
+        **SAMPLE_ARGUMENTS,
+        "run_test": run_test,
+        "run_review": {"run_id": run["id"]},
+        "cancel_run": {"run_id": run["id"]},
+    }
 
 
-async def test_every_result_is_valid_for_every_handshake_version_as_sent(daemon: Running, sample_repo: Path) -> None:
+async def test_every_result_is_valid_for_every_handshake_version_as_sent(
+    daemon: Running, sample_repo: Path
+) -> None:
     async with aiohttp.ClientSession(headers=daemon.auth) as http:
         for version in mcp.HANDSHAKE_VERSIONS:
             session = Session(http, daemon.url + "/mcp", repo=sample_repo)
             result = await session.open(version)
             assert_valid("initialize", version, result)
             for number, (method, params) in enumerate(_requests(), start=1):
-                _, _, body = await session.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+                _, _, body = await session.send(
+                    {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+                )
                 assert_valid(method, version, body["result"])
 
 
-async def test_every_result_is_valid_for_the_stateless_version_as_sent(daemon: Running, sample_repo: Path) -> None:
+async def test_every_result_is_valid_for_the_stateless_version_as_sent(
+    daemon: Running, sample_repo: Path
+) -> None:
     async with aiohttp.ClientSession(headers=daemon.auth) as http:
         for number, (method, params) in enumerate([("server/discover", {}), *_requests()], start=1):
             message, headers = modern(method, params, request_id=number)
-            status, _, body = await post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)
+            status, _, body = await post_mcp(
+                http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo
+            )
             assert status == 200, body
             assert_valid(method, mcp.MODERN_VERSIONS[0], body["result"])
 
@@ -138,7 +185,10 @@ def _requests() -> list[tuple[str, dict[str, Any]]]:
     return [
         ("tools/list", {}),
         ("tools/call", {"name": "project_context", "arguments": {}}),
-        ("tools/call", {"name": "coverage_review", "arguments": {"task": "insight", "limits": {"max_words": "x"}}}),
+        (
+            "tools/call",
+            {"name": "coverage_review", "arguments": {"task": "insight", "limits": {"max_words": "x"}}},
+        ),
         ("resources/list", {}),
         ("resources/templates/list", {}),
         ("resources/read", {"uri": "coverage://context"}),

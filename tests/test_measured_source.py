@@ -21,7 +21,9 @@ from .realcov import PACKAGE, make_package, measure
 
 CART = PACKAGE["shop/cart.py"]
 # Three lines inserted after the docstring, left uncommitted: every later line moves down by three.
-EDITED = CART.replace('"""A shopping cart."""\n', '"""A shopping cart."""\n\nRATE = 1  # an uncommitted edit\n\n', 1)
+EDITED = CART.replace(
+    '"""A shopping cart."""\n', '"""A shopping cart."""\n\nRATE = 1  # an uncommitted edit\n\n', 1
+)
 SHIFT = 3
 
 
@@ -60,7 +62,9 @@ def assert_shows_the_measured_text(lines: dict[int, tuple[str, str]]) -> None:
     assert lines[15 + SHIFT] == ("-", "")
 
 
-def test_a_report_of_a_dirty_tree_shows_the_working_tree_text_at_the_measured_line_numbers(repo: Path) -> None:
+def test_a_report_of_a_dirty_tree_shows_the_working_tree_text_at_the_measured_line_numbers(
+    repo: Path,
+) -> None:
     with open_project(repo) as project:
         snap = project.ingest(repo / "coverage.json")
         assert snap.dirty
@@ -91,12 +95,19 @@ def test_after_the_edit_is_reverted_source_still_shows_the_text_that_was_measure
     git(repo, "checkout", "--", "shop/cart.py")
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
     with open_project(repo) as project:
-        data = review(project, task="source", measurement={"snapshot_id": snap.snapshot_id},
-                      file="shop/cart.py", ranges=["1-20"])
+        data = review(
+            project,
+            task="source",
+            measurement={"snapshot_id": snap.snapshot_id},
+            file="shop/cart.py",
+            ranges=["1-20"],
+        )
     assert_shows_the_measured_text(marked(data))
 
 
-def test_a_dirty_measurement_imported_later_for_another_commit_says_its_text_is_unavailable(repo: Path) -> None:
+def test_a_dirty_measurement_imported_later_for_another_commit_says_its_text_is_unavailable(
+    repo: Path,
+) -> None:
     measured_at = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "--", "shop/cart.py")
     write(repo, {"README": "later\n"})
@@ -107,10 +118,17 @@ def test_a_dirty_measurement_imported_later_for_another_commit_says_its_text_is_
         snap = project.ingest(repo / "coverage.json", commit=measured_at)
         assert not snap.dirty
         data = review(project, task="source", file="shop/cart.py", ranges=["1-20"])
-        other = review(project, task="source", file="shop/cart.py", lines="1-3",
-                       measurement={"snapshot_id": snap.snapshot_id})
+        other = review(
+            project,
+            task="source",
+            file="shop/cart.py",
+            lines="1-3",
+            measurement={"snapshot_id": snap.snapshot_id},
+        )
     assert data["ranges"] == [] and data["claim_status"] == "not_measured"
-    assert data["reasons"][0].startswith("measured text unavailable for shop/cart.py: the report measures line")
+    assert data["reasons"][0].startswith(
+        "measured text unavailable for shop/cart.py: the report measures line"
+    )
     assert other["ranges"] == []
 
 
@@ -124,8 +142,10 @@ def test_a_dirty_snapshot_whose_text_was_not_recorded_says_so_instead_of_showing
         project.store.con.execute("DELETE FROM file_texts")
         data = review(project, task="source", file="shop/cart.py", ranges=["1-5"])
     assert snap.dirty and data["ranges"] == []
-    assert data["reasons"][0] == ("measured text unavailable for shop/cart.py: it was measured on a tree with "
-                                  "uncommitted edits and its text was not recorded")
+    assert data["reasons"][0] == (
+        "measured text unavailable for shop/cart.py: it was measured on a tree with "
+        "uncommitted edits and its text was not recorded"
+    )
 
 
 def suite_content(project) -> dict:
@@ -145,7 +165,12 @@ def test_when_head_moves_on_an_untouched_file_is_fresh_by_content_and_a_touched_
         content = ctx["suites"][0]["content"]
         assert ctx["suites"][0]["snapshot_id"] == snap.snapshot_id and ctx["suites"][0]["behind_head"] == 1
         assert content["files"] == [["shop/__init__.py", "stale"], ["shop/cart.py", "fresh"]]
-        assert (content["fresh"], content["stale"], content["unknown"], content["files_truncated"]) == (1, 1, 0, False)
+        assert (content["fresh"], content["stale"], content["unknown"], content["files_truncated"]) == (
+            1,
+            1,
+            0,
+            False,
+        )
         assert ctx["claim_status"] == "stale"  # the snapshot's claim keeps the commit rule
 
 
@@ -184,8 +209,10 @@ def test_change_reports_per_file_freshness_of_its_current_side(repo: Path) -> No
     measure(repo, "tests/test_cart.py::test_total_sums_prices")
     with open_project(repo) as project:
         current = project.ingest(repo / "coverage.json")
-    args = {"measurement": {"snapshot_id": current.snapshot_id},
-            "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}}
+    args = {
+        "measurement": {"snapshot_id": current.snapshot_id},
+        "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id},
+    }
 
     def freshness() -> dict[str, str]:
         with open_project(repo) as project:
@@ -202,14 +229,19 @@ def test_change_reports_per_file_freshness_of_its_current_side(repo: Path) -> No
     assert freshness()["shop/cart.py"] == "stale"
 
 
-def test_a_clean_snapshot_stored_before_identities_shows_the_commits_text_and_unknown_freshness(repo: Path) -> None:
+def test_a_clean_snapshot_stored_before_identities_shows_the_commits_text_and_unknown_freshness(
+    repo: Path,
+) -> None:
     git(repo, "checkout", "--", "shop/cart.py")
     measure(repo)
     with open_project(repo) as project:
         project.ingest(repo / "coverage.json")
         project.store.con.execute("UPDATE files SET content_blob = NULL")  # as revision 3 stored it
         lines = marked(review(project, task="source", file="shop/cart.py", ranges=["1-8"]))
-        assert suite_content(project)["files"] == [["shop/__init__.py", "unknown"], ["shop/cart.py", "unknown"]]
+        assert suite_content(project)["files"] == [
+            ["shop/__init__.py", "unknown"],
+            ["shop/cart.py", "unknown"],
+        ]
     assert lines[4] == ("c", "def total(prices, coupon=None):") and lines[8][0] == "u"
 
 

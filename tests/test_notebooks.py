@@ -23,8 +23,12 @@ NOTEBOOKS = ROOT / "notebooks"
 
 
 def _checkout_state() -> str:
-    return subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"],
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def _run(name: str, folder: Path, **parameters: object) -> list[dict]:
@@ -32,7 +36,9 @@ def _run(name: str, folder: Path, **parameters: object) -> list[dict]:
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     cell.source += "".join(f"\n{key} = {value!r}" for key, value in parameters.items())
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     return outputs

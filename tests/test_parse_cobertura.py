@@ -305,13 +305,16 @@ def test_a_truncated_report_is_refused_naming_the_line_where_it_stops() -> None:
     assert error.details["line"] == doc.count(b"\n") + 1
 
 
-@pytest.mark.parametrize("doc", [b"\x00\x01garbage", b"garbage", b"{\"json\": true}"])
+@pytest.mark.parametrize("doc", [b"\x00\x01garbage", b"garbage", b'{"json": true}'])
 def test_garbage_is_refused_as_malformed(doc: bytes) -> None:
     malformed(doc)
 
 
 def test_a_report_with_another_root_element_is_refused() -> None:
-    assert "not a Cobertura report" in malformed(b'<coverage-report name="x"><package/></coverage-report>').message
+    assert (
+        "not a Cobertura report"
+        in malformed(b'<coverage-report name="x"><package/></coverage-report>').message
+    )
     with pytest.raises(CoverageError) as caught:  # a JaCoCo root: the forced format is the mistake
         parse(b'<report name="x"><package/></report>', format="cobertura")
     assert caught.value.code is ErrorCode.INVALID_ARGUMENT and "looks like jacoco" in caught.value.message

@@ -85,8 +85,15 @@ def test_a_line_whose_condition_ran_is_covered_even_when_the_body_after_its_brac
 def test_blocks_become_code_regions_with_their_positions() -> None:
     report = parse_profile("mode: count\nm/a.go:3.10,6.2 2 5\n")
     row = {c: report.regions[c].tolist() for c in report.regions.columns}
-    assert row == {"file": [0], "start_line": [3], "start_col": [10], "end_line": [6], "end_col": [2],
-                   "hits": [5], "kind": [REGION_CODE]}
+    assert row == {
+        "file": [0],
+        "start_line": [3],
+        "start_col": [10],
+        "end_line": [6],
+        "end_col": [2],
+        "hits": [5],
+        "kind": [REGION_CODE],
+    }
 
 
 def test_files_are_import_paths_in_order_of_appearance_with_per_file_statements() -> None:
@@ -170,7 +177,9 @@ CORPUS = [e for e in corpus.entries() if e["format"] == "Go coverprofile"]
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["file"] for e in CORPUS])
-def test_corpus_profiles_merge_to_the_distinct_blocks_and_go_test_cover_totals(entry: dict, corpus_dir) -> None:
+def test_corpus_profiles_merge_to_the_distinct_blocks_and_go_test_cover_totals(
+    entry: dict, corpus_dir
+) -> None:
     report = parse(corpus.path(entry["file"]))
     canon, tool = entry["canonical_totals"], entry["tool_reported_totals"]
     assert len(report.regions) == tool["unique_blocks"]

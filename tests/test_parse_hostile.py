@@ -19,6 +19,7 @@ from coverage_core.parsers import FORMATS, Limits, ReportBytes, module, parse, r
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample" / "reports"
 
+
 def _llvm_sample() -> bytes:
     from .test_parse_llvm import encode, export
 
@@ -144,7 +145,9 @@ def test_the_cli_answers_a_bad_report_with_exit_2_and_a_json_error(tmp_path: Pat
     assert error["code"] == "malformed_report"
     assert "bad.lcov:2" in error["message"]
     assert error["suggestion"]
-    plain = subprocess.run([sys.executable, "-m", "coverage_cli", "parse", str(bad)], capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "parse", str(bad)], capture_output=True, text=True
+    )
     assert plain.returncode == 2
     assert "Traceback" not in plain.stderr and "malformed_report" in plain.stderr
 
@@ -165,7 +168,22 @@ def _mutations(data: bytes) -> st.SearchStrategy[bytes]:
             elif kind == "flip":
                 out[i] = draw(st.integers(0, 255))
             elif kind == "insert":
-                out[i:i] = draw(st.sampled_from([b"-", b"1e999", b"NaN", b"99999999999999999999999", b"\0", b",", b"<", b'"', b"{", b"\n"]))
+                out[i:i] = draw(
+                    st.sampled_from(
+                        [
+                            b"-",
+                            b"1e999",
+                            b"NaN",
+                            b"99999999999999999999999",
+                            b"\0",
+                            b",",
+                            b"<",
+                            b'"',
+                            b"{",
+                            b"\n",
+                        ]
+                    )
+                )
             elif kind == "delete":
                 del out[i : i + draw(st.integers(1, 20))]
             else:
@@ -219,6 +237,10 @@ def test_a_damaged_report_is_still_malformed_report() -> None:
     from coverage_core.parsers import parse_bytes
 
     with pytest.raises(CoverageError) as caught:
-        parse_bytes(ReportBytes(b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": "x"}}}', "c.json",
-                                None, 70), "coveragepy")
+        parse_bytes(
+            ReportBytes(
+                b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": "x"}}}', "c.json", None, 70
+            ),
+            "coveragepy",
+        )
     assert caught.value.code is ErrorCode.MALFORMED_REPORT

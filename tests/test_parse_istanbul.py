@@ -22,13 +22,22 @@ def loc(line: int, col: int, end_line: int, end_col: int) -> dict:
 def nyc_file(path: str = "/src/a.js", **overrides) -> dict:
     entry = {
         "path": path,
-        "statementMap": {"0": loc(1, 0, 1, 20), "1": loc(2, 2, 2, 10), "2": loc(2, 12, 2, 30), "3": loc(4, 0, 4, 5)},
+        "statementMap": {
+            "0": loc(1, 0, 1, 20),
+            "1": loc(2, 2, 2, 10),
+            "2": loc(2, 12, 2, 30),
+            "3": loc(4, 0, 4, 5),
+        },
         "s": {"0": 1, "1": 0, "2": 7, "3": 0},
         "fnMap": {"0": {"name": "main", "decl": loc(1, 9, 1, 13), "loc": loc(1, 16, 5, 1), "line": 1}},
         "f": {"0": 1},
         "branchMap": {
-            "0": {"type": "if", "loc": loc(2, 2, 2, 30), "locations": [loc(2, 2, 2, 30), {"start": {}, "end": {}}],
-                  "line": 2},
+            "0": {
+                "type": "if",
+                "loc": loc(2, 2, 2, 30),
+                "locations": [loc(2, 2, 2, 30), {"start": {}, "end": {}}],
+                "line": 2,
+            },
             "1": {"type": "cond-expr", "loc": loc(4, 0, 4, 5), "locations": [loc(4, 0, 4, 1)] * 3, "line": 4},
         },
         "b": {"0": [7, 0], "1": [0, 0, 0]},
@@ -41,12 +50,16 @@ def nyc_file(path: str = "/src/a.js", **overrides) -> dict:
 
 def c8_file(path: str = "/src/b.js") -> dict:
     return {
-        "path": path, "all": False,
+        "path": path,
+        "all": False,
         "statementMap": {"0": loc(1, 0, 1, 13), "1": loc(2, 0, 2, 0)},
         "s": {"0": 2, "1": 0},
-        "branchMap": {"0": {"type": "branch", "line": 1, "loc": loc(1, 0, 2, 0), "locations": [loc(1, 0, 2, 0)]}},
+        "branchMap": {
+            "0": {"type": "branch", "line": 1, "loc": loc(1, 0, 2, 0), "locations": [loc(1, 0, 2, 0)]}
+        },
         "b": {"0": [2]},
-        "fnMap": {}, "f": {},
+        "fnMap": {},
+        "f": {},
     }
 
 
@@ -73,7 +86,9 @@ def test_a_line_counts_the_largest_of_the_statements_starting_on_it() -> None:
 
 def test_branches_are_one_row_per_outcome_numbered_by_branch_and_outcome() -> None:
     report = parse_doc({"/src/a.js": nyc_file()})
-    rows = list(zip(*(report.branches[c].tolist() for c in ("line", "block", "branch", "taken")), strict=True))
+    rows = list(
+        zip(*(report.branches[c].tolist() for c in ("line", "block", "branch", "taken")), strict=True)
+    )
     assert rows == [(2, 0, "0", 7), (2, 0, "1", 0), (4, 1, "0", 0), (4, 1, "1", 0), (4, 1, "2", 0)]
     assert report.totals["branches"].to_dict() == {"found": 5, "hit": 1}
 
@@ -88,8 +103,15 @@ def test_functions_take_the_declaration_line_the_body_end_and_their_hits() -> No
 def test_statements_become_code_regions_with_1_based_columns() -> None:
     report = parse_doc({"/src/a.js": nyc_file()})
     first = {c: report.regions[c][0] for c in report.regions.columns}
-    assert first == {"file": 0, "start_line": 1, "start_col": 1, "end_line": 1, "end_col": 21, "hits": 1,
-                     "kind": REGION_CODE}
+    assert first == {
+        "file": 0,
+        "start_line": 1,
+        "start_col": 1,
+        "end_line": 1,
+        "end_col": 21,
+        "hits": 1,
+        "kind": REGION_CODE,
+    }
 
 
 def test_nyc_and_c8_reports_are_told_apart() -> None:
@@ -137,11 +159,20 @@ def test_two_entries_for_one_path_are_refused() -> None:
         ({"s": {"0": 1, "1": 0, "2": 7, "3": 0, "9": 1}}, '$["/src/a.js"].statementMap["9"]', "missing"),
         ({"f": {"0": 1, "1": 1}}, '$["/src/a.js"].fnMap["1"]', "missing"),
         ({"b": {"0": 3, "1": [0, 0, 0]}}, '$["/src/a.js"].b["0"]', "must be a list"),
-        ({"statementMap": {"0": {"start": {"line": -3, "column": 0}, "end": {"line": 1, "column": 1}}},
-          "s": {"0": 1}}, '$["/src/a.js"].statementMap["0"].start.line', "is negative"),
+        (
+            {
+                "statementMap": {"0": {"start": {"line": -3, "column": 0}, "end": {"line": 1, "column": 1}}},
+                "s": {"0": 1},
+            },
+            '$["/src/a.js"].statementMap["0"].start.line',
+            "is negative",
+        ),
         ({"path": 7}, '$["/src/a.js"].path', "non-empty string"),
-        ({"branchMap": {"0": {"type": "if", "line": 2**40, "locations": []}, "1": {"line": 1}}},
-         '$["/src/a.js"].b["0"][0]', "larger than 2147483647"),
+        (
+            {"branchMap": {"0": {"type": "if", "line": 2**40, "locations": []}, "1": {"line": 1}}},
+            '$["/src/a.js"].b["0"][0]',
+            "larger than 2147483647",
+        ),
     ],
 )
 def test_bad_numbers_and_shapes_are_refused_naming_their_json_path(bad: dict, path: str, says: str) -> None:
@@ -156,7 +187,9 @@ def test_nan_counts_are_refused() -> None:
     assert '$["/src/a.js"].s["0"] must be an integer, got nan' in error.message
 
 
-@pytest.mark.parametrize("data", [b'{"/src/a.js": {"path": "/src/a.js", "statementMap": {', b"\x00garbage", b"[1, 2]"])
+@pytest.mark.parametrize(
+    "data", [b'{"/src/a.js": {"path": "/src/a.js", "statementMap": {', b"\x00garbage", b"[1, 2]"]
+)
 def test_truncated_garbage_or_non_object_input_is_a_clean_error(data: bytes) -> None:
     refused(data)
 
@@ -174,6 +207,7 @@ def test_istanbul_is_detected_but_coverage_py_json_is_not_claimed() -> None:
 
 # -- the corpus: both instrumenters, compared with their own LCOV writer -------
 
+
 def lcov_records(path: Path) -> tuple[set, set, set]:
     """DA, BRDA and FN records of an lcov.info, with paths relative to the project."""
     return tuple(set(records) for records in lcovtext.records(path))
@@ -184,13 +218,19 @@ def test_corpus_detail_equals_what_istanbuls_own_lcov_writer_wrote(stem: str, to
     report = parse(corpus.path(f"istanbul/{stem}.coverage-final.json"))
     assert report.tool == tool
     paths = [re.sub(r"^/build/[^/]+/", "", f.path) for f in report.files]
-    lines = {(paths[f], n, h) for f, n, h in zip(*(report.lines[c].tolist() for c in ("file", "line", "hits")))}
+    lines = {
+        (paths[f], n, h) for f, n, h in zip(*(report.lines[c].tolist() for c in ("file", "line", "hits")))
+    }
     branches = {
         (paths[f], n, b, br, t)
-        for f, n, b, br, t in zip(*(report.branches[c].tolist() for c in ("file", "line", "block", "branch", "taken")))
+        for f, n, b, br, t in zip(
+            *(report.branches[c].tolist() for c in ("file", "line", "block", "branch", "taken"))
+        )
     }
-    functions = {(paths[f], n, name) for f, n, name in zip(
-        *(report.functions[c].tolist() for c in ("file", "start_line", "name")))}
+    functions = {
+        (paths[f], n, name)
+        for f, n, name in zip(*(report.functions[c].tolist() for c in ("file", "start_line", "name")))
+    }
     assert (lines, branches, functions) == lcov_records(corpus.path(f"istanbul/{stem}.lcov.info"))
 
 

@@ -47,7 +47,9 @@ DOCTYPE = (
 
 # An outer class and its inner class share line 3; the class counters count it
 # twice, the sourcefile and report counters once.
-SMALL = DOCTYPE + b"""
+SMALL = (
+    DOCTYPE
+    + b"""
 <report name="demo">
   <sessioninfo id="unit" start="1" dump="2"/>
   <sessioninfo id="integration" start="3" dump="4"/>
@@ -91,6 +93,7 @@ SMALL = DOCTYPE + b"""
   <counter type="CLASS" missed="1" covered="1"/>
 </report>
 """
+)
 
 
 # -- the corpus XML -------------------------------------------------------------

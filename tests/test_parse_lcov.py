@@ -45,8 +45,12 @@ def observations(report: NormalizedReport, kind: int = OBS_LINE) -> dict[tuple[s
     return {
         (report.tests[test], report.files[file].path, line, item): hits
         for test, file, line, item, hits in zip(
-            t["test"][pick].tolist(), t["file"][pick].tolist(), t["line"][pick].tolist(),
-            t["item"][pick].tolist(), t["hits"][pick].tolist())
+            t["test"][pick].tolist(),
+            t["file"][pick].tolist(),
+            t["line"][pick].tolist(),
+            t["item"][pick].tolist(),
+            t["hits"][pick].tolist(),
+        )
     }
 
 
@@ -124,7 +128,9 @@ def test_a_line_listed_twice_in_one_record_is_counted_once_with_its_counts_summe
 
 
 def test_records_of_different_files_stay_apart_and_keep_the_order_of_first_appearance() -> None:
-    report = parse_lcov("SF:b.c\nDA:1,1\nend_of_record\nSF:a.c\nDA:1,0\nend_of_record\nSF:b.c\nDA:2,1\nend_of_record\n")
+    report = parse_lcov(
+        "SF:b.c\nDA:1,1\nend_of_record\nSF:a.c\nDA:1,0\nend_of_record\nSF:b.c\nDA:2,1\nend_of_record\n"
+    )
     assert [f.path for f in report.files] == ["b.c", "a.c"]
     assert lines_of(report, "b.c") == {1: 1, 2: 1}
     assert totals(report)["lines"] == (3, 2)
@@ -135,19 +141,29 @@ def test_each_named_test_observes_exactly_the_lines_branches_and_functions_it_hi
     report = parse_lcov(TWO_TESTS)
     assert report.tests == ("unit", "integration")
     assert observations(report, OBS_LINE) == {
-        ("unit", "src/a.c", 1, 0): 1, ("unit", "src/a.c", 2, 0): 1,
-        ("integration", "src/a.c", 1, 0): 2, ("integration", "src/a.c", 8, 0): 3, ("integration", "src/a.c", 9, 0): 3,
+        ("unit", "src/a.c", 1, 0): 1,
+        ("unit", "src/a.c", 2, 0): 1,
+        ("integration", "src/a.c", 1, 0): 2,
+        ("integration", "src/a.c", 8, 0): 3,
+        ("integration", "src/a.c", 9, 0): 3,
     }
     # a branch's item is block << 16 | branch
-    assert observations(report, OBS_BRANCH) == {("unit", "src/a.c", 2, 0): 1, ("integration", "src/a.c", 9, 0): 4}
+    assert observations(report, OBS_BRANCH) == {
+        ("unit", "src/a.c", 2, 0): 1,
+        ("integration", "src/a.c", 9, 0): 4,
+    }
     assert observations(report, OBS_FUNCTION) == {
-        ("unit", "src/a.c", 1, 0): 1, ("integration", "src/a.c", 1, 0): 2, ("integration", "src/a.c", 8, 0): 3,
+        ("unit", "src/a.c", 1, 0): 1,
+        ("integration", "src/a.c", 1, 0): 2,
+        ("integration", "src/a.c", 8, 0): 3,
     }
 
 
 def test_a_test_name_holds_for_the_records_that_follow_until_the_next_tn_line() -> None:
-    report = parse_lcov("TN:t1\nSF:a.c\nDA:1,1\nend_of_record\nSF:b.c\nDA:1,1\nend_of_record\n"
-                        "TN:\nSF:c.c\nDA:1,1\nend_of_record\n")
+    report = parse_lcov(
+        "TN:t1\nSF:a.c\nDA:1,1\nend_of_record\nSF:b.c\nDA:1,1\nend_of_record\n"
+        "TN:\nSF:c.c\nDA:1,1\nend_of_record\n"
+    )
     assert report.tests == ("t1",)
     assert set(observations(report)) == {("t1", "a.c", 1, 0), ("t1", "b.c", 1, 0)}
 
@@ -165,22 +181,33 @@ def test_one_test_naming_a_file_twice_gives_one_observation_with_the_counts_summ
 # -- summary lines versus detail -------------------------------------------------------
 def test_a_single_records_summary_lines_are_its_totals_and_a_disagreement_is_a_warning_naming_both() -> None:
     # llvm-cov writes DA lines for a header with no functions, yet LF:0
-    report = parse_lcov("SF:x.h\nDA:3,1\nDA:4,0\nLF:0\nLH:0\nend_of_record\nSF:x.c\nDA:1,1\nLF:1\nLH:1\nend_of_record\n")
+    report = parse_lcov(
+        "SF:x.h\nDA:3,1\nDA:4,0\nLF:0\nLH:0\nend_of_record\nSF:x.c\nDA:1,1\nLF:1\nLH:1\nend_of_record\n"
+    )
     assert totals(report)["lines"] == (1, 1)
     assert lines_of(report, "x.h") == {3: 1, 4: 0}  # the detail is kept
     [warning] = report.warnings
     assert warning.code == "summary_detail_mismatch"
-    assert "x.h" in warning.message and "LF/LH say 0" in warning.message and "give 2 found, 1 hit" in warning.message
+    assert (
+        "x.h" in warning.message
+        and "LF/LH say 0" in warning.message
+        and "give 2 found, 1 hit" in warning.message
+    )
 
 
 def test_summary_lines_of_several_records_of_one_file_are_not_summed() -> None:
-    report = parse_lcov("TN:a\nSF:x.c\nDA:1,1\nLF:1\nLH:1\nend_of_record\nTN:b\nSF:x.c\nDA:1,0\nLF:1\nLH:0\nend_of_record\n")
+    report = parse_lcov(
+        "TN:a\nSF:x.c\nDA:1,1\nLF:1\nLH:1\nend_of_record\nTN:b\nSF:x.c\nDA:1,0\nLF:1\nLH:0\nend_of_record\n"
+    )
     assert totals(report)["lines"] == (1, 1)
 
 
 def test_a_counter_without_data_totals_zero_of_zero() -> None:
     assert totals(parse_lcov("SF:a.c\nDA:1,1\nend_of_record\n")) == {
-        "lines": (1, 1), "branches": (0, 0), "functions": (0, 0)}
+        "lines": (1, 1),
+        "branches": (0, 0),
+        "functions": (0, 0),
+    }
 
 
 # -- what writers do -------------------------------------------------------------------
@@ -190,17 +217,24 @@ def test_coverage_py_text_branch_ids_and_function_end_lines_are_kept() -> None:
         "FNF:2\nFNH:1\nBRDA:7,0,jump to line 8,0\nBRDA:7,0,jump to line 9,1\n"
         "BRDA:9,0,return from function 'price',-\nBRF:3\nBRH:1\nend_of_record\n"
     )
-    assert branches_of(report) == [(7, 0, "jump to line 8", 0), (7, 0, "jump to line 9", 1),
-                                   (9, 0, "return from function 'price'", -1)]
+    assert branches_of(report) == [
+        (7, 0, "jump to line 8", 0),
+        (7, 0, "jump to line 9", 1),
+        (9, 0, "return from function 'price'", -1),
+    ]
     f = report.functions
     assert list(zip(f["name"], f["start_line"].tolist(), f["end_line"].tolist(), f["hits"].tolist())) == [
-        ("price", 6, 9, 1), ("other", 12, 13, 0)]
+        ("price", 6, 9, 1),
+        ("other", 12, 13, 0),
+    ]
     assert report.warnings == ()
 
 
 def test_c8_functions_sharing_a_name_pair_with_their_fnda_lines_in_order() -> None:
-    report = parse_lcov("SF:lib/a.js\nFN:160,onfile\nFN:317,onfile\nFNF:2\nFNH:2\n"
-                        "FNDA:21,onfile\nFNDA:45,onfile\nDA:1,1\nLF:1\nLH:1\nend_of_record\n")
+    report = parse_lcov(
+        "SF:lib/a.js\nFN:160,onfile\nFN:317,onfile\nFNF:2\nFNH:2\n"
+        "FNDA:21,onfile\nFNDA:45,onfile\nDA:1,1\nLF:1\nLH:1\nend_of_record\n"
+    )
     f = report.functions
     assert list(zip(f["start_line"].tolist(), f["hits"].tolist())) == [(160, 21), (317, 45)]
     assert totals(report)["functions"] == (2, 2) and report.warnings == ()
@@ -213,7 +247,9 @@ def test_an_fnda_line_for_an_undeclared_function_is_a_function_of_unknown_line()
 
 
 def test_line_checksums_are_ignored() -> None:
-    report = parse_lcov("SF:a.c\n" + "".join(f"DA:{n},{n % 2},Xk9+/Ab{n}\n" for n in range(1, 50)) + "end_of_record\n")
+    report = parse_lcov(
+        "SF:a.c\n" + "".join(f"DA:{n},{n % 2},Xk9+/Ab{n}\n" for n in range(1, 50)) + "end_of_record\n"
+    )
     assert lines_of(report, "a.c") == {n: n % 2 for n in range(1, 50)}
 
 
@@ -261,7 +297,9 @@ def test_the_bulk_reader_and_the_line_by_line_reader_agree(seed: int) -> None:
     interleaved = parse_lcov(as_text(shuffled))
     for table in ("lines", "branches", "functions", "test_observations"):
         a, b = getattr(grouped, table), getattr(interleaved, table)
-        assert sorted(zip(*(a[c].tolist() for c in a.columns))) == sorted(zip(*(b[c].tolist() for c in b.columns)))
+        assert sorted(zip(*(a[c].tolist() for c in a.columns))) == sorted(
+            zip(*(b[c].tolist() for c in b.columns))
+        )
     # lines and branches come out sorted by file and line either way
     assert list(grouped.lines["line"]) == list(interleaved.lines["line"])
     assert totals(grouped) == totals(interleaved)
@@ -280,8 +318,10 @@ def outcome(data: bytes) -> object:
         report = parse_lcov(data)
     except CoverageError:
         return "refused"
-    tables = {t: sorted(zip(*(getattr(report, t)[c].tolist() for c in getattr(report, t).columns)))
-              for t in ("lines", "branches", "functions", "test_observations")}
+    tables = {
+        t: sorted(zip(*(getattr(report, t)[c].tolist() for c in getattr(report, t).columns)))
+        for t in ("lines", "branches", "functions", "test_observations")
+    }
     return tables, totals(report), report.tests, sorted(w.message for w in report.warnings)
 
 
@@ -309,7 +349,9 @@ def test_batch_boundaries_do_not_change_the_result(monkeypatch: pytest.MonkeyPat
     split = parse_lcov(text)
     for table in ("lines", "branches", "functions", "test_observations"):
         a, b = getattr(whole, table), getattr(split, table)
-        assert sorted(zip(*(a[c].tolist() for c in a.columns))) == sorted(zip(*(b[c].tolist() for c in b.columns)))
+        assert sorted(zip(*(a[c].tolist() for c in a.columns))) == sorted(
+            zip(*(b[c].tolist() for c in b.columns))
+        )
     assert totals(whole) == totals(split) and whole.tests == split.tests
 
 
@@ -336,7 +378,9 @@ GOOD_DA = "".join(f"DA:{n},1\n" for n in range(1, 200))  # long enough for the b
 )
 def test_a_bad_number_or_line_is_refused_naming_the_file_and_its_line(bad: str, what: str) -> None:
     # the bad line is line 201: SF on line 1, 199 good DA lines, then it
-    error = refused("SF:src/a.c\n" + GOOD_DA + bad + "\n" + GOOD_DA.replace("DA:", "DA:1") + "end_of_record\n")
+    error = refused(
+        "SF:src/a.c\n" + GOOD_DA + bad + "\n" + GOOD_DA.replace("DA:", "DA:1") + "end_of_record\n"
+    )
     assert error.message.startswith("t.info:201: ")
     assert what in error.message
     assert error.details == {"path": "t.info", "line": 201}
@@ -373,8 +417,17 @@ def test_a_report_cut_off_before_end_of_record_is_refused_as_truncated() -> None
     assert "(from line 19)" in error.message
 
 
-@pytest.mark.parametrize("text", ["", "\n\n", "end_of_record\n", "DA:1,1\nend_of_record\n", "SF:a\nSF:b\nend_of_record\n",
-                                  "\x00\xff garbage"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n",
+        "end_of_record\n",
+        "DA:1,1\nend_of_record\n",
+        "SF:a\nSF:b\nend_of_record\n",
+        "\x00\xff garbage",
+    ],
+)
 def test_empty_or_structureless_input_is_a_clean_malformed_report(text: str) -> None:
     refused(text)
 
@@ -383,8 +436,13 @@ def test_empty_or_structureless_input_is_a_clean_malformed_report(text: str) -> 
 def test_lcov_is_detected_from_tn_or_sf_and_never_claims_json_or_xml() -> None:
     assert detect(TWO_TESTS.encode()) == "lcov"
     assert detect(b"SF:a.c\nDA:1,1\nend_of_record\n") == "lcov"
-    for other in (b'{"meta": {"format": 3}}', b'{"data":[{"files": []}]}', b"<?xml version='1.0'?><coverage/>",
-                  b"mode: set\n", b"TN:only a test name\n"):
+    for other in (
+        b'{"meta": {"format": 3}}',
+        b'{"data":[{"files": []}]}',
+        b"<?xml version='1.0'?><coverage/>",
+        b"mode: set\n",
+        b"TN:only a test name\n",
+    ):
         assert not lcov.sniff(other, other)
 
 
@@ -392,12 +450,16 @@ def test_lcov_is_detected_from_tn_or_sf_and_never_claims_json_or_xml() -> None:
 LCOV_ENTRIES = [e for e in corpus.entries() if e["format"].startswith("LCOV")]
 
 
-@pytest.mark.parametrize("entry", [e for e in LCOV_ENTRIES if not e["file"].endswith(".zst")], ids=lambda e: e["file"])
+@pytest.mark.parametrize(
+    "entry", [e for e in LCOV_ENTRIES if not e["file"].endswith(".zst")], ids=lambda e: e["file"]
+)
 def test_every_corpus_lcov_file_gives_its_producing_tools_totals(entry: dict) -> None:
     path = corpus.path(entry["file"])
     report = parse_lcov(path.read_bytes(), str(path))
     canon = entry["canonical_totals"]
-    assert totals(report) == {k: (canon[k]["found"], canon[k]["hit"]) for k in ("lines", "functions", "branches")}
+    assert totals(report) == {
+        k: (canon[k]["found"], canon[k]["hit"]) for k in ("lines", "functions", "branches")
+    }
     assert len(report.files) == canon["files"]
     assert len(report.tests) == canon.get("test_names", 0)
 
@@ -453,19 +515,25 @@ def sqlite(tmp_path_factory: pytest.TempPathFactory) -> NormalizedReport:
 def test_the_big_sqlite_tracefile_merges_60_tests_to_lcov_summarys_totals(sqlite: NormalizedReport) -> None:
     entry = next(e for e in LCOV_ENTRIES if e["file"] == "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst")
     canon, records = entry["canonical_totals"], entry["tool_reported_totals"]["records"]
-    assert totals(sqlite) == {k: (canon[k]["found"], canon[k]["hit"]) for k in ("lines", "functions", "branches")}
+    assert totals(sqlite) == {
+        k: (canon[k]["found"], canon[k]["hit"]) for k in ("lines", "functions", "branches")
+    }
     assert sorted(sqlite.tests) == records["test_names"]
     # one observation per hit line, branch and function of every test's record
     assert len(sqlite.test_observations) == records["sum_LH"] + records["sum_BRH"] + records["sum_FNH"]
 
 
-def test_the_big_sqlite_tracefile_attributes_lines_to_the_tests_that_ran_them(sqlite: NormalizedReport) -> None:
+def test_the_big_sqlite_tracefile_attributes_lines_to_the_tests_that_ran_them(
+    sqlite: NormalizedReport,
+) -> None:
     path = "/build/sqlite-3.53.2/sqlite3.c"
     index = [f.path for f in sqlite.files].index(path)
     t = sqlite.test_observations
+
     def tests_of(line: int) -> set[str]:
         pick = (t["file"] == index) & (t["kind"] == OBS_LINE) & (t["line"] == line)
         return {sqlite.tests[i] for i in t["test"][pick].tolist()}
+
     assert tests_of(38607) == {f"rtree_geopoly_{v}" for v in ("filedel", "filewal", "mem", "smallpage")}
     assert tests_of(56355) == {"wal_file_smallpage"}
     by_test = defaultdict(int)

@@ -34,8 +34,12 @@ CASES = {
 
 
 def lcov_summary(path: Path) -> dict[str, tuple[int, int]]:
-    out = subprocess.run([require("lcov"), "--summary", "--rc", "lcov_branch_coverage=1", str(path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [require("lcov"), "--summary", "--rc", "lcov_branch_coverage=1", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     found = {name: (int(total), int(hit)) for name, hit, total in SUMMARY.findall(out.stdout + out.stderr)}
     return {name: found.get(name, (0, 0)) for name in ("lines", "functions", "branches")}
 
@@ -43,7 +47,10 @@ def lcov_summary(path: Path) -> dict[str, tuple[int, int]]:
 def ours(path: Path) -> dict[str, tuple[int, int]]:
     data = path.read_bytes()
     report = lcov.parse_bytes(ReportBytes(data, str(path), None, len(data)))
-    return {name: (report.totals[name].found, report.totals[name].hit) for name in ("lines", "functions", "branches")}
+    return {
+        name: (report.totals[name].found, report.totals[name].hit)
+        for name in ("lines", "functions", "branches")
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
@@ -55,5 +62,8 @@ def test_lcov_merge_rules_give_lcov_summarys_totals(case: str, tmp_path: Path) -
 
 def test_a_real_gcov_tracefile_with_nine_named_tests_gives_lcov_summarys_totals() -> None:
     path = corpus.path("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov")
-    assert ours(path) == lcov_summary(path) == {"lines": (22358, 5397), "functions": (489, 375),
-                                                "branches": (14962, 2935)}
+    assert (
+        ours(path)
+        == lcov_summary(path)
+        == {"lines": (22358, 5397), "functions": (489, 375), "branches": (14962, 2935)}
+    )

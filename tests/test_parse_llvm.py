@@ -37,48 +37,86 @@ EXPECTED_LINES = {1: 5, 2: 5, 3: 0, 4: 5, 7: 9, 8: 9}
 def summary(lines: tuple[int, int], functions=(0, 0), instantiations=(0, 0), regions=(0, 0), branches=(0, 0)):
     def c(pair):
         return {"count": pair[0], "covered": pair[1], "percent": 0}
-    return {"lines": c(lines), "functions": c(functions), "instantiations": c(instantiations),
-            "regions": c(regions), "branches": c(branches)}
+
+    return {
+        "lines": c(lines),
+        "functions": c(functions),
+        "instantiations": c(instantiations),
+        "regions": c(regions),
+        "branches": c(branches),
+    }
 
 
 def export() -> dict:
     """A fresh copy: tests mutate it."""
-    return copy.deepcopy({
-        "data": [{
-            "files": [
+    return copy.deepcopy(
+        {
+            "data": [
                 {
-                    "filename": "/src/a.c",
-                    "segments": SEGMENTS,
-                    "branches": [[2, 7, 2, 12, 4, 1, 0, 0, 4]],
-                    "expansions": [{
-                        "filenames": ["/src/a.c", "/src/m.h"],
-                        "source_region": [7, 3, 7, 12, 9, 0, 1, 1],
-                        "target_regions": [[1, 1, 8, 2, 5, 0, 0, 0], [1, 1, 1, 10, 9, 1, 0, 0]],
-                        "branches": [[1, 5, 1, 9, 2, 0, 1, 0, 4]],
-                    }],
-                    "summary": summary((6, 5), (1, 1), (1, 1), (3, 3), (4, 3)),
-                },
-                {
-                    "filename": "/src/h.h",
-                    "segments": [[10, 1, 5, T, T, F], [12, 2, 0, F, F, F]],
-                    "branches": [], "expansions": [],
-                    "summary": summary((3, 3), (1, 1), (2, 2), (1, 1)),
-                },
-                {"filename": "/src/m.h", "segments": [], "branches": [], "expansions": [], "summary": summary((0, 0))},
+                    "files": [
+                        {
+                            "filename": "/src/a.c",
+                            "segments": SEGMENTS,
+                            "branches": [[2, 7, 2, 12, 4, 1, 0, 0, 4]],
+                            "expansions": [
+                                {
+                                    "filenames": ["/src/a.c", "/src/m.h"],
+                                    "source_region": [7, 3, 7, 12, 9, 0, 1, 1],
+                                    "target_regions": [[1, 1, 8, 2, 5, 0, 0, 0], [1, 1, 1, 10, 9, 1, 0, 0]],
+                                    "branches": [[1, 5, 1, 9, 2, 0, 1, 0, 4]],
+                                }
+                            ],
+                            "summary": summary((6, 5), (1, 1), (1, 1), (3, 3), (4, 3)),
+                        },
+                        {
+                            "filename": "/src/h.h",
+                            "segments": [[10, 1, 5, T, T, F], [12, 2, 0, F, F, F]],
+                            "branches": [],
+                            "expansions": [],
+                            "summary": summary((3, 3), (1, 1), (2, 2), (1, 1)),
+                        },
+                        {
+                            "filename": "/src/m.h",
+                            "segments": [],
+                            "branches": [],
+                            "expansions": [],
+                            "summary": summary((0, 0)),
+                        },
+                    ],
+                    "functions": [
+                        {
+                            "name": "main",
+                            "count": 5,
+                            "filenames": ["/src/a.c", "/src/m.h"],
+                            "branches": [],
+                            "regions": [
+                                [1, 1, 8, 2, 5, 0, 0, 0],
+                                [7, 3, 7, 12, 9, 0, 1, 1],
+                                [1, 1, 1, 10, 9, 1, 0, 0],
+                            ],
+                        },
+                        {
+                            "name": "a.c:helper",
+                            "count": 3,
+                            "filenames": ["/src/h.h"],
+                            "branches": [],
+                            "regions": [[10, 1, 12, 2, 3, 0, 0, 0]],
+                        },
+                        {
+                            "name": "b.c:helper",
+                            "count": 2,
+                            "filenames": ["/src/h.h"],
+                            "branches": [],
+                            "regions": [[10, 1, 12, 2, 2, 0, 0, 0]],
+                        },
+                    ],
+                    "totals": summary((9, 8), (2, 2), (3, 3), (4, 4), (4, 3)),
+                }
             ],
-            "functions": [
-                {"name": "main", "count": 5, "filenames": ["/src/a.c", "/src/m.h"], "branches": [],
-                 "regions": [[1, 1, 8, 2, 5, 0, 0, 0], [7, 3, 7, 12, 9, 0, 1, 1], [1, 1, 1, 10, 9, 1, 0, 0]]},
-                {"name": "a.c:helper", "count": 3, "filenames": ["/src/h.h"], "branches": [],
-                 "regions": [[10, 1, 12, 2, 3, 0, 0, 0]]},
-                {"name": "b.c:helper", "count": 2, "filenames": ["/src/h.h"], "branches": [],
-                 "regions": [[10, 1, 12, 2, 2, 0, 0, 0]]},
-            ],
-            "totals": summary((9, 8), (2, 2), (3, 3), (4, 4), (4, 3)),
-        }],
-        "type": "llvm.coverage.json.export",
-        "version": "2.0.1",
-    })
+            "type": "llvm.coverage.json.export",
+            "version": "2.0.1",
+        }
+    )
 
 
 def encode(doc: dict) -> bytes:
@@ -113,7 +151,11 @@ def test_lines_between_segments_take_the_wrapping_regions_count() -> None:
 def test_totals_are_the_exports_totals_not_the_detail() -> None:
     report = parse_doc(export())
     assert {k: (c.found, c.hit) for k, c in report.totals.items()} == {
-        "lines": (9, 8), "functions": (2, 2), "instantiations": (3, 3), "regions": (4, 4), "branches": (4, 3)
+        "lines": (9, 8),
+        "functions": (2, 2),
+        "instantiations": (3, 3),
+        "regions": (4, 4),
+        "branches": (4, 3),
     }
     assert report.tool == "llvm-cov"
 
@@ -137,24 +179,37 @@ def test_per_file_totals_are_llvm_covs_file_summaries() -> None:
 
 def test_each_branch_is_a_true_and_a_false_row_and_macro_branches_sit_where_the_macro_is_used() -> None:
     report = parse_doc(export())
-    rows = list(zip(*(report.branches[c].tolist() for c in ("line", "block", "branch", "taken")), strict=True))
+    rows = list(
+        zip(*(report.branches[c].tolist() for c in ("line", "block", "branch", "taken")), strict=True)
+    )
     assert rows == [(2, 0, "true", 4), (2, 0, "false", 1), (7, 1, "true", 2), (7, 1, "false", 0)]
 
 
 def test_instantiations_starting_at_the_same_place_are_one_function_with_summed_hits() -> None:
     report = parse_doc(export())
-    functions = {(report.files[f].path, n, s, h) for f, n, s, h in zip(
-        *(report.functions[c].tolist() for c in ("file", "name", "start_line", "hits")), strict=True)}
+    functions = {
+        (report.files[f].path, n, s, h)
+        for f, n, s, h in zip(
+            *(report.functions[c].tolist() for c in ("file", "name", "start_line", "hits")), strict=True
+        )
+    }
     assert functions == {("/src/a.c", "main", 1, 5), ("/src/h.h", "helper", 10, 5)}
 
 
 def test_identical_regions_of_several_instantiations_are_merged_by_summing() -> None:
     report = parse_doc(export())
-    regions = {(report.files[f].path, sl, el, h, k) for f, sl, el, h, k in zip(
-        *(report.regions[c].tolist() for c in ("file", "start_line", "end_line", "hits", "kind")), strict=True)}
+    regions = {
+        (report.files[f].path, sl, el, h, k)
+        for f, sl, el, h, k in zip(
+            *(report.regions[c].tolist() for c in ("file", "start_line", "end_line", "hits", "kind")),
+            strict=True,
+        )
+    }
     assert regions == {
-        ("/src/a.c", 1, 8, 5, REGION_CODE), ("/src/a.c", 7, 7, 9, REGION_EXPANSION),
-        ("/src/m.h", 1, 1, 9, REGION_CODE), ("/src/h.h", 10, 12, 5, REGION_CODE),
+        ("/src/a.c", 1, 8, 5, REGION_CODE),
+        ("/src/a.c", 7, 7, 9, REGION_EXPANSION),
+        ("/src/m.h", 1, 1, 9, REGION_CODE),
+        ("/src/h.h", 10, 12, 5, REGION_CODE),
     }
 
 
@@ -231,17 +286,27 @@ FILE0 = ["data", 0, "files", 0]
         (mutate([*FILE0, "segments", 1, 2], 2.5), "$.data[0].files[0].segments[1][2] must be an integer"),
         (mutate([*FILE0, "segments", 1, 2], 2**64), "$.data[0].files[0].segments[1][2] overflows"),
         (mutate([*FILE0, "segments", 1, 2], "7"), "$.data[0].files[0].segments[1][2] must be an integer"),
-        (mutate([*FILE0, "segments", 1], [2, 3]), "$.data[0].files[0].segments[1]: must be a list of at least"),
+        (
+            mutate([*FILE0, "segments", 1], [2, 3]),
+            "$.data[0].files[0].segments[1]: must be a list of at least",
+        ),
         (mutate([*FILE0, "segments", 7, 0], 2**40), "$.data[0].files[0].segments[7][0] is larger than"),
         (mutate([*FILE0, "segments", 7, 0], 2_000_000_000), "$.data[0].files[0].segments: spans"),
         (mutate([*FILE0, "branches", 0, 5], -1), "$.data[0].files[0].branches[0][5] is negative"),
-        (mutate([*FILE0, "expansions", 0, "branches", 0, 4], None),
-         "$.data[0].files[0].expansions[0].branches[0][4] must be an integer"),
+        (
+            mutate([*FILE0, "expansions", 0, "branches", 0, 4], None),
+            "$.data[0].files[0].expansions[0].branches[0][4] must be an integer",
+        ),
         (mutate(["data", 0, "functions", 1, "count"], -1), "$.data[0].functions[1].count is negative"),
         (mutate(["data", 0, "functions", 2, "regions", 0, 4], 1.5), "$.data[0].functions[2].regions[0][4]"),
-        (mutate(["data", 0, "functions", 1, "regions", 0, 5], 3), "$.data[0].functions[1].regions[0][5]: file id 3"),
-        (mutate(["data", 0, "functions", 2, "regions", 0, 7], 300),
-         "$.data[0].functions[2].regions[0][7]: region kind"),
+        (
+            mutate(["data", 0, "functions", 1, "regions", 0, 5], 3),
+            "$.data[0].functions[1].regions[0][5]: file id 3",
+        ),
+        (
+            mutate(["data", 0, "functions", 2, "regions", 0, 7], 300),
+            "$.data[0].functions[2].regions[0][7]: region kind",
+        ),
         (mutate(["data", 0, "totals", "lines", "covered"], 10), "$.data[0].totals.lines: covered (10)"),
         (mutate(["data", 0, "totals"], None), "$.data[0].totals: missing"),
         (mutate([*FILE0, "summary", "regions", "count"], -2), "$.data[0].files[0].summary.regions.count"),
@@ -274,6 +339,7 @@ def test_llvm_exports_are_detected_from_head_and_tail() -> None:
 
 # -- the corpus -----------------------------------------------------------------
 
+
 def lcov_detail(path) -> tuple[set, Tally]:
     """DA records and BRDA records per line of llvm-cov's LCOV export."""
     da, brda, _fn = lcovtext.records(path)
@@ -283,8 +349,12 @@ def lcov_detail(path) -> tuple[set, Tally]:
 def test_cmark_detail_equals_llvm_covs_own_lcov_export_of_the_same_profile(corpus_dir) -> None:
     report = parse(corpus.path("llvm/cmark-gfm-0.29.0.gfm.13.llvm-cov.json.zst"))
     paths = [f.path for f in report.files]
-    lines = {(paths[f], n, h) for f, n, h in zip(*(report.lines[c].tolist() for c in ("file", "line", "hits")))}
-    branches = Tally((paths[f], n) for f, n in zip(report.branches["file"].tolist(), report.branches["line"].tolist()))
+    lines = {
+        (paths[f], n, h) for f, n, h in zip(*(report.lines[c].tolist() for c in ("file", "line", "hits")))
+    }
+    branches = Tally(
+        (paths[f], n) for f, n in zip(report.branches["file"].tolist(), report.branches["line"].tolist())
+    )
     assert (lines, branches) == lcov_detail(corpus.path("llvm/cmark-gfm-0.29.0.gfm.13.llvm-cov.lcov"))
 
 
@@ -296,7 +366,9 @@ def test_cmark_functions_are_llvm_covs_unique_functions(corpus_dir) -> None:
     assert (int(found.sum()), int(hit.sum())) == (493, 375)
 
 
-def test_the_246_mb_sqlite_export_parses_to_llvm_cov_reports_totals_and_names_its_disagreements(corpus_dir) -> None:
+def test_the_246_mb_sqlite_export_parses_to_llvm_cov_reports_totals_and_names_its_disagreements(
+    corpus_dir,
+) -> None:
     entry = next(e for e in corpus.entries() if e["file"] == "llvm/sqlite-3.53.2.llvm-cov.json.zst")
     report = parse(corpus.path(entry["file"]))
     for name in ("lines", "functions", "instantiations", "regions", "branches"):
@@ -311,7 +383,11 @@ def test_the_246_mb_sqlite_export_parses_to_llvm_cov_reports_totals_and_names_it
 def head_and_tail(name: str) -> tuple[bytes, bytes]:
     """A corpus file's first and last 64 KiB, decompressed as the registry sees them."""
     with corpus.path(name).open("rb") as raw:
-        stream = zstandard.ZstdDecompressor(max_window_size=2**31).stream_reader(raw) if name.endswith(".zst") else raw
+        stream = (
+            zstandard.ZstdDecompressor(max_window_size=2**31).stream_reader(raw)
+            if name.endswith(".zst")
+            else raw
+        )
         head = stream.read(SNIFF_BYTES)
         tail = head
         while chunk := stream.read(1 << 20):
@@ -320,9 +396,18 @@ def head_and_tail(name: str) -> tuple[bytes, bytes]:
 
 
 def test_each_of_our_sniffers_claims_exactly_the_corpus_files_of_its_format(corpus_dir) -> None:
-    sniffers = {"llvm": llvm.sniff, "istanbul": istanbul.sniff, "go": go.sniff, "regions-v1": regions_v1.sniff}
-    formats = {"llvm": "LLVM llvm-cov export JSON", "istanbul": "Istanbul coverage-final.json",
-               "go": "Go coverprofile", "regions-v1": "(none in the corpus)"}
+    sniffers = {
+        "llvm": llvm.sniff,
+        "istanbul": istanbul.sniff,
+        "go": go.sniff,
+        "regions-v1": regions_v1.sniff,
+    }
+    formats = {
+        "llvm": "LLVM llvm-cov export JSON",
+        "istanbul": "Istanbul coverage-final.json",
+        "go": "Go coverprofile",
+        "regions-v1": "(none in the corpus)",
+    }
     claimed = {fmt: set() for fmt in sniffers}
     for entry in corpus.entries():
         head, tail = head_and_tail(entry["file"])

@@ -66,17 +66,37 @@ def test_the_documented_example_and_the_schema_agree() -> None:
 
 
 def test_lines_are_every_line_a_code_region_spans_hit_when_any_covering_region_hits() -> None:
-    report = parse_doc(document({"path": "a.wgsl", "regions": [
-        region(1, 4, 3), region(2, 3, 0), region(6, 6, 0), region(8, 9, 5, kind="gap"),
-    ]}))
+    report = parse_doc(
+        document(
+            {
+                "path": "a.wgsl",
+                "regions": [
+                    region(1, 4, 3),
+                    region(2, 3, 0),
+                    region(6, 6, 0),
+                    region(8, 9, 5, kind="gap"),
+                ],
+            }
+        )
+    )
     assert lines_of(report) == {1: 3, 2: 3, 3: 3, 4: 3, 6: 0}
     assert report.totals["lines"].to_dict() == {"found": 5, "hit": 4}
 
 
 def test_only_code_regions_count_as_regions_but_every_kind_is_kept() -> None:
-    report = parse_doc(document({"path": "a.wgsl", "regions": [
-        region(1, 2, 3), region(3, 3, 0), region(4, 4, 0, kind="skipped"), region(1, 1, 2, kind="branch"),
-    ]}))
+    report = parse_doc(
+        document(
+            {
+                "path": "a.wgsl",
+                "regions": [
+                    region(1, 2, 3),
+                    region(3, 3, 0),
+                    region(4, 4, 0, kind="skipped"),
+                    region(1, 1, 2, kind="branch"),
+                ],
+            }
+        )
+    )
     assert report.totals["regions"].to_dict() == {"found": 2, "hit": 1}
     assert report.regions["kind"].tolist() == [REGION_CODE, REGION_CODE, REGION_SKIPPED, REGION_BRANCH]
 
@@ -87,32 +107,50 @@ def test_explicit_lines_replace_the_derived_ones() -> None:
 
 
 def test_file_identity_fields_reach_the_report_and_the_digest_is_lowercased() -> None:
-    report = parse_doc(document({"path": "a.wgsl", "regions": [], "source_sha256": "AB" * 32,
-                                 "logical_source_id": "blur", "variant": "fragment"},
-                                tool={"name": "wgsl-cov", "version": "0.3"}))
+    report = parse_doc(
+        document(
+            {
+                "path": "a.wgsl",
+                "regions": [],
+                "source_sha256": "AB" * 32,
+                "logical_source_id": "blur",
+                "variant": "fragment",
+            },
+            tool={"name": "wgsl-cov", "version": "0.3"},
+        )
+    )
     info = report.files[0]
     assert (info.source_sha256, info.logical_source_id, info.variant) == ("ab" * 32, "blur", "fragment")
     assert (report.tool, report.metadata["tool_version"]) == ("wgsl-cov", "0.3")
 
 
 def test_tests_named_on_regions_become_line_observations_by_index_or_name() -> None:
-    report = parse_doc(document(
-        {"path": "a.wgsl", "regions": [region(1, 2, 3, tests=[0, "late"]), region(2, 3, 1, tests=[0])]},
-        tests=["early"],
-    ))
+    report = parse_doc(
+        document(
+            {"path": "a.wgsl", "regions": [region(1, 2, 3, tests=[0, "late"]), region(2, 3, 1, tests=[0])]},
+            tests=["early"],
+        )
+    )
     assert report.tests == ("early", "late")
     obs = report.test_observations
     rows = set(zip(*(obs[c].tolist() for c in ("test", "line", "kind", "hits")), strict=True))
     # Line 2 is in both regions hit by test 0: still one observation.
-    assert rows == {(0, 1, OBS_LINE, 1), (0, 2, OBS_LINE, 1), (0, 3, OBS_LINE, 1), (1, 1, OBS_LINE, 1),
-                    (1, 2, OBS_LINE, 1)}
+    assert rows == {
+        (0, 1, OBS_LINE, 1),
+        (0, 2, OBS_LINE, 1),
+        (0, 3, OBS_LINE, 1),
+        (1, 1, OBS_LINE, 1),
+        (1, 2, OBS_LINE, 1),
+    }
 
 
 def test_an_empty_file_list_is_a_valid_document_with_zero_totals() -> None:
     report = parse_doc(document())
     assert report.files == ()
     assert {k: c.to_dict() for k, c in report.totals.items()} == {
-        "regions": {"found": 0, "hit": 0}, "lines": {"found": 0, "hit": 0}}
+        "regions": {"found": 0, "hit": 0},
+        "lines": {"found": 0, "hit": 0},
+    }
 
 
 def test_regions_v1_is_detected_and_coverage_py_json_is_not_claimed() -> None:
@@ -148,16 +186,45 @@ INVALID = [
     (with_region(tests=[{"name": "x"}]), "$.files[0].regions[1].tests[0]", "non-empty string", True),
     (with_region(end_line=0), "$.files[0].regions[1].end_line", "between 1 and", True),
     (with_region(start_line=5), "$.files[0].regions[1]", "ends before it starts", False),
-    (with_region(start_line=2, start_col=5, end_col=4), "$.files[0].regions[1]", "ends before it starts", False),
+    (
+        with_region(start_line=2, start_col=5, end_col=4),
+        "$.files[0].regions[1]",
+        "ends before it starts",
+        False,
+    ),
     (with_region(tests=[3]), "$.files[0].regions[1].tests[0]", "test index 3", False),
     (with_region(hits=0, tests=["t"]), "$.files[0].regions[1].tests", "hits are 0", False),
     (with_region(kind="gap", tests=["t"]), "$.files[0].regions[1].tests", "only code and branch", False),
-    (document({"path": "a", "regions": [], "lines": [[3, 1], [3, 2]]}), "$.files[0].lines[1]", "listed twice", False),
-    (document({"path": "a", "regions": [], "lines": [[3]]}), "$.files[0].lines[0]", "[line, hits] pair", True),
-    (document({"path": "a", "regions": [], "lines": [[0, 1]]}), "$.files[0].lines[0][0]", "between 1 and", True),
-    (document({"path": "a", "regions": []}, {"path": "a", "regions": []}), "$.files[1].path", "already appears", False),
-    (document({"path": "a", "regions": [], "source_sha256": "abc"}), "$.files[0].source_sha256", "64 hexadecimal",
-     True),
+    (
+        document({"path": "a", "regions": [], "lines": [[3, 1], [3, 2]]}),
+        "$.files[0].lines[1]",
+        "listed twice",
+        False,
+    ),
+    (
+        document({"path": "a", "regions": [], "lines": [[3]]}),
+        "$.files[0].lines[0]",
+        "[line, hits] pair",
+        True,
+    ),
+    (
+        document({"path": "a", "regions": [], "lines": [[0, 1]]}),
+        "$.files[0].lines[0][0]",
+        "between 1 and",
+        True,
+    ),
+    (
+        document({"path": "a", "regions": []}, {"path": "a", "regions": []}),
+        "$.files[1].path",
+        "already appears",
+        False,
+    ),
+    (
+        document({"path": "a", "regions": [], "source_sha256": "abc"}),
+        "$.files[0].source_sha256",
+        "64 hexadecimal",
+        True,
+    ),
     (document({"path": "", "regions": []}), "$.files[0].path", "non-empty string", True),
     (document({"path": "a"}), "$.files[0].regions", "required", True),
     (document({"path": "a", "regions": {}}), "$.files[0].regions", "must be a list", True),
@@ -172,13 +239,17 @@ INVALID = [
 
 
 @pytest.mark.parametrize(("doc", "path", "says", "_schema"), INVALID, ids=[f"{c[1]}:{c[2]}" for c in INVALID])
-def test_invalid_documents_are_refused_naming_the_json_path(doc: dict, path: str, says: str, _schema: bool) -> None:
+def test_invalid_documents_are_refused_naming_the_json_path(
+    doc: dict, path: str, says: str, _schema: bool
+) -> None:
     message = refused(doc).message
     assert f"<bytes>: {path}: " in message
     assert says in message
 
 
-@pytest.mark.parametrize(("doc", "path", "says", "schema_can_tell"), INVALID, ids=[f"{c[1]}:{c[2]}" for c in INVALID])
+@pytest.mark.parametrize(
+    ("doc", "path", "says", "schema_can_tell"), INVALID, ids=[f"{c[1]}:{c[2]}" for c in INVALID]
+)
 def test_the_schema_refuses_what_the_code_refuses_wherever_a_schema_can_say_it(
     doc: dict, path: str, says: str, schema_can_tell: bool
 ) -> None:
@@ -209,6 +280,8 @@ def test_any_value_replaced_by_any_odd_value_ends_in_a_report_or_a_coverage_erro
     for doc in odd_documents(docs_example()):
         blob = json.dumps(doc).encode()
         try:
-            regions_v1.parse_bytes(ReportBytes(blob, "<fuzz>", None, len(blob)))  # not the registry's safety net
+            regions_v1.parse_bytes(
+                ReportBytes(blob, "<fuzz>", None, len(blob))
+            )  # not the registry's safety net
         except CoverageError:
             pass

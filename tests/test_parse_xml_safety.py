@@ -73,9 +73,7 @@ def refused(doc: bytes, fmt: str | None = None) -> CoverageError:
 
 
 def billion_laughs(root: str) -> bytes:
-    levels = ['<!ENTITY lol0 "lol">'] + [
-        f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10)
-    ]
+    levels = ['<!ENTITY lol0 "lol">'] + [f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10)]
     return f'<?xml version="1.0"?>\n<!DOCTYPE {root} [\n{"".join(levels)}\n]>\n'.encode()
 
 

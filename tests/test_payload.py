@@ -25,39 +25,61 @@ HUGE = 2**62
 
 
 def _empty() -> dict[str, dict[str, np.ndarray]]:
-    return {t: {c: (np.zeros(0, dtype=object) if k in ("text", "blob") else np.zeros(0, dtype=k)) for c, k in cols}
-            for t, cols in payload.DETAIL.items()}
+    return {
+        t: {
+            c: (np.zeros(0, dtype=object) if k in ("text", "blob") else np.zeros(0, dtype=k)) for c, k in cols
+        }
+        for t, cols in payload.DETAIL.items()
+    }
 
 
 def _hostile_tables() -> dict[str, dict[str, np.ndarray]]:
     """Every table with values at the edges: -1 branches, counts past 2**31 and 2**32, unicode, binary texts."""
     tables = _empty()
-    tables["lines"] = {"file_id": np.array([0, 0, 0, 1, 1], np.int32),
-                       "line": np.array([1, 2, 70000, 1, 2**31 - 1], np.int32),
-                       "hits": np.array([0, 2**31, 2**32 + 5, HUGE, 1], np.int64)}
-    tables["branches"] = {"file_id": np.array([0, 0, 0, 1], np.int32),
-                          "line": np.array([2, 2, 2, 9], np.int32),
-                          "block": np.array([0, 0, 7, 2**20], np.int32),
-                          "branch": np.array(["0", "1", "jump → ñ", "exception"], dtype=object),
-                          "taken": np.array([-1, 2**40, 0, -1], np.int64)}
-    tables["functions"] = {"file_id": np.array([0, 1], np.int32),
-                           "name": np.array(["größe", "名前::λ<T>"], dtype=object),
-                           "start_line": np.array([1, 5], np.int32), "end_line": np.array([9, 5], np.int32),
-                           "hits": np.array([2**33, 0], np.int64)}
-    tables["regions"] = {"file_id": np.array([1], np.int32), "start_line": np.array([3], np.int32),
-                         "start_col": np.array([1], np.int32), "end_line": np.array([4], np.int32),
-                         "end_col": np.array([80], np.int32), "hits": np.array([HUGE], np.int64),
-                         "kind": np.array([2], np.int8)}
-    tables["test_names"] = {"test_id": np.array([0, 1, 2], np.int32),
-                            "name": np.array(["tests/test_ü.py::test_ä[🙂]", "", "t " * 300], dtype=object)}
-    tables["test_observations"] = {"test_id": np.array([2, 0, 1, 0, 2], np.int32),
-                                   "file_id": np.array([1, 0, 0, 0, 1], np.int32),
-                                   "kind": np.array([0, 1, 0, 0, 2], np.int8),
-                                   "line": np.array([2, 2, 1, 1, 5], np.int32),
-                                   "item": np.array([0, 1, 0, 0, 0], np.int32),
-                                   "hits": np.array([HUGE, -1, 3, 2**31 + 1, 1], np.int64)}
-    tables["file_texts"] = {"file_id": np.array([0, 1, 2], np.int32),
-                            "text": np.array(["héllo\n".encode(), b"\xff\xfe\x00binary", b""], dtype=object)}
+    tables["lines"] = {
+        "file_id": np.array([0, 0, 0, 1, 1], np.int32),
+        "line": np.array([1, 2, 70000, 1, 2**31 - 1], np.int32),
+        "hits": np.array([0, 2**31, 2**32 + 5, HUGE, 1], np.int64),
+    }
+    tables["branches"] = {
+        "file_id": np.array([0, 0, 0, 1], np.int32),
+        "line": np.array([2, 2, 2, 9], np.int32),
+        "block": np.array([0, 0, 7, 2**20], np.int32),
+        "branch": np.array(["0", "1", "jump → ñ", "exception"], dtype=object),
+        "taken": np.array([-1, 2**40, 0, -1], np.int64),
+    }
+    tables["functions"] = {
+        "file_id": np.array([0, 1], np.int32),
+        "name": np.array(["größe", "名前::λ<T>"], dtype=object),
+        "start_line": np.array([1, 5], np.int32),
+        "end_line": np.array([9, 5], np.int32),
+        "hits": np.array([2**33, 0], np.int64),
+    }
+    tables["regions"] = {
+        "file_id": np.array([1], np.int32),
+        "start_line": np.array([3], np.int32),
+        "start_col": np.array([1], np.int32),
+        "end_line": np.array([4], np.int32),
+        "end_col": np.array([80], np.int32),
+        "hits": np.array([HUGE], np.int64),
+        "kind": np.array([2], np.int8),
+    }
+    tables["test_names"] = {
+        "test_id": np.array([0, 1, 2], np.int32),
+        "name": np.array(["tests/test_ü.py::test_ä[🙂]", "", "t " * 300], dtype=object),
+    }
+    tables["test_observations"] = {
+        "test_id": np.array([2, 0, 1, 0, 2], np.int32),
+        "file_id": np.array([1, 0, 0, 0, 1], np.int32),
+        "kind": np.array([0, 1, 0, 0, 2], np.int8),
+        "line": np.array([2, 2, 1, 1, 5], np.int32),
+        "item": np.array([0, 1, 0, 0, 0], np.int32),
+        "hits": np.array([HUGE, -1, 3, 2**31 + 1, 1], np.int64),
+    }
+    tables["file_texts"] = {
+        "file_id": np.array([0, 1, 2], np.int32),
+        "text": np.array(["héllo\n".encode(), b"\xff\xfe\x00binary", b""], dtype=object),
+    }
     return tables
 
 
@@ -104,16 +126,21 @@ def test_long_columns_with_extreme_integers_round_trip_through_delta_and_plain_c
     rng = np.random.default_rng(7)
     n = 20_000
     tables = _empty()
-    tables["lines"] = {"file_id": np.repeat(np.arange(n // 100, dtype=np.int32), 100),
-                       "line": np.tile(np.arange(1, 101, dtype=np.int32), n // 100),
-                       "hits": np.concatenate([[np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 0],
-                                               rng.integers(0, 2, n - 4)]).astype(np.int64)}
-    tables["test_observations"] = {"test_id": rng.integers(0, 50, n).astype(np.int32),
-                                   "file_id": rng.integers(0, 200, n).astype(np.int32),
-                                   "kind": rng.integers(0, 3, n).astype(np.int8),
-                                   "line": rng.integers(1, 10_000, n).astype(np.int32),
-                                   "item": rng.integers(0, 4, n).astype(np.int32),
-                                   "hits": rng.integers(-1, 2**45, n).astype(np.int64)}
+    tables["lines"] = {
+        "file_id": np.repeat(np.arange(n // 100, dtype=np.int32), 100),
+        "line": np.tile(np.arange(1, 101, dtype=np.int32), n // 100),
+        "hits": np.concatenate(
+            [[np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 0], rng.integers(0, 2, n - 4)]
+        ).astype(np.int64),
+    }
+    tables["test_observations"] = {
+        "test_id": rng.integers(0, 50, n).astype(np.int32),
+        "file_id": rng.integers(0, 200, n).astype(np.int32),
+        "kind": rng.integers(0, 3, n).astype(np.int8),
+        "line": rng.integers(1, 10_000, n).astype(np.int32),
+        "item": rng.integers(0, 4, n).astype(np.int32),
+        "hits": rng.integers(-1, 2**45, n).astype(np.int64),
+    }
     frame, size, _rows = payload.encode(tables)
     _assert_same(payload.decode(frame, max_bytes=size), tables)
 
@@ -124,8 +151,10 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
     schema.migrate(con)
     tables = _hostile_tables()
     frame, size, rows = payload.encode(tables)
-    con.execute("INSERT INTO snapshot_payloads VALUES (7, ?, ?, ?, ?, now(), ?)",
-                [payload.FORMAT_VERSION, rows, size, len(frame), frame])
+    con.execute(
+        "INSERT INTO snapshot_payloads VALUES (7, ?, ?, ?, ?, now(), ?)",
+        [payload.FORMAT_VERSION, rows, size, len(frame), frame],
+    )
     reader = con.cursor()
     restore.ensure(reader, {7: "s7"}, {7: "s7"})
     for table, columns in payload.DETAIL.items():
@@ -136,7 +165,9 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
             got, want = sorted(got), sorted(want)
         assert got == want, table
         types = reader.execute(f"SELECT * FROM {table} LIMIT 0").description
-        assert [d[1] for d in types] == [d[1] for d in con.execute(f"SELECT * FROM main.{table} LIMIT 0").description]
+        assert [d[1] for d in types] == [
+            d[1] for d in con.execute(f"SELECT * FROM main.{table} LIMIT 0").description
+        ]
     # Only the asking connection sees them; the store's own tables are untouched.
     assert con.execute("SELECT count(*) FROM lines").fetchall() == [(0,)]
     reader.close()
@@ -145,16 +176,17 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
 
 # -- refusals ------------------------------------------------------------------------------------------
 
+
 def _frame_with(edit: Callable[[dict[str, Any]], None]) -> tuple[bytes, int]:
     """A valid frame of the edge tables whose header ``edit`` changed (the column bytes left as they were)."""
     frame, size, _rows = payload.encode(_hostile_tables())
     raw = zstandard.ZstdDecompressor().decompress(frame)
     start = len(payload.MAGIC) + 4
     (head_len,) = struct.unpack_from("<I", raw, len(payload.MAGIC))
-    header = json.loads(raw[start:start + head_len])
+    header = json.loads(raw[start : start + head_len])
     edit(header)
     head = json.dumps(header, separators=(",", ":")).encode()
-    out = payload.MAGIC + struct.pack("<I", len(head)) + head + raw[start + head_len:]
+    out = payload.MAGIC + struct.pack("<I", len(head)) + head + raw[start + head_len :]
     return zstandard.ZstdCompressor().compress(out), len(out) + 1024
 
 
@@ -190,18 +222,21 @@ def _column(header: dict[str, Any], table: str, name: str) -> list[Any]:
 def _grow(table: str, name: str, part: int, by: int) -> Callable[[dict[str, Any]], None]:
     def edit(header: dict[str, Any]) -> None:
         _column(header, table, name)[3][part] += by
+
     return edit
 
 
 def _rows_to(table: str, rows: int) -> Callable[[dict[str, Any]], None]:
     def edit(header: dict[str, Any]) -> None:
         header["tables"][table]["rows"] = rows
+
     return edit
 
 
 def _how(table: str, name: str, how: Any) -> Callable[[dict[str, Any]], None]:
     def edit(header: dict[str, Any]) -> None:
         _column(header, table, name)[2] = how
+
     return edit
 
 
@@ -213,22 +248,25 @@ def _rename_column(header: dict[str, Any]) -> None:
     _column(header, "lines", "hits")[0] = "hits2"
 
 
-@pytest.mark.parametrize("edit, why", [
-    (_grow("lines", "hits", 0, 8), "bad length"),
-    (_grow("file_texts", "text", 1, 8), "runs past the frame"),
-    (_grow("lines", "hits", 0, -1), "bad length"),
-    (_grow("test_names", "name", 0, 8), "bad offsets"),
-    (_grow("functions", "name", 1, -1), "bad offsets"),
-    (_rows_to("lines", 6), "bad length"),
-    (_rows_to("lines", -1), "bad table entry"),
-    (_rows_to("lines", 10**15), "bad length"),
-    (_how("lines", "hits", ["d", 3]), "bad encoding"),
-    (_how("lines", "hits", ["p", True]), "bad encoding"),
-    (_how("functions", "name", [1, "p", 1]), "bad offsets"),
-    (_how("functions", "name", ["2", "p", 1]), "bad dictionary"),
-    (_drop_table, "unexpected header"),
-    (_rename_column, "bad column"),
-])
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (_grow("lines", "hits", 0, 8), "bad length"),
+        (_grow("file_texts", "text", 1, 8), "runs past the frame"),
+        (_grow("lines", "hits", 0, -1), "bad length"),
+        (_grow("test_names", "name", 0, 8), "bad offsets"),
+        (_grow("functions", "name", 1, -1), "bad offsets"),
+        (_rows_to("lines", 6), "bad length"),
+        (_rows_to("lines", -1), "bad table entry"),
+        (_rows_to("lines", 10**15), "bad length"),
+        (_how("lines", "hits", ["d", 3]), "bad encoding"),
+        (_how("lines", "hits", ["p", True]), "bad encoding"),
+        (_how("functions", "name", [1, "p", 1]), "bad offsets"),
+        (_how("functions", "name", ["2", "p", 1]), "bad dictionary"),
+        (_drop_table, "unexpected header"),
+        (_rename_column, "bad column"),
+    ],
+)
 def test_a_header_whose_lengths_or_encodings_do_not_add_up_is_refused(edit, why: str) -> None:
     error = _refused(*_frame_with(edit))
     assert error.details["reason"] == "payload_damaged"
@@ -244,11 +282,16 @@ def test_a_truncated_frame_is_refused() -> None:
 def test_a_frame_whose_decompressed_bytes_are_cut_or_padded_is_refused() -> None:
     frame, size, _rows = payload.encode(_hostile_tables())
     raw = zstandard.ZstdDecompressor().decompress(frame)
-    for bad, why in ((raw[:-3], "runs past the frame"), (raw + b"\0", "trailing bytes"),
-                     (raw[:len(payload.MAGIC) + 2], "not a payload frame"),
-                     (b"NOTAPAYL" + raw[len(payload.MAGIC):], "not a payload frame"),
-                     (raw[:len(payload.MAGIC)] + struct.pack("<I", 2**31) + raw[len(payload.MAGIC) + 4:],
-                      "unreadable header")):
+    for bad, why in (
+        (raw[:-3], "runs past the frame"),
+        (raw + b"\0", "trailing bytes"),
+        (raw[: len(payload.MAGIC) + 2], "not a payload frame"),
+        (b"NOTAPAYL" + raw[len(payload.MAGIC) :], "not a payload frame"),
+        (
+            raw[: len(payload.MAGIC)] + struct.pack("<I", 2**31) + raw[len(payload.MAGIC) + 4 :],
+            "unreadable header",
+        ),
+    ):
         error = _refused(zstandard.ZstdCompressor().compress(bad), size + 64)
         assert error.details["reason"] == "payload_damaged" and why in error.message, why
 
@@ -264,7 +307,7 @@ def test_text_that_is_not_utf8_is_refused() -> None:
     raw = bytearray(zstandard.ZstdDecompressor().decompress(frame))
     name = "größe".encode()
     at = raw.index(name)
-    raw[at:at + 2] = b"\xff\xfe"
+    raw[at : at + 2] = b"\xff\xfe"
     error = _refused(zstandard.ZstdCompressor().compress(bytes(raw)), size + 64)
     assert "not UTF-8" in error.message
 
@@ -282,21 +325,23 @@ def _offset(header: dict[str, Any], table: str, name: str) -> int:
 
 def test_codes_outside_the_dictionary_are_refused() -> None:
     tables = _empty()
-    tables["test_names"] = {"test_id": np.arange(100, dtype=np.int32),
-                            "name": np.array([f"t{i % 3}" for i in range(100)], dtype=object)}
+    tables["test_names"] = {
+        "test_id": np.arange(100, dtype=np.int32),
+        "name": np.array([f"t{i % 3}" for i in range(100)], dtype=object),
+    }
     frame, size, _rows = payload.encode(tables)
     raw = zstandard.ZstdDecompressor().decompress(frame)
     start = len(payload.MAGIC) + 4
     (head_len,) = struct.unpack_from("<I", raw, len(payload.MAGIC))
-    header = json.loads(raw[start:start + head_len])
-    body = bytearray(raw[start + head_len:])
+    header = json.loads(raw[start : start + head_len])
+    body = bytearray(raw[start + head_len :])
     # Cut the dictionary to its first two words (consistently) while the codes still reach the third.
     spec = _column(header, "test_names", "name")
     at, (ends_len, text_len, _codes_len) = _offset(header, "test_names", "name"), spec[3]
-    ends = np.frombuffer(bytes(body[at:at + ends_len]), dtype="<i8")
+    ends = np.frombuffer(bytes(body[at : at + ends_len]), dtype="<i8")
     assert spec[2][0] == len(ends) == 3
-    kept_ends, kept_text = ends[:2].tobytes(), bytes(body[at + ends_len:at + ends_len + int(ends[1])])
-    body[at:at + ends_len + text_len] = kept_ends + kept_text
+    kept_ends, kept_text = ends[:2].tobytes(), bytes(body[at + ends_len : at + ends_len + int(ends[1])])
+    body[at : at + ends_len + text_len] = kept_ends + kept_text
     spec[2][0], spec[3][0], spec[3][1] = 2, len(kept_ends), len(kept_text)
     head = json.dumps(header, separators=(",", ":")).encode()
     bad = payload.MAGIC + struct.pack("<I", len(head)) + head + bytes(body)
@@ -319,6 +364,7 @@ def test_mismatched_column_lengths_are_refused_when_encoding() -> None:
 
 # -- run-length columns (format 2) and format 1 ------------------------------------------------------
 
+
 def _observed(n_lines: int = 400, n_tests: int = 30) -> dict[str, dict[str, np.ndarray]]:
     """Observations as a suite leaves them: every test over the same lines, so the key columns are runs."""
     tables = _empty()
@@ -337,7 +383,7 @@ def _observed(n_lines: int = 400, n_tests: int = 30) -> dict[str, dict[str, np.n
 def _header(frame: bytes) -> dict[str, Any]:
     raw = zstandard.ZstdDecompressor().decompress(frame)
     (head_len,) = struct.unpack_from("<I", raw, len(payload.MAGIC))
-    return json.loads(raw[len(payload.MAGIC) + 4:len(payload.MAGIC) + 4 + head_len])
+    return json.loads(raw[len(payload.MAGIC) + 4 : len(payload.MAGIC) + 4 + head_len])
 
 
 def test_sorted_key_columns_are_stored_as_runs_and_come_back_whole() -> None:
@@ -352,6 +398,7 @@ def test_sorted_key_columns_are_stored_as_runs_and_come_back_whole() -> None:
 def _runs_to(count: int) -> Callable[[dict[str, Any]], None]:
     def edit(header: dict[str, Any]) -> None:
         _column(header, "test_observations", "line")[2][1] = count
+
     return edit
 
 
@@ -376,8 +423,11 @@ def test_runs_that_do_not_cover_the_rows_are_refused() -> None:
 
 def test_run_lengths_that_wrap_around_to_the_row_count_are_refused() -> None:
     tables = _empty()
-    tables["lines"] = {"file_id": np.zeros(200, np.int32), "line": np.arange(200, dtype=np.int32),
-                       "hits": np.repeat(np.arange(4, dtype=np.int64), 50)}
+    tables["lines"] = {
+        "file_id": np.zeros(200, np.int32),
+        "line": np.arange(200, dtype=np.int32),
+        "hits": np.repeat(np.arange(4, dtype=np.int64), 50),
+    }
     frame, size, _rows = payload.encode(tables)
     raw = zstandard.ZstdDecompressor().decompress(frame)
     header = _header(frame)
@@ -388,7 +438,7 @@ def test_run_lengths_that_wrap_around_to_the_row_count_are_refused() -> None:
     # Four runs of about 2**62 rows each: their int64 sum wraps around to 200 (8-byte lengths, shuffled).
     lengths = np.array([2**62, 2**62, 2**62, 2**62 + 200], dtype="<i8")
     at = _offset(header, "lines", "hits") + spec[3][0]
-    body[at:at + spec[3][1]] = np.ascontiguousarray(lengths.view(np.uint8).reshape(-1, 8).T).tobytes()
+    body[at : at + spec[3][1]] = np.ascontiguousarray(lengths.view(np.uint8).reshape(-1, 8).T).tobytes()
     spec[2][4], spec[3][1] = 8, 32
     head = json.dumps(header, separators=(",", ":")).encode()
     bad = payload.MAGIC + struct.pack("<I", len(head)) + head + bytes(body)

@@ -23,9 +23,6 @@ from . import corpus
 from .gitrepo import commit, lcov, make_repo, write
 
 
-
-
-
 @pytest.fixture
 def service(sample_repo: Path):
     with open_project(sample_repo) as project:
@@ -65,12 +62,17 @@ def test_insight_ranks_uncovered_code_with_at_most_three_ranges_per_target(servi
 
 def test_representations_grow_from_compact_to_review_to_audit(service: Service) -> None:
     for task in ("insight", "all"):
-        sizes = [len(json.dumps(review(service, task=task, representation=r)["data"])) for r in ("compact", "review", "audit")]
+        sizes = [
+            len(json.dumps(review(service, task=task, representation=r)["data"]))
+            for r in ("compact", "review", "audit")
+        ]
         assert sizes[0] < sizes[1] < sizes[2], (task, sizes)
 
 
 @pytest.mark.parametrize("max_words", [60, 90, 150, 400])
-def test_word_budgets_are_honoured_to_the_word_over_the_whole_data_object(service: Service, max_words: int) -> None:
+def test_word_budgets_are_honoured_to_the_word_over_the_whole_data_object(
+    service: Service, max_words: int
+) -> None:
     for task in ("insight", "source", "audit"):
         try:
             env = review(service, task=task, limits={"max_words": max_words})
@@ -96,9 +98,11 @@ def test_project_context_accounts_reserved_page_and_response_words(service: Serv
 def test_source_marks_lines_from_git_at_the_snapshots_commit(service: Service, sample_repo: Path) -> None:
     (sample_repo / "inventory" / "pricing.py").write_text("rewritten\n")  # the working tree moves on
     time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
-    data = review(service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])["data"]
+    data = review(service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])[
+        "data"
+    ]
     lines = {n: (mark, text) for r in data["ranges"] for n, mark, text in r["lines"]}
-    assert lines[6] == ("c", "def price_with_tax(net, band=\"standard\"):")
+    assert lines[6] == ("c", 'def price_with_tax(net, band="standard"):')
     assert lines[8][0] == "c" and "raise ValueError" in lines[8][1]
     assert lines[15] == ("p", "    elif quantity >= 20:")  # executed, its true branch never taken
     assert lines[16][0] == "u"
@@ -128,13 +132,19 @@ def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> N
         data = review(svc, task="history", measurement={"suite": "unit"})["data"]
         assert data["window"]["snapshots"] == 2 and len(data["points"]) == 2
         assert data["window"]["newest"] == [40, 48] and data["window"]["change"] > 0
-        file_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py")["data"]
+        file_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py")[
+            "data"
+        ]
         assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [13, 18]
-        line_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py", lines="24")["data"]
+        line_hist = review(
+            svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py", lines="24"
+        )["data"]
         assert [p[3:] for p in line_hist["points"]] == [[0, 1], [0, 1]]
 
 
-def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(service: Service, sample_repo: Path) -> None:
+def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(
+    service: Service, sample_repo: Path
+) -> None:
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
     time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
@@ -171,7 +181,9 @@ def _duplicate_tracefile(with_duplicates: bool) -> str:
 
 
 @pytest.mark.parametrize("with_duplicates", [True, False])
-def test_duplicate_candidates_are_tests_with_identical_coverage(tmp_path: Path, with_duplicates: bool) -> None:
+def test_duplicate_candidates_are_tests_with_identical_coverage(
+    tmp_path: Path, with_duplicates: bool
+) -> None:
     repo = make_repo(tmp_path / "r", {"src/a.c": "1\n2\n3\n"})
     (repo / "t.info").write_text(_duplicate_tracefile(with_duplicates))
     with open_project(repo) as project:
@@ -208,8 +220,13 @@ def test_audit_pages_exact_file_records_with_a_cursor(service: Service) -> None:
     env = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
     seen = [tuple(r) for r in env["data"]["lines"]]
     while env["page"]["next_cursor"]:
-        env = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80},
-                     cursor=env["page"]["next_cursor"])
+        env = review(
+            service,
+            task="audit",
+            file="inventory/stock.py",
+            limits={"max_words": 80},
+            cursor=env["page"]["next_cursor"],
+        )
         seen += [tuple(r) for r in env["data"]["lines"]]
     assert len(seen) == len(set(seen)) == 27
 
@@ -237,15 +254,28 @@ def test_a_cursor_of_another_snapshot_is_refused(service: Service, sample_repo: 
     sid = first["data"]["snapshot_id"]
     other = service.call("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "other"})
     other_id = other["data"]["snapshot"]["snapshot_id"]
-    page = review(service, task="audit", measurement={"snapshot_id": sid}, file="inventory/stock.py",
-                  limits={"max_words": 80})
+    page = review(
+        service,
+        task="audit",
+        measurement={"snapshot_id": sid},
+        file="inventory/stock.py",
+        limits={"max_words": 80},
+    )
     with pytest.raises(CoverageError) as err:
-        review(service, task="audit", measurement={"snapshot_id": other_id}, file="inventory/stock.py",
-               limits={"max_words": 80}, cursor=page["page"]["next_cursor"])
+        review(
+            service,
+            task="audit",
+            measurement={"snapshot_id": other_id},
+            file="inventory/stock.py",
+            limits={"max_words": 80},
+            cursor=page["page"]["next_cursor"],
+        )
     assert err.value.code is ErrorCode.INVALID_CURSOR
 
 
-def test_a_hundred_thousand_file_snapshot_is_walked_page_by_page_without_gaps_or_duplicates(tmp_path: Path) -> None:
+def test_a_hundred_thousand_file_snapshot_is_walked_page_by_page_without_gaps_or_duplicates(
+    tmp_path: Path,
+) -> None:
     repo = make_repo(tmp_path / "big", {"README": "x\n"})
     n = 100_000
     lines = []
@@ -268,7 +298,9 @@ def test_a_hundred_thousand_file_snapshot_is_walked_page_by_page_without_gaps_or
             if not cursor:
                 break
         assert len(seen) == n and len(set(seen)) == n and seen == sorted(seen)
-        insight = svc.call("coverage_review", {"task": "insight", "limits": {"max_files": 200, "max_words": 50_000}})
+        insight = svc.call(
+            "coverage_review", {"task": "insight", "limits": {"max_files": 200, "max_words": 50_000}}
+        )
         assert insight["page"]["total_files"] == n and len(insight["data"]["files"]) == 200
 
 
@@ -282,17 +314,29 @@ def test_nothing_stored_yet_is_not_measured_with_the_way_forward(tmp_path: Path)
 def test_cli_review_json_prints_exactly_the_tool_envelope(service: Service, sample_repo: Path) -> None:
     expected = review(service, task="insight")
     service.project.close()
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", "review", "insight", "--json"], cwd=sample_repo,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "review", "insight", "--json"],
+        cwd=sample_repo,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["data"] == expected["data"] and got["page"] == expected["page"]
     assert set(got["context"]) == set(expected["context"])
-    human = subprocess.run([sys.executable, "-m", "coverage_cli", "review", "source"], cwd=sample_repo,
-                           capture_output=True, text=True)
+    human = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "review", "source"],
+        cwd=sample_repo,
+        capture_output=True,
+        text=True,
+    )
     assert "24 u" in human.stdout.replace("  ", " ")
-    ctx = subprocess.run([sys.executable, "-m", "coverage_cli", "context", "--json"], cwd=sample_repo,
-                         capture_output=True, text=True)
+    ctx = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "context", "--json"],
+        cwd=sample_repo,
+        capture_output=True,
+        text=True,
+    )
     assert json.loads(ctx.stdout)["page"]["response_word_count"] > 0
 
 
@@ -302,7 +346,9 @@ def test_every_declared_operation_has_a_strict_object_schema() -> None:
         assert op.description and op.title
 
 
-def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_dropping_lines(tmp_path: Path) -> None:
+def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_dropping_lines(
+    tmp_path: Path,
+) -> None:
     body = "".join(f"x{i} = {i}\n" for i in range(1, 3001))
     repo = make_repo(tmp_path / "r", {"big.py": body})
     (repo / "c.info").write_text(lcov({"big.py": {n: n % 2 for n in range(1, 3001)}}))
@@ -311,14 +357,31 @@ def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_droppi
         svc.call("coverage_import", {"report_path": "c.info"})
         ranges = [f"{a}-{a + 199}" for a in range(1, 2001, 200)]
         with pytest.raises(CoverageError) as err:
-            review(svc, task="source", file="big.py", ranges=ranges, limits={"max_words": 50_000, "max_bytes": 2_000_000})
+            review(
+                svc,
+                task="source",
+                file="big.py",
+                ranges=ranges,
+                limits={"max_words": 50_000, "max_bytes": 2_000_000},
+            )
         assert err.value.code is ErrorCode.RECORD_CAP_EXCEEDED and "fewer" in err.value.suggestion
-        within = review(svc, task="source", file="big.py", ranges=ranges[:5], limits={"max_words": 50_000, "max_bytes": 2_000_000})
+        within = review(
+            svc,
+            task="source",
+            file="big.py",
+            ranges=ranges[:5],
+            limits={"max_words": 50_000, "max_bytes": 2_000_000},
+        )
         assert sum(len(r["lines"]) for r in within["data"]["ranges"]) == 1000
 
 
 TASK_ARGS = {
-    "insight": {}, "history": {}, "source": {}, "tests": {}, "audit": {}, "all": {},
+    "insight": {},
+    "history": {},
+    "source": {},
+    "tests": {},
+    "audit": {},
+    "all": {},
     "change": {"baseline": {"kind": "previous_snapshot"}},
     "incremental": {},  # explicit snapshots, filled in by the test
 }
@@ -329,23 +392,28 @@ def two_snapshots(service: Service, sample_repo: Path) -> Service:
     """The sample repository with a second commit and snapshot, so change and history have something to say."""
     write(sample_repo, {"inventory/extra.py": "def f():\n    return 1\n"})
     commit(sample_repo, "extra")
-    (sample_repo / "later.info").write_text((sample_repo / "step3.coverage.lcov").read_text()
-                                            + lcov({"inventory/extra.py": {1: 1, 2: 0}}))
+    (sample_repo / "later.info").write_text(
+        (sample_repo / "step3.coverage.lcov").read_text() + lcov({"inventory/extra.py": {1: 1, 2: 0}})
+    )
     service.call("coverage_import", {"report_path": "later.info"})
     return service
 
 
 @pytest.mark.parametrize("task", sorted(TASK_ARGS))
 @pytest.mark.parametrize("representation", ["compact", "review", "audit"])
-@pytest.mark.parametrize("limits", [{"max_words": 120}, {"max_words": 300}, {"max_bytes": 700}, {"max_bytes": 2500}])
+@pytest.mark.parametrize(
+    "limits", [{"max_words": 120}, {"max_words": 300}, {"max_bytes": 700}, {"max_bytes": 2500}]
+)
 def test_every_task_keeps_the_whole_data_object_within_its_word_and_byte_budget(
     two_snapshots: Service, task: str, representation: str, limits: dict
 ) -> None:
     args = dict(TASK_ARGS[task])
     if task == "incremental":
         current, base = two_snapshots.project.snapshots(limit=2)
-        args = {"measurement": {"snapshot_id": current.snapshot_id},
-                "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}}
+        args = {
+            "measurement": {"snapshot_id": current.snapshot_id},
+            "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id},
+        }
     if "representation" in ARGUMENTS[task]:  # a task that does not read it refuses it
         args["representation"] = representation
     try:
@@ -369,8 +437,12 @@ def test_history_in_audit_representation_pages_every_point_without_gaps(sample_r
             svc.call("coverage_import", {"report_path": "h.info", "suite": "h"})
         seen, cursor = [], None
         while True:
-            args = {"task": "history", "measurement": {"suite": "h"}, "representation": "audit",
-                    "limits": {"max_words": 200}}
+            args = {
+                "task": "history",
+                "measurement": {"suite": "h"},
+                "representation": "audit",
+                "limits": {"max_words": 200},
+            }
             if cursor:
                 args["cursor"] = cursor
             env = svc.call("coverage_review", args)
@@ -381,26 +453,43 @@ def test_history_in_audit_representation_pages_every_point_without_gaps(sample_r
         assert len(seen) == len(set(seen)) == 25
 
 
-def test_a_union_of_snapshots_claims_no_more_than_its_weakest_member(service: Service, sample_repo: Path) -> None:
-    full = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"]["snapshot"]
-    part = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py-subset",
-                                            "scope": "subset"})["data"]["snapshot"]
-    data = review(service, task="insight", measurement={"snapshot_ids": [full["snapshot_id"], part["snapshot_id"]]})["data"]
+def test_a_union_of_snapshots_claims_no_more_than_its_weakest_member(
+    service: Service, sample_repo: Path
+) -> None:
+    full = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"][
+        "snapshot"
+    ]
+    part = service.call(
+        "coverage_import", {"report_path": "step1.coverage.json", "suite": "py-subset", "scope": "subset"}
+    )["data"]["snapshot"]
+    data = review(
+        service, task="insight", measurement={"snapshot_ids": [full["snapshot_id"], part["snapshot_id"]]}
+    )["data"]
     assert data["claim_status"] == "limited"
     assert any("subset" in r for r in data["reasons"])
 
 
 def test_a_union_of_snapshots_of_different_commits_is_refused(service: Service, sample_repo: Path) -> None:
-    first = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py"})["data"]["snapshot"]
+    first = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py"})["data"][
+        "snapshot"
+    ]
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
-    second = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"]["snapshot"]
+    second = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"][
+        "snapshot"
+    ]
     with pytest.raises(CoverageError) as err:
-        review(service, task="insight", measurement={"snapshot_ids": [first["snapshot_id"], second["snapshot_id"]]})
+        review(
+            service,
+            task="insight",
+            measurement={"snapshot_ids": [first["snapshot_id"], second["snapshot_id"]]},
+        )
     assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "task=change" in err.value.suggestion
 
 
-def test_an_import_right_after_a_commit_is_measured_at_the_new_head(service: Service, sample_repo: Path) -> None:
+def test_an_import_right_after_a_commit_is_measured_at_the_new_head(
+    service: Service, sample_repo: Path
+) -> None:
     review(service, task="insight")  # the checkout state is now cached
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
@@ -414,20 +503,25 @@ def test_project_context_refuses_a_cursor_it_never_issued(service: Service) -> N
     assert err.value.code is ErrorCode.INVALID_CURSOR
 
 
-@pytest.mark.parametrize("name, args", [
-    ("coverage_review", {"task": "all", "limits": {"max_words": 40, "max_files": 5}}),
-    ("coverage_review", {"task": "history", "limits": {"max_words": 40}}),
-    ("project_context", {"max_words": 40}),
-])
-def test_a_budget_too_small_carries_the_call_that_fits_and_that_call_succeeds(service: Service, name: str,
-                                                                              args: dict) -> None:
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("coverage_review", {"task": "all", "limits": {"max_words": 40, "max_files": 5}}),
+        ("coverage_review", {"task": "history", "limits": {"max_words": 40}}),
+        ("project_context", {"max_words": 40}),
+    ],
+)
+def test_a_budget_too_small_carries_the_call_that_fits_and_that_call_succeeds(
+    service: Service, name: str, args: dict
+) -> None:
     with pytest.raises(CoverageError) as caught:
         service.call(name, args)
     remedy = caught.value.remedy.to_dict()
     assert caught.value.code == ErrorCode.BUDGET_TOO_SMALL and remedy["operation"] == name
     fixed = remedy["arguments"]
     assert {k: v for k, v in fixed.items() if k not in ("limits", "max_words")} == {
-        k: v for k, v in args.items() if k not in ("limits", "max_words")}  # the rest of the call is kept
+        k: v for k, v in args.items() if k not in ("limits", "max_words")
+    }  # the rest of the call is kept
     assert fixed.get("limits", {}).get("max_files") == args.get("limits", {}).get("max_files")
     service.call(remedy["operation"], fixed)  # the remedy is a call that succeeds
 
@@ -440,11 +534,14 @@ def test_a_foreign_cursor_carries_the_same_call_without_it(service: Service) -> 
     assert caught.value.remedy.to_dict() == {"operation": "coverage_review", "arguments": {"task": "history"}}
 
 
-@pytest.mark.parametrize("args", [
-    {"task": "insight", "measurement": {"snapshot_id": "snap-00000000"}},
-    {"task": "file", "file": "no/such.py"},
-    {"task": "change", "baseline": {"kind": "explicit"}},
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"task": "insight", "measurement": {"snapshot_id": "snap-00000000"}},
+        {"task": "file", "file": "no/such.py"},
+        {"task": "change", "baseline": {"kind": "explicit"}},
+    ],
+)
 def test_an_agents_mistake_suggests_an_mcp_call_never_a_command_line(service: Service, args: dict) -> None:
     from coverage_daemon.mcp import tool_error
 
@@ -452,7 +549,10 @@ def test_an_agents_mistake_suggests_an_mcp_call_never_a_command_line(service: Se
         service.call("coverage_review", args)
     body = tool_error(caught.value)["structuredContent"]["error"]
     assert body["remedy"]["operation"] == "coverage_review"
-    assert body["suggestion"].startswith("Call coverage_review with") and "coverage-mcp " not in body["suggestion"]
+    assert (
+        body["suggestion"].startswith("Call coverage_review with")
+        and "coverage-mcp " not in body["suggestion"]
+    )
     service.call(body["remedy"]["operation"], body["remedy"]["arguments"])  # the suggested call works
 
 

@@ -83,8 +83,12 @@ def project(repo: Path) -> Iterator[Project]:
 
 
 def register(project: Project, argv: list[str], **extra: Any) -> str:
-    args = {"name": extra.pop("name", "cmd"), "argv": argv,
-            "artifacts": extra.pop("artifacts", [{"path": "cov.info", "suite": "unit"}]), **extra}
+    args = {
+        "name": extra.pop("name", "cmd"),
+        "argv": argv,
+        "artifacts": extra.pop("artifacts", [{"path": "cov.info", "suite": "unit"}]),
+        **extra,
+    }
     return Service(project).call("register_test_command", args)["data"]["command"]["id"]
 
 
@@ -115,7 +119,7 @@ def alive(pid: int) -> bool:
             stat = handle.read()
     except OSError:
         return False
-    return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
+    return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 def escaped_of(repo: Path) -> int | None:
@@ -130,10 +134,14 @@ def pids_of(repo: Path) -> list[int]:
 
 # -- registration and approval -------------------------------------------------------------------
 
+
 def test_a_pending_command_cannot_run(project: Project) -> None:
     command_id = register(project, [PY, "gen.py"])
     answer = registry.show_command(project, command_id)
-    assert answer["status"] == "pending" and answer["approve_with"] == f"coverage-mcp command approve {command_id}"
+    assert (
+        answer["status"] == "pending"
+        and answer["approve_with"] == f"coverage-mcp command approve {command_id}"
+    )
     with pytest.raises(CoverageError) as caught:
         run(project, command_id=command_id, wait=True)
     assert caught.value.code == ErrorCode.NOT_APPROVED
@@ -166,22 +174,53 @@ def test_a_registration_outside_the_checkout_or_as_a_shell_string_is_refused(pro
         ({"argv": ["python3 run_tests.py"]}, ErrorCode.INVALID_ARGUMENT),
         ({"argv": ["python3\trun_tests.py", "-q"]}, ErrorCode.INVALID_ARGUMENT),
         ({"artifacts": [{"path": ".coverage-mcp/cov.info", "suite": "unit"}]}, ErrorCode.INVALID_ARGUMENT),
-        ({"artifacts": [{"path": "sub/../.coverage-mcp/store.duckdb", "suite": "unit"}]}, ErrorCode.INVALID_ARGUMENT),
-        ({"artifacts": [{"composite": {"inventory": "inv.json", "reports": [
-            {"component": "c", "path": ".coverage-mcp/runs/x.json"}]}}]}, ErrorCode.INVALID_ARGUMENT),
+        (
+            {"artifacts": [{"path": "sub/../.coverage-mcp/store.duckdb", "suite": "unit"}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {
+                "artifacts": [
+                    {
+                        "composite": {
+                            "inventory": "inv.json",
+                            "reports": [{"component": "c", "path": ".coverage-mcp/runs/x.json"}],
+                        }
+                    }
+                ]
+            },
+            ErrorCode.INVALID_ARGUMENT,
+        ),
     ):
-        args = {"name": "x", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}], **bad}
+        args = {
+            "name": "x",
+            "argv": [PY, "gen.py"],
+            "artifacts": [{"path": "cov.info", "suite": "unit"}],
+            **bad,
+        }
         with pytest.raises(CoverageError) as caught:
             service.call("register_test_command", args)
         assert caught.value.code == code, bad
     assert registry.list_commands(project) == []
     with pytest.raises(CoverageError) as caught:
-        service.call("register_test_command", {"name": "x", "argv": ["python3 run_tests.py", "-q"],
-                                               "artifacts": [{"path": "cov.info", "suite": "unit"}]})
+        service.call(
+            "register_test_command",
+            {
+                "name": "x",
+                "argv": ["python3 run_tests.py", "-q"],
+                "artifacts": [{"path": "cov.info", "suite": "unit"}],
+            },
+        )
     assert '["python3", "run_tests.py", "-q"]' in caught.value.suggestion
     with pytest.raises(CoverageError) as caught:
-        service.call("register_test_command", {"name": "x", "argv": [PY, "gen.py"],
-                                               "artifacts": [{"path": ".coverage-mcp/cov.info", "suite": "unit"}]})
+        service.call(
+            "register_test_command",
+            {
+                "name": "x",
+                "argv": [PY, "gen.py"],
+                "artifacts": [{"path": ".coverage-mcp/cov.info", "suite": "unit"}],
+            },
+        )
     assert ".coverage-mcp/" in caught.value.message
 
 
@@ -189,17 +228,22 @@ def test_attested_mode_records_the_agents_human_approval_only_with_who_and_a_not
     # Out of band (the default), the agent's word changes nothing.
     service = Service(project)
     base = {"name": "x", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
-    answer = service.call("register_test_command", {**base, "human_approved": True, "approved_by": "bob",
-                                                    "approval_note": "ok"})["data"]
+    answer = service.call(
+        "register_test_command", {**base, "human_approved": True, "approved_by": "bob", "approval_note": "ok"}
+    )["data"]
     assert answer["command"]["status"] == "pending" and "ignored" in answer["command"]["note"]
     project.store.con.execute("UPDATE settings SET value = '\"attested\"' WHERE key = 'approval_mode'")
-    project.store.con.execute("INSERT INTO settings VALUES ('approval_mode', '\"attested\"') ON CONFLICT DO NOTHING")
+    project.store.con.execute(
+        "INSERT INTO settings VALUES ('approval_mode', '\"attested\"') ON CONFLICT DO NOTHING"
+    )
     other = {**base, "argv": [PY, "gen.py", "3"]}
     with pytest.raises(CoverageError) as caught:
         service.call("register_test_command", {**other, "human_approved": True, "approved_by": "bob"})
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-    answer = service.call("register_test_command", {**other, "human_approved": True, "approved_by": "bob",
-                                                    "approval_note": "reviewed the argv"})["data"]
+    answer = service.call(
+        "register_test_command",
+        {**other, "human_approved": True, "approved_by": "bob", "approval_note": "reviewed the argv"},
+    )["data"]
     assert answer["command"]["status"] == "approved"
     decision = registry.show_command(project, answer["command"]["id"])["decisions"][0]
     assert (decision["by"], decision["via"], decision["note"]) == ("bob", "attested", "reviewed the argv")
@@ -207,8 +251,10 @@ def test_attested_mode_records_the_agents_human_approval_only_with_who_and_a_not
 
 # -- arguments ---------------------------------------------------------------------------------------
 
+
 def test_args_outside_the_policy_are_refused_and_shell_metacharacters_arrive_literally(
-        project: Project, repo: Path) -> None:
+    project: Project, repo: Path
+) -> None:
     plain = approved(project, [PY, "echo_args.py"])
     with pytest.raises(CoverageError) as caught:
         run(project, command_id=plain, args=["tests/test_x.py"])
@@ -227,14 +273,27 @@ def test_args_outside_the_policy_are_refused_and_shell_metacharacters_arrive_lit
 
 
 def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refused_naming_the_policy(
-        project: Project, repo: Path) -> None:
+    project: Project, repo: Path
+) -> None:
     # A command that word-splits its arguments (sh -c 'pytest $*', tox {posargs}, make ARGS=) would turn these
     # into options: the reviewer's `tests/x.py -p evil\n--basetemp=/home` is one of them.
     (repo / "tests").mkdir()
     selectors = approved(project, [PY, "echo_args.py"], args_policy="selectors")
-    for bad in ("tests/x.py -p evil\n--basetemp=/home", "tests/x.py\t-x", "tests/x.py\n", "tests/x.py\r",
-                "tests/x.py\x1b[0m", "tests/x.py\u00a0-p", "tests/x.py\u2028-p", "tests/x.py\u200b",
-                "ARGS=tests/x.py", "tests/x.py::t[a=1]", "*", "[-]x", "?x"):
+    for bad in (
+        "tests/x.py -p evil\n--basetemp=/home",
+        "tests/x.py\t-x",
+        "tests/x.py\n",
+        "tests/x.py\r",
+        "tests/x.py\x1b[0m",
+        "tests/x.py\u00a0-p",
+        "tests/x.py\u2028-p",
+        "tests/x.py\u200b",
+        "ARGS=tests/x.py",
+        "tests/x.py::t[a=1]",
+        "*",
+        "[-]x",
+        "?x",
+    ):
         with pytest.raises(CoverageError) as caught:
             run(project, command_id=selectors, args=["tests/ok.py", bad])
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT, bad
@@ -249,7 +308,10 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
 
 # -- process groups, timeouts, caps -------------------------------------------------------------------
 
-def test_a_run_whose_grandchild_ignores_term_is_fully_gone_after_cancel_run(project: Project, repo: Path) -> None:
+
+def test_a_run_whose_grandchild_ignores_term_is_fully_gone_after_cancel_run(
+    project: Project, repo: Path
+) -> None:
     command_id = approved(project, [PY, "stubborn.py"])
     started = run(project, command_id=command_id)
     assert started["state"] in ("queued", "running") and started["reused"] is False
@@ -258,8 +320,14 @@ def test_a_run_whose_grandchild_ignores_term_is_fully_gone_after_cancel_run(proj
     cancelled = Service(project).call("cancel_run", {"run_id": started["id"]})["data"]["run"]
     assert cancelled["state"] == "cancelled" and cancelled["reason"] == "cancel_run"
     assert [p for p in pids if alive(p)] == []
-    assert cancelled["artifacts"] == [{"path": "cov.info", "status": "skipped_stale", "snapshot_id": None,
-                                       "detail": "the run did not finish; nothing it wrote is ingested"}]
+    assert cancelled["artifacts"] == [
+        {
+            "path": "cov.info",
+            "status": "skipped_stale",
+            "snapshot_id": None,
+            "detail": "the run did not finish; nothing it wrote is ingested",
+        }
+    ]
 
 
 def test_a_run_past_its_timeout_ends_timed_out_with_its_group_gone(project: Project, repo: Path) -> None:
@@ -279,7 +347,8 @@ def escaped(repo: Path) -> Iterator[Path]:
 
 
 def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_at_the_timeout(
-        project: Project, escaped: Path) -> None:
+    project: Project, escaped: Path
+) -> None:
     command_id = approved(project, [PY, "escaper.py"], timeout_s=3)
     done = run(project, command_id=command_id, wait=True)
     assert done["state"] == "timed_out" and "timeout_s=3" in done["reason"]
@@ -290,7 +359,8 @@ def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_a
 
 
 def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_on_cancel_run(
-        project: Project, escaped: Path) -> None:
+    project: Project, escaped: Path
+) -> None:
     command_id = approved(project, [PY, "escaper.py"])
     started = run(project, command_id=command_id)
     pid = wait_for(lambda: escaped_of(escaped), "the run starting its escaping process")
@@ -300,7 +370,8 @@ def test_a_process_that_left_the_session_and_cleared_its_environment_is_killed_o
 
 
 def test_a_process_left_behind_by_a_command_that_exited_is_killed_and_the_run_keeps_its_exit_state(
-        project: Project, escaped: Path) -> None:
+    project: Project, escaped: Path
+) -> None:
     command_id = approved(project, [PY, "escaper.py", "wait-for-it"])
     done = run(project, command_id=command_id, wait=True)
     assert done["state"] == "succeeded" and done["exit_code"] == 0
@@ -311,7 +382,9 @@ def test_a_process_left_behind_by_a_command_that_exited_is_killed_and_the_run_ke
 def test_a_commands_exit_code_and_killing_signal_are_reported_as_its_own(project: Project) -> None:
     three = run(project, command_id=approved(project, [PY, "-c", "raise SystemExit(3)"]), wait=True)
     assert (three["state"], three["exit_code"], three["reason"]) == ("failed", 3, "exit code 3")
-    killed = run(project, command_id=approved(project, [PY, "-c", "import os; os.kill(os.getpid(), 9)"]), wait=True)
+    killed = run(
+        project, command_id=approved(project, [PY, "-c", "import os; os.kill(os.getpid(), 9)"]), wait=True
+    )
     assert (killed["state"], killed["exit_code"], killed["reason"]) == ("failed", -9, "killed by signal 9")
 
 
@@ -320,7 +393,9 @@ def test_a_command_gets_the_default_sigpipe_action_as_a_shell_would_give_it(proj
     assert done["state"] == "succeeded"
     text = Service(project).call("run_review", {"run_id": done["id"], "view": "logs", "stream": "stdout"})
     ignored = int(text["data"]["text"][0]["text"].split()[1], 16)
-    assert not ignored & (1 << (signal.SIGPIPE - 1))  # a writer to a closed pipe dies, as `cmd | head` expects
+    assert not ignored & (
+        1 << (signal.SIGPIPE - 1)
+    )  # a writer to a closed pipe dies, as `cmd | head` expects
 
 
 def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) -> None:
@@ -329,8 +404,10 @@ def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) ->
         command_id = approved(project, [PY, "chatty.py"])
         done = run(project, command_id=command_id, wait=True)
         assert done["state"] == "succeeded"
-        assert done["logs"] == {"stdout": {"bytes": 100000, "truncated": True},
-                                "stderr": {"bytes": 5, "truncated": False}}
+        assert done["logs"] == {
+            "stdout": {"bytes": 100000, "truncated": True},
+            "stderr": {"bytes": 5, "truncated": False},
+        }
         kept = project.store.path.parent / "runs" / done["id"] / "stdout"
         assert kept.stat().st_size == 1024 and oct(kept.stat().st_mode & 0o777) == "0o600"
         assert oct(kept.parent.stat().st_mode & 0o777) == "0o700"
@@ -346,8 +423,10 @@ def test_a_command_that_cannot_start_ends_failed_with_the_reason(project: Projec
 
 # -- idempotency and reuse -------------------------------------------------------------------------
 
+
 def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fingerprint(
-        project: Project, repo: Path) -> None:
+    project: Project, repo: Path
+) -> None:
     command_id = approved(project, [PY, "gen.py"])
     first = run(project, command_id=command_id, wait=True, idempotency_key="k1")
     assert first["state"] == "succeeded"
@@ -372,34 +451,48 @@ def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fin
 
 # -- ingest and review ----------------------------------------------------------------------------
 
-def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_attached(project: Project) -> None:
+
+def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_attached(
+    project: Project,
+) -> None:
     command_id = approved(project, [PY, "gen.py", "1"])
     base = run(project, command_id=command_id, wait=True)
     [artifact] = base["artifacts"]
     assert artifact["status"] == "ingested"
     snap = project.snapshot(artifact["snapshot_id"])
     assert snap.provenance == "run" and snap.suite == "unit" and snap.scope == "complete"
-    [(metadata,)] = project.store.con.execute("SELECT metadata FROM snapshots WHERE snapshot_id = ?",
-                                              [snap.snapshot_id]).fetchall()
-    assert json.loads(metadata)["run"] == {"run_id": base["id"], "command_id": command_id, "args": [],
-                                           "command_hash": registry.show_command(project, command_id)["content_hash"]}
+    [(metadata,)] = project.store.con.execute(
+        "SELECT metadata FROM snapshots WHERE snapshot_id = ?", [snap.snapshot_id]
+    ).fetchall()
+    assert json.loads(metadata)["run"] == {
+        "run_id": base["id"],
+        "command_id": command_id,
+        "args": [],
+        "command_hash": registry.show_command(project, command_id)["content_hash"],
+    }
     misses = approved(project, [PY, "gen.py", "0"])  # the whole suite again, now missing line 2
     done = run(project, command_id=misses, wait=True, baseline={"snapshot_id": snap.snapshot_id})
     review = done["incremental_review"]
     assert review["task"] == "incremental" and review["baseline"]["snapshot_ids"] == [snap.snapshot_id]
     assert review["categories"]["lost"] == 1  # line 2 was hit by the baseline run only
     # The same projection coverage_review computes, over measurement {"run_id"}.
-    standalone = Service(project).call("coverage_review", {
-        "task": "incremental", "measurement": {"run_id": done["id"]},
-        "baseline": {"kind": "explicit", "snapshot_id": snap.snapshot_id}, "limits": {"max_files": 5,
-                                                                                      "max_regions": 5,
-                                                                                      "max_words": 600}})["data"]
+    standalone = Service(project).call(
+        "coverage_review",
+        {
+            "task": "incremental",
+            "measurement": {"run_id": done["id"]},
+            "baseline": {"kind": "explicit", "snapshot_id": snap.snapshot_id},
+            "limits": {"max_files": 5, "max_regions": 5, "max_words": 600},
+        },
+    )["data"]
     assert standalone["categories"] == review["categories"] and standalone["ranges"] == review["ranges"]
     files = Service(project).call("coverage_review", {"task": "files", "measurement": {"run_id": done["id"]}})
     assert files["data"]["snapshot_id"] == done["artifacts"][0]["snapshot_id"]
 
 
-def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_regression(project: Project) -> None:
+def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_regression(
+    project: Project,
+) -> None:
     whole = approved(project, [PY, "gen.py", "1"])
     base = run(project, command_id=whole, wait=True)["artifacts"][0]["snapshot_id"]
     # The same suite, given a selection: gen.py's argument "0" stands for a selection that misses line 2.
@@ -415,7 +508,8 @@ def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_reg
 
 
 def test_an_artifact_the_run_did_not_refresh_is_skipped_stale_and_a_malformed_one_fails(
-        project: Project, repo: Path) -> None:
+    project: Project, repo: Path
+) -> None:
     command_id = approved(project, [PY, "-c", "print('no report written')"])
     (repo / "cov.info").write_text("SF:app.py\nDA:1,1\nend_of_record\n")
     done = run(project, command_id=command_id, wait=True)
@@ -440,7 +534,8 @@ def test_a_snapshot_a_queued_run_uses_as_its_baseline_cannot_be_deleted(project:
     blocking = run(project, command_id=blocker)
     queued = run(project, command_id=gen, baseline={"snapshot_id": base}, reuse_if_unchanged=False)
     assert project.in_use_by_active_runs([project.snapshot(base)]) == {
-        base: f"incremental baseline of queued run {queued['id']}"}
+        base: f"incremental baseline of queued run {queued['id']}"
+    }
     with pytest.raises(CoverageError):
         project.delete_snapshots([base], force=True)
     for run_id in (queued["id"], blocking["id"]):
@@ -473,8 +568,13 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
         from coverage_core.execution.ops import ensure_runtime
 
         ensure_runtime(project)
-        finished = wait_for(lambda: queue.get(project.store, queued["id"])["state"] not in queue.ACTIVE
-                            and queue.get(project.store, queued["id"]), "the queued run ending")
+        finished = wait_for(
+            lambda: (
+                queue.get(project.store, queued["id"])["state"] not in queue.ACTIVE
+                and queue.get(project.store, queued["id"])
+            ),
+            "the queued run ending",
+        )
         assert finished["state"] == "succeeded"
 
 
@@ -523,7 +623,8 @@ with open_project({str(repo)!r}) as p:
 
 
 def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and_lists_active_runs(
-        project: Project) -> None:
+    project: Project,
+) -> None:
     ids = [register(project, [PY, "gen.py", str(i)]) for i in range(10)]
     for command_id in ids[:3]:
         registry.approve(project, command_id, approved_by="ann", via="cli")
@@ -541,8 +642,11 @@ def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and
     assert second["page"]["next_cursor"] is None
     # 4 approved + 6 pending; the rejected one is not listed.
     assert sorted(c["id"] for c in shown + rest) == sorted([*ids[:9], slow])
-    assert all(c["approve_with"] == f"coverage-mcp command approve {c['id']}" for c in rest
-               if c["status"] == "pending")
+    assert all(
+        c["approve_with"] == f"coverage-mcp command approve {c['id']}"
+        for c in rest
+        if c["status"] == "pending"
+    )
     service.call("cancel_run", {"run_id": active["id"]})
 
 
@@ -562,7 +666,12 @@ def test_logs_come_in_bounded_pages_that_a_cursor_continues(project: Project) ->
     service = Service(project)
     seen, cursor, pages = "", None, 0
     while True:
-        args = {"run_id": done["id"], "view": "logs", "stream": "stdout", **({"cursor": cursor} if cursor else {})}
+        args = {
+            "run_id": done["id"],
+            "view": "logs",
+            "stream": "stdout",
+            **({"cursor": cursor} if cursor else {}),
+        }
         answer = service.call("run_review", args)
         seen += "".join(part["text"] for part in answer["data"]["text"])
         pages += 1
@@ -571,7 +680,9 @@ def test_logs_come_in_bounded_pages_that_a_cursor_continues(project: Project) ->
             break
     assert seen == "x" * 100000 and pages > 1
     with pytest.raises(CoverageError) as caught:  # a cursor is bound to its query
-        service.call("run_review", {"run_id": done["id"], "view": "logs", "cursor": answer_cursor(service, done)})
+        service.call(
+            "run_review", {"run_id": done["id"], "view": "logs", "cursor": answer_cursor(service, done)}
+        )
     assert caught.value.code == ErrorCode.INVALID_CURSOR
 
 
@@ -585,6 +696,12 @@ def test_racing_calls_with_one_idempotency_key_make_one_run(project: Project) ->
 
     command_id = approved(project, [PY, "gen.py"])
     with ThreadPoolExecutor(8) as pool:
-        ids = list(pool.map(lambda _: run(project, command_id=command_id, idempotency_key="race",
-                                          reuse_if_unchanged=False)["id"], range(8)))
+        ids = list(
+            pool.map(
+                lambda _: run(
+                    project, command_id=command_id, idempotency_key="race", reuse_if_unchanged=False
+                )["id"],
+                range(8),
+            )
+        )
     assert len(set(ids)) == 1 and len(queue.list_runs(project)) == 1

@@ -43,9 +43,11 @@ REPORTS = [
 # The command: build and measure every component of the product, in the run's own processes.
 MEASURE_ALL = "import pathlib; from tests.compositefixture import measure; measure(pathlib.Path.cwd())"
 # The command: rewrite only the shader's regions-v1 report.
-SHADERS_ONLY = ("import json, pathlib; from tests.compositefixture import regions_report; root = pathlib.Path.cwd(); "
-                "(root / 'reports').mkdir(exist_ok=True); "
-                "(root / 'reports/shaders.json').write_text(json.dumps(regions_report(root)))")
+SHADERS_ONLY = (
+    "import json, pathlib; from tests.compositefixture import regions_report; root = pathlib.Path.cwd(); "
+    "(root / 'reports').mkdir(exist_ok=True); "
+    "(root / 'reports/shaders.json').write_text(json.dumps(regions_report(root)))"
+)
 
 
 def toolchains() -> None:
@@ -64,11 +66,23 @@ def project(product: Path) -> Iterator[Project]:
         yield opened
 
 
-def approved_composite(project: Project, code: str, reports: list[dict[str, Any]] = REPORTS, **extra: Any) -> str:
-    answer = Service(project).call("register_test_command", {
-        "name": "measure", "argv": [PY, "-c", code], "timeout_s": 600, "env": {"PYTHONPATH": TESTS_ROOT},
-        "artifacts": [{"composite": {"inventory": INVENTORY, "reports": reports}}, *extra.pop("artifacts", [])],
-        **extra})
+def approved_composite(
+    project: Project, code: str, reports: list[dict[str, Any]] = REPORTS, **extra: Any
+) -> str:
+    answer = Service(project).call(
+        "register_test_command",
+        {
+            "name": "measure",
+            "argv": [PY, "-c", code],
+            "timeout_s": 600,
+            "env": {"PYTHONPATH": TESTS_ROOT},
+            "artifacts": [
+                {"composite": {"inventory": INVENTORY, "reports": reports}},
+                *extra.pop("artifacts", []),
+            ],
+            **extra,
+        },
+    )
     command = answer["data"]["command"]
     assert command["status"] == "pending"
     registry.approve(project, command["id"], approved_by="ann", via="cli")
@@ -76,8 +90,9 @@ def approved_composite(project: Project, code: str, reports: list[dict[str, Any]
 
 
 def run(project: Project, command_id: str) -> dict[str, Any]:
-    done = Service(project).call("run_test", {"command_id": command_id, "wait": True,
-                                              "reuse_if_unchanged": False})["data"]["run"]
+    done = Service(project).call(
+        "run_test", {"command_id": command_id, "wait": True, "reuse_if_unchanged": False}
+    )["data"]["run"]
     for artifact in done["artifacts"]:
         Draft202012Validator(closed(RUN_ARTIFACT)).validate(artifact)
     return done
@@ -87,41 +102,57 @@ def comparable(record: composite.Composite) -> dict[str, Any]:
     data = record.to_dict()
     for key in ("composite_snapshot_id", "created_at", "provenance", "registration"):
         data.pop(key)
-    data["artifacts"] = sorted((a["component"], a["variant"], a["sha256"], a["status"]) for a in data["artifacts"])
+    data["artifacts"] = sorted(
+        (a["component"], a["variant"], a["sha256"], a["status"]) for a in data["artifacts"]
+    )
     return data
 
 
 def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_build_of_the_same_reports(
-        project: Project, product: Path) -> None:
+    project: Project, product: Path
+) -> None:
     toolchains()
     command_id = approved_composite(project, MEASURE_ALL)
     done = run(project, command_id)
     assert done["state"] == "succeeded", done
     [artifact] = done["artifacts"]
-    assert artifact["kind"] == "composite" and artifact["path"] == INVENTORY and artifact["status"] == "ingested"
+    assert (
+        artifact["kind"] == "composite" and artifact["path"] == INVENTORY and artifact["status"] == "ingested"
+    )
     assert artifact["snapshot_id"] is None and artifact["composite_status"] == "complete"
     assert [(r["path"], r["status"]) for r in artifact["reports"]] == [(r["path"], "used") for r in REPORTS]
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
     assert stored.provenance == "run"
-    assert stored.registration == {"run_id": done["id"], "command_id": command_id, "args": [],
-                                   "command_hash": registry.show_command(project, command_id)["content_hash"]}
+    assert stored.registration == {
+        "run_id": done["id"],
+        "command_id": command_id,
+        "args": [],
+        "command_hash": registry.show_command(project, command_id)["content_hash"],
+    }
     # The same reports through the build `coverage-mcp composite build` makes.
-    by_role = {"native-fast": product / "reports/native-fast.json", "native-safe": product / "reports/native-safe.json",
-               "python": product / "reports/python.json", "js": product / "reports/js/coverage-final.json",
-               "shaders": product / "reports/shaders.json"}
+    by_role = {
+        "native-fast": product / "reports/native-fast.json",
+        "native-safe": product / "reports/native-safe.json",
+        "python": product / "reports/python.json",
+        "js": product / "reports/js/coverage-final.json",
+        "shaders": product / "reports/shaders.json",
+    }
     expected = composite.build(project, INVENTORY, specs(by_role))
     assert expected.status == "complete" and comparable(stored) == comparable(expected)
     # measurement {"run_id"} keeps meaning the run's ordinary snapshots: this run has none.
     with pytest.raises(CoverageError) as caught:
         Service(project).call("coverage_review", {"task": "insight", "measurement": {"run_id": done["id"]}})
     assert caught.value.code == ErrorCode.NOT_FOUND
-    insight = Service(project).call("coverage_review", {
-        "task": "insight", "measurement": {"composite_snapshot_id": artifact["composite_snapshot_id"]}})["data"]
+    insight = Service(project).call(
+        "coverage_review",
+        {"task": "insight", "measurement": {"composite_snapshot_id": artifact["composite_snapshot_id"]}},
+    )["data"]
     assert insight["composite"]["composite_snapshot_id"] == artifact["composite_snapshot_id"]
 
 
 def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_keeps_its_denominator(
-        project: Project, product: Path) -> None:
+    project: Project, product: Path
+) -> None:
     toolchains()
     reports = measure(product)  # written before the run: the run refreshes the shader's report only
     whole = composite.build(project, INVENTORY, specs(reports))
@@ -141,9 +172,15 @@ def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_kee
     }
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
     reasons = {(b["component"], b["variant"]): b["reason"] for b in stored.blocking}
-    assert reasons == {("native", "fast"): "stale", ("native", "safe"): "stale", ("python", "default"): "stale",
-                       ("js", "default"): "missing"}
-    assert all("not refreshed by run " + done["id"] in b["detail"] for b in stored.blocking if b["reason"] == "stale")
+    assert reasons == {
+        ("native", "fast"): "stale",
+        ("native", "safe"): "stale",
+        ("python", "default"): "stale",
+        ("js", "default"): "missing",
+    }
+    assert all(
+        "not refreshed by run " + done["id"] in b["detail"] for b in stored.blocking if b["reason"] == "stale"
+    )
     # Never a lowered denominator: every entry keeps its regions (carried from the earlier composite).
     assert stored.totals["combined"]["found"] == whole.totals["combined"]["found"]
     assert stored.denominator_known and {b["denominator"] for b in stored.blocking} == {"carried"}
@@ -157,9 +194,16 @@ def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_kee
 
 
 def test_a_component_the_inventory_does_not_declare_fails_the_artifact_with_its_code(
-        project: Project, product: Path) -> None:
-    command_id = approved_composite(project, SHADERS_ONLY, [{"component": "shaders", "path": "reports/shaders.json"},
-                                                            {"component": "gpu", "path": "reports/shaders.json"}])
+    project: Project, product: Path
+) -> None:
+    command_id = approved_composite(
+        project,
+        SHADERS_ONLY,
+        [
+            {"component": "shaders", "path": "reports/shaders.json"},
+            {"component": "gpu", "path": "reports/shaders.json"},
+        ],
+    )
     done = run(project, command_id)
     assert done["state"] == "succeeded"  # the run's own exit state stands
     [artifact] = done["artifacts"]
@@ -167,8 +211,9 @@ def test_a_component_the_inventory_does_not_declare_fails_the_artifact_with_its_
     assert "gpu" in artifact["detail"] and artifact["composite_snapshot_id"] is None
     assert composite.latest(project.store) is None  # nothing half-written
     # An undeclared variant, likewise.
-    other = approved_composite(project, SHADERS_ONLY, [{"component": "shaders", "variant": "webgpu",
-                                                        "path": "reports/shaders.json"}])
+    other = approved_composite(
+        project, SHADERS_ONLY, [{"component": "shaders", "variant": "webgpu", "path": "reports/shaders.json"}]
+    )
     [artifact] = run(project, other)["artifacts"]
     assert artifact["status"] == "failed" and "webgpu" in artifact["detail"]
     assert composite.latest(project.store) is None
@@ -176,38 +221,78 @@ def test_a_component_the_inventory_does_not_declare_fails_the_artifact_with_its_
 
 
 def test_a_composite_artifact_is_part_of_the_content_hash(project: Project) -> None:
-    first = approved_composite(project, SHADERS_ONLY, [{"component": "shaders", "path": "reports/shaders.json"}])
-    second = approved_composite(project, SHADERS_ONLY, [{"component": "shaders", "variant": "default",
-                                                         "path": "reports/shaders.json"}])
+    first = approved_composite(
+        project, SHADERS_ONLY, [{"component": "shaders", "path": "reports/shaders.json"}]
+    )
+    second = approved_composite(
+        project,
+        SHADERS_ONLY,
+        [{"component": "shaders", "variant": "default", "path": "reports/shaders.json"}],
+    )
     assert first != second
     shown = registry.show_command(project, first)
-    assert shown["artifacts"] == [{"composite": {"inventory": INVENTORY, "reports": [
-        {"component": "shaders", "variant": None, "path": "reports/shaders.json"}]}}]
+    assert shown["artifacts"] == [
+        {
+            "composite": {
+                "inventory": INVENTORY,
+                "reports": [{"component": "shaders", "variant": None, "path": "reports/shaders.json"}],
+            }
+        }
+    ]
 
 
-@pytest.mark.parametrize(("composite_artifact", "code"), [
-    ({"inventory": "../elsewhere.json", "reports": [{"component": "python", "path": "c.json"}]},
-     ErrorCode.PATH_OUTSIDE_CHECKOUT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "path": "/tmp/c.json"}]},
-     ErrorCode.PATH_OUTSIDE_CHECKOUT),
-    ({"inventory": INVENTORY, "reports": [{"path": "c.json"}]}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "../python", "path": "c.json"}]}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "variant": "", "path": "c.json"}]},
-     ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": []}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json"}] * 2}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "path": INVENTORY}]}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json", "suite": "x"}]},
-     ErrorCode.INVALID_ARGUMENT),
-    ({"reports": [{"component": "python", "path": "c.json"}]}, ErrorCode.INVALID_ARGUMENT),
-    ({"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json"}], "format": "llvm"},
-     ErrorCode.INVALID_ARGUMENT),
-])
+@pytest.mark.parametrize(
+    ("composite_artifact", "code"),
+    [
+        (
+            {"inventory": "../elsewhere.json", "reports": [{"component": "python", "path": "c.json"}]},
+            ErrorCode.PATH_OUTSIDE_CHECKOUT,
+        ),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "python", "path": "/tmp/c.json"}]},
+            ErrorCode.PATH_OUTSIDE_CHECKOUT,
+        ),
+        ({"inventory": INVENTORY, "reports": [{"path": "c.json"}]}, ErrorCode.INVALID_ARGUMENT),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "../python", "path": "c.json"}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "python", "variant": "", "path": "c.json"}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        ({"inventory": INVENTORY, "reports": []}, ErrorCode.INVALID_ARGUMENT),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json"}] * 2},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "python", "path": INVENTORY}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        (
+            {"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json", "suite": "x"}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+        ({"reports": [{"component": "python", "path": "c.json"}]}, ErrorCode.INVALID_ARGUMENT),
+        (
+            {
+                "inventory": INVENTORY,
+                "reports": [{"component": "python", "path": "c.json"}],
+                "format": "llvm",
+            },
+            ErrorCode.INVALID_ARGUMENT,
+        ),
+    ],
+)
 def test_a_bad_composite_artifact_is_refused_with_a_clear_error_and_nothing_registered(
-        project: Project, composite_artifact: dict[str, Any], code: ErrorCode) -> None:
+    project: Project, composite_artifact: dict[str, Any], code: ErrorCode
+) -> None:
     with pytest.raises(CoverageError) as caught:
-        Service(project).call("register_test_command", {
-            "name": "bad", "argv": [PY, "-c", "pass"], "artifacts": [{"composite": composite_artifact}]})
+        Service(project).call(
+            "register_test_command",
+            {"name": "bad", "argv": [PY, "-c", "pass"], "artifacts": [{"composite": composite_artifact}]},
+        )
     assert caught.value.code == code, caught.value.message
     assert caught.value.details["argument"] in ("artifacts", "composite inventory", "composite report path")
     assert registry.list_commands(project) == []
@@ -215,16 +300,40 @@ def test_a_bad_composite_artifact_is_refused_with_a_clear_error_and_nothing_regi
 
 def test_a_composite_beside_an_ordinary_artifact_of_the_same_path_is_refused(project: Project) -> None:
     with pytest.raises(CoverageError) as caught:
-        Service(project).call("register_test_command", {
-            "name": "bad", "argv": [PY, "-c", "pass"], "artifacts": [
-                {"composite": {"inventory": INVENTORY, "reports": [{"component": "python", "path": "c.json"}]}},
-                {"path": INVENTORY, "suite": "unit"}]})
+        Service(project).call(
+            "register_test_command",
+            {
+                "name": "bad",
+                "argv": [PY, "-c", "pass"],
+                "artifacts": [
+                    {
+                        "composite": {
+                            "inventory": INVENTORY,
+                            "reports": [{"component": "python", "path": "c.json"}],
+                        }
+                    },
+                    {"path": INVENTORY, "suite": "unit"},
+                ],
+            },
+        )
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT and "listed twice" in caught.value.message
     with pytest.raises(CoverageError) as caught:
-        Service(project).call("register_test_command", {
-            "name": "bad", "argv": [PY, "-c", "pass"],
-            "artifacts": [{"composite": {"inventory": INVENTORY, "reports": [{"component": "python",
-                                                                              "path": "c.json"}]},
-                           "path": "c.json", "suite": "unit"}]})
+        Service(project).call(
+            "register_test_command",
+            {
+                "name": "bad",
+                "argv": [PY, "-c", "pass"],
+                "artifacts": [
+                    {
+                        "composite": {
+                            "inventory": INVENTORY,
+                            "reports": [{"component": "python", "path": "c.json"}],
+                        },
+                        "path": "c.json",
+                        "suite": "unit",
+                    }
+                ],
+            },
+        )
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT
     assert registry.list_commands(project) == [] and queue.list_runs(project) == []

@@ -30,17 +30,24 @@ from .test_trust_auth import as_nobody
 
 pytest_plugins = ["tests.test_daemon_support"]
 
+
 @contextlib.asynccontextmanager
 async def sdk_client(daemon: Running, url: str, mode: str) -> AsyncIterator[Client]:
     """The SDK's client with the client token, reading for as long as a run_test(wait=true) may take (the HTTP
     client's default of 5 s is shorter than a real pytest run on a loaded machine)."""
-    async with httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(120.0)) as http, \
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+    async with (
+        httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(120.0)) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
         yield client
 
 
 GEN_COMMAND = {"name": "gen", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
-SLOW_COMMAND = {"name": "slow", "argv": [PY, "stubborn.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
+SLOW_COMMAND = {
+    "name": "slow",
+    "argv": [PY, "stubborn.py"],
+    "artifacts": [{"path": "cov.info", "suite": "unit"}],
+}
 
 
 @pytest.fixture
@@ -49,7 +56,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
-        serve_process: ServeProcess, repo: Path) -> None:
+    serve_process: ServeProcess, repo: Path
+) -> None:
     client = serve_process.client(repo=str(repo))
     pid = client.register(repo)["project_id"]
     command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
@@ -58,7 +66,9 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     assert refused.returncode == 1 and json.loads(refused.stderr)["error"]["code"] == "not_approved"
     listed = serve_process.cli("command", "list", "--status", "pending", "--repo", str(repo))
     assert listed.returncode == 0 and command["id"] in listed.stdout and "command approve" in listed.stdout
-    approved = serve_process.cli("command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo))
+    approved = serve_process.cli(
+        "command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo)
+    )
     assert approved.returncode == 0, approved.stderr
     shown = client.command(pid, command["id"])
     assert shown["status"] == "approved" and shown["decisions"][0]["via"] == "cli"
@@ -69,14 +79,20 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
     runs = serve_process.cli("runs", "--status", "succeeded", "--repo", str(repo), "--json")
     assert [r["id"] for r in json.loads(runs.stdout)["data"]["runs"]] == [run["id"]]
-    logs = serve_process.cli("runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo))
+    logs = serve_process.cli(
+        "runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo)
+    )
     assert logs.returncode == 0 and "generated 1" in logs.stdout
     # `run --json` prints exactly the run_test envelope (the same run, by its idempotency key).
-    keyed = serve_process.cli("run", command["id"], "--idempotency-key", "k2", "--no-reuse", "--repo", str(repo),
-                              "--json")
+    keyed = serve_process.cli(
+        "run", command["id"], "--idempotency-key", "k2", "--no-reuse", "--repo", str(repo), "--json"
+    )
     assert keyed.returncode == 0, keyed.stderr
-    over_rest = client.call(pid, "run_test", {"command_id": command["id"], "wait": True, "idempotency_key": "k2",
-                                              "reuse_if_unchanged": False})
+    over_rest = client.call(
+        pid,
+        "run_test",
+        {"command_id": command["id"], "wait": True, "idempotency_key": "k2", "reuse_if_unchanged": False},
+    )
     printed = json.loads(keyed.stdout)
     for envelope in (printed, over_rest):
         envelope["context"].pop("stats")
@@ -91,8 +107,10 @@ async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Runnin
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"register_test_command", "run_test", "run_review", "cancel_run"} <= tools
-        result = await client.call_tool("register_test_command", {
-            **GEN_COMMAND, "human_approved": True, "approved_by": "me", "approval_note": "trust me"})
+        result = await client.call_tool(
+            "register_test_command",
+            {**GEN_COMMAND, "human_approved": True, "approved_by": "me", "approval_note": "trust me"},
+        )
         command = result.structured_content["data"]["command"]
         assert command["status"] == "pending"  # approval_mode out_of_band: the agent's word is ignored
         refused = await client.call_tool("run_test", {"command_id": command["id"]})
@@ -100,11 +118,15 @@ async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Runnin
     route = f"/api/projects/{pid}/commands/{command['id']}/approve"
     status, _, body = await call(daemon, "POST", route, body={"by": "agent", "via": "cli"})
     assert status == 403, body
-    status, _, body = await call(daemon, "POST", route, body={"by": "agent", "via": "attested"}, headers=daemon.admin)
+    status, _, body = await call(
+        daemon, "POST", route, body={"by": "agent", "via": "attested"}, headers=daemon.admin
+    )
     assert status == 400  # attested approvals come only with a registration under attested mode
     status, _, body = await call(daemon, "GET", f"/api/projects/{pid}/commands/{command['id']}")
     assert body["data"]["command"]["status"] == "pending"
-    status, _, body = await call(daemon, "POST", route, body={"by": "ann", "via": "dashboard"}, headers=daemon.admin)
+    status, _, body = await call(
+        daemon, "POST", route, body={"by": "ann", "via": "dashboard"}, headers=daemon.admin
+    )
     assert status == 200 and body["data"]["command"]["status"] == "approved"
 
 
@@ -129,13 +151,25 @@ for path, headers in ((f"/api/projects/{pid}/commands/{cid}/approve", {"x-covera
         out.append(error.code)
 print(json.dumps(out))
 """
-    out = subprocess.run([*prefix, "-c", stranger, serve_process.url, token, pid, command["id"]],
-                         check=False, capture_output=True, text=True, timeout=60, cwd="/")
+    out = subprocess.run(
+        [*prefix, "-c", stranger, serve_process.url, token, pid, command["id"]],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [403, 403]
     # Nor can it open the store itself: the store folder is private to the user.
-    peek = subprocess.run([*prefix, "-c", f"import os; os.listdir({str(repo / '.coverage-mcp')!r})"],
-                          check=False, capture_output=True, text=True, timeout=60, cwd="/")
+    peek = subprocess.run(
+        [*prefix, "-c", f"import os; os.listdir({str(repo / '.coverage-mcp')!r})"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     assert peek.returncode != 0 and "PermissionError" in peek.stderr
     assert client.command(pid, command["id"])["status"] == "pending"
 
@@ -158,7 +192,7 @@ def marked(run_id: str) -> list[int]:
 def parent_of(pid: int) -> int:
     with open(f"/proc/{pid}/stat", "rb") as handle:
         stat = handle.read()
-    return int(stat[stat.rindex(b")") + 2:].split()[1])
+    return int(stat[stat.rindex(b")") + 2 :].split()[1])
 
 
 def watchdogs_of(pid: int) -> list[int]:
@@ -174,14 +208,15 @@ def watchdogs_of(pid: int) -> list[int]:
                 cmdline = handle.read()
         except OSError:
             continue
-        parent = int(stat[stat.rindex(b")") + 2:].split()[1])
+        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
         if parent == pid and b"watchdog.py" in cmdline:
             found.append(int(entry))
     return found
 
 
 def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_an_interrupted_run(
-        isolated_home: Path, repo: Path) -> None:
+    isolated_home: Path, repo: Path
+) -> None:
     first = ServeProcess(isolated_home)
     try:
         client = first.client(repo=str(repo))
@@ -220,16 +255,25 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
 
 
 def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_exits_1_when_it_failed(
-        isolated_home: Path, repo: Path) -> None:
+    isolated_home: Path, repo: Path
+) -> None:
     # The daemon answers run_test(wait=true) after about 2 s; the runs take longer.
-    serve = ServeProcess(isolated_home, env={"COVERAGE_MCP_HTTP_TIMEOUT_S": "5",
-                                             "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS": "2000"})
+    serve = ServeProcess(
+        isolated_home, env={"COVERAGE_MCP_HTTP_TIMEOUT_S": "5", "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS": "2000"}
+    )
     try:
         client = serve.client(repo=str(repo))
         pid = client.register(repo)["project_id"]
-        late = {**GEN_COMMAND, "name": "late",
-                "argv": [PY, "-c", "import runpy, time; time.sleep(6); runpy.run_path('gen.py')"]}
-        failing = {**GEN_COMMAND, "name": "failing", "argv": [PY, "-c", "import sys, time; time.sleep(6); sys.exit(2)"]}
+        late = {
+            **GEN_COMMAND,
+            "name": "late",
+            "argv": [PY, "-c", "import runpy, time; time.sleep(6); runpy.run_path('gen.py')"],
+        }
+        failing = {
+            **GEN_COMMAND,
+            "name": "failing",
+            "argv": [PY, "-c", "import sys, time; time.sleep(6); sys.exit(2)"],
+        }
         ids = [client.call(pid, "register_test_command", c)["data"]["command"]["id"] for c in (late, failing)]
         for command_id in ids:
             assert serve.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0
@@ -246,7 +290,8 @@ def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_e
 
 
 def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queued_ones(
-        isolated_home: Path, repo: Path) -> None:
+    isolated_home: Path, repo: Path
+) -> None:
     first = ServeProcess(isolated_home)
     try:
         client = first.client(repo=str(repo))
@@ -270,8 +315,14 @@ def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queue
         client.register(repo)
         ended = client.call(pid, "run_review", {"run_id": running["id"]})["data"]["run"]
         assert ended["state"] == "cancelled" and ended["reason"] == "the daemon shut down"
-        done = wait_for(lambda: (r := client.call(pid, "run_review", {"run_id": queued["id"]})["data"]["run"])
-                        ["state"] not in ("queued", "running") and r, "the queued run ending")
+        done = wait_for(
+            lambda: (
+                (r := client.call(pid, "run_review", {"run_id": queued["id"]})["data"]["run"])["state"]
+                not in ("queued", "running")
+                and r
+            ),
+            "the queued run ending",
+        )
         assert done["state"] == "succeeded"
         watchdogs = watchdogs_of(second.proc.pid)
     finally:
@@ -289,38 +340,66 @@ sys.exit(code)
 
 
 async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_official_mcp_client(
-        daemon: Running, tmp_path: Path) -> None:
+    daemon: Running, tmp_path: Path
+) -> None:
     repo = make_repo(tmp_path / "shop", {**PACKAGE, "run_tests.py": RUN_TESTS})
     pid = await register(daemon, repo)
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
-        answer = await client.call_tool("register_test_command", {
-            "name": "unit", "argv": [PY, "run_tests.py"], "timeout_s": 300, "args_policy": "selectors",
-            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
-            "artifacts": [{"path": "coverage.json", "suite": "unit"}]})
+        answer = await client.call_tool(
+            "register_test_command",
+            {
+                "name": "unit",
+                "argv": [PY, "run_tests.py"],
+                "timeout_s": 300,
+                "args_policy": "selectors",
+                "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+                "artifacts": [{"path": "coverage.json", "suite": "unit"}],
+            },
+        )
         command = answer.structured_content["data"]["command"]
         assert command["status"] == "pending"
         # The person's approval, on the daemon's own store (what `coverage-mcp command approve` reaches).
         _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
         registry.approve(project, command["id"], approved_by="ann", via="cli")
-        full = (await client.call_tool("run_test", {"command_id": command["id"], "wait": True})).structured_content
+        full = (
+            await client.call_tool("run_test", {"command_id": command["id"], "wait": True})
+        ).structured_content
         run = full["data"]["run"]
         assert run["state"] == "succeeded", run
         [artifact] = run["artifacts"]
         assert artifact["status"] == "ingested"
-        subset = (await client.call_tool("run_test", {
-            "command_id": command["id"], "wait": True, "args": ["tests/test_cart.py::test_total_sums_prices"],
-            "baseline": {"snapshot_id": artifact["snapshot_id"]}})).structured_content["data"]["run"]
-        assert subset["state"] == "succeeded" and subset["args"] == ["tests/test_cart.py::test_total_sums_prices"]
+        subset = (
+            await client.call_tool(
+                "run_test",
+                {
+                    "command_id": command["id"],
+                    "wait": True,
+                    "args": ["tests/test_cart.py::test_total_sums_prices"],
+                    "baseline": {"snapshot_id": artifact["snapshot_id"]},
+                },
+            )
+        ).structured_content["data"]["run"]
+        assert subset["state"] == "succeeded" and subset["args"] == [
+            "tests/test_cart.py::test_total_sums_prices"
+        ]
         review = subset["incremental_review"]
-        assert review["task"] == "incremental" and review["categories"]["not_observed"] + \
-            review["categories"]["lost"] > 0  # fewer tests ran: lines the full run hit are not observed now
-        insight = (await client.call_tool("coverage_review", {
-            "task": "insight", "measurement": {"run_id": run["id"]}})).structured_content["data"]
+        assert (
+            review["task"] == "incremental"
+            and review["categories"]["not_observed"] + review["categories"]["lost"] > 0
+        )  # fewer tests ran: lines the full run hit are not observed now
+        insight = (
+            await client.call_tool(
+                "coverage_review", {"task": "insight", "measurement": {"run_id": run["id"]}}
+            )
+        ).structured_content["data"]
         assert insight["snapshot_ids"] == [artifact["snapshot_id"]]
-        logs = (await client.call_tool("run_review", {"run_id": run["id"], "view": "logs",
-                                                       "search": "passed"})).structured_content["data"]
+        logs = (
+            await client.call_tool("run_review", {"run_id": run["id"], "view": "logs", "search": "passed"})
+        ).structured_content["data"]
         assert any("4 passed" in m["line"] for m in logs["matches"])
-        again = (await client.call_tool("run_test", {"command_id": command["id"], "wait": True})).structured_content
+        again = (
+            await client.call_tool("run_test", {"command_id": command["id"], "wait": True})
+        ).structured_content
         assert again["data"]["run"]["id"] == run["id"] and again["data"]["run"]["reused"] is True
 
 
@@ -332,5 +411,3 @@ def test_the_library_refuses_an_unknown_run_in_a_measurement(tmp_path: Path) -> 
     with open_project(repo) as project, pytest.raises(CoverageError) as caught:
         Service(project).call("coverage_review", {"task": "insight", "measurement": {"run_id": "run-0000"}})
     assert caught.value.code == ErrorCode.NOT_FOUND
-
-

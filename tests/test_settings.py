@@ -53,7 +53,9 @@ def test_every_setting_has_exactly_one_default_and_it_lives_in_the_table() -> No
     assert [f.name for f in fields] == names
     assert all(f.default is attrs.NOTHING for f in fields)  # Settings repeats no default
     assert (identity.DEFAULT_HOST, identity.DEFAULT_PORT) == (
-        settings_table.BY_NAME["host"].default, settings_table.BY_NAME["port"].default)
+        settings_table.BY_NAME["host"].default,
+        settings_table.BY_NAME["port"].default,
+    )
 
 
 def test_an_empty_environment_gives_the_defaults_on_both_sides() -> None:
@@ -68,8 +70,14 @@ def test_an_empty_environment_gives_the_defaults_on_both_sides() -> None:
 
 
 def test_every_setting_is_listed_with_its_default_and_range_by_serve_help() -> None:
-    shown = subprocess.run([sys.executable, "-m", "coverage_cli", "serve", "--help"], capture_output=True,
-                           text=True, env=_env(), timeout=60, check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+        check=True,
+    ).stdout
     for spec in SETTINGS:
         assert spec.env in shown
         assert f"default {spec.default}" in shown
@@ -79,7 +87,8 @@ def test_every_setting_is_listed_with_its_default_and_range_by_serve_help() -> N
 
 @pytest.mark.parametrize(("variable", "value"), BAD)
 def test_a_bad_setting_is_refused_with_the_same_error_by_config_and_by_the_connector(
-        variable: str, value: str, tmp_path: Path) -> None:
+    variable: str, value: str, tmp_path: Path
+) -> None:
     with pytest.raises(CoverageError) as config:
         Settings.from_env({variable: value})
     with pytest.raises(CoverageError) as connector:
@@ -88,8 +97,14 @@ def test_a_bad_setting_is_refused_with_the_same_error_by_config_and_by_the_conne
     assert connector.value.to_dict() == config.value.to_dict()
     assert variable in config.value.message and config.value.details["setting"] == variable
     # And the connector process itself: exit code 2, the same code, message and suggestion on stderr.
-    ran = subprocess.run([sys.executable, "-m", "coverage_cli", "connect", "--repo", str(tmp_path)],
-                         input=b"", capture_output=True, env=_env(**{variable: value}), timeout=60, check=False)
+    ran = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(tmp_path)],
+        input=b"",
+        capture_output=True,
+        env=_env(**{variable: value}),
+        timeout=60,
+        check=False,
+    )
     assert ran.returncode == 2 and ran.stdout == b""
     stderr = ran.stderr.decode()
     assert f"error [invalid_argument]: {config.value.message}" in stderr
@@ -112,6 +127,7 @@ def test_an_override_wins_over_the_environment_and_an_empty_variable_means_the_d
 
 # -- one version string -----------------------------------------------------------------------------
 
+
 def test_the_version_is_the_installed_distributions_and_every_side_reports_it() -> None:
     assert version() == importlib.metadata.version("coverage-mcp")
     assert identity.VERSION == LOCK_VERSION == SERVER_INFO["version"] == version()
@@ -122,17 +138,32 @@ def test_the_version_is_the_installed_distributions_and_every_side_reports_it() 
 
 def test_no_source_file_repeats_the_version_literal() -> None:
     literal = f'"{importlib.metadata.version("coverage-mcp")}"'
-    copies = [str(path.relative_to(ROOT)) for package in ("coverage_core", "coverage_daemon", "coverage_cli")
-              for path in (ROOT / package).rglob("*.py") if literal in path.read_text()]
+    copies = [
+        str(path.relative_to(ROOT))
+        for package in ("coverage_core", "coverage_daemon", "coverage_cli")
+        for path in (ROOT / package).rglob("*.py")
+        if literal in path.read_text()
+    ]
     assert copies == []
 
 
 def test_a_source_tree_without_installed_metadata_reports_the_fallback_version(tmp_path: Path) -> None:
     # A copy of the package, with only the stdlib beside it on the path (no site-packages, no egg-info).
-    shutil.copytree(ROOT / "coverage_core", tmp_path / "src" / "coverage_core",
-                    ignore=shutil.ignore_patterns("__pycache__", "sample"))
-    code = ("import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p] + [sys.argv[1]]; "
-            "from coverage_core.version import version, FALLBACK; print(version() == FALLBACK)")
-    ran = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path / "src")], capture_output=True,
-                         text=True, cwd=tmp_path, timeout=60, check=False)
+    shutil.copytree(
+        ROOT / "coverage_core",
+        tmp_path / "src" / "coverage_core",
+        ignore=shutil.ignore_patterns("__pycache__", "sample"),
+    )
+    code = (
+        "import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p] + [sys.argv[1]]; "
+        "from coverage_core.version import version, FALLBACK; print(version() == FALLBACK)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(tmp_path / "src")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     assert ran.stdout.strip() == "True", ran.stderr

@@ -36,12 +36,19 @@ def write_report(repo: Path, name: str, records: dict[str, dict[int, int]], test
 
 
 def test_ingest_records_git_identity_totals_and_an_immutable_snapshot_id(repo: Path) -> None:
-    report = write_report(repo, "cov.info", {"src/app/core.py": {1: 1, 2: 0, 3: 4}, "src/app/util.py": {1: 1}})
+    report = write_report(
+        repo, "cov.info", {"src/app/core.py": {1: 1, 2: 0, 3: 4}, "src/app/util.py": {1: 1}}
+    )
     with open_project(repo) as project:
         snap = project.ingest(report, suite="unit")
         head = git(repo, "rev-parse", "HEAD")
         assert snap.snapshot_id.startswith("snap-")
-        assert (snap.suite, snap.format, snap.scope, snap.provenance) == ("unit", "lcov", "complete", "import")
+        assert (snap.suite, snap.format, snap.scope, snap.provenance) == (
+            "unit",
+            "lcov",
+            "complete",
+            "import",
+        )
         assert (snap.commit, snap.branch, snap.dirty, snap.worktree) == (head, "main", False, "main")
         assert snap.totals["lines"].to_dict() == {"found": 4, "hit": 3}
         assert (snap.path_mapping.mapped, snap.path_mapping.unmapped) == (2, 0)
@@ -86,22 +93,32 @@ def test_dirty_means_tracked_changes_only(repo: Path) -> None:
         assert project.ingest(report).dirty is True
 
 
-def test_ci_paths_are_mapped_by_unique_suffix_and_ambiguous_or_unknown_ones_are_flagged(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r", {"src/a/util.c": "", "src/b/util.c": "", "src/main.c": "", "lib/x.c": ""})
-    report = write_report(repo, "cov.info", {
-        "/build/proj-1.0/src/main.c": {1: 1},       # suffix match -> src/main.c
-        "/build/proj-1.0/util.c": {1: 1},           # two tracked util.c -> ambiguous
-        "/usr/include/stdio.h": {1: 0},             # nothing -> unmapped
-        str(repo / "lib" / "x.c"): {1: 1, 2: 0},    # checkout root stripped
-    })
+def test_ci_paths_are_mapped_by_unique_suffix_and_ambiguous_or_unknown_ones_are_flagged(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(
+        tmp_path / "r", {"src/a/util.c": "", "src/b/util.c": "", "src/main.c": "", "lib/x.c": ""}
+    )
+    report = write_report(
+        repo,
+        "cov.info",
+        {
+            "/build/proj-1.0/src/main.c": {1: 1},  # suffix match -> src/main.c
+            "/build/proj-1.0/util.c": {1: 1},  # two tracked util.c -> ambiguous
+            "/usr/include/stdio.h": {1: 0},  # nothing -> unmapped
+            str(repo / "lib" / "x.c"): {1: 1, 2: 0},  # checkout root stripped
+        },
+    )
     with open_project(repo) as project:
         snap = project.ingest(report)
         m = snap.path_mapping
         assert (m.mapped, m.ambiguous, m.unmapped) == (2, 1, 1)
         paths = {f.path: f.mapping for f in project.files(snap.snapshot_id).files}
         assert paths == {
-            "src/main.c": MAPPED, "lib/x.c": MAPPED,
-            "/build/proj-1.0/util.c": AMBIGUOUS, "/usr/include/stdio.h": UNMAPPED,
+            "src/main.c": MAPPED,
+            "lib/x.c": MAPPED,
+            "/build/proj-1.0/util.c": AMBIGUOUS,
+            "/usr/include/stdio.h": UNMAPPED,
         }
         # Unmapped files are still counted: the snapshot's totals equal the report's.
         assert snap.totals["lines"].to_dict() == {"found": 5, "hit": 3}
@@ -126,7 +143,9 @@ def test_an_ingest_where_nothing_maps_succeeds_with_a_warning(repo: Path) -> Non
     assert any(w["code"] == "no_files_mapped" for w in snap.warnings)
 
 
-def test_two_linked_worktrees_share_one_store_and_each_snapshot_records_its_worktree(repo: Path, tmp_path: Path) -> None:
+def test_two_linked_worktrees_share_one_store_and_each_snapshot_records_its_worktree(
+    repo: Path, tmp_path: Path
+) -> None:
     linked = tmp_path / "wt-feature"
     git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
     a = discover(repo)
@@ -157,7 +176,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-def test_a_second_owner_gets_store_locked_naming_the_holder_and_a_killed_holder_leaves_no_stale_lock(repo: Path) -> None:
+def test_a_second_owner_gets_store_locked_naming_the_holder_and_a_killed_holder_leaves_no_stale_lock(
+    repo: Path,
+) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -255,7 +276,9 @@ def test_a_store_from_a_newer_schema_revision_is_refused_and_left_untouched(tmp_
     with pytest.raises(CoverageError) as err:
         schema.migrate(con)
     assert err.value.code is ErrorCode.SCHEMA_TOO_NEW
-    assert con.execute("SELECT max(revision) FROM schema_revision").fetchone()[0] == schema.SCHEMA_REVISION + 1
+    assert (
+        con.execute("SELECT max(revision) FROM schema_revision").fetchone()[0] == schema.SCHEMA_REVISION + 1
+    )
 
 
 def _schema_of(con: duckdb.DuckDBPyConnection) -> list[tuple]:
@@ -282,8 +305,10 @@ def test_a_store_of_the_previous_revision_keeps_its_rows_and_migrates_to_a_fresh
     path = tmp_path / "previous.duckdb"
     old = duckdb.connect(str(path))
     schema.migrate(old, target=3)  # before revision 4's content identity
-    old.execute("INSERT INTO files (snap, file_id, path, report_path, mapping, lines_found, lines_hit, branches_found, "
-                "branches_hit, functions_found, functions_hit) VALUES (1, 0, 'a.py', 'a.py', 'mapped', 2, 1, 0, 0, 0, 0)")
+    old.execute(
+        "INSERT INTO files (snap, file_id, path, report_path, mapping, lines_found, lines_hit, branches_found, "
+        "branches_hit, functions_found, functions_hit) VALUES (1, 0, 'a.py', 'a.py', 'mapped', 2, 1, 0, 0, 0, 0)"
+    )
     old.close()
     old = duckdb.connect(str(path))
     assert schema.migrate(old) == schema.SCHEMA_REVISION
@@ -307,7 +332,11 @@ def test_snapshots_filter_by_suite_branch_and_commit_newest_first(repo: Path) ->
         commit(repo, "second")
         s2 = project.ingest(r1, suite="unit")
         s3 = project.ingest(write_report(repo, "b.info", {"src/app/util.py": {1: 1}}), suite="e2e")
-        assert [s.snapshot_id for s in project.snapshots()] == [s3.snapshot_id, s2.snapshot_id, s1.snapshot_id]
+        assert [s.snapshot_id for s in project.snapshots()] == [
+            s3.snapshot_id,
+            s2.snapshot_id,
+            s1.snapshot_id,
+        ]
         assert [s.snapshot_id for s in project.snapshots(suite="unit")] == [s2.snapshot_id, s1.snapshot_id]
         assert [s.snapshot_id for s in project.snapshots(commit=first_commit[:10])] == [s1.snapshot_id]
         assert project.snapshots(branch="nope") == []
@@ -338,7 +367,9 @@ def test_files_come_back_sorted_and_paged_and_detail_as_arrays(repo: Path) -> No
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_cli_ingest_json_prints_the_snapshot_record_and_snapshots_lists_them(repo: Path) -> None:

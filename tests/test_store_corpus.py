@@ -32,6 +32,7 @@ def test_an_ingested_corpus_report_keeps_the_totals_parse_reports(repo: Path, na
         assert snap.path_mapping.unmapped + snap.path_mapping.ambiguous == snap.files
         assert snap.files == 0 or any(w["code"] == "no_files_mapped" for w in snap.warnings)
         stored = project.store.con.execute(
-            "SELECT count(*) FROM files f JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?", [snap.snapshot_id]
+            "SELECT count(*) FROM files f JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?",
+            [snap.snapshot_id],
         ).fetchone()[0]
         assert stored == expected["files"]

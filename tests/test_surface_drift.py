@@ -41,19 +41,25 @@ FILE = "inventory/stock.py"
 
 
 # Managed execution: a command registered as pending, and a finished run of an approved one (``ran``).
-REGISTER = {"name": "drift", "argv": [sys.executable, "-c", "print('drift')"],
-            "artifacts": [{"path": "drift.json", "suite": "unit"}]}
+REGISTER = {
+    "name": "drift",
+    "argv": [sys.executable, "-c", "print('drift')"],
+    "artifacts": [{"path": "drift.json", "suite": "unit"}],
+}
 APPROVED = {**REGISTER, "name": "approved", "argv": [sys.executable, "-c", "print('approved')"]}
 
 
-def calls(first: str, second: str, command_id: str = "cmd-0000000000000000",
-          run_id: str = "run-0000000000000000") -> list[tuple[str, dict[str, Any]]]:
+def calls(
+    first: str, second: str, command_id: str = "cmd-0000000000000000", run_id: str = "run-0000000000000000"
+) -> list[tuple[str, dict[str, Any]]]:
     """A representative argument set per operation and per coverage_review task (two snapshots stored)."""
     review: dict[str, dict[str, Any]] = {
         "insight": {"limits": {"max_files": 2}},
         "change": {"baseline": {"kind": "explicit", "snapshot_id": first}},
-        "incremental": {"measurement": {"snapshot_id": second},
-                        "baseline": {"kind": "explicit", "snapshot_id": first}},
+        "incremental": {
+            "measurement": {"snapshot_id": second},
+            "baseline": {"kind": "explicit", "snapshot_id": first},
+        },
         "history": {},
         "source": {"file": FILE, "lines": "1-30"},
         "tests": {"representation": "review"},
@@ -76,7 +82,10 @@ def calls(first: str, second: str, command_id: str = "cmd-0000000000000000",
 
 
 FAILURES: list[tuple[str, dict[str, Any]]] = [
-    ("coverage_review", {"task": "change", "limits": {"max_words": 40}}),  # remedy: the call with a budget that fits
+    (
+        "coverage_review",
+        {"task": "change", "limits": {"max_words": 40}},
+    ),  # remedy: the call with a budget that fits
     ("coverage_review", {"task": "insight", "cursor": "not-a-cursor"}),  # remedy: the call without the cursor
     ("coverage_review", {"task": "source", "file": "no/such/file.py"}),
     ("coverage_review", {"task": "bogus"}),
@@ -111,7 +120,11 @@ def closed(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: closed(v) for k, v in schema.items()}
-    if "properties" in schema and "anyOf" not in schema and schema.get("type") in ("object", ["object", "null"]):
+    if (
+        "properties" in schema
+        and "anyOf" not in schema
+        and schema.get("type") in ("object", ["object", "null"])
+    ):
         out.setdefault("additionalProperties", False)
     return out
 
@@ -119,7 +132,11 @@ def closed(schema: Any) -> Any:
 def assert_matches_its_schema(name: str, envelope: dict[str, Any]) -> None:
     tool = next(t for t in mcp.tools() if t["name"] == name)
     Draft202012Validator(tool["outputSchema"]).validate(envelope)
-    exact = task_envelope(envelope["data"]["task"]) if name == "coverage_review" else OPERATIONS[name].output_schema
+    exact = (
+        task_envelope(envelope["data"]["task"])
+        if name == "coverage_review"
+        else OPERATIONS[name].output_schema
+    )
     # The stats and the inner records (snapshots, files, ...) are not the schema's to close.
     Draft202012Validator(closed(exact)).validate(envelope)
 
@@ -135,8 +152,9 @@ async def stored(daemon: Running, sample_repo: Path) -> tuple[str, str, str]:
     pid = await register(daemon, sample_repo)
     ids = []
     for report in ("step1.coverage.json", "step3.coverage.json"):
-        status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/coverage_import",
-                                     body={"report_path": report})
+        status, _, body = await call(
+            daemon, "POST", f"/api/projects/{pid}/ops/coverage_import", body={"report_path": report}
+        )
         assert status == 201, body  # created
         ids.append(body["data"]["snapshot"]["snapshot_id"])
     return pid, ids[0], ids[1]
@@ -150,16 +168,22 @@ async def ran(daemon: Running, pid: str) -> tuple[str, str]:
     service = Service(project)
     # The plan's own registration, first: project_context lists commands, so none may appear mid-plan.
     await asyncio.to_thread(service.call, "register_test_command", REGISTER)
-    command_id = (await asyncio.to_thread(service.call, "register_test_command", APPROVED))["data"]["command"]["id"]
+    command_id = (await asyncio.to_thread(service.call, "register_test_command", APPROVED))["data"][
+        "command"
+    ]["id"]
     await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
-    run = (await asyncio.to_thread(service.call, "run_test", {"command_id": command_id, "idempotency_key": "drift",
-                                                              "wait": True}))["data"]["run"]
+    run = (
+        await asyncio.to_thread(
+            service.call, "run_test", {"command_id": command_id, "idempotency_key": "drift", "wait": True}
+        )
+    )["data"]["run"]
     assert run["state"] == "succeeded", run
     return command_id, run["id"]
 
 
 async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_process(
-        daemon: Running, sample_repo: Path, stored: tuple[str, str, str]) -> None:
+    daemon: Running, sample_repo: Path, stored: tuple[str, str, str]
+) -> None:
     pid, first, second = stored
     plan = calls(first, second, *(await ran(daemon, pid)))
     rest, tools = [], []
@@ -184,7 +208,8 @@ async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_pr
 
 
 async def test_a_failing_call_has_the_same_code_details_and_remedy_on_every_surface(
-        daemon: Running, sample_repo: Path, stored: tuple[str, str, str]) -> None:
+    daemon: Running, sample_repo: Path, stored: tuple[str, str, str]
+) -> None:
     pid = stored[0]
     rest, tools = [], []
     for name, args in FAILURES:
@@ -210,14 +235,18 @@ async def test_a_failing_call_has_the_same_code_details_and_remedy_on_every_surf
             remedies += 1
             # For an agent, the remedy reads as the MCP call that fixes it.
             remedy = here["remedy"]
-            assert over_mcp["suggestion"] == f"Call {remedy['operation']} with {json.dumps(remedy['arguments'])}."
+            assert (
+                over_mcp["suggestion"]
+                == f"Call {remedy['operation']} with {json.dumps(remedy['arguments'])}."
+            )
         else:
             assert over_mcp["suggestion"] == here["suggestion"]
     assert remedies >= 3  # the budgets and the cursor
 
 
-async def _in_process(daemon: Running, pid: str, plan: list[tuple[str, dict[str, Any]]], *,
-                      failing: bool = False) -> list[Any]:
+async def _in_process(
+    daemon: Running, pid: str, plan: list[tuple[str, dict[str, Any]]], *, failing: bool = False
+) -> list[Any]:
     """The same calls through ``Service.call`` on the daemon's own open project (one store, one lock)."""
     _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
     service = Service(project)

@@ -48,17 +48,31 @@ def every_route() -> list[tuple[str, str, Access]]:
 
 
 async def status_of(d: Running, method: str, path: str, headers: dict[str, str]) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as http, http.request(
-            method, d.url + path, data=b"{}", headers={"Content-Type": "application/json",
-                                                       "Accept": "application/json, text/event-stream", **headers},
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(
+            method,
+            d.url + path,
+            data=b"{}",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        ) as response,
+    ):
         text = await response.read()
         return response.status, json.loads(text) if text else None
 
 
 def refusal_code(body: Any) -> str:
     """The error code of a REST body, or the marker of an MCP endpoint's JSON-RPC refusal."""
-    if "error" in body and isinstance(body["error"], dict) and "code" in body["error"] and "jsonrpc" not in body:
+    if (
+        "error" in body
+        and isinstance(body["error"], dict)
+        and "code" in body["error"]
+        and "jsonrpc" not in body
+    ):
         return body["error"]["code"]
     return "jsonrpc" if "jsonrpc" in body else "?"
 
@@ -67,21 +81,30 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
     public = [(m, p) for m, p, access in every_route() if access is Access.PUBLIC]
     assert public == [("GET", "/health")]
     admin = {(m, p) for m, p, access in every_route() if access is Access.ADMIN}
-    assert admin == {("POST", "/api/shutdown"), ("PATCH", f"/api/projects/{PID}"),
-                     ("POST", f"/api/projects/{PID}/owner-import"), ("POST", f"/api/projects/{PID}/snapshots/delete"),
-                     ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
-                     ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
-                     ("POST", f"/api/projects/{PID}/compact"),
-                     ("POST", "/api/dashboard/ticket")}
+    assert admin == {
+        ("POST", "/api/shutdown"),
+        ("PATCH", f"/api/projects/{PID}"),
+        ("POST", f"/api/projects/{PID}/owner-import"),
+        ("POST", f"/api/projects/{PID}/snapshots/delete"),
+        ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
+        ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
+        ("POST", f"/api/projects/{PID}/compact"),
+        ("POST", "/api/dashboard/ticket"),
+    }
     # what only a person's browser session (cookie and CSRF token, never a token) may do
     assert {(m, p) for m, p, access in every_route() if access is Access.SESSION_WRITE} == {
-        ("POST", "/api/dashboard/approve")}
+        ("POST", "/api/dashboard/approve")
+    }
 
 
 async def test_without_the_client_token_every_route_but_health_is_forbidden(daemon: Running) -> None:
     for method, path, access in every_route():
-        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic " + "x" * 40},
-                        {"Authorization": "Bearer caf\u00e9"}):
+        for headers in (
+            {},
+            {"Authorization": "Bearer wrong"},
+            {"Authorization": "Basic " + "x" * 40},
+            {"Authorization": "Bearer caf\u00e9"},
+        ):
             status, body = await status_of(daemon, method, path, headers)
             if access is Access.PUBLIC:
                 assert status == 200
@@ -99,13 +122,16 @@ async def test_a_403_never_asks_for_oauth(daemon: Running) -> None:
 
 
 async def test_a_non_ascii_capability_header_is_forbidden_not_a_500(daemon: Running) -> None:
-    status, body = await status_of(daemon, "POST", "/api/shutdown", {**daemon.auth, CAPABILITY_HEADER: "caf\u00e9"})
+    status, body = await status_of(
+        daemon, "POST", "/api/shutdown", {**daemon.auth, CAPABILITY_HEADER: "caf\u00e9"}
+    )
     assert status == 403 and body["error"]["code"] == "forbidden"
     assert not daemon.daemon.stop.is_set()
 
 
 async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_stop_the_daemon(
-        daemon: Running, sample_repo: Path, tmp_path: Path) -> None:
+    daemon: Running, sample_repo: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "secret.info"
     outside.write_text("SF:/etc/shadow\nDA:1,1\nend_of_record\n")
     outside.chmod(0o600)
@@ -119,27 +145,42 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     ]
     for method, path, body in asked:
         headers = {**daemon.auth, CAPABILITY_HEADER: "not-the-capability", "Content-Type": "application/json"}
-        async with aiohttp.ClientSession() as http, http.request(method, daemon.url + path, json=body,
-                                                                 headers=headers) as response:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(method, daemon.url + path, json=body, headers=headers) as response,
+        ):
             answer = await response.json()
             assert response.status == 403 and answer["error"]["code"] == "forbidden", (path, answer)
             assert "secret.info" not in json.dumps(answer) and "shadow" not in json.dumps(answer)
-    assert (await asyncio.to_thread(client.project, pid))["settings"] == {"approval_mode": "out_of_band", **POLICY_DEFAULTS}
+    assert (await asyncio.to_thread(client.project, pid))["settings"] == {
+        "approval_mode": "out_of_band",
+        **POLICY_DEFAULTS,
+    }
     assert await asyncio.to_thread(client.snapshots, pid) == []
     assert not daemon.daemon.stop.is_set()
     # the admin capability does what the client token cannot
-    changed = await asyncio.to_thread(client.update_settings, pid, {"approval_mode": "attested"},
-                                      capability=daemon.daemon.capability)
+    changed = await asyncio.to_thread(
+        client.update_settings, pid, {"approval_mode": "attested"}, capability=daemon.daemon.capability
+    )
     assert changed["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
 
 
-def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(serve_process: ServeProcess,
-                                                                        sample_repo: Path) -> None:
+def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(
+    serve_process: ServeProcess, sample_repo: Path
+) -> None:
     capability = serve_process.lock_metadata()["capability"]
     listed = subprocess.run(
-        ["python3", "-c", _MCP_LIST], env={**serve_process.env, "URL": serve_process.url, "REPO": str(sample_repo),
-                                           "TOKEN": client_token(serve_process.home) or ""},
-        capture_output=True, text=True, timeout=60, check=True,
+        ["python3", "-c", _MCP_LIST],
+        env={
+            **serve_process.env,
+            "URL": serve_process.url,
+            "REPO": str(sample_repo),
+            "TOKEN": client_token(serve_process.home) or "",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     assert "tools" in listed and capability not in listed
     assert "capability" not in json.dumps([t for t in json.loads(listed)["tools"]]).lower()
@@ -197,12 +238,18 @@ def as_nobody() -> list[str]:
 
 
 def test_a_second_uid_gets_403_from_every_route_but_health_even_with_a_stolen_token(
-        serve_process: ServeProcess) -> None:
+    serve_process: ServeProcess,
+) -> None:
     prefix = as_nobody()
     routes = [(m, p) for m, p, _ in every_route()]
     token = client_token(serve_process.home) or ""
-    out = subprocess.run([*prefix, "-c", _STRANGER, serve_process.url, token, json.dumps(routes)],
-                         capture_output=True, text=True, timeout=60, cwd="/")
+    out = subprocess.run(
+        [*prefix, "-c", _STRANGER, serve_process.url, token, json.dumps(routes)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
     assert len(seen) == 2 * len(routes)
@@ -229,14 +276,19 @@ def test_a_home_that_is_a_symlink_is_refused_before_anything_is_written(tmp_path
     real.mkdir()
     link = tmp_path / "home"
     link.symlink_to(real)
-    out = subprocess.run(["python3", "-m", "coverage_cli", "serve", "--port", "0"],
-                         env={**os.environ, "COVERAGE_MCP_HOME": str(link)}, capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        ["python3", "-m", "coverage_cli", "serve", "--port", "0"],
+        env={**os.environ, "COVERAGE_MCP_HOME": str(link)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 1 and "store_unavailable" in out.stderr and str(link) in out.stderr
     assert list(real.iterdir()) == []
 
 
 # -- secrets travel only on the private socket ----------------------------------------------------
+
 
 class Listener:
     """A TCP listener that records what it receives: another user's program on a port we might use."""
@@ -266,7 +318,8 @@ class Listener:
 
 
 async def test_our_client_sends_its_secrets_over_the_private_socket_never_to_the_tcp_port(
-        daemon: Running, sample_repo: Path) -> None:
+    daemon: Running, sample_repo: Path
+) -> None:
     impostor = Listener()
     try:
         # The client is told a TCP address an impostor holds; its requests still reach the real daemon.
@@ -282,11 +335,14 @@ async def test_our_client_sends_its_secrets_over_the_private_socket_never_to_the
         impostor.close()
 
 
-def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(serve_process: ServeProcess,
-                                                                           sample_repo: Path) -> None:
+def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(
+    serve_process: ServeProcess, sample_repo: Path
+) -> None:
     client = serve_process.client()
     pid = client.register(sample_repo)["project_id"]  # the daemon now holds the store
-    out = serve_process.cli("ingest", "--repo", str(sample_repo), str(sample_repo / "step3.coverage.json"), "--json")
+    out = serve_process.cli(
+        "ingest", "--repo", str(sample_repo), str(sample_repo / "step3.coverage.json"), "--json"
+    )
     assert out.returncode == 0, out.stderr
     snap = json.loads(out.stdout)["data"]["snapshot"]
     assert [s.snapshot_id for s in client.snapshots(pid)] == [snap["snapshot_id"]]
@@ -294,7 +350,10 @@ def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(serv
 
 # -- token rotation ---------------------------------------------------------------------------------
 
-def test_token_rotate_replaces_the_client_token_in_the_running_daemon_at_once(serve_process: ServeProcess) -> None:
+
+def test_token_rotate_replaces_the_client_token_in_the_running_daemon_at_once(
+    serve_process: ServeProcess,
+) -> None:
     old = client_token(serve_process.home) or ""
     url = serve_process.url + "/api/projects"
 
@@ -318,6 +377,7 @@ def test_token_rotate_replaces_the_client_token_in_the_running_daemon_at_once(se
 
 
 # -- connections, idle exit, stop -------------------------------------------------------------------
+
 
 async def test_a_connection_that_sends_nothing_or_a_slow_request_head_is_closed(isolated_home: Path) -> None:
     async with in_process(Settings.from_env(port=0, http_idle_timeout_s=1)) as d:
@@ -378,8 +438,11 @@ def test_stop_ends_a_daemon_that_ignores_its_shutdown_and_says_how(isolated_home
 
 def test_stop_says_stopped_only_after_the_process_is_gone(serve_process: ServeProcess) -> None:
     out = serve_process.cli("stop", "--json")
-    assert out.returncode == 0 and json.loads(out.stdout) == {"stopped": True, "pid": serve_process.proc.pid,
-                                                               "how": "shutdown"}
+    assert out.returncode == 0 and json.loads(out.stdout) == {
+        "stopped": True,
+        "pid": serve_process.proc.pid,
+        "how": "shutdown",
+    }
     # the process has ended by the time stop answered (a zombie until its parent, this test, collects it)
     assert serve_process.proc.wait(timeout=1) == 0
 
@@ -401,7 +464,9 @@ def test_the_printed_http_client_configs_name_the_token_and_never_contain_it(tmp
     assert str(home / TOKEN_FILE) in text and "http://127.0.0.1:59471/mcp" in text
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="the peer-uid layer reads Linux's socket tables")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/net/tcp"), reason="the peer-uid layer reads Linux's socket tables"
+)
 def test_the_peer_uid_of_a_loopback_connection_is_found_by_netlink_and_by_proc_alike() -> None:
     from coverage_daemon.auth import _diag_uid, _proc_uid
 

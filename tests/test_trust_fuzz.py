@@ -42,12 +42,22 @@ META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol
 SERVER_SIDE = ("deadline_exceeded", "store_unavailable")  # the only server faults generated input may meet
 INTERNAL_ERROR = -32603
 
-FUZZ = settings(deadline=None, max_examples=60, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ = settings(
+    deadline=None,
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
 
 # -- the live daemon and its data ----------------------------------------------------------------------
+
 
 class Live:
     """One ``coverage-mcp serve`` with one registered repository holding one snapshot."""
@@ -57,9 +67,13 @@ class Live:
         self.log = home.parent / f"{home.name}.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "coverage_cli", "serve"], stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=log,
-                                            env={**env, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0"})
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "coverage_cli", "serve"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env={**env, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0"},
+            )
         self.home, self.repo, self.session = home, repo, ""
         self.auth: dict[str, str] = {}
         deadline = time.monotonic() + 30
@@ -87,19 +101,27 @@ class Live:
         status, _, body = self.request("POST", "/api/projects", json.dumps({"path": str(repo)}).encode())
         assert status in (200, 201), body
         self.project_id = body["context"]["project_id"]
-        status, _, body = self.request("POST", f"/api/projects/{self.project_id}/ops/coverage_import",
-                                       json.dumps({"report_path": "step3.coverage.json"}).encode())
+        status, _, body = self.request(
+            "POST",
+            f"/api/projects/{self.project_id}/ops/coverage_import",
+            json.dumps({"report_path": "step3.coverage.json"}).encode(),
+        )
         assert status in (200, 201), body
         self.snapshot_id = body["data"]["snapshot"]["snapshot_id"]
         status, headers, body = self.mcp(_initialize(HANDSHAKE), {})
         assert status == 200, body
         self.session = headers["mcp-session-id"]
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str | bytes] | None = None) -> tuple[int, dict[str, str], Any]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str | bytes] | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        sent: dict[str, str | bytes] = {"Content-Type": "application/json", "Accept": "application/json",
-                                        **self.auth, **(headers or {})}
+        sent: dict[str, str | bytes] = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            **self.auth,
+            **(headers or {}),
+        }
         try:
             conn.request(method, path, body=body, headers=sent)
             response = conn.getresponse()
@@ -108,8 +130,12 @@ class Live:
         finally:
             conn.close()
 
-    def mcp(self, message: Any, headers: dict[str, str | bytes], raw: bytes | None = None,
-            ) -> tuple[int, dict[str, str], Any]:
+    def mcp(
+        self,
+        message: Any,
+        headers: dict[str, str | bytes],
+        raw: bytes | None = None,
+    ) -> tuple[int, dict[str, str], Any]:
         body = raw if raw is not None else json.dumps(message).encode()
         return self.request("POST", "/mcp", body, {REPO_HEADER: str(self.repo), **headers})
 
@@ -136,19 +162,30 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         assert status == 200 and body["name"] == "coverage-mcp"  # it survived everything
         # Nothing reached the daemon's last-resort handlers (aiohttp's own 400s for unparsable heads are fine).
         log = daemon.log.read_text(errors="replace")
-        assert "coverage-mcp ERROR" not in log, log[log.find("coverage-mcp ERROR"):][:3000]
+        assert "coverage-mcp ERROR" not in log, log[log.find("coverage-mcp ERROR") :][:3000]
     finally:
         daemon.stop()
 
 
 # -- generated values -----------------------------------------------------------------------------------
 
-ODD_NUMBERS = st.sampled_from([float("nan"), float("inf"), -float("inf"), 2**63, -(2**63) - 1, 2**64, 10**30,
-                               2**53, -1, 0, 1e308, -0.0])
-SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | ODD_NUMBERS | st.text(max_size=40) \
+ODD_NUMBERS = st.sampled_from(
+    [float("nan"), float("inf"), -float("inf"), 2**63, -(2**63) - 1, 2**64, 10**30, 2**53, -1, 0, 1e308, -0.0]
+)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | ODD_NUMBERS
+    | st.text(max_size=40)
     | st.sampled_from(["", "\x00", "../../etc/passwd", "/", "snap-0", "é" * 3, "\udcff", "a" * 5000])
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=10)
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=10,
+)
 
 
 def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -156,25 +193,52 @@ def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     if "enum" in schema:
         near: st.SearchStrategy[Any] = st.sampled_from(schema["enum"])
     elif schema.get("type") == "object" and "properties" in schema:
-        near = st.fixed_dictionaries({}, optional={key: from_schema(sub) for key, sub in schema["properties"].items()})
+        near = st.fixed_dictionaries(
+            {}, optional={key: from_schema(sub) for key, sub in schema["properties"].items()}
+        )
     elif schema.get("type") == "array":
         near = st.lists(from_schema(schema.get("items", {})), max_size=schema.get("maxItems", 3) + 1)
     elif schema.get("type") == "integer":
         low, high = schema.get("minimum", -(2**31)), schema.get("maximum", 2**31)
         near = st.integers(low, high) | st.sampled_from([low - 1, high + 1, 2**63])
     elif schema.get("type") == "string":
-        near = st.text(max_size=40) | st.sampled_from(["snap-0", "snap-" + "f" * 64, "1-3", "0-0", "x",
-                                                       "step3.coverage.json", "step3.coverage.lcov",
-                                                       "inventory/__init__.py", "HEAD", "main", "e30.xx"])
+        near = st.text(max_size=40) | st.sampled_from(
+            [
+                "snap-0",
+                "snap-" + "f" * 64,
+                "1-3",
+                "0-0",
+                "x",
+                "step3.coverage.json",
+                "step3.coverage.lcov",
+                "inventory/__init__.py",
+                "HEAD",
+                "main",
+                "e30.xx",
+            ]
+        )
     else:
         near = JSON
     return st.one_of(near, near, near, JSON)  # mostly near the schema, sometimes anything at all
 
 
 # Header values as bytes: printable ASCII and bytes past ASCII (http.client sends bytes as they are).
-HEADER_BYTES = st.binary(max_size=60).map(lambda b: bytes(c for c in b if c >= 0x20 and c != 0x7f))
-REPO_VALUES = st.one_of(st.builds(lambda b: b, HEADER_BYTES), st.sampled_from([
-    b"", b"relative/path", b"/", b"/" + b"a" * 5000, b"/" + b"b" * 300, b"/tmp", b"/nonexistent/x", b"\xff\xfe"]))
+HEADER_BYTES = st.binary(max_size=60).map(lambda b: bytes(c for c in b if c >= 0x20 and c != 0x7F))
+REPO_VALUES = st.one_of(
+    st.builds(lambda b: b, HEADER_BYTES),
+    st.sampled_from(
+        [
+            b"",
+            b"relative/path",
+            b"/",
+            b"/" + b"a" * 5000,
+            b"/" + b"b" * 300,
+            b"/tmp",
+            b"/nonexistent/x",
+            b"\xff\xfe",
+        ]
+    ),
+)
 
 
 @st.composite
@@ -182,15 +246,28 @@ def extra_headers(draw: st.DrawFn, live: Live, admin: bool) -> dict[str, str | b
     headers: dict[str, str | bytes] = {}
     if draw(st.booleans()):
         choice = draw(st.sampled_from(["real", "sub", "fuzz"]))
-        headers[REPO_HEADER] = (str(live.repo).encode() if choice == "real"
-                                else str(live.repo / "inventory").encode() if choice == "sub"
-                                else draw(REPO_VALUES))
+        headers[REPO_HEADER] = (
+            str(live.repo).encode()
+            if choice == "real"
+            else str(live.repo / "inventory").encode()
+            if choice == "sub"
+            else draw(REPO_VALUES)
+        )
     if draw(st.booleans()):
         headers[CAPABILITY_HEADER] = live.capability if admin and draw(st.booleans()) else draw(HEADER_BYTES)
     if draw(st.integers(0, 4)) == 0:
-        headers["Content-Type"] = draw(st.sampled_from(["text/plain", "application/json; charset=latin-1", ""]))
-    for name in draw(st.lists(st.sampled_from(["MCP-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name",
-                                               "Accept", "Origin"]), max_size=2, unique=True)):
+        headers["Content-Type"] = draw(
+            st.sampled_from(["text/plain", "application/json; charset=latin-1", ""])
+        )
+    for name in draw(
+        st.lists(
+            st.sampled_from(
+                ["MCP-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name", "Accept", "Origin"]
+            ),
+            max_size=2,
+            unique=True,
+        )
+    ):
         headers[name] = draw(st.sampled_from([MODERN, HANDSHAKE, live.session]) | HEADER_BYTES)
     headers.pop("Origin", None)  # a foreign Origin is refused before anything else: nothing to learn there
     return headers
@@ -198,7 +275,7 @@ def extra_headers(draw: st.DrawFn, live: Live, admin: bool) -> dict[str, str | b
 
 def _header_bytes(text: str) -> bytes:
     """``text`` as a header can carry it: UTF-8, control characters dropped (http.client refuses CR and LF)."""
-    return bytes(c for c in text.encode("utf-8", "surrogateescape") if c >= 0x20 and c != 0x7f)
+    return bytes(c for c in text.encode("utf-8", "surrogateescape") if c >= 0x20 and c != 0x7F)
 
 
 def _body_bytes(value: Any) -> bytes:
@@ -206,6 +283,7 @@ def _body_bytes(value: Any) -> bytes:
 
 
 # -- the oracles ----------------------------------------------------------------------------------------
+
 
 def assert_rest_answer(status: int, body: Any, what: str) -> None:
     if status >= 500:
@@ -232,7 +310,19 @@ def assert_mcp_answer(status: int, body: Any, what: str) -> None:
 # -- REST: every route -----------------------------------------------------------------------------------
 
 _PARAM = re.compile(r"\{(\w+)(?::[^{}]*(?:\{[^{}]*\}[^{}]*)*)?\}")
-QUERY_NAMES = ["suite", "branch", "commit", "limit", "offset", "order", "path", "max_words", "cursor", "x", ""]
+QUERY_NAMES = [
+    "suite",
+    "branch",
+    "commit",
+    "limit",
+    "offset",
+    "order",
+    "path",
+    "max_words",
+    "cursor",
+    "x",
+    "",
+]
 
 
 def _route_id(route: Any) -> str:
@@ -252,54 +342,112 @@ def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
         if name == "name":  # an operation of the table, or not
             return draw(st.sampled_from([*OPERATIONS, "no_such_op"]))
         return draw(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))
+
     return _PARAM.sub(value, template)
 
 
 @st.composite
 def query_string(draw: st.DrawFn) -> str:
-    pairs = draw(st.lists(st.tuples(st.sampled_from(QUERY_NAMES) | st.text(max_size=6),
-                                    st.text(max_size=20) | st.sampled_from(["-1", "0", "1", "9" * 30, "1e3", "asc",
-                                                                            "desc", "NaN", "\x00"])), max_size=4))
+    pairs = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(QUERY_NAMES) | st.text(max_size=6),
+                st.text(max_size=20)
+                | st.sampled_from(["-1", "0", "1", "9" * 30, "1e3", "asc", "desc", "NaN", "\x00"]),
+            ),
+            max_size=4,
+        )
+    )
     if not pairs:
         return ""
-    return "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='', errors='surrogateescape')}" for k, v in pairs)
+    return "?" + "&".join(
+        f"{quote(k, safe='')}={quote(v, safe='', errors='surrogateescape')}" for k, v in pairs
+    )
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=_route_id)
 @FUZZ
 @given(data=st.data())
-def test_generated_requests_to_every_rest_route_never_get_a_server_error(live: Live, route: Any,
-                                                                       data: st.DataObject) -> None:
+def test_generated_requests_to_every_rest_route_never_get_a_server_error(
+    live: Live, route: Any, data: st.DataObject
+) -> None:
     path = data.draw(filled_path(route.path, live)) + data.draw(query_string())
     headers = data.draw(extra_headers(live, admin=route.path != "/api/shutdown"))
     if route.path == "/api/shutdown":  # the one body that would end the run: never the real capability
         headers[CAPABILITY_HEADER] = data.draw(HEADER_BYTES)
-    body = None if route.method in ("GET", "DELETE") and data.draw(st.booleans()) else \
-        _body_bytes(data.draw(JSON | from_schema({"type": "object", "properties": {
-            "path": {"type": "string"}, "settings": {"type": "object", "properties": {
-                "approval_mode": {"enum": ["out_of_band", "attested"]}}}, **_ALL_TOOL_PROPERTIES}})))
+    body = (
+        None
+        if route.method in ("GET", "DELETE") and data.draw(st.booleans())
+        else _body_bytes(
+            data.draw(
+                JSON
+                | from_schema(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "settings": {
+                                "type": "object",
+                                "properties": {"approval_mode": {"enum": ["out_of_band", "attested"]}},
+                            },
+                            **_ALL_TOOL_PROPERTIES,
+                        },
+                    }
+                )
+            )
+        )
+    )
     status, _, answer = live.request(route.method, path, body, headers)
     assert_rest_answer(status, answer, f"{route.method} {path}")
 
 
 _ALL_TOOL_PROPERTIES: dict[str, Any] = {
-    key: sub for op in OPERATIONS.values() for key, sub in op.input_schema.get("properties", {}).items()}
+    key: sub for op in OPERATIONS.values() for key, sub in op.input_schema.get("properties", {}).items()
+}
 
 
 # -- MCP: every method, both eras --------------------------------------------------------------------------
 
+
 def _initialize(version: Any, request_id: Any = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "fuzz", "version": "0"},
+        },
+    }
 
 
 IDS = st.one_of(st.integers(-(2**53) + 1, 2**53 - 1), st.text(max_size=10), JSON)
-NOTIFICATIONS = ["notifications/initialized", "notifications/cancelled", "notifications/progress",
-                 "notifications/roots/list_changed", "notifications/message"]
-UNKNOWN = ["prompts/list", "prompts/get", "logging/setLevel", "completion/complete", "resources/subscribe",
-           "tools/call/extra", "", "Initialize", "rpc.discover"]
-MCP_TARGETS = [*(f"tools/call {name}" for name in OPERATIONS), *(m for m in METHODS if m != "tools/call"),
-               "tools/call ?", *NOTIFICATIONS, "unknown"]
+NOTIFICATIONS = [
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+    "notifications/message",
+]
+UNKNOWN = [
+    "prompts/list",
+    "prompts/get",
+    "logging/setLevel",
+    "completion/complete",
+    "resources/subscribe",
+    "tools/call/extra",
+    "",
+    "Initialize",
+    "rpc.discover",
+]
+MCP_TARGETS = [
+    *(f"tools/call {name}" for name in OPERATIONS),
+    *(m for m in METHODS if m != "tools/call"),
+    "tools/call ?",
+    *NOTIFICATIONS,
+    "unknown",
+]
 
 
 @st.composite
@@ -309,15 +457,31 @@ def mcp_params(draw: st.DrawFn, target: str, live: Live) -> tuple[str, Any]:
         name = target.split(" ", 1)[1]
         schema = OPERATIONS[name].input_schema if name in OPERATIONS else {}
         tool = name if name in OPERATIONS else draw(st.text(max_size=20) | JSON)
-        return "tools/call", draw(st.fixed_dictionaries({"name": st.just(tool)},
-                                                        optional={"arguments": from_schema(schema)}) | JSON)
+        return "tools/call", draw(
+            st.fixed_dictionaries({"name": st.just(tool)}, optional={"arguments": from_schema(schema)}) | JSON
+        )
     if target == "initialize":
-        return target, draw(st.fixed_dictionaries({}, optional={
-            "protocolVersion": st.sampled_from([HANDSHAKE, MODERN, "2024-11-05", "1999"]) | JSON,
-            "capabilities": JSON, "clientInfo": JSON}) | JSON)
+        return target, draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "protocolVersion": st.sampled_from([HANDSHAKE, MODERN, "2024-11-05", "1999"]) | JSON,
+                    "capabilities": JSON,
+                    "clientInfo": JSON,
+                },
+            )
+            | JSON
+        )
     if target == "resources/read":
-        uri = st.sampled_from(["coverage://context", f"coverage://snapshot/{live.snapshot_id}/summary",
-                               "coverage://snapshot/snap-0/summary", "coverage://nope", "file:///etc/passwd"])
+        uri = st.sampled_from(
+            [
+                "coverage://context",
+                f"coverage://snapshot/{live.snapshot_id}/summary",
+                "coverage://snapshot/snap-0/summary",
+                "coverage://nope",
+                "file:///etc/passwd",
+            ]
+        )
         return target, draw(st.fixed_dictionaries({}, optional={"uri": uri | JSON}) | JSON)
     if target == "notifications/cancelled":
         return target, draw(st.fixed_dictionaries({}, optional={"requestId": IDS, "reason": JSON}) | JSON)
@@ -339,7 +503,10 @@ def mcp_exchange(draw: st.DrawFn, target: str, live: Live) -> tuple[bytes, dict[
             params = {**params, "_meta": {META_KEYS[0]: MODERN, META_KEYS[1]: {}}}
         message["params"] = params
     if modern:
-        headers: dict[str, str | bytes] = {"MCP-Protocol-Version": MODERN, "Mcp-Method": _header_bytes(method)}
+        headers: dict[str, str | bytes] = {
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": _header_bytes(method),
+        }
         name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
         if isinstance(name, str) and name.isascii() and name.isprintable():
             headers["Mcp-Name"] = name
@@ -353,8 +520,9 @@ def mcp_exchange(draw: st.DrawFn, target: str, live: Live) -> tuple[bytes, dict[
 @pytest.mark.parametrize("target", MCP_TARGETS)
 @FUZZ
 @given(data=st.data())
-def test_generated_messages_for_every_mcp_method_never_get_an_internal_error(live: Live, target: str,
-                                                                           data: st.DataObject) -> None:
+def test_generated_messages_for_every_mcp_method_never_get_an_internal_error(
+    live: Live, target: str, data: st.DataObject
+) -> None:
     raw, headers = data.draw(mcp_exchange(target, live))
     status, _, answer = live.mcp(None, headers, raw=raw)
     assert_mcp_answer(status, answer, f"{target}: {raw[:300]!r} {headers}")

@@ -183,8 +183,12 @@ def test_the_owner_import_reads_outside_the_checkout_but_refuses_fifos_and_final
 
 
 def cli(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-                          input=stdin, capture_output=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 def test_ingest_dash_reads_standard_input_without_a_daemon(sample_repo: Path) -> None:
@@ -223,15 +227,25 @@ async def test_ingest_dash_through_the_daemon_reads_standard_input_in_the_cli(sa
     assert len(json.loads(listed.stdout)["data"]["snapshots"]) == 1, listed.stderr
 
 
-async def test_a_fifo_import_over_the_daemon_answers_at_once_and_a_normal_import_follows(sample_repo: Path) -> None:
+async def test_a_fifo_import_over_the_daemon_answers_at_once_and_a_normal_import_follows(
+    sample_repo: Path,
+) -> None:
     os.mkfifo(sample_repo / "coverage.pipe")
     async with in_process(Settings.from_env(port=0)) as d:
         client = d.client()
         project_id = (await asyncio.to_thread(client.register, sample_repo))["project_id"]
         with pytest.raises(CoverageError) as info:
-            await asyncio.wait_for(asyncio.to_thread(
-                client.call, project_id, "coverage_import", {"report_path": "coverage.pipe"}), WAIT_S)
-        stored = await asyncio.wait_for(asyncio.to_thread(
-            client.call, project_id, "coverage_import", {"report_path": "step3.coverage.json"}), WAIT_S)
+            await asyncio.wait_for(
+                asyncio.to_thread(
+                    client.call, project_id, "coverage_import", {"report_path": "coverage.pipe"}
+                ),
+                WAIT_S,
+            )
+        stored = await asyncio.wait_for(
+            asyncio.to_thread(
+                client.call, project_id, "coverage_import", {"report_path": "step3.coverage.json"}
+            ),
+            WAIT_S,
+        )
     assert info.value.code is ErrorCode.INVALID_ARGUMENT and "FIFO" in info.value.message
     assert stored["data"]["snapshot"]["files"] > 0

@@ -39,8 +39,8 @@ def test_a_report_path_longer_than_4096_bytes_is_refused_naming_its_line(fmt: st
         "go": f"mode: set\nok.go:1.1,2.2 1 1\n{path}:1.1,2.2 1 1\n",
         "coveragepy": json.dumps({"meta": {"format": 3}, "files": {path: {"executed_lines": [1]}}}, indent=1),
         "cobertura": f'<?xml version="1.0"?>\n<coverage>\n<packages><package name="p"><classes>\n'
-                     f'<class name="c" filename="{path}"><lines><line number="1" hits="1"/></lines></class>'
-                     f"</classes></package></packages></coverage>\n",
+        f'<class name="c" filename="{path}"><lines><line number="1" hits="1"/></lines></class>'
+        f"</classes></package></packages></coverage>\n",
     }[fmt]
     with pytest.raises(CoverageError) as info:
         bounded(lambda: parse(doc.encode(), format=fmt))
@@ -65,7 +65,11 @@ SECRET = "password=hunter2-" + "s3cr3t" * 40  # a first line longer than any exc
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_a_parser_error_shows_at_most_a_short_labelled_excerpt_of_the_report(fmt: str) -> None:
-    for doc in (SECRET + "\n" + SECRET + "\n", f"mode: set\n{SECRET}\n", f"TN:\nSF:a.c\n{SECRET}\nend_of_record\n"):
+    for doc in (
+        SECRET + "\n" + SECRET + "\n",
+        f"mode: set\n{SECRET}\n",
+        f"TN:\nSF:a.c\n{SECRET}\nend_of_record\n",
+    ):
         try:
             parse(doc.encode(), format=fmt)
         except CoverageError as error:
@@ -94,8 +98,10 @@ def test_the_parse_budget_admits_claims_in_arrival_order_within_its_bytes() -> N
             order.append(name)
             release.wait(10)
 
-    threads = {name: threading.Thread(target=worker, args=(name, n)) for name, n in
-               (("first", 80), ("big", 500), ("small", 10))}  # big is more than the budget: it runs alone
+    threads = {
+        name: threading.Thread(target=worker, args=(name, n))
+        for name, n in (("first", 80), ("big", 500), ("small", 10))
+    }  # big is more than the budget: it runs alone
     for expected_tickets, name in enumerate(threads, start=1):
         threads[name].start()
         wait_until(lambda n=expected_tickets: budget._next_ticket == n)

@@ -201,11 +201,16 @@ def test_a_daemon_lock_that_is_a_directory_is_store_unavailable_not_internal(iso
     assert "daemon.lock" in err.value.message and "directory" in err.value.message
 
 
-def test_a_daemon_lock_that_is_a_directory_makes_serve_fail_with_store_unavailable(isolated_home: Path) -> None:
+def test_a_daemon_lock_that_is_a_directory_makes_serve_fail_with_store_unavailable(
+    isolated_home: Path,
+) -> None:
     (isolated_home / "daemon.lock").mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "coverage_cli", "serve", "--port", "0"],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "COVERAGE_MCP_HOME": str(isolated_home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COVERAGE_MCP_HOME": str(isolated_home)},
     )
     assert proc.returncode not in (0, None)
     out = proc.stdout + proc.stderr
@@ -214,6 +219,7 @@ def test_a_daemon_lock_that_is_a_directory_makes_serve_fail_with_store_unavailab
 
 
 # -- files and durability -----------------------------------------------------
+
 
 def test_the_store_folder_is_0700_and_its_database_and_lock_are_0600(repo: Path, isolated_home: Path) -> None:
     folder = repo / ".coverage-mcp"
@@ -241,14 +247,21 @@ os._exit(0)  # no checkpoint: the snapshots live only in the WAL
 
 
 def ingest_leaving_wal(repo: Path, *reports: Path) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", LEAVE_WAL, str(repo), *map(str, reports)],
-                         check=True, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", LEAVE_WAL, str(repo), *map(str, reports)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return out.stdout.split()
 
 
 def two_reports(repo: Path) -> tuple[Path, Path]:
-    return (write_report(repo, "one.info", {"src/app/core.py": {1: 1, 2: 0}}),
-            write_report(repo, "two.info", {"src/app/core.py": {1: 1, 2: 1, 3: 1}}))
+    return (
+        write_report(repo, "one.info", {"src/app/core.py": {1: 1, 2: 0}}),
+        write_report(repo, "two.info", {"src/app/core.py": {1: 1, 2: 1, 3: 1}}),
+    )
 
 
 def test_a_wal_with_a_damaged_tail_fails_closed_naming_a_preserved_copy_and_loses_nothing(repo: Path) -> None:
@@ -305,6 +318,7 @@ def test_a_database_replaced_by_an_older_copy_is_refused_until_the_marker_is_rem
 
 # -- someone else's store at our path -----------------------------------------
 
+
 def make_foreign_store(path: Path) -> None:
     """A store shaped like the Python predecessor's: its own tables, no schema_revision."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -352,8 +366,13 @@ def test_a_cloned_repository_with_a_linked_lock_makes_the_cli_fail_cleanly_and_l
     assert (clone / ".coverage-mcp" / "coverage.duckdb.lock").is_symlink()
     report = write_report(clone, "cov.info", {"src/app/core.py": {1: 1}})
     before = snapshot_of(outside)
-    out = subprocess.run([sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json"],
-                         cwd=clone, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "ingest", str(report), "--json"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     error = json.loads(out.stderr)["error"]
     assert out.returncode == 1 and error["code"] == "store_unavailable"
     assert error["details"]["path"] == str(clone / ".coverage-mcp" / "coverage.duckdb.lock")

@@ -28,27 +28,67 @@ def service(tmp_path_factory: pytest.TempPathFactory):
 
 CASES = [
     # (tool, arguments, path, the reason, the limit the suggestion names)
-    ("run_review", {"run_id": "run-1", "view": "logs", "search": LONG}, "$.search",
-     "is longer than 200 characters (got 5,000", "at most 200 characters"),
-    ("coverage_import", {"report_path": "r.json", "suite": LONG}, "$.suite",
-     "is longer than 200 characters", "at most 200 characters"),
-    ("coverage_import", {"inventory_path": "i.json", "reports": ["x"] * 65}, "$.reports",
-     "has 65 items, more than the 64 allowed", "at most 64 items"),
-    ("run_test", {"command_id": "cmd-" + "z" * 3000}, "$.command_id",
-     "does not match the pattern ^cmd-[0-9a-f]{16}$", "^cmd-[0-9a-f]{16}$"),
+    (
+        "run_review",
+        {"run_id": "run-1", "view": "logs", "search": LONG},
+        "$.search",
+        "is longer than 200 characters (got 5,000",
+        "at most 200 characters",
+    ),
+    (
+        "coverage_import",
+        {"report_path": "r.json", "suite": LONG},
+        "$.suite",
+        "is longer than 200 characters",
+        "at most 200 characters",
+    ),
+    (
+        "coverage_import",
+        {"inventory_path": "i.json", "reports": ["x"] * 65},
+        "$.reports",
+        "has 65 items, more than the 64 allowed",
+        "at most 64 items",
+    ),
+    (
+        "run_test",
+        {"command_id": "cmd-" + "z" * 3000},
+        "$.command_id",
+        "does not match the pattern ^cmd-[0-9a-f]{16}$",
+        "^cmd-[0-9a-f]{16}$",
+    ),
     ("coverage_review", {"task": LONG}, "$.task", "is not one of: insight", "Use one of: insight"),
     ("project_context", {"max_words": LONG}, "$.max_words", "expected integer, got str", "integer"),
-    ("project_context", {"max_words": 10**30}, "$.max_words", "is greater than the maximum 50000", "between 40"),
+    (
+        "project_context",
+        {"max_words": 10**30},
+        "$.max_words",
+        "is greater than the maximum 50000",
+        "between 40",
+    ),
     ("coverage_review", {"task": "insight", LONG: 1}, "$", "unknown argument(s)", "allowed arguments"),
-    ("register_test_command", {"name": "n", "argv": ["x"], "artifacts": [{"path": "r.json"}], "env": {f"K{i}": "v" for i in range(65)}}, "$.env",
-     "has 65 keys, more than the 64 allowed", "at most 64 keys"),
+    (
+        "register_test_command",
+        {
+            "name": "n",
+            "argv": ["x"],
+            "artifacts": [{"path": "r.json"}],
+            "env": {f"K{i}": "v" for i in range(65)},
+        },
+        "$.env",
+        "has 65 keys, more than the 64 allowed",
+        "at most 64 keys",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("tool", "args", "path", "reason", "limit"), CASES,
-                         ids=[f"{c[0]}-{c[2]}-{c[3].split()[0]}" for c in CASES])
-def test_a_refused_argument_says_why_with_only_an_excerpt_of_the_value(service, tool, args, path, reason,
-                                                                       limit) -> None:
+@pytest.mark.parametrize(
+    ("tool", "args", "path", "reason", "limit"),
+    CASES,
+    ids=[f"{c[0]}-{c[2]}-{c[3].split()[0]}" for c in CASES],
+)
+def test_a_refused_argument_says_why_with_only_an_excerpt_of_the_value(
+    service, tool, args, path, reason, limit
+) -> None:
     with pytest.raises(CoverageError) as err:
         service.call(tool, args)
     assert err.value.code is ErrorCode.INVALID_ARGUMENT
@@ -67,10 +107,15 @@ def test_an_excerpt_is_short_and_escaped() -> None:
 
 
 def test_keywords_no_tool_uses_yet_still_lead_with_the_reason() -> None:
-    schema = {"type": "object", "properties": {
-        "n": {"type": "integer", "exclusiveMinimum": 0, "multipleOf": 2},
-        "items": {"type": "array", "uniqueItems": True, "minItems": 2},
-        "k": {"const": "fixed"}, "s": {"type": "string", "minLength": 3}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "exclusiveMinimum": 0, "multipleOf": 2},
+            "items": {"type": "array", "uniqueItems": True, "minItems": 2},
+            "k": {"const": "fixed"},
+            "s": {"type": "string", "minLength": 3},
+        },
+    }
     v = Validator(schema)
     for value, words, hint in [
         ({"n": 0}, "is less than or equal to the minimum 0", "at least 0"),
@@ -82,5 +127,8 @@ def test_keywords_no_tool_uses_yet_still_lead_with_the_reason() -> None:
     ]:
         with pytest.raises(CoverageError) as err:
             v.check(value, what="t")
-        assert words in err.value.message and hint in err.value.suggestion, (err.value.message, err.value.suggestion)
+        assert words in err.value.message and hint in err.value.suggestion, (
+            err.value.message,
+            err.value.suggestion,
+        )
         assert LONG[: EXCERPT_CHARS + 1] not in err.value.message

@@ -28,13 +28,20 @@ time.sleep(600)
 
 
 def start_run(marker: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([PY, "-c", STUBBORN], env={**os.environ, MARKER_ENV: marker}, stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [PY, "-c", STUBBORN],
+        env={**os.environ, MARKER_ENV: marker},
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     grandchild = int(proc.stdout.readline())
     return proc, grandchild
 
 
-def test_closing_the_pipe_stops_every_listed_run_even_a_grandchild_that_left_the_group(tmp_path: Path) -> None:
+def test_closing_the_pipe_stops_every_listed_run_even_a_grandchild_that_left_the_group(
+    tmp_path: Path,
+) -> None:
     guard = Watchdog()
     guard.acquire()
     listed, listed_grandchild = start_run("run-listed")
@@ -77,7 +84,9 @@ def test_a_watchdog_that_died_is_replaced_at_the_next_run_and_learns_what_is_run
         assert second is not None and second != first and alive(second)
         guard.release()
         proc.wait(30)
-        wait_for(lambda: not alive(grandchild), "the surviving run's grandchild killed by the second watchdog")
+        wait_for(
+            lambda: not alive(grandchild), "the surviving run's grandchild killed by the second watchdog"
+        )
         assert not alive(second)
     finally:
         for pid in (proc.pid, grandchild):
@@ -91,9 +100,19 @@ def test_a_watchdog_that_died_is_replaced_at_the_next_run_and_learns_what_is_run
 def test_the_watchdog_and_supervisor_scripts_import_nothing_of_the_package(name: str) -> None:
     # Run as a script in isolated mode each must start with the standard library alone.
     module = importlib.import_module(f"coverage_core.execution.{name}")
-    probe = subprocess.run([PY, "-I", "-S", "-c",
-                            f"import runpy, sys; sys.argv = ['w']; runpy.run_path({module.__file__!r}, "
-                            "run_name='not_main'); print(sorted(m for m in sys.modules if 'coverage' in m))"],
-                           capture_output=True, text=True, timeout=60, check=False)
+    probe = subprocess.run(
+        [
+            PY,
+            "-I",
+            "-S",
+            "-c",
+            f"import runpy, sys; sys.argv = ['w']; runpy.run_path({module.__file__!r}, "
+            "run_name='not_main'); print(sorted(m for m in sys.modules if 'coverage' in m))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "[]"

@@ -24,7 +24,13 @@ from .inventory import Entry, Inventory
 
 # Entry statuses. ``measured`` is the only one that is not a blocking reason.
 MEASURED, MISSING, STALE, MALFORMED, UNSUPPORTED, SOURCE_MISMATCHED = (
-    "measured", "missing", "stale", "malformed", "unsupported", "source_mismatched")
+    "measured",
+    "missing",
+    "stale",
+    "malformed",
+    "unsupported",
+    "source_mismatched",
+)
 # When several reasons apply to one entry, the first of these is reported.
 REASON_ORDER = (SOURCE_MISMATCHED, STALE, MALFORMED, UNSUPPORTED, MISSING)
 DENOMINATOR_SOURCES = ("evidence", "carried", "zeroed_evidence", "unknown")
@@ -51,10 +57,20 @@ class Evidence:
     toolchain: dict[str, str] = attrs.Factory(dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"component": self.component, "variant": self.variant, "path": self.label, "sha256": self.sha256,
-                "bytes": self.bytes, "commit": self.commit, "format": self.format, "status": self.status,
-                "message": self.message, "files": len(self.paths), "source_mismatched_files": len(self.mismatched),
-                "toolchain": self.toolchain}
+        return {
+            "component": self.component,
+            "variant": self.variant,
+            "path": self.label,
+            "sha256": self.sha256,
+            "bytes": self.bytes,
+            "commit": self.commit,
+            "format": self.format,
+            "status": self.status,
+            "message": self.message,
+            "files": len(self.paths),
+            "source_mismatched_files": len(self.mismatched),
+            "toolchain": self.toolchain,
+        }
 
 
 @attrs.frozen
@@ -87,8 +103,9 @@ def _empty() -> dict[str, np.ndarray]:
     return {c: np.zeros(0, t) for c, t in rg.COLUMNS.items()}
 
 
-def aggregate(inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, str | None],
-              carry: Carry | None = None) -> Aggregate:
+def aggregate(
+    inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, str | None], carry: Carry | None = None
+) -> Aggregate:
     index = {(e.component, e.variant, e.logical_source_id): i for i, e in enumerate(inv.entries)}
     path_ix = {p: i for i, p in enumerate(sorted(inv.owners))}
     paths = tuple(sorted(inv.owners))
@@ -127,8 +144,13 @@ def aggregate(inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, 
             inv_file[f] = path_ix[path]
             if ev.status == STALE:
                 weak_file[f] = True
-                note(i, STALE, f"{ev.label}: {ev.message}" if ev.message
-                     else f"{ev.label} measured commit {(ev.commit or 'unknown')[:12]}")
+                note(
+                    i,
+                    STALE,
+                    f"{ev.label}: {ev.message}"
+                    if ev.message
+                    else f"{ev.label} measured commit {(ev.commit or 'unknown')[:12]}",
+                )
             elif f in ev.mismatched:
                 weak_file[f] = True
                 note(i, SOURCE_MISMATCHED, f"{path}: {ev.mismatched[f]} ({ev.label})")
@@ -167,8 +189,10 @@ def aggregate(inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, 
             continue
         found = reasons.get(i, {})
         reason = next((r for r in REASON_ORDER if r in found), MISSING)
-        detail = found.get(reason) or f"no {inv.component(entry.component).format} evidence covers it in variant " \
-                                      f"{entry.variant!r}"
+        detail = (
+            found.get(reason)
+            or f"no {inv.component(entry.component).format} evidence covers it in variant {entry.variant!r}"
+        )
         if i in carried:
             cols = dict(carried[i])
             if "path" in cols:
@@ -193,39 +217,87 @@ def aggregate(inv: Inventory, evidence: Sequence[Evidence], identity: dict[str, 
     return _summarize(inv, tuple(results), keys.astype(np.int32), cols, paths)
 
 
-def _summarize(inv: Inventory, results: tuple[EntryResult, ...], keys: np.ndarray, cols: dict[str, np.ndarray],
-               paths: tuple[str, ...]) -> Aggregate:
+def _summarize(
+    inv: Inventory,
+    results: tuple[EntryResult, ...],
+    keys: np.ndarray,
+    cols: dict[str, np.ndarray],
+    paths: tuple[str, ...],
+) -> Aggregate:
     totals = rg.tally(cols["kind"], cols["hits"])
-    comp_of_entry = np.array([next(j for j, c in enumerate(inv.components) if c.id == r.entry.component)
-                              for r in results], np.int32) if results else np.zeros(0, np.int32)
+    comp_of_entry = (
+        np.array(
+            [next(j for j, c in enumerate(inv.components) if c.id == r.entry.component) for r in results],
+            np.int32,
+        )
+        if results
+        else np.zeros(0, np.int32)
+    )
     comp_of_row = comp_of_entry[keys] if len(keys) else np.zeros(0, np.int32)
     components = []
     for j, c in enumerate(inv.components):
         sel = comp_of_row == j
         mine = [r for r in results if r.entry.component == c.id]
-        components.append({
-            "id": c.id, "language": c.language, "format": c.format, "variants": list(c.variants),
-            "totals": rg.tally(cols["kind"][sel], cols["hits"][sel]),
-            "entries": len(mine), "measured": sum(r.status == MEASURED for r in mine),
-            "denominator_known": all(r.denominator != "unknown" for r in mine),
-        })
-    blocking = [{"component": r.entry.component, "variant": r.entry.variant,
-                 "logical_source_id": r.entry.logical_source_id, "paths": list(r.entry.paths), "reason": r.status,
-                 "detail": r.detail, "denominator": r.denominator} for r in results if r.status != MEASURED]
+        components.append(
+            {
+                "id": c.id,
+                "language": c.language,
+                "format": c.format,
+                "variants": list(c.variants),
+                "totals": rg.tally(cols["kind"][sel], cols["hits"][sel]),
+                "entries": len(mine),
+                "measured": sum(r.status == MEASURED for r in mine),
+                "denominator_known": all(r.denominator != "unknown" for r in mine),
+            }
+        )
+    blocking = [
+        {
+            "component": r.entry.component,
+            "variant": r.entry.variant,
+            "logical_source_id": r.entry.logical_source_id,
+            "paths": list(r.entry.paths),
+            "reason": r.status,
+            "detail": r.detail,
+            "denominator": r.denominator,
+        }
+        for r in results
+        if r.status != MEASURED
+    ]
     # What to measure: unmeasured entries grouped by (component, variant, reason).
     groups: dict[tuple[str, str, str], list[str]] = {}
     for b in blocking:
         groups.setdefault((b["component"], b["variant"], b["reason"]), []).append(b["logical_source_id"])
-    measure = [{"component": c, "variant": v, "reason": r, "entries": len(ids), "examples": ids[:3]}
-               for (c, v, r), ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))][:REMEDIATION_LIMIT]
+    measure = [
+        {"component": c, "variant": v, "reason": r, "entries": len(ids), "examples": ids[:3]}
+        for (c, v, r), ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    ][:REMEDIATION_LIMIT]
     # What to test: measured entries ranked by uncovered combined regions.
     combined = np.isin(cols["kind"], rg.COMBINED_KINDS)
     uncovered = np.bincount(keys[combined & (cols["hits"] == 0)], minlength=len(results))
     found = np.bincount(keys[combined], minlength=len(results))
-    ranked = sorted((i for i, r in enumerate(results) if r.status == MEASURED and uncovered[i]),
-                    key=lambda i: (-int(uncovered[i]), results[i].entry.logical_source_id))
-    test = [{"component": results[i].entry.component, "variant": results[i].entry.variant,
-             "logical_source_id": results[i].entry.logical_source_id, "uncovered": int(uncovered[i]),
-             "found": int(found[i])} for i in ranked[:REMEDIATION_LIMIT]]
-    return Aggregate(results, keys, cols, paths, totals, components, blocking, {"measure": measure, "test": test},
-                     complete=not blocking, denominator_known=all(r.denominator != "unknown" for r in results))
+    ranked = sorted(
+        (i for i, r in enumerate(results) if r.status == MEASURED and uncovered[i]),
+        key=lambda i: (-int(uncovered[i]), results[i].entry.logical_source_id),
+    )
+    test = [
+        {
+            "component": results[i].entry.component,
+            "variant": results[i].entry.variant,
+            "logical_source_id": results[i].entry.logical_source_id,
+            "uncovered": int(uncovered[i]),
+            "found": int(found[i]),
+        }
+        for i in ranked[:REMEDIATION_LIMIT]
+    ]
+    return Aggregate(
+        results,
+        keys,
+        cols,
+        paths,
+        totals,
+        components,
+        blocking,
+        {"measure": measure, "test": test},
+        complete=not blocking,
+        denominator_known=all(r.denominator != "unknown" for r in results),
+    )

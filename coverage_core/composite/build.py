@@ -48,8 +48,11 @@ def parse_spec(text: str) -> ReportSpec:
     if sep and head and "/" not in head and os.sep not in head:
         component, _, variant = head.partition(":")
         if not tail:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"report {text!r} names no path after '='",
-                                "Write COMPONENT[:VARIANT]=PATH, e.g. native:debug=build/llvm.json.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"report {text!r} names no path after '='",
+                "Write COMPONENT[:VARIANT]=PATH, e.g. native:debug=build/llvm.json.",
+            )
         return ReportSpec(tail, component, variant or None)
     return ReportSpec(text)
 
@@ -57,11 +60,12 @@ def parse_spec(text: str) -> ReportSpec:
 def _inside(project, path: str | os.PathLike[str]) -> tuple[Path, str]:
     root = Path(project.checkout.worktree_path)
     p = Path(path)
-    full = (p if p.is_absolute() else root / p)
+    full = p if p.is_absolute() else root / p
     real = Path(os.path.realpath(full))
     if not real.is_relative_to(Path(os.path.realpath(root))):
         raise CoverageError(
-            ErrorCode.PATH_OUTSIDE_CHECKOUT, f"the inventory {str(path)!r} is outside the checkout {root}",
+            ErrorCode.PATH_OUTSIDE_CHECKOUT,
+            f"the inventory {str(path)!r} is outside the checkout {root}",
             "Commit the inventory file in the repository and pass its path inside the checkout.",
             {"path": str(path)},
         )
@@ -77,7 +81,8 @@ def _assign(spec: ReportSpec, inv: inv_mod.Inventory, fmt: str | None) -> tuple[
                 f"report {spec.path!r} ({fmt or 'unknown format'}) does not say which component and variant it "
                 "measures",
                 "Pass it as COMPONENT:VARIANT=PATH; components: "
-                + ", ".join(f"{c.id} ({c.format}; {', '.join(c.variants)})" for c in inv.components) + ".",
+                + ", ".join(f"{c.id} ({c.format}; {', '.join(c.variants)})" for c in inv.components)
+                + ".",
                 {"path": spec.path, "reason": "unassigned_report"},
             )
         return fits[0].id, fits[0].variants[0]
@@ -86,9 +91,12 @@ def _assign(spec: ReportSpec, inv: inv_mod.Inventory, fmt: str | None) -> tuple[
     if variant is None:
         if len(comp.variants) != 1:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"component {comp.id!r} has variants {', '.join(comp.variants)}; "
+                ErrorCode.INVALID_ARGUMENT,
+                f"component {comp.id!r} has variants {', '.join(comp.variants)}; "
                 f"report {spec.path!r} does not say which one it measures",
-                f"Pass it as {comp.id}:VARIANT=PATH.", {"path": spec.path, "reason": "unknown_variant"})
+                f"Pass it as {comp.id}:VARIANT=PATH.",
+                {"path": spec.path, "reason": "unknown_variant"},
+            )
         variant = comp.variants[0]
     _check_variant(comp, variant, spec.path)
     return comp.id, variant
@@ -101,13 +109,25 @@ def _check_variant(comp: inv_mod.Component, variant: str, where: str) -> None:
             f"{where}: variant {variant!r} is not declared for component {comp.id!r} (declared: "
             f"{', '.join(comp.variants)})",
             "Declare the variant in the inventory or name one of the declared variants.",
-            {"component": comp.id, "variant": variant, "variants": list(comp.variants), "reason": "unknown_variant"},
+            {
+                "component": comp.id,
+                "variant": variant,
+                "variants": list(comp.variants),
+                "reason": "unknown_variant",
+            },
         )
 
 
-def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[ReportSpec | str], *,
-          provenance: str = "import", registration: dict[str, Any] | None = None,
-          toolchains: dict[str, str] | None = None, also: Any = None) -> Composite:
+def build(
+    project,
+    inventory_path: str | os.PathLike[str],
+    reports: Sequence[ReportSpec | str],
+    *,
+    provenance: str = "import",
+    registration: dict[str, Any] | None = None,
+    toolchains: dict[str, str] | None = None,
+    also: Any = None,
+) -> Composite:
     """Build and store one immutable composite snapshot of the checkout's HEAD; returns its record.
 
     ``registration``: the approved command's registration when a managed run produced the reports;
@@ -118,15 +138,22 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
     git: Git = project.git
     revision = git.head_commit()
     if revision is None:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "the repository has no commit yet",
-                            "Commit the sources and the inventory first; a composite measures a checkout revision.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "the repository has no commit yet",
+            "Commit the sources and the inventory first; a composite measures a checkout revision.",
+        )
     full, label = _inside(project, inventory_path)
     try:
         with open(full, "rb") as fh:  # one byte past the cap is enough to refuse it
             data = fh.read(inv_mod.MAX_INVENTORY_BYTES + 1)
     except OSError as exc:
-        raise CoverageError(ErrorCode.NOT_FOUND, f"cannot read the inventory {label!r} ({exc.strerror})",
-                            "Pass the path of the inventory file inside the checkout.", {"path": label}) from None
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"cannot read the inventory {label!r} ({exc.strerror})",
+            "Pass the path of the inventory file inside the checkout.",
+            {"path": label},
+        ) from None
     blobs = git.blob_ids(revision)
     inv = inv_mod.load(data, label, blobs.keys())
     changed = git.changed_paths()
@@ -141,9 +168,14 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
             identity[path] = blobs.get(path)
     specs = [parse_spec(r) if isinstance(r, str) else r for r in reports]
     if not specs:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "a composite needs at least one report",
-                            "Pass the reports that measure the inventory's components.")
-    parsed: dict[tuple[str, str], Any] = {}  # one parse per distinct artifact (one build given for two variants)
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "a composite needs at least one report",
+            "Pass the reports that measure the inventory's components.",
+        )
+    parsed: dict[
+        tuple[str, str], Any
+    ] = {}  # one parse per distinct artifact (one build given for two variants)
     evidence = [_evidence(project, spec, inv, revision, blobs, changed, texts, parsed) for spec in specs]
     agg = aggregate(inv, evidence, identity, carry_from_earlier(project.store, inv.sha256))
     tools = dict(toolchains or {})
@@ -151,16 +183,31 @@ def build(project, inventory_path: str | os.PathLike[str], reports: Sequence[Rep
         for k, v in ev.toolchain.items():
             tools.setdefault(k, v)
     prov = CompositeProvenance(
-        inventory_sha256=inv.sha256, inventory_path=label, commit=revision, dirty=bool(changed),
-        branch=git.branch(), worktree_id=project.checkout.worktree_id,
-        worktree_path=str(project.checkout.worktree_path), provenance=provenance, registration=registration,
-        toolchains=tools, artifacts=[ev.to_dict() for ev in evidence],
+        inventory_sha256=inv.sha256,
+        inventory_path=label,
+        commit=revision,
+        dirty=bool(changed),
+        branch=git.branch(),
+        worktree_id=project.checkout.worktree_id,
+        worktree_path=str(project.checkout.worktree_path),
+        provenance=provenance,
+        registration=registration,
+        toolchains=tools,
+        artifacts=[ev.to_dict() for ev in evidence],
     )
     return save(project.store, agg, prov, also=also)
 
 
-def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, blobs: dict[str, str],
-              changed: set[str], texts: dict[str, bytes | None], parsed: dict[tuple[str, str], Any]) -> Evidence:
+def _evidence(
+    project,
+    spec: ReportSpec,
+    inv: inv_mod.Inventory,
+    revision: str,
+    blobs: dict[str, str],
+    changed: set[str],
+    texts: dict[str, bytes | None],
+    parsed: dict[tuple[str, str], Any],
+) -> Evidence:
     cap = project.settings.max_report_bytes
     with PARSE_BUDGET.claim(min(cap, _size(spec.path))):
         raw = read_report(spec.path, Limits(cap))
@@ -173,11 +220,21 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
     comp = inv.component(component)
     fmt = fmt or comp.format
     commit = project.git.resolve(spec.commit) if spec.commit else revision
-    base = {"component": component, "variant": variant, "label": spec.path, "sha256": sha, "bytes": len(raw.data),
-            "commit": commit, "format": fmt}
+    base = {
+        "component": component,
+        "variant": variant,
+        "label": spec.path,
+        "sha256": sha,
+        "bytes": len(raw.data),
+        "commit": commit,
+        "format": fmt,
+    }
     if fmt not in inv_mod.EVIDENCE_FORMATS or fmt != comp.format:
-        return Evidence(**base, status=UNSUPPORTED,
-                        message=f"a {fmt} report; component {comp.id!r} takes {comp.format} evidence")
+        return Evidence(
+            **base,
+            status=UNSUPPORTED,
+            message=f"a {fmt} report; component {comp.id!r} takes {comp.format} evidence",
+        )
     found = parsed.get((sha, fmt))
     if found is None:
         try:
@@ -191,8 +248,12 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
                     message = message.removeprefix(f"{name}: ")
                 return Evidence(**base, status=MALFORMED, message=message)
             raise
-        mapping = map_paths([f.path for f in report.files], checkout_root=str(project.checkout.worktree_path),
-                            tracked=list(blobs), source_roots=report.source_roots)
+        mapping = map_paths(
+            [f.path for f in report.files],
+            checkout_root=str(project.checkout.worktree_path),
+            tracked=list(blobs),
+            source_roots=report.source_roots,
+        )
         found = parsed[(sha, fmt)] = (report, mapping)
     report, mapping = found
     del raw
@@ -226,10 +287,23 @@ def _evidence(project, spec: ReportSpec, inv: inv_mod.Inventory, revision: str, 
     if version:
         toolchain[f"{fmt}:{report.tool or fmt}"] = str(version)
     status = STALE if commit != revision or spec.stale else "ok"
-    message = spec.stale if spec.stale else None if status == "ok" else \
-        f"measured commit {commit[:12]}, not the checkout revision {revision[:12]}"
-    return Evidence(**base, status=status, report=report, paths=paths, file_variants=file_variants,
-                    mismatched=mismatched, toolchain=toolchain, message=message)
+    message = (
+        spec.stale
+        if spec.stale
+        else None
+        if status == "ok"
+        else f"measured commit {commit[:12]}, not the checkout revision {revision[:12]}"
+    )
+    return Evidence(
+        **base,
+        status=status,
+        report=report,
+        paths=paths,
+        file_variants=file_variants,
+        mismatched=mismatched,
+        toolchain=toolchain,
+        message=message,
+    )
 
 
 def _size(path: str) -> int:

@@ -29,8 +29,10 @@ def _within(root: Path, text: str, what: str) -> str:
     path = (raw if raw.is_absolute() else root / raw).resolve()
     if not path.is_relative_to(root.resolve()):
         raise CoverageError(
-            ErrorCode.PATH_OUTSIDE_CHECKOUT, f"{what} {text!r} is outside the checkout {root}",
-            "Pass files inside the checkout, relative to its root.", {"checkout_path": str(root), "path": text},
+            ErrorCode.PATH_OUTSIDE_CHECKOUT,
+            f"{what} {text!r} is outside the checkout {root}",
+            "Pass files inside the checkout, relative to its root.",
+            {"checkout_path": str(root), "path": text},
         )
     return str(path)
 
@@ -50,7 +52,11 @@ def import_answer(call: Call, *, inside_checkout: bool = True) -> dict[str, Any]
     specs: list[ReportSpec] = []
     for text in args["reports"]:
         spec = parse_spec(text)
-        path = _within(root, spec.path, "report") if inside_checkout else str(Path(spec.path).expanduser().absolute())
+        path = (
+            _within(root, spec.path, "report")
+            if inside_checkout
+            else str(Path(spec.path).expanduser().absolute())
+        )
         specs.append(ReportSpec(path, spec.component, spec.variant))
     inventory = args["inventory_path"]
     if inside_checkout:

@@ -75,7 +75,8 @@ class Inventory:
             if c.id == cid:
                 return c
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"the inventory has no component {cid!r}",
+            ErrorCode.INVALID_ARGUMENT,
+            f"the inventory has no component {cid!r}",
             f"Name one of its components: {', '.join(c.id for c in self.components)}.",
             {"component": cid, "components": [c.id for c in self.components]},
         )
@@ -84,8 +85,16 @@ class Inventory:
         return {
             "inventory_sha256": self.sha256,
             "path": self.path,
-            "components": [{"id": c.id, "language": c.language, "format": c.format, "variants": list(c.variants),
-                            "files": len(c.files)} for c in self.components],
+            "components": [
+                {
+                    "id": c.id,
+                    "language": c.language,
+                    "format": c.format,
+                    "variants": list(c.variants),
+                    "files": len(c.files),
+                }
+                for c in self.components
+            ],
             "entries": len(self.entries),
         }
 
@@ -125,9 +134,14 @@ def decode(data: bytes, origin: str) -> dict[str, Any]:
         doc = json.loads(text) if text.lstrip("\ufeff \t\r\n").startswith("{") else tomllib.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"{origin}: the inventory is not valid JSON or TOML ({exc})",
+            ErrorCode.INVALID_ARGUMENT,
+            f"{origin}: the inventory is not valid JSON or TOML ({exc})",
             "Write the inventory as UTF-8 JSON (or TOML) as docs/composite-inventory.md shows.",
-            {"reason": "invalid_inventory", "errors": [{"path": "$", "message": str(exc)[:200]}], "error_count": 1},
+            {
+                "reason": "invalid_inventory",
+                "errors": [{"path": "$", "message": str(exc)[:200]}],
+                "error_count": 1,
+            },
         ) from None
     return doc
 
@@ -170,7 +184,9 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
     for key in sorted(set(doc) - TOP_KEYS):
         errors.add(f"$.{key}", "is not a known key (inventory_version, components, aliases)")
     if doc.get("inventory_version") != INVENTORY_VERSION:
-        errors.add("$.inventory_version", f"must be {INVENTORY_VERSION}, got {doc.get('inventory_version')!r}")
+        errors.add(
+            "$.inventory_version", f"must be {INVENTORY_VERSION}, got {doc.get('inventory_version')!r}"
+        )
     comps = doc.get("components")
     if not isinstance(comps, list) or not comps:
         errors.add("$.components", "must be a non-empty list of components")
@@ -192,7 +208,9 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
             errors.add(f"{where}.{key}", "is not a known key")
         cid = c.get("id")
         if not isinstance(cid, str) or not _ID.match(cid):
-            errors.add(f"{where}.id", "must be 1-64 letters, digits, '_', '.', '-' starting with a letter or digit")
+            errors.add(
+                f"{where}.id", "must be 1-64 letters, digits, '_', '.', '-' starting with a letter or digit"
+            )
             cid = None
         elif cid in seen_ids:
             errors.add(f"{where}.id", f"duplicate component id {cid!r}")
@@ -226,8 +244,11 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                     if glob.literal:
                         matched = [p] if p in tracked_set else []
                     elif wild + globs.wildcards(p) > MAX_INVENTORY_WILDCARDS:
-                        errors.add(f"{where}.{key}[{j}]", f"the inventory's distinct globs have over "
-                                   f"{MAX_INVENTORY_WILDCARDS} wildcards in all; list fewer, broader globs")
+                        errors.add(
+                            f"{where}.{key}[{j}]",
+                            f"the inventory's distinct globs have over "
+                            f"{MAX_INVENTORY_WILDCARDS} wildcards in all; list fewer, broader globs",
+                        )
                         continue
                     else:
                         wild += globs.wildcards(p)
@@ -235,15 +256,27 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                     matches[p] = matched
                 if key == "sources":
                     if not matched:
-                        errors.add(f"{where}.sources[{j}]", f"{p!r} matches no file git tracks at the checkout revision")
+                        errors.add(
+                            f"{where}.sources[{j}]",
+                            f"{p!r} matches no file git tracks at the checkout revision",
+                        )
                     files.update(matched)
                     matched_sources.update(matched)
                 else:
                     files.difference_update(matched)
-        if sources and not files and not any(e["path"].startswith(f"{where}.sources[") or
-                                             e["path"].startswith(f"{where}.exclude[") for e in errors.items):
-            errors.add(where, "declares no production source after excludes: its sources match "
-                       f"{len(matched_sources)} tracked file(s) and its excludes remove every one")
+        if (
+            sources
+            and not files
+            and not any(
+                e["path"].startswith(f"{where}.sources[") or e["path"].startswith(f"{where}.exclude[")
+                for e in errors.items
+            )
+        ):
+            errors.add(
+                where,
+                "declares no production source after excludes: its sources match "
+                f"{len(matched_sources)} tracked file(s) and its excludes remove every one",
+            )
         for f in sorted(files):
             if f in owned and owned[f] != cid:
                 errors.add(f"{where}.sources", f"{f!r} is already owned by component {owned[f]!r}")
@@ -253,8 +286,17 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
             errors.add(where, f"the inventory declares over {MAX_INVENTORY_FILES:,} entries (file x variant)")
             errors.raise_if_any(origin)
         if cid:
-            components.append(Component(cid, str(language), str(fmt), tuple(sources), tuple(exclude),
-                                        tuple(variants), tuple(sorted(files))))
+            components.append(
+                Component(
+                    cid,
+                    str(language),
+                    str(fmt),
+                    tuple(sources),
+                    tuple(exclude),
+                    tuple(variants),
+                    tuple(sorted(files)),
+                )
+            )
     logical: dict[str, str] = {}
     aliases = doc.get("aliases", [])
     if not isinstance(aliases, list):
@@ -288,7 +330,9 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                 logical[p] = lid
                 owners.add(owned[p])
         if len(owners) > 1:
-            errors.add(f"{where}.paths", f"an alias stays within one component; these belong to {sorted(owners)}")
+            errors.add(
+                f"{where}.paths", f"an alias stays within one component; these belong to {sorted(owners)}"
+            )
     for lid in seen_logical:
         if lid in owned and logical.get(lid) != lid:
             errors.add("$.aliases", f"logical_source_id {lid!r} is also the path of another source")
@@ -304,5 +348,6 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
     for c in components:
         for f in c.files:
             logical.setdefault(f, f)
-    return Inventory(hashlib.sha256(data).hexdigest(), origin, tuple(components), logical, owned, tuple(entries))
-
+    return Inventory(
+        hashlib.sha256(data).hexdigest(), origin, tuple(components), logical, owned, tuple(entries)
+    )

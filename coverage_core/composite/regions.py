@@ -70,10 +70,14 @@ def _ordinal(file: np.ndarray, line: np.ndarray) -> np.ndarray:
 def _block(kind: int, file, sl, sc, el, ec, item, hits) -> dict[str, np.ndarray]:
     n = len(file)
     return {
-        "file": np.asarray(file, np.int32), "kind": np.full(n, kind, np.int8),
-        "start_line": np.asarray(sl, np.int32), "start_col": np.asarray(sc, np.int32),
-        "end_line": np.asarray(el, np.int32), "end_col": np.asarray(ec, np.int32),
-        "item": np.asarray(item, np.int32), "hits": np.maximum(np.asarray(hits, np.int64), 0),
+        "file": np.asarray(file, np.int32),
+        "kind": np.full(n, kind, np.int8),
+        "start_line": np.asarray(sl, np.int32),
+        "start_col": np.asarray(sc, np.int32),
+        "end_line": np.asarray(el, np.int32),
+        "end_col": np.asarray(ec, np.int32),
+        "item": np.asarray(item, np.int32),
+        "hits": np.maximum(np.asarray(hits, np.int64), 0),
     }
 
 
@@ -85,24 +89,74 @@ def canonical(report: NormalizedReport) -> dict[str, np.ndarray]:
     code = kind == REGION_CODE
     has_code = np.zeros(len(report.files), dtype=bool)
     has_code[r["file"][code]] = True
-    blocks.append(_block(KIND_CODE, r["file"][code], r["start_line"][code], r["start_col"][code],
-                         r["end_line"][code], r["end_col"][code], np.zeros(int(code.sum())), r["hits"][code]))
+    blocks.append(
+        _block(
+            KIND_CODE,
+            r["file"][code],
+            r["start_line"][code],
+            r["start_col"][code],
+            r["end_line"][code],
+            r["end_col"][code],
+            np.zeros(int(code.sum())),
+            r["hits"][code],
+        )
+    )
     ln = report.lines
     plain = ~has_code[ln["file"]] if len(ln) else np.zeros(0, bool)
     zeros = np.zeros(int(plain.sum()))
-    blocks.append(_block(KIND_CODE, ln["file"][plain], ln["line"][plain], zeros, ln["line"][plain], zeros, zeros,
-                         ln["hits"][plain]))
+    blocks.append(
+        _block(
+            KIND_CODE,
+            ln["file"][plain],
+            ln["line"][plain],
+            zeros,
+            ln["line"][plain],
+            zeros,
+            zeros,
+            ln["hits"][plain],
+        )
+    )
     br = report.branches
     zeros = np.zeros(len(br))
-    blocks.append(_block(KIND_BRANCH, br["file"], br["line"], zeros, br["line"], zeros,
-                         _ordinal(br["file"], br["line"]), br["taken"]))
+    blocks.append(
+        _block(
+            KIND_BRANCH,
+            br["file"],
+            br["line"],
+            zeros,
+            br["line"],
+            zeros,
+            _ordinal(br["file"], br["line"]),
+            br["taken"],
+        )
+    )
     b = kind == REGION_BRANCH
-    blocks.append(_block(KIND_BRANCH, r["file"][b], r["start_line"][b], r["start_col"][b], r["end_line"][b],
-                         r["end_col"][b], np.zeros(int(b.sum())), r["hits"][b]))
+    blocks.append(
+        _block(
+            KIND_BRANCH,
+            r["file"][b],
+            r["start_line"][b],
+            r["start_col"][b],
+            r["end_line"][b],
+            r["end_col"][b],
+            np.zeros(int(b.sum())),
+            r["hits"][b],
+        )
+    )
     fn = report.functions
     zeros = np.zeros(len(fn))
-    blocks.append(_block(KIND_FUNCTION, fn["file"], fn["start_line"], zeros, fn["end_line"], zeros,
-                         _ordinal(fn["file"], fn["start_line"]), fn["hits"]))
+    blocks.append(
+        _block(
+            KIND_FUNCTION,
+            fn["file"],
+            fn["start_line"],
+            zeros,
+            fn["end_line"],
+            zeros,
+            _ordinal(fn["file"], fn["start_line"]),
+            fn["hits"],
+        )
+    )
     return {c: np.concatenate([blk[c] for blk in blocks]).astype(t, copy=False) for c, t in COLUMNS.items()}
 
 
@@ -116,7 +170,15 @@ def dedup(key: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, dic
     n = len(key)
     if not n:
         return key, cols
-    fields = [cols["item"], cols["end_col"], cols["end_line"], cols["start_col"], cols["start_line"], cols["kind"], key]
+    fields = [
+        cols["item"],
+        cols["end_col"],
+        cols["end_line"],
+        cols["start_col"],
+        cols["start_line"],
+        cols["kind"],
+        key,
+    ]
     order = np.lexsort(fields)
     change = np.zeros(n, dtype=bool)
     change[0] = True
@@ -135,6 +197,8 @@ def tally(kind: np.ndarray, hits: np.ndarray) -> dict[str, dict[str, int]]:
     found = np.bincount(kind, minlength=len(KINDS))
     hit = np.bincount(kind[hits > 0], minlength=len(KINDS))
     out = {name: {"found": int(found[k]), "hit": int(hit[k])} for k, name in KINDS.items()}
-    out["combined"] = {"found": int(sum(found[k] for k in COMBINED_KINDS)),
-                       "hit": int(sum(hit[k] for k in COMBINED_KINDS))}
+    out["combined"] = {
+        "found": int(sum(found[k] for k in COMBINED_KINDS)),
+        "hit": int(sum(hit[k] for k in COMBINED_KINDS)),
+    }
     return out

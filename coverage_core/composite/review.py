@@ -23,13 +23,21 @@ from . import regions as rg
 from . import store as cstore
 from .store import Composite
 
-CATEGORIES = ("covered_both", "uncovered_both", "gained", "lost", "new_covered", "new_uncovered",
-              "removed_covered", "removed_uncovered")
+CATEGORIES = (
+    "covered_both",
+    "uncovered_both",
+    "gained",
+    "lost",
+    "new_covered",
+    "new_uncovered",
+    "removed_covered",
+    "removed_uncovered",
+)
 LEGEND = {
     "ranges": "[start_line, end_line, line_count] of uncovered code and branch regions",
     "categories": "per kind and combined: regions in both composites (covered_both, uncovered_both, gained: "
-                  "uncovered -> covered, lost: covered -> uncovered), only in the current one (new_*), only in the "
-                  "baseline (removed_*)",
+    "uncovered -> covered, lost: covered -> uncovered), only in the current one (new_*), only in the "
+    "baseline (removed_*)",
     "kinds": "code, branch, function; combined = code + branch (docs/composite-inventory.md)",
 }
 MAX_BLOCKING = 10
@@ -48,13 +56,19 @@ def claim(call: Call, comp: Composite) -> dict[str, Any]:
     status, reasons = "supported", []
     if comp.commit != state.head:
         status = "stale"
-        reasons.append(f"composite measured {(comp.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}")
+        reasons.append(
+            f"composite measured {(comp.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}"
+        )
     limited = []
     if comp.status != "complete":
         why = sorted({b["reason"] for b in comp.blocking})
-        limited.append(f"incomplete: {len(comp.blocking)} inventory entries lack usable evidence ({', '.join(why)})")
+        limited.append(
+            f"incomplete: {len(comp.blocking)} inventory entries lack usable evidence ({', '.join(why)})"
+        )
     if not comp.denominator_known:
-        limited.append("the denominator of some entries is unknown (no earlier composite measured their text)")
+        limited.append(
+            "the denominator of some entries is unknown (no earlier composite measured their text)"
+        )
     if comp.dirty:
         limited.append("built on a tree with uncommitted tracked changes")
     if limited and status == "supported":
@@ -74,16 +88,17 @@ def review(call: Call, budget: Budget) -> dict[str, Any]:
     task = call.args["task"]
     if task not in COMPOSITE_TASKS:
         raise CoverageError(
-            ErrorCode.NOT_SUPPORTED, f"task={task} reads ordinary snapshots; composites answer "
-            f"{', '.join(COMPOSITE_TASKS)}",
+            ErrorCode.NOT_SUPPORTED,
+            f"task={task} reads ordinary snapshots; composites answer {', '.join(COMPOSITE_TASKS)}",
             "Ask task=insight, change or incremental of the composite, or name ordinary snapshots.",
             {"task": task},
         )
     m = call.args.get("measurement") or {}
     if "composite_snapshot_id" not in m:
         raise CoverageError(
-            ErrorCode.INCOMPATIBLE_SNAPSHOTS, "a composite baseline compares with a composite measurement",
-            "Pass measurement={\"composite_snapshot_id\": ...} too, or an ordinary baseline.",
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            "a composite baseline compares with a composite measurement",
+            'Pass measurement={"composite_snapshot_id": ...} too, or an ordinary baseline.',
         )
     store = call.project.store
     comp_key = cstore.key(store, m["composite_snapshot_id"], call.con)
@@ -94,24 +109,38 @@ def review(call: Call, budget: Budget) -> dict[str, Any]:
     if spec.get("kind") != "explicit" or "composite_snapshot_id" not in spec:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
-            f"task={task} of a composite needs baseline {{\"kind\": \"explicit\", \"composite_snapshot_id\": ...}}",
+            f'task={task} of a composite needs baseline {{"kind": "explicit", "composite_snapshot_id": ...}}',
             "Name the baseline composite by id (project_context shows the latest composite).",
             {"baseline": spec},
-            Remedy(operation="coverage_review", arguments={**call.args, "baseline": {
-                "kind": "explicit", "composite_snapshot_id": "COMPOSITE_SNAPSHOT_ID"}}),
+            Remedy(
+                operation="coverage_review",
+                arguments={
+                    **call.args,
+                    "baseline": {"kind": "explicit", "composite_snapshot_id": "COMPOSITE_SNAPSHOT_ID"},
+                },
+            ),
         )
     base_key = cstore.key(store, spec["composite_snapshot_id"], call.con)
     base = cstore.get(store, spec["composite_snapshot_id"], call.con)
-    for what, a, b in (("mapping version", base.mapping_version, current.mapping_version),
-                       ("inventory hash", base.inventory_sha256, current.inventory_sha256)):
+    for what, a, b in (
+        ("mapping version", base.mapping_version, current.mapping_version),
+        ("inventory hash", base.inventory_sha256, current.inventory_sha256),
+    ):
         if a != b:
             raise CoverageError(
                 ErrorCode.INCOMPATIBLE_SNAPSHOTS,
                 f"composites {base.composite_id} and {current.composite_id} differ in {what} ({a[:16]} vs {b[:16]})",
                 "Compare composites built with the same inventory (same content) and the same coverage-mcp mapping.",
-                {"baseline": {"mapping_version": base.mapping_version, "inventory_sha256": base.inventory_sha256},
-                 "current": {"mapping_version": current.mapping_version,
-                             "inventory_sha256": current.inventory_sha256}},
+                {
+                    "baseline": {
+                        "mapping_version": base.mapping_version,
+                        "inventory_sha256": base.inventory_sha256,
+                    },
+                    "current": {
+                        "mapping_version": current.mapping_version,
+                        "inventory_sha256": current.inventory_sha256,
+                    },
+                },
             )
     return _compare(call, budget, task, base_key, base, comp_key, current)
 
@@ -143,15 +172,27 @@ def _insight(call: Call, budget: Budget, comp_key: int, comp: Composite) -> dict
         a, b = int(bounds[e]), int(bounds[e + 1])
         mine = uncovered[a:b]
         ranges = _ranges(rows["start_line"][a:b][mine], rows["end_line"][a:b][mine])
-        targets.append({
-            "component": str(rows["component"][a]), "variant": str(rows["variant"][a]),
-            "logical_source_id": str(rows["logical_source_id"][a]), "path": str(rows["path"][a]),
-            "uncovered": int(counts[e]), "found": int(found[e]), "ranges": ranges[:RANGES_PER_TARGET],
-            "region_count": len(ranges), "regions_truncated": len(ranges) > RANGES_PER_TARGET,
-        })
-    data: dict[str, Any] = {"task": "insight", **claim(call, comp), "composite": summary(comp),
-                            "target_count": len(targets), "legend": LEGEND}
-    shown = budget.fit_list(data, "targets", targets[:budget.max_regions])
+        targets.append(
+            {
+                "component": str(rows["component"][a]),
+                "variant": str(rows["variant"][a]),
+                "logical_source_id": str(rows["logical_source_id"][a]),
+                "path": str(rows["path"][a]),
+                "uncovered": int(counts[e]),
+                "found": int(found[e]),
+                "ranges": ranges[:RANGES_PER_TARGET],
+                "region_count": len(ranges),
+                "regions_truncated": len(ranges) > RANGES_PER_TARGET,
+            }
+        )
+    data: dict[str, Any] = {
+        "task": "insight",
+        **claim(call, comp),
+        "composite": summary(comp),
+        "target_count": len(targets),
+        "legend": LEGEND,
+    }
+    shown = budget.fit_list(data, "targets", targets[: budget.max_regions])
     data["targets_truncated"] = shown < len(targets)
     return {"data": data, "page": None}
 
@@ -186,56 +227,99 @@ j AS (
 """
 
 
-def _compare(call: Call, budget: Budget, task: str, base_key: int, base: Composite, cur_key: int,
-             current: Composite) -> dict[str, Any]:
+def _compare(
+    call: Call, budget: Budget, task: str, base_key: int, base: Composite, cur_key: int, current: Composite
+) -> dict[str, Any]:
     con = call.con
-    counts = con.execute(_JOIN + "SELECT kind, category, count(*) FROM j GROUP BY ALL",
-                         [base_key, cur_key]).fetchall()
-    scanned = con.execute("SELECT count(*) FROM composite_regions WHERE comp IN (?, ?)",
-                          [base_key, cur_key]).fetchone()[0]
+    counts = con.execute(
+        _JOIN + "SELECT kind, category, count(*) FROM j GROUP BY ALL", [base_key, cur_key]
+    ).fetchall()
+    scanned = con.execute(
+        "SELECT count(*) FROM composite_regions WHERE comp IN (?, ?)", [base_key, cur_key]
+    ).fetchone()[0]
     call.rows_scanned += int(scanned)
-    categories: dict[str, dict[str, int]] = {name: dict.fromkeys(CATEGORIES, 0) for name in
-                                             (*rg.KINDS.values(), "combined")}
+    categories: dict[str, dict[str, int]] = {
+        name: dict.fromkeys(CATEGORIES, 0) for name in (*rg.KINDS.values(), "combined")
+    }
     for kind, category, n in counts:
         categories[rg.KINDS[int(kind)]][category] += int(n)
         if int(kind) in rg.COMBINED_KINDS:
             categories["combined"][category] += int(n)
-    delta = {k: {"found": current.totals[k]["found"] - base.totals[k]["found"],
-                 "hit": current.totals[k]["hit"] - base.totals[k]["hit"]} for k in current.totals}
+    delta = {
+        k: {
+            "found": current.totals[k]["found"] - base.totals[k]["found"],
+            "hit": current.totals[k]["hit"] - base.totals[k]["hit"],
+        }
+        for k in current.totals
+    }
     components = []
     for c in current.components:
         b = next((x for x in base.components if x["id"] == c["id"]), None)
         cc, bc = c["totals"]["combined"], (b["totals"]["combined"] if b else {"found": 0, "hit": 0})
-        components.append({"id": c["id"], "language": c["language"], "current": cc, "baseline": bc,
-                           "delta": {"found": cc["found"] - bc["found"], "hit": cc["hit"] - bc["hit"]}})
+        components.append(
+            {
+                "id": c["id"],
+                "language": c["language"],
+                "current": cc,
+                "baseline": bc,
+                "delta": {"found": cc["found"] - bc["found"], "hit": cc["hit"] - bc["hit"]},
+            }
+        )
     examples = con.execute(
-        _JOIN + "SELECT category, component, variant, logical_source_id, path, kind, start_line, end_line FROM j "
+        _JOIN
+        + "SELECT category, component, variant, logical_source_id, path, kind, start_line, end_line FROM j "
         "WHERE category IN ('lost', 'new_uncovered') AND kind IN (0, 1) "
         "ORDER BY category = 'lost' DESC, component, variant, path, start_line LIMIT ?",
-        [base_key, cur_key, max(1, budget.max_regions)]).fetchall()
-    ranges = [{"category": r[0], "component": r[1], "variant": r[2], "logical_source_id": r[3], "path": r[4],
-               "kind": rg.KINDS[int(r[5])], "range": [int(r[6]), int(r[7]), int(r[7]) - int(r[6]) + 1]}
-              for r in examples]
+        [base_key, cur_key, max(1, budget.max_regions)],
+    ).fetchall()
+    ranges = [
+        {
+            "category": r[0],
+            "component": r[1],
+            "variant": r[2],
+            "logical_source_id": r[3],
+            "path": r[4],
+            "kind": rg.KINDS[int(r[5])],
+            "range": [int(r[6]), int(r[7]), int(r[7]) - int(r[6]) + 1],
+        }
+        for r in examples
+    ]
     cl, bl = claim(call, current), claim(call, base)
     reasons = cl["reasons"] + [f"baseline: {r}" for r in bl["reasons"] if r.startswith("incomplete")]
     status = cl["claim_status"]
     if base.status != "complete" and status == "supported":
         status = "limited"
     data: dict[str, Any] = {
-        "task": task, "claim_status": status, "reasons": reasons,
-        "baseline": {"composite_snapshot_id": base.composite_id, "commit": base.commit, "status": base.status,
-                     "totals": base.totals},
-        "current": {"composite_snapshot_id": current.composite_id, "commit": current.commit,
-                    "status": current.status, "totals": current.totals},
+        "task": task,
+        "claim_status": status,
+        "reasons": reasons,
+        "baseline": {
+            "composite_snapshot_id": base.composite_id,
+            "commit": base.commit,
+            "status": base.status,
+            "totals": base.totals,
+        },
+        "current": {
+            "composite_snapshot_id": current.composite_id,
+            "commit": current.commit,
+            "status": current.status,
+            "totals": current.totals,
+        },
         "categories": categories,
-        "comparison": {"mapping_version": current.mapping_version, "inventory_sha256": current.inventory_sha256,
-                       "delta": delta, "components": components},
+        "comparison": {
+            "mapping_version": current.mapping_version,
+            "inventory_sha256": current.inventory_sha256,
+            "delta": delta,
+            "components": components,
+        },
         "legend": LEGEND,
     }
     if task == "incremental":
         union = con.execute(
             _JOIN + "SELECT kind, count(*), count(*) FILTER (WHERE cur_hits > 0 OR base_hits > 0) FROM j "
-            "WHERE cur_hits IS NOT NULL GROUP BY kind", [base_key, cur_key]).fetchall()
+            "WHERE cur_hits IS NOT NULL GROUP BY kind",
+            [base_key, cur_key],
+        ).fetchall()
         tally = {name: {"found": 0, "hit": 0} for name in (*rg.KINDS.values(), "combined")}
         for kind, found, hit in union:
             tally[rg.KINDS[int(kind)]] = {"found": int(found), "hit": int(hit)}
@@ -246,5 +330,7 @@ def _compare(call: Call, budget: Budget, task: str, base_key: int, base: Composi
         data["comparison"]["union"] = tally
         data["diff"] = {"categories": categories, "delta": delta}
     budget.fit_list(data, "ranges", ranges)
-    data["ranges_truncated"] = len(data["ranges"]) < sum(categories["combined"][k] for k in ("lost", "new_uncovered"))
+    data["ranges_truncated"] = len(data["ranges"]) < sum(
+        categories["combined"][k] for k in ("lost", "new_uncovered")
+    )
     return {"data": data, "page": None}

@@ -79,36 +79,69 @@ class Composite:
     def to_dict(self, *, blocking_limit: int | None = None) -> dict[str, Any]:
         shown = self.blocking if blocking_limit is None else self.blocking[:blocking_limit]
         return {
-            "composite_snapshot_id": self.composite_id, "created_at": self.created_at.isoformat(),
-            "mapping_version": self.mapping_version, "inventory_sha256": self.inventory_sha256,
-            "inventory_path": self.inventory_path, "commit": self.commit, "dirty": self.dirty,
-            "branch": self.branch, "worktree_path": self.worktree_path, "provenance": self.provenance,
-            "registration": self.registration, "toolchains": self.toolchains, "artifacts": self.artifacts,
-            "status": self.status, "denominator_known": self.denominator_known, "percent": self.percent(),
-            "totals": self.totals, "components": self.components, "blocking": shown,
-            "blocking_total": len(self.blocking), "blocking_truncated": len(shown) < len(self.blocking),
+            "composite_snapshot_id": self.composite_id,
+            "created_at": self.created_at.isoformat(),
+            "mapping_version": self.mapping_version,
+            "inventory_sha256": self.inventory_sha256,
+            "inventory_path": self.inventory_path,
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "branch": self.branch,
+            "worktree_path": self.worktree_path,
+            "provenance": self.provenance,
+            "registration": self.registration,
+            "toolchains": self.toolchains,
+            "artifacts": self.artifacts,
+            "status": self.status,
+            "denominator_known": self.denominator_known,
+            "percent": self.percent(),
+            "totals": self.totals,
+            "components": self.components,
+            "blocking": shown,
+            "blocking_total": len(self.blocking),
+            "blocking_truncated": len(shown) < len(self.blocking),
             "remediation": self.remediation,
         }
 
     def compact(self) -> dict[str, Any]:
         """project_context's line: identity, status and the combined figure."""
-        return {"composite_snapshot_id": self.composite_id, "created_at": self.created_at.isoformat(),
-                "commit": self.commit, "dirty": self.dirty, "status": self.status, "percent": self.percent(),
-                "combined": self.totals["combined"], "blocking": len(self.blocking),
-                "inventory_sha256": self.inventory_sha256, "mapping_version": self.mapping_version}
+        return {
+            "composite_snapshot_id": self.composite_id,
+            "created_at": self.created_at.isoformat(),
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "status": self.status,
+            "percent": self.percent(),
+            "combined": self.totals["combined"],
+            "blocking": len(self.blocking),
+            "inventory_sha256": self.inventory_sha256,
+            "mapping_version": self.mapping_version,
+        }
 
 
-_COLUMNS = ("composite_id, created_at, mapping_version, inventory_sha256, inventory_path, commit_sha, dirty, branch, "
-            "worktree_path, provenance, registration, toolchains, artifacts, status, denominator_known, totals, "
-            "components, blocking, remediation")
+_COLUMNS = (
+    "composite_id, created_at, mapping_version, inventory_sha256, inventory_path, commit_sha, dirty, branch, "
+    "worktree_path, provenance, registration, toolchains, artifacts, status, denominator_known, totals, "
+    "components, blocking, remediation"
+)
 
 
 def _record(row: tuple) -> Composite:
     def j(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 
-    return Composite(*row[:10], j(row[10]), j(row[11]), j(row[12]), row[13], bool(row[14]), j(row[15]),
-                     j(row[16]), j(row[17]), j(row[18]))
+    return Composite(
+        *row[:10],
+        j(row[10]),
+        j(row[11]),
+        j(row[12]),
+        row[13],
+        bool(row[14]),
+        j(row[15]),
+        j(row[16]),
+        j(row[17]),
+        j(row[18]),
+    )
 
 
 def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also: Any = None) -> Composite:
@@ -123,35 +156,77 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
             con.execute(
                 f"INSERT INTO composite_snapshots (comp, worktree_id, {_COLUMNS}) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [comp, prov.worktree_id, composite_id, now, rg.MAPPING_VERSION, prov.inventory_sha256,
-                 prov.inventory_path, prov.commit, prov.dirty, prov.branch, prov.worktree_path, prov.provenance,
-                 None if prov.registration is None else json.dumps(prov.registration), json.dumps(prov.toolchains),
-                 json.dumps(prov.artifacts), "complete" if agg.complete else "incomplete", agg.denominator_known,
-                 json.dumps(agg.totals), json.dumps(agg.components), json.dumps(agg.blocking),
-                 json.dumps(agg.remediation)],
+                [
+                    comp,
+                    prov.worktree_id,
+                    composite_id,
+                    now,
+                    rg.MAPPING_VERSION,
+                    prov.inventory_sha256,
+                    prov.inventory_path,
+                    prov.commit,
+                    prov.dirty,
+                    prov.branch,
+                    prov.worktree_path,
+                    prov.provenance,
+                    None if prov.registration is None else json.dumps(prov.registration),
+                    json.dumps(prov.toolchains),
+                    json.dumps(prov.artifacts),
+                    "complete" if agg.complete else "incomplete",
+                    agg.denominator_known,
+                    json.dumps(agg.totals),
+                    json.dumps(agg.components),
+                    json.dumps(agg.blocking),
+                    json.dumps(agg.remediation),
+                ],
             )
             n = len(agg.entries)
             if n:
-                _bulk(con, "composite_entries", comp, {
-                    "entry_id": np.arange(n, dtype=np.int32),
-                    "component": np.array([r.entry.component for r in agg.entries], dtype=object),
-                    "variant": np.array([r.entry.variant for r in agg.entries], dtype=object),
-                    "logical_source_id": np.array([r.entry.logical_source_id for r in agg.entries], dtype=object),
-                    "paths": _lists([list(r.entry.paths) for r in agg.entries]),
-                    "identities": _lists([[i or "" for i in r.identity] for r in agg.entries]),
-                    "status": np.array([r.status for r in agg.entries], dtype=object),
-                    "detail": np.array([r.detail for r in agg.entries], dtype=object),
-                    "denominator": np.array([r.denominator for r in agg.entries], dtype=object),
-                })
+                _bulk(
+                    con,
+                    "composite_entries",
+                    comp,
+                    {
+                        "entry_id": np.arange(n, dtype=np.int32),
+                        "component": np.array([r.entry.component for r in agg.entries], dtype=object),
+                        "variant": np.array([r.entry.variant for r in agg.entries], dtype=object),
+                        "logical_source_id": np.array(
+                            [r.entry.logical_source_id for r in agg.entries], dtype=object
+                        ),
+                        "paths": _lists([list(r.entry.paths) for r in agg.entries]),
+                        "identities": _lists([[i or "" for i in r.identity] for r in agg.entries]),
+                        "status": np.array([r.status for r in agg.entries], dtype=object),
+                        "detail": np.array([r.detail for r in agg.entries], dtype=object),
+                        "denominator": np.array([r.denominator for r in agg.entries], dtype=object),
+                    },
+                )
             cols = agg.regions
             if len(cols["kind"]):
-                order = np.lexsort((cols["item"], cols["start_col"], cols["start_line"], cols["kind"], agg.entry_of_row))
+                order = np.lexsort(
+                    (cols["item"], cols["start_col"], cols["start_line"], cols["kind"], agg.entry_of_row)
+                )
                 paths = np.array(agg.paths, dtype=object)
-                _bulk(con, "composite_regions", comp, {
-                    "entry_id": agg.entry_of_row[order], "path": paths[cols["file"][order]],
-                    **{c: cols[c][order] for c in ("kind", "start_line", "start_col", "end_line", "end_col", "item",
-                                                   "hits")},
-                })
+                _bulk(
+                    con,
+                    "composite_regions",
+                    comp,
+                    {
+                        "entry_id": agg.entry_of_row[order],
+                        "path": paths[cols["file"][order]],
+                        **{
+                            c: cols[c][order]
+                            for c in (
+                                "kind",
+                                "start_line",
+                                "start_col",
+                                "end_line",
+                                "end_col",
+                                "item",
+                                "hits",
+                            )
+                        },
+                    },
+                )
             if also is not None:
                 also(con, composite_id)
     return get(store, composite_id)
@@ -178,20 +253,30 @@ def is_composite_id(text: str) -> bool:
 
 def key(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection | None = None) -> int:
     """The internal key of the composite ``composite_id`` names (a full id or a unique prefix)."""
-    if not isinstance(composite_id, str) or not composite_id.startswith(COMPOSITE_PREFIX) \
-            or not re.match(r"^comp-[0-9a-f]{1,64}$", composite_id):
+    if (
+        not isinstance(composite_id, str)
+        or not composite_id.startswith(COMPOSITE_PREFIX)
+        or not re.match(r"^comp-[0-9a-f]{1,64}$", composite_id)
+    ):
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"{composite_id!r} is not a composite snapshot id (comp-<hex>)",
+            ErrorCode.INVALID_ARGUMENT,
+            f"{composite_id!r} is not a composite snapshot id (comp-<hex>)",
             "Use an id from `coverage-mcp composite show` or project_context's latest_composite.",
             {"composite_snapshot_id": composite_id},
         )
-    rows = _con(store, con).execute(
-        "SELECT comp FROM composite_snapshots WHERE starts_with(composite_id, ?) ORDER BY comp LIMIT 2",
-        [composite_id]).fetchall()
+    rows = (
+        _con(store, con)
+        .execute(
+            "SELECT comp FROM composite_snapshots WHERE starts_with(composite_id, ?) ORDER BY comp LIMIT 2",
+            [composite_id],
+        )
+        .fetchall()
+    )
     if len(rows) != 1:
         raise CoverageError(
             ErrorCode.NOT_FOUND if not rows else ErrorCode.INVALID_ARGUMENT,
-            f"no composite snapshot {composite_id!r} in this repository's store" if not rows
+            f"no composite snapshot {composite_id!r} in this repository's store"
+            if not rows
             else f"composite id prefix {composite_id!r} is ambiguous",
             "List composites with `coverage-mcp composite show` and use a full id.",
             {"composite_snapshot_id": composite_id},
@@ -202,31 +287,60 @@ def key(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection |
 
 def get(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection | None = None) -> Composite:
     comp = key(store, composite_id, con)
-    row = _con(store, con).execute(f"SELECT {_COLUMNS} FROM composite_snapshots WHERE comp = ?", [comp]).fetchone()
+    row = (
+        _con(store, con)
+        .execute(f"SELECT {_COLUMNS} FROM composite_snapshots WHERE comp = ?", [comp])
+        .fetchone()
+    )
     return _record(row)
 
 
 def latest(store: ProjectStore, con: duckdb.DuckDBPyConnection | None = None) -> Composite | None:
-    row = _con(store, con).execute(f"SELECT {_COLUMNS} FROM composite_snapshots ORDER BY comp DESC LIMIT 1").fetchone()
+    row = (
+        _con(store, con)
+        .execute(f"SELECT {_COLUMNS} FROM composite_snapshots ORDER BY comp DESC LIMIT 1")
+        .fetchone()
+    )
     return None if row is None else _record(row)
 
 
-def entries(store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
-    rows = _con(store, con).execute(
-        "SELECT entry_id, component, variant, logical_source_id, paths, identities, status, detail, denominator "
-        "FROM composite_entries WHERE comp = ? ORDER BY entry_id", [comp]).fetchall()
-    names = ("entry_id", "component", "variant", "logical_source_id", "paths", "identities", "status", "detail",
-             "denominator")
+def entries(
+    store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None
+) -> list[dict[str, Any]]:
+    rows = (
+        _con(store, con)
+        .execute(
+            "SELECT entry_id, component, variant, logical_source_id, paths, identities, status, detail, denominator "
+            "FROM composite_entries WHERE comp = ? ORDER BY entry_id",
+            [comp],
+        )
+        .fetchall()
+    )
+    names = (
+        "entry_id",
+        "component",
+        "variant",
+        "logical_source_id",
+        "paths",
+        "identities",
+        "status",
+        "detail",
+        "denominator",
+    )
     return [dict(zip(names, r)) for r in rows]
 
 
-def regions(store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, np.ndarray]:
+def regions(
+    store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None
+) -> dict[str, np.ndarray]:
     """Every canonical row of a composite (exact counts need them all), as NumPy columns."""
     rel = _con(store, con).execute(
         "SELECT r.entry_id, e.component, e.variant, e.logical_source_id, r.path, r.kind, r.start_line, r.start_col, "
         "r.end_line, r.end_col, r.item, r.hits FROM composite_regions r JOIN composite_entries e "
         "ON e.comp = r.comp AND e.entry_id = r.entry_id WHERE r.comp = ? ORDER BY r.entry_id, r.kind, r.start_line, "
-        "r.start_col, r.item", [comp])
+        "r.start_col, r.item",
+        [comp],
+    )
     return {k: np.asarray(v) for k, v in rel.fetchnumpy().items()}
 
 
@@ -241,13 +355,18 @@ def carry_from_earlier(store: ProjectStore, inventory_sha256: str):
             return {}
         con = store.cursor()
         try:
-            con.register("_carry_wanted", {
-                "j": np.array(keep, dtype=np.int32),
-                "component": np.array([wanted[j][0].component for j in keep], dtype=object),
-                "variant": np.array([wanted[j][0].variant for j in keep], dtype=object),
-                "logical_source_id": np.array([wanted[j][0].logical_source_id for j in keep], dtype=object),
-                "identities": _lists([list(wanted[j][1]) for j in keep]),
-            })
+            con.register(
+                "_carry_wanted",
+                {
+                    "j": np.array(keep, dtype=np.int32),
+                    "component": np.array([wanted[j][0].component for j in keep], dtype=object),
+                    "variant": np.array([wanted[j][0].variant for j in keep], dtype=object),
+                    "logical_source_id": np.array(
+                        [wanted[j][0].logical_source_id for j in keep], dtype=object
+                    ),
+                    "identities": _lists([list(wanted[j][1]) for j in keep]),
+                },
+            )
             rel = con.execute(
                 "WITH m AS (SELECT w.j, e.comp, e.entry_id, row_number() OVER (PARTITION BY w.j ORDER BY e.comp DESC) "
                 "AS rn FROM _carry_wanted w JOIN composite_entries e ON e.component = w.component "
@@ -256,7 +375,9 @@ def carry_from_earlier(store: ProjectStore, inventory_sha256: str):
                 "JOIN composite_snapshots s ON s.comp = e.comp AND s.inventory_sha256 = ? AND s.mapping_version = ?) "
                 "SELECT m.j, r.path, r.kind, r.start_line, r.start_col, r.end_line, r.end_col, r.item, r.hits "
                 "FROM m LEFT JOIN composite_regions r ON r.comp = m.comp AND r.entry_id = m.entry_id WHERE m.rn = 1 "
-                "ORDER BY m.j", [inventory_sha256, rg.MAPPING_VERSION]).fetchnumpy()
+                "ORDER BY m.j",
+                [inventory_sha256, rg.MAPPING_VERSION],
+            ).fetchnumpy()
             con.unregister("_carry_wanted")
         finally:
             con.close()
@@ -267,8 +388,10 @@ def carry_from_earlier(store: ProjectStore, inventory_sha256: str):
         real = ~np.ma.getmaskarray(rel["kind"])
         starts = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])
         ends = np.r_[starts[1:], len(j)]
-        cols = {"path": np.asarray(rel["path"], dtype=object),
-                **{c: np.ma.getdata(rel[c]).astype(t) for c, t in rg.COLUMNS.items() if c != "file"}}
+        cols = {
+            "path": np.asarray(rel["path"], dtype=object),
+            **{c: np.ma.getdata(rel[c]).astype(t) for c, t in rg.COLUMNS.items() if c != "file"},
+        }
         return {int(j[a]): {c: v[a:b][real[a:b]] for c, v in cols.items()} for a, b in zip(starts, ends)}
 
     return carry

@@ -23,10 +23,17 @@ from ..project import Project
 
 # A file larger than this is identified by its size and mtime instead of its bytes.
 MAX_HASHED_BYTES = 8 * 1024 * 1024
-_TRACKED_CHANGE = (pygit2.GIT_STATUS_INDEX_NEW | pygit2.GIT_STATUS_INDEX_MODIFIED | pygit2.GIT_STATUS_INDEX_DELETED
-                   | pygit2.GIT_STATUS_INDEX_RENAMED | pygit2.GIT_STATUS_INDEX_TYPECHANGE
-                   | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED | pygit2.GIT_STATUS_WT_TYPECHANGE
-                   | pygit2.GIT_STATUS_WT_RENAMED)
+_TRACKED_CHANGE = (
+    pygit2.GIT_STATUS_INDEX_NEW
+    | pygit2.GIT_STATUS_INDEX_MODIFIED
+    | pygit2.GIT_STATUS_INDEX_DELETED
+    | pygit2.GIT_STATUS_INDEX_RENAMED
+    | pygit2.GIT_STATUS_INDEX_TYPECHANGE
+    | pygit2.GIT_STATUS_WT_MODIFIED
+    | pygit2.GIT_STATUS_WT_DELETED
+    | pygit2.GIT_STATUS_WT_TYPECHANGE
+    | pygit2.GIT_STATUS_WT_RENAMED
+)
 
 
 def _file_identity(root: str, path: str) -> str:
@@ -65,8 +72,15 @@ def worktree_state(project: Project, exclude: Sequence[str] = ()) -> dict[str, A
     return {"head": head, "tracked_changes": tracked, "untracked": untracked}
 
 
-def fingerprint(project: Project, *, command_hash: str, args: Sequence[str], env: Mapping[str, str],
-                baseline: Sequence[str] | None, artifacts: Sequence[str]) -> tuple[str, dict[str, Any]]:
+def fingerprint(
+    project: Project,
+    *,
+    command_hash: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    baseline: Sequence[str] | None,
+    artifacts: Sequence[str],
+) -> tuple[str, dict[str, Any]]:
     """(hex digest, the parts it was computed from, summarized)."""
     state = worktree_state(project, artifacts)
     diff = hashlib.sha256(json.dumps(state["tracked_changes"], sort_keys=True).encode()).hexdigest()
@@ -82,5 +96,9 @@ def fingerprint(project: Project, *, command_hash: str, args: Sequence[str], env
         "baseline": list(baseline) if baseline else None,
     }
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    summary = {**parts, "tracked_changes": len(state["tracked_changes"]), "untracked_files": len(state["untracked"])}
+    summary = {
+        **parts,
+        "tracked_changes": len(state["tracked_changes"]),
+        "untracked_files": len(state["untracked"]),
+    }
     return digest, summary

@@ -47,11 +47,14 @@ def ensure_runtime(project: Project) -> Runtime:
 
 # -- register_test_command -------------------------------------------------------------
 
+
 def register_test_command(call: Call) -> dict[str, Any]:
     record, _ = registry.register(call.project, call.args)
     if record["status"] == "pending":
-        nxt = (f"A person approves it out of band: `{record['approve_with']}` (or in the dashboard); "
-               "then call run_test with command_id.")
+        nxt = (
+            f"A person approves it out of band: `{record['approve_with']}` (or in the dashboard); "
+            "then call run_test with command_id."
+        )
     elif record["status"] == "approved":
         nxt = "Call run_test with command_id (wait=true to get the result in the same call)."
     else:
@@ -61,7 +64,9 @@ def register_test_command(call: Call) -> dict[str, Any]:
 
 # -- run_test --------------------------------------------------------------------------
 
-GLOB_START = "*?["  # a selector starting with one could expand, in a word-splitting wrapper, to a file named -x
+GLOB_START = (
+    "*?["  # a selector starting with one could expand, in a word-splitting wrapper, to a file named -x
+)
 
 
 def _unsafe_char(arg: str) -> str | None:
@@ -93,8 +98,12 @@ def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
             {"args_policy": policy},
         )
     if len(args) > MAX_ARGS:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"at most {MAX_ARGS} case arguments",
-                            "Select fewer tests per run.", {"args_policy": policy})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"at most {MAX_ARGS} case arguments",
+            "Select fewer tests per run.",
+            {"args_policy": policy},
+        )
     out = []
     for arg in args:
         unsafe = isinstance(arg, str) and _unsafe_char(arg)
@@ -121,7 +130,8 @@ def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
             registry.inside_checkout(root, path, "case argument", allow_root=True)
         except CoverageError as error:
             raise CoverageError(
-                error.code, f"case argument {arg[:100]!r} is refused by args_policy selectors: {error.message}",
+                error.code,
+                f"case argument {arg[:100]!r} is refused by args_policy selectors: {error.message}",
                 "Pass selectors inside the checkout, such as tests/test_x.py::test_y.",
                 {"args_policy": policy, "argument": arg[:200]},
             ) from None
@@ -135,8 +145,11 @@ def _baseline(call: Call) -> list[str] | None:
         return None
     ids = [spec["snapshot_id"]] if "snapshot_id" in spec else list(spec.get("snapshot_ids", []))
     if not ids:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "baseline needs snapshot_id or snapshot_ids",
-                            '{"snapshot_id": "snap-..."}')
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "baseline needs snapshot_id or snapshot_ids",
+            '{"snapshot_id": "snap-..."}',
+        )
     return list(dict.fromkeys(call.project.store.resolve_id(i, call.con) for i in ids))
 
 
@@ -149,8 +162,10 @@ def _not_approved(command_id: str, status: str) -> CoverageError:
             {"command_id": command_id, "status": status, "approve_with": registry.approve_line(command_id)},
         )
     return CoverageError(
-        ErrorCode.NOT_APPROVED, f"command {command_id} was rejected, so it cannot run",
-        "Register a different command and ask a person to approve it.", {"command_id": command_id, "status": status},
+        ErrorCode.NOT_APPROVED,
+        f"command {command_id} was rejected, so it cannot run",
+        "Register a different command and ask a person to approve it.",
+        {"command_id": command_id, "status": status},
     )
 
 
@@ -166,26 +181,44 @@ def run_test(call: Call) -> dict[str, Any]:
     if key is not None:
         existing = queue.by_idempotency_key(store, key)
         if existing is not None:
-            same = (existing["command_id"] == command_id and json.loads(existing["args"]) == args
-                    and (json.loads(existing["baseline"]) if existing["baseline"] else None) == baseline)
+            same = (
+                existing["command_id"] == command_id
+                and json.loads(existing["args"]) == args
+                and (json.loads(existing["baseline"]) if existing["baseline"] else None) == baseline
+            )
             if not same:
                 raise CoverageError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"idempotency_key {key!r} was used for run {existing['run_id']} with another command, args or "
-                    "baseline", "Use a new idempotency_key for a different run.",
-                    {"run_id": existing["run_id"], "idempotency_key": key})
+                    "baseline",
+                    "Use a new idempotency_key for a different run.",
+                    {"run_id": existing["run_id"], "idempotency_key": key},
+                )
             run = _waited(call, existing) if a.get("wait") else existing
             return _answer(call, run, reused=False)
     env = command_env(spec)
-    digest, _ = fingerprint(project, command_hash=command_hash, args=args, env=env, baseline=baseline,
-                            artifacts=registry.artifact_paths(spec))
+    digest, _ = fingerprint(
+        project,
+        command_hash=command_hash,
+        args=args,
+        env=env,
+        baseline=baseline,
+        artifacts=registry.artifact_paths(spec),
+    )
     if a.get("reuse_if_unchanged", True):
         previous = queue.last_success(store, digest)
         if previous is not None:
             return _answer(call, previous, reused=True)
-    run_id, created = queue.enqueue(store, command_id=command_id, command_hash=command_hash, args=args,
-                                    baseline=baseline, idempotency_key=key, fingerprint=digest,
-                                    worktree_path=str(project.checkout.worktree_path))
+    run_id, created = queue.enqueue(
+        store,
+        command_id=command_id,
+        command_hash=command_hash,
+        args=args,
+        baseline=baseline,
+        idempotency_key=key,
+        fingerprint=digest,
+        worktree_path=str(project.checkout.worktree_path),
+    )
     if not created:  # the same key, queued by a call that raced this one
         return run_test(call)
     runtime = ensure_runtime(project)
@@ -211,8 +244,13 @@ def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = Fals
     if full:
         from .db import exec_db
 
-        out["events"] = [{"state": r[0], "at": r[1].isoformat(), "detail": r[2]} for r in exec_db(store).rows(
-            "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq", [run["run_id"]])]
+        out["events"] = [
+            {"state": r[0], "at": r[1].isoformat(), "detail": r[2]}
+            for r in exec_db(store).rows(
+                "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq",
+                [run["run_id"]],
+            )
+        ]
     return out
 
 
@@ -221,14 +259,17 @@ def _answer(call: Call, run: dict[str, Any], *, reused: bool) -> dict[str, Any]:
     if run["state"] in queue.ACTIVE:
         nxt = f"Poll with run_review run_id={run['run_id']} view=status (or cancel_run)."
     elif view["artifacts"] and any(x["status"] == "ingested" for x in view["artifacts"]):
-        nxt = (f"coverage_review with measurement {{\"run_id\": \"{run['run_id']}\"}} reads what it measured; "
-               "run_review view=logs shows its output.")
+        nxt = (
+            f'coverage_review with measurement {{"run_id": "{run["run_id"]}"}} reads what it measured; '
+            "run_review view=logs shows its output."
+        )
     else:
         nxt = f"run_review run_id={run['run_id']} view=logs shows its output."
     return {"data": {"run": view, "next": nxt}}
 
 
 # -- run_review --------------------------------------------------------------------------
+
 
 def _read_page(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
     try:
@@ -271,24 +312,34 @@ def run_review(call: Call) -> dict[str, Any]:
             if not chunk:
                 break
             if needle is None:
-                cut = chunk.rfind(b"\n") + 1 if len(chunk) == LOG_PAGE_BYTES and b"\n" in chunk else len(chunk)
+                cut = (
+                    chunk.rfind(b"\n") + 1 if len(chunk) == LOG_PAGE_BYTES and b"\n" in chunk else len(chunk)
+                )
                 piece = chunk[:cut][:budget]
-                text_parts.append({"stream": stream, "offset": start,
-                                   "text": piece.decode("utf-8", "replace")})
+                text_parts.append(
+                    {"stream": stream, "offset": start, "text": piece.decode("utf-8", "replace")}
+                )
                 budget -= len(piece)
                 start += len(piece)
                 if budget <= 0 and start < size:
                     next_position = [index, start]
                 break
             lines = chunk.split(b"\n")
-            consumed = len(chunk) if len(chunk) < LOG_PAGE_BYTES or len(lines) == 1 else len(chunk) - len(lines[-1])
+            consumed = (
+                len(chunk) if len(chunk) < LOG_PAGE_BYTES or len(lines) == 1 else len(chunk) - len(lines[-1])
+            )
             if len(chunk) == LOG_PAGE_BYTES and len(lines) > 1:
                 lines = lines[:-1]
             line_start = start
             for line in lines:
                 if needle in line:
-                    matches.append({"stream": stream, "offset": line_start,
-                                    "line": line[:500].decode("utf-8", "replace")})
+                    matches.append(
+                        {
+                            "stream": stream,
+                            "offset": line_start,
+                            "line": line[:500].decode("utf-8", "replace"),
+                        }
+                    )
                 line_start += len(line) + 1
                 if len(matches) >= SEARCH_MAX_MATCHES:
                     break
@@ -299,19 +350,26 @@ def run_review(call: Call) -> dict[str, Any]:
                 break
         if next_position is not None:
             break
-    data: dict[str, Any] = {"view": "logs", "run": {"id": run["run_id"], "state": run["state"]},
-                            "logs": {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]}
-                                     for s in STREAMS}}
+    data: dict[str, Any] = {
+        "view": "logs",
+        "run": {"id": run["run_id"], "state": run["state"]},
+        "logs": {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]} for s in STREAMS},
+    }
     if needle is None:
         data["text"] = text_parts
     else:
         data["search"] = search
         data["matches"] = matches
-    cursor = None if next_position is None else cursors.encode_key(call, "run_review", run["run_id"], next_position)
+    cursor = (
+        None
+        if next_position is None
+        else cursors.encode_key(call, "run_review", run["run_id"], next_position)
+    )
     return {"data": data, "page": {"next_cursor": cursor}}
 
 
 # -- cancel_run ----------------------------------------------------------------------------
+
 
 def cancel_run(call: Call) -> dict[str, Any]:
     store, run_id = call.project.store, call.args["run_id"]
@@ -325,8 +383,12 @@ def cancel_run(call: Call) -> dict[str, Any]:
             run = runtime.wait(run_id, runner.KILL_GRACE_S + 15)
         else:
             run = queue.get(store, run_id)
-    return {"data": {"run": run_view(store, run, reused=False),
-                     "next": "run_review view=logs shows what it printed before it stopped."}}
+    return {
+        "data": {
+            "run": run_view(store, run, reused=False),
+            "next": "run_review view=logs shows what it printed before it stopped.",
+        }
+    }
 
 
 def measurement_snapshots(call: Call, run_id: str) -> list[str]:
@@ -335,7 +397,8 @@ def measurement_snapshots(call: Call, run_id: str) -> list[str]:
     ids = queue.snapshot_ids(call.project.store, run_id)
     if not ids:
         raise CoverageError(
-            ErrorCode.NOT_FOUND, f"run {run_id} ({run['state']}) has no ingested snapshot",
+            ErrorCode.NOT_FOUND,
+            f"run {run_id} ({run['state']}) has no ingested snapshot",
             "Wait for it to end (run_review view=status) or read its logs (view=logs): an artifact it did not "
             "refresh is skipped_stale, one that failed to parse is failed.",
             {"run_id": run_id, "state": run["state"]},

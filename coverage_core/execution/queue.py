@@ -24,9 +24,11 @@ STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", 
 ACTIVE = ("queued", "running")
 TERMINAL = tuple(s for s in STATES if s not in ACTIVE)
 
-_COLUMNS = ("run_id, command_id, command_hash, args, baseline, idempotency_key, fingerprint, worktree_path, state, "
-            "reason, exit_code, pgid, cancel_requested, queued_at, started_at, ended_at, stdout_bytes, stderr_bytes, "
-            "stdout_truncated, stderr_truncated, incremental_review")
+_COLUMNS = (
+    "run_id, command_id, command_hash, args, baseline, idempotency_key, fingerprint, worktree_path, state, "
+    "reason, exit_code, pgid, cancel_requested, queued_at, started_at, ended_at, stdout_bytes, stderr_bytes, "
+    "stdout_truncated, stderr_truncated, incremental_review"
+)
 
 
 def now() -> dt.datetime:
@@ -38,26 +40,49 @@ def new_run_id() -> str:
 
 
 def _event(con: Any, run_id: str, state: str, detail: str | None) -> None:
-    con.execute("INSERT INTO run_events SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM run_events WHERE run_id = ?",
-                [run_id, now(), state, detail, run_id])
+    con.execute(
+        "INSERT INTO run_events SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM run_events WHERE run_id = ?",
+        [run_id, now(), state, detail, run_id],
+    )
 
 
-def enqueue(store: ProjectStore, *, command_id: str, command_hash: str, args: list[str], baseline: list[str] | None,
-            idempotency_key: str | None, fingerprint: str, worktree_path: str) -> tuple[str, bool]:
+def enqueue(
+    store: ProjectStore,
+    *,
+    command_id: str,
+    command_hash: str,
+    args: list[str],
+    baseline: list[str] | None,
+    idempotency_key: str | None,
+    fingerprint: str,
+    worktree_path: str,
+) -> tuple[str, bool]:
     """A new queued run (its id, True); or, for an ``idempotency_key`` used already, that run (its id, False):
     checked and inserted in one transaction, so two racing calls with one key make one run."""
     run_id = new_run_id()
     with exec_db(store).transaction() as con:
         if idempotency_key is not None:
-            found = con.execute("SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1",
-                                [idempotency_key]).fetchone()
+            found = con.execute(
+                "SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1",
+                [idempotency_key],
+            ).fetchone()
             if found is not None:
                 return str(found[0]), False
         con.execute(
             f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, NULL, NULL, FALSE, ?, "
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
-            [run_id, command_id, command_hash, json.dumps(args), json.dumps(baseline) if baseline else None,
-             idempotency_key, fingerprint, worktree_path, now()])
+            [
+                run_id,
+                command_id,
+                command_hash,
+                json.dumps(args),
+                json.dumps(baseline) if baseline else None,
+                idempotency_key,
+                fingerprint,
+                worktree_path,
+                now(),
+            ],
+        )
         _event(con, run_id, "queued", None)
     return run_id, True
 
@@ -69,30 +94,48 @@ def row(store: ProjectStore, run_id: str) -> dict[str, Any] | None:
 
 def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
     if not isinstance(run_id, str) or not run_id.startswith("run-") or len(run_id) > 64:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"{run_id!r} is not a run id",
-                            "Run ids look like run-0123456789abcdef (run_test answers one).", {"run_id": run_id})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{run_id!r} is not a run id",
+            "Run ids look like run-0123456789abcdef (run_test answers one).",
+            {"run_id": run_id},
+        )
     found = row(store, run_id)
     if found is None:
-        raise CoverageError(ErrorCode.NOT_FOUND, f"no run {run_id!r} in this repository's store",
-                            "List runs with `coverage-mcp runs`; run_test answers a run id.", {"run_id": run_id},
-                            Remedy(operation="project_context", arguments={}))
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"no run {run_id!r} in this repository's store",
+            "List runs with `coverage-mcp runs`; run_test answers a run id.",
+            {"run_id": run_id},
+            Remedy(operation="project_context", arguments={}),
+        )
     return found
 
 
 def by_idempotency_key(store: ProjectStore, key: str) -> dict[str, Any] | None:
-    found = exec_db(store).one("SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1", [key])
+    found = exec_db(store).one(
+        "SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1", [key]
+    )
     return None if found is None else row(store, found[0])
 
 
 def last_success(store: ProjectStore, fingerprint: str) -> dict[str, Any] | None:
     found = exec_db(store).one(
         "SELECT run_id FROM runs WHERE fingerprint = ? AND state = 'succeeded' ORDER BY ended_at DESC LIMIT 1",
-        [fingerprint])
+        [fingerprint],
+    )
     return None if found is None else row(store, found[0])
 
 
-def transition(store: ProjectStore, run_id: str, state: str, *, detail: str | None = None, expect: tuple[str, ...] = ACTIVE,
-               **fields: Any) -> bool:
+def transition(
+    store: ProjectStore,
+    run_id: str,
+    state: str,
+    *,
+    detail: str | None = None,
+    expect: tuple[str, ...] = ACTIVE,
+    **fields: Any,
+) -> bool:
     """Move an active run to ``state`` (with column ``fields``); False when it was not in ``expect`` any more."""
     sets = ", ".join(["state = ?"] + [f"{k} = ?" for k in fields])
     with exec_db(store).transaction() as con:
@@ -116,10 +159,15 @@ def request_cancel(store: ProjectStore, run_id: str) -> str:
     with exec_db(store).transaction() as con:
         current = con.execute("SELECT state FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if current is None:
-            raise CoverageError(ErrorCode.NOT_FOUND, f"no run {run_id!r}", "List runs with `coverage-mcp runs`.")
+            raise CoverageError(
+                ErrorCode.NOT_FOUND, f"no run {run_id!r}", "List runs with `coverage-mcp runs`."
+            )
         if current[0] == "queued":
-            con.execute("UPDATE runs SET state = 'cancelled', reason = 'cancelled before it started', ended_at = ?, "
-                        "cancel_requested = TRUE WHERE run_id = ?", [now(), run_id])
+            con.execute(
+                "UPDATE runs SET state = 'cancelled', reason = 'cancelled before it started', ended_at = ?, "
+                "cancel_requested = TRUE WHERE run_id = ?",
+                [now(), run_id],
+            )
             _event(con, run_id, "cancelled", "cancel_run before start")
             return "cancelled"
         if current[0] == "running":
@@ -130,7 +178,9 @@ def request_cancel(store: ProjectStore, run_id: str) -> str:
 def claim(store: ProjectStore) -> dict[str, Any] | None:
     """The oldest queued run, now ``running``; None when nothing is queued."""
     with exec_db(store).transaction() as con:
-        found = con.execute("SELECT run_id FROM runs WHERE state = 'queued' ORDER BY queued_at, run_id LIMIT 1").fetchone()
+        found = con.execute(
+            "SELECT run_id FROM runs WHERE state = 'queued' ORDER BY queued_at, run_id LIMIT 1"
+        ).fetchone()
         if found is None:
             return None
         con.execute("UPDATE runs SET state = 'running', started_at = ? WHERE run_id = ?", [now(), found[0]])
@@ -139,28 +189,44 @@ def claim(store: ProjectStore) -> dict[str, Any] | None:
 
 
 def stale_running(store: ProjectStore) -> list[tuple[str, int | None]]:
-    return [(r[0], r[1]) for r in exec_db(store).rows("SELECT run_id, pgid FROM runs WHERE state = 'running'")]
+    return [
+        (r[0], r[1]) for r in exec_db(store).rows("SELECT run_id, pgid FROM runs WHERE state = 'running'")
+    ]
 
 
 def active_baselines(store: ProjectStore) -> dict[str, str]:
     """Snapshot id -> why, for each incremental baseline of a queued or running run."""
     out: dict[str, str] = {}
     for run_id, state, baseline in exec_db(store).rows(
-            "SELECT run_id, state, baseline FROM runs WHERE state IN ('queued', 'running') AND baseline IS NOT NULL"):
+        "SELECT run_id, state, baseline FROM runs WHERE state IN ('queued', 'running') AND baseline IS NOT NULL"
+    ):
         for snapshot_id in json.loads(baseline):
             out.setdefault(snapshot_id, f"incremental baseline of {state} run {run_id}")
     return out
 
 
-def list_runs(project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0,
-              states: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def list_runs(
+    project: Project,
+    status: str | None = None,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    states: tuple[str, ...] | None = None,
+) -> list[dict[str, Any]]:
     """Runs, newest first; ``status`` (a state, or several ``states``) filters. Each a brief record."""
     if status is not None and status not in STATES:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"status must be one of {', '.join(STATES)}",
-                            "e.g. --status running", {"status": status})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"status must be one of {', '.join(STATES)}",
+            "e.g. --status running",
+            {"status": status},
+        )
     wanted = [status] if status else list(states or ())
-    sql = "SELECT run_id FROM runs" + (" WHERE list_contains(?, state)" if wanted else "") + \
-        " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
+    sql = (
+        "SELECT run_id FROM runs"
+        + (" WHERE list_contains(?, state)" if wanted else "")
+        + " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
+    )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
     return [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
 
@@ -173,10 +239,18 @@ def brief(run: dict[str, Any] | None) -> dict[str, Any]:
     assert run is not None
     started, ended = run["started_at"], run["ended_at"]
     out: dict[str, Any] = {
-        "id": run["run_id"], "state": run["state"], "command_id": run["command_id"],
-        "args": json.loads(run["args"]), "exit_code": run["exit_code"], "reason": run["reason"],
-        "queued_at": _iso(run["queued_at"]), "started_at": _iso(started), "ended_at": _iso(ended),
-        "duration_ms": None if started is None or ended is None else round((ended - started).total_seconds() * 1000),
+        "id": run["run_id"],
+        "state": run["state"],
+        "command_id": run["command_id"],
+        "args": json.loads(run["args"]),
+        "exit_code": run["exit_code"],
+        "reason": run["reason"],
+        "queued_at": _iso(run["queued_at"]),
+        "started_at": _iso(started),
+        "ended_at": _iso(ended),
+        "duration_ms": None
+        if started is None or ended is None
+        else round((ended - started).total_seconds() * 1000),
     }
     return out
 
@@ -187,13 +261,21 @@ def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
     rows = exec_db(store).rows(
         "SELECT a.path, a.status, a.snapshot_id, a.error_code, a.detail, a.kind, a.composite_snapshot_id, a.reports, "
         "c.status FROM run_artifacts a LEFT JOIN composite_snapshots c ON c.composite_id = a.composite_snapshot_id "
-        "WHERE a.run_id = ? ORDER BY a.kind DESC, a.path", [run_id])
+        "WHERE a.run_id = ? ORDER BY a.kind DESC, a.path",
+        [run_id],
+    )
     out = []
     for path, status, snapshot_id, code, detail, kind, composite_id, reports, composite_status in rows:
         item: dict[str, Any] = {"path": path, "status": status, "snapshot_id": snapshot_id}
         if kind == "composite":
-            item.update({"kind": "composite", "composite_snapshot_id": composite_id,
-                         "composite_status": composite_status, "reports": json.loads(reports or "[]")})
+            item.update(
+                {
+                    "kind": "composite",
+                    "composite_snapshot_id": composite_id,
+                    "composite_status": composite_status,
+                    "reports": json.loads(reports or "[]"),
+                }
+            )
         if code:
             item["error_code"] = code
         if detail:
@@ -203,7 +285,12 @@ def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
 
 
 def snapshot_ids(store: ProjectStore, run_id: str) -> list[str]:
-    return [r[0] for r in exec_db(store).rows(
-        "SELECT snapshot_id FROM run_artifacts WHERE run_id = ? AND status = 'ingested' AND snapshot_id IS NOT NULL "
-        "AND coalesce(kind, 'report') = 'report' "
-        "ORDER BY path", [run_id])]
+    return [
+        r[0]
+        for r in exec_db(store).rows(
+            "SELECT snapshot_id FROM run_artifacts WHERE run_id = ? AND status = 'ingested' AND snapshot_id IS NOT NULL "
+            "AND coalesce(kind, 'report') = 'report' "
+            "ORDER BY path",
+            [run_id],
+        )
+    ]

@@ -52,8 +52,9 @@ def _find_setpriv() -> str | None:
     if found is None or not sys.platform.startswith("linux"):
         return None
     try:
-        probe = subprocess.run([found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10,
-                               check=False)
+        probe = subprocess.run(
+            [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return found if probe.returncode == 0 else None
@@ -110,16 +111,27 @@ def _drain(pipe, stream: Stream, done: threading.Event) -> None:
 class Process:
     """A started command; ``wait`` it, ``stop`` it."""
 
-    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], marker: str, log_dir: Path,
-                 cap_bytes: int) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        marker: str,
+        log_dir: Path,
+        cap_bytes: int,
+    ) -> None:
         self.marker = marker
         self.stdout = Stream(log_dir / "stdout", cap_bytes)
         self.stderr = Stream(log_dir / "stderr", cap_bytes)
         program = argv[0]
-        found = (str(cwd / program) if "/" in program else shutil.which(program, path=env.get("PATH", os.defpath)))
+        found = (
+            str(cwd / program) if "/" in program else shutil.which(program, path=env.get("PATH", os.defpath))
+        )
         if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
-            raise FileNotFoundError(f"{program}: no such executable (looked in "
-                                    f"{'the cwd' if '/' in program else 'PATH'})")
+            raise FileNotFoundError(
+                f"{program}: no such executable (looked in {'the cwd' if '/' in program else 'PATH'})"
+            )
         # The logs are opened before the command starts: a log that cannot be made means no run.
         self.stdout.fd = safefs.open_file(self.stdout.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
@@ -130,12 +142,29 @@ class Process:
         # The supervisor starts the command; setpriv (util-linux) gives the command the parent-death signal
         # (the supervisor's own it sets itself) without the slow fork a preexec_fn forces.
         wrapper = setpriv()
-        program, spawned = (wrapper, [wrapper, "--pdeathsig", "KILL", "--", *argv]) if wrapper else (found, list(argv))
-        words = [sys.executable, "-I", "-S", SUPERVISOR, str(KILL_GRACE_S / 2), str(os.getpid()), program, *spawned]
+        program, spawned = (
+            (wrapper, [wrapper, "--pdeathsig", "KILL", "--", *argv]) if wrapper else (found, list(argv))
+        )
+        words = [
+            sys.executable,
+            "-I",
+            "-S",
+            SUPERVISOR,
+            str(KILL_GRACE_S / 2),
+            str(os.getpid()),
+            program,
+            *spawned,
+        ]
         try:
             self.popen = subprocess.Popen(  # argv words, never a shell
-                words, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+                words,
+                cwd=cwd,
+                env={**env, MARKER_ENV: marker},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
             )
         except BaseException:
             os.close(self.stdout.fd)
@@ -143,9 +172,12 @@ class Process:
             raise
         self.pgid = self.popen.pid
         self._done = threading.Event()
-        self._drains = [threading.Thread(target=_drain, args=(pipe, stream, self._done), daemon=True,
-                                         name=f"drain-{marker}")
-                        for pipe, stream in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr))]
+        self._drains = [
+            threading.Thread(
+                target=_drain, args=(pipe, stream, self._done), daemon=True, name=f"drain-{marker}"
+            )
+            for pipe, stream in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr))
+        ]
         for thread in self._drains:
             thread.start()
 

@@ -90,7 +90,7 @@ def descendants(root: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
                 stat = handle.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = stat[stat.rindex(b")") + 2 :].split()
         except (OSError, ValueError):
             continue
         if fields and fields[0] not in (b"Z", b"X"):

@@ -43,6 +43,7 @@ Target = tuple  # (pgid or None, marker or None)
 
 # -- the kill ---------------------------------------------------------------------------------------
 
+
 def members_of(targets: list[Target]) -> list[int]:
     """Live (not zombie) processes in one of the groups, or whose environment carries one of the markers (Linux
     /proc), this process excepted."""
@@ -60,7 +61,7 @@ def members_of(targets: list[Target]) -> list[int]:
         try:
             with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = stat[stat.rindex(b")") + 2 :].split()
             state, group = fields[0], int(fields[2])
         except (OSError, ValueError, IndexError):
             continue
@@ -94,7 +95,9 @@ def _signal_all(targets: list[Target], sig: int) -> None:
             os.kill(pid, sig)
 
 
-def kill_runs(targets: list[Target], grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None) -> None:
+def kill_runs(
+    targets: list[Target], grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None
+) -> None:
     """SIGTERM, ``grace`` seconds for everyone to go, then SIGKILL until nobody of the runs is left."""
     if not targets or not members_of(targets):
         return
@@ -115,13 +118,15 @@ def kill_runs(targets: list[Target], grace: float = KILL_GRACE_S, leader: subpro
         time.sleep(0.01)
 
 
-def kill_group(pgid: int | None, marker: str | None, grace: float = KILL_GRACE_S,
-               leader: subprocess.Popen | None = None) -> None:
+def kill_group(
+    pgid: int | None, marker: str | None, grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None
+) -> None:
     """One run's kill: its group and its marked processes."""
     kill_runs([(pgid, marker)], grace, leader)
 
 
 # -- the watchdog process -----------------------------------------------------------------------------
+
 
 def serve(fd: int) -> dict[str, int | None]:
     """Read events from ``fd`` until end of file; the runs begun and not ended (run id -> pgid)."""
@@ -161,6 +166,7 @@ def main() -> int:
 
 # -- the owner's side ---------------------------------------------------------------------------------
 
+
 class Watchdog:
     """The owner's end: starts the watchdog at the first run, tells it each run's begin, group and end, and
     closes the pipe when the last runtime of this process stops (``acquire`` / ``release``)."""
@@ -191,8 +197,14 @@ class Watchdog:
         read, write = os.pipe()  # both non-inheritable: a command never holds the write end
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__)], stdin=read, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True, cwd="/")
+                [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+                cwd="/",
+            )
         except BaseException:
             os.close(write)
             raise
@@ -206,7 +218,7 @@ class Watchdog:
         assert self._write is not None
         data = text.encode("ascii")
         while data:
-            data = data[os.write(self._write, data):]
+            data = data[os.write(self._write, data) :]
 
     def _send(self, text: str) -> None:  # under the lock
         for attempt in (0, 1):

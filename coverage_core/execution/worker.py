@@ -98,8 +98,15 @@ def recover(store: ProjectStore) -> list[str]:
     done = []
     for run_id, pgid in queue.stale_running(store):
         runner.kill_group(pgid, run_id, grace=0.5)
-        if queue.transition(store, run_id, "interrupted", expect=("running",), ended_at=queue.now(),
-                            reason=ORPHAN_REASON, detail="recovered"):
+        if queue.transition(
+            store,
+            run_id,
+            "interrupted",
+            expect=("running",),
+            ended_at=queue.now(),
+            reason=ORPHAN_REASON,
+            detail="recovered",
+        ):
             done.append(run_id)
     return done
 
@@ -122,8 +129,14 @@ def runtime_of(store: ProjectStore) -> Runtime | None:
 class Runtime:
     """Executes one store's queued runs on ``concurrency`` threads."""
 
-    def __init__(self, store: ProjectStore, settings: Settings, *,
-                 write: Callable[[Callable[[], Any]], Any] | None = None, concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        store: ProjectStore,
+        settings: Settings,
+        *,
+        write: Callable[[Callable[[], Any]], Any] | None = None,
+        concurrency: int | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.concurrency = concurrency or settings.run_concurrency
@@ -205,7 +218,9 @@ class Runtime:
     def _project(self, worktree_path: str) -> Project:
         found = self._projects.get(worktree_path)
         if found is None:
-            found = self._projects.setdefault(worktree_path, Project(discover(worktree_path), self.store, self.settings))
+            found = self._projects.setdefault(
+                worktree_path, Project(discover(worktree_path), self.store, self.settings)
+            )
         return found
 
     # -- workers -----------------------------------------------------------------
@@ -235,8 +250,13 @@ class Runtime:
             except BaseException as exc:  # never leave a run running behind a dead worker
                 log.exception("run %s failed in its worker", run["run_id"])
                 with contextlib.suppress(Exception):
-                    queue.transition(self.store, run["run_id"], "failed", ended_at=queue.now(),
-                                     reason=f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
+                    queue.transition(
+                        self.store,
+                        run["run_id"],
+                        "failed",
+                        ended_at=queue.now(),
+                        reason=f"internal failure: {type(exc).__name__}: {str(exc)[:300]}",
+                    )
             finally:
                 with self._cv:
                     self._cancels.pop(run["run_id"], None)
@@ -267,9 +287,14 @@ class Runtime:
             WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
             started = False
             try:
-                process = runner.Process([*spec["argv"], *args], cwd=root / spec["cwd"], env=command_env(spec),
-                                         marker=run_id, log_dir=log_dir,
-                                         cap_bytes=self.settings.run_log_max_bytes)
+                process = runner.Process(
+                    [*spec["argv"], *args],
+                    cwd=root / spec["cwd"],
+                    env=command_env(spec),
+                    marker=run_id,
+                    log_dir=log_dir,
+                    cap_bytes=self.settings.run_log_max_bytes,
+                )
                 started = True
             finally:
                 if not started:
@@ -287,7 +312,11 @@ class Runtime:
                 code = process.wait(POLL_S)
                 if code is not None:
                     state = "succeeded" if code == 0 else "failed"
-                    reason = None if code == 0 else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
+                    reason = (
+                        None
+                        if code == 0
+                        else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
+                    )
                     break
                 if cancel.is_set():  # cancel_run and shutdown, in this process (the store's one owner)
                     state = "cancelled"
@@ -305,8 +334,12 @@ class Runtime:
             process.finish()
             WATCHDOG.end(run_id)
         ended = queue.now()
-        outputs = {"stdout_bytes": process.stdout.total, "stderr_bytes": process.stderr.total,
-                   "stdout_truncated": process.stdout.truncated, "stderr_truncated": process.stderr.truncated}
+        outputs = {
+            "stdout_bytes": process.stdout.total,
+            "stderr_bytes": process.stderr.total,
+            "stdout_truncated": process.stdout.truncated,
+            "stderr_truncated": process.stderr.truncated,
+        }
         capture = process.stdout.error or process.stderr.error
         if capture and state == "succeeded":
             state, reason = "failed", f"capturing its output failed: {capture}"
@@ -316,23 +349,51 @@ class Runtime:
             review = self._review(project, run, ingested) if run["baseline"] and ingested else None
         except Exception as exc:
             log.exception("ingesting the artifacts of %s failed", run_id)
-            self._fail(run_id, f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
-                       exit_code=code, **outputs)
+            self._fail(
+                run_id,
+                f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
+                exit_code=code,
+                **outputs,
+            )
             return
-        queue.transition(self.store, run_id, state, ended_at=ended, reason=reason, detail=reason, exit_code=code,
-                         incremental_review=None if review is None else json.dumps(review), **outputs)
+        queue.transition(
+            self.store,
+            run_id,
+            state,
+            ended_at=ended,
+            reason=reason,
+            detail=reason,
+            exit_code=code,
+            incremental_review=None if review is None else json.dumps(review),
+            **outputs,
+        )
 
-    def _ingest(self, project: Project, run_id: str, run: dict[str, Any], spec: dict[str, Any],
-                before: dict[str, Any], finished: bool) -> list[str]:
+    def _ingest(
+        self,
+        project: Project,
+        run_id: str,
+        run: dict[str, Any],
+        spec: dict[str, Any],
+        before: dict[str, Any],
+        finished: bool,
+    ) -> list[str]:
         root = project.checkout.worktree_path
         db = exec_db(self.store)
         ingested: list[str] = []
 
-        def record(path: str, status: str, snapshot_id: str | None = None, code: str | None = None,
-                   detail: str | None = None) -> None:
+        def record(
+            path: str,
+            status: str,
+            snapshot_id: str | None = None,
+            code: str | None = None,
+            detail: str | None = None,
+        ) -> None:
             with db.transaction() as con:
-                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id, error_code, detail) "
-                            "VALUES (?, ?, ?, ?, ?, ?)", [run_id, path, status, snapshot_id, code, detail])
+                con.execute(
+                    "INSERT INTO run_artifacts (run_id, path, status, snapshot_id, error_code, detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [run_id, path, status, snapshot_id, code, detail],
+                )
 
         for artifact in spec["artifacts"]:
             if "composite" in artifact:
@@ -344,26 +405,55 @@ class Runtime:
                 record(path, "skipped_stale", detail="the run did not finish; nothing it wrote is ingested")
                 continue
             if after is None or after == before[path]:
-                record(path, "skipped_stale", detail="absent" if after is None else "not created or modified by the run")
+                record(
+                    path,
+                    "skipped_stale",
+                    detail="absent" if after is None else "not created or modified by the run",
+                )
                 continue
 
             scope = scope_of(run, artifact)
-            why = ("stored with scope subset: the run was given case arguments, so it measured a selection of the "
-                   "suite" if scope == "subset" and artifact["scope"] != "subset" else None)
+            why = (
+                "stored with scope subset: the run was given case arguments, so it measured a selection of the "
+                "suite"
+                if scope == "subset" and artifact["scope"] != "subset"
+                else None
+            )
 
             def also(con: Any, snapshot_id: str, path: str = path, why: str | None = why) -> None:
-                con.execute("INSERT INTO run_artifacts (run_id, path, status, snapshot_id, detail) "
-                            "VALUES (?, ?, 'ingested', ?, ?)", [run_id, path, snapshot_id, why])
+                con.execute(
+                    "INSERT INTO run_artifacts (run_id, path, status, snapshot_id, detail) "
+                    "VALUES (?, ?, 'ingested', ?, ?)",
+                    [run_id, path, snapshot_id, why],
+                )
                 # The snapshot says which run made it: run id, command (and its content hash), arguments.
-                con.execute("UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
-                            [json.dumps({"run": {"run_id": run_id, "command_id": run["command_id"],
-                                                 "command_hash": run["command_hash"],
-                                                 "args": json.loads(run["args"])}}), snapshot_id])
+                con.execute(
+                    "UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
+                    [
+                        json.dumps(
+                            {
+                                "run": {
+                                    "run_id": run_id,
+                                    "command_id": run["command_id"],
+                                    "command_hash": run["command_hash"],
+                                    "args": json.loads(run["args"]),
+                                }
+                            }
+                        ),
+                        snapshot_id,
+                    ],
+                )
 
             def ingest(artifact: dict[str, Any] = artifact, scope: str = scope) -> Any:
-                return project.ingest(open_within(root, root / artifact["path"]), suite=artifact["suite"],
-                                      format=artifact["format"], scope=scope, provenance="run",
-                                      require_mapped=True, also=also)
+                return project.ingest(
+                    open_within(root, root / artifact["path"]),
+                    suite=artifact["suite"],
+                    format=artifact["format"],
+                    scope=scope,
+                    provenance="run",
+                    require_mapped=True,
+                    also=also,
+                )
 
             try:
                 snap = self._write(ingest)
@@ -371,12 +461,23 @@ class Runtime:
                 record(path, "failed", code=str(error.code), detail=error.message[:500])
                 continue
             if snap.duplicate:
-                record(path, "ingested", snap.snapshot_id, detail="an identical report of this commit was stored already")
+                record(
+                    path,
+                    "ingested",
+                    snap.snapshot_id,
+                    detail="an identical report of this commit was stored already",
+                )
             ingested.append(snap.snapshot_id)
         return ingested
 
-    def _composite(self, project: Project, run: dict[str, Any], composite: dict[str, Any], before: dict[str, Any],
-                   finished: bool) -> None:
+    def _composite(
+        self,
+        project: Project,
+        run: dict[str, Any],
+        composite: dict[str, Any],
+        before: dict[str, Any],
+        finished: bool,
+    ) -> None:
         """A composite artifact: built from the reports the run refreshed (provenance ``run``, the registration
         recorded); a report present but not refreshed is stale evidence (its entries ``stale``, denominator kept),
         an absent one leaves its entries ``missing``. No report refreshed (or the run did not finish): the
@@ -388,12 +489,15 @@ class Runtime:
         run_id, inventory = run["run_id"], composite["inventory"]
         db = exec_db(self.store)
 
-        def record(status: str, reports: list[dict[str, Any]], code: str | None = None,
-                   detail: str | None = None) -> None:
+        def record(
+            status: str, reports: list[dict[str, Any]], code: str | None = None, detail: str | None = None
+        ) -> None:
             with db.transaction() as con:
-                con.execute("INSERT INTO run_artifacts (run_id, path, status, error_code, detail, kind, reports) "
-                            "VALUES (?, ?, ?, ?, ?, 'composite', ?)",
-                            [run_id, inventory, status, code, detail, json.dumps(reports)])
+                con.execute(
+                    "INSERT INTO run_artifacts (run_id, path, status, error_code, detail, kind, reports) "
+                    "VALUES (?, ?, ?, ?, ?, 'composite', ?)",
+                    [run_id, inventory, status, code, detail, json.dumps(reports)],
+                )
 
         reports: list[dict[str, Any]] = []
         specs: list[ReportSpec] = []
@@ -405,29 +509,51 @@ class Runtime:
             elif after is None:
                 reports.append({**view, "status": "skipped_stale", "detail": "absent"})
             elif after == before[item["path"]]:
-                reports.append({**view, "status": "skipped_stale", "detail": "not created or modified by the run"})
-                specs.append(ReportSpec(str(root / item["path"]), item["component"], item["variant"],
-                                        stale=f"not refreshed by run {run_id}"))
+                reports.append(
+                    {**view, "status": "skipped_stale", "detail": "not created or modified by the run"}
+                )
+                specs.append(
+                    ReportSpec(
+                        str(root / item["path"]),
+                        item["component"],
+                        item["variant"],
+                        stale=f"not refreshed by run {run_id}",
+                    )
+                )
             else:
                 reports.append({**view, "status": "used"})
                 specs.append(ReportSpec(str(root / item["path"]), item["component"], item["variant"]))
         if not any(r["status"] == "used" for r in reports):
-            record("skipped_stale", reports, detail="the run did not finish; nothing it wrote is used" if not finished
-                   else "the run refreshed none of its reports")
+            record(
+                "skipped_stale",
+                reports,
+                detail="the run did not finish; nothing it wrote is used"
+                if not finished
+                else "the run refreshed none of its reports",
+            )
             return
-        registration = {"run_id": run_id, "command_id": run["command_id"], "command_hash": run["command_hash"],
-                        "args": json.loads(run["args"])}
+        registration = {
+            "run_id": run_id,
+            "command_id": run["command_id"],
+            "command_hash": run["command_hash"],
+            "args": json.loads(run["args"]),
+        }
 
         def also(con: Any, composite_id: str) -> None:
-            con.execute("INSERT INTO run_artifacts (run_id, path, status, kind, composite_snapshot_id, reports) "
-                        "VALUES (?, ?, 'ingested', 'composite', ?, ?)",
-                        [run_id, inventory, composite_id, json.dumps(reports)])
+            con.execute(
+                "INSERT INTO run_artifacts (run_id, path, status, kind, composite_snapshot_id, reports) "
+                "VALUES (?, ?, 'ingested', 'composite', ?, ?)",
+                [run_id, inventory, composite_id, json.dumps(reports)],
+            )
 
         try:
             for item in composite["reports"]:  # still inside the checkout (no link placed since registration)
                 registry.inside_checkout(root, item["path"], "composite report path")
-            self._write(lambda: build(project, inventory, specs, provenance="run", registration=registration,
-                                      also=also))
+            self._write(
+                lambda: build(
+                    project, inventory, specs, provenance="run", registration=registration, also=also
+                )
+            )
         except CoverageError as error:
             record("failed", reports, code=str(error.code), detail=error.message[:500])
 
@@ -437,11 +563,16 @@ class Runtime:
 
         con = self.store.con.cursor()
         try:
-            answer = Service(project).call("coverage_review", {
-                "task": "incremental", "measurement": {"snapshot_ids": ingested},
-                "baseline": {"kind": "explicit", "snapshot_ids": json.loads(run["baseline"])},
-                "limits": REVIEW_LIMITS,
-            }, con=con)
+            answer = Service(project).call(
+                "coverage_review",
+                {
+                    "task": "incremental",
+                    "measurement": {"snapshot_ids": ingested},
+                    "baseline": {"kind": "explicit", "snapshot_ids": json.loads(run["baseline"])},
+                    "limits": REVIEW_LIMITS,
+                },
+                con=con,
+            )
             return answer["data"]
         except CoverageError as error:
             return {"error": {"code": str(error.code), "message": error.message}}

@@ -51,7 +51,9 @@ def detect(data: bytes, origin: str = "<report>") -> str:
     head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
     tail = data[-SNIFF_BYTES:]
     if not head:
-        raise malformed(origin, "report is empty", suggestion="Regenerate the report; the file has no content.")
+        raise malformed(
+            origin, "report is empty", suggestion="Regenerate the report; the file has no content."
+        )
     for fmt in FORMATS:
         if module(fmt).sniff(head, tail):
             return fmt
@@ -66,8 +68,15 @@ def detect(data: bytes, origin: str = "<report>") -> str:
 
 # What a damaged report can make a parser raise. Anything else is a bug in
 # coverage-mcp, reported as ``internal`` rather than blamed on the report.
-REPORT_FAULTS: tuple[type[BaseException], ...] = (ValueError, KeyError, IndexError, TypeError, OverflowError,
-                                                   EOFError, UnicodeError)
+REPORT_FAULTS: tuple[type[BaseException], ...] = (
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    EOFError,
+    UnicodeError,
+)
 
 
 def _check_forced(report: ReportBytes, fmt: str) -> None:
@@ -100,7 +109,8 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
     except PathTooLong as exc:
         size = len(exc.path.encode("utf-8", "surrogatepass"))
         raise malformed(
-            report.origin, f"a file path of {size:,} bytes is longer than {MAX_PATH_BYTES:,} ({excerpt(exc.path)})",
+            report.origin,
+            f"a file path of {size:,} bytes is longer than {MAX_PATH_BYTES:,} ({excerpt(exc.path)})",
             _line_of(report.data, exc.path),
             "Regenerate the report from a checkout whose paths are of normal length, or fix the path in it.",
         ) from None
@@ -108,7 +118,8 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
         raise malformed(report.origin, f"not a valid {fmt} report (nested too deeply)") from None
     except MemoryError:
         raise CoverageError(
-            ErrorCode.REPORT_TOO_LARGE, f"{report.origin}: not enough memory to parse the report",
+            ErrorCode.REPORT_TOO_LARGE,
+            f"{report.origin}: not enough memory to parse the report",
             "Lower COVERAGE_MCP_MAX_REPORT_BYTES or free memory; split the report if you can.",
         ) from None
     except REPORT_FAULTS as exc:  # a damaged report must never escape as a traceback
@@ -116,11 +127,13 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
             report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
         ) from exc
     except _xml_errors() as exc:
-        raise malformed(report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})") \
-            from exc
+        raise malformed(
+            report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
+        ) from exc
     except Exception as exc:
         raise CoverageError(
-            ErrorCode.INTERNAL, f"{report.origin}: the {fmt} parser failed ({type(exc).__name__})",
+            ErrorCode.INTERNAL,
+            f"{report.origin}: the {fmt} parser failed ({type(exc).__name__})",
             "This is a bug in coverage-mcp, not in the report; please report it with the report attached.",
             {"format": fmt, "path": report.origin},
         ) from exc

@@ -271,7 +271,6 @@ class _Collector:
         return int(column[0])
 
 
-
 class _Runs:
     """The owners of consecutive stretches of <line> elements, as columns."""
 
@@ -282,4 +281,3 @@ class _Runs:
         self.length = np.diff(np.append(self.start, n_lines))
         self.line_file = np.repeat(self.file, self.length)
         self.line_in_method = np.repeat(self.is_method, self.length)
-

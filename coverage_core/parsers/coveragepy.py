@@ -66,9 +66,13 @@ def _load(report: ReportBytes) -> dict[str, Any]:
     except RecursionError:
         raise malformed(report.origin, "not valid JSON (nested too deeply)") from None
     except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
-        raise malformed(report.origin, f"not valid JSON ({str(exc)[:120]})", getattr(exc, "lineno", None)) from None
+        raise malformed(
+            report.origin, f"not valid JSON ({str(exc)[:120]})", getattr(exc, "lineno", None)
+        ) from None
     if not isinstance(doc, dict):
-        raise malformed(report.origin, "$: a coverage.py JSON report is an object with meta, files and totals")
+        raise malformed(
+            report.origin, "$: a coverage.py JSON report is an object with meta, files and totals"
+        )
     return doc
 
 
@@ -84,17 +88,31 @@ class _Reader:
         meta = self._object(doc.get("meta"), "$.meta")
         version = self._int(meta.get("format"), "$.meta.format")
         if version not in (2, 3):
-            raise malformed(self.origin, f"$.meta.format: coverage.py JSON format {version} is not supported (2 or 3)")
+            raise malformed(
+                self.origin, f"$.meta.format: coverage.py JSON format {version} is not supported (2 or 3)"
+            )
         branch = meta.get("branch_coverage") is True
-        b.metadata.update({"coverage_version": str(meta.get("version", "")), "branch_coverage": branch,
-                           "show_contexts": meta.get("show_contexts") is True})
+        b.metadata.update(
+            {
+                "coverage_version": str(meta.get("version", "")),
+                "branch_coverage": branch,
+                "show_contexts": meta.get("show_contexts") is True,
+            }
+        )
         files = self._object(doc.get("files"), "$.files")
-        parsed = [self._file(path, self._object(entry, f"$.files[{_key(path)}]"), branch)
-                  for path, entry in files.items()]
+        parsed = [
+            self._file(path, self._object(entry, f"$.files[{_key(path)}]"), branch)
+            for path, entry in files.items()
+        ]
         self._tests(parsed)
         counters = ("statements", "branches", "functions") if branch else ("statements", "functions")
-        file_totals = {c: (np.array([f.totals[c][0] for f in parsed], dtype=I64),
-                           np.array([f.totals[c][1] for f in parsed], dtype=I64)) for c in counters}
+        file_totals = {
+            c: (
+                np.array([f.totals[c][0] for f in parsed], dtype=I64),
+                np.array([f.totals[c][1] for f in parsed], dtype=I64),
+            )
+            for c in counters
+        }
         totals = self._totals(doc.get("totals"), file_totals, branch)
         file_totals["lines"] = file_totals["statements"]
         totals["lines"] = totals["statements"]
@@ -112,8 +130,11 @@ class _Reader:
         order = np.argsort(line, kind="stable")
         line, hits = line[order], hits[order]
         if len(line) > 1 and (both := line[1:] == line[:-1]).any():
-            self.builder.warn("summary_detail_mismatch", f"{where}: line(s) {line[1:][both][:5].tolist()} "
-                              "are listed as both executed and missing; they count as executed")
+            self.builder.warn(
+                "summary_detail_mismatch",
+                f"{where}: line(s) {line[1:][both][:5].tolist()} "
+                "are listed as both executed and missing; they count as executed",
+            )
             keep = np.ones(len(line), dtype=bool)
             keep[1:] = ~both  # of two equal lines the executed one sorts first
             line, hits = line[keep], hits[keep]
@@ -151,7 +172,10 @@ class _Reader:
         arcs = [arc if arc[0] in ran else (*arc[:3], -1) for arc in arcs]
         if arcs:
             self.builder.add(
-                "branches", file=index, line=[a[0] for a in arcs], block=0,
+                "branches",
+                file=index,
+                line=[a[0] for a in arcs],
+                block=0,
                 branch=np.array(["exit" if a[1] else f"jump to line {a[2]}" for a in arcs], dtype=object),
                 taken=[a[3] for a in arcs],
             )
@@ -168,18 +192,29 @@ class _Reader:
         for name, entry in self._object(functions, where).items():
             at = f"{where}[{_key(name)}]"
             entry = self._object(entry, at)
-            ran, missed, excluded = (self._lines(entry.get(key, []), f"{at}.{key}")
-                                     for key in ("executed_lines", "missing_lines", "excluded_lines"))
+            ran, missed, excluded = (
+                self._lines(entry.get(key, []), f"{at}.{key}")
+                for key in ("executed_lines", "missing_lines", "excluded_lines")
+            )
             if not name or not len(ran) + len(missed):
                 continue  # module-level code, or a function without statements
             span = np.concatenate([ran, missed, excluded])
             start = entry.get("start_line")
-            first = int(span.min()) if start is None else min(self._int(start, f"{at}.start_line"), int(span.min()))
+            first = (
+                int(span.min())
+                if start is None
+                else min(self._int(start, f"{at}.start_line"), int(span.min()))
+            )
             rows.append((name, first, int(span.max()), int(len(ran) > 0)))
         if rows:
-            self.builder.add("functions", file=index, name=np.array([r[0] for r in rows], dtype=object),
-                             start_line=[r[1] for r in rows], end_line=[r[2] for r in rows],
-                             hits=[r[3] for r in rows])
+            self.builder.add(
+                "functions",
+                file=index,
+                name=np.array([r[0] for r in rows], dtype=object),
+                start_line=[r[1] for r in rows],
+                end_line=[r[2] for r in rows],
+                hits=[r[3] for r in rows],
+            )
         return len(rows), sum(r[3] for r in rows)
 
     def _contexts(self, contexts: Any, where: str) -> dict[str, np.ndarray]:
@@ -191,7 +226,9 @@ class _Reader:
             line = int(key)
             for i, name in enumerate(self._list(names, f"{where}[{_key(key)}]")):
                 if not isinstance(name, str):
-                    raise malformed(self.origin, f"{where}[{_key(key)}][{i}] must be a context name (a string)")
+                    raise malformed(
+                        self.origin, f"{where}[{_key(key)}][{i}] must be a context name (a string)"
+                    )
                 if name:
                     by_name.setdefault(name, []).append(line)
         return {name: np.array(lines, dtype=I64) for name, lines in by_name.items()}
@@ -206,11 +243,20 @@ class _Reader:
                 lines = np.unique(lines)
                 lines = lines[np.isin(lines, f.lines, assume_unique=True)]
                 if len(lines):
-                    b.add("test_observations", test=b.test(name), file=f.index, kind=OBS_LINE, line=lines,
-                          item=0, hits=1)
+                    b.add(
+                        "test_observations",
+                        test=b.test(name),
+                        file=f.index,
+                        kind=OBS_LINE,
+                        line=lines,
+                        item=0,
+                        hits=1,
+                    )
 
     # -- totals -------------------------------------------------------------------
-    def _totals(self, totals: Any, file_totals: dict[str, tuple[np.ndarray, np.ndarray]], branch: bool) -> dict[str, Counter]:
+    def _totals(
+        self, totals: Any, file_totals: dict[str, tuple[np.ndarray, np.ndarray]], branch: bool
+    ) -> dict[str, Counter]:
         """The report's ``totals`` (what ``coverage report`` prints), checked against its files."""
         summed = {c: Counter(int(f.sum()), int(h.sum())) for c, (f, h) in file_totals.items()}
         if totals is None:
@@ -226,10 +272,12 @@ class _Reader:
                 continue
             out[counter] = Counter(*stated)
             if out[counter] != summed[counter]:
-                self.builder.warn("summary_detail_mismatch",
-                                  f"$.totals: {keys[0]}/{keys[1]} say {stated[0]:,}/{stated[1]:,} but the files' "
-                                  f"summaries add up to {summed[counter].found:,}/{summed[counter].hit:,}; "
-                                  "the totals use $.totals, the producing tool's figures")
+                self.builder.warn(
+                    "summary_detail_mismatch",
+                    f"$.totals: {keys[0]}/{keys[1]} say {stated[0]:,}/{stated[1]:,} but the files' "
+                    f"summaries add up to {summed[counter].found:,}/{summed[counter].hit:,}; "
+                    "the totals use $.totals, the producing tool's figures",
+                )
         return out
 
     def _stated(self, summary: dict[str, Any], where: str, keys: tuple[str, str]) -> tuple[int, int] | None:
@@ -238,14 +286,18 @@ class _Reader:
             return None
         return self._int(found, f"{where}.{keys[0]}"), self._int(hit, f"{where}.{keys[1]}")
 
-    def _agree(self, where: str, counter: str, stated: tuple[int, int] | None, detail: tuple[int, int]) -> tuple[int, int]:
+    def _agree(
+        self, where: str, counter: str, stated: tuple[int, int] | None, detail: tuple[int, int]
+    ) -> tuple[int, int]:
         """The summary's figures when stated (warning if the detail says otherwise), else the detail's."""
         if stated is None:
             return detail
         if stated != detail:
-            self.builder.warn("summary_detail_mismatch",
-                              f"{where}: the summary says {stated[0]:,} {counter}, {stated[1]:,} covered; the detail "
-                              f"lists {detail[0]:,}, {detail[1]:,} covered. The detail is kept; the totals use the summary")
+            self.builder.warn(
+                "summary_detail_mismatch",
+                f"{where}: the summary says {stated[0]:,} {counter}, {stated[1]:,} covered; the detail "
+                f"lists {detail[0]:,}, {detail[1]:,} covered. The detail is kept; the totals use the summary",
+            )
         return stated
 
     # -- validation ---------------------------------------------------------------
@@ -262,7 +314,9 @@ class _Reader:
     def _int(self, value: Any, where: str) -> int:
         """A non-negative int64: JSON floats (even 3.0), booleans and NaN are refused."""
         if type(value) is not int:
-            raise malformed(self.origin, f"{where} must be an integer, got {_kind(value)} ({excerpt(repr(value))})")
+            raise malformed(
+                self.origin, f"{where} must be an integer, got {_kind(value)} ({excerpt(repr(value))})"
+            )
         if value < 0:
             raise malformed(self.origin, f"{where} is negative ({value})")
         if value > INT64_MAX:
@@ -273,7 +327,10 @@ class _Reader:
         values = self._list(value, where)
         if not set(map(type, values)) <= {int}:
             i = next(i for i, v in enumerate(values) if type(v) is not int)
-            raise malformed(self.origin, f"{where}[{i}] must be a line number, got {_kind(values[i])} ({excerpt(repr(values[i]))})")
+            raise malformed(
+                self.origin,
+                f"{where}[{i}] must be a line number, got {_kind(values[i])} ({excerpt(repr(values[i]))})",
+            )
         if values and not (1 <= min(values) and max(values) <= INT32_MAX):
             i = next(i for i, v in enumerate(values) if not 1 <= v <= INT32_MAX)
             raise malformed(self.origin, f"{where}[{i}]: line {values[i]} is out of range")
@@ -283,8 +340,13 @@ class _Reader:
 class _File:
     """What the report-level steps need of a parsed file."""
 
-    def __init__(self, index: int, lines: np.ndarray, totals: dict[str, tuple[int, int]],
-                 contexts: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self,
+        index: int,
+        lines: np.ndarray,
+        totals: dict[str, tuple[int, int]],
+        contexts: dict[str, np.ndarray],
+    ) -> None:
         self.index = index
         self.lines = lines
         self.totals = totals
@@ -296,5 +358,11 @@ def _key(name: str) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", float: "a number",
-            type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

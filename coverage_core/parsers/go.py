@@ -70,7 +70,9 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     mode = mode_line.removeprefix("mode: ")
     if not mode_line.startswith("mode: ") or mode not in MODES:
         raise malformed(
-            origin, f"the first line must be 'mode: set|count|atomic' ({excerpt(first)})", 1,
+            origin,
+            f"the first line must be 'mode: set|count|atomic' ({excerpt(first)})",
+            1,
             "Pass a profile written by go test -coverprofile (or go tool covdata textfmt).",
         )
     blocks = _read_blocks(body, origin, mode_line)
@@ -136,14 +138,19 @@ def _check_positions(cols: np.ndarray, lineno: np.ndarray, origin: str) -> None:
 def _explain(line: str, origin: str, lineno: int, mode_line: str) -> Exception:
     """The error for a line that is not a block: say which field is wrong."""
     if line.startswith("mode: "):
-        return malformed(origin, f"this mode line contradicts the profile's first one ({excerpt(line.strip())})", lineno,
-                         "Do not concatenate profiles written in different cover modes.")
+        return malformed(
+            origin,
+            f"this mode line contradicts the profile's first one ({excerpt(line.strip())})",
+            lineno,
+            "Do not concatenate profiles written in different cover modes.",
+        )
     loose = _LOOSE.match(line)
     if loose:
         for name, value in zip(_FIELDS, loose.groups()[1:], strict=True):
             count(value, origin, name, lineno)  # raises for negative, fractional, ...
     return malformed(
-        origin, f"not a block line 'file.go:startLine.startCol,endLine.endCol numStmt count' ({excerpt(line)})",
+        origin,
+        f"not a block line 'file.go:startLine.startCol,endLine.endCol numStmt count' ({excerpt(line)})",
         lineno,
     )
 
@@ -164,8 +171,8 @@ def _merge(blocks: _Blocks, mode: str, origin: str) -> tuple[np.ndarray, np.ndar
     if differs.any():
         g = int(np.flatnonzero(differs)[0])
         end = starts[g + 1] if g + 1 < len(starts) else len(order)
-        rows = order[starts[g]:end]
-        other = rows[stmts[starts[g]:end] != stmts[starts[g]]][0]
+        rows = order[starts[g] : end]
+        other = rows[stmts[starts[g] : end] != stmts[starts[g]]][0]
         raise malformed(
             origin,
             f"the same block has numStmt {int(b.stmts[rows[0]])} on line {int(b.lineno[rows[0]])} "
@@ -193,10 +200,19 @@ def _build(builder: ReportBuilder, blocks: _Blocks, mode: str, origin: str) -> N
         return builder.build({"statements": Counter(0, 0)}, file_totals={"statements": (empty, empty)})
     first, hits = _merge(blocks, mode, origin)
     file = blocks.file[first]
-    sl, sc, el, ec, stmts = (a[first] for a in (blocks.start_line, blocks.start_col,
-                                                blocks.end_line, blocks.end_col, blocks.stmts))
-    builder.add("regions", file=file, start_line=sl, start_col=sc, end_line=el, end_col=ec,
-                hits=hits, kind=REGION_CODE)
+    sl, sc, el, ec, stmts = (
+        a[first] for a in (blocks.start_line, blocks.start_col, blocks.end_line, blocks.end_col, blocks.stmts)
+    )
+    builder.add(
+        "regions",
+        file=file,
+        start_line=sl,
+        start_col=sc,
+        end_line=el,
+        end_col=ec,
+        hits=hits,
+        kind=REGION_CODE,
+    )
     _add_lines(builder, file, sl, el, hits, blocks.lineno[first], origin)
     found = _sum_by_file(file, stmts, n_files, origin)
     hit = _sum_by_file(file, np.where(hits > 0, stmts, 0), n_files, origin)
@@ -214,8 +230,15 @@ def _sum_by_file(file: np.ndarray, values: np.ndarray, n_files: int, origin: str
     return out
 
 
-def _add_lines(builder: ReportBuilder, file: np.ndarray, start: np.ndarray, end: np.ndarray, hits: np.ndarray,
-               lineno: np.ndarray, origin: str) -> None:
+def _add_lines(
+    builder: ReportBuilder,
+    file: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    hits: np.ndarray,
+    lineno: np.ndarray,
+    origin: str,
+) -> None:
     """Every line of a block gets the block's count; a shared line the largest.
 
     cmd/cover never lets blocks overlap: it ends a block at the ``{`` of any
@@ -232,8 +255,13 @@ def _add_lines(builder: ReportBuilder, file: np.ndarray, start: np.ndarray, end:
     total = int(span.sum())
     if total > MAX_LINE_ROWS:
         k = int(np.argmax(span))
-        raise malformed(origin, f"blocks span {total:,} lines in all (this one {int(span[k]):,}), more "
-                        f"than the {MAX_LINE_ROWS:,} a profile can plausibly cover", int(lineno[k]))
+        raise malformed(
+            origin,
+            f"blocks span {total:,} lines in all (this one {int(span[k]):,}), more "
+            f"than the {MAX_LINE_ROWS:,} a profile can plausibly cover",
+            int(lineno[k]),
+        )
     offsets = np.arange(total, dtype=I64) - np.repeat(np.cumsum(span) - span, span)
-    builder.add("lines", file=np.repeat(file, span), line=np.repeat(start, span) + offsets,
-                hits=np.repeat(hits, span))
+    builder.add(
+        "lines", file=np.repeat(file, span), line=np.repeat(start, span) + offsets, hits=np.repeat(hits, span)
+    )

@@ -81,8 +81,10 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
         )
     elif instrumenters:
         builder.tool = instrumenters.pop()
-    file_totals = {name: (np.array([f for f, _ in rows], I64), np.array([h for _, h in rows], I64))
-                   for name, rows in tallies.items()}
+    file_totals = {
+        name: (np.array([f for f, _ in rows], I64), np.array([h for _, h in rows], I64))
+        for name, rows in tallies.items()
+    }
     return builder.build(file_totals=file_totals, merge_lines="max")
 
 
@@ -91,7 +93,9 @@ def _load_json(report: ReportBytes) -> Any:
     try:
         return json.loads(report.data)
     except json.JSONDecodeError as exc:
-        raise malformed(report.origin, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+        raise malformed(
+            report.origin, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno
+        ) from None
     except UnicodeDecodeError as exc:
         raise malformed(report.origin, f"not UTF-8 JSON (byte {exc.start})") from None
 
@@ -181,8 +185,16 @@ class _FileCoverage:
                 self._position(end, f"{path}.end", column=True),
             )
         _check_int32(spans, self.origin, lambda i: f"{self.where}.statementMap[{json.dumps(keys[i])}]")
-        builder.add("regions", file=file, start_line=spans[0], start_col=spans[1], end_line=spans[2],
-                    end_col=spans[3], hits=hits, kind=REGION_CODE)
+        builder.add(
+            "regions",
+            file=file,
+            start_line=spans[0],
+            start_col=spans[1],
+            end_line=spans[2],
+            end_col=spans[3],
+            hits=hits,
+            kind=REGION_CODE,
+        )
         # nyc's line rule: a line's count is the largest of the statements that
         # start on it; ReportBuilder.build(merge_lines="max") applies it.
         builder.add_lines(file, spans[0], hits)
@@ -203,7 +215,9 @@ class _FileCoverage:
             names[i] = name if isinstance(name, str) else f"(anonymous_{key})"
             # istanbul's LCOV writer names the declaration's line; c8 has only loc.
             decl = fn.get("decl") if isinstance(fn.get("decl"), dict) else fn.get("loc")
-            lines[0, i] = self._position(decl.get("start") if isinstance(decl, dict) else None, f"{path}.decl.start")
+            lines[0, i] = self._position(
+                decl.get("start") if isinstance(decl, dict) else None, f"{path}.decl.start"
+            )
             loc = fn.get("loc")
             lines[1, i] = self._position(loc.get("end") if isinstance(loc, dict) else None, f"{path}.loc.end")
         _check_int32(lines, self.origin, lambda i: f"{self.where}.fnMap[{json.dumps(keys[i])}]")
@@ -242,8 +256,14 @@ class _FileCoverage:
         taken_arr = _counts(taken, self.origin, where)
         line_arr = np.array(lines, dtype=I64)
         _check_int32(line_arr[np.newaxis], self.origin, where)
-        builder.add("branches", file=file, line=line_arr, block=np.array(block, dtype=I32),
-                    branch=np.array(outcome, dtype=object), taken=taken_arr)
+        builder.add(
+            "branches",
+            file=file,
+            line=line_arr,
+            block=np.array(block, dtype=I32),
+            branch=np.array(outcome, dtype=object),
+            taken=taken_arr,
+        )
         return _tally(taken_arr)
 
 
@@ -257,4 +277,3 @@ def _check_int32(positions: np.ndarray, origin: str, where: Callable[[int], str]
     if too_big.any():
         i = int(np.argmax(too_big))
         raise malformed(origin, f"{where(i)}: a line or column is larger than {2**31 - 1}")
-

@@ -189,7 +189,9 @@ class _Functions:
         self.start = np.array([start for _, start, _ in items], dtype=I64)
         self.position = {key: i for i, key in enumerate(keys)}
         # name -> position when no name repeats: lets FNDA runs be matched in bulk
-        self.unique_names = {name: i for (name, _), i in self.position.items()} if len(per_name) == len(keys) else None
+        self.unique_names = (
+            {name: i for (name, _), i in self.position.items()} if len(per_name) == len(keys) else None
+        )
 
     def extended(self, more: list[tuple[bytes, int, int]]) -> _Functions:
         return _Functions(self.items + more) if more else self
@@ -215,8 +217,18 @@ NO_FUNCTIONS = _Functions([])
 class _Record:
     """What one record said, before its runs are parsed in bulk."""
 
-    __slots__ = ("exact_branches", "exact_fn", "exact_fnda", "exact_lines", "file", "fn_hits", "functions", "path",
-                 "summary", "test")
+    __slots__ = (
+        "exact_branches",
+        "exact_fn",
+        "exact_fnda",
+        "exact_lines",
+        "file",
+        "fn_hits",
+        "functions",
+        "path",
+        "summary",
+        "test",
+    )
 
     def __init__(self) -> None:
         self.path: bytes | None = None
@@ -294,8 +306,10 @@ class _Parser:
                 self._fn(part, here, r)
             elif tag == b"\nFNDA:":
                 fnda = (part, here)  # read once the record's FN lines are known
-            elif not ((tag == b"\nDA:" and self.da.add(part, owner, here))
-                      or (tag == b"\nBRDA:" and self.brda.add(part, owner, here))):
+            elif not (
+                (tag == b"\nDA:" and self.da.add(part, owner, here))
+                or (tag == b"\nBRDA:" and self.brda.add(part, owner, here))
+            ):
                 self._exact(part, here, r)
         self._functions(r, fnda)
         if r.path is None:
@@ -327,14 +341,22 @@ class _Parser:
     def _item(self, tag: bytes, value: bytes, here: int, r: _Record) -> None:
         """One ``TAG:value`` line, checked exactly; ``here`` is its offset in the report."""
         if tag in SUMMARY_TAGS:  # LF:<n> and the like, the most frequent lines outside runs
-            r.summary[tag] = int(value) if value.isdigit() and len(value) < 19 else self._int(value, f"{tag.decode()} value", here)
+            r.summary[tag] = (
+                int(value)
+                if value.isdigit() and len(value) < 19
+                else self._int(value, f"{tag.decode()} value", here)
+            )
         elif tag == b"DA":
             # DA:<line>,<count>[,<checksum>]
             fields = value.split(b",")
             if len(fields) < 2:
                 self._bad(here, "DA needs <line>,<count>")
-            r.exact_lines.append((self._int(fields[0], "DA line number", here, INT32_MAX),
-                                  self._int(fields[1], "DA execution count", here)))
+            r.exact_lines.append(
+                (
+                    self._int(fields[0], "DA line number", here, INT32_MAX),
+                    self._int(fields[1], "DA execution count", here),
+                )
+            )
         elif tag == b"BRDA":
             # BRDA:<line>,<block>,<branch>,<taken|->; a text branch id may hold
             # commas, so the last field is split off from the right.
@@ -342,12 +364,14 @@ class _Parser:
             branch, _, taken = head[-1].rpartition(b",")
             if len(head) < 3 or not branch:
                 self._bad(here, "BRDA needs <line>,<block>,<branch>,<taken>")
-            r.exact_branches.append((
-                self._int(head[0], "BRDA line number", here, INT32_MAX),
-                self._int(head[1], "BRDA block", here, INT32_MAX),
-                self._branch_key(branch),
-                -1 if taken == b"-" else self._int(taken, "BRDA taken count", here),
-            ))
+            r.exact_branches.append(
+                (
+                    self._int(head[0], "BRDA line number", here, INT32_MAX),
+                    self._int(head[1], "BRDA block", here, INT32_MAX),
+                    self._branch_key(branch),
+                    -1 if taken == b"-" else self._int(taken, "BRDA taken count", here),
+                )
+            )
         elif tag == b"FN":
             # FN:<line>[,<end line>],<name>
             start, _, rest = value.partition(b",")
@@ -356,8 +380,13 @@ class _Parser:
                 end, name = b"0", rest
             if not name:
                 self._bad(here, "FN needs <line>[,<end line>],<name>")
-            r.exact_fn.append((name, self._int(start, "FN line number", here, INT32_MAX),
-                               self._int(end, "FN end line", here, INT32_MAX)))
+            r.exact_fn.append(
+                (
+                    name,
+                    self._int(start, "FN line number", here, INT32_MAX),
+                    self._int(end, "FN end line", here, INT32_MAX),
+                )
+            )
         elif tag == b"FNDA":
             # FNDA:<count>,<name>
             hits, _, name = value.partition(b",")
@@ -439,10 +468,14 @@ class _Parser:
         # rows hit before each record's first row
         line_hits_at = np.concatenate([[0], np.cumsum(line_hit)])[line_at]
         branch_hits_at = np.concatenate([[0], np.cumsum(branch_hit)])[branch_at]
-        self._check_summaries(line_at.tolist(), line_hits_at.tolist(), branch_at.tolist(), branch_hits_at.tolist())
+        self._check_summaries(
+            line_at.tolist(), line_hits_at.tolist(), branch_at.tolist(), branch_hits_at.tolist()
+        )
         self._observe(lines[line_hit], np.diff(line_hits_at), branches[branch_hit], np.diff(branch_hits_at))
         for i, r in enumerate(self.batch):
-            self.files[r.file].add(lines[line_at[i] : line_at[i + 1]], branches[branch_at[i] : branch_at[i + 1]], r)
+            self.files[r.file].add(
+                lines[line_at[i] : line_at[i + 1]], branches[branch_at[i] : branch_at[i + 1]], r
+            )
         self.batch = []
         self.da, self.brda = _Runs(DA_RUNS), _Runs(BRDA_RUNS)
 
@@ -460,8 +493,9 @@ class _Parser:
                 pieces[owner].append(rows[at : at + size])
                 at += size
         else:
-            for source, text, skeleton, owner, offset in zip(runs.sources, runs.texts, runs.skeletons, runs.owners,
-                                                             runs.offsets):
+            for source, text, skeleton, owner, offset in zip(
+                runs.sources, runs.texts, runs.skeletons, runs.owners, runs.offsets
+            ):
                 alone = kind.rows(text, skeleton)
                 if alone is None:
                     self._exact(source, offset, self.batch[owner])
@@ -475,8 +509,9 @@ class _Parser:
                 exact_any = True
         return _by_record(pieces, kind.width, self.origin, rows if not exact_any else None)
 
-    def _check_summaries(self, line_at: list[int], line_hits_at: list[int],
-                         branch_at: list[int], branch_hits_at: list[int]) -> None:
+    def _check_summaries(
+        self, line_at: list[int], line_hits_at: list[int], branch_at: list[int], branch_hits_at: list[int]
+    ) -> None:
         """Note every disagreement of LF/LH, BRF/BRH, FNF/FNH with the record's own detail."""
         for i, r in enumerate(self.batch):
             said = r.summary
@@ -494,7 +529,9 @@ class _Parser:
                     if stated != (found, hit):
                         self.mismatches.append((r.file, r.test, counter, stated, (found, hit)))
 
-    def _observe(self, lines: Rows, lines_per_record: np.ndarray, branches: Rows, branches_per_record: np.ndarray) -> None:
+    def _observe(
+        self, lines: Rows, lines_per_record: np.ndarray, branches: Rows, branches_per_record: np.ndarray
+    ) -> None:
         """Per-test observations: every line, branch and function a named test's record hit."""
         b = self.builder
         tests = np.array([b.test(r.test) if r.test else -1 for r in self.batch], dtype=I32)
@@ -507,8 +544,15 @@ class _Parser:
                 self.observed.add((t, r.file))
         test, file = np.repeat(tests, lines_per_record), np.repeat(files, lines_per_record)
         named = test >= 0
-        b.add("test_observations", test=test[named], file=file[named], kind=OBS_LINE, line=lines[named, 0],
-              item=0, hits=lines[named, 1])
+        b.add(
+            "test_observations",
+            test=test[named],
+            file=file[named],
+            kind=OBS_LINE,
+            line=lines[named, 0],
+            item=0,
+            hits=lines[named, 1],
+        )
         test, file = np.repeat(tests, branches_per_record), np.repeat(files, branches_per_record)
         # A text id's item comes from its text, not from when it was first seen:
         # 0x8000 | 15 bits of its CRC-32 (a clash needs two texts on one line).
@@ -519,17 +563,33 @@ class _Parser:
         named = test >= 0
         kept = named & (branches[:, 1] < 2**15) & (branch < 2**16)  # item = block << 16 | branch, an int32
         if (kept != named).any():
-            self.notes.append(f"{int((kept != named).sum())} branch observations are not kept "
-                              "(block above 32767 or branch id above 65535)")
-        b.add("test_observations", test=test[kept], file=file[kept], kind=OBS_BRANCH, line=branches[kept, 0],
-              item=(branches[kept, 1] << 16) | branch[kept], hits=branches[kept, 3])
+            self.notes.append(
+                f"{int((kept != named).sum())} branch observations are not kept "
+                "(block above 32767 or branch id above 65535)"
+            )
+        b.add(
+            "test_observations",
+            test=test[kept],
+            file=file[kept],
+            kind=OBS_BRANCH,
+            line=branches[kept, 0],
+            item=(branches[kept, 1] << 16) | branch[kept],
+            hits=branches[kept, 3],
+        )
         named_records = [i for i, t in enumerate(tests.tolist()) if t >= 0]
         owner = np.repeat(named_records, [len(self.batch[i].fn_hits) for i in named_records]).astype(np.intp)
         start = np.concatenate([self.batch[i].functions.start for i in named_records])
         hits = np.concatenate([self.batch[i].fn_hits for i in named_records])
         called = hits > 0
-        b.add("test_observations", test=tests[owner[called]], file=files[owner[called]], kind=OBS_FUNCTION,
-              line=start[called], item=0, hits=hits[called])
+        b.add(
+            "test_observations",
+            test=tests[owner[called]],
+            file=files[owner[called]],
+            kind=OBS_FUNCTION,
+            line=start[called],
+            item=0,
+            hits=hits[called],
+        )
 
     # -- the report -----------------------------------------------------------------------
     def build(self) -> NormalizedReport:
@@ -542,15 +602,32 @@ class _Parser:
         b.add("lines", file=lines[:, 0], line=lines[:, 1], hits=lines[:, 2])
         keys, which = np.unique(branches[:, 3], return_inverse=True)
         texts = list(self.branch_texts)
-        labels = np.array([_text(texts[k - TEXT_KEY]) if k >= TEXT_KEY else str(k) for k in keys.tolist()], dtype=object)
-        b.add("branches", file=branches[:, 0], line=branches[:, 1], block=branches[:, 2],
-              branch=labels[which.reshape(-1)], taken=branches[:, 4])
+        labels = np.array(
+            [_text(texts[k - TEXT_KEY]) if k >= TEXT_KEY else str(k) for k in keys.tolist()], dtype=object
+        )
+        b.add(
+            "branches",
+            file=branches[:, 0],
+            line=branches[:, 1],
+            block=branches[:, 2],
+            branch=labels[which.reshape(-1)],
+            taken=branches[:, 4],
+        )
         items = [item for m in self.files for item in m.fn_items]
-        b.add("functions", file=functions[:, 0], name=np.array([_text(name) for name, _, _ in items], dtype=object),
-              start_line=[start for _, start, _ in items], end_line=[end for _, _, end in items], hits=functions[:, 1])
+        b.add(
+            "functions",
+            file=functions[:, 0],
+            name=np.array([_text(name) for name, _, _ in items], dtype=object),
+            start_line=[start for _, start, _ in items],
+            end_line=[end for _, _, end in items],
+            hits=functions[:, 1],
+        )
         # A file's totals: the merged detail, or its one record's summary lines.
         file_totals = {
-            counter: (np.bincount(rows[:, 0], minlength=n).astype(I64), np.bincount(rows[:, 0], rows[:, -1] > 0, n).astype(I64))
+            counter: (
+                np.bincount(rows[:, 0], minlength=n).astype(I64),
+                np.bincount(rows[:, 0], rows[:, -1] > 0, n).astype(I64),
+            )
             for counter, rows in (("lines", lines), ("branches", branches), ("functions", functions))
         }
         for index, merge in enumerate(self.files):
@@ -563,17 +640,24 @@ class _Parser:
             b.warn("summary_detail_mismatch", message)
         for note in self.notes[:MAX_WARNINGS]:
             b.warn("observations_dropped", note)
-        return b.build(file_totals=file_totals, merge_lines=None, merge_observations=self.repeated_observations)
+        return b.build(
+            file_totals=file_totals, merge_lines=None, merge_observations=self.repeated_observations
+        )
 
     def _mismatch_messages(self) -> Iterator[str]:
         for index, test, counter, said, detail in self.mismatches[:MAX_WARNINGS]:
             found_tag, hit_tag, records = SUMMARIES[counter]
             tags = f"{found_tag.decode()}/{hit_tag.decode()}"
             where = self.paths[index] + (f" (TN:{test})" if test else "")
-            use = (f"the totals use {tags}, the producing tool's figures" if self.files[index].records == 1
-                   else "the totals merge the file's records like lcov --summary")
-            yield (f"{where}: {tags} say {said[0]:,} {counter} found, {said[1]:,} hit; the {records} records "
-                   f"give {detail[0]:,} found, {detail[1]:,} hit. The detail is kept; {use}")
+            use = (
+                f"the totals use {tags}, the producing tool's figures"
+                if self.files[index].records == 1
+                else "the totals merge the file's records like lcov --summary"
+            )
+            yield (
+                f"{where}: {tags} say {said[0]:,} {counter} found, {said[1]:,} hit; the {records} records "
+                f"give {detail[0]:,} found, {detail[1]:,} hit. The detail is kept; {use}"
+            )
         if len(self.mismatches) > MAX_WARNINGS:
             yield f"{len(self.mismatches) - MAX_WARNINGS} more summary/detail disagreements are not listed"
 
@@ -719,7 +803,9 @@ def _ints(text: bytes, expected: int) -> np.ndarray | None:
 
 
 # -- merging ----------------------------------------------------------------------------
-def _by_record(pieces: list[list[Rows]], width: int, origin: str, whole: Rows | None) -> tuple[Rows, np.ndarray]:
+def _by_record(
+    pieces: list[list[Rows]], width: int, origin: str, whole: Rows | None
+) -> tuple[Rows, np.ndarray]:
     """Each record's pieces as one table; record i owns ``rows[at[i]:at[i + 1]]``, sorted and unique.
 
     ``whole``, when given, is already that table: the pieces are its slices, in order.
@@ -738,8 +824,10 @@ def _by_record(pieces: list[list[Rows]], width: int, origin: str, whole: Rows | 
     unsorted = np.flatnonzero(~increasing)
     if len(unsorted):
         owners = set((np.searchsorted(at, unsorted, side="right") - 1).tolist())
-        parts = [_unique(rows[at[i] : at[i + 1]], keys, origin) if i in owners else rows[at[i] : at[i + 1]]
-                 for i in range(len(pieces))]
+        parts = [
+            _unique(rows[at[i] : at[i + 1]], keys, origin) if i in owners else rows[at[i] : at[i + 1]]
+            for i in range(len(pieces))
+        ]
         rows = np.concatenate(parts)
         np.cumsum([len(p) for p in parts], out=at[1:])
     return rows, at

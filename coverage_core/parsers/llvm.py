@@ -187,7 +187,7 @@ def _numeric_array_end(data: bytes, start: int) -> int:
     close = data.find(b"]]", start)
     if close < 0:
         return -1
-    value = data[start:close + 2]
+    value = data[start : close + 2]
     # Rows hold no brackets, so the first "]]" closes the list, provided the
     # text between is only numbers and the brackets balance.
     if value.translate(None, _NUMERIC) or value.count(b"[") != value.count(b"]"):
@@ -201,7 +201,8 @@ def _check_header(doc: Any, origin: str) -> None:
     version = doc.get("version")
     if not isinstance(version, str) or version.split(".")[0] not in SUPPORTED_MAJOR:
         raise malformed(
-            origin, f"$.version: unsupported llvm-cov export version ({excerpt(str(version))})",
+            origin,
+            f"$.version: unsupported llvm-cov export version ({excerpt(str(version))})",
             suggestion="This parser reads export versions 2.x and 3.x (LLVM 12 and later); "
             "export again with a newer llvm-cov.",
         )
@@ -273,6 +274,7 @@ def _counter(obj: Any, origin: str, path: str) -> Counter:
 
 # -- line coverage ----------------------------------------------------------
 
+
 def line_coverage(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lines, counts) of the mapped lines, as llvm-cov's LineCoverageIterator sees them.
 
@@ -309,12 +311,15 @@ def line_coverage(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- one export (one data[] entry) -------------------------------------------
 
+
 class _Tallies:
     """Per-file summary figures and the figures our detail gives, to compare."""
 
     def __init__(self) -> None:
         self.summary: dict[str, list[tuple[int, Counter]]] = {k: [] for k in COUNTERS}
-        self.detail: dict[str, list[tuple[int, Counter]]] = {k: [] for k in ("lines", "branches", "functions")}
+        self.detail: dict[str, list[tuple[int, Counter]]] = {
+            k: [] for k in ("lines", "branches", "functions")
+        }
 
     def file_totals(self, n_files: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {name: _per_file(rows, n_files) for name, rows in self.summary.items() if rows}
@@ -389,8 +394,11 @@ class _Export:
         totals = self.entry.get("totals")
         if not isinstance(totals, dict):
             raise malformed(self.origin, f"{self.path}.totals: missing (llvm-cov export always writes it)")
-        return {name: _counter(totals[name], self.origin, f"{self.path}.totals.{name}")
-                for name in COUNTERS if name in totals}
+        return {
+            name: _counter(totals[name], self.origin, f"{self.path}.totals.{name}")
+            for name in COUNTERS
+            if name in totals
+        }
 
     def add_detail(self, builder: ReportBuilder, files: _Files, tallies: _Tallies) -> None:
         budget = MAX_LINE_ROWS
@@ -407,7 +415,9 @@ class _Export:
             self._branches(builder, tallies, f, file, path)
         self._functions(builder, files, tallies)
 
-    def _lines(self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str, budget: int) -> int:
+    def _lines(
+        self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str, budget: int
+    ) -> int:
         """Add the file's lines; how many lines its segments span (counted against ``budget``)."""
         if "segments" not in f:  # -summary-only
             return 0
@@ -420,8 +430,11 @@ class _Export:
             segs = segs[np.lexsort((segs[:, 1], segs[:, 0]))]
         span = int(segs[-1, 0] - segs[0, 0] + 1) if len(segs) else 0
         if span > budget:
-            raise malformed(self.origin, f"{path}.segments: spans {span:,} lines, which takes the export "
-                            f"past the {MAX_LINE_ROWS:,} lines it can plausibly cover")
+            raise malformed(
+                self.origin,
+                f"{path}.segments: spans {span:,} lines, which takes the export "
+                f"past the {MAX_LINE_ROWS:,} lines it can plausibly cover",
+            )
         lines, counts = line_coverage(segs)
         builder.add_lines(file, lines, counts)
         tallies.detail["lines"].append((file, Counter(len(lines), int((counts > 0).sum()))))
@@ -448,8 +461,12 @@ class _Export:
                 tallies.detail["branches"].append((file, Counter(0, 0)))
             return
         builder.add(
-            "branches", file=file, line=np.repeat(branches[:, 0], 2), block=np.repeat(np.arange(n), 2),
-            branch=np.tile(np.array(["true", "false"], dtype=object), n), taken=branches[:, 4:6].ravel(),
+            "branches",
+            file=file,
+            line=np.repeat(branches[:, 0], 2),
+            block=np.repeat(np.arange(n), 2),
+            branch=np.tile(np.array(["true", "false"], dtype=object), n),
+            taken=branches[:, 4:6].ravel(),
         )
         taken = branches[:, 4:6]
         tallies.detail["branches"].append((file, Counter(2 * n, int((taken > 0).sum()))))
@@ -505,8 +522,11 @@ class _FunctionRecords:
         if outside.any():
             k = int(np.argmax(outside))
             fn = int(self.function[k])
-            raise malformed(origin, f"{path}[{fn}].regions[{k - self.region_start[fn]}][5]: file id "
-                            f"{int(file_id[k])} is not in the function's {int(name_lengths[fn])} filenames")
+            raise malformed(
+                origin,
+                f"{path}[{fn}].regions[{k - self.region_start[fn]}][5]: file id "
+                f"{int(file_id[k])} is not in the function's {int(name_lengths[fn])} filenames",
+            )
         self.region_file = file_of[name_start[self.function] + file_id] if len(file_id) else np.empty(0, I32)
 
     def add_regions(self, builder: ReportBuilder) -> None:
@@ -521,15 +541,24 @@ class _FunctionRecords:
         if unknown.any():
             k = int(np.argmax(unknown))
             fn = int(self.function[k])
-            raise malformed(self.origin, f"{self.path}[{fn}].regions[{k - self.region_start[fn]}][7]: region kind "
-                            f"{int(r[k, 7])} is not one llvm-cov writes (0 to 4)")
+            raise malformed(
+                self.origin,
+                f"{self.path}[{fn}].regions[{k - self.region_start[fn]}][7]: region kind "
+                f"{int(r[k, 7])} is not one llvm-cov writes (0 to 4)",
+            )
         counts = r[order, 4]
         if np.add.reduceat(counts.astype(np.float64), first).max() >= 2.0**63:
             raise malformed(self.origin, f"{self.path}: region counts add up past a 64-bit counter")
         rows = order[first]
         builder.add(
-            "regions", file=self.region_file[rows], start_line=r[rows, 0], start_col=r[rows, 1],
-            end_line=r[rows, 2], end_col=r[rows, 3], hits=np.add.reduceat(counts, first), kind=r[rows, 7],
+            "regions",
+            file=self.region_file[rows],
+            start_line=r[rows, 0],
+            start_col=r[rows, 1],
+            end_line=r[rows, 2],
+            end_col=r[rows, 3],
+            hits=np.add.reduceat(counts, first),
+            kind=r[rows, 7],
         )
 
     def add_functions(self, builder: ReportBuilder, tallies: _Tallies) -> None:
@@ -554,10 +583,18 @@ class _FunctionRecords:
         if max(hits) > INT64_MAX:
             raise malformed(self.origin, f"{self.path}: instantiation counts add up past a 64-bit counter")
         files = np.array([file for file, _, _ in groups], I32)
-        names = np.array([_group_name([self.names[m] for m in members]) for members in groups.values()], object)
+        names = np.array(
+            [_group_name([self.names[m] for m in members]) for members in groups.values()], object
+        )
         rows = np.array(list(body.values()), I64)
-        builder.add("functions", file=files, name=names, start_line=self.regions[rows, 0],
-                    end_line=self.regions[rows, 2], hits=np.array(hits, I64))
+        builder.add(
+            "functions",
+            file=files,
+            name=names,
+            start_line=self.regions[rows, 0],
+            end_line=self.regions[rows, 2],
+            hits=np.array(hits, I64),
+        )
         for file, h in zip(files.tolist(), hits, strict=True):
             tallies.detail["functions"].append((file, Counter(1, int(h > 0))))
 

@@ -143,9 +143,13 @@ def _hook(path: Path) -> None:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -153,7 +157,8 @@ def _kind(mode: int) -> str:
 
 def not_regular(path: Path, kind: str) -> CoverageError:
     return CoverageError(
-        ErrorCode.INVALID_ARGUMENT, f"{path}: is {kind}, not a regular report file",
+        ErrorCode.INVALID_ARGUMENT,
+        f"{path}: is {kind}, not a regular report file",
         "Write the report to a regular file first (e.g. coverage.json or lcov.info) and import that; "
         "to import a stream from the command line, use `coverage-mcp ingest -` and pipe the report in.",
         {"path": str(path), "file_type": kind},
@@ -174,14 +179,17 @@ def _open_error(path: Path, exc: OSError, *, final: bool, report: Path | None = 
     report = report or path
     if exc.errno == errno.ENOENT:
         return CoverageError(
-            ErrorCode.NOT_FOUND, f"{report}: no such report file",
+            ErrorCode.NOT_FOUND,
+            f"{report}: no such report file",
             "Check the path; relative paths are taken from the checkout root (the current directory on the CLI).",
             {"path": str(report)},
         )
     if exc.errno in (errno.ELOOP, errno.EMLINK) and final:
         return CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"{report}: is a symbolic link; links are not followed when opening a report",
-            "Pass the link's target path instead.", {"path": str(report)},
+            ErrorCode.INVALID_ARGUMENT,
+            f"{report}: is a symbolic link; links are not followed when opening a report",
+            "Pass the link's target path instead.",
+            {"path": str(report)},
         )
     if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR) and not final:
         return _moved(path, report)
@@ -190,8 +198,10 @@ def _open_error(path: Path, exc: OSError, *, final: bool, report: Path | None = 
     if exc.errno == errno.EISDIR:
         return not_regular(report, "a directory")
     return CoverageError(
-        ErrorCode.INVALID_ARGUMENT, f"{report}: cannot be read ({exc.strerror})",
-        "Check the file's permissions.", {"path": str(report)},
+        ErrorCode.INVALID_ARGUMENT,
+        f"{report}: cannot be read ({exc.strerror})",
+        "Check the file's permissions.",
+        {"path": str(report)},
     )
 
 

@@ -80,20 +80,24 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     try:
         doc = json.loads(report.data)
     except json.JSONDecodeError as exc:
-        raise malformed(report.origin, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+        raise malformed(
+            report.origin, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno
+        ) from None
     except UnicodeDecodeError as exc:
         raise malformed(report.origin, f"not UTF-8 JSON (byte {exc.start})") from None
     try:
         return _Reader(doc).report()
     except _Invalid as exc:
         raise malformed(
-            report.origin, str(exc),
+            report.origin,
+            str(exc),
             suggestion="Fix the document to match coverage-mcp-regions-v1 (docs/regions-v1.md, "
             "coverage_core/parsers/regions-v1.schema.json).",
         ) from None
 
 
 # -- checks of single values ---------------------------------------------------
+
 
 def _object(value: Any, path: str, allowed: frozenset[str], required: frozenset[str] = frozenset()) -> dict:
     if not isinstance(value, dict):
@@ -148,6 +152,7 @@ def _integers(values: list[Any], where: Where, minimum: int, maximum: int) -> np
 
 # -- the document ----------------------------------------------------------------
 
+
 class _Reader:
     """Checks a parsed document rule by rule while building its report."""
 
@@ -158,8 +163,11 @@ class _Reader:
             raise _Invalid("$.format", f'must be "{FORMAT_ID}" ({excerpt(json.dumps(doc.get("format")))})')
         version = doc.get("version")
         if type(version) is not int or version != SUPPORTED_VERSION:
-            raise _Invalid("$.version", f"unsupported version {json.dumps(version)}; this coverage-mcp "
-                           f"reads version {SUPPORTED_VERSION}")
+            raise _Invalid(
+                "$.version",
+                f"unsupported version {json.dumps(version)}; this coverage-mcp "
+                f"reads version {SUPPORTED_VERSION}",
+            )
         self.doc = _object(doc, "$", DOCUMENT_KEYS, frozenset({"files"}))
         self.builder = ReportBuilder(FORMAT, TOOL)
 
@@ -176,14 +184,19 @@ class _Reader:
             f = _object(entry, path, FILE_KEYS, FILE_REQUIRED)
             name = _string(f["path"], f"{path}.path")
             if name in seen:
-                raise _Invalid(f"{path}.path", f"{json.dumps(name)} already appears at $.files[{seen[name]}]; "
-                               "give each file (and each variant of one) its own entry and path")
+                raise _Invalid(
+                    f"{path}.path",
+                    f"{json.dumps(name)} already appears at $.files[{seen[name]}]; "
+                    "give each file (and each variant of one) its own entry and path",
+                )
             seen[name] = i
             file = self.builder.file(name, **self._file_info(f, path))
             for counter, found_hit in self._file(file, f, path, declared).items():
                 tallies[counter].append(found_hit)
-        file_totals = {counter: (np.array([n for n, _ in rows], I64), np.array([h for _, h in rows], I64))
-                       for counter, rows in tallies.items()}
+        file_totals = {
+            counter: (np.array([n for n, _ in rows], I64), np.array([h for _, h in rows], I64))
+            for counter, rows in tallies.items()
+        }
         return self.builder.build(file_totals=file_totals, merge_lines="max", merge_observations=False)
 
     def _tool(self) -> None:
@@ -225,7 +238,9 @@ class _Reader:
         def where(key: str) -> Where:
             return lambda j: f"{path}.regions[{j}].{key}"
 
-        sl, sc, el, ec = (_integers([r[k] for r in regions], where(k), 1, INT32_MAX) for k in REGION_POSITIONS)
+        sl, sc, el, ec = (
+            _integers([r[k] for r in regions], where(k), 1, INT32_MAX) for k in REGION_POSITIONS
+        )
         hits = _integers([r["hits"] for r in regions], where("hits"), 0, INT64_MAX)
         backwards = (el < sl) | ((el == sl) & (ec < sc))
         if backwards.any():
@@ -235,10 +250,13 @@ class _Reader:
         for j, r in enumerate(regions):
             name = r.get("kind", "code")
             if not isinstance(name, str) or name not in KINDS:
-                raise _Invalid(f"{path}.regions[{j}].kind", f"must be one of {', '.join(KINDS)}, got {_kind(name)}")
+                raise _Invalid(
+                    f"{path}.regions[{j}].kind", f"must be one of {', '.join(KINDS)}, got {_kind(name)}"
+                )
             kind[j] = KINDS[name]
-        self.builder.add("regions", file=file, start_line=sl, start_col=sc, end_line=el, end_col=ec,
-                         hits=hits, kind=kind)
+        self.builder.add(
+            "regions", file=file, start_line=sl, start_col=sc, end_line=el, end_col=ec, hits=hits, kind=kind
+        )
         code = kind == REGION_CODE
         if "lines" in f:
             lines = self._explicit_lines(file, f["lines"], f"{path}.lines")
@@ -261,14 +279,24 @@ class _Reader:
         self.builder.add_lines(file, lines, hits)
         return len(lines), int((hits > 0).sum())
 
-    def _derived_lines(self, file: int, start: np.ndarray, end: np.ndarray, hits: np.ndarray,
-                       path: str) -> tuple[int, int]:
+    def _derived_lines(
+        self, file: int, start: np.ndarray, end: np.ndarray, hits: np.ndarray, path: str
+    ) -> tuple[int, int]:
         line, row = _spanned_lines(start, end, f"{path}.regions")
         self.builder.add_lines(file, line, hits[row])
         return len(np.unique(line)), len(np.unique(line[hits[row] > 0]))
 
-    def _observations(self, file: int, regions: list, sl: np.ndarray, el: np.ndarray, hits: np.ndarray,
-                      kind: np.ndarray, path: str, declared: int) -> None:
+    def _observations(
+        self,
+        file: int,
+        regions: list,
+        sl: np.ndarray,
+        el: np.ndarray,
+        hits: np.ndarray,
+        kind: np.ndarray,
+        path: str,
+        declared: int,
+    ) -> None:
         with_tests = [j for j, r in enumerate(regions) if "tests" in r]
         tests: list[int] = []
         owners: list[int] = []
@@ -290,8 +318,9 @@ class _Reader:
         # A test is recorded once per line: regions-v1 says which tests hit a
         # region, not how often, so hits is 1.
         keys = np.unique(np.stack([test.astype(I64), line.astype(I64)]), axis=1)
-        self.builder.add("test_observations", test=keys[0], file=file, kind=OBS_LINE, line=keys[1],
-                         item=0, hits=1)
+        self.builder.add(
+            "test_observations", test=keys[0], file=file, kind=OBS_LINE, line=keys[1], item=0, hits=1
+        )
 
     def _test(self, ref: Any, path: str, declared: int) -> int:
         if type(ref) is int:
@@ -306,9 +335,9 @@ def _spanned_lines(start: np.ndarray, end: np.ndarray, path: str) -> tuple[np.nd
     span = end - start + 1
     total = int(span.sum())
     if total > MAX_LINE_ROWS:
-        raise _Invalid(path, f"regions span {total:,} lines, more than the {MAX_LINE_ROWS:,} a file "
-                       "can plausibly have")
+        raise _Invalid(
+            path, f"regions span {total:,} lines, more than the {MAX_LINE_ROWS:,} a file can plausibly have"
+        )
     row = np.repeat(np.arange(len(span)), span)
     offset = np.arange(total, dtype=I64) - np.repeat(np.cumsum(span) - span, span)
     return (start[row] + offset).astype(I32), row
-

@@ -46,8 +46,7 @@ def too_large(origin: str, limit: int) -> CoverageError:
     return CoverageError(
         ErrorCode.REPORT_TOO_LARGE,
         f"{origin}: report is larger than {limit:,} bytes once decompressed",
-        "Raise the cap with COVERAGE_MCP_MAX_REPORT_BYTES (bytes, e.g. "
-        f"{4 * limit}) or split the report.",
+        f"Raise the cap with COVERAGE_MCP_MAX_REPORT_BYTES (bytes, e.g. {4 * limit}) or split the report.",
         {"limit_bytes": limit},
         Remedy(setting="COVERAGE_MCP_MAX_REPORT_BYTES", value=4 * limit),
     )
@@ -137,7 +136,8 @@ def malformed(origin: str, what: str, line: int | None = None, suggestion: str =
     return CoverageError(
         ErrorCode.MALFORMED_REPORT,
         f"{where}: {what}",
-        suggestion or "Regenerate the report with its tool; the file looks damaged or is not a coverage report.",
+        suggestion
+        or "Regenerate the report with its tool; the file looks damaged or is not a coverage report.",
         {"path": origin, **({"line": line} if line is not None else {})},
     )
 

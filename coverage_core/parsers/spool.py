@@ -49,8 +49,9 @@ def is_process_local(report: str | os.PathLike[str]) -> bool:
 
 
 @contextmanager
-def local_report(report: str | os.PathLike[str], home: Path, cap: int,
-                 stdin: BinaryIO | None = None) -> Iterator[str]:
+def local_report(
+    report: str | os.PathLike[str], home: Path, cap: int, stdin: BinaryIO | None = None
+) -> Iterator[str]:
     """A path any process of this user can open for ``report`` (see the module docstring)."""
     check_path_text(os.fspath(report))
     if not is_process_local(report):
@@ -60,8 +61,11 @@ def local_report(report: str | os.PathLike[str], home: Path, cap: int,
     folder = tempfile.mkdtemp(prefix="ingest-", dir=home)  # 0700
     try:
         target = os.path.join(folder, "report")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_CLOEXEC", 0), 0o600)
+        fd = os.open(
+            target,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+            0o600,
+        )
         with os.fdopen(fd, "wb") as out:
             if os.fspath(report) == STDIN:
                 _copy(stdin or sys.stdin.buffer, out, cap, "<stdin>")

@@ -32,29 +32,39 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         data["file"] = path
         total = call.one("SELECT count(*) FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])[0]
         last_line = _key(after, (int,))[0] if after is not None else 0
-        done = call.one("SELECT count(*) FROM lines WHERE snap = ? AND file_id = ? AND line <= ?",
-                        [snap, fid, last_line])[0]
+        done = call.one(
+            "SELECT count(*) FROM lines WHERE snap = ? AND file_id = ? AND line <= ?", [snap, fid, last_line]
+        )[0]
         rows = call.rows(
             "SELECT line, hits FROM lines WHERE snap = ? AND file_id = ? AND line > ? ORDER BY line LIMIT ?",
             [snap, fid, last_line, RECORD_CAP],
         )
         records: list[Any] = [[int(r[0]), int(r[1])] for r in rows]
-        data["legend"] = {"lines": "[line, hits]", "branches": "[line, block, branch, taken (-1: never evaluated)]",
-                          "functions": "[name, start_line, end_line, hits]"}
+        data["legend"] = {
+            "lines": "[line, hits]",
+            "branches": "[line, block, branch, taken (-1: never evaluated)]",
+            "functions": "[name, start_line, end_line, hits]",
+        }
         data["branches"] = []
         data["functions"] = []
         # Branches and functions go with the page whose lines reach them: those
         # after the previous page's last line, up to this page's last (the last
         # page takes the rest, on lines that are not executable too).
         branches = [
-            [int(a), int(b), str(c), int(d)] for a, b, c, d in call.rows(
+            [int(a), int(b), str(c), int(d)]
+            for a, b, c, d in call.rows(
                 "SELECT line, block, branch, taken FROM branches WHERE snap = ? AND file_id = ? "
-                "AND line > ? ORDER BY line, block, branch", [snap, fid, last_line])
+                "AND line > ? ORDER BY line, block, branch",
+                [snap, fid, last_line],
+            )
         ]
         functions = [
-            [str(a), int(b), int(c), int(d)] for a, b, c, d in call.rows(
+            [str(a), int(b), int(c), int(d)]
+            for a, b, c, d in call.rows(
                 "SELECT name, start_line, end_line, hits FROM functions WHERE snap = ? AND file_id = ? "
-                "AND start_line > ? ORDER BY start_line, name", [snap, fid, last_line])
+                "AND start_line > ? ORDER BY start_line, name",
+                [snap, fid, last_line],
+            )
         ]
 
         def page_of(n: int) -> None:
@@ -83,8 +93,14 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     else:
         total = call.one("SELECT count(*) FROM files WHERE snap = ?", [snap])[0]
         last_path, last_id = _key(after, (str, int)) if after is not None else ("", -1)
-        done = call.one("SELECT count(*) FROM files WHERE snap = ? AND (path, file_id) <= (?, ?)",
-                        [snap, last_path, last_id])[0] if after is not None else 0
+        done = (
+            call.one(
+                "SELECT count(*) FROM files WHERE snap = ? AND (path, file_id) <= (?, ?)",
+                [snap, last_path, last_id],
+            )[0]
+            if after is not None
+            else 0
+        )
         given = (call.args.get("limits") or {}).get("max_files")
         rows = call.rows(
             """SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
@@ -92,8 +108,13 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                FROM files WHERE snap = ? AND (path, file_id) > (?, ?) ORDER BY path, file_id LIMIT ?""",
             [snap, last_path, last_id, min(given or FILES_PAGE, RECORD_CAP)],
         )
-        data["legend"] = {"files": "[path, report_path, mapping, lines [hit, found], branches [hit, found], functions [hit, found]]"}
-        records = [[r[0], r[1], r[2], [int(r[4]), int(r[3])], [int(r[6]), int(r[5])], [int(r[8]), int(r[7])]] for r in rows]
+        data["legend"] = {
+            "files": "[path, report_path, mapping, lines [hit, found], branches [hit, found], functions [hit, found]]"
+        }
+        records = [
+            [r[0], r[1], r[2], [int(r[4]), int(r[3])], [int(r[6]), int(r[5])], [int(r[8]), int(r[7])]]
+            for r in rows
+        ]
         data["totals"] = {k: v.to_dict() for k, v in primary.totals.items()}
         shown = budget.fit_page(data, "files", records)
         following = [rows[shown - 1][0], int(rows[shown - 1][9])] if shown else None

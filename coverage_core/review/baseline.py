@@ -85,18 +85,24 @@ def parse_selector(text: str, *, merge_base: bool = False) -> dict[str, Any]:
     ``--merge-base``) is ``merge_base`` of REF; anything else is a git ``ref``.
     """
     if text.startswith(MERGE_BASE_PREFIX):
-        ref = text[len(MERGE_BASE_PREFIX):]
+        ref = text[len(MERGE_BASE_PREFIX) :]
         if not ref:
-            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"--baseline {text!r} names no ref",
-                                "Write merge_base:REF, e.g. --baseline merge_base:main.")
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"--baseline {text!r} names no ref",
+                "Write merge_base:REF, e.g. --baseline merge_base:main.",
+            )
         return {"kind": "merge_base", "ref": ref}
     if text.startswith(SNAPSHOT_PREFIX) or text in NAMED_KINDS:
         if merge_base:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"--merge-base needs a git ref as --baseline, not {text!r}",
+                ErrorCode.INVALID_ARGUMENT,
+                f"--merge-base needs a git ref as --baseline, not {text!r}",
                 "Pass --baseline main --merge-base, or drop --merge-base.",
             )
-        return {"kind": "explicit", "snapshot_id": text} if text.startswith(SNAPSHOT_PREFIX) else {"kind": text}
+        return (
+            {"kind": "explicit", "snapshot_id": text} if text.startswith(SNAPSHOT_PREFIX) else {"kind": text}
+        )
     return {"kind": "merge_base" if merge_base else "ref", "ref": text}
 
 
@@ -133,7 +139,7 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
         raise CoverageError(
             ErrorCode.INCOMPATIBLE_SNAPSHOTS,
             "baseline.composite_snapshot_id compares with a composite measurement, not ordinary snapshots",
-            "Pass measurement={\"composite_snapshot_id\": ...} as well, or name an ordinary baseline snapshot.",
+            'Pass measurement={"composite_snapshot_id": ...} as well, or name an ordinary baseline snapshot.',
         )
     if kind == "none":
         return Baseline("none", (), (), None, notes=("no baseline: nothing is new, lost or deleted",))
@@ -162,7 +168,9 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
             [suite, before, current.primary.format],
         )
         if row is None:
-            _other_format(call, current.primary, "snap < ?", [before], f"stored before {current.primary.snapshot_id}")
+            _other_format(
+                call, current.primary, "snap < ?", [before], f"stored before {current.primary.snapshot_id}"
+            )
         if row is None:
             raise CoverageError(
                 ErrorCode.BASELINE_UNAVAILABLE,
@@ -170,9 +178,10 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
                 f"Store a report of an earlier commit: `coverage-mcp ingest REPORT --suite {suite} --commit <sha>` "
                 "(or coverage_import with commit), or choose baseline.kind='ref' with a ref that has one.",
                 {"suite": suite},
-                Remedy(operation="coverage_import",
-                       arguments={"report_path": "REPORT", "suite": suite,
-                                  "commit": "<its sha>"}),
+                Remedy(
+                    operation="coverage_import",
+                    arguments={"report_path": "REPORT", "suite": suite, "commit": "<its sha>"},
+                ),
             )
         previous = call.project.store.snapshot(row[0], call.con)
         notes = _lineage(call, previous.commit, cur_commit, f"previous snapshot {previous.snapshot_id}")
@@ -183,17 +192,23 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
     return _baseline(call, kind, (at,), commit, ref, notes)
 
 
-def _baseline(call: Call, kind: str, found: tuple[Snapshot, ...], commit: str | None, ref: str | None,
-              notes: list[str]) -> Baseline:
+def _baseline(
+    call: Call, kind: str, found: tuple[Snapshot, ...], commit: str | None, ref: str | None, notes: list[str]
+) -> Baseline:
     snaps = tuple(call.project.store.snap_key(s.snapshot_id, call.con) for s in found)
     return Baseline(kind, found, snaps, commit, ref, tuple(notes))
 
 
 def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
-    ids = [spec["snapshot_id"]] if "snapshot_id" in spec else list(dict.fromkeys(spec.get("snapshot_ids") or []))
+    ids = (
+        [spec["snapshot_id"]]
+        if "snapshot_id" in spec
+        else list(dict.fromkeys(spec.get("snapshot_ids") or []))
+    )
     if not ids:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
+            ErrorCode.INVALID_ARGUMENT,
+            "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
             "Name the baseline snapshot by its id (the snapshots listing shows them).",
             remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
@@ -227,8 +242,11 @@ def _other_format(call: Call, current: Snapshot, where: str, params: list[Any], 
         [current.suite, *params, current.format],
     )
     if row is not None:
-        raise _formats_differ(call.project.store.snapshot(row[0], call.con), current,
-                              f"the baseline snapshot of suite {current.suite!r} {what} ({row[0]})")
+        raise _formats_differ(
+            call.project.store.snapshot(row[0], call.con),
+            current,
+            f"the baseline snapshot of suite {current.suite!r} {what} ({row[0]})",
+        )
 
 
 def _formats_differ(base: Snapshot, current: Snapshot, what: str) -> CoverageError:
@@ -239,8 +257,12 @@ def _formats_differ(base: Snapshot, current: Snapshot, what: str) -> CoverageErr
         "are counted alike",
         f"Store a {current.format} report of the baseline commit (the same tool's output as the current side), "
         f"or compare with a {base.format} report of the current commit as --current.",
-        {"baseline_format": base.format, "current_format": current.format,
-         "baseline_snapshot_id": base.snapshot_id, "current_snapshot_id": current.snapshot_id},
+        {
+            "baseline_format": base.format,
+            "current_format": current.format,
+            "baseline_snapshot_id": base.snapshot_id,
+            "current_snapshot_id": current.snapshot_id,
+        },
     )
 
 
@@ -251,7 +273,8 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         parent = git.parent(cur_commit)
         if parent is None:
             raise CoverageError(
-                ErrorCode.BASELINE_UNAVAILABLE, f"commit {cur_commit[:12]} has no parent (it is a root commit)",
+                ErrorCode.BASELINE_UNAVAILABLE,
+                f"commit {cur_commit[:12]} has no parent (it is a root commit)",
                 "Name a baseline snapshot by its id, or compare with no baseline (none).",
                 {"commit": cur_commit},
             )
@@ -260,7 +283,8 @@ def _commit_for(call: Call, kind: str, spec: dict[str, Any], cur_commit: str) ->
         ref = spec.get("ref")
         if not ref:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"baseline.kind={kind!r} needs baseline.ref",
+                ErrorCode.INVALID_ARGUMENT,
+                f"baseline.kind={kind!r} needs baseline.ref",
                 "Name a branch, tag or commit as the baseline's ref (for example main).",
             )
         commit = _resolve_ref(call, ref)
@@ -306,7 +330,8 @@ def _resolve_ref(call: Call, ref: str) -> str:
         return call.project.git.resolve(ref)
     except CoverageError:
         raise CoverageError(
-            ErrorCode.NOT_FOUND, f"baseline ref {ref!r} does not name a commit of this repository",
+            ErrorCode.NOT_FOUND,
+            f"baseline ref {ref!r} does not name a commit of this repository",
             "Use a branch, tag or commit hash that exists here (git log --oneline; fetch it first in a shallow "
             "CI clone: git fetch origin <branch>), or a snapshot id (snap-...).",
             {"ref": ref},
@@ -330,12 +355,14 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
         if base == cur:
             return []
         raise CoverageError(
-            ErrorCode.BASELINE_UNAVAILABLE, f"{what} records no commit, so its lines cannot be followed to the current commit",
+            ErrorCode.BASELINE_UNAVAILABLE,
+            f"{what} records no commit, so its lines cannot be followed to the current commit",
             "Compare snapshots that record their commit (coverage-mcp ingest --commit <sha>).",
         )
     if not git.has_commit(base):
         raise CoverageError(
-            ErrorCode.BASELINE_UNAVAILABLE, f"{what} measures commit {base[:12]}, which this repository does not have",
+            ErrorCode.BASELINE_UNAVAILABLE,
+            f"{what} measures commit {base[:12]}, which this repository does not have",
             f"Fetch it (git fetch origin {base}) or compare with a snapshot of a commit that exists here.",
             {"commit": base},
         )
@@ -344,7 +371,9 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
     if git.merge_base(base, cur) is None:
         raise _unrelated(base, cur, what)
     if not git.is_ancestor(base, cur):
-        return [f"{what} is not an ancestor of {cur[:12]}: the diff also undoes changes made only on its side"]
+        return [
+            f"{what} is not an ancestor of {cur[:12]}: the diff also undoes changes made only on its side"
+        ]
     return []
 
 
@@ -356,8 +385,13 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
         [suite, commit, list(exclude), current.format],
     )
     if row is None:
-        _other_format(call, current, "commit_sha = ? AND NOT list_contains(?, snap)", [commit, list(exclude)],
-                      f"of the baseline commit ({how})")
+        _other_format(
+            call,
+            current,
+            "commit_sha = ? AND NOT list_contains(?, snap)",
+            [commit, list(exclude)],
+            f"of the baseline commit ({how})",
+        )
     if row is None:
         raise CoverageError(
             ErrorCode.BASELINE_UNAVAILABLE,
@@ -366,8 +400,10 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
             f"`coverage-mcp ingest REPORT --suite {suite} --commit {commit}` (or coverage_import with "
             f"commit='{commit}'); or import a CI report of that commit.",
             {"commit": commit, "suite": suite, "format": current.format, "missing": UNMEASURED_COMMIT},
-            Remedy(operation="coverage_import",
-                   arguments={"report_path": "REPORT", "suite": suite, "commit": commit}),
+            Remedy(
+                operation="coverage_import",
+                arguments={"report_path": "REPORT", "suite": suite, "commit": commit},
+            ),
         )
     return call.project.store.snapshot(row[0], call.con)
 

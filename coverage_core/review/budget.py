@@ -87,7 +87,6 @@ class Budget:
         data[key] = items[:lo]
         return lo
 
-
     def fit_page(self, data: dict[str, Any], key: str, items: list[Any], *, whole: Any = None) -> int:
         """``fit_list`` for the records a cursor pages over: a page that shows
         none of the records still to come would never advance, so it fails with
@@ -105,7 +104,8 @@ def record_cap_exceeded(what: str, count: int, suggestion: str = "") -> Coverage
     return CoverageError(
         ErrorCode.RECORD_CAP_EXCEEDED,
         f"{what} would carry {count} records; one answer carries at most {RECORD_CAP}",
-        suggestion or "Ask for a smaller page (limits.max_files / max_regions / max_words) and continue "
+        suggestion
+        or "Ask for a smaller page (limits.max_files / max_regions / max_words) and continue "
         "with page.next_cursor.",
         {"records": count, "cap": RECORD_CAP},
     )

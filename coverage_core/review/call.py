@@ -11,8 +11,11 @@ import duckdb
 from ..project import DEFAULT_SUITE, Project
 
 # A query naming a detail table: compacted snapshots resolved on this connection are restored first.
-DETAIL_SQL = re.compile(r"\b(?:FROM|JOIN)\s+(lines|branches|functions|regions|test_names|test_observations|"
-                        r"file_texts)\b", re.IGNORECASE)
+DETAIL_SQL = re.compile(
+    r"\b(?:FROM|JOIN)\s+(lines|branches|functions|regions|test_names|test_observations|"
+    r"file_texts)\b",
+    re.IGNORECASE,
+)
 
 
 class Call:

@@ -45,13 +45,34 @@ import numpy as np
 from ..diffmap import KEY_SHIFT, LINE_MASK, DiffMap, FileChange, Hunks, added, forward
 from ..report import NormalizedReport
 
-CATEGORIES: tuple[str, ...] = ("UNC", "LBC", "UIC", "UBC", "GBC", "GIC", "GNC", "CBC", "EUB", "ECB", "DUB", "DCB")
+CATEGORIES: tuple[str, ...] = (
+    "UNC",
+    "LBC",
+    "UIC",
+    "UBC",
+    "GBC",
+    "GIC",
+    "GNC",
+    "CBC",
+    "EUB",
+    "ECB",
+    "DUB",
+    "DCB",
+)
 UNC, LBC, UIC, UBC, GBC, GIC, GNC, CBC, EUB, ECB, DUB, DCB = range(12)
 NAMES = {
-    "UNC": "uncovered new code", "LBC": "lost baseline coverage", "UIC": "uncovered included code",
-    "UBC": "uncovered baseline code", "GBC": "gained baseline coverage", "GIC": "gained included code",
-    "GNC": "gained new code", "CBC": "covered baseline code", "EUB": "excluded uncovered baseline",
-    "ECB": "excluded covered baseline", "DUB": "deleted uncovered baseline", "DCB": "deleted covered baseline",
+    "UNC": "uncovered new code",
+    "LBC": "lost baseline coverage",
+    "UIC": "uncovered included code",
+    "UBC": "uncovered baseline code",
+    "GBC": "gained baseline coverage",
+    "GIC": "gained included code",
+    "GNC": "gained new code",
+    "CBC": "covered baseline code",
+    "EUB": "excluded uncovered baseline",
+    "ECB": "excluded covered baseline",
+    "DUB": "deleted uncovered baseline",
+    "DCB": "deleted covered baseline",
 }
 # Categories whose lines exist only in the baseline (their line numbers are the baseline's).
 BASELINE_ONLY = frozenset({EUB, ECB, DUB, DCB})
@@ -77,13 +98,18 @@ class Side:
         return int(np.count_nonzero(self.hits > 0))
 
 
-def path_ids(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+def path_ids(
+    con: duckdb.DuckDBPyConnection, snaps: Sequence[int]
+) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
     """The sorted paths of stored snapshots, and columns (snap, file_id, pid) giving each file its path's index."""
     ids = ",".join(str(int(s)) for s in snaps)
     files = con.execute(f"SELECT snap, file_id, path FROM files WHERE snap IN ({ids})").fetchnumpy()
     paths, pid = np.unique(files["path"], return_inverse=True)
-    return tuple(str(p) for p in paths), {"snap": files["snap"], "file_id": files["file_id"],
-                                          "pid": pid.astype(np.int64)}
+    return tuple(str(p) for p in paths), {
+        "snap": files["snap"],
+        "file_id": files["file_id"],
+        "pid": pid.astype(np.int64),
+    }
 
 
 def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
@@ -97,22 +123,25 @@ def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
         lut = np.zeros(int(mapping["file_id"][mine].max(initial=-1)) + 1, dtype=np.int64)
         lut[mapping["file_id"][mine]] = mapping["pid"][mine]
         rows = con.execute(
-            f"SELECT (file_id::BIGINT << {KEY_SHIFT}) | line AS key, hits FROM lines WHERE snap = ?", [int(snap)]
+            f"SELECT (file_id::BIGINT << {KEY_SHIFT}) | line AS key, hits FROM lines WHERE snap = ?",
+            [int(snap)],
         ).fetchnumpy()
-        parts.append((_relabel(np.asarray(rows["key"], dtype=np.int64), lut), np.asarray(rows["hits"], dtype=np.int64)))
+        parts.append(
+            (_relabel(np.asarray(rows["key"], dtype=np.int64), lut), np.asarray(rows["hits"], dtype=np.int64))
+        )
     keys, hits = _sorted_union([k for k, _ in parts], [h for _, h in parts])
     con.register("_side_files", mapping)
     try:
         group = "GROUP BY ALL" if len(snaps) > 1 else ""
         join = "JOIN _side_files m ON m.snap = t.snap AND m.file_id = t.file_id"
         branches = con.execute(
-            f"""SELECT m.pid, t.line, t.block, t.branch, {'max(t.taken)' if group else 't.taken'} AS taken
+            f"""SELECT m.pid, t.line, t.block, t.branch, {"max(t.taken)" if group else "t.taken"} AS taken
                 FROM branches t {join} WHERE t.snap IN ({ids}) {group}"""
         ).fetchnumpy()
         functions = con.execute(
-            f"""SELECT m.pid, t.name, {'min(t.start_line)' if group else 't.start_line'} AS start_line,
-                       {'max(t.hits)' if group else 't.hits'} AS hits
-                FROM functions t {join} WHERE t.snap IN ({ids}) {'GROUP BY m.pid, t.name' if group else ''}"""
+            f"""SELECT m.pid, t.name, {"min(t.start_line)" if group else "t.start_line"} AS start_line,
+                       {"max(t.hits)" if group else "t.hits"} AS hits
+                FROM functions t {join} WHERE t.snap IN ({ids}) {"GROUP BY m.pid, t.name" if group else ""}"""
         ).fetchnumpy()
     finally:
         con.unregister("_side_files")
@@ -150,8 +179,16 @@ def side_from_report(report: NormalizedReport, paths: Sequence[str]) -> Side:
     order = np.argsort(keys, kind="stable")
     br, fn = report.branches, report.functions
     return Side(
-        tuple(unique), keys[order], lines["hits"].astype(np.int64)[order],
-        {"pid": pid_of[br["file"]], "line": br["line"], "block": br["block"], "branch": br["branch"], "taken": br["taken"]},
+        tuple(unique),
+        keys[order],
+        lines["hits"].astype(np.int64)[order],
+        {
+            "pid": pid_of[br["file"]],
+            "line": br["line"],
+            "block": br["block"],
+            "branch": br["branch"],
+            "taken": br["taken"],
+        },
         {"pid": pid_of[fn["file"]], "name": fn["name"], "start_line": fn["start_line"], "hits": fn["hits"]},
     )
 
@@ -183,7 +220,8 @@ class Comparison:
 
 # Category of a current line by (new, matched, hit in the baseline, hit now), as 8*new + 4*m + 2*b + c.
 _CURRENT = np.array(
-    [UIC, GIC, UIC, GIC, UBC, GBC, LBC, CBC] + [UNC, GNC] * 4, dtype=np.uint8,
+    [UIC, GIC, UIC, GIC, UBC, GBC, LBC, CBC] + [UNC, GNC] * 4,
+    dtype=np.uint8,
 )
 # Category of a baseline-only line by (removed, hit), as 2*removed + hit.
 _BASELINE = np.array([EUB, ECB, DUB, DCB], dtype=np.uint8)
@@ -248,16 +286,24 @@ def compare(base: Side, cur: Side, diff: DiffMap) -> Comparison:
     cur_file = c_keys >> KEY_SHIFT
     n = len(files.paths)
     per_file = (
-        np.bincount(cur_file * N + cur_cat, minlength=n * N) + np.bincount(base_file * N + base_cat, minlength=n * N)
+        np.bincount(cur_file * N + cur_cat, minlength=n * N)
+        + np.bincount(base_file * N + base_cat, minlength=n * N)
     ).reshape(n, N)
     return Comparison(
-        paths=files.paths, status=files.status, previous=files.previous,
+        paths=files.paths,
+        status=files.status,
+        previous=files.previous,
         in_current=np.bincount(cur_file, minlength=n) > 0,
         in_baseline=np.bincount(b_keys >> KEY_SHIFT, minlength=n) > 0,
         # int32 halves what a cached comparison holds; files and lines both fit.
-        cur_file=cur_file.astype(np.int32), cur_line=(c_keys & LINE_MASK).astype(np.int32), cur_cat=cur_cat,
-        base_file=base_file, base_line=b_keys[only] & LINE_MASK, base_pos=only,
-        base_cat=base_cat, per_file=per_file,
+        cur_file=cur_file.astype(np.int32),
+        cur_line=(c_keys & LINE_MASK).astype(np.int32),
+        cur_cat=cur_cat,
+        base_file=base_file,
+        base_line=b_keys[only] & LINE_MASK,
+        base_pos=only,
+        base_cat=base_cat,
+        per_file=per_file,
         branches=_branch_categories(base, cur, files, hunks),
         functions=_function_categories(base, cur, files, hunks),
     )
@@ -269,7 +315,9 @@ class _Files:
     def __init__(self, base: Side, cur: Side, diff: DiffMap) -> None:
         by_old: dict[str, FileChange] = {c.old_path: c for c in diff.changes if c.old_path is not None}
         by_new: dict[str, FileChange] = {c.new_path: c for c in diff.changes if c.new_path is not None}
-        renamed = {old: c.new_path for old, c in by_old.items() if c.status == "renamed" and c.new_path is not None}
+        renamed = {
+            old: c.new_path for old, c in by_old.items() if c.status == "renamed" and c.new_path is not None
+        }
         self.ident_of_base = [renamed.get(p, p) for p in base.paths]
         self.paths = tuple(sorted(set(cur.paths) | set(self.ident_of_base) | {c.path for c in diff.changes}))
         index = {p: i for i, p in enumerate(self.paths)}
@@ -278,7 +326,9 @@ class _Files:
         self.cur_pid = np.array([index[p] for p in cur.paths], dtype=np.int64)
         of_path = [by_new.get(p) or by_old.get(p) for p in self.paths]
         self.status = tuple(c.status if c is not None else "unchanged" for c in of_path)
-        self.previous = tuple(c.old_path if c is not None and c.status == "renamed" else None for c in of_path)
+        self.previous = tuple(
+            c.old_path if c is not None and c.status == "renamed" else None for c in of_path
+        )
         # Every current line of an added file is new; no baseline line of a deleted one survives.
         self.fresh = np.array([s == "added" for s in self.status], dtype=bool)
         self.gone = np.array([s == "deleted" for s in self.status], dtype=bool)
@@ -360,8 +410,9 @@ def _targets(con: duckdb.DuckDBPyConnection, labels: np.ndarray) -> np.ndarray:
         con.unregister("_labels")
 
 
-def _outcomes(con: duckdb.DuckDBPyConnection, keys: np.ndarray, labels: np.ndarray, hunks: Hunks | None,
-              files: _Files) -> dict[str, np.ndarray]:
+def _outcomes(
+    con: duckdb.DuckDBPyConnection, keys: np.ndarray, labels: np.ndarray, hunks: Hunks | None, files: _Files
+) -> dict[str, np.ndarray]:
     """A branch's outcome across edits: its target line, carried into the current version.
 
     ``keys`` are the branches' (unmoved) line keys. For the baseline
@@ -406,10 +457,22 @@ def _branch_categories(base: Side, cur: Side, files: _Files, hunks: Hunks) -> np
     new = _new(c_keys, hunks, files)
     con = duckdb.connect()
     try:
-        b = {"i": np.arange(len(moved), dtype=np.int64), "k": moved, "block": np.asarray(bb["block"], dtype=np.int64),
-             **_outcomes(con, b_line, bb["branch"], hunks, files), "hit": np.asarray(bb["taken"]) > 0, "gone": removed}
-        c = {"i": np.arange(len(c_keys), dtype=np.int64), "k": c_keys, "block": np.asarray(cb["block"], dtype=np.int64),
-             **_outcomes(con, c_keys, cb["branch"], None, files), "hit": np.asarray(cb["taken"]) > 0, "new": new}
+        b = {
+            "i": np.arange(len(moved), dtype=np.int64),
+            "k": moved,
+            "block": np.asarray(bb["block"], dtype=np.int64),
+            **_outcomes(con, b_line, bb["branch"], hunks, files),
+            "hit": np.asarray(bb["taken"]) > 0,
+            "gone": removed,
+        }
+        c = {
+            "i": np.arange(len(c_keys), dtype=np.int64),
+            "k": c_keys,
+            "block": np.asarray(cb["block"], dtype=np.int64),
+            **_outcomes(con, c_keys, cb["branch"], None, files),
+            "hit": np.asarray(cb["taken"]) > 0,
+            "new": new,
+        }
         con.register("b_in", b)
         con.register("c_in", c)
         rows = con.execute(_BRANCH_SQL).fetchall()
@@ -491,8 +554,9 @@ def runs(positions: np.ndarray, files: np.ndarray, lines: np.ndarray) -> list[tu
     return [(int(lines[s]), int(lines[e]), int(e - s + 1)) for s, e in zip(starts, ends)]
 
 
-def file_runs(c: Comparison, f: int, cur_code: np.ndarray, base_code: np.ndarray,
-              order: Sequence[int]) -> list[tuple[int, int, int, int]]:
+def file_runs(
+    c: Comparison, f: int, cur_code: np.ndarray, base_code: np.ndarray, order: Sequence[int]
+) -> list[tuple[int, int, int, int]]:
     """(code, start, end, line_count) runs of one file, ``order`` first, then by line.
 
     ``cur_code`` / ``base_code`` map each category to the code a run is grouped

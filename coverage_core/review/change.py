@@ -95,12 +95,16 @@ def change(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 
 def _descends(call: Call, base: baselines.Baseline, current: Selection) -> bool:
     cur = current.primary.commit
-    return base.commit is None or base.commit == cur or (
-        cur is not None and call.project.git.is_ancestor(base.commit, cur))
+    return (
+        base.commit is None
+        or base.commit == cur
+        or (cur is not None and call.project.git.is_ancestor(base.commit, cur))
+    )
 
 
-def current_not_measured(call: Call, latest: Selection, spec: dict[str, Any],
-                         base: baselines.Baseline | None) -> dict[str, Any]:
+def current_not_measured(
+    call: Call, latest: Selection, spec: dict[str, Any], base: baselines.Baseline | None
+) -> dict[str, Any]:
     """The ``stale`` answer of a comparison whose current side (HEAD's measurement) is missing.
 
     ``latest`` is the newest snapshot of the suite (no snapshot measured HEAD, ``base`` None), or HEAD's
@@ -111,28 +115,50 @@ def current_not_measured(call: Call, latest: Selection, spec: dict[str, Any],
     snap = latest.primary
     if base is None:
         if snap.commit == head and snap.dirty:
-            reason = (f"the newest snapshot of suite {suite!r}, {snap.snapshot_id}, measured HEAD "
-                      f"{(head or '')[:12]} with uncommitted changes the working tree no longer has, and no "
-                      "other snapshot describes this checkout")
+            reason = (
+                f"the newest snapshot of suite {suite!r}, {snap.snapshot_id}, measured HEAD "
+                f"{(head or '')[:12]} with uncommitted changes the working tree no longer has, and no "
+                "other snapshot describes this checkout"
+            )
         else:
-            reason = (f"no snapshot of suite {suite!r} measures HEAD {(head or 'unborn')[:12]} (the newest, "
-                      f"{snap.snapshot_id}, measures {(snap.commit or 'no commit')[:12]}); comparing it would not "
-                      "describe this checkout")
+            reason = (
+                f"no snapshot of suite {suite!r} measures HEAD {(head or 'unborn')[:12]} (the newest, "
+                f"{snap.snapshot_id}, measures {(snap.commit or 'no commit')[:12]}); comparing it would not "
+                "describe this checkout"
+            )
         baseline = {"kind": spec["kind"], "ref": spec.get("ref"), "commit": None, "snapshot_ids": []}
-        current = {"snapshot_ids": [], "commit": (head or "")[:12] or None,
-                   "latest": {"snapshot_id": snap.snapshot_id, "commit": (snap.commit or "")[:12] or None}}
+        current = {
+            "snapshot_ids": [],
+            "commit": (head or "")[:12] or None,
+            "latest": {"snapshot_id": snap.snapshot_id, "commit": (snap.commit or "")[:12] or None},
+        }
     else:
-        reason = (f"HEAD {(head or 'unborn')[:12]} does not descend from the baseline commit "
-                  f"{(base.commit or '')[:12]}: the diff would undo changes instead of reviewing them")
-        baseline = {"kind": base.kind, "ref": base.ref, "commit": (base.commit or "")[:12] or None,
-                    "snapshot_ids": [s.snapshot_id for s in base.snapshots]}
+        reason = (
+            f"HEAD {(head or 'unborn')[:12]} does not descend from the baseline commit "
+            f"{(base.commit or '')[:12]}: the diff would undo changes instead of reviewing them"
+        )
+        baseline = {
+            "kind": base.kind,
+            "ref": base.ref,
+            "commit": (base.commit or "")[:12] or None,
+            "snapshot_ids": [s.snapshot_id for s in base.snapshots],
+        }
         current = {"snapshot_ids": [snap.snapshot_id], "commit": (snap.commit or "")[:12] or None}
-    return {"data": {
-        "task": "change", "baseline": baseline, "current": current,
-        "claim_status": "stale", "reasons": [*latest.notes, reason], "reason_codes": [CURRENT_NOT_MEASURED],
-        "next": (f"coverage_import a report of this checkout (suite {suite!r}) to measure HEAD, or name the "
-                 f"current side: measurement={{'snapshot_id': '{snap.snapshot_id}'}} compares that snapshot as asked"),
-    }, "page": None}
+    return {
+        "data": {
+            "task": "change",
+            "baseline": baseline,
+            "current": current,
+            "claim_status": "stale",
+            "reasons": [*latest.notes, reason],
+            "reason_codes": [CURRENT_NOT_MEASURED],
+            "next": (
+                f"coverage_import a report of this checkout (suite {suite!r}) to measure HEAD, or name the "
+                f"current side: measurement={{'snapshot_id': '{snap.snapshot_id}'}} compares that snapshot as asked"
+            ),
+        },
+        "page": None,
+    }
 
 
 def change_of_report(call: Call, current: Selection, side: Side, budget: Budget) -> dict[str, Any]:
@@ -161,18 +187,27 @@ class Gaps:
 
 def gaps(call: Call, sel: Selection, c: Comparison, cur: Side) -> Gaps:
     reported = set(cur.paths)
-    absent = ~c.in_current & _flags(zip(c.paths, c.status), lambda ps: ps[0] not in reported and ps[1] != "deleted")
+    absent = ~c.in_current & _flags(
+        zip(c.paths, c.status), lambda ps: ps[0] not in reported and ps[1] != "deleted"
+    )
     if not absent.any():
         return Gaps(absent, absent)
     suite = sel.primary.suite
     idx = np.flatnonzero(absent)
-    before = {r[0] for r in call.rows(
-        "SELECT DISTINCT f.path FROM files f JOIN snapshots s ON s.snap = f.snap "
-        "WHERE s.suite = ? AND list_contains(?, f.path)", [suite, [c.paths[i] for i in idx]])}
+    before = {
+        r[0]
+        for r in call.rows(
+            "SELECT DISTINCT f.path FROM files f JOIN snapshots s ON s.snap = f.snap "
+            "WHERE s.suite = ? AND list_contains(?, f.path)",
+            [suite, [c.paths[i] for i in idx]],
+        )
+    }
     # Where and what the suite measures: the directories and extensions of every file it ever measured.
     rows = call.rows(
         "SELECT DISTINCT regexp_extract(f.path, '^(.*)/[^/]*$', 1), regexp_extract(f.path, '[^/]+(\\.[^./]*)$', 1) "
-        "FROM files f JOIN snapshots s ON s.snap = f.snap WHERE s.suite = ?", [suite])
+        "FROM files f JOIN snapshots s ON s.snap = f.snap WHERE s.suite = ?",
+        [suite],
+    )
     dirs, exts = {r[0] for r in rows}, {r[1] for r in rows}
 
     def in_scope(path: str) -> bool:
@@ -209,19 +244,25 @@ def ranked_files(c: Comparison, g: Gaps, only: str | None = None) -> np.ndarray:
     """Indices of the files worth a row, most in need of attention first."""
     per = c.per_file
     code_gap = g.missing
-    relevant = ((per[:, _INTERESTING].sum(axis=1) > 0) | _flags(c.status, lambda s: s != "unchanged") | g.missing
-                | g.outside)
+    relevant = (
+        (per[:, _INTERESTING].sum(axis=1) > 0)
+        | _flags(c.status, lambda s: s != "unchanged")
+        | g.missing
+        | g.outside
+    )
     if only is not None:
         relevant &= _flags(zip(c.paths, c.previous), lambda pq: only in pq)
     idx = np.flatnonzero(relevant)
     attention = per[idx][:, list(ATTENTION)]
-    order = np.lexsort((
-        idx,  # paths are sorted, so the index breaks ties by path
-        -per[idx][:, _INTERESTING].sum(axis=1),
-        ~code_gap[idx],
-        -attention[:, 2],
-        -(attention[:, 0] + attention[:, 1]),
-    ))
+    order = np.lexsort(
+        (
+            idx,  # paths are sorted, so the index breaks ties by path
+            -per[idx][:, _INTERESTING].sum(axis=1),
+            ~code_gap[idx],
+            -attention[:, 2],
+            -(attention[:, 0] + attention[:, 1]),
+        )
+    )
     return idx[order]
 
 
@@ -247,31 +288,45 @@ def _range(path: str, r: tuple[int, int, int, int], representation: str) -> Any:
     cat, start, end, count = r
     if representation == "compact":
         return [path, CATEGORIES[cat], start, end, count]
-    return {"path": path, "category": CATEGORIES[cat], "start": start, "end": end, "line_count": count,
-            "side": "baseline" if cat in BASELINE_ONLY else "current"}
+    return {
+        "path": path,
+        "category": CATEGORIES[cat],
+        "start": start,
+        "end": end,
+        "line_count": count,
+        "side": "baseline" if cat in BASELINE_ONLY else "current",
+    }
 
 
-def _claim(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, nm_code: int,
-           outside: int) -> dict[str, Any]:
+def _claim(
+    call: Call, sel: Selection, base: baselines.Baseline, done: Compared, nm_code: int, outside: int
+) -> dict[str, Any]:
     claim = claim_for(call, sel.primary)
     reasons = list(sel.notes) + list(base.notes) + list(done.notes) + claim["reasons"]
     limited = []
     if any(s.scope == "subset" for s in base.snapshots):
-        limited.append("the baseline measured a subset of the tests: GBC may count lines a full run already hit")
+        limited.append(
+            "the baseline measured a subset of the tests: GBC may count lines a full run already hit"
+        )
     if nm_code:
-        limited.append(f"{nm_code} changed or previously measured code files are not in the current measurement: "
-                       "not_measured, not unchanged")
+        limited.append(
+            f"{nm_code} changed or previously measured code files are not in the current measurement: "
+            "not_measured, not unchanged"
+        )
     if outside:
-        reasons.append(f"{outside} files no snapshot of suite {sel.primary.suite!r} has measured are outside its "
-                       "measured scope (data.outside_scope)")
+        reasons.append(
+            f"{outside} files no snapshot of suite {sel.primary.suite!r} has measured are outside its "
+            "measured scope (data.outside_scope)"
+        )
     status = claim["claim_status"]
     if limited and status == "supported":
         status = "limited"
     return {"claim_status": status, "reasons": reasons + limited}
 
 
-def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, g: Gaps,
-           representation: str) -> dict[str, Any]:
+def _fixed(
+    call: Call, sel: Selection, base: baselines.Baseline, done: Compared, g: Gaps, representation: str
+) -> dict[str, Any]:
     """The part of the answer every page carries: sides, diff, counts, patch, regression, claim."""
     c = done.comparison
     totals = c.totals
@@ -280,11 +335,18 @@ def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     outside = np.flatnonzero(g.outside)
     data: dict[str, Any] = {
         "task": "change",
-        "baseline": {"kind": base.kind, "ref": base.ref, "commit": (base.commit or "")[:12] or None,
-                     "snapshot_ids": [s.snapshot_id for s in base.snapshots]},
-        "current": {"snapshot_ids": [s.snapshot_id for s in sel.snapshots], "commit": (sel.primary.commit or "")[:12],
-                    "scope": "subset" if subset else "complete",
-                    "lines": [done.cur.lines_hit, done.cur.lines_found]},
+        "baseline": {
+            "kind": base.kind,
+            "ref": base.ref,
+            "commit": (base.commit or "")[:12] or None,
+            "snapshot_ids": [s.snapshot_id for s in base.snapshots],
+        },
+        "current": {
+            "snapshot_ids": [s.snapshot_id for s in sel.snapshots],
+            "commit": (sel.primary.commit or "")[:12],
+            "scope": "subset" if subset else "complete",
+            "lines": [done.cur.lines_hit, done.cur.lines_found],
+        },
         "diff": done.diff.stats(),
         "categories": _counts(totals, every=True),
         "branches": _counts(c.branches, every=representation != "compact"),
@@ -295,13 +357,17 @@ def _fixed(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "lines": int(totals[LBC]),
         },
         "not_measured": {"files": nm_code},
-        "outside_scope": {"count": len(outside), "examples": [c.paths[f] for f in outside[:OUTSIDE_EXAMPLES]]},
+        "outside_scope": {
+            "count": len(outside),
+            "examples": [c.paths[f] for f in outside[:OUTSIDE_EXAMPLES]],
+        },
     }
     if representation == "compact":
         data["legend"] = {
             "files": "[path, status, UNC, LBC, UIC, GNC]",
             "ranges": "[path, category, start, end, line_count]; DUB/DCB/EUB/ECB count baseline lines",
-            "branches": "non-zero categories only", "functions": "non-zero categories only",
+            "branches": "non-zero categories only",
+            "functions": "non-zero categories only",
         }
     data.update(_claim(call, sel, base, done, nm_code, len(outside)))
     return data
@@ -315,7 +381,9 @@ def _position(key: list[Any] | None) -> tuple[int, int]:
     return key[0], key[1]
 
 
-def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared, budget: Budget) -> dict[str, Any]:
+def answer(
+    call: Call, sel: Selection, base: baselines.Baseline, done: Compared, budget: Budget
+) -> dict[str, Any]:
     """One page: the fixed part, then the page's file rows and their ranges, as the budget allows."""
     c = done.comparison
     representation = call.args.get("representation", "compact")
@@ -328,7 +396,7 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     g = gaps(call, sel, c, done.cur)
     data = _fixed(call, sel, base, done, g, representation)
     ranked = ranked_files(c, g, call.args.get("file"))
-    page_idx = ranked[offset: offset + budget.max_files]
+    page_idx = ranked[offset : offset + budget.max_files]
     data.update({"files": [], "ranges_truncated": False, "ranges": []})
     # Per file of the page, by content identity (review.freshness): whether HEAD still has the measured text.
     paths = [c.paths[int(f)] for f in page_idx]
@@ -341,10 +409,11 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
     # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.
     found = sorted(
         (RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)
-        for rank, f in enumerate(page_idx[:shown]) for r in file_ranges(c, int(f))
+        for rank, f in enumerate(page_idx[:shown])
+        for r in file_ranges(c, int(f))
     )
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
-    rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[range_from:range_from + cap]]
+    rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[range_from : range_from + cap]]
     data["ranges_cursor"] = None
     listed = budget.fit_list(data, "ranges", rendered)
     data["ranges_truncated"] = range_from + listed < len(found)
@@ -358,6 +427,7 @@ def answer(call: Call, sel: Selection, base: baselines.Baseline, done: Compared,
             "files": shown,
             "total_files": len(ranked),
             "next_cursor": cursors.encode_key(call, "change", scope, [next_offset, 0])
-            if next_offset < len(ranked) else None,
+            if next_offset < len(ranked)
+            else None,
         },
     }

@@ -89,20 +89,28 @@ DIFF_SCHEMA: dict[str, Any] = {
     "properties": {
         "baseline": OPERATIONS["coverage_review"].input_schema["properties"]["baseline"],
         "current": {
-            "type": "object", "additionalProperties": False, "maxProperties": 1,
+            "type": "object",
+            "additionalProperties": False,
+            "maxProperties": 1,
             "description": "A stored snapshot, or a report file compared without storing it "
-                           "(default: HEAD's snapshot of suite; without one nothing is compared: "
-                           "claim stale, reason code current_not_measured).",
-            "properties": {"snapshot_id": {"type": "string", "minLength": 1},
-                           "report_path": {"type": "string", "minLength": 1, "maxLength": 4096}},
+            "(default: HEAD's snapshot of suite; without one nothing is compared: "
+            "claim stale, reason code current_not_measured).",
+            "properties": {
+                "snapshot_id": {"type": "string", "minLength": 1},
+                "report_path": {"type": "string", "minLength": 1, "maxLength": 4096},
+            },
         },
         "suite": {"type": "string", "minLength": 1, "maxLength": 200},
         "scope": {"enum": list(SCOPES), "description": "Scope of a current report_path."},
-        "baseline_fallback": {"enum": list(FALLBACKS),
-                              "description": "ancestor: when no snapshot measures the baseline commit, compare with "
-                                             "its nearest measured ancestor (data.baseline.fallback names both)."},
-        "snippets": {"type": "boolean",
-                     "description": "Add data.snippets: the measured source text of uncovered new lines (UNC)."},
+        "baseline_fallback": {
+            "enum": list(FALLBACKS),
+            "description": "ancestor: when no snapshot measures the baseline commit, compare with "
+            "its nearest measured ancestor (data.baseline.fallback names both).",
+        },
+        "snippets": {
+            "type": "boolean",
+            "description": "Add data.snippets: the measured source text of uncovered new lines (UNC).",
+        },
     },
 }
 
@@ -111,14 +119,23 @@ GATE_SCHEMA: dict[str, Any] = {
     "required": [],
     "properties": {
         **{k: v for k, v in DIFF_SCHEMA["properties"].items() if k != "snippets"},
-        "baseline": {**DIFF_SCHEMA["properties"]["baseline"],
-                     "description": "What to compare against; without it only fail_under_total is checked."},
-        "fail_under_total": {**_PERCENT, "description": "Minimum total line coverage of the current side, percent."},
+        "baseline": {
+            **DIFF_SCHEMA["properties"]["baseline"],
+            "description": "What to compare against; without it only fail_under_total is checked.",
+        },
+        "fail_under_total": {
+            **_PERCENT,
+            "description": "Minimum total line coverage of the current side, percent.",
+        },
         "fail_under_patch": {**_PERCENT, "description": "Minimum patch coverage, percent."},
         "ratchet": {"type": "boolean", "description": "No file or directory may have more uncovered lines."},
-        "criteria": {"type": "string", "minLength": 1, "maxLength": MAX_CRITERIA_CHARS,
-                     "description": f"A condition over the categories (default when no other check is "
-                                    f"given: {DEFAULT_CRITERIA!r})."},
+        "criteria": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_CRITERIA_CHARS,
+            "description": f"A condition over the categories (default when no other check is "
+            f"given: {DEFAULT_CRITERIA!r}).",
+        },
     },
 }
 
@@ -145,8 +162,11 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT,
                 "a gate without a baseline checks only the total coverage (fail_under_total)"
-                + (f"; {given} {'need' if ' and ' in given else 'needs'} a baseline to compare with" if given
-                   else ", and none was given"),
+                + (
+                    f"; {given} {'need' if ' and ' in given else 'needs'} a baseline to compare with"
+                    if given
+                    else ", and none was given"
+                ),
                 "Pass --fail-under-total P alone, or name a baseline (--baseline main --merge-base; "
                 "--baseline none compares with nothing).",
                 {"given": others},
@@ -158,18 +178,36 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     whole = _whole(owner, {k: v for k, v in args.items() if k not in CHECKS})
     if not_compared(whole):
         d = whole["data"]
-        data = {"passed": False, "checks": [], "baseline": d["baseline"], "current": d["current"],
-                "claim_status": d["claim_status"], "reasons": d["reasons"], "reason_codes": d["reason_codes"],
-                "next": d["next"]}
+        data = {
+            "passed": False,
+            "checks": [],
+            "baseline": d["baseline"],
+            "current": d["current"],
+            "claim_status": d["claim_status"],
+            "reasons": d["reasons"],
+            "reason_codes": d["reason_codes"],
+            "next": d["next"],
+        }
         return {"context": whole["context"], "data": data, "page": None}
     summary = Summary.from_pages([whole])
-    checks = evaluate(summary, fail_under_total=args.get("fail_under_total"),
-                      fail_under_patch=args.get("fail_under_patch"), ratchet=bool(args.get("ratchet")),
-                      criteria=criteria)
+    checks = evaluate(
+        summary,
+        fail_under_total=args.get("fail_under_total"),
+        fail_under_patch=args.get("fail_under_patch"),
+        ratchet=bool(args.get("ratchet")),
+        criteria=criteria,
+    )
     d = summary.data
-    data = {"passed": all(c.passed for c in checks), "checks": [_check(c) for c in checks],
-            "baseline": d["baseline"], "current": d["current"], "categories": d["categories"],
-            "patch": d["patch"], "claim_status": d["claim_status"], "reasons": d["reasons"]}
+    data = {
+        "passed": all(c.passed for c in checks),
+        "checks": [_check(c) for c in checks],
+        "baseline": d["baseline"],
+        "current": d["current"],
+        "categories": d["categories"],
+        "patch": d["patch"],
+        "claim_status": d["claim_status"],
+        "reasons": d["reasons"],
+    }
     return {"context": whole["context"], "data": data, "page": None}
 
 
@@ -201,9 +239,11 @@ def failure(args: dict[str, Any], envelope: dict[str, Any]) -> CoverageError | N
             review["measurement"] = {"suite": args["suite"]}
         remedy = Remedy(operation="coverage_review", arguments=review)
     return CoverageError(
-        ErrorCode.THRESHOLD_NOT_MET, f"{len(failed)} of {len(checks)} checks failed: " + ", ".join(failed),
+        ErrorCode.THRESHOLD_NOT_MET,
+        f"{len(failed)} of {len(checks)} checks failed: " + ", ".join(failed),
         "Cover the listed lines (a change review against the same baseline shows the ranges), or adjust the gate.",
-        {"failed": failed}, remedy,
+        {"failed": failed},
+        remedy,
     )
 
 
@@ -212,9 +252,17 @@ def _check(c: Check) -> dict[str, Any]:
 
 
 def _review_args(args: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"task": "change", "baseline": args["baseline"], "representation": "audit",
-                           "limits": {"max_files": PAGE_FILES, "max_regions": PAGE_REGIONS,
-                                      "max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+    out: dict[str, Any] = {
+        "task": "change",
+        "baseline": args["baseline"],
+        "representation": "audit",
+        "limits": {
+            "max_files": PAGE_FILES,
+            "max_regions": PAGE_REGIONS,
+            "max_words": MAX_WORDS,
+            "max_bytes": MAX_BYTES,
+        },
+    }
     current = args.get("current") or {}
     if "snapshot_id" in current:
         out["measurement"] = {"snapshot_id": current["snapshot_id"]}
@@ -232,12 +280,15 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
         return owner.call
     if not isinstance(owner, Project):
         raise CoverageError(
-            ErrorCode.STORE_LOCKED, "the daemon holds the store, and an unstored report needs the store itself",
+            ErrorCode.STORE_LOCKED,
+            "the daemon holds the store, and an unstored report needs the store itself",
             f"Ingest the report (coverage-mcp ingest {report} --suite {args.get('suite') or DEFAULT_SUITE}) and "
             "pass its snapshot id as --current, or stop the daemon (coverage-mcp stop) and retry.",
             {"report_path": report},
         )
-    sel, side = unstored(owner, report, suite=args.get("suite") or DEFAULT_SUITE, scope=args.get("scope", "complete"))
+    sel, side = unstored(
+        owner, report, suite=args.get("suite") or DEFAULT_SUITE, scope=args.get("scope", "complete")
+    )
 
     def page(_name: str, review: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
@@ -246,15 +297,18 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
             with owner.store.gate.reading():
                 call = Call(owner, con, review)
                 call.suite = sel.primary.suite
-                return envelope(call, change_of_report(call, sel, side, Budget(review.get("limits"))), started)
+                return envelope(
+                    call, change_of_report(call, sel, side, Budget(review.get("limits"))), started
+                )
         finally:
             con.close()
 
     return page
 
 
-def _first(owner: Project | Owner, run: Run, args: dict[str, Any], review: dict[str, Any]) -> tuple[
-        dict[str, Any], dict[str, Any]]:
+def _first(
+    owner: Project | Owner, run: Run, args: dict[str, Any], review: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first page and the review arguments of the rest: against the nearest measured ancestor when
     the baseline commit has no snapshot and the caller asked to fall back."""
     try:
@@ -267,9 +321,15 @@ def _first(owner: Project | Owner, run: Run, args: dict[str, Any], review: dict[
     review = {**review, "baseline": {"kind": "ref", "ref": used}}
     first = run("coverage_review", review)
     first["data"]["baseline"]["fallback"] = {
-        "kind": "ancestor", "asked": args["baseline"], "asked_commit": asked, "commit": used, "commits_back": back,
-        "note": (f"no snapshot of suite {suite!r} measures the baseline commit {asked[:12]}; compared with its "
-                 f"nearest measured ancestor {used[:12]}, {back} commit{'s' if back != 1 else ''} back"),
+        "kind": "ancestor",
+        "asked": args["baseline"],
+        "asked_commit": asked,
+        "commit": used,
+        "commits_back": back,
+        "note": (
+            f"no snapshot of suite {suite!r} measures the baseline commit {asked[:12]}; compared with its "
+            f"nearest measured ancestor {used[:12]}, {back} commit{'s' if back != 1 else ''} back"
+        ),
     }
     return first, review
 
@@ -279,8 +339,13 @@ def _measured_ancestor(owner: Project | Owner, run: Run, error: CoverageError) -
     format; the error, extended, when there is none."""
     suite, fmt, commit = error.details["suite"], error.details["format"], error.details["commit"]
     measured: set[str] = set()
-    listing: dict[str, Any] = {"task": "snapshots", "filter": {"suite": suite}, "representation": "audit",
-                               "page_size": 200, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+    listing: dict[str, Any] = {
+        "task": "snapshots",
+        "filter": {"suite": suite},
+        "representation": "audit",
+        "page_size": 200,
+        "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
+    }
     seen = 0
     while seen < MAX_LISTED_SNAPSHOTS:
         page = run("coverage_review", listing)
@@ -304,12 +369,16 @@ def _measured_ancestor(owner: Project | Owner, run: Run, error: CoverageError) -
             ErrorCode.BASELINE_UNAVAILABLE,
             f"{error.message}; nor does any of its ancestors (up to {baselines.MAX_FALLBACK_COMMITS} commits "
             f"back) have a {fmt} snapshot of suite {suite!r}",
-            error.suggestion, error.details, error.remedy,
+            error.suggestion,
+            error.details,
+            error.remedy,
         )
     return found
 
 
-def _snippets(owner: Project | Owner, run: Run, args: dict[str, Any], data: dict[str, Any]) -> list[dict[str, Any]]:
+def _snippets(
+    owner: Project | Owner, run: Run, args: dict[str, Any], data: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The measured text of the first uncovered new lines (UNC) of the first files, with a line of context."""
     by_path: dict[str, list[dict[str, Any]]] = {}
     for r in data["ranges"]:
@@ -319,26 +388,46 @@ def _snippets(owner: Project | Owner, run: Run, args: dict[str, Any], data: dict
     out: list[dict[str, Any]] = []
     for path, ranges in by_path.items():
         ranges = ranges[:SNIPPET_RANGES]
-        spans = [(max(1, r["start"] - SNIPPET_CONTEXT), min(r["end"], r["start"] + SNIPPET_LINES - 1) + SNIPPET_CONTEXT)
-                 for r in ranges]
-        text, note = (_report_text(owner, path) if report is not None
-                      else _measured_text(run, data["current"]["snapshot_ids"][0], path, spans))
+        spans = [
+            (
+                max(1, r["start"] - SNIPPET_CONTEXT),
+                min(r["end"], r["start"] + SNIPPET_LINES - 1) + SNIPPET_CONTEXT,
+            )
+            for r in ranges
+        ]
+        text, note = (
+            _report_text(owner, path)
+            if report is not None
+            else _measured_text(run, data["current"]["snapshot_ids"][0], path, spans)
+        )
         for r, (a, b) in zip(ranges, spans):
-            entry: dict[str, Any] = {"path": path, "start": r["start"], "end": r["end"],
-                                     "lines": [[n, text[n]] for n in range(a, b + 1) if n in text]}
+            entry: dict[str, Any] = {
+                "path": path,
+                "start": r["start"],
+                "end": r["end"],
+                "lines": [[n, text[n]] for n in range(a, b + 1) if n in text],
+            }
             if note:
                 entry["note"] = note
             out.append(entry)
     return out
 
 
-def _measured_text(run: Run, snapshot_id: str, path: str, spans: list[tuple[int, int]]) -> tuple[
-        dict[int, str], str | None]:
+def _measured_text(
+    run: Run, snapshot_id: str, path: str, spans: list[tuple[int, int]]
+) -> tuple[dict[int, str], str | None]:
     """Lines of ``path`` as task=source shows them for the snapshot (the text it measured), or why not."""
-    answer = run("coverage_review", {
-        "task": "source", "measurement": {"snapshot_id": snapshot_id}, "file": path,
-        "ranges": [f"{a}-{b}" for a, b in spans], "representation": "compact",
-        "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}})["data"]
+    answer = run(
+        "coverage_review",
+        {
+            "task": "source",
+            "measurement": {"snapshot_id": snapshot_id},
+            "file": path,
+            "ranges": [f"{a}-{b}" for a, b in spans],
+            "representation": "compact",
+            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
+        },
+    )["data"]
     text = {int(n): line for r in answer.get("ranges") or () for n, _mark, line in r["lines"]}
     return text, (None if text else "; ".join(answer.get("reasons") or ()) or "source text unavailable")
 
@@ -362,7 +451,8 @@ def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     if pages[0]["page"] is None:  # nothing measured: the answer's reasons say what is missing
         suite = pages[0]["context"]["suite"]
         raise CoverageError(
-            ErrorCode.NOT_FOUND, "; ".join(pages[0]["data"]["reasons"]),
+            ErrorCode.NOT_FOUND,
+            "; ".join(pages[0]["data"]["reasons"]),
             f"Store a report first (coverage-mcp ingest REPORT --suite {suite}), or pass --current REPORT.",
             {"suite": suite},
         )
@@ -370,9 +460,16 @@ def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
         pages.append(run("coverage_review", {**review, "cursor": pages[-1]["page"]["next_cursor"]}))
     s = Summary.from_pages(pages)
     context = dict(pages[0]["context"])
-    context["stats"] = {"elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
-                        "rows_scanned": sum(p["context"]["stats"]["rows_scanned"] for p in pages)}
-    data = {**s.data, "files": list(s.files), "ranges": list(s.ranges), "ranges_truncated": s.ranges_truncated}
+    context["stats"] = {
+        "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+        "rows_scanned": sum(p["context"]["stats"]["rows_scanned"] for p in pages),
+    }
+    data = {
+        **s.data,
+        "files": list(s.files),
+        "ranges": list(s.ranges),
+        "ranges_truncated": s.ranges_truncated,
+    }
     if args.get("snippets"):
         data["snippets"] = _snippets(owner, run, args, data)
     return {"context": context, "data": data, "page": None}

@@ -49,14 +49,22 @@ class Compared:
 def empty_side() -> Side:
     i64, obj = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
     return Side(
-        (), i64, i64,
+        (),
+        i64,
+        i64,
         {"pid": i64, "line": i64, "block": i64, "branch": obj, "taken": i64},
         {"pid": i64, "name": obj, "start_line": i64, "hits": i64},
     )
 
 
-def unstored(project: Project, report: str | os.PathLike[str], *, suite: str, scope: str = "complete",
-             format: str | None = None) -> tuple[Selection, Side]:
+def unstored(
+    project: Project,
+    report: str | os.PathLike[str],
+    *,
+    suite: str,
+    scope: str = "complete",
+    format: str | None = None,
+) -> tuple[Selection, Side]:
     """A report of the checkout as a current side, parsed and mapped in memory and never stored.
 
     Its record says what an ingest would have stored (HEAD, dirty state); its id
@@ -68,17 +76,32 @@ def unstored(project: Project, report: str | os.PathLike[str], *, suite: str, sc
     git = project.git
     head = git.head_commit()
     mapping = map_paths(
-        [f.path for f in parsed.files], checkout_root=str(project.checkout.worktree_path),
-        tracked=git.tracked_files(head), source_roots=parsed.source_roots,
+        [f.path for f in parsed.files],
+        checkout_root=str(project.checkout.worktree_path),
+        tracked=git.tracked_files(head),
+        source_roots=parsed.source_roots,
     )
     counts = mapping.counts()
     record = Snapshot(
-        snapshot_id=f"report:{sha[:16]}", created_at=dt.datetime.now(dt.UTC), suite=suite,
-        format=parsed.format, tool=parsed.tool, scope=scope, provenance="unstored", commit=head,
-        branch=git.branch(), dirty=git.is_dirty(), worktree=project.checkout.worktree_name,
-        worktree_path=str(project.checkout.worktree_path), artifact_path=str(report), artifact_sha256=sha,
-        artifact_bytes=raw.stored_bytes, files=len(parsed.files), tests=len(parsed.tests),
-        path_mapping=MappingSummary(counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED]), totals=dict(parsed.totals),
+        snapshot_id=f"report:{sha[:16]}",
+        created_at=dt.datetime.now(dt.UTC),
+        suite=suite,
+        format=parsed.format,
+        tool=parsed.tool,
+        scope=scope,
+        provenance="unstored",
+        commit=head,
+        branch=git.branch(),
+        dirty=git.is_dirty(),
+        worktree=project.checkout.worktree_name,
+        worktree_path=str(project.checkout.worktree_path),
+        artifact_path=str(report),
+        artifact_sha256=sha,
+        artifact_bytes=raw.stored_bytes,
+        files=len(parsed.files),
+        tests=len(parsed.tests),
+        path_mapping=MappingSummary(counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED]),
+        totals=dict(parsed.totals),
     )
     return Selection((record,), ()), side_from_report(parsed, mapping.paths)
 
@@ -88,16 +111,25 @@ def scope_key(current: Selection, baseline: Baseline) -> str:
     return f"{current.scope_key}|{baseline.scope_key}"
 
 
-def compared(call: Call, current: Selection, baseline: Baseline, current_side: Side | None = None) -> Compared:
+def compared(
+    call: Call, current: Selection, baseline: Baseline, current_side: Side | None = None
+) -> Compared:
     """The comparison of ``current`` (or ``current_side``, an unstored report) with ``baseline``."""
     cur_commit = one_commit(current.snapshots, "current")
     notes: list[str] = []
     git = call.project.git
-    worktree = (baseline.kind != "none" and baseline.commit is not None and current.primary.dirty
-                and cur_commit is not None and cur_commit == git.head_commit())
+    worktree = (
+        baseline.kind != "none"
+        and baseline.commit is not None
+        and current.primary.dirty
+        and cur_commit is not None
+        and cur_commit == git.head_commit()
+    )
     if worktree:
-        notes.append("the current measurement was taken on uncommitted changes: lines are followed into "
-                     "the working tree as it is now")
+        notes.append(
+            "the current measurement was taken on uncommitted changes: lines are followed into "
+            "the working tree as it is now"
+        )
     key = (str(call.project.store.path), scope_key(current, baseline), baseline.commit, cur_commit)
     if not worktree:
         with _lock:

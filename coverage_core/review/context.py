@@ -25,6 +25,8 @@ from .freshness import content_summary
 MAX_SUITES = 10
 MAX_ACTIVE_RUNS = 10
 MAX_COMMANDS = 8
+
+
 def checkout_state(call: Call) -> CheckoutState:
     return call.project.state()
 
@@ -65,7 +67,9 @@ def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None 
         status = "stale"
         behind = commits_behind(call, snap.commit, state.head)
         gap = f" ({behind} commits behind)" if behind else ""
-        reasons.append(f"measured at {(snap.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}{gap}")
+        reasons.append(
+            f"measured at {(snap.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}{gap}"
+        )
     limited = []
     if snap.dirty:
         limited.append("measured on a tree with uncommitted tracked changes")
@@ -129,7 +133,9 @@ def _latest_composite(call: Call) -> dict[str, Any] | None:
 def project_context(call: Call) -> dict[str, Any]:
     budget = Budget(None, max_words=call.args.get("max_words"))
     # Command pages are the only thing a cursor continues here.
-    offset = cursors.decode(call, "project_context", call.project.checkout.project_id, call.args.get("cursor"))
+    offset = cursors.decode(
+        call, "project_context", call.project.checkout.project_id, call.args.get("cursor")
+    )
     state = checkout_state(call)
     checkout = call.project.checkout
     snaps, truncated = latest_per_suite(call)
@@ -152,12 +158,15 @@ def project_context(call: Call) -> dict[str, Any]:
         "settings": {"max_report_bytes": settings.max_report_bytes, "formats": "detected from content"},
         "next": (
             "coverage_review task=insight for what to test next; task=source with file for annotated lines"
-            if snaps else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
+            if snaps
+            else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
         ),
     }
     inventory = call.project.compaction_inventory(call.con)
-    data["compaction"] = {k: inventory[k] for k in ("relational", "compacted", "detail_bytes", "payload_bytes",
-                                                     "eligible", "protected")}
+    data["compaction"] = {
+        k: inventory[k]
+        for k in ("relational", "compacted", "detail_bytes", "payload_bytes", "eligible", "protected")
+    }
     data["compaction"]["last_pass"] = (inventory["last_pass"] or {}).get("finished_at")
     if inventory["inconsistent"]:
         data["compaction"]["inconsistent"] = inventory["inconsistent"][:MAX_SUITES]
@@ -166,21 +175,34 @@ def project_context(call: Call) -> dict[str, Any]:
     # The fixed reservation is everything but the command page; commands are
     # paged into whatever budget remains (no approved commands exist yet).
     active = queue.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=queue.ACTIVE)
-    data["active_runs"] = [{k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]]
+    data["active_runs"] = [
+        {k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]
+    ]
     data["active_runs_truncated"] = len(active) > MAX_ACTIVE_RUNS
     data["commands"] = []
     reserved_words, reserved_bytes = size(data)
     if reserved_words > budget.max_words or reserved_bytes > budget.max_bytes:
         raise budget.too_small(reserved_words, reserved_bytes)
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
-    listed = [{k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
-              for c in registry.list_commands(call.project, None, limit=MAX_COMMANDS + 1, offset=offset, brief=True,
-                                              statuses=("approved", "pending"))]
+    listed = [
+        {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
+        for c in registry.list_commands(
+            call.project,
+            None,
+            limit=MAX_COMMANDS + 1,
+            offset=offset,
+            brief=True,
+            statuses=("approved", "pending"),
+        )
+    ]
     shown = budget.fit_list(data, "commands", listed[:MAX_COMMANDS])
     page_words = words(data["commands"]) if shown else 0
     more = shown < len(listed)
-    next_cursor = cursors.encode(call, "project_context", call.project.checkout.project_id, offset + shown) \
-        if more and shown else None
+    next_cursor = (
+        cursors.encode(call, "project_context", call.project.checkout.project_id, offset + shown)
+        if more and shown
+        else None
+    )
     return {
         "data": data,
         "page": {

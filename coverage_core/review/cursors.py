@@ -74,8 +74,11 @@ def decode_key(call: Call, operation: str, scope: str, cursor: str | None) -> li
     if not cursor:
         return None
     key = _decode(call, operation, scope, cursor)
-    valid = isinstance(key, list) and len(key) <= MAX_KEY_PARTS and all(
-        _offset(k) or k is None or (isinstance(k, str) and len(k) <= MAX_KEY_TEXT) for k in key)
+    valid = (
+        isinstance(key, list)
+        and len(key) <= MAX_KEY_PARTS
+        and all(_offset(k) or k is None or (isinstance(k, str) and len(k) <= MAX_KEY_TEXT) for k in key)
+    )
     if not valid:
         raise invalid("it carries no valid position")
     return key

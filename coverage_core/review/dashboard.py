@@ -119,8 +119,11 @@ def _counters(snap: Snapshot | None) -> dict[str, Any] | None:
         counter = snap.totals.get(name)
         if counter is None and name == "lines":
             counter = snap.totals.get("statements")
-        out[name] = None if counter is None else {
-            "hit": counter.hit, "found": counter.found, "percent": _percent(counter.hit, counter.found)}
+        out[name] = (
+            None
+            if counter is None
+            else {"hit": counter.hit, "found": counter.found, "percent": _percent(counter.hit, counter.found)}
+        )
     return out
 
 
@@ -143,8 +146,10 @@ def _point(snap: Snapshot) -> dict[str, Any]:
 def _made_by(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> dict[str, Any] | None:
     """The managed run that produced ``snap`` (its run id, command, case arguments and execution
     fingerprint), so a full run and a case-specific one are never shown alike; None for an import."""
-    row = con.execute("SELECT CAST(json_extract(metadata, '$.run') AS VARCHAR) FROM snapshots WHERE snapshot_id = ?",
-                      [snap.snapshot_id]).fetchone()
+    row = con.execute(
+        "SELECT CAST(json_extract(metadata, '$.run') AS VARCHAR) FROM snapshots WHERE snapshot_id = ?",
+        [snap.snapshot_id],
+    ).fetchone()
     if row is None or row[0] is None:
         return None
     run = json.loads(row[0])
@@ -152,14 +157,20 @@ def _made_by(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> dict[str, Any] |
         found = con.execute("SELECT fingerprint FROM runs WHERE run_id = ?", [run.get("run_id")]).fetchone()
     except duckdb.CatalogException:
         found = None
-    return {"run_id": run.get("run_id"), "command_id": run.get("command_id"), "args": run.get("args") or [],
-            "fingerprint": found[0] if found else None}
+    return {
+        "run_id": run.get("run_id"),
+        "command_id": run.get("command_id"),
+        "args": run.get("args") or [],
+        "fingerprint": found[0] if found else None,
+    }
 
 
 def _detail_source(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> str:
     """Where a snapshot's detail lives: ``relational`` rows, or a ``compacted`` zstd payload."""
-    row = con.execute("SELECT count(*) FROM snapshot_payloads p JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?",
-                      [snap.snapshot_id]).fetchone()
+    row = con.execute(
+        "SELECT count(*) FROM snapshot_payloads p JOIN snapshots s USING (snap) WHERE s.snapshot_id = ?",
+        [snap.snapshot_id],
+    ).fetchone()
     return "compacted" if row and row[0] else "relational"
 
 
@@ -189,11 +200,14 @@ def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str
     try:
         return project.store.snapshot(snapshot_id, con)
     except CoverageError as error:
-        raise CoverageError(error.code, f"{role}: {error.message}", error.suggestion,
-                            {**error.details, "selection": role}) from None
+        raise CoverageError(
+            error.code, f"{role}: {error.message}", error.suggestion, {**error.details, "selection": role}
+        ) from None
 
 
-def _service_call(project: Project, con: duckdb.DuckDBPyConnection) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def _service_call(
+    project: Project, con: duckdb.DuckDBPyConnection
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
     # The service imports the review modules: import it when used.
     from ..service import Service
 
@@ -212,11 +226,19 @@ def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapsho
     return None if row is None else project.store.snapshot(row[0], con)
 
 
-def _change(review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapshot, base: Snapshot) -> dict[str, Any]:
+def _change(
+    review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapshot, base: Snapshot
+) -> dict[str, Any]:
     try:
-        data = review({"task": "change", "representation": "review", "limits": WHOLE,
-                       "measurement": {"snapshot_id": current.snapshot_id},
-                       "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id}})
+        data = review(
+            {
+                "task": "change",
+                "representation": "review",
+                "limits": WHOLE,
+                "measurement": {"snapshot_id": current.snapshot_id},
+                "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id},
+            }
+        )
     except CoverageError as error:
         return {"available": False, "reason": error.message, "code": error.code.value}
     ranges = data.get("ranges") or []
@@ -239,25 +261,37 @@ def _change(review: Callable[[dict[str, Any]], dict[str, Any]], current: Snapsho
     }
 
 
-def _files(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot,
-           change: dict[str, Any] | None, order: str) -> dict[str, Any]:
+def _files(
+    project: Project,
+    con: duckdb.DuckDBPyConnection,
+    current: Snapshot,
+    change: dict[str, Any] | None,
+    order: str,
+) -> dict[str, Any]:
     """The first ``MAX_FILES`` files in ``order`` (the listing's: path, most uncovered lines first, lowest coverage
     first), ordered by the store before the cut: on a large project the worst files are the ones shipped."""
     page = project.store.files(current.snapshot_id, limit=MAX_FILES, order=order, con=con)
     categories = {f["path"]: f.get("lines") or {} for f in (change or {}).get("files", [])} if change else {}
-    rows = [{
-        "path": f.path,
-        "mapping": f.mapping,
-        "lines": {"hit": f.lines.hit, "found": f.lines.found},
-        "branches": {"hit": f.branches.hit, "found": f.branches.found},
-        "functions": {"hit": f.functions.hit, "found": f.functions.found},
-        "change": categories.get(f.path),
-    } for f in page.files]
+    rows = [
+        {
+            "path": f.path,
+            "mapping": f.mapping,
+            "lines": {"hit": f.lines.hit, "found": f.lines.found},
+            "branches": {"hit": f.branches.hit, "found": f.branches.found},
+            "functions": {"hit": f.functions.hit, "found": f.functions.found},
+            "change": categories.get(f.path),
+        }
+        for f in page.files
+    ]
     return {"total": page.total, "truncated": page.total > len(rows), "order": order, "rows": rows}
 
 
-def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[dict[str, Any]], dict[str, Any]],
-           current: Snapshot) -> dict[str, Any]:
+def _tests(
+    project: Project,
+    con: duckdb.DuckDBPyConnection,
+    review: Callable[[dict[str, Any]], dict[str, Any]],
+    current: Snapshot,
+) -> dict[str, Any]:
     snap = project.store.snap_key(current.snapshot_id, con)
     # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
     # a read of one row per test, never a scan of the observations.
@@ -267,8 +301,14 @@ def _tests(project: Project, con: duckdb.DuckDBPyConnection, review: Callable[[d
            WHERE n.snap = ? ORDER BY items DESC, n.name LIMIT ?""",
         [snap, MAX_TESTS + 1],
     ).fetchall()
-    data = review({"task": "tests", "representation": "review", "limits": WHOLE,
-                   "measurement": {"snapshot_id": current.snapshot_id}})
+    data = review(
+        {
+            "task": "tests",
+            "representation": "review",
+            "limits": WHOLE,
+            "measurement": {"snapshot_id": current.snapshot_id},
+        }
+    )
     duplicates = data.get("duplicates") or []
     return {
         "count": current.tests,
@@ -287,27 +327,44 @@ def _composite_record(comp: Any) -> dict[str, Any]:
     return summary(comp)
 
 
-def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | None,
-               baseline: str | None) -> dict[str, Any]:
+def _composite(
+    project: Project, con: duckdb.DuckDBPyConnection, current: str | None, baseline: str | None
+) -> dict[str, Any]:
     """Composite production coverage: the chosen composite snapshot (default: the newest) and its baseline
     (default: the one stored before it, ``none`` for no comparison), chosen independently of the ordinary ones."""
     from ..composite import store as composites
 
     rows = con.execute(
         "SELECT composite_id, created_at, commit_sha, status, totals FROM composite_snapshots "
-        "ORDER BY comp DESC LIMIT ?", [MAX_COMPOSITES + 1]).fetchall()
+        "ORDER BY comp DESC LIMIT ?",
+        [MAX_COMPOSITES + 1],
+    ).fetchall()
     empty = "No composite snapshot yet: `coverage-mcp composite build --inventory F REPORT...` makes one."
     if not rows and current is None:
-        return {"available": True, "current": None, "baseline": None, "choices": [], "items": [], "empty": empty}
+        return {
+            "available": True,
+            "current": None,
+            "baseline": None,
+            "choices": [],
+            "items": [],
+            "empty": empty,
+        }
 
     def choice(row: tuple[Any, ...]) -> dict[str, Any]:
         totals = json.loads(row[4]) if isinstance(row[4], str) else row[4]
         combined = totals["combined"]
-        return {"composite_snapshot_id": row[0], "created_at": row[1].isoformat(), "commit": row[2],
-                "status": row[3], "percent": _percent(combined["hit"], combined["found"])}
+        return {
+            "composite_snapshot_id": row[0],
+            "created_at": row[1].isoformat(),
+            "commit": row[2],
+            "status": row[3],
+            "percent": _percent(combined["hit"], combined["found"]),
+        }
 
     try:
-        cur = composites.get(project.store, current, con) if current else composites.latest(project.store, con)
+        cur = (
+            composites.get(project.store, current, con) if current else composites.latest(project.store, con)
+        )
         if baseline == "none" or cur is None:
             base = None
         elif baseline:
@@ -316,11 +373,16 @@ def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | 
             row = con.execute(
                 "SELECT composite_id FROM composite_snapshots WHERE comp < "
                 "(SELECT comp FROM composite_snapshots WHERE composite_id = ?) ORDER BY comp DESC LIMIT 1",
-                [cur.composite_id]).fetchone()
+                [cur.composite_id],
+            ).fetchone()
             base = composites.get(project.store, row[0], con) if row else None
     except CoverageError as error:
-        raise CoverageError(error.code, f"composite: {error.message}", error.suggestion,
-                            {**error.details, "selection": "composite"}) from None
+        raise CoverageError(
+            error.code,
+            f"composite: {error.message}",
+            error.suggestion,
+            {**error.details, "selection": "composite"},
+        ) from None
     record = _composite_record(cur)
     delta = None
     if base is not None:
@@ -334,11 +396,19 @@ def _composite(project: Project, con: duckdb.DuckDBPyConnection, current: str | 
         "delta": delta,
         "choices": [choice(r) for r in rows[:MAX_COMPOSITES]],
         "choices_truncated": len(rows) > MAX_COMPOSITES,
-        "items": [{"component": c["id"], "language": c["language"], "format": c["format"],
-                   "variants": ", ".join(c["variants"]), "hit": c["totals"]["combined"]["hit"],
-                   "found": c["totals"]["combined"]["found"],
-                   "percent": _percent(c["totals"]["combined"]["hit"], c["totals"]["combined"]["found"]),
-                   "measured": f"{c['measured']} of {c['entries']}"} for c in record["components"]],
+        "items": [
+            {
+                "component": c["id"],
+                "language": c["language"],
+                "format": c["format"],
+                "variants": ", ".join(c["variants"]),
+                "hit": c["totals"]["combined"]["hit"],
+                "found": c["totals"]["combined"]["found"],
+                "percent": _percent(c["totals"]["combined"]["hit"], c["totals"]["combined"]["found"]),
+                "measured": f"{c['measured']} of {c['entries']}",
+            }
+            for c in record["components"]
+        ],
         "blocking": record["blocking"],
         "blocking_total": record["blocking_total"],
         "remediation": record["remediation"],
@@ -357,28 +427,67 @@ def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot 
 
     runs = registry.list_runs(project, limit=MAX_RUNS + 1)
     ids = sorted({r["command_id"] for r in runs[:MAX_RUNS]})
-    names = dict(exec_db(project.store).rows("SELECT command_id, name FROM commands WHERE list_contains(?, command_id)",
-                                             [ids])) if ids else {}
-    items = [{"run_id": r["id"], "status": r["state"], "command_id": r["command_id"],
-              "command_name": names.get(r["command_id"]), "args": command_line(r["args"]) if r["args"] else "",
-              "queued_at": r["queued_at"], "started_at": r["started_at"], "finished_at": r["ended_at"],
-              "duration_ms": r["duration_ms"], "exit_code": r["exit_code"], "reason": r["reason"]}
-             for r in runs[:MAX_RUNS]]
-    return {"available": True, "items": items, "truncated": len(runs) > MAX_RUNS,
-            "empty": "No managed run yet: run_test (or `coverage-mcp run`) starts one of an approved command."}
+    names = (
+        dict(
+            exec_db(project.store).rows(
+                "SELECT command_id, name FROM commands WHERE list_contains(?, command_id)", [ids]
+            )
+        )
+        if ids
+        else {}
+    )
+    items = [
+        {
+            "run_id": r["id"],
+            "status": r["state"],
+            "command_id": r["command_id"],
+            "command_name": names.get(r["command_id"]),
+            "args": command_line(r["args"]) if r["args"] else "",
+            "queued_at": r["queued_at"],
+            "started_at": r["started_at"],
+            "finished_at": r["ended_at"],
+            "duration_ms": r["duration_ms"],
+            "exit_code": r["exit_code"],
+            "reason": r["reason"],
+        }
+        for r in runs[:MAX_RUNS]
+    ]
+    return {
+        "available": True,
+        "items": items,
+        "truncated": len(runs) > MAX_RUNS,
+        "empty": "No managed run yet: run_test (or `coverage-mcp run`) starts one of an approved command.",
+    }
 
 
-def _approvals(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+def _approvals(
+    project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None
+) -> dict[str, Any]:
     """Registered commands waiting for a person's approval (``execution.registry.list_commands``)."""
     from ..execution import registry
 
     pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
-    items = [{"command_id": c["id"], "name": c["name"], "argv": c["argv"], "command_line": command_line(c["argv"]),
-              "cwd": c.get("cwd"),
-              "created_at": c.get("registered_at"), "timeout_s": c.get("timeout_s"), "env": c.get("env"),
-              "artifacts": c.get("artifacts"), "args_policy": c.get("args_policy")} for c in pending[:MAX_PENDING]]
-    return {"available": True, "items": items, "truncated": len(pending) > MAX_PENDING,
-            "empty": "No command waits for approval."}
+    items = [
+        {
+            "command_id": c["id"],
+            "name": c["name"],
+            "argv": c["argv"],
+            "command_line": command_line(c["argv"]),
+            "cwd": c.get("cwd"),
+            "created_at": c.get("registered_at"),
+            "timeout_s": c.get("timeout_s"),
+            "env": c.get("env"),
+            "artifacts": c.get("artifacts"),
+            "args_policy": c.get("args_policy"),
+        }
+        for c in pending[:MAX_PENDING]
+    ]
+    return {
+        "available": True,
+        "items": items,
+        "truncated": len(pending) > MAX_PENDING,
+        "empty": "No command waits for approval.",
+    }
 
 
 # The inventory costs tens of milliseconds on a large store (it plans a pass); it is kept per store while
@@ -403,23 +512,47 @@ def _cached_inventory(project: Project, con: duckdb.DuckDBPyConnection) -> dict[
     return inventory
 
 
-def _compaction(project: Project, con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
+def _compaction(
+    project: Project, con: duckdb.DuckDBPyConnection, _current: Snapshot | None
+) -> dict[str, Any]:
     """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
     before and after, what the policy would compact next and what it protects, the last pass."""
     inventory = _cached_inventory(project, con)
     compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
     items = [
-        {"kind": "relational snapshots (detail rows, every query direct)", "count": inventory["relational"],
-         "bytes": None, "detail_bytes": None},
-        {"kind": "compacted snapshots (zstd payloads, restored on first query)", "count": compacted,
-         "bytes": payload, "detail_bytes": detail},
-        {"kind": "eligible for the next pass", "count": inventory["eligible"], "bytes": None, "detail_bytes": None},
-        {"kind": "protected (the newest of its suite, or in use by a run)", "count": inventory["protected"],
-         "bytes": None, "detail_bytes": None},
+        {
+            "kind": "relational snapshots (detail rows, every query direct)",
+            "count": inventory["relational"],
+            "bytes": None,
+            "detail_bytes": None,
+        },
+        {
+            "kind": "compacted snapshots (zstd payloads, restored on first query)",
+            "count": compacted,
+            "bytes": payload,
+            "detail_bytes": detail,
+        },
+        {
+            "kind": "eligible for the next pass",
+            "count": inventory["eligible"],
+            "bytes": None,
+            "detail_bytes": None,
+        },
+        {
+            "kind": "protected (the newest of its suite, or in use by a run)",
+            "count": inventory["protected"],
+            "bytes": None,
+            "detail_bytes": None,
+        },
     ]
-    return {"available": True, "items": items, "policy": inventory["policy"], "last_pass": inventory["last_pass"],
-            "inconsistent": inventory["inconsistent"][:MAX_PENDING],
-            "ratio": round(detail / payload, 2) if payload else None}
+    return {
+        "available": True,
+        "items": items,
+        "policy": inventory["policy"],
+        "last_pass": inventory["last_pass"],
+        "inconsistent": inventory["inconsistent"][:MAX_PENDING],
+        "ratio": round(detail / payload, 2) if payload else None,
+    }
 
 
 # Sections other parts of coverage-mcp fill in: name -> fn(project, con, current) -> section.
@@ -431,9 +564,17 @@ SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | Non
 }
 
 
-def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str | None = None,
-              baseline: str | None = None, suite: str | None = None, composite: str | None = None,
-              composite_baseline: str | None = None, order: str | None = None) -> dict[str, Any]:
+def dashboard(
+    project: Project,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    current: str | None = None,
+    baseline: str | None = None,
+    suite: str | None = None,
+    composite: str | None = None,
+    composite_baseline: str | None = None,
+    order: str | None = None,
+) -> dict[str, Any]:
     """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
     ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
     the default suite, else the newest snapshot's); ``composite``/``composite_baseline``: composite
@@ -442,15 +583,21 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
     started = time.perf_counter()
     order = order or "path"
     if order not in FILE_ORDERS:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown file order {order!r}",
-                            f"Use one of: {', '.join(FILE_ORDERS)}.", {"argument": "order"})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown file order {order!r}",
+            f"Use one of: {', '.join(FILE_ORDERS)}.",
+            {"argument": "order"},
+        )
     state = project.state()
     checkout = project.checkout
     cur = _snapshot(project, con, current, "current") if current else None
     if cur is not None and suite is not None and cur.suite != suite:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT,
-                            f"current snapshot {cur.snapshot_id} is of suite {cur.suite!r}, not {suite!r}",
-                            "Drop suite, or pick a snapshot of that suite.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"current snapshot {cur.snapshot_id} is of suite {cur.suite!r}, not {suite!r}",
+            "Drop suite, or pick a snapshot of that suite.",
+        )
     if cur is None:
         chosen = suite or DEFAULT_SUITE
         cur = project.store.latest(chosen, con)
@@ -463,8 +610,12 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
         base = _snapshot(project, con, baseline, "baseline")
     else:
         base = _previous(project, con, cur)
-    suites = [r[0] for r in con.execute(
-        "SELECT suite FROM snapshots GROUP BY suite ORDER BY max(snap) DESC LIMIT 50").fetchall()]
+    suites = [
+        r[0]
+        for r in con.execute(
+            "SELECT suite FROM snapshots GROUP BY suite ORDER BY max(snap) DESC LIMIT 50"
+        ).fetchall()
+    ]
     points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
     review = _service_call(project, con)
     change = _change(review, cur, base) if cur is not None and base is not None else None
@@ -483,8 +634,10 @@ def dashboard(project: Project, con: duckdb.DuckDBPyConnection, *, current: str 
         "suites": suites,
         "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
         "metrics": _metrics(cur, base),
-        "timeline": {"points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
-                     "truncated": len(points) > MAX_TIMELINE},
+        "timeline": {
+            "points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
+            "truncated": len(points) > MAX_TIMELINE,
+        },
         "change": change,
         "files": _files(project, con, cur, change, order) if cur is not None else None,
         "tests": _tests(project, con, review, cur) if cur is not None else None,
@@ -504,16 +657,29 @@ def run_logs(project: Project, con: duckdb.DuckDBPyConnection, run_id: str) -> d
     service = Service(project)
     status = service.call("run_review", {"run_id": run_id, "view": "status"}, con=con)["data"]["run"]
     logs = service.call("run_review", {"run_id": run_id, "view": "logs"}, con=con)
-    return {"run_id": run_id, "run": status, "logs": logs["data"].get("logs"), "text": logs["data"].get("text", []),
-            "more": bool((logs.get("page") or {}).get("next_cursor"))}
+    return {
+        "run_id": run_id,
+        "run": status,
+        "logs": logs["data"].get("logs"),
+        "text": logs["data"].get("text", []),
+        "more": bool((logs.get("page") or {}).get("next_cursor")),
+    }
 
 
-def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str) -> dict[str, Any]:
+def file_source(
+    project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str
+) -> dict[str, Any]:
     """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
     review = _service_call(project, con)
     snap = _snapshot(project, con, snapshot_id, "snapshot")
-    args = {"task": "source", "representation": "review", "limits": WHOLE, "file": path,
-            "measurement": {"snapshot_id": snap.snapshot_id}, "lines": f"1-{MAX_SOURCE_LINES}"}
+    args = {
+        "task": "source",
+        "representation": "review",
+        "limits": WHOLE,
+        "file": path,
+        "measurement": {"snapshot_id": snap.snapshot_id},
+        "lines": f"1-{MAX_SOURCE_LINES}",
+    }
     try:
         data = review(args)
     except CoverageError as error:
@@ -521,6 +687,12 @@ def file_source(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: s
             raise
         data = {"ranges": [], "commit": error.details.get("commit")}  # an empty file: no line to show
     lines = [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
-    return {"snapshot_id": snap.snapshot_id, "file": path, "commit": data.get("commit"), "lines": lines,
-            "truncated": bool(data.get("lines_truncated")), "claim_status": data.get("claim_status"),
-            "reasons": data.get("reasons") or []}
+    return {
+        "snapshot_id": snap.snapshot_id,
+        "file": path,
+        "commit": data.get("commit"),
+        "lines": lines,
+        "truncated": bool(data.get("lines_truncated")),
+        "claim_status": data.get("claim_status"),
+        "reasons": data.get("reasons") or [],
+    }

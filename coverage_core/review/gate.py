@@ -32,8 +32,14 @@ DEFAULT_CRITERIA = "UNC + LBC + UIC == 0"
 MAX_CRITERIA_CHARS = 500
 MAX_LISTED = 10  # offenders named per failed check
 
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
 
 
@@ -50,8 +56,12 @@ class Summary:
     def from_pages(cls, envelopes: Iterable[dict[str, Any]]) -> Summary:
         pages = [e["data"] for e in envelopes]
         first = {k: v for k, v in pages[0].items() if k not in ("files", "ranges", "ranges_truncated")}
-        return cls(first, tuple(f for p in pages for f in p["files"]), tuple(r for p in pages for r in p["ranges"]),
-                   any(p["ranges_truncated"] for p in pages))
+        return cls(
+            first,
+            tuple(f for p in pages for f in p["files"]),
+            tuple(r for p in pages for r in p["ranges"]),
+            any(p["ranges_truncated"] for p in pages),
+        )
 
     @property
     def subset(self) -> bool:
@@ -111,7 +121,10 @@ class Criteria:
         elif isinstance(node, ast.Name):
             raise _bad(self.text, f"{node.id!r} is not a category (use {', '.join(CATEGORIES)})")
         else:
-            raise _bad(self.text, f"{ast.unparse(node)!r} is not allowed (categories, integers, + - * and parentheses)")
+            raise _bad(
+                self.text,
+                f"{ast.unparse(node)!r} is not allowed (categories, integers, + - * and parentheses)",
+            )
 
     def holds(self, counts: dict[str, int]) -> bool:
         return bool(self._eval(self._root, counts))
@@ -140,18 +153,21 @@ class Criteria:
 
 def _bad(text: str, why: str) -> CoverageError:
     return CoverageError(
-        ErrorCode.INVALID_ARGUMENT, f"criteria {text!r} is not valid: {why}",
+        ErrorCode.INVALID_ARGUMENT,
+        f"criteria {text!r} is not valid: {why}",
         f"Write comparisons over {', '.join(CATEGORIES)} with integers, + - *, parentheses, "
         f"== != < <= > >=, and / or; e.g. '{DEFAULT_CRITERIA}'.",
     )
 
 
-
-
 def _threshold(name: str, what: str, hit: int, found: int, minimum: float, *, empty_passes: bool) -> Check:
     if not found:
-        return Check(name, empty_passes, f"{what}: no executable lines to measure"
-                     + ("" if empty_passes else f", so it cannot reach {minimum:g}%"))
+        return Check(
+            name,
+            empty_passes,
+            f"{what}: no executable lines to measure"
+            + ("" if empty_passes else f", so it cannot reach {minimum:g}%"),
+        )
     ok = Fraction(hit * 100, found) >= Fraction(str(minimum))
     verdict = "meets" if ok else "is under"
     return Check(name, ok, f"{what} {hit}/{found} ({percent(hit, found)}) {verdict} the minimum {minimum:g}%")
@@ -182,27 +198,46 @@ def uncovered_growth(summary: Summary) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-def evaluate(summary: Summary, *, fail_under_total: float | None = None, fail_under_patch: float | None = None,
-             ratchet: bool = False, criteria: Criteria | None = None) -> list[Check]:
+def evaluate(
+    summary: Summary,
+    *,
+    fail_under_total: float | None = None,
+    fail_under_patch: float | None = None,
+    ratchet: bool = False,
+    criteria: Criteria | None = None,
+) -> list[Check]:
     """The requested checks, in a fixed order; a check passes or names what failed."""
     checks: list[Check] = []
     data = summary.data
     if fail_under_total is not None:
         hit, found = data["current"]["lines"]
-        checks.append(_threshold("total", "total line coverage", hit, found, fail_under_total, empty_passes=False))
+        checks.append(
+            _threshold("total", "total line coverage", hit, found, fail_under_total, empty_passes=False)
+        )
     if fail_under_patch is not None:
         p = data["patch"]
-        checks.append(_threshold("patch", "patch coverage", p["hit"], p["found"], fail_under_patch, empty_passes=True))
+        checks.append(
+            _threshold("patch", "patch coverage", p["hit"], p["found"], fail_under_patch, empty_passes=True)
+        )
     if ratchet:
-        grown = sorted(((k, v) for k, v in uncovered_growth(summary).items() if v[1] > v[0]),
-                       key=lambda kv: (kv[0].endswith("/"), -(kv[1][1] - kv[1][0]), kv[0]))
+        grown = sorted(
+            ((k, v) for k, v in uncovered_growth(summary).items() if v[1] > v[0]),
+            key=lambda kv: (kv[0].endswith("/"), -(kv[1][1] - kv[1][0]), kv[0]),
+        )
         if grown:
             listed = "; ".join(f"{k} {b} -> {a} (+{a - b})" for k, (b, a) in grown[:MAX_LISTED])
             more = f"; and {len(grown) - MAX_LISTED} more" if len(grown) > MAX_LISTED else ""
-            checks.append(Check("ratchet", False, f"uncovered lines grew in {len(grown)} files or directories: "
-                                f"{listed}{more}"))
+            checks.append(
+                Check(
+                    "ratchet",
+                    False,
+                    f"uncovered lines grew in {len(grown)} files or directories: {listed}{more}",
+                )
+            )
         else:
-            checks.append(Check("ratchet", True, "no file or directory has more uncovered lines than the baseline"))
+            checks.append(
+                Check("ratchet", True, "no file or directory has more uncovered lines than the baseline")
+            )
     if criteria is not None:
         counts = summary.evidence()
         ok = criteria.holds(counts)
@@ -210,6 +245,11 @@ def evaluate(summary: Summary, *, fail_under_total: float | None = None, fail_un
         note = ""
         if summary.subset and "LBC" in criteria.names:
             note = f" (LBC taken as 0: the current run is a subset; {data['categories']['LBC']} lines are not_observed)"
-        checks.append(Check("criteria", ok, f"criteria `{criteria.text}` {'holds' if ok else 'does not hold'}: "
-                            f"{values}{note}"))
+        checks.append(
+            Check(
+                "criteria",
+                ok,
+                f"criteria `{criteria.text}` {'holds' if ok else 'does not hold'}: {values}{note}",
+            )
+        )
     return checks

@@ -109,12 +109,20 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     def point(r: tuple) -> Any:
         if representation == "compact":
             return [r[0], r[1].isoformat(timespec="seconds"), (r[2] or "")[:12], int(r[3]), int(r[4])]
-        return {"snapshot_id": r[0], "created_at": r[1].isoformat(), "commit": r[2], "hit": int(r[3]), "found": int(r[4])}
+        return {
+            "snapshot_id": r[0],
+            "created_at": r[1].isoformat(),
+            "commit": r[2],
+            "hit": int(r[3]),
+            "found": int(r[4]),
+        }
 
     audit = representation == "audit"
     if representation == "compact":
-        data["legend"] = {"points": "[snapshot_id, created_at, commit, hit, found]",
-                          "rows": "[commit, hit, found] of the points between the first and the last, in order"}
+        data["legend"] = {
+            "points": "[snapshot_id, created_at, commit, hit, found]",
+            "rows": "[commit, hit, found] of the points between the first and the last, in order",
+        }
     if rows:
         shares = [(_share(int(r[3]), int(r[4])), r) for r in rows]
         measured = [(s, r) for s, r in shares if s is not None]
@@ -135,12 +143,16 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data.update(claim_for_selection(call, sel))
     if not rows and subject != "project":
         data["claim_status"] = "not_measured"
-        data["reasons"] = [f"{call.args['file']!r} is in no snapshot of suite {sel.primary.suite!r}"] + data["reasons"]
+        data["reasons"] = [f"{call.args['file']!r} is in no snapshot of suite {sel.primary.suite!r}"] + data[
+            "reasons"
+        ]
     # The records the cursor pages over: every point in audit, else the points between the two detailed ones.
     paged = rows if audit else rows[1:-1]
     key = "all_points" if audit else "rows"
-    items = [point(r) if audit else [(r[2] or "")[:12], int(r[3]), int(r[4])]
-             for r in paged[offset: offset + RECORD_CAP]]
+    items = [
+        point(r) if audit else [(r[2] or "")[:12], int(r[3]), int(r[4])]
+        for r in paged[offset : offset + RECORD_CAP]
+    ]
     data["rows_truncated"] = True  # no shorter than false: the fit holds whatever it ends as
     shown = budget.fit_page(data, key, items)
     following = offset + shown
@@ -149,7 +161,13 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         raise budget.too_small(*size(data))
     return {
         "data": data,
-        "page": {"offset": offset, "rows": shown, "total_rows": len(paged), "snapshots": len(rows),
-                 "next_cursor": cursors.encode(call, "history", sel.scope_key, following)
-                 if following < len(paged) else None},
+        "page": {
+            "offset": offset,
+            "rows": shown,
+            "total_rows": len(paged),
+            "snapshots": len(rows),
+            "next_cursor": cursors.encode(call, "history", sel.scope_key, following)
+            if following < len(paged)
+            else None,
+        },
     }

@@ -65,8 +65,17 @@ from .comparing import Compared, compared, scope_key
 from .context import claim_for
 from .select import Selection
 
-GROUPS = ("kept", "gained", "lost", "not_observed", "uncovered", "added_covered", "added_uncovered", "excluded",
-          "deleted")
+GROUPS = (
+    "kept",
+    "gained",
+    "lost",
+    "not_observed",
+    "uncovered",
+    "added_covered",
+    "added_uncovered",
+    "excluded",
+    "deleted",
+)
 KEPT, GAINED, LOST, NOT_OBSERVED, UNCOVERED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED = range(9)
 RANGE_ORDER = (LOST, NOT_OBSERVED, ADDED_UNCOVERED, GAINED, ADDED_COVERED, EXCLUDED, DELETED)
 TEST_IDS = 10  # tests listed per set difference outside audit
@@ -88,7 +97,10 @@ def _metrics(counts: np.ndarray, keep_baseline_only: np.ndarray) -> dict[str, li
     """[hit, found] of baseline, current and union from category counts (``keep...``: ECB/EUB kept in the union)."""
     c = counts
     kept_ecb, kept_eub = keep_baseline_only
-    base = [c[CBC] + c[LBC] + c[ECB] + c[DCB], c[CBC] + c[LBC] + c[GBC] + c[UBC] + c[ECB] + c[EUB] + c[DCB] + c[DUB]]
+    base = [
+        c[CBC] + c[LBC] + c[ECB] + c[DCB],
+        c[CBC] + c[LBC] + c[GBC] + c[UBC] + c[ECB] + c[EUB] + c[DCB] + c[DUB],
+    ]
     cur_found = c[CBC] + c[GBC] + c[LBC] + c[UBC] + c[GNC] + c[GIC] + c[UNC] + c[UIC]
     cur = [c[CBC] + c[GBC] + c[GNC] + c[GIC], cur_found]
     union = [cur[0] + c[LBC] + kept_ecb, cur_found + kept_ecb + kept_eub]
@@ -114,17 +126,21 @@ def _arguments(call: Call) -> dict[str, Any]:
     spec = call.args.get("baseline") or {}
     if not ("snapshot_id" in m or "snapshot_ids" in m or "run_id" in m):
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "task='incremental' needs an explicit current measurement",
+            ErrorCode.INVALID_ARGUMENT,
+            "task='incremental' needs an explicit current measurement",
             "Name the run's snapshot (or snapshots) by id: the snapshots listing shows them.",
             remedy=Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
         )
     # A composite baseline with an ordinary measurement goes on to baseline.resolve, which refuses it.
     if spec.get("kind") != "explicit" and "composite_snapshot_id" not in spec:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "task='incremental' needs baseline.kind='explicit' with snapshot_id(s)",
+            ErrorCode.INVALID_ARGUMENT,
+            "task='incremental' needs baseline.kind='explicit' with snapshot_id(s)",
             "Name the baseline snapshot by its id; for a baseline found from git, ask the change review.",
-            remedy=Remedy(operation="coverage_review",
-                          arguments={**call.args, "baseline": {"kind": "explicit", "snapshot_id": "SNAPSHOT_ID"}}),
+            remedy=Remedy(
+                operation="coverage_review",
+                arguments={**call.args, "baseline": {"kind": "explicit", "snapshot_id": "SNAPSHOT_ID"}},
+            ),
         )
     return spec
 
@@ -136,8 +152,12 @@ def _opaque(secret: bytes, name: str) -> str:
 def _named(secret: bytes, names: set[str], limit: int) -> dict[str, Any]:
     """A bounded list of tests, by name (sorted) with each name's stable id beside it."""
     shown = sorted(str(n) for n in names)[:limit]
-    return {"count": len(names), "names": shown, "ids": [_opaque(secret, n) for n in shown],
-            "truncated": len(names) > limit}
+    return {
+        "count": len(names),
+        "names": shown,
+        "ids": [_opaque(secret, n) for n in shown],
+        "truncated": len(names) > limit,
+    }
 
 
 def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
@@ -151,15 +171,22 @@ def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int)
     def bounded(items: set[str]) -> dict[str, Any]:
         return _named(secret, items, limit)
 
-    return {"baseline": len(b), "current": len(c), "common": len(b & c),
-            "only_current": bounded(c - b), "only_baseline": bounded(b - c)}
+    return {
+        "baseline": len(b),
+        "current": len(c),
+        "common": len(b & c),
+        "only_current": bounded(c - b),
+        "only_baseline": bounded(b - c),
+    }
 
 
 def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict[str, Any]:
     c = done.comparison
     if not any(s.tests for s in sel.snapshots):
-        return {"status": "unavailable",
-                "reason": "the current snapshots carry no named tests (LCOV TN:, coverage.py contexts)"}
+        return {
+            "status": "unavailable",
+            "reason": "the current snapshots carry no named tests (LCOV TN:, coverage.py contexts)",
+        }
     newly = np.isin(c.cur_cat, [GBC, GNC, GIC])
     keys = done.cur.keys[newly]
     ids = ",".join(str(s) for s in sel.snaps)
@@ -214,39 +241,67 @@ def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "branches": _metrics(c.branches, items_keep),
         "functions": _metrics(c.functions, fn_keep),
         "categories": {g: int(v) for g, v in zip(GROUPS, totals)},
-        "regression": {"status": ("not_observed" if subset else "regression") if c.totals[LBC] else "none",
-                       "lines": int(c.totals[LBC])},
+        "regression": {
+            "status": ("not_observed" if subset else "regression") if c.totals[LBC] else "none",
+            "lines": int(c.totals[LBC]),
+        },
         "tests": _test_sets(call, sel, base, limit),
         "attribution": _attribution(call, sel, done, limit),
-        "diff": {"replacement": True, "categories": {k: int(v) for k, v in zip(CATEGORIES, c.totals)},
-                 "patch": {"found": int(c.totals[UNC] + c.totals[GNC]), "hit": int(c.totals[GNC])}},
+        "diff": {
+            "replacement": True,
+            "categories": {k: int(v) for k, v in zip(CATEGORIES, c.totals)},
+            "patch": {"found": int(c.totals[UNC] + c.totals[GNC]), "hit": int(c.totals[GNC])},
+        },
     }
     claim = claim_for(call, sel.primary)
     reasons = list(base.notes) + list(done.notes) + claim["reasons"]
     if subset:
-        reasons.append("the current run is a subset: baseline coverage it did not reach is not_observed, not lost")
+        reasons.append(
+            "the current run is a subset: baseline coverage it did not reach is not_observed, not lost"
+        )
     data.update({"claim_status": claim["claim_status"], "reasons": reasons})
     return _paged(call, sel, base, c, per_group, keep, subset, data, budget, representation)
 
 
 def _side(snapshots: tuple, commit: str | None) -> dict[str, Any]:
-    return {"snapshot_ids": [s.snapshot_id for s in snapshots], "suites": sorted({s.suite for s in snapshots}),
-            "commit": (commit or "")[:12] or None,
-            "scope": "subset" if any(s.scope == "subset" for s in snapshots) else "complete"}
+    return {
+        "snapshot_ids": [s.snapshot_id for s in snapshots],
+        "suites": sorted({s.suite for s in snapshots}),
+        "commit": (commit or "")[:12] or None,
+        "scope": "subset" if any(s.scope == "subset" for s in snapshots) else "complete",
+    }
 
 
-def _paged(call: Call, sel: Selection, base: baselines.Baseline, c: Comparison, per_group: np.ndarray,
-           keep: np.ndarray, subset: bool, data: dict[str, Any], budget: Budget, representation: str) -> dict[str, Any]:
+def _paged(
+    call: Call,
+    sel: Selection,
+    base: baselines.Baseline,
+    c: Comparison,
+    per_group: np.ndarray,
+    keep: np.ndarray,
+    subset: bool,
+    data: dict[str, Any],
+    budget: Budget,
+    representation: str,
+) -> dict[str, Any]:
     scope = scope_key(sel, base)
     offset = cursors.decode(call, "incremental", scope, call.args.get("cursor"))
     if budget.max_files > RECORD_CAP:
         raise record_cap_exceeded("incremental", budget.max_files)
-    moving = per_group[:, [GAINED, LOST, NOT_OBSERVED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED]].sum(axis=1)
+    moving = per_group[
+        :, [GAINED, LOST, NOT_OBSERVED, ADDED_COVERED, ADDED_UNCOVERED, EXCLUDED, DELETED]
+    ].sum(axis=1)
     idx = np.flatnonzero(moving > 0)
-    order = np.lexsort((idx, -per_group[idx, GAINED], -per_group[idx, ADDED_UNCOVERED],
-                        -(per_group[idx, LOST] + per_group[idx, NOT_OBSERVED])))
+    order = np.lexsort(
+        (
+            idx,
+            -per_group[idx, GAINED],
+            -per_group[idx, ADDED_UNCOVERED],
+            -(per_group[idx, LOST] + per_group[idx, NOT_OBSERVED]),
+        )
+    )
     ranked = idx[order]
-    page_idx = ranked[offset: offset + budget.max_files]
+    page_idx = ranked[offset : offset + budget.max_files]
 
     def row(f: int) -> Any:
         g = per_group[f]
@@ -256,8 +311,10 @@ def _paged(call: Call, sel: Selection, base: baselines.Baseline, c: Comparison, 
         return {"path": c.paths[f], "lines": {n: int(v) for n, v in zip(GROUPS, g) if every or v}}
 
     if representation == "compact":
-        data["legend"] = {"files": "[path, gained, lost, not_observed, added_uncovered]",
-                          "ranges": "[path, group, start, end, line_count]"}
+        data["legend"] = {
+            "files": "[path, gained, lost, not_observed, added_uncovered]",
+            "ranges": "[path, group, start, end, line_count]",
+        }
     data["ranges_truncated"] = False
     data["ranges"] = []
     shown = budget.fit_list(data, "files", [row(int(f)) for f in page_idx])
@@ -267,18 +324,30 @@ def _paged(call: Call, sel: Selection, base: baselines.Baseline, c: Comparison, 
     found = []
     for rank, f in enumerate(page_idx[:shown]):
         groups = _group_map(subset, bool(keep[f]))
-        found += [(RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)
-                  for r in file_runs(c, int(f), groups, groups, RANGE_ORDER)]
+        found += [
+            (RANGE_ORDER.index(r[0]), rank, r[1], int(f), r)
+            for r in file_runs(c, int(f), groups, groups, RANGE_ORDER)
+        ]
     found.sort(key=lambda t: t[:3])
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
     rendered = []
     for _o, _r, _s, f, (code, a, b, n) in found[:cap]:
-        rendered.append([c.paths[f], GROUPS[code], a, b, n] if representation == "compact" else
-                        {"path": c.paths[f], "group": GROUPS[code], "start": a, "end": b, "line_count": n})
+        rendered.append(
+            [c.paths[f], GROUPS[code], a, b, n]
+            if representation == "compact"
+            else {"path": c.paths[f], "group": GROUPS[code], "start": a, "end": b, "line_count": n}
+        )
     listed = budget.fit_list(data, "ranges", rendered)
     data["ranges_truncated"] = listed < len(found)
     next_offset = offset + shown
-    return {"data": data, "page": {
-        "offset": offset, "files": shown, "total_files": len(ranked),
-        "next_cursor": cursors.encode(call, "incremental", scope, next_offset) if next_offset < len(ranked) else None,
-    }}
+    return {
+        "data": data,
+        "page": {
+            "offset": offset,
+            "files": shown,
+            "total_files": len(ranked),
+            "next_cursor": cursors.encode(call, "incremental", scope, next_offset)
+            if next_offset < len(ranked)
+            else None,
+        },
+    }

@@ -102,14 +102,18 @@ def ranked_files(
             {"limit": limit, "offset": offset, **({"path": path} if path else {})},
         )
     total = int(rows[0][5]) if rows else 0
-    return [{"file_id": r[0], "path": r[1], "found": int(r[2]), "hit": int(r[3]), "partial": int(r[4])}
-            for r in rows], total
+    return [
+        {"file_id": r[0], "path": r[1], "found": int(r[2]), "hit": int(r[3]), "partial": int(r[4])}
+        for r in rows
+    ], total
 
 
 def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple]]]:
     """Per path: its executable lines (line, hits), partial lines (line, missed) and
     functions (start, end, name), each sorted by line."""
-    out: dict[str, dict[str, list[tuple]]] = {f["path"]: {"lines": [], "partial": [], "functions": []} for f in files}
+    out: dict[str, dict[str, list[tuple]]] = {
+        f["path"]: {"lines": [], "partial": [], "functions": []} for f in files
+    }
     paths = list(out)
     if len(sel.snaps) == 1:
         snap = sel.snaps[0]
@@ -209,14 +213,16 @@ def _file_targets(path: str, d: dict[str, list[tuple]]) -> list[dict[str, Any]]:
     targets = []
     for function, ranges in groups.items():
         ranges.sort(key=lambda r: (-r[2], r[0]))  # largest first
-        targets.append({
-            "path": path,
-            "function": function,
-            "uncovered_lines": sum(r[2] for r in ranges if r[3] == 0),
-            "partial_lines": sum(1 for r in ranges if r[3] == 1),
-            "ranges": ranges,
-            "region_count": len(ranges),
-        })
+        targets.append(
+            {
+                "path": path,
+                "function": function,
+                "uncovered_lines": sum(r[2] for r in ranges if r[3] == 0),
+                "partial_lines": sum(1 for r in ranges if r[3] == 1),
+                "ranges": ranges,
+                "region_count": len(ranges),
+            }
+        )
     return targets
 
 
@@ -249,8 +255,14 @@ def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], m
     truncated = more is not None
     if representation == "compact":
         return [
-            t["path"], t["function"], t["uncovered_lines"], t["partial_lines"],
-            [[r[0], r[1], r[2]] for r in sorted(shown)], t["region_count"], truncated, more,
+            t["path"],
+            t["function"],
+            t["uncovered_lines"],
+            t["partial_lines"],
+            [[r[0], r[1], r[2]] for r in sorted(shown)],
+            t["region_count"],
+            truncated,
+            more,
         ]
     out: dict[str, Any] = {
         "path": t["path"],
@@ -267,7 +279,13 @@ def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], m
         ]
     else:
         out["ranges"] = [
-            {"start": r[0], "end": r[1], "line_count": r[2], "kind": KIND_NAMES[r[3]], "missed_branches": r[4] if r[3] else 0}
+            {
+                "start": r[0],
+                "end": r[1],
+                "line_count": r[2],
+                "kind": KIND_NAMES[r[3]],
+                "missed_branches": r[4] if r[3] else 0,
+            }
             for r in sorted(shown)
         ]
     return out
@@ -287,7 +305,7 @@ def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[s
         data["legend"] = {
             "files": "[path, uncovered_lines, executable_lines, partial_lines]",
             "targets": "[path, function, uncovered_lines, partial_lines, [[start,end,line_count]...], region_count, "
-                       "regions_truncated, ranges_cursor]",
+            "regions_truncated, ranges_cursor]",
         }
     data.update(claim_for_selection(call, sel))
     return data
@@ -296,8 +314,12 @@ def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[s
 def _file_item(f: dict[str, Any], representation: str) -> Any:
     if representation == "compact":
         return [f["path"], f["found"] - f["hit"], f["found"], f["partial"]]
-    return {"path": f["path"], "uncovered_lines": f["found"] - f["hit"], "executable_lines": f["found"],
-            "partial_lines": f["partial"]}
+    return {
+        "path": f["path"],
+        "uncovered_lines": f["found"] - f["hit"],
+        "executable_lines": f["found"],
+        "partial_lines": f["partial"],
+    }
 
 
 def _ranges_cursor(call: Call, sel: Selection, t: dict[str, Any], at: int) -> str:
@@ -341,7 +363,7 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data["target_count"] = len(targets)
     per_target = None if representation == "audit" else RANGES_PER_TARGET
     rendered = []
-    for t in targets[skip: skip + budget.max_regions]:
+    for t in targets[skip : skip + budget.max_regions]:
         shown = t["ranges"] if per_target is None else t["ranges"][:per_target]
         more = _ranges_cursor(call, sel, t, len(shown)) if len(shown) < t["region_count"] else None
         rendered.append(_render_target(t, representation, shown, more))
@@ -356,27 +378,46 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         following = cursors.encode_key(call, "insight", sel.scope_key, ["group", first + group, 0, 0])
     else:
         following = None
-    return {"data": data, "page": _page(first, 0 if continuing else group, skip, listed, len(targets), total, following)}
+    return {
+        "data": data,
+        "page": _page(first, 0 if continuing else group, skip, listed, len(targets), total, following),
+    }
 
 
-def _page(first: int, files: int, skip: int, listed: int, targets: int, total: int, following: str | None) -> dict[str, Any]:
-    return {"offset": first, "files": files, "total_files": total, "target_offset": skip, "targets": listed,
-            "total_targets": targets, "next_cursor": following}
+def _page(
+    first: int, files: int, skip: int, listed: int, targets: int, total: int, following: str | None
+) -> dict[str, Any]:
+    return {
+        "offset": first,
+        "files": files,
+        "total_files": total,
+        "target_offset": skip,
+        "targets": listed,
+        "total_targets": targets,
+        "next_cursor": following,
+    }
 
 
 def _known_file(call: Call, sel: Selection, path: str) -> None:
     snaps = ",".join(str(s) for s in sel.snaps)
-    if call.one(f"SELECT 1 FROM files WHERE snap IN ({snaps}) AND (path = ? OR report_path = ?) LIMIT 1",
-                [path, path]) is None:
+    if (
+        call.one(
+            f"SELECT 1 FROM files WHERE snap IN ({snaps}) AND (path = ? OR report_path = ?) LIMIT 1",
+            [path, path],
+        )
+        is None
+    ):
         raise CoverageError(
-            ErrorCode.NOT_FOUND, f"{path!r} is not a file of snapshot {sel.scope_key}",
+            ErrorCode.NOT_FOUND,
+            f"{path!r} is not a file of snapshot {sel.scope_key}",
             "Use a repository-relative path as listed by coverage_review task=files or task=insight.",
             {"path": path},
         )
 
 
-def _ranges_page(call: Call, sel: Selection, budget: Budget, representation: str, path: str, function: Any,
-                 skip: int) -> dict[str, Any]:
+def _ranges_page(
+    call: Call, sel: Selection, budget: Budget, representation: str, path: str, function: Any, skip: int
+) -> dict[str, Any]:
     """One target's ranges from ``skip`` on, largest first, as many as the budget allows."""
     files, total = ranked_files(call, sel, 0, 1, path)
     target = next((t for t in all_targets(call, sel, files) if t["function"] == function), None)
@@ -388,7 +429,7 @@ def _ranges_page(call: Call, sel: Selection, budget: Budget, representation: str
     data["targets_truncated"] = False
     rest = target["ranges"][skip:]
     if representation != "audit":
-        rest = rest[:max(RANGES_PER_TARGET, budget.max_regions)]
+        rest = rest[: max(RANGES_PER_TARGET, budget.max_regions)]
 
     def render(n: int) -> Any:
         after = _ranges_cursor(call, sel, target, skip + n) if skip + n < target["region_count"] else None
@@ -408,6 +449,16 @@ def _ranges_page(call: Call, sel: Selection, budget: Budget, representation: str
             hi = mid - 1
     data["targets"] = [render(lo)]
     after = _ranges_cursor(call, sel, target, skip + lo) if skip + lo < target["region_count"] else None
-    page = {"offset": 0, "files": 0, "total_files": total, "target_offset": 0, "targets": 1, "total_targets": 1,
-            "range_offset": skip, "ranges": lo, "total_ranges": target["region_count"], "next_cursor": after}
+    page = {
+        "offset": 0,
+        "files": 0,
+        "total_files": total,
+        "target_offset": 0,
+        "targets": 1,
+        "total_targets": 1,
+        "range_offset": skip,
+        "ranges": lo,
+        "total_ranges": target["region_count"],
+        "next_cursor": after,
+    }
     return {"data": data, "page": page}

@@ -33,14 +33,21 @@ from .select import Selection, line_range
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")
 
-SNAPSHOT_LEGEND = "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found]"
-FILE_LEGEND = "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping]"
+SNAPSHOT_LEGEND = (
+    "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found]"
+)
+FILE_LEGEND = (
+    "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping]"
+)
 
 
 def _page(call: Call, operation: str, scope: str, offset: int, shown: int, more: bool) -> dict[str, Any]:
     following = offset + shown
-    return {"offset": offset, "returned": shown,
-            "next_cursor": cursors.encode(call, operation, scope, following) if more else None}
+    return {
+        "offset": offset,
+        "returned": shown,
+        "next_cursor": cursors.encode(call, operation, scope, following) if more else None,
+    }
 
 
 def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
@@ -48,9 +55,15 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
     wanted = call.args.get("filter") or {}
     offset = cursors.decode(call, "snapshots", "all", call.args.get("cursor"))
     size_ = call.args.get("page_size", DEFAULT_PAGE_SIZE)
-    found = call.project.store.snapshots(snapshot_id=wanted.get("snapshot_id"), suite=wanted.get("suite"),
-                                         branch=wanted.get("branch"), commit=wanted.get("commit"),
-                                         limit=size_ + 1, offset=offset, con=call.con)
+    found = call.project.store.snapshots(
+        snapshot_id=wanted.get("snapshot_id"),
+        suite=wanted.get("suite"),
+        branch=wanted.get("branch"),
+        commit=wanted.get("commit"),
+        limit=size_ + 1,
+        offset=offset,
+        con=call.con,
+    )
     call.rows_scanned += len(found)
     compact = call.args.get("representation", "compact") == "compact"
 
@@ -59,8 +72,19 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
             return snapshot_to_dict(s)
         counter = next((c for c in ("lines", "statements", "regions", "instructions") if c in s.totals), None)
         hit, total = (s.totals[counter].hit, s.totals[counter].found) if counter else (0, 0)
-        return [s.snapshot_id, s.created_at.isoformat(timespec="seconds"), s.suite, s.format, s.commit,
-                s.branch, s.dirty, s.scope, counter, hit, total]
+        return [
+            s.snapshot_id,
+            s.created_at.isoformat(timespec="seconds"),
+            s.suite,
+            s.format,
+            s.commit,
+            s.branch,
+            s.dirty,
+            s.scope,
+            counter,
+            hit,
+            total,
+        ]
 
     data: dict[str, Any] = {"task": "snapshots", "filter": wanted}
     if compact:
@@ -76,7 +100,8 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
 def _one(sel: Selection, task: str) -> str:
     if len(sel.snapshots) != 1:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"task={task} reads one snapshot; measurement names {len(sel.snapshots)}",
+            ErrorCode.INVALID_ARGUMENT,
+            f"task={task} reads one snapshot; measurement names {len(sel.snapshots)}",
             "Name one snapshot by its id (or a suite, for its latest snapshot).",
         )
     return sel.primary.snapshot_id
@@ -92,8 +117,18 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     call.rows_scanned += len(page.files)
     compact = call.args.get("representation", "compact") == "compact"
     items = [
-        [f.path, f.lines.hit, f.lines.found, f.branches.hit, f.branches.found, f.functions.hit, f.functions.found,
-         f.mapping] if compact else converter.unstructure(f)
+        [
+            f.path,
+            f.lines.hit,
+            f.lines.found,
+            f.branches.hit,
+            f.branches.found,
+            f.functions.hit,
+            f.functions.found,
+            f.mapping,
+        ]
+        if compact
+        else converter.unstructure(f)
         for f in page.files
     ]
     data: dict[str, Any] = {"task": "files", "snapshot_id": snapshot_id, "order": order, "total": page.total}
@@ -103,7 +138,10 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     shown = budget.fit_list(data, "files", items)
     if items and not shown:
         raise budget.too_small(*size({**data, "files": items[:1]}))
-    return {"data": data, "page": _page(call, "files", snapshot_id, offset, shown, offset + shown < page.total)}
+    return {
+        "data": data,
+        "page": _page(call, "files", snapshot_id, offset, shown, offset + shown < page.total),
+    }
 
 
 def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
@@ -111,19 +149,30 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     snapshot_id = _one(sel, "file")
     path = call.args.get("file")
     if not path:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "task=file needs file",
-                            "Name the file: a repository-relative path as the files listing shows it.")
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "task=file needs file",
+            "Name the file: a repository-relative path as the files listing shows it.",
+        )
     window = line_range(call.args.get("lines"))
     scope = f"{snapshot_id}:{path}"
     start = max(cursors.decode(call, "file", scope, call.args.get("cursor")), window[0] if window else 1)
     last = window[1] if window else 2**62
     detail = call.project.store.file_detail(snapshot_id, path, call.con, lines=(start, last))
-    tables = {"lines": detail.lines, "branches": detail.branches, "functions": detail.functions,
-              "regions": detail.regions}
+    tables = {
+        "lines": detail.lines,
+        "branches": detail.branches,
+        "functions": detail.functions,
+        "regions": detail.regions,
+    }
     line_of = {"lines": "line", "branches": "line", "functions": "start_line", "regions": "start_line"}
     call.rows_scanned += sum(len(next(iter(t.values()), ())) for t in tables.values())
-    head: dict[str, Any] = {"task": "file", "snapshot_id": snapshot_id,
-                            "summary": converter.unstructure(detail.summary), "tests": list(detail.tests)}
+    head: dict[str, Any] = {
+        "task": "file",
+        "snapshot_id": snapshot_id,
+        "summary": converter.unstructure(detail.summary),
+        "tests": list(detail.tests),
+    }
     head.update(claim_for_selection(call, sel))
     # Every line that starts a record, in order: a page ends after the k-th of them.
     starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))
@@ -159,6 +208,9 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data, _ = page_through(lo)
     more = lo < len(starts)
     next_start = int(starts[lo - 1]) + 1 if lo else start
-    page = {"from_line": start, "to_line": int(starts[lo - 1]) if lo else None,
-            "next_cursor": cursors.encode(call, "file", scope, next_start) if more else None}
+    page = {
+        "from_line": start,
+        "to_line": int(starts[lo - 1]) if lo else None,
+        "next_cursor": cursors.encode(call, "file", scope, next_start) if more else None,
+    }
     return {"data": data, "page": page}

@@ -82,12 +82,16 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "offset": offset,
             "groups": shown,
             "total_groups": int(total_groups),
-            "next_cursor": cursors.encode(call, "tests", sel.scope_key, next_offset) if next_offset < total_groups else None,
+            "next_cursor": cursors.encode(call, "tests", sel.scope_key, next_offset)
+            if next_offset < total_groups
+            else None,
         },
     }
 
 
-def _for_file(call: Call, sel: Selection, budget: Budget, data: dict[str, Any], representation: str) -> dict[str, Any]:
+def _for_file(
+    call: Call, sel: Selection, budget: Budget, data: dict[str, Any], representation: str
+) -> dict[str, Any]:
     snap = sel.snaps[0]
     fid, path = file_id(call, snap, call.args["file"], sel.primary.snapshot_id)
     lo, hi = line_range(call.args.get("lines")) or (1, 2**31 - 1)
@@ -124,17 +128,23 @@ def _for_file(call: Call, sel: Selection, budget: Budget, data: dict[str, Any], 
     data["tests"] = []
     data["only_one_test"] = []
     data["truncated"] = True  # no shorter than false: the fit holds whatever it ends as
-    from_tests = tests_list[at:at + RECORD_CAP]
+    from_tests = tests_list[at : at + RECORD_CAP]
     shown_tests = budget.fit_page(data, "tests", from_tests) if from_tests else 0
     shown_only = 0
     skip = max(0, at - len(tests_list))
     if at + shown_tests >= len(tests_list):
-        rest = only[skip:skip + RECORD_CAP]
+        rest = only[skip : skip + RECORD_CAP]
         fit = budget.fit_page if not shown_tests else budget.fit_list
         shown_only = fit(data, "only_one_test", rest) if rest else 0
     following = at + shown_tests + shown_only
     total = len(tests_list) + len(only)
     data["truncated"] = following < total
-    return {"data": data, "page": {
-        "offset": at, "records": shown_tests + shown_only, "total": total,
-        "next_cursor": cursors.encode(call, "tests", scope, following) if following < total else None}}
+    return {
+        "data": data,
+        "page": {
+            "offset": at,
+            "records": shown_tests + shown_only,
+            "total": total,
+            "next_cursor": cursors.encode(call, "tests", scope, following) if following < total else None,
+        },
+    }

@@ -57,7 +57,9 @@ def select(call: Call) -> Selection | None:
         if found is None and "suite" not in m:
             found = store.latest(None, call.con)
             if found is not None:
-                notes.append(f"no snapshot in suite {suite!r}; using the latest snapshot, of suite {found.suite!r}")
+                notes.append(
+                    f"no snapshot in suite {suite!r}; using the latest snapshot, of suite {found.suite!r}"
+                )
         if found is None:
             return None
         ids = [found.snapshot_id]
@@ -92,7 +94,8 @@ def current_at_head(call: Call, suite: str) -> Selection | None:
         return None
     store = call.project.store
     rows = call.rows(
-        "SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? ORDER BY snap DESC", [suite, head],
+        "SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? ORDER BY snap DESC",
+        [suite, head],
     )
     for snapshot_id, dirty in rows:
         found = store.snapshot(snapshot_id, call.con)
@@ -113,7 +116,8 @@ def line_range(text: str | None) -> tuple[int, int] | None:
     start, end = int(a), int(b or a)
     if start < 1 or end < start:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"line range {text!r} is empty or starts before line 1",
+            ErrorCode.INVALID_ARGUMENT,
+            f"line range {text!r} is empty or starts before line 1",
             "Write a range as 'A-B' with 1 <= A <= B, or a single line 'A'.",
         )
     return start, end

@@ -66,11 +66,15 @@ def _cached(key: tuple[str, ...], load: Any) -> list[str] | None:
 
 def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
     """The lines of ``path`` at ``commit``, or None when git has no such file."""
-    return _cached((call.project.checkout.repo_key, "commit", commit, path),
-                   lambda: call.project.git.read_file(commit, path))
+    return _cached(
+        (call.project.checkout.repo_key, "commit", commit, path),
+        lambda: call.project.git.read_file(commit, path),
+    )
 
 
-def measured_lines(call: Call, snap: int, fid: int, primary: Snapshot, path: str) -> tuple[list[str] | None, str | None]:
+def measured_lines(
+    call: Call, snap: int, fid: int, primary: Snapshot, path: str
+) -> tuple[list[str] | None, str | None]:
     """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
 
     The note says where the text came from when it is not the commit's.
@@ -81,10 +85,14 @@ def measured_lines(call: Call, snap: int, fid: int, primary: Snapshot, path: str
     commit = (primary.commit or "none")[:12]
     note = None
     if packed is not None:
-        lines = _cached((repo, "blob", blob or f"{primary.snapshot_id}:{fid}"),
-                        lambda: zstandard.ZstdDecompressor().decompress(packed))
-        note = (f"{path}: shown as measured, the working-tree text kept at ingest (uncommitted edits, "
-                f"blob {(blob or '?')[:12]}), not the text of commit {commit}")
+        lines = _cached(
+            (repo, "blob", blob or f"{primary.snapshot_id}:{fid}"),
+            lambda: zstandard.ZstdDecompressor().decompress(packed),
+        )
+        note = (
+            f"{path}: shown as measured, the working-tree text kept at ingest (uncommitted edits, "
+            f"blob {(blob or '?')[:12]}), not the text of commit {commit}"
+        )
     elif blob is not None:
         lines = _cached((repo, "blob", blob), lambda: call.project.git.read_blob(blob))
         if lines is None:
@@ -165,13 +173,21 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         asked.append(line_range(call.args["lines"]))
     if asked and path is None:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "ranges and lines need file", "Name the file (repository-relative) with the lines."
+            ErrorCode.INVALID_ARGUMENT,
+            "ranges and lines need file",
+            "Name the file (repository-relative) with the lines.",
         )
     if len(asked) > MAX_RANGES:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"at most {MAX_RANGES} ranges per answer", "Ask for the rest in a second call."
+            ErrorCode.INVALID_ARGUMENT,
+            f"at most {MAX_RANGES} ranges per answer",
+            "Ask for the rest in a second call.",
         )
-    data: dict[str, Any] = {"task": "source", "snapshot_id": primary.snapshot_id, "commit": (primary.commit or "")[:12]}
+    data: dict[str, Any] = {
+        "task": "source",
+        "snapshot_id": primary.snapshot_id,
+        "commit": (primary.commit or "")[:12],
+    }
     if not asked:
         target = _default_target(call, sel, path)
         if target is None:
@@ -229,7 +245,11 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         for n in range(a, b + 1):
             line = src[n - 1][:MAX_LINE_CHARS]
             mark = marks.get(n, "-")
-            rows.append([n, mark, line] if representation == "compact" else {"line": n, "status": MARKS[mark], "text": line})
+            rows.append(
+                [n, mark, line]
+                if representation == "compact"
+                else {"line": n, "status": MARKS[mark], "text": line}
+            )
         out_ranges.append({"start": a, "end": b, "lines": rows})
     requested = sum(len(r["lines"]) for r in out_ranges)
     if requested > RECORD_CAP:

@@ -43,9 +43,11 @@ ALL_SHARES_NO_BASELINE = {"insight": 0.6, "history": 0.4}
 
 def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
     part_budget = Budget(
-        {**(call.args.get("limits") or {}),
-         "max_words": max(1, int(budget.max_words * share)),
-         "max_bytes": max(1, int(budget.max_bytes * share))},
+        {
+            **(call.args.get("limits") or {}),
+            "max_words": max(1, int(budget.max_words * share)),
+            "max_bytes": max(1, int(budget.max_bytes * share)),
+        },
     )
     if name == "insight":
         return insight(call, sel, part_budget)
@@ -85,7 +87,9 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
         # Without an explicit baseline, a missing one only drops the change part;
         # so does a budget too small for it (the note says what it would need).
         missing = "baseline" not in call.args and error.code in (
-            ErrorCode.BASELINE_UNAVAILABLE, ErrorCode.NOT_FOUND, ErrorCode.INCOMPATIBLE_SNAPSHOTS,
+            ErrorCode.BASELINE_UNAVAILABLE,
+            ErrorCode.NOT_FOUND,
+            ErrorCode.INCOMPATIBLE_SNAPSHOTS,
         )
         if not (missing or error.code is ErrorCode.BUDGET_TOO_SMALL):
             raise
@@ -176,7 +180,8 @@ def check_arguments(args: dict[str, Any]) -> None:
     for name, needed in NEEDS.items():
         if name in args and needed not in args:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"{name} needs {needed}: line numbers are asked of one file",
+                ErrorCode.INVALID_ARGUMENT,
+                f"{name} needs {needed}: line numbers are asked of one file",
                 f"Name the {needed} (repository-relative) together with the {name}.",
                 {"argument": name, "needs": needed},
             )

@@ -4,4 +4,14 @@ from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping, map_paths
 from .schema import SCHEMA_REVISION
 from .store import ProjectStore, Provenance, store_path
 
-__all__ = ["AMBIGUOUS", "MAPPED", "SCHEMA_REVISION", "UNMAPPED", "Mapping", "ProjectStore", "Provenance", "map_paths", "store_path"]
+__all__ = [
+    "AMBIGUOUS",
+    "MAPPED",
+    "SCHEMA_REVISION",
+    "UNMAPPED",
+    "Mapping",
+    "ProjectStore",
+    "Provenance",
+    "map_paths",
+    "store_path",
+]

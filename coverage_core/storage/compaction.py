@@ -38,7 +38,7 @@ STAGES = ("encoded", "payload_written", "rows_deleted", "committed")
 
 @attrs.frozen
 class PolicyField:
-    key: str          # the project setting
+    key: str  # the project setting
     default: int
     low: int
     high: int
@@ -46,12 +46,23 @@ class PolicyField:
 
 
 POLICY_FIELDS: tuple[PolicyField, ...] = (
-    PolicyField("compaction_after_days", 30, 1, 36500,
-                "Snapshots older than this many days are compacted (their detail kept as one zstd payload)."),
-    PolicyField("compaction_cadence_minutes", 60, 1, 10080,
-                "How often the daemon's maintenance worker looks for snapshots to compact."),
-    PolicyField("compaction_batch_size", 8, 1, 1000,
-                "At most this many snapshots are compacted per worker tick."),
+    PolicyField(
+        "compaction_after_days",
+        30,
+        1,
+        36500,
+        "Snapshots older than this many days are compacted (their detail kept as one zstd payload).",
+    ),
+    PolicyField(
+        "compaction_cadence_minutes",
+        60,
+        1,
+        10080,
+        "How often the daemon's maintenance worker looks for snapshots to compact.",
+    ),
+    PolicyField(
+        "compaction_batch_size", 8, 1, 1000, "At most this many snapshots are compacted per worker tick."
+    ),
 )
 
 
@@ -66,8 +77,11 @@ class Policy:
     batch_size: int = 8
 
     def to_dict(self) -> dict[str, int]:
-        return {"after_days": self.after_days, "cadence_minutes": self.cadence_minutes,
-                "batch_size": self.batch_size}
+        return {
+            "after_days": self.after_days,
+            "cadence_minutes": self.cadence_minutes,
+            "batch_size": self.batch_size,
+        }
 
 
 def check_policy_value(key: str, value: Any) -> int:
@@ -87,8 +101,11 @@ def read_policy(con: duckdb.DuckDBPyConnection) -> Policy:
     """The project's persisted policy (defaults for keys never set; a bad stored value falls back too)."""
     import json
 
-    rows = dict(con.execute("SELECT key, value FROM settings WHERE list_contains(?, key)",
-                            [[f.key for f in POLICY_FIELDS]]).fetchall())
+    rows = dict(
+        con.execute(
+            "SELECT key, value FROM settings WHERE list_contains(?, key)", [[f.key for f in POLICY_FIELDS]]
+        ).fetchall()
+    )
     values = []
     for f in POLICY_FIELDS:
         try:
@@ -105,13 +122,19 @@ def write_policy(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> Poli
     known = {f.key for f in POLICY_FIELDS}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"unknown compaction setting(s): {', '.join(unknown)}",
-                            f"Compaction settings are: {', '.join(sorted(known))}.", {"unknown": unknown})
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown compaction setting(s): {', '.join(unknown)}",
+            f"Compaction settings are: {', '.join(sorted(known))}.",
+            {"unknown": unknown},
+        )
     checked = {k: check_policy_value(k, v) for k, v in values.items()}
     with transaction(con):
         for key, value in checked.items():
-            con.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        [key, json.dumps(value)])
+            con.execute(
+                "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [key, json.dumps(value)],
+            )
     return read_policy(con)
 
 
@@ -123,7 +146,8 @@ def parse_age(text: str) -> dt.timedelta:
     match = _AGE.match(text) if isinstance(text, str) else None
     if match is None:
         raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, f"--older-than {text!r} is not an age",
+            ErrorCode.INVALID_ARGUMENT,
+            f"--older-than {text!r} is not an age",
             "Give a number of days (30 or 30d), hours (12h) or minutes (45m); 0 means any age.",
             {"older_than": str(text)[:100]},
         )
@@ -150,8 +174,12 @@ class Plan:
 InUse = Callable[[Sequence[str], duckdb.DuckDBPyConnection], dict[str, str]]
 
 
-def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta, in_use: InUse | None = None,
-         now: dt.datetime | None = None) -> Plan:
+def plan(
+    con: duckdb.DuckDBPyConnection,
+    older_than: dt.timedelta,
+    in_use: InUse | None = None,
+    now: dt.datetime | None = None,
+) -> Plan:
     """The relational snapshots older than ``older_than``, minus the protected ones (``in_use(ids, con)``
     names the snapshots work in progress needs, id -> why)."""
     now = now or dt.datetime.now(dt.UTC)
@@ -159,7 +187,8 @@ def plan(con: duckdb.DuckDBPyConnection, older_than: dt.timedelta, in_use: InUse
         """SELECT s.snap, s.snapshot_id, s.suite, s.created_at,
                   s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
            FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)
-           ORDER BY s.snap""").fetchall()
+           ORDER BY s.snap"""
+    ).fetchall()
     old = [r for r in rows if r[3] <= now - older_than]
     protected = {r[1]: "the newest snapshot of its suite" for r in old if r[4]}
     busy = (in_use or (lambda _ids, _con: {}))([r[1] for r in old if not r[4]], con)
@@ -177,12 +206,20 @@ class Compacted:
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"snapshot_id": self.snapshot_id, "rows": self.rows, "detail_bytes": self.detail_bytes,
-                "payload_bytes": self.payload_bytes}
+        return {
+            "snapshot_id": self.snapshot_id,
+            "rows": self.rows,
+            "detail_bytes": self.detail_bytes,
+            "payload_bytes": self.payload_bytes,
+        }
 
 
-def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str], None] | None = None,
-                     con: duckdb.DuckDBPyConnection | None = None) -> Compacted | None:
+def compact_snapshot(
+    store: Any,
+    candidate: Candidate,
+    on_stage: Callable[[str], None] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> Compacted | None:
     """Compact one snapshot of ``store`` (a ProjectStore) on ``con`` (a connection of the store's own, never
     a read connection with restored detail; default: a new cursor of the store's connection); None when it is
     gone, already compacted, or readers kept the gate past ``GATE_TIMEOUT_S`` (left for a later pass)."""
@@ -200,7 +237,8 @@ def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str],
         tables = {
             table: con.execute(
                 f"SELECT {', '.join(c for c, _ in cols)} FROM {table} WHERE snap = ? ORDER BY rowid",
-                [candidate.snap]).fetchnumpy()
+                [candidate.snap],
+            ).fetchnumpy()
             for table, cols in DETAIL.items()
         }
     frame, detail_bytes, rows = encode(tables)
@@ -213,8 +251,10 @@ def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str],
             if not _still_relational(con, candidate):  # deleted (or compacted) while we encoded
                 return None
             with transaction(con):
-                con.execute("INSERT INTO snapshot_payloads VALUES (?, ?, ?, ?, ?, now(), ?)",
-                            [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame])
+                con.execute(
+                    "INSERT INTO snapshot_payloads VALUES (?, ?, ?, ?, ?, now(), ?)",
+                    [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame],
+                )
                 stage("payload_written")
                 for table in DETAIL:
                     con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap])
@@ -229,7 +269,8 @@ def compact_snapshot(store: Any, candidate: Candidate, on_stage: Callable[[str],
 def _still_relational(con: duckdb.DuckDBPyConnection, c: Candidate) -> bool:
     row = con.execute(
         "SELECT snapshot_id, snap IN (SELECT snap FROM snapshot_payloads) FROM snapshots WHERE snap = ?",
-        [c.snap]).fetchall()
+        [c.snap],
+    ).fetchall()
     row = row[0] if row else None
     return row is not None and row[0] == c.snapshot_id and not row[1]
 
@@ -249,8 +290,10 @@ class PassResult:
             "dry_run": self.dry_run,
             "trigger": self.trigger,
             "older_than_seconds": self.older_than_s,
-            "eligible": [{"snapshot_id": c.snapshot_id, "suite": c.suite, "created_at": c.created_at.isoformat()}
-                         for c in self.eligible],
+            "eligible": [
+                {"snapshot_id": c.snapshot_id, "suite": c.suite, "created_at": c.created_at.isoformat()}
+                for c in self.eligible
+            ],
             "protected": [{"snapshot_id": i, "why": why} for i, why in sorted(self.protected.items())],
             "compacted": [c.to_dict() for c in self.compacted],
             "left": self.left,
@@ -259,10 +302,18 @@ class PassResult:
         }
 
 
-def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, dry_run: bool = False,
-             trigger: str = "manual", in_use: InUse | None = None,
-             on_stage: Callable[[str], None] | None = None,
-             should_stop: Callable[[], bool] | None = None, record_idle: bool = True) -> PassResult:
+def run_pass(
+    store: Any,
+    *,
+    older_than: dt.timedelta,
+    limit: int | None = None,
+    dry_run: bool = False,
+    trigger: str = "manual",
+    in_use: InUse | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    record_idle: bool = True,
+) -> PassResult:
     """One pass over ``store``: compact up to ``limit`` eligible snapshots, oldest first (``dry_run``:
     say which, change nothing). Every finished pass that is not a dry run records its status (with
     ``record_idle=False``, only a pass that found something eligible: the worker's idle ticks leave
@@ -285,17 +336,31 @@ def run_pass(store: Any, *, older_than: dt.timedelta, limit: int | None = None, 
             with store._write_lock:
                 con.execute(
                     "INSERT INTO compaction_passes VALUES (now(), ?, ?, ?, ?, ?)",
-                    [trigger, len(done), sum(c.detail_bytes for c in done), sum(c.payload_bytes for c in done),
-                     len(found.eligible) - len(done)]).fetchall()
+                    [
+                        trigger,
+                        len(done),
+                        sum(c.detail_bytes for c in done),
+                        sum(c.payload_bytes for c in done),
+                        len(found.eligible) - len(done),
+                    ],
+                ).fetchall()
     finally:
         store.compacting = None
         con.close()
-    return PassResult(dry_run, trigger, int(older_than.total_seconds()), found.eligible, found.protected,
-                      tuple(done), len(found.eligible) - len(done))
+    return PassResult(
+        dry_run,
+        trigger,
+        int(older_than.total_seconds()),
+        found.eligible,
+        found.protected,
+        tuple(done),
+        len(found.eligible) - len(done),
+    )
 
 
-def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
-              in_use: InUse | None = None) -> dict[str, Any]:
+def inventory(
+    con: duckdb.DuckDBPyConnection, policy: Policy | None = None, in_use: InUse | None = None
+) -> dict[str, Any]:
     """Snapshots relational vs compacted, bytes before and after, the eligible count (past the policy's
     ``after_days``), the protected count (every snapshot a pass of any age would keep: the newest of each
     suite and those work in progress needs) and ``protected_past_threshold`` (those of them a pass at the
@@ -306,21 +371,28 @@ def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
     total, compacted, detail, payload = con.execute(
         """SELECT (SELECT count(*) FROM snapshots), count(p.snap), coalesce(sum(p.detail_bytes), 0),
                   coalesce(sum(p.payload_bytes), 0)
-           FROM snapshot_payloads p JOIN snapshots s USING (snap)""").fetchall()[0]
-    both = con.execute(
-        f'SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshot_payloads p JOIN snapshots s USING (snap) '
-        f'WHERE EXISTS (SELECT 1 FROM "{db}".main.lines l WHERE l.snap = p.snap) '
-        f'OR EXISTS (SELECT 1 FROM "{db}".main.test_observations o WHERE o.snap = p.snap)').fetchall()[0][0] or []
+           FROM snapshot_payloads p JOIN snapshots s USING (snap)"""
+    ).fetchall()[0]
+    both = (
+        con.execute(
+            f"SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshot_payloads p JOIN snapshots s USING (snap) "
+            f'WHERE EXISTS (SELECT 1 FROM "{db}".main.lines l WHERE l.snap = p.snap) '
+            f'OR EXISTS (SELECT 1 FROM "{db}".main.test_observations o WHERE o.snap = p.snap)'
+        ).fetchall()[0][0]
+        or []
+    )
     last = con.execute(
         "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
-        "ORDER BY finished_at DESC LIMIT 1").fetchall()
+        "ORDER BY finished_at DESC LIMIT 1"
+    ).fetchall()
     last = last[0] if last else None
     found = plan(con, dt.timedelta(days=policy.after_days), in_use)
     # Protected now, whatever its age: the newest relational snapshot of each suite, and every other
     # relational snapshot work in progress needs (``found.protected`` holds only those past the threshold).
     rows = con.execute(
         """SELECT s.snapshot_id, s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
-           FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)""").fetchall()
+           FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)"""
+    ).fetchall()
     others = [r[0] for r in rows if not r[1]]
     busy = (in_use or (lambda _ids, _con: {}))(others, con) if others else {}
     return {
@@ -332,8 +404,15 @@ def inventory(con: duckdb.DuckDBPyConnection, policy: Policy | None = None,
         "protected": sum(1 for r in rows if r[1]) + len(busy),
         "protected_past_threshold": len(found.protected),
         "policy": policy.to_dict(),
-        "last_pass": None if last is None else {
-            "finished_at": last[0].isoformat(), "trigger": last[1], "compacted": int(last[2]),
-            "detail_bytes": int(last[3]), "payload_bytes": int(last[4]), "left": int(last[5])},
+        "last_pass": None
+        if last is None
+        else {
+            "finished_at": last[0].isoformat(),
+            "trigger": last[1],
+            "compacted": int(last[2]),
+            "detail_bytes": int(last[3]),
+            "payload_bytes": int(last[4]),
+            "left": int(last[5]),
+        },
         "inconsistent": list(both),
     }

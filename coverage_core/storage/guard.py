@@ -163,27 +163,45 @@ def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | 
     committed = _read_committed(path)
     if committed is None:
         return
-    present = "snapshots" in schema.tables(con) and con.execute(
-        "SELECT count(*) FROM snapshots WHERE snapshot_id = ?", [committed["snapshot_id"]]
-    ).fetchone()[0]
+    present = (
+        "snapshots" in schema.tables(con)
+        and con.execute(
+            "SELECT count(*) FROM snapshots WHERE snapshot_id = ?", [committed["snapshot_id"]]
+        ).fetchone()[0]
+    )
     if present:
         return
     marker = path.with_name(path.name + COMMITTED)
     if preserved is not None:
-        message = (f"{path}: snapshot {committed['snapshot_id']} was committed but is missing after DuckDB "
-                   f"replayed the WAL (damaged or cut short); the WAL as found is kept in {preserved}")
-        suggestion = (f"Nothing was deleted. Keep {preserved}: it holds the committed data DuckDB could not replay. "
-                      "Restore the store from a backup, or recover the WAL with DuckDB tooling; to accept the "
-                      f"loss instead, move the database, its WAL and {marker.name} aside and start a new history.")
+        message = (
+            f"{path}: snapshot {committed['snapshot_id']} was committed but is missing after DuckDB "
+            f"replayed the WAL (damaged or cut short); the WAL as found is kept in {preserved}"
+        )
+        suggestion = (
+            f"Nothing was deleted. Keep {preserved}: it holds the committed data DuckDB could not replay. "
+            "Restore the store from a backup, or recover the WAL with DuckDB tooling; to accept the "
+            f"loss instead, move the database, its WAL and {marker.name} aside and start a new history."
+        )
     else:
-        message = (f"{path}: snapshot {committed['snapshot_id']} was committed (recorded in {marker.name}) but "
-                   "the database does not hold it: it was replaced, restored from an older copy or damaged")
-        suggestion = (f"Nothing was changed. Restore the newest database from a backup; if you restored an older "
-                      f"one on purpose, remove {marker} to accept it.")
+        message = (
+            f"{path}: snapshot {committed['snapshot_id']} was committed (recorded in {marker.name}) but "
+            "the database does not hold it: it was replaced, restored from an older copy or damaged"
+        )
+        suggestion = (
+            f"Nothing was changed. Restore the newest database from a backup; if you restored an older "
+            f"one on purpose, remove {marker} to accept it."
+        )
     raise CoverageError(
-        ErrorCode.STORE_UNAVAILABLE, message, suggestion,
-        {"path": str(path), "reason": _LOST, "missing_snapshot": committed["snapshot_id"],
-         "marker": str(marker), "preserved_wal": None if preserved is None else str(preserved)},
+        ErrorCode.STORE_UNAVAILABLE,
+        message,
+        suggestion,
+        {
+            "path": str(path),
+            "reason": _LOST,
+            "missing_snapshot": committed["snapshot_id"],
+            "marker": str(marker),
+            "preserved_wal": None if preserved is None else str(preserved),
+        },
     )
 
 

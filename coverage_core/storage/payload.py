@@ -38,27 +38,53 @@ FORMAT_VERSION = 2
 # Formats this version reads: 1 (no run-length columns) and 2 (run-length "r" integer columns).
 READS = (1, 2)
 MAGIC = b"CMCPAYL1"
-ZSTD_LEVEL = 17  # on the SQLite snapshot: 9 gives 11.5-13x, 17 12.9-14.5x at about twice the time, 19 +3% at 4x
+ZSTD_LEVEL = (
+    17  # on the SQLite snapshot: 9 gives 11.5-13x, 17 12.9-14.5x at about twice the time, 19 +3% at 4x
+)
 
 # The detail tables a payload holds, each with its columns (``snap`` is implied)
 # and their kind: a NumPy dtype for numbers, "text" for VARCHAR, "blob" for BLOB.
 DETAIL: dict[str, tuple[tuple[str, str], ...]] = {
     "lines": (("file_id", "<i4"), ("line", "<i4"), ("hits", "<i8")),
     "branches": (("file_id", "<i4"), ("line", "<i4"), ("block", "<i4"), ("branch", "text"), ("taken", "<i8")),
-    "functions": (("file_id", "<i4"), ("name", "text"), ("start_line", "<i4"), ("end_line", "<i4"),
-                  ("hits", "<i8")),
-    "regions": (("file_id", "<i4"), ("start_line", "<i4"), ("start_col", "<i4"), ("end_line", "<i4"),
-                ("end_col", "<i4"), ("hits", "<i8"), ("kind", "<i1")),
+    "functions": (
+        ("file_id", "<i4"),
+        ("name", "text"),
+        ("start_line", "<i4"),
+        ("end_line", "<i4"),
+        ("hits", "<i8"),
+    ),
+    "regions": (
+        ("file_id", "<i4"),
+        ("start_line", "<i4"),
+        ("start_col", "<i4"),
+        ("end_line", "<i4"),
+        ("end_col", "<i4"),
+        ("hits", "<i8"),
+        ("kind", "<i1"),
+    ),
     "test_names": (("test_id", "<i4"), ("name", "text")),
-    "test_observations": (("test_id", "<i4"), ("file_id", "<i4"), ("kind", "<i1"), ("line", "<i4"),
-                          ("item", "<i4"), ("hits", "<i8")),
+    "test_observations": (
+        ("test_id", "<i4"),
+        ("file_id", "<i4"),
+        ("kind", "<i1"),
+        ("line", "<i4"),
+        ("item", "<i4"),
+        ("hits", "<i8"),
+    ),
     "file_texts": (("file_id", "<i4"), ("text", "blob")),
 }
 
 # Tables keyed by ``snap`` that stay relational when a snapshot is compacted:
 # what compact answers read (totals, file summaries, precomputed answers).
-KEPT = ("snapshot_totals", "files", "uncovered_ranges", "uncovered_targets", "test_signatures",
-        "snapshot_payloads")
+KEPT = (
+    "snapshot_totals",
+    "files",
+    "uncovered_ranges",
+    "uncovered_targets",
+    "test_signatures",
+    "snapshot_payloads",
+)
 
 Columns = dict[str, np.ndarray]
 
@@ -68,7 +94,8 @@ REGROUPED = ("test_observations",)
 
 def _corrupt(why: str) -> CoverageError:
     return CoverageError(
-        ErrorCode.STORE_UNAVAILABLE, f"a compacted snapshot's payload is damaged ({why})",
+        ErrorCode.STORE_UNAVAILABLE,
+        f"a compacted snapshot's payload is damaged ({why})",
         "The snapshot's detail cannot be restored; its totals and summaries still answer. Delete the "
         "snapshot (`coverage-mcp snapshots rm ID`) and re-import its report if you still need its detail.",
         {"reason": "payload_damaged"},
@@ -81,8 +108,11 @@ def _newer(version: Any) -> CoverageError:
         f"a compacted snapshot's payload is in format {version!r}; this version of coverage-mcp reads formats "
         f"{', '.join(map(str, READS))}",
         "Upgrade coverage-mcp to the version that compacted this store; its totals and summaries still answer.",
-        {"reason": "payload_format", "format_version": version if isinstance(version, int) else None,
-         "supported": list(READS)},
+        {
+            "reason": "payload_format",
+            "format_version": version if isinstance(version, int) else None,
+            "supported": list(READS),
+        },
     )
 
 
@@ -196,36 +226,45 @@ def encode(tables: dict[str, Columns], *, level: int | None = None) -> tuple[byt
         header["tables"][table] = {"rows": n, "columns": spec}
     head = json.dumps(header, separators=(",", ":")).encode()
     raw = b"".join([MAGIC, struct.pack("<I", len(head)), head, *chunks])
-    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL if level is None else level,
-                                     write_content_size=True).compress(raw)
+    frame = zstandard.ZstdCompressor(
+        level=ZSTD_LEVEL if level is None else level, write_content_size=True
+    ).compress(raw)
     return frame, len(raw), rows
 
 
 def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where: str) -> list[bytes]:
     if sizes[0] != 8 * n:
         raise _corrupt(f"bad offsets of {where}")
-    ends = np.frombuffer(view[pos:pos + sizes[0]], dtype="<i8")
-    data = bytes(view[pos + sizes[0]:pos + sizes[0] + sizes[1]])
+    ends = np.frombuffer(view[pos : pos + sizes[0]], dtype="<i8")
+    data = bytes(view[pos + sizes[0] : pos + sizes[0] + sizes[1]])
     if n and (ends[-1] != sizes[1] or ends[0] < 0 or np.any(np.diff(ends) < 0)):
         raise _corrupt(f"bad offsets of {where}")
     starts = [0, *ends[:-1].tolist()] if n else []
     return [data[a:b] for a, b in zip(starts, ends.tolist())]
 
 
-def _decode_numbers(view: memoryview, pos: int, size: int, how: Any, n: int, kind: str, where: str) -> np.ndarray:
-    if not (isinstance(how, list) and len(how) == 2 and how[0] in ("p", "d") and how[1] in (1, 2, 4, 8)
-            and not isinstance(how[1], bool)):
+def _decode_numbers(
+    view: memoryview, pos: int, size: int, how: Any, n: int, kind: str, where: str
+) -> np.ndarray:
+    if not (
+        isinstance(how, list)
+        and len(how) == 2
+        and how[0] in ("p", "d")
+        and how[1] in (1, 2, 4, 8)
+        and not isinstance(how[1], bool)
+    ):
         raise _corrupt(f"bad encoding of {where}")
     if size != n * how[1]:
         raise _corrupt(f"bad length of {where}")
-    values = _unshuffle(view[pos:pos + size], f"<i{how[1]}", n)
+    values = _unshuffle(view[pos : pos + size], f"<i{how[1]}", n)
     if how[0] == "d":
         values = np.cumsum(values, dtype=np.int64)
     return values.astype(kind, copy=False)
 
 
-def _decode_runs(view: memoryview, pos: int, sizes: list[int], how: list[Any], n: int, kind: str,
-                 where: str) -> np.ndarray:
+def _decode_runs(
+    view: memoryview, pos: int, sizes: list[int], how: list[Any], n: int, kind: str, where: str
+) -> np.ndarray:
     if not (len(how) == 5 and isinstance(how[1], int) and not isinstance(how[1], bool) and 0 <= how[1] <= n):
         raise _corrupt(f"bad runs of {where}")
     values = _decode_numbers(view, pos, sizes[0], how[2:4], how[1], "<i8", where)
@@ -249,7 +288,7 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
     (head_len,) = struct.unpack_from("<I", raw, len(MAGIC))
     pos = len(MAGIC) + 4
     try:
-        header = json.loads(raw[pos:pos + head_len])
+        header = json.loads(raw[pos : pos + head_len])
         tables = header["tables"]
     except (ValueError, TypeError, KeyError):
         raise _corrupt("unreadable header") from None
@@ -271,25 +310,44 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
         cols: Columns = {}
         for (name, kind), given in zip(columns, spec):
             where = f"{table}.{name}"
-            if not (isinstance(given, list) and len(given) == 4 and given[:2] == [name, kind]
-                    and isinstance(given[3], list)):
+            if not (
+                isinstance(given, list)
+                and len(given) == 4
+                and given[:2] == [name, kind]
+                and isinstance(given[3], list)
+            ):
                 raise _corrupt(f"bad column {where}")
             how, sizes = given[2], given[3]
-            runs = kind not in ("text", "blob") and isinstance(how, list) and how[:1] == ["r"] and header["v"] >= 2
+            runs = (
+                kind not in ("text", "blob")
+                and isinstance(how, list)
+                and how[:1] == ["r"]
+                and header["v"] >= 2
+            )
             expected = 3 if kind == "text" else 2 if kind == "blob" or runs else 1
-            if (len(sizes) != expected or not all(isinstance(x, int) and x >= 0 for x in sizes)
-                    or pos + sum(sizes) > len(raw)):
+            if (
+                len(sizes) != expected
+                or not all(isinstance(x, int) and x >= 0 for x in sizes)
+                or pos + sum(sizes) > len(raw)
+            ):
                 raise _corrupt(f"column {where} runs past the frame")
             if table in wanted:
                 if kind == "text":
-                    if not (isinstance(how, list) and len(how) == 3 and isinstance(how[0], int) and how[0] >= 0):
+                    if not (
+                        isinstance(how, list) and len(how) == 3 and isinstance(how[0], int) and how[0] >= 0
+                    ):
                         raise _corrupt(f"bad dictionary of {where}")
                     try:
-                        uniques = np.array([u.decode("utf-8") for u in _decode_strings(view, pos, sizes[:2], how[0],
-                                                                                         where)] + [""], dtype=object)
+                        uniques = np.array(
+                            [u.decode("utf-8") for u in _decode_strings(view, pos, sizes[:2], how[0], where)]
+                            + [""],
+                            dtype=object,
+                        )
                     except UnicodeDecodeError:
                         raise _corrupt(f"{where} is not UTF-8") from None
-                    codes = _decode_numbers(view, pos + sizes[0] + sizes[1], sizes[2], how[1:], n, "<i8", where)
+                    codes = _decode_numbers(
+                        view, pos + sizes[0] + sizes[1], sizes[2], how[1:], n, "<i8", where
+                    )
                     if n and (codes.min() < 0 or codes.max() >= how[0]):
                         raise _corrupt(f"bad codes of {where}")
                     values = uniques[codes]

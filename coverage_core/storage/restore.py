@@ -40,7 +40,14 @@ ON_DEMAND = ("test_observations",)
 _SLACK = 1.01
 _FLOOR = 1 << 20
 # The SQL type of each column kind of ``DETAIL`` (the restored arrays are cast to the table's types).
-_SQL = {"<i1": "TINYINT", "<i2": "SMALLINT", "<i4": "INTEGER", "<i8": "BIGINT", "text": "VARCHAR", "blob": "BLOB"}
+_SQL = {
+    "<i1": "TINYINT",
+    "<i2": "SMALLINT",
+    "<i4": "INTEGER",
+    "<i8": "BIGINT",
+    "text": "VARCHAR",
+    "blob": "BLOB",
+}
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> list[tuple]:
@@ -57,8 +64,11 @@ def _installed(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _install(con: duckdb.DuckDBPyConnection) -> None:
-    _run(con, "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, tbl VARCHAR, row_count BIGINT, "
-              "used DOUBLE)")  # a table's view appears with its first restored rows (``_define``)
+    _run(
+        con,
+        "CREATE TEMP TABLE _restored (snap INTEGER, snapshot_id VARCHAR, tbl VARCHAR, row_count BIGINT, "
+        "used DOUBLE)",
+    )  # a table's view appears with its first restored rows (``_define``)
 
 
 def _registered(table: str, snap: int) -> str:
@@ -69,31 +79,48 @@ def _define(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
     """(Re)define the temp views of ``tables``: the store's rows and every restored snapshot holding rows."""
     db = _run(con, "SELECT current_database()")[0][0].replace('"', '""')
     tables = list(tables)
-    held = _run(con, "SELECT tbl, list(snap ORDER BY snap) FROM temp.main._restored "
-                     "WHERE row_count > 0 AND list_contains(?, tbl) GROUP BY tbl", [tables])
+    held = _run(
+        con,
+        "SELECT tbl, list(snap ORDER BY snap) FROM temp.main._restored "
+        "WHERE row_count > 0 AND list_contains(?, tbl) GROUP BY tbl",
+        [tables],
+    )
     snaps = dict(held)
     for table in tables:
         names = ", ".join(c for c, _k in DETAIL[table])
         parts = [f'SELECT snap, {names} FROM "{db}".main.{table}']
         cast = ", ".join(f"{c}::{_SQL[k]} AS {c}" for c, k in DETAIL[table])
-        parts += [f"SELECT {int(s)}::INTEGER AS snap, {cast} FROM {_registered(table, s)}"
-                  for s in snaps.get(table, [])]
+        parts += [
+            f"SELECT {int(s)}::INTEGER AS snap, {cast} FROM {_registered(table, s)}"
+            for s in snaps.get(table, [])
+        ]
         _run(con, f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))
 
 
 def _drop(con: duckdb.DuckDBPyConnection, snaps: list[int], tables: Iterable[str] = DETAIL) -> None:
     tables = list(tables)
-    held = _run(con, "SELECT snap, tbl FROM temp.main._restored WHERE list_contains(?, snap) AND "
-                     "list_contains(?, tbl) AND row_count > 0", [snaps, tables])
-    _run(con, "DELETE FROM temp.main._restored WHERE list_contains(?, snap) AND list_contains(?, tbl)",
-         [snaps, tables])
+    held = _run(
+        con,
+        "SELECT snap, tbl FROM temp.main._restored WHERE list_contains(?, snap) AND "
+        "list_contains(?, tbl) AND row_count > 0",
+        [snaps, tables],
+    )
+    _run(
+        con,
+        "DELETE FROM temp.main._restored WHERE list_contains(?, snap) AND list_contains(?, tbl)",
+        [snaps, tables],
+    )
     _define(con, sorted({t for _s, t in held}))
     for snap, table in held:
         con.unregister(_registered(table, snap))
 
 
-def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: dict[int, str],
-           tables: Iterable[str] | None = None) -> set[tuple[int, str]]:
+def ensure(
+    con: duckdb.DuckDBPyConnection,
+    wanted: dict[int, str],
+    compacted: dict[int, str],
+    tables: Iterable[str] | None = None,
+) -> set[tuple[int, str]]:
     """Make ``tables`` (default: every detail table) of the ``wanted`` snapshots (snap -> snapshot id)
     readable on ``con``: restore what compacted ones (``compacted``: snap -> snapshot id of every compacted
     snapshot) lack there, and purge rows restored for an earlier snapshot that had the same key. Returns the
@@ -105,8 +132,11 @@ def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: di
         return {(s, t) for s in wanted for t in DETAIL}
     if not installed:
         _install(con)
-    held = _run(con, "SELECT snap, snapshot_id, tbl FROM temp.main._restored WHERE list_contains(?, snap)",
-                [list(wanted)])
+    held = _run(
+        con,
+        "SELECT snap, snapshot_id, tbl FROM temp.main._restored WHERE list_contains(?, snap)",
+        [list(wanted)],
+    )
     stale = sorted({s for s, i, _t in held if wanted[s] != i or s not in todo})
     if stale:
         _drop(con, stale)
@@ -125,11 +155,18 @@ def ensure(con: duckdb.DuckDBPyConnection, wanted: dict[int, str], compacted: di
     return {(s, t) for s in wanted for t in DETAIL if s not in todo} | have
 
 
-def _restore(con: duckdb.DuckDBPyConnection, jobs: dict[int, list[str]], ids: dict[int, str],
-             now: float) -> None:
+def _restore(
+    con: duckdb.DuckDBPyConnection, jobs: dict[int, list[str]], ids: dict[int, str], now: float
+) -> None:
     """Decode the ``jobs`` (snap -> tables) from their payloads (in parallel when several) and register them."""
-    found = {int(s): (f, d) for s, f, d in _run(
-        con, "SELECT snap, payload, detail_bytes FROM snapshot_payloads WHERE list_contains(?, snap)", [list(jobs)])}
+    found = {
+        int(s): (f, d)
+        for s, f, d in _run(
+            con,
+            "SELECT snap, payload, detail_bytes FROM snapshot_payloads WHERE list_contains(?, snap)",
+            [list(jobs)],
+        )
+    }
     # A snapshot compacted and deleted since has no payload: nothing to restore, no rows either.
     work = [(snap, need) for snap, need in jobs.items() if snap in found]
 
@@ -155,7 +192,9 @@ def _restore(con: duckdb.DuckDBPyConnection, jobs: dict[int, list[str]], ids: di
 
 
 def _evict(con: duckdb.DuckDBPyConnection, pinned: Iterable[int]) -> None:
-    held = _run(con, "SELECT snap, sum(row_count) FROM temp.main._restored GROUP BY snap ORDER BY max(used) DESC")
+    held = _run(
+        con, "SELECT snap, sum(row_count) FROM temp.main._restored GROUP BY snap ORDER BY max(used) DESC"
+    )
     total, drop = 0, []
     pinned = set(pinned)
     for snap, rows in held:

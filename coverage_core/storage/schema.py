@@ -386,11 +386,21 @@ ALTER TABLE run_artifacts ADD COLUMN reports JSON;                    -- [{compo
 """
 
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_REVISION_1, _REVISION_2, _REVISION_3, _REVISION_4, _REVISION_5, _REVISION_6,
-                              _REVISION_7, _REVISION_8)
+MIGRATIONS: tuple[str, ...] = (
+    _REVISION_1,
+    _REVISION_2,
+    _REVISION_3,
+    _REVISION_4,
+    _REVISION_5,
+    _REVISION_6,
+    _REVISION_7,
+    _REVISION_8,
+)
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
-_META = "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+_META = (
+    "CREATE TABLE IF NOT EXISTS schema_revision (revision INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+)
 
 
 def tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -90,8 +90,16 @@ class Deletion:
         return {
             "dry_run": self.dry_run,
             "deleted": [] if self.dry_run else [s.snapshot_id for s in self.snapshots],
-            "snapshots": [{"snapshot_id": s.snapshot_id, "suite": s.suite, "commit": s.commit,
-                           "created_at": s.created_at.isoformat(), "format": s.format} for s in self.snapshots],
+            "snapshots": [
+                {
+                    "snapshot_id": s.snapshot_id,
+                    "suite": s.suite,
+                    "commit": s.commit,
+                    "created_at": s.created_at.isoformat(),
+                    "format": s.format,
+                }
+                for s in self.snapshots
+            ],
             "rows": dict(self.rows),
         }
 
@@ -113,11 +121,15 @@ def store_path(checkout: Checkout) -> Path:
 def _locked_suggestion(holder: dict[str, Any]) -> str:
     """What to do about a held store, in terms every surface can read (no API names, no call syntax)."""
     if holder.get("owner") == "daemon":
-        return ("The coverage-mcp daemon owns this store: coverage-mcp commands and the MCP tools go through "
-                "it; stop it with `coverage-mcp stop` to open the store directly.")
-    return (f"Retry when the holder has released it: {how_to_release(holder)}. To use one store from "
-            "several programs at once, run the coverage-mcp daemon (`coverage-mcp serve`): commands then go "
-            "through it instead of holding the store.")
+        return (
+            "The coverage-mcp daemon owns this store: coverage-mcp commands and the MCP tools go through "
+            "it; stop it with `coverage-mcp stop` to open the store directly."
+        )
+    return (
+        f"Retry when the holder has released it: {how_to_release(holder)}. To use one store from "
+        "several programs at once, run the coverage-mcp daemon (`coverage-mcp serve`): commands then go "
+        "through it instead of holding the store."
+    )
 
 
 class ProjectStore:
@@ -143,9 +155,12 @@ class ProjectStore:
         self.gate = ReadGate()
         # Per read connection: the snapshots resolved on it (snap -> id) and the (snap, table) pairs readable.
         self._pending: weakref.WeakKeyDictionary[Any, tuple[dict[int, str], set[tuple[int, str]]]] = (
-            weakref.WeakKeyDictionary())
+            weakref.WeakKeyDictionary()
+        )
         self._pending_lock = threading.Lock()
-        self.compacting: duckdb.DuckDBPyConnection | None = None  # the connection of a running compaction pass
+        self.compacting: duckdb.DuckDBPyConnection | None = (
+            None  # the connection of a running compaction pass
+        )
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None = None, command: str | None = None) -> ProjectStore:
@@ -157,7 +172,9 @@ class ProjectStore:
         try:
             lease = Lease.acquire(
                 lease_path,
-                instance_metadata(owner=owner or found_owner, command=command or found_command, database=str(path)),
+                instance_metadata(
+                    owner=owner or found_owner, command=command or found_command, database=str(path)
+                ),
                 what=f"coverage store {path}",
                 suggestion="",
             )
@@ -175,8 +192,11 @@ class ProjectStore:
         try:
             store.cursor_secret = store._ensure_secret()
             note_latest(con, path)
-            store._compacted = dict(con.execute(
-                "SELECT p.snap, s.snapshot_id FROM snapshot_payloads p JOIN snapshots s USING (snap)").fetchall())
+            store._compacted = dict(
+                con.execute(
+                    "SELECT p.snap, s.snapshot_id FROM snapshot_payloads p JOIN snapshots s USING (snap)"
+                ).fetchall()
+            )
             store._ever_compacted = bool(store._compacted)
         except BaseException:
             store.close()
@@ -255,11 +275,29 @@ class ProjectStore:
         con.execute(
             "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                snap, snapshot_id, now, prov.suite, report.format, report.tool, prov.scope, prov.provenance,
-                prov.commit, prov.branch, prov.dirty, prov.worktree_id, prov.artifact_path,
-                prov.artifact_sha256, prov.artifact_bytes, len(report.files),
-                counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED], len(report.tests),
-                json.dumps([w.to_dict() for w in report.warnings] + _mapping_warnings(counts, len(report.files))),
+                snap,
+                snapshot_id,
+                now,
+                prov.suite,
+                report.format,
+                report.tool,
+                prov.scope,
+                prov.provenance,
+                prov.commit,
+                prov.branch,
+                prov.dirty,
+                prov.worktree_id,
+                prov.artifact_path,
+                prov.artifact_sha256,
+                prov.artifact_bytes,
+                len(report.files),
+                counts[MAPPED],
+                counts[AMBIGUOUS],
+                counts[UNMAPPED],
+                len(report.tests),
+                json.dumps(
+                    [w.to_dict() for w in report.warnings] + _mapping_warnings(counts, len(report.files))
+                ),
                 json.dumps({"source_roots": list(report.source_roots), **_jsonable(report.metadata)}),
             ],
         )
@@ -269,11 +307,16 @@ class ProjectStore:
                 totals["counter"].append(name)
                 totals["found"].append(report.totals[name].found)
                 totals["hit"].append(report.totals[name].hit)
-        _bulk(con, "snapshot_totals", snap, {
-            "counter": np.array(totals["counter"], dtype=object),
-            "found": np.array(totals["found"], dtype=np.int64),
-            "hit": np.array(totals["hit"], dtype=np.int64),
-        })
+        _bulk(
+            con,
+            "snapshot_totals",
+            snap,
+            {
+                "counter": np.array(totals["counter"], dtype=object),
+                "found": np.array(totals["found"], dtype=np.int64),
+                "hit": np.array(totals["hit"], dtype=np.int64),
+            },
+        )
         if progress:
             progress("files")
         n = len(report.files)
@@ -283,25 +326,40 @@ class ProjectStore:
             pair = report.file_totals.get(counter)
             return zeros if pair is None else pair[i]
 
-        _bulk(con, "files", snap, {
-            "file_id": np.arange(n, dtype=np.int32),
-            "path": np.array(mapping.paths, dtype=object),
-            "report_path": np.array([f.path for f in report.files], dtype=object),
-            "mapping": np.array(mapping.status, dtype=object),
-            "lines_found": per_file("lines", 0), "lines_hit": per_file("lines", 1),
-            "branches_found": per_file("branches", 0), "branches_hit": per_file("branches", 1),
-            "functions_found": per_file("functions", 0), "functions_hit": per_file("functions", 1),
-            "source_sha256": np.array([f.source_sha256 for f in report.files], dtype=object),
-            "logical_source_id": np.array([f.logical_source_id for f in report.files], dtype=object),
-            "variant": np.array([f.variant for f in report.files], dtype=object),
-            "content_blob": np.array(measured.blobs if measured is not None else [None] * n, dtype=object),
-        })
+        _bulk(
+            con,
+            "files",
+            snap,
+            {
+                "file_id": np.arange(n, dtype=np.int32),
+                "path": np.array(mapping.paths, dtype=object),
+                "report_path": np.array([f.path for f in report.files], dtype=object),
+                "mapping": np.array(mapping.status, dtype=object),
+                "lines_found": per_file("lines", 0),
+                "lines_hit": per_file("lines", 1),
+                "branches_found": per_file("branches", 0),
+                "branches_hit": per_file("branches", 1),
+                "functions_found": per_file("functions", 0),
+                "functions_hit": per_file("functions", 1),
+                "source_sha256": np.array([f.source_sha256 for f in report.files], dtype=object),
+                "logical_source_id": np.array([f.logical_source_id for f in report.files], dtype=object),
+                "variant": np.array([f.variant for f in report.files], dtype=object),
+                "content_blob": np.array(
+                    measured.blobs if measured is not None else [None] * n, dtype=object
+                ),
+            },
+        )
         if measured is not None and measured.texts:
             ids = sorted(measured.texts)
-            _bulk(con, "file_texts", snap, {
-                "file_id": np.array(ids, dtype=np.int32),
-                "text": np.array([measured.texts[i] for i in ids], dtype=object),
-            })
+            _bulk(
+                con,
+                "file_texts",
+                snap,
+                {
+                    "file_id": np.array(ids, dtype=np.int32),
+                    "text": np.array([measured.texts[i] for i in ids], dtype=object),
+                },
+            )
         for table, columns in (
             ("lines", report.lines),
             ("branches", report.branches),
@@ -318,16 +376,30 @@ class ProjectStore:
         if report.tests:
             if progress:
                 progress("tests")
-            _bulk(con, "test_names", snap, {
-                "test_id": np.arange(len(report.tests), dtype=np.int32),
-                "name": np.array(report.tests, dtype=object),
-            })
+            _bulk(
+                con,
+                "test_names",
+                snap,
+                {
+                    "test_id": np.arange(len(report.tests), dtype=np.int32),
+                    "name": np.array(report.tests, dtype=object),
+                },
+            )
             obs = report.test_observations
             if len(obs):
-                _bulk(con, "test_observations", snap, {
-                    "test_id": obs["test"], "file_id": obs["file"], "kind": obs["kind"],
-                    "line": obs["line"], "item": obs["item"], "hits": obs["hits"],
-                })
+                _bulk(
+                    con,
+                    "test_observations",
+                    snap,
+                    {
+                        "test_id": obs["test"],
+                        "file_id": obs["file"],
+                        "kind": obs["kind"],
+                        "line": obs["line"],
+                        "item": obs["item"],
+                        "hits": obs["hits"],
+                    },
+                )
                 self._store_signatures(con, snap)
         return snapshot_id
 
@@ -346,14 +418,19 @@ class ProjectStore:
                 members = np.flatnonzero(zero)
                 counts = np.bincount(run_of[members], minlength=len(starts)).astype(np.int32)
                 ends = starts + counts - 1
-                _bulk(con, "uncovered_ranges", snap, {
-                    "file_id": files[starts],
-                    "start_line": numbers[starts],
-                    "end_line": numbers[ends],
-                    "line_count": counts,
-                    "kind": np.zeros(len(starts), dtype=np.int8),
-                    "missed": counts,
-                })
+                _bulk(
+                    con,
+                    "uncovered_ranges",
+                    snap,
+                    {
+                        "file_id": files[starts],
+                        "start_line": numbers[starts],
+                        "end_line": numbers[ends],
+                        "line_count": counts,
+                        "kind": np.zeros(len(starts), dtype=np.int8),
+                        "missed": counts,
+                    },
+                )
         con.execute(
             """
             INSERT INTO uncovered_ranges
@@ -436,16 +513,19 @@ class ProjectStore:
             if prune is not None:
                 suite, keep = prune
                 rows = con.execute(
-                    "SELECT snapshot_id FROM snapshots WHERE suite = ? ORDER BY snap DESC OFFSET ?", [suite, int(keep)]
+                    "SELECT snapshot_id FROM snapshots WHERE suite = ? ORDER BY snap DESC OFFSET ?",
+                    [suite, int(keep)],
                 ).fetchall()
                 ids = [r[0] for r in rows]
             full = list(dict.fromkeys(self.resolve_id(i, con) for i in ids))
             chosen = [self.snapshot(i, con) for i in full]
             keys = [self.snap_key(i, con) for i in full]
-            newest = dict(con.execute(
-                "SELECT suite, max(snap) FROM snapshots WHERE list_contains(?, suite) GROUP BY suite",
-                [sorted({s.suite for s in chosen})],
-            ).fetchall())
+            newest = dict(
+                con.execute(
+                    "SELECT suite, max(snap) FROM snapshots WHERE list_contains(?, suite) GROUP BY suite",
+                    [sorted({s.suite for s in chosen})],
+                ).fetchall()
+            )
             latest = [s.snapshot_id for s, k in zip(chosen, keys) if newest.get(s.suite) == k]
             if latest and not force:
                 raise CoverageError(
@@ -465,8 +545,14 @@ class ProjectStore:
                     {"in_use": busy, "reason": "in_use"},
                 )
             tables = snap_tables(con)
-            rows_per_table = {t: int(con.execute(f"SELECT count(*) FROM {t} WHERE list_contains(?, snap)",
-                                                 [keys]).fetchone()[0]) for t in tables}
+            rows_per_table = {
+                t: int(
+                    con.execute(f"SELECT count(*) FROM {t} WHERE list_contains(?, snap)", [keys]).fetchone()[
+                        0
+                    ]
+                )
+                for t in tables
+            }
             deletion = Deletion(tuple(chosen), rows_per_table, dry_run)
             if dry_run or not keys:
                 return deletion
@@ -522,21 +608,37 @@ class ProjectStore:
     def _row_to_snapshot(self, row: tuple) -> Snapshot:
         totals = {t["c"]: Counter(int(t["f"]), int(t["h"])) for t in (row[22] or [])}
         return Snapshot(
-            snapshot_id=row[1], created_at=row[2], suite=row[3], format=row[4], tool=row[5],
-            scope=row[6], provenance=row[7], commit=row[8], branch=row[9], dirty=bool(row[10]),
-            worktree=row[11], worktree_path=row[12], artifact_path=row[13], artifact_sha256=row[14],
-            artifact_bytes=int(row[15]), files=int(row[16]), tests=int(row[17]),
+            snapshot_id=row[1],
+            created_at=row[2],
+            suite=row[3],
+            format=row[4],
+            tool=row[5],
+            scope=row[6],
+            provenance=row[7],
+            commit=row[8],
+            branch=row[9],
+            dirty=bool(row[10]),
+            worktree=row[11],
+            worktree_path=row[12],
+            artifact_path=row[13],
+            artifact_sha256=row[14],
+            artifact_bytes=int(row[15]),
+            files=int(row[16]),
+            tests=int(row[17]),
             path_mapping=MappingSummary(int(row[18]), int(row[19]), int(row[20])),
-            totals=totals, warnings=tuple(json.loads(row[21])),
+            totals=totals,
+            warnings=tuple(json.loads(row[21])),
         )
 
     def _load(self, ids: Sequence[str], con: duckdb.DuckDBPyConnection | None = None) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self._snapshots]
         if not missing:
             return
-        rows = (con or self.con).execute(
-            self._SNAPSHOT_SQL + " WHERE list_contains(?, s.snapshot_id)", [missing]
-        ).fetchall()
+        rows = (
+            (con or self.con)
+            .execute(self._SNAPSHOT_SQL + " WHERE list_contains(?, s.snapshot_id)", [missing])
+            .fetchall()
+        )
         for row in rows:
             self._snapshots[row[1]] = (int(row[0]), self._row_to_snapshot(row))
 
@@ -547,16 +649,23 @@ class ProjectStore:
         if snapshot_id in self._snapshots:
             return snapshot_id
         # Never cached: a later ingest can make a unique prefix ambiguous, a deletion unknown.
-        rows = (con or self.con).execute(
-            "SELECT snapshot_id FROM snapshots WHERE starts_with(snapshot_id, ?) "
-            "ORDER BY snapshot_id = ? DESC, snap DESC LIMIT ?",
-            [snapshot_id, snapshot_id, MAX_CANDIDATES + 1],
-        ).fetchall() if isinstance(snapshot_id, str) and is_snapshot_id(snapshot_id) else []
+        rows = (
+            (con or self.con)
+            .execute(
+                "SELECT snapshot_id FROM snapshots WHERE starts_with(snapshot_id, ?) "
+                "ORDER BY snapshot_id = ? DESC, snap DESC LIMIT ?",
+                [snapshot_id, snapshot_id, MAX_CANDIDATES + 1],
+            )
+            .fetchall()
+            if isinstance(snapshot_id, str) and is_snapshot_id(snapshot_id)
+            else []
+        )
         if rows and (len(rows) == 1 or rows[0][0] == snapshot_id):
             return str(rows[0][0])
         if not rows:
             raise CoverageError(
-                ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
+                ErrorCode.NOT_FOUND,
+                f"no snapshot {snapshot_id!r} in this repository's store",
                 "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids "
                 "(a unique prefix such as snap-1a2b is enough).",
                 {"snapshot_id": snapshot_id},
@@ -578,7 +687,8 @@ class ProjectStore:
         found = self._snapshots.get(full)
         if found is None:  # deleted between the lookup and the load
             raise CoverageError(
-                ErrorCode.NOT_FOUND, f"no snapshot {snapshot_id!r} in this repository's store",
+                ErrorCode.NOT_FOUND,
+                f"no snapshot {snapshot_id!r} in this repository's store",
                 "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
@@ -589,8 +699,12 @@ class ProjectStore:
         return found[0]
 
     # -- compaction -------------------------------------------------------------
-    def ensure_detail(self, con: duckdb.DuckDBPyConnection | None, snaps: dict[int, str],
-                      tables: Iterable[str] | None = None) -> None:
+    def ensure_detail(
+        self,
+        con: duckdb.DuckDBPyConnection | None,
+        snaps: dict[int, str],
+        tables: Iterable[str] | None = None,
+    ) -> None:
         """Make ``tables`` (default: all) of the detail of ``snaps`` (snap -> snapshot id) readable on the
         read connection ``con``, restoring compacted ones there (``restore``). The store's own connection is
         never given restored rows: its callers read no detail of an old snapshot."""
@@ -614,13 +728,15 @@ class ProjectStore:
             return
         done |= ensure(con, dict(wanted), self._compacted, asked)
 
-    def ensure_suite_detail(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int,
-                            tables: Iterable[str] = ("lines",)) -> None:
+    def ensure_suite_detail(
+        self, con: duckdb.DuckDBPyConnection, suite: str, upto: int, tables: Iterable[str] = ("lines",)
+    ) -> None:
         """``ensure_detail`` of ``tables`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
         if not self._ever_compacted or con is self.con:
             return
-        rows = con.execute("SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?",
-                           [suite, upto]).fetchall()
+        rows = con.execute(
+            "SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?", [suite, upto]
+        ).fetchall()
         self.ensure_detail(con, dict(rows), tables)
 
     def compacted_now(self, snap: int, snapshot_id: str) -> None:
@@ -702,7 +818,8 @@ class ProjectStore:
         }
         if order not in orders:
             raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT, f"unknown file order {order!r}",
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown file order {order!r}",
                 f"Use one of: {', '.join(orders)}.",
             )
         total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchone()[0]
@@ -719,16 +836,23 @@ class ProjectStore:
     ) -> tuple[str | None, bytes | None]:
         """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
         self.materialize(con, ("file_texts",))
-        row = (con or self.con).execute(
-            """SELECT f.content_blob, t.text FROM files f
+        row = (
+            (con or self.con)
+            .execute(
+                """SELECT f.content_blob, t.text FROM files f
                LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
                WHERE f.snap = ? AND f.file_id = ?""",
-            [snap, file_id],
-        ).fetchone()
+                [snap, file_id],
+            )
+            .fetchone()
+        )
         return (None, None) if row is None else (row[0], row[1])
 
     def content_blobs(
-        self, snapshot_id: str, con: duckdb.DuckDBPyConnection | None = None, paths: Sequence[str] | None = None,
+        self,
+        snapshot_id: str,
+        con: duckdb.DuckDBPyConnection | None = None,
+        paths: Sequence[str] | None = None,
     ) -> dict[str, str | None]:
         """Path -> content blob id (None: unknown) of a snapshot's mapped files, or of ``paths`` among them."""
         con = con or self.con
@@ -742,7 +866,10 @@ class ProjectStore:
         return dict(con.execute(sql + " ORDER BY path", params).fetchall())
 
     def file_detail(
-        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection | None = None,
+        self,
+        snapshot_id: str,
+        path: str,
+        con: duckdb.DuckDBPyConnection | None = None,
         lines: tuple[int, int] | None = None,
     ) -> FileDetail:
         """One file's detail; ``lines`` (first, last) keeps the lines, branches, functions and regions
@@ -757,11 +884,17 @@ class ProjectStore:
             return self._file_detail(snapshot_id, path, con, lines)
 
     def _file_detail(
-        self, snapshot_id: str, path: str, con: duckdb.DuckDBPyConnection, lines: tuple[int, int] | None,
+        self,
+        snapshot_id: str,
+        path: str,
+        con: duckdb.DuckDBPyConnection,
+        lines: tuple[int, int] | None,
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
-        self.materialize(con, ("lines", "branches", "functions", "regions", "test_names", "test_observations"))
+        self.materialize(
+            con, ("lines", "branches", "functions", "regions", "test_names", "test_observations")
+        )
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
                       branches_hit, functions_found, functions_hit
@@ -770,11 +903,14 @@ class ProjectStore:
         ).fetchone()
         if row is None:
             raise CoverageError(
-                ErrorCode.NOT_FOUND, f"{path!r} is not a file of snapshot {snapshot_id}",
+                ErrorCode.NOT_FOUND,
+                f"{path!r} is not a file of snapshot {snapshot_id}",
                 "Use a repository-relative path as listed by `coverage-mcp show SNAPSHOT`.",
                 {"path": path, "snapshot_id": snapshot_id},
-                Remedy(operation="coverage_review",
-                       arguments={"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "path"}),
+                Remedy(
+                    operation="coverage_review",
+                    arguments={"task": "files", "measurement": {"snapshot_id": snapshot_id}, "order": "path"},
+                ),
             )
         file_id = row[0]
 
@@ -783,7 +919,8 @@ class ProjectStore:
         def table(columns: str, name: str, line: str, order: str) -> dict[str, np.ndarray]:
             return con.execute(
                 f"SELECT {columns} FROM {name} WHERE snap = ? AND file_id = ? AND {line} BETWEEN ? AND ? "
-                f"ORDER BY {order}", [snap, file_id, low, high],
+                f"ORDER BY {order}",
+                [snap, file_id, low, high],
             ).fetchnumpy()
 
         tests = con.execute(
@@ -798,15 +935,21 @@ class ProjectStore:
             lines=table("line, hits", "lines", "line", "line"),
             branches=table("line, block, branch, taken", "branches", "line", "line, block"),
             functions=table("name, start_line, end_line, hits", "functions", "start_line", "start_line"),
-            regions=table("start_line, start_col, end_line, end_col, hits, kind", "regions", "start_line",
-                          "start_line, start_col"),
+            regions=table(
+                "start_line, start_col, end_line, end_col, hits, kind",
+                "regions",
+                "start_line",
+                "start_line, start_col",
+            ),
             tests=tuple(t[0] for t in tests),
         )
 
 
 def _file_summary(r: Sequence[Any]) -> FileSummary:
     return FileSummary(
-        path=r[0], report_path=r[1], mapping=r[2],
+        path=r[0],
+        report_path=r[1],
+        mapping=r[2],
         lines=Counter(int(r[3]), int(r[4])),
         branches=Counter(int(r[5]), int(r[6])),
         functions=Counter(int(r[7]), int(r[8])),
@@ -817,8 +960,9 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, snap: int, columns: dict[s
     bulk_insert(con, table, ("snap", snap), columns)
 
 
-def bulk_insert(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, int],
-                columns: dict[str, np.ndarray]) -> None:
+def bulk_insert(
+    con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, int], columns: dict[str, np.ndarray]
+) -> None:
     """INSERT a table's rows from NumPy columns in one statement (never row by row); ``key`` is
     the (column, value) every row shares, e.g. ``("snap", 7)``."""
     name = f"_bulk_{table}"
@@ -835,16 +979,28 @@ def bulk_insert(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, int]
 
 def _mapping_warnings(counts: dict[str, int], n_files: int) -> list[dict[str, str]]:
     if n_files and counts[MAPPED] == 0:
-        return [{
-            "code": "no_files_mapped",
-            "message": f"none of the report's {n_files} files maps to a file git tracks here; "
-            "check --path-map or that the report belongs to this repository",
-        }]
+        return [
+            {
+                "code": "no_files_mapped",
+                "message": f"none of the report's {n_files} files maps to a file git tracks here; "
+                "check --path-map or that the report belongs to this repository",
+            }
+        ]
     out = []
     if counts[UNMAPPED]:
-        out.append({"code": "unmapped_files", "message": f"{counts[UNMAPPED]} of {n_files} files do not map to a tracked file"})
+        out.append(
+            {
+                "code": "unmapped_files",
+                "message": f"{counts[UNMAPPED]} of {n_files} files do not map to a tracked file",
+            }
+        )
     if counts[AMBIGUOUS]:
-        out.append({"code": "ambiguous_files", "message": f"{counts[AMBIGUOUS]} of {n_files} files match several tracked files"})
+        out.append(
+            {
+                "code": "ambiguous_files",
+                "message": f"{counts[AMBIGUOUS]} of {n_files} files match several tracked files",
+            }
+        )
     return out
 
 

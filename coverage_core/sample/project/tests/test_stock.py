@@ -1,4 +1,3 @@
-
 from inventory import Stock, restock_plan
 
 
