@@ -108,9 +108,12 @@ def library_revision() -> str:
     stamp = src / ".commit"
     if stamp.exists():
         return f"coverage_core at commit {stamp.read_text().strip()[:12]} (a clean export)"
-    run = lambda *a: subprocess.run(
-        ["git", "-C", str(src), *a], check=False, capture_output=True, text=True
-    ).stdout.strip()
+
+    def run(*a):
+        return subprocess.run(
+            ["git", "-C", str(src), *a], check=False, capture_output=True, text=True
+        ).stdout.strip()
+
     head = run("rev-parse", "--short=12", "HEAD")
     if not head:
         return f"coverage_core from {src}"

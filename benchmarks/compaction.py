@@ -288,8 +288,13 @@ def main() -> None:
         restore = restore_case(root, args.repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    ms = lambda s: f"{s * 1000:,.0f} ms"
-    mb = lambda b: f"{b / 1e6:,.2f} MB"
+
+    def ms(s):
+        return f"{s * 1000:,.0f} ms"
+
+    def mb(b):
+        return f"{b / 1e6:,.2f} MB"
+
     text = [
         "## Compaction",
         "",

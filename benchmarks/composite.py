@@ -27,15 +27,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import ROOT, WORK, corpus_file, library_revision, load_average, machine, median, write_section
 
 sys.path.insert(0, str(ROOT))
 
-from coverage_core import open_project  # noqa: E402
-from coverage_core.composite import build  # noqa: E402
-from coverage_core.parsers import parse_bytes, read_report  # noqa: E402
-from coverage_core.report import REGION_CODE  # noqa: E402
+from coverage_core import open_project
+from coverage_core.composite import build
+from coverage_core.parsers import parse_bytes, read_report
+from coverage_core.report import REGION_CODE
 
 LLVM = "llvm/sqlite-3.53.2.llvm-cov.json.zst"
 PY = "coveragepy/itsdangerous-2.2.0.coverage.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import WORK, corpus_file, machine, median, run_measured, write_section  # noqa: E402
+from common import WORK, corpus_file, machine, median, run_measured, write_section
 
 SQLITE = "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"
 

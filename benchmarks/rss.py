@@ -130,7 +130,7 @@ def main() -> None:
     home = scratch / "home"
     repos = [scratch / f"repo{i}" for i in range(opts.repos)]
     reports: list[tuple[Path, str]] = []
-    for i, repo in enumerate(repos):
+    for _i, repo in enumerate(repos):
         make_repo(repo)
     for k in range(opts.bombs):
         repo = repos[k % len(repos)]

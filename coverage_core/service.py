@@ -16,7 +16,6 @@ dispatch, validation and documentation all derive from it.
 from __future__ import annotations
 
 import contextlib
-
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import attrs
 
 from . import output_schemas
+from .composite import importing as composite_import
 from .errors import CoverageError, ErrorCode, Remedy
 from .execution import ops as execution
 from .ids import SNAPSHOT_ID_PATTERN
@@ -32,7 +32,6 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .composite import importing as composite_import
 from .review import baseline, budget, context, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION

@@ -16,8 +16,8 @@ import json
 import os
 import sys
 import urllib.parse
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
@@ -29,9 +29,9 @@ from coverage_core.locks import describe_holder, is_held, read_metadata, this_pr
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
 from coverage_core.parsers.spool import local_report
 from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
+from coverage_core.project import open_project as open_direct
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
-from coverage_core.project import open_project as open_direct
 
 from .errors_http import error_from_body
 from .identity import CAPABILITY_HEADER, REPO_HEADER

@@ -129,7 +129,7 @@ class Sessions:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for session_id, (conn, seen) in list(self._conns.items()):
+        for session_id, (_conn, seen) in list(self._conns.items()):
             if now - seen > self.IDLE_S:
                 self.close(session_id)
 

@@ -459,14 +459,14 @@ def test_every_operation_answers_the_cli_json_exactly_as_the_service(changed: Pa
     table = cases(latest["snapshot_id"], str(changed / "step3.coverage.json"), finished_run(changed))
     assert {name for name, _, _ in table} == set(OPERATIONS) - {"run_test"}
     printed = []
-    for name, words, _ in table:
+    for _name, words, _ in table:
         out = run(changed, *words, "--json")
         assert out.returncode == 0, (words, out.stderr)
         printed.append(json.loads(out.stdout))
     with open_project(changed) as project:
         service = Service(project)
         expected = [service.call(name, args) for name, _, args in table]
-    for (name, words, _), got, want in zip(table, printed, expected):
+    for (_name, words, _), got, want in zip(table, printed, expected):
         assert comparable(got) == comparable(want), words
     imported = next(got for (name, _, _), got in zip(table, printed) if name == "coverage_import")
     assert imported["data"]["duplicate"] is True  # the report was stored before: one snapshot, either way

@@ -490,7 +490,7 @@ def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail
             try:
                 while not stop.is_set():
                     seen.append(_answers(project, calls))  # each call on its own new read connection
-            except BaseException as error:  # noqa: BLE001 - reported below
+            except BaseException as error:
                 failures.append(error)
 
         readers = [threading.Thread(target=read) for _ in range(2)]

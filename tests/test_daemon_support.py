@@ -26,7 +26,6 @@ from coverage_daemon.secrets import bearer, client_token
 from coverage_daemon.server import check_loopback, running, take_daemon_lock
 from coverage_daemon.state import Daemon
 
-
 ACCEPT = "application/json, text/event-stream"
 
 

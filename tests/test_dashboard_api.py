@@ -35,7 +35,7 @@ pytest_plugins = ["tests.test_daemon_support"]
 
 
 @pytest.fixture
-def repo(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path) -> Path:  # noqa: F811
+def repo(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path) -> Path:
     checkout = copy_checkout(measured[0], tmp_path)
     store(checkout, measured[1], "c0", "c1")
     return checkout
@@ -126,7 +126,7 @@ def test_the_projection_refuses_an_unknown_snapshot_and_a_suite_the_current_is_n
         project.close()
 
 
-def test_the_revision_changes_with_an_ingest_and_only_then(repo: Path, measured: Any) -> None:  # noqa: F811
+def test_the_revision_changes_with_an_ingest_and_only_then(repo: Path, measured: Any) -> None:
     project = open_project(repo)
     try:
         before = revision(project.store.con)
@@ -284,7 +284,7 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
 
 async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
     live: Running, repo: Path, measured: Any
-) -> None:  # noqa: F811
+) -> None:
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
         async with http.get(live.url + "/api/dashboard/events") as stream:

@@ -55,7 +55,7 @@ def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
 @pytest.fixture
 async def pending(
     measured: tuple[Path, dict[str, tuple[Path, str]]],
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
     isolated_home: Path,
 ) -> AsyncIterator[tuple[Live, list[str]]]:
     """Two look-alike pending commands, one with an env value that is not harmless."""
@@ -133,7 +133,7 @@ async def test_the_static_report_never_carries_a_pending_command_or_its_env_valu
 
 async def test_the_sign_in_link_opens_the_repository_the_command_ran_in_and_the_address_keeps_it(
     measured: tuple[Path, dict[str, tuple[Path, str]]],
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
     isolated_home: Path,
 ) -> None:
     first = copy_checkout(measured[0], tmp_path / "a")

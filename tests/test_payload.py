@@ -179,7 +179,7 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
 
 def _frame_with(edit: Callable[[dict[str, Any]], None]) -> tuple[bytes, int]:
     """A valid frame of the edge tables whose header ``edit`` changed (the column bytes left as they were)."""
-    frame, size, _rows = payload.encode(_hostile_tables())
+    frame, _size, _rows = payload.encode(_hostile_tables())
     raw = zstandard.ZstdDecompressor().decompress(frame)
     start = len(payload.MAGIC) + 4
     (head_len,) = struct.unpack_from("<I", raw, len(payload.MAGIC))
@@ -358,7 +358,7 @@ def test_a_frame_larger_than_its_recorded_size_is_refused_without_decompressing_
 def test_mismatched_column_lengths_are_refused_when_encoding() -> None:
     tables = _hostile_tables()
     tables["lines"]["hits"] = tables["lines"]["hits"][:-1]
-    with pytest.raises(ValueError, match="lines.hits"):
+    with pytest.raises(ValueError, match=r"lines\.hits"):
         payload.encode(tables)
 
 
@@ -404,7 +404,7 @@ def _runs_to(count: int) -> Callable[[dict[str, Any]], None]:
 
 def test_runs_that_do_not_cover_the_rows_are_refused() -> None:
     def frame_with(edit: Callable[[dict[str, Any]], None]) -> tuple[bytes, int]:
-        frame, size, _rows = payload.encode(_observed())
+        frame, _size, _rows = payload.encode(_observed())
         raw = zstandard.ZstdDecompressor().decompress(frame)
         header = _header(frame)
         edit(header)
@@ -428,7 +428,7 @@ def test_run_lengths_that_wrap_around_to_the_row_count_are_refused() -> None:
         "line": np.arange(200, dtype=np.int32),
         "hits": np.repeat(np.arange(4, dtype=np.int64), 50),
     }
-    frame, size, _rows = payload.encode(tables)
+    frame, _size, _rows = payload.encode(tables)
     raw = zstandard.ZstdDecompressor().decompress(frame)
     header = _header(frame)
     spec = _column(header, "lines", "hits")

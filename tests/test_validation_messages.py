@@ -6,8 +6,6 @@ argument used to fill the whole (truncated) message with it and never reach the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from coverage_core import open_project

@@ -121,7 +121,7 @@ def aggregate(
     for ev in evidence:
         comp = inv.component(ev.component)
         if ev.status in (MALFORMED, UNSUPPORTED):
-            for (c, v, lid), i in index.items():
+            for (c, v, _lid), i in index.items():
                 if c == ev.component and v == ev.variant:
                     note(i, ev.status, f"{ev.label}: {ev.message}")
             continue

@@ -64,7 +64,7 @@ def _prctl(option: int, value: int) -> bool:
                 _flags_ = FUNCFLAG_CDECL
 
             _PRCTL.append(_Function(("prctl", _Libc)))
-        except Exception:  # noqa: BLE001 - any failure of the short way: the documented one
+        except Exception:
             try:
                 import ctypes
 
@@ -73,7 +73,7 @@ def _prctl(option: int, value: int) -> bool:
                 _PRCTL.append(None)
     try:
         return _PRCTL[0] is not None and _PRCTL[0](option, value, 0, 0, 0) == 0
-    except Exception:  # noqa: BLE001 - no prctl here (not Linux): no subreaper, the group kill remains
+    except Exception:
         return False
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from xml.sax.saxutils import escape as xml_escape
 from types import ModuleType
+from xml.sax.saxutils import escape as xml_escape
 
 from ..errors import CoverageError, ErrorCode
 from ..report import MAX_PATH_BYTES, NormalizedReport, PathTooLong

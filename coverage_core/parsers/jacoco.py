@@ -206,7 +206,7 @@ class _Collector:
             return self._line_of("line", i)
 
         nr = xml.int_column(self._nr, "<line> nr", origin, line_of, xml.I32_MAX)
-        mi, ci, mb, cb = (
+        _mi, ci, mb, cb = (
             xml.int_column(values, f"<line> {name}", origin, line_of)
             for name, values in (("mi", self._mi), ("ci", self._ci), ("mb", self._mb), ("cb", self._cb))
         )

@@ -88,7 +88,7 @@ def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None 
 
 
 def _age_seconds(created: dt.datetime) -> int:
-    return max(0, int((dt.datetime.now(dt.timezone.utc) - created).total_seconds()))
+    return max(0, int((dt.datetime.now(dt.UTC) - created).total_seconds()))
 
 
 def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str, Any]:

@@ -24,8 +24,8 @@ from . import source as sources
 from .audit import audit
 from .budget import Budget, size
 from .call import Call
-from .context import CLAIM_ORDER
 from .change import change
+from .context import CLAIM_ORDER
 from .history import history
 from .incremental import incremental
 from .insight import insight

@@ -269,7 +269,7 @@ def _decode_runs(
         raise _corrupt(f"bad runs of {where}")
     values = _decode_numbers(view, pos, sizes[0], how[2:4], how[1], "<i8", where)
     lengths = _decode_numbers(view, pos + sizes[0], sizes[1], ["p", how[4]], how[1], "<i8", where)
-    if how[1] and (lengths.min() < 1 or lengths.max() > n or int(lengths.sum()) != n) or (not how[1] and n):
+    if (how[1] and (lengths.min() < 1 or lengths.max() > n or int(lengths.sum()) != n)) or (not how[1] and n):
         raise _corrupt(f"bad runs of {where}")
     return np.repeat(values, lengths).astype(kind, copy=False)
 

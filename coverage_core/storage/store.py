@@ -264,7 +264,7 @@ class ProjectStore:
         return self.snapshot(snap)
 
     def _insert(self, con, report, mapping, prov, progress, measured: MeasuredText | None = None) -> str:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()

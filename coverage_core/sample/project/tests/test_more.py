@@ -1,5 +1,4 @@
 import pytest
-
 from inventory import Stock, bulk_discount, price_with_tax
 
 
