@@ -247,7 +247,7 @@ class Git:
 
     @_serialized
     def parent(self, commit: str) -> str | None:
-        parents = self.repo[self.resolve(commit)].parent_ids
+        parents = self.repo[self.resolve(commit)].peel(pygit2.Commit).parent_ids
         return str(parents[0]) if parents else None
 
     # -- content ------------------------------------------------------------
@@ -271,11 +271,11 @@ class Git:
         stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
         while stack:
             prefix, node = stack.pop()
-            for entry in node:
-                if entry.type_str == "tree":
-                    stack.append((prefix + entry.name + "/", self.repo[entry.id]))
-                elif entry.type_str == "blob":
-                    out[prefix + entry.name] = str(entry.id)
+            for entry in node:  # a tree's entries are its subtrees and blobs themselves, always named
+                if isinstance(entry, pygit2.Tree):
+                    stack.append((f"{prefix}{entry.name}/", entry))
+                elif isinstance(entry, pygit2.Blob):
+                    out[f"{prefix}{entry.name}"] = str(entry.id)
         self._blob_ids[sha] = out
         while len(self._blob_ids) > BLOB_ID_COMMITS:
             self._blob_ids.pop(next(iter(self._blob_ids)))
