@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 import pygit2
@@ -165,18 +165,19 @@ def _common_dir(git_dir: Path) -> Path:
     return git_dir
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _serialized(method: F) -> F:
+def _serialized(method: Callable[Concatenate[Git, P], R]) -> Callable[Concatenate[Git, P], R]:
     """One call at a time per repository: libgit2 objects are not safe to share across threads."""
 
     @functools.wraps(method)
-    def wrapper(self: Git, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Git, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
             return method(self, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 class Git:

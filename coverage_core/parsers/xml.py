@@ -176,7 +176,7 @@ def int_column(
         # rather than overflows, so a value at the int64 maximum goes the slow way.
         digits = "".join(values)  # type: ignore[arg-type]  # a None (missing) raises TypeError
         if digits.isascii() and digits.isdigit():  # isdigit alone would accept "²"
-            column = np.fromstring(" ".join(values), dtype=np.int64, sep=" ")  # type: ignore[arg-type]
+            column = np.fromstring(" ".join(values), dtype=np.int64, sep=" ")  # type: ignore[arg-type]  # as above
             limit = INT64_MAX - 1 if maximum is None else min(maximum, INT64_MAX - 1)
             if len(column) == len(values) and column.max() <= limit:
                 return column
