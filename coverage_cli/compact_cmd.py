@@ -15,7 +15,7 @@ import click
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import Project
 from coverage_core.storage import compaction
-from coverage_daemon.client import open_project
+from coverage_daemon.client import DaemonProject, open_project
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
@@ -35,6 +35,7 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
                 f"Policy fields: {', '.join(f'{k} ({f.low}-{f.high})' for k, f in FIELDS.items())}; "
                 "e.g. --set after_days=14.",
             )
+        number: int | str
         try:
             number = int(text.strip())
         except ValueError:
@@ -43,13 +44,15 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
     return values
 
 
-def _owned(project: Any, what: str) -> None:
-    if not isinstance(project, Project) and not project.capability:
+def _capability(project: DaemonProject, what: str) -> str:
+    """The admin capability for the daemon that holds the store; only its user can read it."""
+    if not project.capability:
         raise CoverageError(
             ErrorCode.STORE_LOCKED,
             "the coverage-mcp daemon holds this repository's store",
             f"Run {what} as the daemon's user, or stop it with `coverage-mcp stop` first.",
         )
+    return project.capability
 
 
 @click.command("compact")
@@ -99,18 +102,17 @@ def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -
         raise click.UsageError("--set changes the policy only; run the pass or --status separately")
     with open_project(repo) as project:
         if values:
-            _owned(project, "a policy change")
             if isinstance(project, Project):
                 project.set_compaction_policy(**{k.removeprefix("compaction_"): v for k, v in values.items()})
             else:
-                project.client.update_settings(project.project_id, values, capability=project.capability)
+                capability = _capability(project, "a policy change")
+                project.client.update_settings(project.project_id, values, capability=capability)
             data = _inventory(project)
         elif status:
             data = _inventory(project)
         else:
             if older_than is not None:
                 compaction.parse_age(older_than)  # garbage is refused here, before any store work
-            _owned(project, "compaction")
             if isinstance(project, Project):
                 data = project.compact(older_than=older_than, dry_run=dry_run, limit=limit).to_dict()
             else:
@@ -119,7 +121,9 @@ def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -
                     for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
                     if v is not None
                 }
-                data = project.client.compact(project.project_id, body, capability=project.capability)
+                data = project.client.compact(
+                    project.project_id, body, capability=_capability(project, "compaction")
+                )
     if as_json:
         emit_json({"data": data})
     elif values or status:

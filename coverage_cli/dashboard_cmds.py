@@ -205,10 +205,14 @@ def _report_data(
     try:
         data = projection.dashboard(project, con, **chosen)
         snap = (data["selection"]["current"] or {}).get("snapshot_id")
-        sources = {
-            path: projection.file_source(project, con, snap, path)
-            for path in (static_report.source_candidates(data) if snap else [])
-        }
+        sources = (
+            {
+                path: projection.file_source(project, con, snap, path)
+                for path in static_report.source_candidates(data)
+            }
+            if snap
+            else {}
+        )
         data["run_logs"] = {
             run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)
         }

@@ -10,6 +10,7 @@ the modules it loaded.
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -44,7 +45,7 @@ def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
     settings = Settings.from_env()
     limits = Limits(settings.max_report_bytes)
     if report == "-":
-        source = click.get_binary_stream("stdin")
+        source = sys.stdin.buffer
     else:
         source = report
     result = parse(source, format=fmt, limits=limits)

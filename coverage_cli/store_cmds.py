@@ -619,7 +619,9 @@ def render_file(envelope: dict[str, Any]) -> None:
 
 
 def _ranges(lines: list[int]) -> str:
-    out, start, prev = [], None, None
+    out: list[str] = []
+    start: int | None = None
+    prev = 0  # the last line of the range that starts at ``start``
     for n in lines:
         if start is None:
             start = prev = n

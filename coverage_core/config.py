@@ -42,7 +42,7 @@ class _SettingsBase:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Every setting from ``overrides`` (not None), else the environment, else its default; validated."""
-        return cls(**read_env(env, **overrides))  # type: ignore[return-value]
+        return cls(**read_env(env, **overrides))
 
 
 if TYPE_CHECKING:

@@ -56,7 +56,9 @@ class FileChange:
     @property
     def path(self) -> str:
         """The file's name in the current version (its old name when deleted)."""
-        return self.new_path if self.new_path is not None else self.old_path  # type: ignore[return-value]
+        path = self.new_path if self.new_path is not None else self.old_path
+        assert path is not None  # a change has a name on at least one side
+        return path
 
     @property
     def lines_added(self) -> int:
@@ -147,7 +149,7 @@ def _exact_hunks(hunk: pygit2.DiffHunk) -> list[tuple[int, int, int, int]]:
     for line in hunk.lines:
         if line.origin == " ":
             if run is not None:
-                out.append(tuple(run))  # type: ignore[arg-type]
+                out.append((run[0], run[1], run[2], run[3]))
                 run = None
             old_at, new_at = line.old_lineno, line.new_lineno
         elif line.origin in ("-", "+"):
@@ -164,7 +166,7 @@ def _exact_hunks(hunk: pygit2.DiffHunk) -> list[tuple[int, int, int, int]]:
                 run[3] += 1
                 new_at = line.new_lineno
     if run is not None:
-        out.append(tuple(run))  # type: ignore[arg-type]
+        out.append((run[0], run[1], run[2], run[3]))
     return out
 
 

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 import pygit2
@@ -165,18 +165,19 @@ def _common_dir(git_dir: Path) -> Path:
     return git_dir
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _serialized(method: F) -> F:
+def _serialized(method: Callable[Concatenate[Git, P], R]) -> Callable[Concatenate[Git, P], R]:
     """One call at a time per repository: libgit2 objects are not safe to share across threads."""
 
     @functools.wraps(method)
-    def wrapper(self: Git, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Git, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
             return method(self, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 class Git:
@@ -247,7 +248,7 @@ class Git:
 
     @_serialized
     def parent(self, commit: str) -> str | None:
-        parents = self.repo[self.resolve(commit)].parent_ids
+        parents = self.repo[self.resolve(commit)].peel(pygit2.Commit).parent_ids
         return str(parents[0]) if parents else None
 
     # -- content ------------------------------------------------------------
@@ -271,11 +272,11 @@ class Git:
         stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
         while stack:
             prefix, node = stack.pop()
-            for entry in node:
-                if entry.type_str == "tree":
-                    stack.append((prefix + entry.name + "/", self.repo[entry.id]))
-                elif entry.type_str == "blob":
-                    out[prefix + entry.name] = str(entry.id)
+            for entry in node:  # a tree's entries are its subtrees and blobs themselves, always named
+                if isinstance(entry, pygit2.Tree):
+                    stack.append((f"{prefix}{entry.name}/", entry))
+                elif isinstance(entry, pygit2.Blob):
+                    out[f"{prefix}{entry.name}"] = str(entry.id)
         self._blob_ids[sha] = out
         while len(self._blob_ids) > BLOB_ID_COMMITS:
             self._blob_ids.pop(next(iter(self._blob_ids)))

@@ -70,7 +70,7 @@ class Project:
         self.settings = settings
         self.git = Git(checkout)
         self._state_lock = threading.Lock()
-        self._analysis = None
+        self._analysis: duckdb.DuckDBPyConnection | None = None
         self._state: tuple[float, CheckoutState] | None = None
 
     # -- lifecycle ----------------------------------------------------------
@@ -161,7 +161,7 @@ class Project:
         suite: str,
         format: str | None,
         scope: str,
-        commit: str,
+        commit: str | None,  # None: an unborn HEAD and no commit named
         head: str | None,
         branch: str | None,
         path_map: Sequence[tuple[str, str]],

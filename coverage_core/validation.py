@@ -8,7 +8,8 @@ suggestion names what the schema wants.
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import jsonschema
 
@@ -63,10 +64,12 @@ def _plural(n: Any, word: str) -> str:
 def _describe(err: jsonschema.ValidationError) -> str:
     """What is wrong, from the keyword that failed: the reason first, the value only as a short excerpt
     (jsonschema's own messages start by echoing the whole value)."""
-    kw, limit, value = err.validator, err.validator_value, err.instance
+    # The keyword's value and the instance are any JSON (jsonschema's "unset" marker is only on errors
+    # built by hand, never on those iter_errors yields).
+    kw, limit, value = err.validator, cast(Any, err.validator_value), cast(Any, err.instance)
     shown = excerpt(value)
     if kw == "additionalProperties":
-        extra = sorted(set(value) - set(err.schema.get("properties", {})))
+        extra = sorted(set(value) - set(_schema(err).get("properties", {})))
         names = ", ".join(excerpt(k) for k in extra[:5]) + (
             f" and {len(extra) - 5} more" if len(extra) > 5 else ""
         )
@@ -123,9 +126,14 @@ def _describe(err: jsonschema.ValidationError) -> str:
     return message if len(message) <= 300 else message[:297] + "..."
 
 
+def _schema(err: jsonschema.ValidationError) -> Mapping[str, Any]:
+    """The (sub)schema whose keyword failed; a boolean schema (``false``) has no keywords to quote."""
+    return err.schema if isinstance(err.schema, Mapping) else {}
+
+
 def _suggest(err: jsonschema.ValidationError) -> str:
-    schema = err.schema
-    kw, limit = err.validator, err.validator_value
+    schema = _schema(err)
+    kw, limit = err.validator, cast(Any, err.validator_value)
     if kw == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         return f"Remove it; allowed arguments here are: {', '.join(allowed)}."

@@ -289,6 +289,7 @@ async def delete_snapshots(request: web.Request) -> web.Response:
     def delete() -> Any:
         if ids is not None:
             return project.delete_snapshots(ids, force=force, dry_run=dry_run)
+        assert suite is not None and keep is not None  # well formed: ids, or suite and keep
         return project.prune_snapshots(suite, keep, force=force, dry_run=dry_run)
 
     deletion = await projects.write(handle, delete)

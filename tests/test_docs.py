@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from coverage_cli.main import cli
@@ -55,3 +56,17 @@ def test_the_operations_reference_lists_every_operation_argument_and_task() -> N
     for task in OPERATIONS["coverage_review"].input_schema["properties"]["task"]["enum"]:
         assert f"| `{task}` |" in text
     assert "(docs/operations.md)" in README
+
+
+def test_the_contributors_guide_is_linked_from_the_readme_and_names_only_files_that_exist() -> None:
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "(CONTRIBUTING.md)" in README
+    # Paths into the checkout: a token starting with one of its top-level entries (placeholders aside).
+    top = {p.name for p in ROOT.iterdir()}
+    named = {
+        token
+        for token in re.findall(r"`([^`\s]+)`", guide)
+        if token.split("/")[0] in top and not set(token) & set("<{*")
+    }
+    assert "coverage_core/service.py" in named and "tests/test_surface_drift.py" in named
+    assert sorted(token for token in named if not (ROOT / token).exists()) == []

@@ -121,9 +121,9 @@ def aggregate(
     for ev in evidence:
         comp = inv.component(ev.component)
         if ev.status in (MALFORMED, UNSUPPORTED):
-            for (c, v, _lid), i in index.items():
+            for (c, v, _lid), at in index.items():
                 if c == ev.component and v == ev.variant:
-                    note(i, ev.status, f"{ev.label}: {ev.message}")
+                    note(at, ev.status, f"{ev.label}: {ev.message}")
             continue
         report = ev.report
         assert report is not None
@@ -136,7 +136,7 @@ def aggregate(
             path = ev.paths[f]
             if not path or inv.owners.get(path) != comp.id:
                 continue
-            variant = ev.file_variants[f] if f < len(ev.file_variants) and ev.file_variants[f] else ev.variant
+            variant = (ev.file_variants[f] if f < len(ev.file_variants) else None) or ev.variant
             i = index.get((comp.id, variant, inv.logical[path]))
             if i is None:
                 continue  # variant checked when the evidence was read
@@ -250,7 +250,7 @@ def _summarize(
                 "denominator_known": all(r.denominator != "unknown" for r in mine),
             }
         )
-    blocking = [
+    blocking: list[dict[str, Any]] = [
         {
             "component": r.entry.component,
             "variant": r.entry.variant,

@@ -220,7 +220,7 @@ def _evidence(
     comp = inv.component(component)
     fmt = fmt or comp.format
     commit = project.git.resolve(spec.commit) if spec.commit else revision
-    base = {
+    base: dict[str, Any] = {
         "component": component,
         "variant": variant,
         "label": spec.path,
@@ -287,7 +287,7 @@ def _evidence(
     if version:
         toolchain[f"{fmt}:{report.tool or fmt}"] = str(version)
     status = STALE if commit != revision or spec.stale else "ok"
-    message = (
+    why = (
         spec.stale
         if spec.stale
         else None
@@ -302,7 +302,7 @@ def _evidence(
         file_variants=file_variants,
         mismatched=mismatched,
         toolchain=toolchain,
-        message=message,
+        message=why,
     )
 
 

@@ -238,7 +238,7 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                 if problem:
                     errors.add(f"{where}.{key}[{j}]", problem)
                     continue
-                matched = matches.get(p)  # type: ignore[assignment]
+                matched = matches.get(p)
                 if matched is None:
                     glob = globs.Glob(p)
                     if glob.literal:

@@ -236,7 +236,7 @@ def _compare(
     ).fetchall()
     scanned = con.execute(
         "SELECT count(*) FROM composite_regions WHERE comp IN (?, ?)", [base_key, cur_key]
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     call.rows_scanned += int(scanned)
     categories: dict[str, dict[str, int]] = {
         name: dict.fromkeys(CATEGORIES, 0) for name in (*rg.KINDS.values(), "combined")

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -130,8 +131,8 @@ def _record(row: tuple) -> Composite:
     def j(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 
-    return Composite(
-        *row[:10],
+    # The ten plain columns, then the decoded ones (one starred tuple: mypy cannot count a sliced row).
+    decoded = (
         j(row[10]),
         j(row[11]),
         j(row[12]),
@@ -142,6 +143,7 @@ def _record(row: tuple) -> Composite:
         j(row[17]),
         j(row[18]),
     )
+    return Composite(*(row[:10] + decoded))
 
 
 def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also: Any = None) -> Composite:
@@ -152,7 +154,7 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
     with store._write_lock:
         con = store.con
         with transaction(con):
-            comp = con.execute("SELECT coalesce(max(comp), 0) + 1 FROM composite_snapshots").fetchone()[0]
+            comp = con.execute("SELECT coalesce(max(comp), 0) + 1 FROM composite_snapshots").fetchall()[0][0]
             con.execute(
                 f"INSERT INTO composite_snapshots (comp, worktree_id, {_COLUMNS}) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -236,7 +238,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, comp: int, columns: dict[s
     bulk_insert(con, table, ("comp", comp), columns)
 
 
-def _lists(values: list[list[str]]) -> np.ndarray:
+def _lists(values: Sequence[Sequence[str | None]]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v
@@ -290,7 +292,7 @@ def get(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection |
     row = (
         _con(store, con)
         .execute(f"SELECT {_COLUMNS} FROM composite_snapshots WHERE comp = ?", [comp])
-        .fetchone()
+        .fetchall()[0]  # key() found it
     )
     return _record(row)
 

@@ -61,6 +61,6 @@ def exec_db(store: ProjectStore) -> ExecDB:
         found = getattr(store, "_exec_db", None)
         if found is None:
             found = ExecDB(store)
-            store._exec_db = found  # type: ignore[attr-defined]
+            store._exec_db = found  # type: ignore[attr-defined]  # carried by the store it serves, made here
             store.on_close.insert(0, found.close)  # after the runtime stops (close pops from the end)
         return found

@@ -24,10 +24,15 @@ layer.
 
 from __future__ import annotations
 
-import _signal as signal  # the C module: ``signal`` would import enum, 4 ms of the start-up
 import os
 import sys
 import time
+
+TYPE_CHECKING = False  # typing's own would cost its import; type checkers take any TYPE_CHECKING as true
+if TYPE_CHECKING:
+    import signal  # the same names, typed (typeshed has no stub for _signal)
+else:
+    import _signal as signal  # the C module: ``signal`` would import enum, 4 ms of the start-up
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -58,12 +63,13 @@ def _prctl(option: int, value: int) -> bool:
             from _ctypes import FUNCFLAG_CDECL, CFuncPtr, dlopen
 
             class _Libc:
-                _handle = dlopen(None)
+                _handle = dlopen(None)  # type: ignore[arg-type]  # None: the program itself (dlopen(3))
 
             class _Function(CFuncPtr):
                 _flags_ = FUNCFLAG_CDECL
 
-            _PRCTL.append(_Function(("prctl", _Libc)))
+            # A function pointer takes (name, library); the stubs want a CDLL, any object with _handle will do.
+            _PRCTL.append(_Function(("prctl", _Libc)))  # type: ignore[arg-type]
         except Exception:
             try:
                 import ctypes

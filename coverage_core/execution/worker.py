@@ -334,7 +334,7 @@ class Runtime:
             process.finish()
             WATCHDOG.end(run_id)
         ended = queue.now()
-        outputs = {
+        outputs: dict[str, Any] = {
             "stdout_bytes": process.stdout.total,
             "stderr_bytes": process.stderr.total,
             "stdout_truncated": process.stdout.truncated,

@@ -154,7 +154,7 @@ class _Collector:
         in_order = bool(np.all(keys[1:] > keys[:-1]))
         distinct = len(keys) if in_order else len(np.unique(keys))
         builder.add("lines", file=file, line=line, hits=hits[own])
-        has_branches = np.not_equal(np.array(self._conditions, dtype=object), None)
+        has_branches = np.array([c is not None for c in self._conditions], dtype=bool)
         with_branches = own[has_branches[own]]
         covered, total = self._parse_conditions(with_branches)
         xml.add_branch_outcomes(

@@ -10,7 +10,7 @@ import gzip
 import io
 import os
 import zlib
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import attrs
 import zstandard
@@ -80,7 +80,8 @@ def _from_stream(stream: BinaryIO, origin: str, limits: Limits, size: int | None
         # max_window_size allows zstd --long=27 (and up to 2 GiB windows).
         dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
         try:
-            with dctx.stream_reader(raw, read_across_frames=True) as reader:
+            # zstandard only calls read(); its stubs ask for a whole IO[bytes].
+            with dctx.stream_reader(cast(BinaryIO, raw), read_across_frames=True) as reader:
                 data = _bounded(reader, origin, cap)
         except zstandard.ZstdError as exc:
             raise malformed(origin, f"broken zstd stream ({exc})") from None

@@ -27,7 +27,7 @@ import io
 import re
 from collections.abc import Callable, Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 import numpy as np
@@ -38,7 +38,19 @@ from ..report import ReportBuilder
 from .numbers import INT64_MAX, count
 from .source import ReportBytes, excerpt, malformed
 
-SAFE_OPTIONS: dict[str, bool] = {
+if TYPE_CHECKING:
+    from lxml.etree._parser import CustomTargetParser  # the stubs' name for a parser with a target
+
+
+class _SafeOptions(TypedDict):
+    resolve_entities: bool
+    load_dtd: bool
+    dtd_validation: bool
+    no_network: bool
+    huge_tree: bool
+
+
+SAFE_OPTIONS: _SafeOptions = {
     "resolve_entities": False,
     "load_dtd": False,
     "dtd_validation": False,
@@ -70,7 +82,8 @@ class Root:
 
 def root_element(data: bytes) -> Root | None:
     """The root element of an XML document, judged from its first bytes."""
-    prolog_end = _PROLOG.match(data).end()
+    prolog = _PROLOG.match(data)  # only starred parts: it always matches, at least b""
+    prolog_end = prolog.end() if prolog else 0
     root = _ROOT.match(data, prolog_end)
     if root is None:
         return None
@@ -78,7 +91,7 @@ def root_element(data: bytes) -> Root | None:
     return Root(root[1], root[2], doctype[0] if doctype else b"", prolog_end)
 
 
-def safe_parser(target: Any = None) -> etree.XMLParser:
+def safe_parser(target: Any = None) -> etree.XMLParser | CustomTargetParser[Any]:
     """An lxml parser that resolves no entity, loads no DTD and never touches the network."""
     return etree.XMLParser(target=target, **SAFE_OPTIONS)
 
@@ -163,7 +176,7 @@ def int_column(
         # rather than overflows, so a value at the int64 maximum goes the slow way.
         digits = "".join(values)  # type: ignore[arg-type]  # a None (missing) raises TypeError
         if digits.isascii() and digits.isdigit():  # isdigit alone would accept "²"
-            column = np.fromstring(" ".join(values), dtype=np.int64, sep=" ")  # type: ignore[arg-type]
+            column = np.fromstring(" ".join(values), dtype=np.int64, sep=" ")  # type: ignore[arg-type]  # as above
             limit = INT64_MAX - 1 if maximum is None else min(maximum, INT64_MAX - 1)
             if len(column) == len(values) and column.max() <= limit:
                 return column

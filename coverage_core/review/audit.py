@@ -30,11 +30,11 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if call.args.get("file"):
         fid, path = file_id(call, snap, call.args["file"], primary.snapshot_id)
         data["file"] = path
-        total = call.one("SELECT count(*) FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])[0]
+        total = call.value("SELECT count(*) FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])
         last_line = _key(after, (int,))[0] if after is not None else 0
-        done = call.one(
+        done = call.value(
             "SELECT count(*) FROM lines WHERE snap = ? AND file_id = ? AND line <= ?", [snap, fid, last_line]
-        )[0]
+        )
         rows = call.rows(
             "SELECT line, hits FROM lines WHERE snap = ? AND file_id = ? AND line > ? ORDER BY line LIMIT ?",
             [snap, fid, last_line, RECORD_CAP],
@@ -50,7 +50,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         # Branches and functions go with the page whose lines reach them: those
         # after the previous page's last line, up to this page's last (the last
         # page takes the rest, on lines that are not executable too).
-        branches = [
+        branches: list[list[Any]] = [
             [int(a), int(b), str(c), int(d)]
             for a, b, c, d in call.rows(
                 "SELECT line, block, branch, taken FROM branches WHERE snap = ? AND file_id = ? "
@@ -58,7 +58,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                 [snap, fid, last_line],
             )
         ]
-        functions = [
+        functions: list[list[Any]] = [
             [str(a), int(b), int(c), int(d)]
             for a, b, c, d in call.rows(
                 "SELECT name, start_line, end_line, hits FROM functions WHERE snap = ? AND file_id = ? "
@@ -91,13 +91,13 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         page_of(shown)
         following = [records[shown - 1][0]] if shown else None
     else:
-        total = call.one("SELECT count(*) FROM files WHERE snap = ?", [snap])[0]
+        total = call.value("SELECT count(*) FROM files WHERE snap = ?", [snap])
         last_path, last_id = _key(after, (str, int)) if after is not None else ("", -1)
         done = (
-            call.one(
+            call.value(
                 "SELECT count(*) FROM files WHERE snap = ? AND (path, file_id) <= (?, ?)",
                 [snap, last_path, last_id],
-            )[0]
+            )
             if after is not None
             else 0
         )
@@ -125,7 +125,10 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "offset": int(done),
             "records": shown,
             "total": int(total),
-            "next_cursor": cursors.encode_key(call, "audit", sel.scope_key, following) if more else None,
+            # Records remaining means this page showed some (an empty page raised above).
+            "next_cursor": cursors.encode_key(call, "audit", sel.scope_key, following)
+            if more and following is not None
+            else None,
         },
     }
 

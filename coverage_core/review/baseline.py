@@ -38,6 +38,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import pygit2
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import SNAPSHOT_PREFIX
@@ -432,7 +433,7 @@ def nearest_measured(git: Git, commit: str, measured: Collection[str]) -> tuple[
             if depth and sha in wanted:
                 return sha, depth
             try:
-                parents = git.repo[sha].parent_ids
+                parents = git.repo[sha].peel(pygit2.Commit).parent_ids
             except (KeyError, ValueError):  # not in this (shallow) clone
                 continue
             for parent in map(str, parents):

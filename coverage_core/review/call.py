@@ -51,6 +51,12 @@ class Call:
         self.rows_scanned += row is not None
         return row
 
+    def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The one value of a query that always answers one row (an aggregate such as ``count(*)``)."""
+        row = self.one(sql, params)
+        assert row is not None, "an aggregate query answers one row"
+        return row[0]
+
     def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict:
         self._detail_of(sql)
         out = self.con.execute(sql, list(params)).fetchnumpy()

@@ -126,8 +126,13 @@ def current_not_measured(
                 f"{snap.snapshot_id}, measures {(snap.commit or 'no commit')[:12]}); comparing it would not "
                 "describe this checkout"
             )
-        baseline = {"kind": spec["kind"], "ref": spec.get("ref"), "commit": None, "snapshot_ids": []}
-        current = {
+        baseline: dict[str, Any] = {
+            "kind": spec["kind"],
+            "ref": spec.get("ref"),
+            "commit": None,
+            "snapshot_ids": [],
+        }
+        current: dict[str, Any] = {
             "snapshot_ids": [],
             "commit": (head or "")[:12] or None,
             "latest": {"snapshot_id": snap.snapshot_id, "commit": (snap.commit or "")[:12] or None},

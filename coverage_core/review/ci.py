@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import DEFAULT_SUITE, SCOPES, Project
@@ -62,6 +62,9 @@ from .gate import (
 )
 from .source import MAX_LINE_CHARS
 
+if TYPE_CHECKING:
+    from ..git import Checkout
+
 PAGE_FILES = 50  # file rows per page read (every page is read)
 PAGE_REGIONS = 500
 MIN_PERCENT, MAX_PERCENT = 0, 100
@@ -75,7 +78,9 @@ Run = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 class Owner(Protocol):
-    """What owns the store when it is not this process: runs a declared operation."""
+    """What owns the store when it is not this process: runs a declared operation, knows its checkout."""
+
+    checkout: Checkout
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
@@ -362,7 +367,7 @@ def _measured_ancestor(owner: Project | Owner, run: Run, error: CoverageError) -
     else:
         from ..git import Git  # pygit2 only when an ancestor is looked for
 
-        git = Git(owner.checkout)  # type: ignore[attr-defined]  (a DaemonProject knows its checkout)
+        git = Git(owner.checkout)
     found = baselines.nearest_measured(git, commit, measured)
     if found is None:
         raise CoverageError(

@@ -187,10 +187,10 @@ def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
         c = now.get(name) if now else None
         b = then.get(name) if then else None
         delta = text = None
-        if c and b and c["found"] and b["found"]:
-            # exact, from the counts, rounded as `coverage-mcp diff` rounds (never the difference of
-            # two rounded percentages)
-            sign, units = delta_hundredths((b["hit"], b["found"]), (c["hit"], c["found"]))
+        # exact, from the counts, rounded as `coverage-mcp diff` rounds (never the difference of
+        # two rounded percentages); None where a side measured nothing
+        if c and b and (change := delta_hundredths((b["hit"], b["found"]), (c["hit"], c["found"]))):
+            sign, units = change
             delta, text = sign * units / 100, delta_text((b["hit"], b["found"]), (c["hit"], c["found"]))
         out[name] = {"current": c, "baseline": b, "delta": delta, "delta_text": text}
     return out

@@ -148,7 +148,8 @@ class Criteria:
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.Constant) and isinstance(node.value, int):  # _check admitted only ints
             return node.value
-        return counts[node.id]  # type: ignore[attr-defined]
+        assert isinstance(node, ast.Name)  # _check admitted only these nodes and category names
+        return counts[node.id]
 
 
 def _bad(text: str, why: str) -> CoverageError:

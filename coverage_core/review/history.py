@@ -71,15 +71,15 @@ def _series(call: Call, sel: Selection) -> list[tuple]:
 def by_ancestry(call: Call, reference: str | None, rows: list[tuple], commit_of: Any) -> list[tuple]:
     """``rows`` (newest ingest first) ordered along the line of commits through ``reference``."""
     git = call.project.git
-    known = reference is not None and git.has_commit(reference)
+    known = reference if reference is not None and git.has_commit(reference) else None
     place: dict[str | None, tuple[int, int]] = {}
     for commit in dict.fromkeys(commit_of(r) for r in rows):
-        if not known or commit is None or not git.has_commit(commit):
+        if known is None or commit is None or not git.has_commit(commit):
             place[commit] = (1, 0)
-        elif git.is_ancestor(commit, reference):
-            place[commit] = (0, git.distance(commit, reference)[0])
-        elif git.is_ancestor(reference, commit):
-            place[commit] = (0, -git.distance(reference, commit)[0])
+        elif git.is_ancestor(commit, known):
+            place[commit] = (0, git.distance(commit, known)[0])
+        elif git.is_ancestor(known, commit):
+            place[commit] = (0, -git.distance(known, commit)[0])
         else:
             place[commit] = (1, 0)
     order = {id(r): i for i, r in enumerate(rows)}

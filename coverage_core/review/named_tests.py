@@ -53,11 +53,11 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if call.args.get("file"):
         return _for_file(call, sel, budget, data, representation)
     offset = cursors.decode(call, "tests", sel.scope_key, call.args.get("cursor"))
-    total_groups = call.one(
+    total_groups = call.value(
         """SELECT count(*) FROM (SELECT dup_group FROM test_signatures WHERE snap = ?
                                  GROUP BY dup_group HAVING count(*) > 1)""",
         [snap],
-    )[0]
+    )
     page_size = min(budget.max_regions, MAX_GROUPS_SCAN)
     groups = call.rows(
         """SELECT list(n.name ORDER BY n.name), any_value(s.item_count), count(*)
@@ -69,7 +69,7 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data["duplicate_groups"] = int(total_groups)
     if representation == "compact":
         data["legend"] = {"duplicates": "[item_count, [test names with identical coverage]]"}
-        items = [[int(g[1]), list(g[0])] for g in groups]
+        items: list[Any] = [[int(g[1]), list(g[0])] for g in groups]
     else:
         items = [{"item_count": int(g[1]), "tests": list(g[0])} for g in groups]
     data["duplicates_truncated"] = False
@@ -118,7 +118,7 @@ def _for_file(
     if representation == "compact":
         data["legend"] = {"tests": "[test, lines covered]", "only_one_test": "[start, end, line_count, test]"}
         tests_list: list[Any] = [[r[0], int(r[1])] for r in covering]
-        only = ranges
+        only: list[Any] = ranges
     else:
         tests_list = [{"test": r[0], "lines": int(r[1])} for r in covering]
         only = [{"start": a, "end": b, "line_count": n, "test": t} for a, b, n, t in ranges]

@@ -85,8 +85,9 @@ def measured_lines(
     commit = (primary.commit or "none")[:12]
     note = None
     if packed is not None:
+        # Its own kind of key: git's answer for the same blob id may be a cached None (not in git).
         lines = _cached(
-            (repo, "blob", blob or f"{primary.snapshot_id}:{fid}"),
+            (repo, "kept", blob or f"{primary.snapshot_id}:{fid}"),
             lambda: zstandard.ZstdDecompressor().decompress(packed),
         )
         note = (
@@ -103,6 +104,7 @@ def measured_lines(
         lines = source_lines(call, primary.commit, path) if primary.commit else None
         if lines is None:
             return None, f"git has no file {path!r} at commit {commit}"
+    assert lines is not None  # every branch without a text returned; a kept text always decompresses
     misfit = _contradiction(call, snap, fid, primary, lines)
     return (None, misfit) if misfit else (lines, note)
 
@@ -168,9 +170,11 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     representation = call.args.get("representation", "compact")
     snap, primary = sel.snaps[0], sel.primary
     path = call.args.get("file")
-    asked = [line_range(r) for r in call.args.get("ranges") or []]
-    if call.args.get("lines"):
-        asked.append(line_range(call.args["lines"]))
+    # The schema's pattern admits no empty range, so line_range never answers None here.
+    asked = [r for r in map(line_range, call.args.get("ranges") or []) if r]
+    lines = line_range(call.args.get("lines"))
+    if lines:
+        asked.append(lines)
     if asked and path is None:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -197,6 +201,7 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         path, asked, known_id = target
     else:
         known_id = None
+    assert path is not None  # named beside the ranges (checked above) or the default target's
     data["file"] = path
     claim = claim_for_selection(call, sel)
     try:
@@ -239,9 +244,9 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     scope = f"{primary.snapshot_id}:{path}"
     resume = cursors.decode(call, "source", scope, call.args.get("cursor"))
     ranges = [(max(a, resume), b) for a, b in ranges if b >= resume]
-    out_ranges = []
+    out_ranges: list[dict[str, Any]] = []
     for a, b in ranges:
-        rows = []
+        rows: list[list[Any] | dict[str, Any]] = []
         for n in range(a, b + 1):
             line = src[n - 1][:MAX_LINE_CHARS]
             mark = marks.get(n, "-")

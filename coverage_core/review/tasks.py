@@ -201,7 +201,9 @@ def _check_lines_in_file(call: Call, sel: Selection) -> None:
     if lines is None:
         return  # neither the measured text nor git has the file: the task says so in its claim
     for text in texts:
-        start, _ = line_range(text)
+        asked = line_range(text)
+        assert asked is not None  # texts are the non-empty ones
+        start = asked[0]
         if start > len(lines):
             raise CoverageError(
                 ErrorCode.INVALID_ARGUMENT,

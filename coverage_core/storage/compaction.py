@@ -270,8 +270,7 @@ def _still_relational(con: duckdb.DuckDBPyConnection, c: Candidate) -> bool:
     row = con.execute(
         "SELECT snapshot_id, snap IN (SELECT snap FROM snapshot_payloads) FROM snapshots WHERE snap = ?",
         [c.snap],
-    ).fetchall()
-    row = row[0] if row else None
+    ).fetchone()
     return row is not None and row[0] == c.snapshot_id and not row[1]
 
 
@@ -384,8 +383,7 @@ def inventory(
     last = con.execute(
         "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
         "ORDER BY finished_at DESC LIMIT 1"
-    ).fetchall()
-    last = last[0] if last else None
+    ).fetchone()
     found = plan(con, dt.timedelta(days=policy.after_days), in_use)
     # Protected now, whatever its age: the newest relational snapshot of each suite, and every other
     # relational snapshot work in progress needs (``found.protected`` holds only those past the threshold).

@@ -167,7 +167,7 @@ def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | 
         "snapshots" in schema.tables(con)
         and con.execute(
             "SELECT count(*) FROM snapshots WHERE snapshot_id = ?", [committed["snapshot_id"]]
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     )
     if present:
         return

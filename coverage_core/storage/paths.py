@@ -85,17 +85,17 @@ def map_paths(
     # measurements silently. An exact match wins over a suffix match; the
     # loser is ambiguous and keeps its report path.
     owner: dict[str, int] = {}
-    for i, (path, status, exact) in enumerate(results):
-        if status == MAPPED:
+    for i, (path, _status, exact) in enumerate(results):
+        if path is not None:  # mapped
             j = owner.get(path)
             if j is None or (exact and not results[j][2]):
                 owner[path] = i
     out_paths: list[str] = []
     out_status: list[str] = []
     for i, (raw, (path, status, _exact)) in enumerate(zip(report_paths, results, strict=True)):
-        if status == MAPPED and owner[path] != i:
-            status = AMBIGUOUS
-        out_paths.append(path if status == MAPPED else raw)
+        if path is not None and owner[path] != i:
+            status, path = AMBIGUOUS, None
+        out_paths.append(raw if path is None else path)
         out_status.append(status)
     # A kept report path may still equal a mapped one (or another kept one):
     # give it a form no repository path has, so every stored path is unique.

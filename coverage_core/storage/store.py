@@ -209,7 +209,7 @@ class ProjectStore:
             "INSERT INTO settings VALUES ('cursor_secret', ?) ON CONFLICT (key) DO NOTHING",
             [json.dumps(secrets.token_hex(32))],
         )
-        row = self.con.execute("SELECT value FROM settings WHERE key = 'cursor_secret'").fetchone()
+        row = self.con.execute("SELECT value FROM settings WHERE key = 'cursor_secret'").fetchall()[0]
         return json.loads(row[0]).encode()
 
     def close(self) -> None:
@@ -301,7 +301,7 @@ class ProjectStore:
                 json.dumps({"source_roots": list(report.source_roots), **_jsonable(report.metadata)}),
             ],
         )
-        totals = {"counter": [], "found": [], "hit": []}
+        totals: dict[str, list[Any]] = {"counter": [], "found": [], "hit": []}
         for name in COUNTERS:
             if name in report.totals:
                 totals["counter"].append(name)
@@ -547,9 +547,9 @@ class ProjectStore:
             tables = snap_tables(con)
             rows_per_table = {
                 t: int(
-                    con.execute(f"SELECT count(*) FROM {t} WHERE list_contains(?, snap)", [keys]).fetchone()[
+                    con.execute(f"SELECT count(*) FROM {t} WHERE list_contains(?, snap)", [keys]).fetchall()[
                         0
-                    ]
+                    ][0]
                 )
                 for t in tables
             }
@@ -774,7 +774,8 @@ class ProjectStore:
         con: duckdb.DuckDBPyConnection | None = None,
     ) -> list[Snapshot]:
         """Snapshots, newest first, filtered by id (prefix), suite, branch and commit (prefix)."""
-        where, params = ["TRUE"], []
+        where: list[str] = ["TRUE"]
+        params: list[Any] = []
         if snapshot_id is not None:  # an id, or a prefix: every snapshot it starts
             where.append("starts_with(snapshot_id, ?)")
             params.append(snapshot_id)
@@ -822,7 +823,7 @@ class ProjectStore:
                 f"unknown file order {order!r}",
                 f"Use one of: {', '.join(orders)}.",
             )
-        total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchone()[0]
+        total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchall()[0][0]
         rows = con.execute(
             f"""SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
                        functions_found, functions_hit
