@@ -99,7 +99,7 @@ def run_test(call: Call) -> dict[str, Any]:
     spec, command_hash, status = registry.spec_of(project, command_id)
     if status != "approved":
         raise _not_approved(command_id, status)
-    registry.runnable_executable(project, command_id, spec, cached=True)  # checked afresh when it starts
+    program = registry.runnable_executable(project, command_id, spec, cached=True)  # again when it starts
     root = Path(os.path.realpath(project.checkout.worktree_path))
     args = selectors.canonical_args(root, spec, a.get("args", []))
     baseline = _baseline(call)
@@ -125,7 +125,7 @@ def run_test(call: Call) -> dict[str, Any]:
     env = command_env(spec)
     digest, _ = fingerprint(
         project,
-        command_hash=command_hash,
+        command_hash=f"{command_hash}+{program.sha256}",  # a re-approved, changed executable is a new execution
         args=args,
         env=env,
         baseline=baseline,
