@@ -1,9 +1,13 @@
 """Registered test commands: immutable, content-hashed, approved by a person.
 
 A registration is canonical JSON of ``{argv, cwd, timeout_s, env, artifacts,
-args_policy}``; its SHA-256 is the content hash and ``cmd-`` plus its first 16
-hex digits the command id, so registering the same content again finds the
-same command. A change is a new registration. Status is the latest decision
+args_policy}`` (and ``selector_roots`` when declared); its SHA-256 is the
+content hash and ``cmd-`` plus its first 16 hex digits the command id, so
+registering the same content again finds the same command. Its words hold no
+control, format, bidi or invisible character (``words``), its paths lie in the
+checkout with no link (``selectors``), and it is shown through one display
+(``display``). An approval also binds the executable ``argv[0]`` resolves to
+(``executable``), recorded with the decision and checked when a run starts. A change is a new registration. Status is the latest decision
 (``approved`` / ``rejected``), ``pending`` before any; decisions are
 append-only rows recording who, when and from where (``cli``, ``dashboard``,
 ``attested``).
