@@ -18,8 +18,9 @@ from typing import Any
 import click
 
 from coverage_core.config import Settings
-from coverage_core.display import command_line
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.execution.display import registration_lines
+from coverage_core.execution.words import quoted_line
 from coverage_core.git import discover
 from coverage_core.project import Project
 from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
@@ -77,27 +78,9 @@ def _show_command(found: dict, as_json: bool) -> None:
 
 
 def _render_command(c: dict[str, Any]) -> None:
-    click.echo(f"{c['id']}  {c['status']:<8}  {c['name']}")
-    click.echo(f"  argv: {command_line(c['argv'])}")
-    if "cwd" in c:
-        click.echo(f"  cwd: {c['cwd']}  timeout: {c['timeout_s']} s  args_policy: {c['args_policy']}")
-        for key, value in c["env"].items():
-            click.echo(f"  env: {key}={value}")
-        for a in c["artifacts"]:
-            if "composite" in a:
-                click.echo(f"  composite artifact: inventory {a['composite']['inventory']}")
-                for r in a["composite"]["reports"]:
-                    which = r["component"] + (f":{r['variant']}" if r["variant"] else "")
-                    click.echo(f"    report: {r['path']} ({which})")
-                continue
-            click.echo(
-                f"  artifact: {a['path']} (suite {a['suite']}, {a['format'] or 'detected'}, {a['scope']})"
-            )
-        for d in c.get("decisions", []):
-            note = f": {d['note']}" if d["note"] else ""
-            click.echo(f"  {d['decision']} by {d['by']} via {d['via']} at {d['at'][:19]}{note}")
-    if c["status"] == "pending":
-        click.echo(f"  approve with: {c['approve_with']}")
+    """The one display of a registration (``execution.display``): each word quoted on its own line."""
+    for line in c.get("display") or registration_lines(c):
+        click.echo(line)
 
 
 @command_group.command("list")
@@ -182,7 +165,18 @@ def command_approve(command_id, by, note, repo, as_json) -> None:
 
     Example: coverage-mcp command approve cmd-0123456789abcdef --note "pytest with coverage"
     """
-    found = _decide(repo, command_id, "approve", by, note)
+    try:
+        found = _decide(repo, command_id, "approve", by, note)
+    except CoverageError as error:
+        if error.code == ErrorCode.NOT_APPROVED and not as_json:  # show what was refused, escaped, then why
+            with open_project(repo) as project:
+                if isinstance(project, Project):
+                    from coverage_core.execution import registry
+
+                    _render_command(registry.show_command(project, command_id))
+                else:
+                    _render_command(project.client.command(project.project_id, command_id))
+        raise
     _show_command(found, as_json)
 
 
@@ -415,7 +409,7 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
     if not found:
         click.echo("no runs" + (f" in state {status}" if status else ""))
     for run in found:
-        args = f" -- {shlex.join(run['args'])}" if run["args"] else ""
+        args = f" -- {quoted_line(run['args'])}" if run["args"] else ""
         click.echo(
             f"{run['id']}  {run['state']:<11} {run['command_id']}{args}  queued {run['queued_at'][:19]}"
         )

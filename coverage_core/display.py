@@ -51,11 +51,3 @@ def delta(before: tuple[int, int], after: tuple[int, int]) -> str:
     if units == 0:
         return f"{mark}<0.01%"
     return f"{mark}{units // 100}.{units % 100:02d}%"
-
-
-def command_line(argv: list[str]) -> str:
-    """A command's argv as one shell-quoted line (``shlex.join``): what `coverage-mcp command show` prints and
-    the dashboard's Approvals view shows, so words that differ never look alike (``-m pytest`` vs ``-m`` ``pytest``)."""
-    import shlex
-
-    return shlex.join(argv)

@@ -383,6 +383,8 @@ OPERATIONS: dict[str, Operation] = {
                         "enum": ["none", "selectors"],
                         "description": "selectors: run_test may append test paths/ids (never options).",
                     },
+                    # with args_policy selectors: the folders selectors must lie in, e.g. ["tests"] (README)
+                    "selector_roots": {"type": "array", "maxItems": 16, "items": {"type": "string"}},
                     "human_approved": {"type": "boolean"},
                     "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
                     "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},

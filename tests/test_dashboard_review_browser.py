@@ -86,11 +86,18 @@ async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_th
         three = page.locator(f'#approvals-table tr[data-command="{split}"]')
         # the argv as `coverage-mcp command show` prints it: the two never look alike
         shown = (await live.cli("command", "show", spaced))["data"]["command"]
-        assert await one.locator("code.argv").text_content() == "python '-m pytest' tests"
-        assert await three.locator("code.argv").text_content() == "python -m pytest tests"
+        spaced_lines = (await one.locator("pre.registration").text_content() or "").splitlines()
+        split_lines = (await three.locator("pre.registration").text_content() or "").splitlines()
+        assert spaced_lines == shown["display"]  # the one display (issue 21): one quoted word per line
+        assert "  argv[1]: '-m pytest'" in spaced_lines and "  argv[2]: 'tests'" in spaced_lines
+        assert "  argv[1]: '-m'" in split_lines and "  argv[2]: 'pytest'" in split_lines
         details = await one.text_content() or ""
-        assert "PYTHONPATH=/tmp/attacker-site" in details and f"API_TOKEN={SECRET}" in details
-        assert "77 s" in details and "selectors" in details and "coverage.json → suite default" in details
+        assert "'PYTHONPATH' = '/tmp/attacker-site'" in details and f"'API_TOKEN' = '{SECRET}'" in details
+        assert (
+            "77 s" in details
+            and "selectors" in details
+            and "artifact: 'coverage.json' suite 'default'" in details
+        )
         assert shown["argv"] == ["python", "-m pytest", "tests"]
         await page.locator("#approvals").screenshot(
             path=str(shots_dir(tmp_path_factory) / "view-approvals-details.png")

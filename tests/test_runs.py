@@ -26,7 +26,7 @@ PY = sys.executable
 # Writes an LCOV report of app.py: line 2 hit as often as argv[1] says (default 1), then prints.
 GEN = """\
 import sys
-hits = sys.argv[1] if len(sys.argv) > 1 else "1"
+hits = sys.argv[1].rsplit("/", 1)[-1] if len(sys.argv) > 1 else "1"  # a selector ./0 stands for 0
 with open("cov.info", "w") as out:
     out.write("SF:app.py\\nDA:1,1\\nDA:2,%s\\nDA:3,0\\nend_of_record\\n" % hits)
 print("generated", hits)
@@ -265,10 +265,16 @@ def test_args_outside_the_policy_are_refused_and_shell_metacharacters_arrive_lit
             run(project, command_id=selectors, args=[bad])
         assert caught.value.details["args_policy"] == "selectors", bad
     assert queue.list_runs(project) == []
-    hostile = ["tests/test_x.py::test_y;id>pwned", "$(id>pwned2)", "a|c&&`id`>out"]
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("")
+    hostile = [
+        "tests/test_x.py::test_y[;id>pwned]",
+        "tests/test_x.py::test_y[$(id>pwned2)]",
+        "tests::t[a|c&&`id`>out]",
+    ]
     done = run(project, command_id=selectors, args=hostile, wait=True)
     assert done["state"] == "succeeded"
-    assert json.loads((repo / "args.json").read_text()) == hostile
+    assert json.loads((repo / "args.json").read_text()) == ["./" + h for h in hostile]
     assert not (repo / "pwned").exists() and not (repo / "pwned2").exists() and not (repo / "out").exists()
 
 
@@ -278,6 +284,8 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
     # A command that word-splits its arguments (sh -c 'pytest $*', tox {posargs}, make ARGS=) would turn these
     # into options: the reviewer's `tests/x.py -p evil\n--basetemp=/home` is one of them.
     (repo / "tests").mkdir()
+    (repo / "tests" / "x.py").write_text("")
+    (repo / "tests" / "ok.py").write_text("")
     selectors = approved(project, [PY, "echo_args.py"], args_policy="selectors")
     for bad in (
         "tests/x.py -p evil\n--basetemp=/home",
@@ -289,7 +297,6 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
         "tests/x.py\u2028-p",
         "tests/x.py\u200b",
         "ARGS=tests/x.py",
-        "tests/x.py::t[a=1]",
         "*",
         "[-]x",
         "?x",
@@ -300,10 +307,15 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
         assert caught.value.details == {"args_policy": "selectors", "argument": bad}, bad
         assert "args_policy selectors" in caught.value.message, bad
     assert queue.list_runs(project) == []
-    # A pytest parameter id (brackets after the test name) is still a selector.
-    done = run(project, command_id=selectors, args=["tests/x.py::test_y[1-2]"], wait=True)
+    # A pytest parameter id (brackets after the test name, '=' in it) is still a selector, in canonical form.
+    done = run(
+        project, command_id=selectors, args=["tests/x.py::test_y[1-2]", "tests/x.py::t[a=1]"], wait=True
+    )
     assert done["state"] == "succeeded"
-    assert json.loads((repo / "args.json").read_text()) == ["tests/x.py::test_y[1-2]"]
+    assert json.loads((repo / "args.json").read_text()) == [
+        "./tests/x.py::test_y[1-2]",
+        "./tests/x.py::t[a=1]",
+    ]
 
 
 # -- process groups, timeouts, caps -------------------------------------------------------------------
@@ -415,10 +427,21 @@ def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) ->
         assert logs["data"]["text"] == [{"stream": "stderr", "offset": 0, "text": "warn\n"}]
 
 
-def test_a_command_that_cannot_start_ends_failed_with_the_reason(project: Project) -> None:
-    command_id = approved(project, ["./no-such-program"])
-    done = run(project, command_id=command_id, wait=True)
-    assert done["state"] == "failed" and "could not start" in done["reason"]
+def test_a_command_whose_program_is_missing_cannot_be_approved_nor_run_once_it_is_gone(
+    project: Project, repo: Path
+) -> None:
+    # Approval binds the executable argv[0] resolves to (issue 21): a missing one cannot be approved.
+    with pytest.raises(CoverageError) as caught:
+        approved(project, ["./no-such-program"])
+    assert caught.value.code == ErrorCode.NOT_FOUND and "no-such-program" in caught.value.message
+    program = repo / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    command_id = approved(project, ["./prog"])
+    program.unlink()
+    with pytest.raises(CoverageError) as caught:
+        run(project, command_id=command_id, wait=True)
+    assert caught.value.code == ErrorCode.NOT_APPROVED and "prog" in caught.value.message
 
 
 # -- idempotency and reuse -------------------------------------------------------------------------
@@ -491,12 +514,13 @@ def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_a
 
 
 def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_regression(
-    project: Project,
+    project: Project, repo: Path
 ) -> None:
     whole = approved(project, [PY, "gen.py", "1"])
     base = run(project, command_id=whole, wait=True)["artifacts"][0]["snapshot_id"]
     # The same suite, given a selection: gen.py's argument "0" stands for a selection that misses line 2.
     selected = approved(project, [PY, "gen.py"], args_policy="selectors")
+    (repo / "0").write_text("")  # a selector names an existing path
     done = run(project, command_id=selected, wait=True, args=["0"], baseline={"snapshot_id": base})
     [artifact] = done["artifacts"]
     assert artifact["status"] == "ingested" and "scope subset" in artifact["detail"]  # the answer says so

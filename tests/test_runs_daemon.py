@@ -380,7 +380,7 @@ async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_officia
             )
         ).structured_content["data"]["run"]
         assert subset["state"] == "succeeded" and subset["args"] == [
-            "tests/test_cart.py::test_total_sums_prices"
+            "./tests/test_cart.py::test_total_sums_prices"  # its canonical form (issue 21)
         ]
         review = subset["incremental_review"]
         assert (

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,10 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
 from ..review import cursors
 from ..review.call import Call
-from . import queue, registry, runner
+from . import queue, registry, runner, selectors
 from .fingerprint import fingerprint
 from .worker import Runtime, command_env, runtime_of, settle_orphans
 
-MAX_ARGS = 64
 # run_test wait=true answers this long before the HTTP deadline at the latest, with state running.
 WAIT_MARGIN_S = 3.0
 LOG_PAGE_BYTES = 16 * 1024
@@ -64,80 +62,6 @@ def register_test_command(call: Call) -> dict[str, Any]:
 
 # -- run_test --------------------------------------------------------------------------
 
-GLOB_START = (
-    "*?["  # a selector starting with one could expand, in a word-splitting wrapper, to a file named -x
-)
-
-
-def _unsafe_char(arg: str) -> str | None:
-    """What makes ``arg`` unsafe for a wrapper that word-splits (or globs) its arguments, or None.
-
-    Refused: whitespace and control or format characters (Unicode categories Cc, Cf, Zs, Zl, Zp: they split one
-    selector into several words, one of which may be an option), ``=`` (a variable assignment for make or env),
-    and a glob character first (it could expand to a file name starting with ``-``). ``;``, ``$()``, ``|`` and
-    the like are allowed: the argument is one argv word, never read by a shell, so they arrive literally."""
-    for char in arg:
-        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
-            return f"the character {char!r} (whitespace or a control character)"
-        if char == "=":
-            return "'=' (a variable assignment for make or env)"
-    if arg[:1] in GLOB_START:
-        return f"the glob character {arg[0]!r} first (it could expand to a file named like an option)"
-    return None
-
-
-def check_args(root: Path, policy: str, args: list[str]) -> list[str]:
-    """Case arguments allowed by the command's ``args_policy``, or an error naming the policy."""
-    if not args:
-        return []
-    if policy == "none":
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "this command's args_policy is none: it takes no case arguments",
-            "Run it without args, or register a command with args_policy 'selectors' for test selections.",
-            {"args_policy": policy},
-        )
-    if len(args) > MAX_ARGS:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"at most {MAX_ARGS} case arguments",
-            "Select fewer tests per run.",
-            {"args_policy": policy},
-        )
-    out = []
-    for arg in args:
-        unsafe = isinstance(arg, str) and _unsafe_char(arg)
-        if unsafe:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"case argument {arg[:100]!r} is refused by args_policy selectors: it contains {unsafe}, which a "
-                "command that word-splits its arguments (sh -c '... $*', tox {posargs}, make) would turn into more "
-                "words or options",
-                "Pass one selector per argument, without spaces, control characters or '=', such as "
-                "tests/test_x.py::test_y.",
-                {"args_policy": policy, "argument": arg[:200]},
-            )
-        if not isinstance(arg, str) or not arg or arg.startswith("-") or "\0" in arg or len(arg) > 4096:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"case argument {str(arg)[:100]!r} is refused by args_policy selectors: each argument is a path or "
-                "test id inside the checkout, never an option",
-                "Pass selectors such as tests/test_x.py or tests/test_x.py::test_y.",
-                {"args_policy": policy, "argument": str(arg)[:200]},
-            )
-        path = arg.split("::", 1)[0]
-        try:
-            registry.inside_checkout(root, path, "case argument", allow_root=True)
-        except CoverageError as error:
-            raise CoverageError(
-                error.code,
-                f"case argument {arg[:100]!r} is refused by args_policy selectors: {error.message}",
-                "Pass selectors inside the checkout, such as tests/test_x.py::test_y.",
-                {"args_policy": policy, "argument": arg[:200]},
-            ) from None
-        out.append(arg)
-    return out
-
 
 def _baseline(call: Call) -> list[str] | None:
     spec = call.args.get("baseline")
@@ -175,7 +99,9 @@ def run_test(call: Call) -> dict[str, Any]:
     spec, command_hash, status = registry.spec_of(project, command_id)
     if status != "approved":
         raise _not_approved(command_id, status)
-    args = check_args(project.checkout.worktree_path, spec["args_policy"], a.get("args", []))
+    program = registry.runnable_executable(project, command_id, spec, cached=True)  # again when it starts
+    root = Path(os.path.realpath(project.checkout.worktree_path))
+    args = selectors.canonical_args(root, spec, a.get("args", []))
     baseline = _baseline(call)
     key = a.get("idempotency_key")
     if key is not None:
@@ -199,7 +125,7 @@ def run_test(call: Call) -> dict[str, Any]:
     env = command_env(spec)
     digest, _ = fingerprint(
         project,
-        command_hash=command_hash,
+        command_hash=f"{command_hash}+{program.sha256}",  # a re-approved, changed executable is a new execution
         args=args,
         env=env,
         baseline=baseline,

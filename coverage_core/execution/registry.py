@@ -1,9 +1,13 @@
 """Registered test commands: immutable, content-hashed, approved by a person.
 
 A registration is canonical JSON of ``{argv, cwd, timeout_s, env, artifacts,
-args_policy}``; its SHA-256 is the content hash and ``cmd-`` plus its first 16
-hex digits the command id, so registering the same content again finds the
-same command. A change is a new registration. Status is the latest decision
+args_policy}`` (and ``selector_roots`` when declared); its SHA-256 is the
+content hash and ``cmd-`` plus its first 16 hex digits the command id, so
+registering the same content again finds the same command. Its words hold no
+control, format, bidi or invisible character (``words``), its paths lie in the
+checkout with no link (``selectors``), and it is shown through one display
+(``display``). An approval also binds the executable ``argv[0]`` resolves to
+(``executable``), recorded with the decision and checked when a run starts. A change is a new registration. Status is the latest decision
 (``approved`` / ``rejected``), ``pending`` before any; decisions are
 append-only rows recording who, when and from where (``cli``, ``dashboard``,
 ``attested``).
@@ -28,7 +32,9 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
+from . import display, selectors, words
 from .db import exec_db
+from .executable import Executable, difference, resolve, search_path
 
 STATUSES = ("pending", "approved", "rejected")
 VIAS = ("cli", "dashboard", "attested")
@@ -48,44 +54,28 @@ def _bad(message: str, suggestion: str, **details: Any) -> CoverageError:
     return CoverageError(ErrorCode.INVALID_ARGUMENT, message, suggestion, details)
 
 
-def _word(value: Any, what: str) -> str:
+def _word(value: Any, what: str, *, multiline: bool = False) -> str:
     if not isinstance(value, str) or "\0" in value or len(value) > MAX_WORD:
         raise _bad(
             f"{what} must be a string without NUL of at most {MAX_WORD} characters",
             "Pass each word of the command as its own string.",
             argument=what,
         )
-    return value
+    return words.check(value, what, multiline=multiline)
 
 
-def inside_checkout(root: Path, text: str, what: str, *, allow_root: bool = False) -> str:
-    """``text`` as a normalized path relative to the checkout ``root``; refused when it leaves it
-    (absolute elsewhere, ``..`` past the root, or through a link that points outside)."""
+def inside_checkout(root: Path, text: Any, what: str, *, allow_root: bool = False) -> str:
+    """``text`` as a normalized path relative to the checkout ``root``; refused when it leaves it (absolute
+    elsewhere, ``..`` past the root, through a link), when it goes through any symbolic link, or when it holds a
+    refused character (``words``)."""
     _word(text, what)
     if not text or text.startswith("-"):
         raise _bad(
-            f"{what} {text!r} is not a path", "Pass a path relative to the checkout root.", argument=what
+            f"{what} {words.quoted(text)} is not a path",
+            "Pass a path relative to the checkout root.",
+            argument=what,
         )
-    raw = Path(text)
-    full = raw if raw.is_absolute() else root / raw
-    resolved = Path(os.path.realpath(full))
-    normal = Path(os.path.normpath(full))
-    for candidate in (normal, resolved):
-        if not (candidate == root and allow_root) and not candidate.is_relative_to(root):
-            raise CoverageError(
-                ErrorCode.PATH_OUTSIDE_CHECKOUT,
-                f"{what} {text!r} is outside the checkout {root}",
-                "Use a path inside the checkout, relative to its root.",
-                {"argument": what, "checkout_path": str(root)},
-            )
-        if candidate == root and not allow_root:
-            raise _bad(
-                f"{what} {text!r} names the checkout itself",
-                "Name a file inside the checkout.",
-                argument=what,
-            )
-    rel = normal.relative_to(root)
-    return PurePosixPath(*rel.parts).as_posix() if rel.parts else "."
+    return selectors.checkout_path(Path(os.path.realpath(root)), text, what, allow_root=allow_root)
 
 
 def outside_store(project: Project, path: str, what: str) -> str:
@@ -114,13 +104,13 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
             'e.g. ["python", "-m", "pytest", "--cov", "--cov-report=json"]',
             argument="argv",
         )
-    words = [_word(w, "argv word") for w in argv]
-    if not words[0]:
+    argv_words = [_word(w, f"argv[{i}]", multiline=True) for i, w in enumerate(argv)]
+    if not argv_words[0]:
         raise _bad("argv[0] (the program) is empty", "Name the program to run first.", argument="argv")
-    if any(c.isspace() for c in words[0]):
-        split = words[0].split()
+    if any(c.isspace() for c in argv_words[0]):
+        split = argv_words[0].split()
         raise _bad(
-            f"argv[0] {words[0][:100]!r} contains whitespace: it looks like a shell string, and argv is "
+            f"argv[0] {words.quoted(argv_words[0][:100])} contains whitespace: it looks like a shell string, and argv is "
             "never run through a shell",
             f"Split it into words: {json.dumps(split[:8] + argv[1:3])[:300]} "
             "(a program whose path has a space: name it through a link without one).",
@@ -129,7 +119,7 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
     cwd = inside_checkout(root, args.get("cwd", "."), "cwd", allow_root=True)
     if not (root / cwd).is_dir():
         raise _bad(
-            f"cwd {cwd!r} is not a directory of the checkout",
+            f"cwd {words.quoted(cwd)} is not a directory of the checkout",
             "Use an existing folder, relative to the root.",
             argument="cwd",
         )
@@ -146,11 +136,12 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
     for key, value in env.items():
         if not _ENV_NAME.match(key) or key.startswith("COVERAGE_MCP_"):
             raise _bad(
-                f"env name {key!r} is not allowed",
+                f"env name {words.quoted(str(key)[:100])} is not allowed",
                 "Use NAME=value names like PYTHONHASHSEED (COVERAGE_MCP_ names are the daemon's own).",
                 argument="env",
             )
-        _word(value, f"env {key}")
+        words.check(key, "env name")
+        _word(value, f"env {key}", multiline=True)
     artifacts_in = args.get("artifacts")
     if not isinstance(artifacts_in, list) or not artifacts_in or len(artifacts_in) > MAX_ARTIFACTS:
         raise _bad(
@@ -178,8 +169,9 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
                 argument="artifacts",
             )
         suite = item["suite"]
-        if not isinstance(suite, str) or not suite or len(suite) > 200 or any(c in suite for c in "\0\r\n"):
+        if not isinstance(suite, str) or not suite.strip() or len(suite) > 200:
             raise _bad("artifact suite must be a one-line name", "e.g. 'unit'", argument="artifacts")
+        words.check(suite, "artifact suite")
         scope = item.get("scope", "complete")
         if scope not in SCOPES:
             raise _bad(f"artifact scope must be one of {SCOPES}", "complete or subset", argument="artifacts")
@@ -198,14 +190,25 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
             "none (default) or selectors",
             argument="args_policy",
         )
-    return {
-        "argv": words,
+    spec = {
+        "argv": argv_words,
         "cwd": cwd,
         "timeout_s": timeout,
         "env": dict(sorted(env.items())),
         "artifacts": artifacts,
         "args_policy": policy,
     }
+    if "selector_roots" in args:  # only when declared: registrations without it keep their content hash
+        if policy != "selectors":
+            raise _bad(
+                "selector_roots bounds case arguments, and this command's args_policy is none",
+                "Register it with args_policy selectors, or drop selector_roots.",
+                argument="selector_roots",
+            )
+        spec["selector_roots"] = selectors.selector_roots(
+            Path(os.path.realpath(root)), args["selector_roots"]
+        )
+    return spec
 
 
 COMPOSITE_EXAMPLE = (
@@ -322,10 +325,11 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
     ``out_of_band`` the command stays pending whatever the agent says.
     """
     name = args.get("name")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or any(c in name for c in "\0\r\n"):
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise _bad(
             "name must be a one-line name of at most 200 characters", "e.g. 'unit tests'", argument="name"
         )
+    words.check(name, "name")
     spec = canonical_spec(project, args)
     digest = content_hash(spec)
     command_id = "cmd-" + digest[:16]
@@ -337,6 +341,9 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
         and isinstance(args.get("approval_note"), str)
         and args["approval_note"].strip()
     )
+    if attested and mode == "attested" and given:
+        words.check(args["approved_by"], "approved_by")
+        words.check(args["approval_note"], "approval_note", multiline=True)
     if attested and mode == "attested" and not given:
         raise _bad(
             "human_approved: true needs approved_by (who) and approval_note (what they approved)",
@@ -362,6 +369,7 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
                 "attested",
                 args["approval_note"].strip(),
                 now,
+                executable_now(project, spec),
             )
     record = show_command(project, command_id)
     if attested and mode != "attested":
@@ -380,14 +388,84 @@ def _status(con: Any, command_id: str) -> str:
 
 
 def _decide(
-    con: Any, command_id: str, decision: str, who: str, via: str, note: str | None, now: dt.datetime
+    con: Any,
+    command_id: str,
+    decision: str,
+    who: str,
+    via: str,
+    note: str | None,
+    now: dt.datetime,
+    executable: Executable | None = None,
 ) -> None:
     seq = con.execute(
         "SELECT coalesce(max(seq), 0) + 1 FROM command_decisions WHERE command_id = ?", [command_id]
     ).fetchone()[0]
     con.execute(
-        "INSERT INTO command_decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [command_id, seq, decision, who, via, note, now],
+        "INSERT INTO command_decisions (command_id, seq, decision, decided_by, via, note, decided_at, executable) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            command_id,
+            seq,
+            decision,
+            who,
+            via,
+            note,
+            now,
+            None if executable is None else json.dumps(executable.as_dict()),
+        ],
+    )
+
+
+def executable_now(project: Project, spec: dict[str, Any], *, cached: bool = False) -> Executable:
+    """What ``argv[0]`` resolves to now, as the run would resolve it (its PATH, its cwd), with its identity
+    (``cached``: a content hash remembered for the same file status, for displays only)."""
+    root = Path(os.path.realpath(project.checkout.worktree_path))
+    return resolve(spec["argv"][0], cwd=root / spec["cwd"], path=search_path(spec), cached=cached)
+
+
+def approved_executable(project: Project, command_id: str) -> Executable | None:
+    """The executable the command's latest decision approved; None when it is not approved, or was approved
+    before approvals recorded their executable (schema revision 9)."""
+    row = exec_db(project.store).one(
+        "SELECT decision, executable FROM command_decisions WHERE command_id = ? ORDER BY seq DESC LIMIT 1",
+        [command_id],
+    )
+    if row is None or row[0] != "approved" or row[1] is None:
+        return None
+    return Executable.of(json.loads(row[1]))
+
+
+def stored_problem(name: str, spec: dict[str, Any]) -> str | None:
+    """Why a stored registration can no longer run: a character registration now refuses (it was stored
+    before the rule), or None. Such a registration is shown escaped and must be registered again."""
+    parts: list[tuple[str, str, bool]] = [("name", name, False), ("cwd", spec["cwd"], False)]
+    parts += [(f"argv[{i}]", w, True) for i, w in enumerate(spec["argv"])]
+    for key, value in spec["env"].items():
+        parts += [("env name", key, False), (f"env {key}", value, True)]
+    parts += [("artifact path", p, False) for p in artifact_paths(spec)]
+    parts += [("artifact suite", a["suite"], False) for a in spec["artifacts"] if "suite" in a]
+    parts += [
+        ("composite inventory", a["composite"]["inventory"], False)
+        for a in spec["artifacts"]
+        if "composite" in a
+    ]
+    parts += [("selector root", r, False) for r in spec.get("selector_roots", [])]
+    for what, text, multiline in parts:
+        found = words.refused_char(text, multiline=multiline)
+        if found is not None:
+            return f"its {what} {words.quoted(text[:200])} holds {found}, which registrations now refuse"
+    return None
+
+
+def not_runnable(command_id: str, problem: str) -> CoverageError:
+    """The error for a stored registration that holds now-refused characters."""
+    return CoverageError(
+        ErrorCode.NOT_APPROVED,
+        f"command {command_id} cannot be approved or run: {problem}; register it again",
+        "Register the command again in plain text (register_test_command) and have a person approve the new "
+        "registration.",
+        {"command_id": command_id, "reason": "register_again"},
+        Remedy(operation="register_test_command", arguments={}),
     )
 
 
@@ -411,6 +489,11 @@ def _record(row: tuple[Any, ...], *, full: bool) -> dict[str, Any]:
         out["approve_with"] = approve_line(row[0])
     elif full:
         out["decision"] = {"by": row[6], "via": row[7], "note": row[8], "at": row[9].isoformat()}
+    if full:
+        problem = stored_problem(row[1], spec)
+        if problem is not None:
+            out["not_runnable"] = problem + "; register it again"
+        out["display"] = display.registration_lines(out)
     return out
 
 
@@ -468,8 +551,10 @@ def _load(project: Project, command_id: str) -> tuple[Any, ...]:
 
 
 def show_command(project: Project, command_id: str) -> dict[str, Any]:
-    """One command: its full registration, status and decision history."""
-    record = _record(_load(project, command_id), full=True)
+    """One command: its full registration, status, decision history, its executable (the approved one, or
+    what argv[0] resolves to now while it waits for a decision) and its ``display`` lines."""
+    row = _load(project, command_id)
+    record = _record(row, full=True)
     rows = exec_db(project.store).rows(
         "SELECT decision, decided_by, via, note, decided_at FROM command_decisions WHERE command_id = ? ORDER BY seq",
         [command_id],
@@ -477,7 +562,64 @@ def show_command(project: Project, command_id: str) -> dict[str, Any]:
     record["decisions"] = [
         {"decision": r[0], "by": r[1], "via": r[2], "note": r[3], "at": r[4].isoformat()} for r in rows
     ]
+    spec = json.loads(row[3])
+    approved = approved_executable(project, command_id) if record["status"] == "approved" else None
+    if approved is not None:
+        record["executable"] = {**approved.as_dict(), "approved": True}
+    else:
+        try:
+            found = executable_now(project, spec, cached=True)
+            record["executable"] = {**found.as_dict(), "approved": False}
+        except CoverageError as error:
+            record["executable"] = {"error": error.message, "approved": False}
+    record["display"] = display.registration_lines(record)
     return record
+
+
+def show_name(project: Project, command_id: str) -> str:
+    """A command's registered name."""
+    return str(_load(project, command_id)[1])
+
+
+def runnable_executable(
+    project: Project, command_id: str, spec: dict[str, Any], *, cached: bool = False
+) -> Executable:
+    """The approved executable of an approved command, resolved now, the one its run spawns; ``not_approved``
+    when the command cannot run now: its stored registration holds now-refused characters, its approval
+    predates the executable's record, or argv[0] no longer resolves to the approved executable. ``cached``:
+    for run_test's early answer; the run's start hashes the file afresh."""
+    name = show_name(project, command_id)
+    problem = stored_problem(name, spec)
+    if problem is not None:
+        raise not_runnable(command_id, problem)
+    approved = approved_executable(project, command_id)
+    again = (
+        f"Have a person check it and run `{approve_line(command_id)}` again (it records the executable "
+        "argv[0] resolves to), then retry."
+    )
+    details = {"command_id": command_id, "approve_with": approve_line(command_id)}
+    if approved is None:
+        raise CoverageError(
+            ErrorCode.NOT_APPROVED,
+            f"command {command_id} was approved before approvals recorded the executable they bind",
+            again,
+            details,
+        )
+    try:
+        now = executable_now(project, spec, cached=cached)
+    except CoverageError as error:
+        raise CoverageError(
+            ErrorCode.NOT_APPROVED, f"command {command_id}: {error.message}", again, details
+        ) from None
+    changed = difference(approved, now)
+    if changed is not None:
+        raise CoverageError(
+            ErrorCode.NOT_APPROVED,
+            f"command {command_id}'s executable is not the approved one: {changed}",
+            again,
+            details,
+        )
+    return now
 
 
 def spec_of(project: Project, command_id: str) -> tuple[dict[str, Any], str, str]:
@@ -493,10 +635,23 @@ def _decision(
         raise _bad(f"via must be one of {VIAS}", "cli, dashboard or attested", argument="via")
     if not isinstance(who, str) or not who.strip() or len(who) > 200:
         raise _bad("who decided must be named (at most 200 characters)", "e.g. your user name", argument="by")
-    _load(project, command_id)
+    words.check(who, "who decided")
+    if note is not None:
+        words.check(note, "note", multiline=True)
+    row = _load(project, command_id)
+    executable = None
+    if decision == "approved":
+        spec = json.loads(row[3])
+        problem = stored_problem(row[1], spec)
+        if problem is not None:
+            raise not_runnable(command_id, problem)
+        executable = executable_now(project, spec)
     with exec_db(project.store).transaction() as con:
-        if _status(con, command_id) != decision:
-            _decide(con, command_id, decision, who.strip(), via, note, dt.datetime.now(dt.UTC))
+        # Approving again records the executable again (it changed, or the approval predates its record).
+        if _status(con, command_id) != decision or (
+            executable is not None and approved_executable(project, command_id) != executable
+        ):
+            _decide(con, command_id, decision, who.strip(), via, note, dt.datetime.now(dt.UTC), executable)
     return show_command(project, command_id)
 
 

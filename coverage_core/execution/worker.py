@@ -45,7 +45,7 @@ from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import queue, registry, runner
+from . import queue, registry, runner, selectors
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -278,6 +278,20 @@ class Runtime:
             return
         root = project.checkout.worktree_path
         args = json.loads(run["args"])
+        # What was checked when the run was queued is checked again now that it starts: the registration's
+        # characters, the approved executable, the cwd and artifact paths, the selectors.
+        real_root = Path(os.path.realpath(root))
+        try:
+            program = registry.runnable_executable(project, run["command_id"], spec)
+        except CoverageError as error:
+            self._fail(run_id, f"not started: {error.message}")
+            return
+        problem = selectors.recheck_paths(
+            real_root, spec, registry.artifact_paths(spec)
+        ) or selectors.recheck(real_root, spec, args)
+        if problem is not None:
+            self._fail(run_id, f"not started: {problem}")
+            return
         try:
             runs_dir = self.store.path.parent / "runs"
             safefs.private_dir(runs_dir)
@@ -288,7 +302,7 @@ class Runtime:
             started = False
             try:
                 process = runner.Process(
-                    [*spec["argv"], *args],
+                    [program.path, *spec["argv"][1:], *args],  # the approved executable, by its absolute path
                     cwd=root / spec["cwd"],
                     env=command_env(spec),
                     marker=run_id,

@@ -42,9 +42,10 @@ from typing import Any
 
 import duckdb
 
-from ..display import command_line, delta_hundredths
 from ..display import delta as delta_text
+from ..display import delta_hundredths
 from ..errors import CoverageError, ErrorCode
+from ..execution.words import quoted_line
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
 from .budget import MAX_BYTES, MAX_WORDS
@@ -442,7 +443,7 @@ def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot 
             "status": r["state"],
             "command_id": r["command_id"],
             "command_name": names.get(r["command_id"]),
-            "args": command_line(r["args"]) if r["args"] else "",
+            "args": quoted_line(r["args"]) if r["args"] else "",
             "queued_at": r["queued_at"],
             "started_at": r["started_at"],
             "finished_at": r["ended_at"],
@@ -467,12 +468,15 @@ def _approvals(
     from ..execution import registry
 
     pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
+    # Each shown as `coverage-mcp command show` shows it (with the executable argv[0] resolves to now).
+    pending = [registry.show_command(project, c["id"]) for c in pending[:MAX_PENDING]] + pending[MAX_PENDING:]
     items = [
         {
             "command_id": c["id"],
             "name": c["name"],
             "argv": c["argv"],
-            "command_line": command_line(c["argv"]),
+            "display": c["display"],
+            "command_line": quoted_line(c["argv"]),
             "cwd": c.get("cwd"),
             "created_at": c.get("registered_at"),
             "timeout_s": c.get("timeout_s"),

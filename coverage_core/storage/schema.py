@@ -20,6 +20,8 @@ History:
        transaction) and ``compaction_passes`` (durable status of each pass).
     8  a run's composite artifact: ``run_artifacts.kind``, ``composite_snapshot_id``
        and the per-report ``reports``.
+    9  the executable an approval binds: ``command_decisions.executable``
+       (argv[0]'s absolute path, real path and content hash at approval).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -39,7 +41,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 8
+SCHEMA_REVISION = 9
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -385,6 +387,14 @@ ALTER TABLE run_artifacts ADD COLUMN composite_snapshot_id VARCHAR;
 ALTER TABLE run_artifacts ADD COLUMN reports JSON;                    -- [{component, variant, path, status, detail}]
 """
 
+_REVISION_9 = """
+-- What an approval binds beside the registration: the executable argv[0]
+-- resolved to through the run's PATH, {path, real_path, sha256}. A run starts
+-- only while argv[0] still resolves to it; NULL on a rejection (and on an
+-- approval made before revision 9, which must be made again).
+ALTER TABLE command_decisions ADD COLUMN executable JSON;
+"""
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _REVISION_1,
@@ -395,6 +405,7 @@ MIGRATIONS: tuple[str, ...] = (
     _REVISION_6,
     _REVISION_7,
     _REVISION_8,
+    _REVISION_9,
 )
 assert len(MIGRATIONS) == SCHEMA_REVISION
 

@@ -448,25 +448,12 @@
       body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
     close.focus();
   }
-  function artifactText(a) {
-    if (a.composite) {
-      return "composite: inventory " + a.composite.inventory + "; reports " + (a.composite.reports || []).map((r) =>
-        r.path + " (" + r.component + (r.variant ? ":" + r.variant : "") + ")").join(", ");
-    }
-    return a.path + " → suite " + a.suite + " (" + (a.format || "detected") + ", " + a.scope + ")";
-  }
-  // Everything the approval lets run, as `coverage-mcp command show` prints it: the shell-quoted argv (the
-  // projection's command_line, the CLI's own function), where, how long, env in full, args policy, artifacts.
+  // Everything the approval binds, exactly as `coverage-mcp command show` prints it: the projection's display
+  // lines (execution.display, the CLI's own function), one quoted word per line, every control, format,
+  // non-ASCII character and run of spaces escaped, so nothing in a registration can hide another part of it.
   function commandDetails(item) {
-    const env = Object.entries(item.env || {});
-    const row = (label, ...value) => [el("dt", { text: label }), el("dd", {}, ...value)];
-    return el("dl", { class: "command-details" },
-      row("argv", el("code", { class: "argv", text: item.command_line })),
-      row("cwd", el("code", { text: item.cwd || "." })),
-      row("timeout", (item.timeout_s || "") + " s"),
-      row("env", env.length ? el("ul", { class: "env" }, env.map(([k, v]) => el("li", {}, el("code", { text: k + "=" + v })))) : "none"),
-      row("args_policy", item.args_policy === "selectors" ? "selectors (a run may append test selectors)" : (item.args_policy || "none")),
-      row("artifacts", (item.artifacts || []).length ? el("ul", {}, item.artifacts.map((a) => el("li", { text: artifactText(a) }))) : "none"));
+    return el("pre", { class: "registration", tabindex: "0", "aria-label": "Registration of " + item.command_id,
+      text: (item.display || []).join("\n") });
   }
   let approvalFocus = null;  // after an approval: the row index whose button takes the focus next
   let confirming = null;  // the command whose approval waits for its confirmation (kept across refreshes)
