@@ -5,9 +5,16 @@ from pathlib import Path
 
 import pytest
 
+from .environment import scrub
 from .gitrepo import make_repo
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
+
+
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin has made this run's temporary folder
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's environment is the suite's before any test or subprocess starts (``environment.scrub``)."""
+    scrub(config._tmp_path_factory.getbasetemp() / "environment")
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +18,15 @@ import pytest
 from coverage_cli.options import TASKS
 from coverage_cli.review_cmds import TASK_HELP
 
+from .environment import checkout_cli
 from .gitrepo import commit, lcov, make_repo, write
 from .realcov import make_package, measure
 
-SCRIPT = shutil.which("coverage-mcp") or str(Path(sys.executable).with_name("coverage-mcp"))
+SCRIPT = checkout_cli()  # this checkout, never another coverage-mcp on PATH
 
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SCRIPT, *args], cwd=repo, capture_output=True, text=True, timeout=120)
+    return subprocess.run([*SCRIPT, *args], cwd=repo, capture_output=True, text=True, timeout=120)
 
 
 def ok(repo: Path, *args: str) -> str:
@@ -171,7 +171,7 @@ def test_review_json_stays_the_envelope(reviewed: tuple[Path, str, str]) -> None
 
 def test_review_help_explains_every_task() -> None:
     assert list(TASK_HELP) == TASKS
-    text = subprocess.run([SCRIPT, "review", "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run([*SCRIPT, "review", "--help"], capture_output=True, text=True, timeout=60).stdout
     for task in TASKS:
         assert re.search(rf"^\s+{task}\s+\S", text, re.M), task
     assert "claim status" in text

@@ -6,7 +6,6 @@ Other daemon and MCP test modules import their fixtures from here.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from coverage_daemon.identity import CAPABILITY_HEADER, build_fingerprint
 from coverage_daemon.secrets import bearer, client_token
 from coverage_daemon.server import check_loopback, running, take_daemon_lock
 from coverage_daemon.state import Daemon
+
+from .environment import test_env
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -94,7 +95,7 @@ class ServeProcess:
 
     def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.home = home
-        self.env = {**os.environ, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": "0", **(env or {})}
+        self.env = test_env(home=home, port=0, **(env or {}))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "coverage_cli", "serve"],
             env=self.env,
