@@ -510,3 +510,35 @@ def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail
     assert not failures, failures
     assert [c.snapshot_id for c in done.compacted] == [old, lcov]
     assert all(answers == expected for answers in seen)
+
+
+def test_a_compaction_waiting_for_the_read_gate_gets_it_while_readers_keep_overlapping() -> None:
+    """Two readers that always overlap (one enters before the other leaves) never leave the gate empty: a
+    waiting compaction still gets it, between two reads, instead of giving up and skipping its snapshot."""
+    import threading
+
+    from coverage_core.storage.restore import ReadGate
+
+    gate, stop = ReadGate(), threading.Event()
+    reads = [0, 0]
+
+    def reader(i: int) -> None:
+        while not stop.is_set():
+            with gate.reading():
+                reads[i] += 1
+                sum(range(2000))  # a read's work, inside the gate
+
+    readers = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+    for r in readers:
+        r.start()
+    try:
+        got = gate.acquire_alone(compaction.GATE_TIMEOUT_S)
+        if got:
+            gate.release_alone()
+    finally:
+        stop.set()
+        for r in readers:
+            r.join(timeout=60)
+    assert got
+    assert all(reads)  # the readers did read meanwhile
+
