@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from coverage_core.execution.worker import running_runtimes
 
 from .environment import scrub
 from .gitrepo import make_repo
@@ -23,6 +26,16 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("COVERAGE_MCP_HOME", str(home))
     return home
+
+
+@pytest.fixture(autouse=True)
+def runtimes_torn_down() -> Iterator[None]:
+    """A run runtime a test started (an in-process CLI command, a daemon) stops with the test, not with the
+    process: its threads would otherwise go on executing runs into the next test."""
+    before = set(running_runtimes())
+    yield
+    for runtime in set(running_runtimes()) - before:
+        runtime.stop()
 
 
 @pytest.fixture(scope="session")
