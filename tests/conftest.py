@@ -1,15 +1,18 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from coverage_core.config import Settings
 from coverage_core.execution.worker import running_runtimes
 
+from .daemons import Running, ServeProcess, StoreHolder, in_process
 from .environment import scrub
-from .gitrepo import make_repo
+from .gitrepo import commit, git, make_repo, write
+from .realcov import make_package, measure
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 
@@ -53,3 +56,52 @@ def sample_repo(tmp_path: Path) -> Path:
     for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
         shutil.copy(SAMPLE / "reports" / name, repo / name)
     return repo
+
+
+# -- daemons ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def daemon(isolated_home: Path) -> AsyncIterator[Running]:
+    """A real daemon in this test's event loop, on an ephemeral loopback port, with its lock taken."""
+    async with in_process(Settings.from_env(port=0)) as running_daemon:
+        yield running_daemon
+
+
+@pytest.fixture
+def serve_process(isolated_home: Path) -> Iterator[ServeProcess]:
+    proc = ServeProcess(isolated_home)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def store_holder(sample_repo: Path) -> Iterator[StoreHolder]:
+    holder = StoreHolder(sample_repo)
+    try:
+        yield holder
+    finally:
+        holder.close()
+
+
+# -- a measured history -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def shop_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[Path, str]]]:
+    """The realcov package measured twice: c0 by two of its tests, c1 (one more file) by all of them; their
+    JSON reports and commits. Built once per worker; tests copy the checkout (realcov.copy_checkout)."""
+    root = tmp_path_factory.mktemp("dashboard")
+    repo = make_package(root / "repo")
+    reports: dict[str, tuple[Path, str]] = {}
+    out = measure(
+        repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_standard_shipping"
+    )
+    reports["c0"] = (Path(shutil.copy(out["json"], root / "c0.json")), git(repo, "rev-parse", "HEAD"))
+    write(repo, {"shop/extra.py": "def twice(x):\n    if x:\n        return 2 * x\n    return 0\n"})
+    commit(repo, "extra")
+    out = measure(repo)
+    reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
+    return repo, reports

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from coverage_core.config import Settings
 
-from .test_daemon_support import in_process
+from .daemons import in_process
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:

@@ -31,9 +31,7 @@ from coverage_core.service import Service
 from coverage_core.storage.store import store_path
 
 from .conftest import SAMPLE
-from .test_daemon_support import StoreHolder, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import StoreHolder, in_process
 
 
 def _ingest(repo: Path, *reports: tuple[str, str]) -> list[str]:

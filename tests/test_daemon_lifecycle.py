@@ -16,10 +16,8 @@ import pytest
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
 
+from .daemons import ServeProcess
 from .environment import test_env
-from .test_daemon_support import ServeProcess
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 LOCK_KEYS = {
     "pid",

@@ -15,9 +15,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
 from coverage_daemon.projects import Target
 
-from .test_daemon_support import in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import in_process
 
 SLOW = "SELECT count(*) FROM range(100000000000) a"  # hours, unless interrupted
 DEADLINE_S = 30  # a generous bound on what must end soon: a loaded machine is no failure

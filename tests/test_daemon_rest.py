@@ -13,10 +13,8 @@ import aiohttp
 from coverage_core.config import Settings
 from coverage_core.storage.compaction import POLICY_DEFAULTS
 
+from .daemons import Running, StoreHolder, in_process
 from .gitrepo import git, make_repo
-from .test_daemon_support import Running, StoreHolder, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 HARDENING = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",

@@ -19,12 +19,9 @@ import pytest
 
 from coverage_core.config import Settings
 
-from .browser import chromium, shots_dir
+from .browser import Live, chromium, shots_dir, text, until
 from .compositefixture import make_product, measure, specs
-from .test_daemon_support import in_process
-from .test_dashboard_browser import Live, text, until
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import in_process
 
 
 def composite_cli(repo: Path, *args: str) -> dict[str, Any]:

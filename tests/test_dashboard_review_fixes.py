@@ -19,11 +19,9 @@ from coverage_core.display import delta as cli_delta
 from coverage_core.project import open_project
 from coverage_core.review.dashboard import dashboard
 
+from .daemons import in_process
 from .gitrepo import lcov, make_repo
-from .test_daemon_support import in_process
 from .test_dashboard_api import signed_in
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 
 def run_cli(repo: Path, *args: str) -> dict[str, Any]:

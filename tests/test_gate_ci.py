@@ -20,9 +20,9 @@ import pytest
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
+from .daemons import in_process
 from .gitrepo import commit, git, write
 from .realcov import REPORTS, cli, copy_checkout, make_package, measure
-from .test_daemon_support import in_process
 
 C1_CART_HEAD = '"""A shopping cart: totals, descriptions and shipping."""\n'
 C2_CART_TAIL = """

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from coverage_daemon.secrets import client_token
 
+from .daemons import ServeProcess
 from .environment import test_env
 from .systemtools import require
-from .test_daemon_support import ServeProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 # One daemon test (status and stop find the daemon through its lock), one CLI test (commands route to the

@@ -14,10 +14,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.service import OPERATIONS
 
+from .daemons import Running
 from .test_daemon_rest import register
-from .test_daemon_support import Running
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 

@@ -21,14 +21,12 @@ from coverage_core.service import OPERATIONS
 from coverage_daemon.projects import Target
 from coverage_daemon.secrets import client_token
 
+from .daemons import Running, ServeProcess
 from .gitrepo import make_repo
 from .realcov import PACKAGE
 from .test_daemon_rest import call, register
-from .test_daemon_support import Running, ServeProcess
 from .test_runs import FILES, PY, alive, pids_of, wait_for
 from .test_trust_auth import as_nobody
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 
 @contextlib.asynccontextmanager

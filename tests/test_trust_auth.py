@@ -27,10 +27,8 @@ from coverage_daemon.client import DaemonClient
 from coverage_daemon.identity import CAPABILITY_HEADER
 from coverage_daemon.secrets import TOKEN_FILE, bearer, client_token, socket_path
 
+from .daemons import Running, ServeProcess, in_process
 from .environment import checkout_cli, test_env
-from .test_daemon_support import Running, ServeProcess, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 PID = "0123456789abcdef"
 SNAP = "snap-0123456789abcdef"

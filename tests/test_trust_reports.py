@@ -27,7 +27,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import opening
 from coverage_core.service import Service, owner_import
 
-from .test_daemon_support import in_process
+from .daemons import in_process
 
 WAIT_S = 10.0
 SECRET_LCOV = "TN:\nSF:/outside/secret.c\nDA:1,1\nend_of_record\n"
