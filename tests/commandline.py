@@ -18,6 +18,7 @@ import json
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -34,12 +35,12 @@ def cli(
     repo: Path | str | None = None,
     cwd: Path | str | None = None,
     env: dict[str, str] | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
     process: bool = False,
     timeout: float = TIMEOUT_S,
-) -> subprocess.CompletedProcess[str]:
+) -> subprocess.CompletedProcess[Any]:
     """``coverage-mcp ARGS [--repo REPO]`` run in ``cwd`` (default: ``repo``) with the suite's environment
-    plus ``env``; its exit code, standard output and standard error."""
+    plus ``env``; its exit code, standard output and standard error (bytes when ``stdin`` is bytes)."""
     argv = [*args, *(["--repo", str(repo)] if repo is not None else [])]
     folder = cwd if cwd is not None else repo
     if process:
@@ -49,7 +50,7 @@ def cli(
             env=test_env(**(env or {})),
             input=stdin,
             capture_output=True,
-            text=True,
+            text=not isinstance(stdin, bytes),
             timeout=timeout,
             check=False,
         )

@@ -111,7 +111,7 @@ class ServeProcess:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=120,  # generous: a run followed to its end on a loaded machine is no failure
             check=False,
         )
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import commandline
 from .gitrepo import make_repo
 
 # A package with branches (if/elif/else, loops, early returns), a nested
@@ -139,13 +140,6 @@ def copy_checkout(measured: Path, into: Path) -> Path:
     return Path(shutil.copytree(measured, into / "repo"))
 
 
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The console script on ``repo``, as a person runs it there."""
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(repo: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line on ``repo``, in it (commandline.cli: in process unless ``process``)."""
+    return commandline.cli(*args, repo=repo, process=process)

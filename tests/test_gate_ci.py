@@ -257,6 +257,7 @@ async def test_baseline_fallback_works_when_the_daemon_holds_the_store(repo: Pat
             "--fail-under-patch",
             "50",
             "--json",
+            process=True,  # routed to the daemon in this event loop
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"]["baseline"]["fallback"]["commit"] == commits["c0"]
