@@ -350,7 +350,8 @@ async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_officia
                 "argv": [PY, "run_tests.py"],
                 "timeout_s": 300,
                 "args_policy": "selectors",
-                "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+                # the package's tests are plain pytest: none of this suite's plugins needs to load
+                "env": {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                 "artifacts": [{"path": "coverage.json", "suite": "unit"}],
             },
         )
