@@ -25,9 +25,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Tests never touch the user's home: every test gets its own COVERAGE_MCP_HOME."""
+    """Tests never touch the user's home or port: every test gets its own COVERAGE_MCP_HOME, and port 0, so a
+    daemon a test starts binds an ephemeral port and its commands find it through the home's lease. The
+    default port may be held by anyone's daemon on this machine (a command would meet daemon_conflict)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("COVERAGE_MCP_HOME", str(home))
+    monkeypatch.setenv("COVERAGE_MCP_PORT", "0")
     return home
 
 
