@@ -6,19 +6,24 @@ import os
 import subprocess
 from pathlib import Path
 
-ENV = {
-    **os.environ,
+IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",
     "GIT_AUTHOR_EMAIL": "test@example.com",
     "GIT_COMMITTER_NAME": "Test",
     "GIT_COMMITTER_EMAIL": "test@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": os.environ.get("HOME", "/tmp"),
 }
 
 
+def git_env() -> dict[str, str]:
+    """The suite's environment (scrubbed at configure time, so read now, not at import) plus git's identity."""
+    return {**os.environ, **IDENTITY}
+
+
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], env=ENV, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], env=git_env(), capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 

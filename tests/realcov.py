@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import commandline
 from .gitrepo import make_repo
 
 # A package with branches (if/elif/else, loops, early returns), a nested
@@ -82,6 +83,15 @@ def test_standard_shipping():
 }
 
 REPORTS = {"json": "coverage.json", "lcov": "coverage.lcov", "xml": "coverage.xml"}
+REPORTERS = """
+import sys, coverage
+json_name, lcov_name, xml_name = sys.argv[1:]
+cov = coverage.Coverage()
+cov.load()
+cov.json_report(outfile=json_name, show_contexts=True)
+cov.lcov_report(outfile=lcov_name)
+cov.xml_report(outfile=xml_name)
+"""
 
 
 def make_package(root: Path) -> Path:
@@ -91,7 +101,13 @@ def make_package(root: Path) -> Path:
 
 def measure(repo: Path, *tests: str) -> dict[str, Path]:
     """Run the suite (or ``tests``) under coverage.py; the JSON, LCOV and Cobertura reports of that run."""
-    env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The package's tests are plain pytest: none of the suite's plugins (xdist, asyncio, hypothesis...) loads.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(repo),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
     env.pop("COVERAGE_PROCESS_START", None)
     run = [
         sys.executable,
@@ -106,19 +122,17 @@ def measure(repo: Path, *tests: str) -> dict[str, Path]:
         *(tests or ("tests",)),
     ]
     subprocess.run(run, cwd=repo, env=env, check=True, capture_output=True, timeout=120)
-    out = {}
-    for kind, name in REPORTS.items():
-        extra = ["--show-contexts"] if kind == "json" else []
-        subprocess.run(
-            [sys.executable, "-m", "coverage", kind, "-o", name, *extra],
-            cwd=repo,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        out[kind] = repo / name
-    return out
+    # The three reports of that run in one process (what `coverage json --show-contexts`, `coverage lcov`
+    # and `coverage xml` each do in their own): coverage.py's reporters, one interpreter start.
+    subprocess.run(
+        [sys.executable, "-c", REPORTERS, *REPORTS.values()],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return {kind: repo / name for kind, name in REPORTS.items()}
 
 
 def copy_checkout(measured: Path, into: Path) -> Path:
@@ -126,13 +140,6 @@ def copy_checkout(measured: Path, into: Path) -> Path:
     return Path(shutil.copytree(measured, into / "repo"))
 
 
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The console script on ``repo``, as a person runs it there."""
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(repo: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line on ``repo``, in it (commandline.cli: in process unless ``process``)."""
+    return commandline.cli(*args, repo=repo, process=process)

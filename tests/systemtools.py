@@ -1,4 +1,5 @@
-"""System tools some tests need, declared once in ``scripts/system-packages``.
+"""System tools some tests need, declared once in ``scripts/system-packages``, and the peer tools of the
+test extra (diff-cover, coverage.py, pycobertura), found beside the interpreter running the suite.
 
 A missing tool skips the test with the command that installs it, except under
 ``CI=true``, where the run must prove everything and a missing tool fails it.
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from functools import cache
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -17,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ROOT / "scripts" / "system-packages"
 NPM_PACKAGES = ROOT / "scripts" / "npm-packages"
 NPM_BIN = ROOT / ".cache" / "npm-tools" / "node_modules" / ".bin"
+VENV_BIN = Path(sys.executable).parent
 
 
 @cache
@@ -41,24 +45,36 @@ def declared_npm() -> dict[str, str]:
     return table
 
 
+def _missing(reason: str) -> NoReturn:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
+
+
+def peer(command: str) -> str:
+    """A peer tool of the ``test`` extra (an oracle such as diff-cover): the one installed beside the
+    suite's interpreter (its virtual environment), never another on PATH. Skip, or fail under CI=true,
+    when it is missing."""
+    found = VENV_BIN / command
+    if found.is_file() and os.access(found, os.X_OK):
+        return str(found)
+    _missing(
+        f"needs {command} beside {sys.executable}: install the test extra with `pip install -e '.[test]'`"
+    )
+
+
 def require(command: str) -> str:
     """The tool's path; skip (or fail under CI=true) when it is not installed."""
     if command in declared_npm():
         found = NPM_BIN / command
         if found.is_file() and os.access(found, os.X_OK):
             return str(found)
-        reason = (
+        _missing(
             f"needs {command}: install it with `npm install --prefix .cache/npm-tools --no-save "
             f"{declared_npm()[command]}` (or run scripts/test)"
         )
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
     package = declared()[command]  # a KeyError here means: declare the tool first
-    found = shutil.which(command)
-    if found:
-        return found
-    reason = f"needs {command}: install it with `sudo apt-get install -y {package}` (or run scripts/test)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true and {reason}")
-    pytest.skip(reason)
+    on_path = shutil.which(command)  # PATH starts with the suite's bin folder (environment.scrub)
+    if on_path:
+        return on_path
+    _missing(f"needs {command}: install it with `sudo apt-get install -y {package}` (or run scripts/test)")

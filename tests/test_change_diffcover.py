@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,10 +11,8 @@ import pytest
 from coverage_core import open_project
 from coverage_core.service import Service
 
-from .gitrepo import ENV, commit, git, lcov, make_repo, write
-
-DIFF_COVER = shutil.which("diff-cover")
-pytestmark = pytest.mark.skipif(DIFF_COVER is None, reason="the diff-cover CLI is not installed")
+from .gitrepo import commit, git, git_env, lcov, make_repo, write
+from .systemtools import peer
 
 APP = [f"app line {n}" for n in range(1, 41)]
 HELPERS = [f"helper line {n}" for n in range(1, 21)]
@@ -83,9 +80,9 @@ def _cobertura(root: Path, hits: dict[str, dict[int, int]]) -> str:
 
 def _diff_cover(repo: Path, report: str, base: str) -> dict:
     subprocess.run(
-        [DIFF_COVER, report, f"--compare-branch={base}", "--json-report", "out.json"],
+        [peer("diff-cover"), report, f"--compare-branch={base}", "--json-report", "out.json"],
         cwd=repo,
-        env=ENV,
+        env=git_env(),
         capture_output=True,
         text=True,
         check=True,

@@ -41,6 +41,8 @@ from coverage_daemon.launcher import (
     read_lease,
 )
 
+from . import commandline
+
 WAIT_S = 60.0  # generous bound for anything a subprocess must do
 
 
@@ -50,17 +52,11 @@ def script() -> list[str]:
     return [str(beside)] if beside.is_file() else [sys.executable, "-m", "coverage_cli"]
 
 
-def cli(repo: Path | None, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [*script(), *args, *(["--repo", str(repo)] if repo is not None else [])]
-    return subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **(env or {})},
-        cwd=repo,
-    )
+def cli(
+    repo: Path | None, *args: str, env: dict[str, str] | None = None, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """A command on ``repo`` (commandline.cli): in process, or a child where a daemon or a bind is involved."""
+    return commandline.cli(*args, repo=repo, env=env, process=process)
 
 
 def ingest(repo: Path, report: str, suite: str) -> str:
@@ -479,7 +475,7 @@ def test_a_connector_starts_the_daemon_with_the_documented_idle_exit_unless_one_
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert f"{IDLE_EXIT_ENV}={CONNECTOR_IDLE_EXIT_S}".encode() in environ
     finally:
-        assert cli(None, "stop").returncode == 0
+        assert cli(None, "stop", process=True).returncode == 0
 
 
 def test_an_open_connection_keeps_an_idle_daemon_alive_until_it_closes(isolated_home: Path) -> None:
@@ -524,7 +520,7 @@ def taken_port() -> Iterator[int]:
 def test_a_serve_that_cannot_bind_leaves_no_socket_and_a_free_lock(
     isolated_home: Path, taken_port: int
 ) -> None:
-    done = cli(None, "serve", "--port", str(taken_port))
+    done = cli(None, "serve", "--port", str(taken_port), process=True)
     assert done.returncode == 1
     assert "daemon_conflict" in done.stderr and str(taken_port) in done.stderr
     assert lock_is_free(isolated_home / "daemon.lock")
@@ -550,7 +546,7 @@ def assert_runs_outside_any_environment(command: list[str]) -> None:
 
 
 def test_demo_prints_configs_naming_the_executable_by_absolute_path() -> None:
-    done = cli(None, "demo", "--json")
+    done = cli(None, "demo", "--json", process=True)
     assert done.returncode == 0, done.stderr
     mcp = json.loads(done.stdout)["mcp"]
     command = mcp["stdio"]
@@ -599,7 +595,7 @@ def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_
 ) -> None:
     from coverage_core.errors import CoverageError, ErrorCode
 
-    from .test_daemon_support import ServeProcess
+    from .daemons import ServeProcess
 
     first = cli(sample_repo, "ingest", "step1.coverage.json", "--suite", "unit", "--json")
     old = json.loads(first.stdout)["data"]["snapshot"]["snapshot_id"]
@@ -611,7 +607,7 @@ def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_
         with pytest.raises(CoverageError) as caught:  # the client token alone cannot delete
             client.delete_snapshots(pid, {"snapshot_ids": [old]}, capability="guess")
         assert caught.value.code is ErrorCode.FORBIDDEN
-        done = cli(sample_repo, "snapshots", "rm", old, "--json")
+        done = cli(sample_repo, "snapshots", "rm", old, "--json", process=True)  # routed to the daemon
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["data"]["deleted"] == [old]
         assert [s.snapshot_id for s in client.snapshots(pid)] != [] and old not in [

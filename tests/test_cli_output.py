@@ -1,5 +1,5 @@
-"""Readable output through the real console script: `show` as coverage.py users read it, whole names,
-and `review` as text for every task.
+"""Readable output of the command line (run in process: what is checked is the text and the exit code):
+`show` as coverage.py users read it, whole names, and `review` as text for every task.
 
 ``show`` is checked against coverage.py itself: the same run's `coverage report -m`
 is the oracle for every column and for the TOTAL percentage.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,18 +18,13 @@ import pytest
 from coverage_cli.options import TASKS
 from coverage_cli.review_cmds import TASK_HELP
 
+from .commandline import cli
 from .gitrepo import commit, lcov, make_repo, write
 from .realcov import make_package, measure
 
-SCRIPT = shutil.which("coverage-mcp") or str(Path(sys.executable).with_name("coverage-mcp"))
-
-
-def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SCRIPT, *args], cwd=repo, capture_output=True, text=True, timeout=120)
-
 
 def ok(repo: Path, *args: str) -> str:
-    done = run(repo, *args)
+    done = cli(*args, cwd=repo)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -171,7 +165,7 @@ def test_review_json_stays_the_envelope(reviewed: tuple[Path, str, str]) -> None
 
 def test_review_help_explains_every_task() -> None:
     assert list(TASK_HELP) == TASKS
-    text = subprocess.run([SCRIPT, "review", "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = cli("review", "--help").stdout
     for task in TASKS:
         assert re.search(rf"^\s+{task}\s+\S", text, re.M), task
     assert "claim status" in text

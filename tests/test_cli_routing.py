@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from coverage_core.config import Settings
 
-from .test_daemon_support import in_process
+from . import commandline
+from .daemons import in_process
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)], capture_output=True, text=True
-    )
+    """A child process: what is tested is its routing to the daemon (in this test's event loop)."""
+    return commandline.cli(*args, repo=repo, cwd=Path.cwd(), process=True)
 
 
 async def test_store_and_review_commands_route_through_the_daemon_when_it_holds_the_store(

@@ -1,8 +1,8 @@
 """The command line is a rendering of the declared surface: same envelopes, one error handler, one error body.
 
-The drift test runs the real console entry (``python -m coverage_cli``) as a
-subprocess for every operation of ``OPERATIONS`` and compares its ``--json``
-with ``Service.call`` on the same arguments (``context.stats`` apart).
+The drift test runs the command line (in process: its output and exit code are what it checks) for
+every operation of ``OPERATIONS`` and compares its ``--json`` with ``Service.call`` on the same
+arguments (``context.stats`` apart).
 """
 
 from __future__ import annotations
@@ -26,17 +26,12 @@ from coverage_core.review import baseline as baselines
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.service import OPERATIONS, Service
 
+from . import commandline
 from .gitrepo import commit, git
 
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return commandline.cli(*args, repo=repo)
 
 
 def comparable(envelope: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,9 +24,10 @@ import pytest
 
 from coverage_core.locks import is_held, read_metadata
 
+from .environment import checkout_cli, test_env
 from .gitrepo import lcov, make_repo
 
-SCRIPT = shutil.which("coverage-mcp") or str(Path(sys.executable).with_name("coverage-mcp"))
+SCRIPT = checkout_cli()  # this checkout, never another coverage-mcp on PATH
 BOUND_S = 120  # a generous bound on every wait: a slow machine is not a failure
 BIG_LINES = 150_000  # enough lines that an ingest is still inside the store when it is stopped
 
@@ -50,7 +50,7 @@ class Terminal:
     def __init__(self, args: list[str], cwd: Path) -> None:
         master, slave = pty.openpty()
         self.proc = subprocess.Popen(
-            [SCRIPT, *args], stdout=subprocess.PIPE, stderr=slave, text=True, cwd=cwd
+            [*SCRIPT, *args], stdout=subprocess.PIPE, stderr=slave, text=True, cwd=cwd
         )
         os.close(slave)
         self._master = master
@@ -118,7 +118,7 @@ def test_a_second_command_waits_for_a_running_ingest_says_so_on_a_terminal_and_t
     assert (first_code, code) == (0, 0), err
     assert "stored" in first_out and "stored" in out
     listed = subprocess.run(
-        [SCRIPT, "snapshots", "--json", "--repo", str(repo)], capture_output=True, text=True, timeout=BOUND_S
+        [*SCRIPT, "snapshots", "--json", "--repo", str(repo)], capture_output=True, text=True, timeout=BOUND_S
     )
     suites = {s["suite"] for s in json.loads(listed.stdout)["data"]["snapshots"]}
     assert suites == {"unit", "second"}
@@ -135,9 +135,9 @@ def test_snapshots_waits_for_an_ingest_and_lists_what_it_stored(repo: Path, stop
 def test_a_command_gives_up_after_the_configured_wait_with_store_locked_and_a_setting_to_change(
     repo: Path, stopped_ingest: Terminal
 ) -> None:
-    env = {**os.environ, "COVERAGE_MCP_CLI_STORE_WAIT_MS": "300"}
+    env = test_env(COVERAGE_MCP_CLI_STORE_WAIT_MS="300")
     plain = subprocess.run(
-        [SCRIPT, "snapshots", "--repo", str(repo)], capture_output=True, text=True, env=env, timeout=BOUND_S
+        [*SCRIPT, "snapshots", "--repo", str(repo)], capture_output=True, text=True, env=env, timeout=BOUND_S
     )
     assert plain.returncode == 1 and plain.stdout == ""
     assert "waiting for" not in plain.stderr  # standard error is not a terminal here
@@ -146,7 +146,7 @@ def test_a_command_gives_up_after_the_configured_wait_with_store_locked_and_a_se
     assert "COVERAGE_MCP_CLI_STORE_WAIT_MS=300" in plain.stderr
     assert "suggestion: Set COVERAGE_MCP_CLI_STORE_WAIT_MS=120000" in plain.stderr
     as_json = subprocess.run(
-        [SCRIPT, "snapshots", "--json", "--repo", str(repo)],
+        [*SCRIPT, "snapshots", "--json", "--repo", str(repo)],
         capture_output=True,
         text=True,
         env=env,
@@ -180,9 +180,9 @@ def test_a_store_a_python_session_holds_is_waited_for_and_named_with_how_to_rele
     )
     try:
         assert session.stdout.readline().strip() == "held"
-        env = {**os.environ, "COVERAGE_MCP_CLI_STORE_WAIT_MS": "200"}
+        env = test_env(COVERAGE_MCP_CLI_STORE_WAIT_MS="200")
         refused = subprocess.run(
-            [SCRIPT, "snapshots", "--repo", str(repo)],
+            [*SCRIPT, "snapshots", "--repo", str(repo)],
             capture_output=True,
             text=True,
             env=env,

@@ -510,3 +510,75 @@ def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail
     assert not failures, failures
     assert [c.snapshot_id for c in done.compacted] == [old, lcov]
     assert all(answers == expected for answers in seen)
+
+
+def test_a_compaction_waiting_for_the_read_gate_gets_it_while_readers_keep_overlapping() -> None:
+    """Two readers that always overlap (one enters before the other leaves) never leave the gate empty: a
+    waiting compaction still gets it, between two reads, instead of giving up and skipping its snapshot."""
+    import threading
+
+    from coverage_core.storage.restore import ReadGate
+
+    gate, stop = ReadGate(), threading.Event()
+    reads = [0, 0]
+
+    def reader(i: int) -> None:
+        while not stop.is_set():
+            with gate.reading():
+                reads[i] += 1
+                sum(range(2000))  # a read's work, inside the gate
+
+    readers = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+    for r in readers:
+        r.start()
+    try:
+        got = gate.acquire_alone(compaction.GATE_TIMEOUT_S)
+        if got:
+            gate.release_alone()
+    finally:
+        stop.set()
+        for r in readers:
+            r.join(timeout=60)
+    assert got
+    assert all(reads)  # the readers did read meanwhile
+
+
+def test_a_read_nested_in_a_read_goes_on_while_a_compaction_waits_and_a_new_reader_waits_behind_it() -> None:
+    import threading
+
+    from coverage_core.storage.restore import ReadGate
+
+    gate, order = ReadGate(), []
+    inside, go_on = threading.Event(), threading.Event()
+
+    def outer() -> None:
+        with gate.reading():
+            inside.set()
+            go_on.wait(60)
+            with gate.reading():  # a read inside a read, while the compaction waits: never its own deadlock
+                order.append("nested")
+
+    def writer() -> None:
+        if gate.acquire_alone(60):
+            order.append("writer")
+            gate.release_alone()
+
+    def newcomer() -> None:
+        with gate.reading():
+            order.append("newcomer")
+
+    first = threading.Thread(target=outer)
+    first.start()
+    assert inside.wait(60)
+    compaction_thread = threading.Thread(target=writer)
+    compaction_thread.start()
+    give_up = time.monotonic() + 60
+    while not gate.writer_waiting:
+        assert time.monotonic() < give_up, "the compaction never waited for the gate"
+        time.sleep(0.001)
+    late = threading.Thread(target=newcomer)
+    late.start()
+    go_on.set()
+    for thread in (first, compaction_thread, late):
+        thread.join(60)
+    assert order == ["nested", "writer", "newcomer"]

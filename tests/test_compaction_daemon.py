@@ -12,7 +12,6 @@ import asyncio
 import json
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,10 +29,9 @@ from coverage_core.project import Project
 from coverage_core.service import Service
 from coverage_core.storage.store import store_path
 
+from . import commandline
 from .conftest import SAMPLE
-from .test_daemon_support import StoreHolder, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import StoreHolder, in_process
 
 
 def _ingest(repo: Path, *reports: tuple[str, str]) -> list[str]:
@@ -61,14 +59,8 @@ def _compacted(repo: Path) -> set[str]:
 
 
 def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """A child process: a daemon or another process holds the store in these tests."""
+    return commandline.cli(*args, repo=repo, process=True)
 
 
 def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:

@@ -8,12 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+from .daemons import Running
 from .gitrepo import make_repo
 from .test_daemon_rest import register
-from .test_daemon_support import Running
 from .test_mcp_sdk import sdk_client
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 SHADER = b"fn main() {\n  if (x) {\n    y();\n  }\n}\n"
 INVENTORY = {

@@ -63,10 +63,9 @@ async def test_an_sdk_client_lists_the_tools_and_calls_them_through_the_connecto
         env=daemon_env,
         cwd=str(repo),
     )
-    started = time.perf_counter()
     async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
-        # A discover probe that went unanswered would cost the client 10 s.
-        assert time.perf_counter() - started < 8
+        # The modern era proves the discover probe was answered (an unanswered one falls back to the legacy
+        # era after 10 s); the start's speed is measured in benchmarks/mcp.py.
         assert client.protocol_version == (MODERN if mode == "auto" else "2025-11-25")
         tools = {tool.name for tool in (await client.list_tools()).tools}
         assert {"project_context", "coverage_review", "coverage_import"} <= tools
@@ -228,7 +227,7 @@ def test_a_repo_that_is_not_a_directory_is_a_usage_error(daemon_env: dict[str, s
     assert b"not a directory" in process.stderr and process.stdout == b""
 
 
-def test_the_connector_exits_within_a_second_of_its_input_closing_even_with_a_call_in_flight(
+def test_the_connector_exits_when_its_input_closes_even_with_a_call_in_flight(
     daemon_env: dict[str, str],
     repo: Path,
 ) -> None:
@@ -243,9 +242,8 @@ def test_the_connector_exits_within_a_second_of_its_input_closing_even_with_a_ca
             "params": {"name": "coverage_review", "arguments": {"task": "all"}},
         }
     )
-    closed = time.perf_counter()
-    assert connector.close(timeout=5) == 0
-    assert time.perf_counter() - closed < 1.0
+    # A generous deadline: how fast it exits (well under a second) is measured in benchmarks/bounds.py.
+    assert connector.close(timeout=60) == 0
 
 
 def test_the_connector_loads_only_the_standard_library_and_its_own_modules(

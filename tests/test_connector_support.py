@@ -24,6 +24,7 @@ from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
 from coverage_daemon.launcher import read_lease
 from coverage_daemon.secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
+from .environment import test_env
 from .gitrepo import commit, make_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +49,7 @@ def free_port() -> int:
 
 
 def env_for(home: Path, port: int, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
-    return {**env, "COVERAGE_MCP_HOME": str(home), "COVERAGE_MCP_PORT": str(port), **extra}
+    return test_env(home=home, port=port, **extra)
 
 
 def sample_repo(root: Path) -> Path:
@@ -132,8 +132,8 @@ class Connector:
             }
         )
 
-    def close(self, timeout: float = 5.0) -> int:
-        """Close stdin and wait for the exit code."""
+    def close(self, timeout: float = 60.0) -> int:
+        """Close stdin and wait for the exit code (a generous deadline: a loaded machine is no failure)."""
         assert self.process.stdin is not None
         self.process.stdin.close()
         return self.process.wait(timeout)

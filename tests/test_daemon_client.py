@@ -14,9 +14,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.storage.compaction import POLICY_DEFAULTS
 from coverage_daemon.client import DaemonClient, DaemonProject, open_project
 
-from .test_daemon_support import Running, StoreHolder, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import Running, StoreHolder, in_process
 
 
 def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo: Path) -> None:

@@ -15,11 +15,10 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held
 from coverage_daemon.projects import Target
 
-from .test_daemon_support import in_process
+from .daemons import in_process
 
-pytest_plugins = ["tests.test_daemon_support"]
-
-SLOW = "SELECT count(*) FROM range(100000000000) a"
+SLOW = "SELECT count(*) FROM range(100000000000) a"  # hours, unless interrupted
+DEADLINE_S = 30  # a generous bound on what must end soon: a loaded machine is no failure
 
 
 def slow_query(_project: Any, con: Any) -> Any:
@@ -36,7 +35,8 @@ async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exc
             await d.daemon.projects.read(target, slow_query)
         assert caught.value.code == ErrorCode.DEADLINE_EXCEEDED
         assert "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS=300" in caught.value.message
-        assert 0.3 <= time.monotonic() - started < 2
+        # it ran its 300 ms (no sooner) and was interrupted (the query would run for hours): its speed is no promise
+        assert 0.3 <= time.monotonic() - started < DEADLINE_S
         # the interrupted connection went back to the pool and serves the next read
         assert await d.daemon.projects.read(target, lambda _p, con: con.execute("SELECT 42").fetchall()) == [
             (42,)
@@ -60,16 +60,15 @@ async def test_a_checkout_waits_at_most_the_acquire_timeout(isolated_home: Path,
 
 
 async def test_the_loop_keeps_answering_while_queries_run(isolated_home: Path, sample_repo: Path) -> None:
-    async with in_process(Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=1000)) as d:
+    async with in_process(Settings.from_env(port=0, http_timeout_s=30, db_query_timeout_ms=3000)) as d:
         target = Target(path=str(sample_repo))
         await d.daemon.projects.resolve(target)
         running = [asyncio.create_task(d.daemon.projects.read(target, slow_query)) for _ in range(2)]
         await asyncio.sleep(0.1)
         async with aiohttp.ClientSession() as http:
-            started = time.monotonic()
             async with http.get(d.url + "/health") as response:
                 assert response.status == 200
-            assert time.monotonic() - started < 0.5
+            assert not any(query.done() for query in running)  # answered while both queries still ran
         results = await asyncio.gather(*running, return_exceptions=True)
         assert all(isinstance(r, CoverageError) and r.code == ErrorCode.DEADLINE_EXCEEDED for r in results)
 
@@ -85,8 +84,7 @@ async def test_shutdown_interrupts_running_queries_and_releases_the_store(
         running = asyncio.create_task(d.daemon.projects.read(target, slow_query))
         await asyncio.sleep(0.2)
         assert is_held(store_lock)
-        started = time.monotonic()
-    assert time.monotonic() - started < 3
+    # the query (hours long, 50 s allowed) was interrupted by the stop, not waited for
     assert not is_held(store_lock) and not is_held(isolated_home / "daemon.lock")
     with pytest.raises(CoverageError) as caught:
         await running

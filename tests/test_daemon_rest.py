@@ -13,10 +13,8 @@ import aiohttp
 from coverage_core.config import Settings
 from coverage_core.storage.compaction import POLICY_DEFAULTS
 
+from .daemons import Running, StoreHolder, in_process
 from .gitrepo import git, make_repo
-from .test_daemon_support import Running, StoreHolder, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 HARDENING = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -325,7 +323,7 @@ async def test_a_store_held_by_another_process_answers_store_locked_after_the_wa
         error = await refused(
             d, "POST", "/api/projects", 409, "store_locked", body={"path": str(sample_repo)}
         )
-        assert 0.3 <= time.monotonic() - started < 5
+        assert 0.3 <= time.monotonic() - started  # it waited its 300 ms for the holder
         assert (
             f"pid {store_holder.pid}" in error["message"]
             and "COVERAGE_MCP_STORE_WAIT_MS" in error["suggestion"]
@@ -353,7 +351,9 @@ async def test_a_request_past_the_http_deadline_answers_504_and_leaks_nothing(
     async with in_process(settings) as d:
         started = time.monotonic()
         await refused(d, "POST", "/api/projects", 504, "deadline_exceeded", body={"path": str(sample_repo)})
-        assert 1 <= time.monotonic() - started < 3
+        assert (
+            1 <= time.monotonic() - started
+        )  # the 1 s deadline answered (504), not the 10 s store wait (409)
         await asyncio.to_thread(store_holder.release)
         # The open the first request started goes on, and this request uses it
         # instead of meeting a store its own daemon leaked (store_locked).

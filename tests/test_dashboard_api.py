@@ -26,18 +26,16 @@ from coverage_core.review.dashboard import dashboard, file_source, revision
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 
+from .browser import cli, store
+from .daemons import Running, ServeProcess, in_process
 from .realcov import copy_checkout
-from .test_daemon_support import Running, ServeProcess, in_process
-from .test_dashboard_browser import cli, measured, store  # noqa: F401 (the module fixture)
 from .test_trust_auth import as_nobody
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 
 @pytest.fixture
-def repo(measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path) -> Path:
-    checkout = copy_checkout(measured[0], tmp_path)
-    store(checkout, measured[1], "c0", "c1")
+def repo(shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path) -> Path:
+    checkout = copy_checkout(shop_history[0], tmp_path)
+    store(checkout, shop_history[1], "c0", "c1")
     return checkout
 
 
@@ -126,14 +124,14 @@ def test_the_projection_refuses_an_unknown_snapshot_and_a_suite_the_current_is_n
         project.close()
 
 
-def test_the_revision_changes_with_an_ingest_and_only_then(repo: Path, measured: Any) -> None:
+def test_the_revision_changes_with_an_ingest_and_only_then(repo: Path, shop_history: Any) -> None:
     project = open_project(repo)
     try:
         before = revision(project.store.con)
         assert revision(project.store.con) == before
         dashboard(project, project.store.con)  # reading changes nothing
         assert revision(project.store.con) == before
-        path, _ = measured[1]["c0"]
+        path, _ = shop_history[1]["c0"]
         project.ingest(path, suite="other")
         assert revision(project.store.con) != before
     finally:
@@ -283,7 +281,7 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
 
 
 async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
-    live: Running, repo: Path, measured: Any
+    live: Running, repo: Path, shop_history: Any
 ) -> None:
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
@@ -306,7 +304,7 @@ async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
             for _ in range(2):
                 assert (await asyncio.wait_for(stream.content.readline(), 60)) == b": unchanged\n"
                 assert (await stream.content.readline()) == b"\n"
-            path, _ = measured[1]["c0"]
+            path, _ = shop_history[1]["c0"]
             await asyncio.to_thread(cli, repo, "ingest", str(path), "--suite", "other")
             name, payload = await event()
             assert name == "refresh" and payload["revision"] != first[1]["revision"]

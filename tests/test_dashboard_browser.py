@@ -13,7 +13,6 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,136 +21,36 @@ from typing import Any
 import pytest
 
 from coverage_core.config import Settings
-from coverage_core.project import open_project
 
-from .browser import chromium, shots_dir
-from .gitrepo import commit, git, write
-from .realcov import copy_checkout, make_package, measure
-from .test_daemon_support import Running, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .browser import WAIT_MS, Live, chromium, ready, shots_dir, store, text, until
+from .daemons import in_process
+from .realcov import copy_checkout
 
 VIEWS = ("overview", "timeline", "change", "files", "tests", "runs", "approvals", "compaction", "composite")
-WAIT_MS = 30_000  # generous bounds: the machine may be busy; nothing here is a timing assertion
-
-
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[Path, str]]]:
-    """The package measured twice: c0 by two of its tests, c1 (one more file) by all of them; JSON reports."""
-    root = tmp_path_factory.mktemp("dashboard")
-    repo = make_package(root / "repo")
-    reports: dict[str, tuple[Path, str]] = {}
-    out = measure(
-        repo, "tests/test_cart.py::test_total_sums_prices", "tests/test_cart.py::test_standard_shipping"
-    )
-    reports["c0"] = (Path(shutil.copy(out["json"], root / "c0.json")), git(repo, "rev-parse", "HEAD"))
-    write(repo, {"shop/extra.py": "def twice(x):\n    if x:\n        return 2 * x\n    return 0\n"})
-    commit(repo, "extra")
-    out = measure(repo)
-    reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
-    return repo, reports
-
-
-def store(repo: Path, reports: dict[str, tuple[Path, str]], *names: str) -> None:
-    """Ingest reports straight into the repository's store (no daemon holds it yet)."""
-    project = open_project(repo)
-    try:
-        for name in names:
-            path, sha = reports[name]
-            project.ingest(path, commit=sha)
-    finally:
-        project.close()
-
-
-def cli(repo: Path, *args: str) -> dict[str, Any]:
-    """A coverage-mcp command's --json answer (through the daemon when it holds the store)."""
-    cut = args.index("--") if "--" in args else len(args)  # our options go before a command's own words
-    out = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args[:cut], "--json", "--repo", str(repo), *args[cut:]],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr + out.stdout
-    return json.loads(out.stdout)
-
-
-class Live:
-    def __init__(self, running: Running, repo: Path, reports: dict[str, tuple[Path, str]]) -> None:
-        self.running, self.repo, self.reports = running, repo, reports
-
-    async def cli(self, *args: str) -> dict[str, Any]:
-        return await asyncio.to_thread(cli, self.repo, *args)
-
-    async def sign_in(self, context: Any) -> Any:
-        """``coverage-mcp dashboard`` as a person runs it; the browser opens the file it wrote."""
-        answer = await self.cli("dashboard", "--no-open")
-        page = await context.new_page()
-        page.errors = []
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.on(
-            "response",
-            lambda r: (
-                page.errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None
-            ),
-        )
-        await page.goto(Path(answer["open_file"]).as_uri())
-        await page.wait_for_url(self.running.url + "/?project=*", timeout=WAIT_MS)  # the repository's project
-        await ready(page)
-        return page
-
-    async def ingest(self, name: str) -> None:
-        path, sha = self.reports[name]
-        await self.cli("ingest", str(path), "--commit", sha)
-
-
-async def until(page: Any, expression: str) -> None:
-    """Wait (bounded) until ``expression`` is true in the page. Polled from here: the page's CSP forbids the
-    string evaluation Playwright's own wait_for_function would use."""
-    for _ in range(WAIT_MS // 100):
-        if await page.evaluate(expression):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(
-        f"never true in the page: {expression}; "
-        f"{await page.evaluate('JSON.stringify(window.__dashboard)')} "
-        f"{await page.locator('#status').text_content()}"
-    )
-
-
-async def ready(page: Any) -> None:
-    await page.wait_for_selector("body[data-ready=true]", timeout=WAIT_MS)
 
 
 @pytest.fixture
 async def live(
-    measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
 ) -> AsyncIterator[Live]:
-    repo = copy_checkout(measured[0], tmp_path)
-    store(repo, measured[1], "c0", "c1")
+    repo = copy_checkout(shop_history[0], tmp_path)
+    store(repo, shop_history[1], "c0", "c1")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
-        yield Live(running, repo, measured[1])
+        yield Live(running, repo, shop_history[1])
 
 
 @pytest.fixture
 async def live_c0(
-    measured: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
 ) -> AsyncIterator[Live]:
-    repo = copy_checkout(measured[0], tmp_path)
-    store(repo, measured[1], "c0")
+    repo = copy_checkout(shop_history[0], tmp_path)
+    store(repo, shop_history[1], "c0")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
-        yield Live(running, repo, measured[1])
+        yield Live(running, repo, shop_history[1])
 
 
 def percent(hit: int, found: int) -> str:
     return f"{100 * hit / found:.2f}%"
-
-
-async def text(page: Any, selector: str) -> str:
-    return (await page.locator(selector).first.text_content() or "").strip()
 
 
 async def assert_metrics_match(page: Any, totals: dict[str, dict[str, int]]) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,23 +17,14 @@ import pytest
 
 from coverage_core.config import Settings
 
-from .browser import chromium, shots_dir
+from . import commandline
+from .browser import Live, chromium, shots_dir, text, until
 from .compositefixture import make_product, measure, specs
-from .test_daemon_support import in_process
-from .test_dashboard_browser import Live, text, until
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import in_process
 
 
 def composite_cli(repo: Path, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "composite", *args, "--json", "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    out = commandline.cli("composite", *args, "--json", repo=repo, process=True, timeout=300)
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 

@@ -15,22 +15,20 @@ from coverage_core.config import Settings
 from coverage_core.execution import registry
 from coverage_core.project import open_project
 
-from .browser import chromium, shots_dir
-from .gitrepo import commit, git, lcov, make_repo, write
-from .realcov import copy_checkout, make_package, measure
-from .test_daemon_support import in_process
-from .test_dashboard_browser import (  # noqa: F401
+from .browser import (
     WAIT_MS,
     Live,
+    chromium,
     cli,
-    measured,
     ready,
+    shots_dir,
     store,
     text,
     until,
 )
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import in_process
+from .gitrepo import commit, git, lcov, make_repo, write
+from .realcov import copy_checkout, make_package, measure
 
 SECRET = "s3cr3t-value-never-in-a-report"
 
@@ -54,13 +52,13 @@ def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
 
 @pytest.fixture
 async def pending(
-    measured: tuple[Path, dict[str, tuple[Path, str]]],
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]],
     tmp_path: Path,
     isolated_home: Path,
 ) -> AsyncIterator[tuple[Live, list[str]]]:
     """Two look-alike pending commands, one with an env value that is not harmless."""
-    repo = copy_checkout(measured[0], tmp_path)
-    store(repo, measured[1], "c0", "c1")
+    repo = copy_checkout(shop_history[0], tmp_path)
+    store(repo, shop_history[1], "c0", "c1")
     ids = [
         register(
             repo,
@@ -73,7 +71,7 @@ async def pending(
         register(repo, "three words", ["python", "-m", "pytest", "tests"]),
     ]
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
-        yield Live(running, repo, measured[1]), ids
+        yield Live(running, repo, shop_history[1]), ids
 
 
 async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_the_keyboard_s_place(
@@ -139,16 +137,16 @@ async def test_the_static_report_never_carries_a_pending_command_or_its_env_valu
 
 
 async def test_the_sign_in_link_opens_the_repository_the_command_ran_in_and_the_address_keeps_it(
-    measured: tuple[Path, dict[str, tuple[Path, str]]],
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]],
     tmp_path: Path,
     isolated_home: Path,
 ) -> None:
-    first = copy_checkout(measured[0], tmp_path / "a")
-    second = copy_checkout(measured[0], tmp_path / "b")
-    store(first, measured[1], "c0")
-    store(second, measured[1], "c0", "c1")
+    first = copy_checkout(shop_history[0], tmp_path / "a")
+    second = copy_checkout(shop_history[0], tmp_path / "b")
+    store(first, shop_history[1], "c0")
+    store(second, shop_history[1], "c0", "c1")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
-        live = Live(running, first, measured[1])
+        live = Live(running, first, shop_history[1])
         await live.cli("snapshots")  # the daemon sees the first repository ...
         await asyncio.to_thread(cli, second, "snapshots")  # ... and then the second, most recently
         async with chromium() as context:

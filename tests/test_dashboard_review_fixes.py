@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +17,14 @@ from coverage_core.display import delta as cli_delta
 from coverage_core.project import open_project
 from coverage_core.review.dashboard import dashboard
 
+from . import commandline
+from .daemons import in_process
 from .gitrepo import lcov, make_repo
-from .test_daemon_support import in_process
 from .test_dashboard_api import signed_in
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 
 def run_cli(repo: Path, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--json", "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    out = commandline.cli(*args, "--json", repo=repo, process=True, timeout=300)
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 

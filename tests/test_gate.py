@@ -18,8 +18,8 @@ from coverage_core.review import ci
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
 
+from .daemons import in_process
 from .gitrepo import commit, git, lcov, make_repo, write
-from .test_daemon_support import in_process
 
 SRC = "".join(f"line{i}\n" for i in range(1, 11))
 BASE_HITS = {

@@ -20,9 +20,9 @@ import pytest
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
+from .daemons import in_process
 from .gitrepo import commit, git, write
 from .realcov import REPORTS, cli, copy_checkout, make_package, measure
-from .test_daemon_support import in_process
 
 C1_CART_HEAD = '"""A shopping cart: totals, descriptions and shipping."""\n'
 C2_CART_TAIL = """
@@ -257,6 +257,7 @@ async def test_baseline_fallback_works_when_the_daemon_holds_the_store(repo: Pat
             "--fail-under-patch",
             "50",
             "--json",
+            process=True,  # routed to the daemon in this event loop
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"]["baseline"]["fallback"]["commit"] == commits["c0"]

@@ -14,9 +14,7 @@ from coverage_core.config import Settings
 from coverage_daemon.projects import Target
 from coverage_daemon.secrets import bearer, client_token
 
-from .test_daemon_support import ACCEPT, Running, in_process, post_mcp
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import ACCEPT, Running, in_process, post_mcp
 
 MODERN = "2026-07-28"
 META = {

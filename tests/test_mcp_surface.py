@@ -20,10 +20,8 @@ from mcp_types import version as sdk_version
 from coverage_core.service import OPERATIONS
 from coverage_daemon import mcp
 
-from .test_daemon_support import Running, post_mcp
+from .daemons import Running, post_mcp
 from .test_mcp_http import META, Session, modern
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 # Arguments that reach each operation's handler; a new operation without an
 # entry here fails test_every_listed_tool_dispatches_and_every_operation_is_listed.

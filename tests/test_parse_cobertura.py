@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from functools import cache
 
 import numpy as np
@@ -145,23 +144,15 @@ def test_the_detail_keeps_numpy_columns_not_python_objects_per_line(sqlite) -> N
 
 
 @pytest.mark.slow
-def test_the_sqlite_report_parses_at_least_twice_as_fast_as_pycobertura_show(corpus_dir) -> None:
-    from pycobertura import Cobertura, TextReporter
+def test_the_sqlite_report_s_line_totals_are_the_ones_pycobertura_reads(sqlite, corpus_dir) -> None:
+    """pycobertura, the peer our speed is compared with (benchmarks/bounds.py), reads the same lines."""
+    from pycobertura import Cobertura
 
-    raw = corpus.decompressed(SQLITE, corpus_dir)
-    data = raw.read_bytes()
-
-    def best_of(runs: int, work) -> float:
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            work()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    ours = best_of(3, lambda: parse(data, format="cobertura"))
-    theirs = best_of(2, lambda: TextReporter(Cobertura(str(raw))).generate())
-    assert ours * 2 <= theirs, f"ours {ours:.3f}s, pycobertura show {theirs:.3f}s"
+    theirs = Cobertura(str(corpus.decompressed(SQLITE, corpus_dir)))
+    lines = sqlite.totals["lines"].to_dict()
+    assert lines["found"] == theirs.total_statements()
+    # pycobertura counts a line whose branches are partly taken as missed; we count it hit (it ran)
+    assert lines["found"] - theirs.total_misses() < lines["hit"] < lines["found"]
 
 
 # -- detail from small reports --------------------------------------------------

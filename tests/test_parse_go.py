@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -191,12 +189,12 @@ def test_corpus_profiles_merge_to_the_distinct_blocks_and_go_test_cover_totals(
     assert len(np.unique(keys)) == len(keys)
 
 
-def test_the_half_megabyte_coverpkg_profile_parses_well_under_100_ms(corpus_dir) -> None:
+def test_the_half_megabyte_coverpkg_profile_parses_to_the_same_report_again_with_warm_caches(
+    corpus_dir,
+) -> None:
+    # Its speed (well under 100 ms) is measured in benchmarks/bounds.py, not asserted here.
     data = read_report(corpus.path("go/go-cmp-0.5.9.count-coverpkg.coverprofile"))
-    go.parse_bytes(data)  # warm up imports and caches
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        go.parse_bytes(data)
-        best = min(best, time.perf_counter() - start)
-    assert best < 0.1
+    first, again = go.parse_bytes(data), go.parse_bytes(data)
+    assert again.totals == first.totals and len(again.files) == len(first.files)
+    assert np.array_equal(again.lines["line"], first.lines["line"])
+    assert np.array_equal(again.lines["hits"], first.lines["hits"])

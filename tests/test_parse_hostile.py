@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,8 @@ from hypothesis import strategies as st
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import FORMATS, Limits, ReportBytes, module, parse, read_report
+
+from . import commandline
 
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample" / "reports"
 
@@ -136,18 +136,14 @@ def test_each_small_sample_is_detected_as_its_own_format(fmt: str) -> None:
 def test_the_cli_answers_a_bad_report_with_exit_2_and_a_json_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.lcov"
     bad.write_bytes(b"SF:a.c\nDA:1,-5\nend_of_record\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "parse", str(bad), "--json"], capture_output=True, text=True
-    )
+    out = commandline.cli("parse", str(bad), "--json")
     assert out.returncode == 2
     assert out.stdout == ""
     error = json.loads(out.stderr)["error"]
     assert error["code"] == "malformed_report"
     assert "bad.lcov:2" in error["message"]
     assert error["suggestion"]
-    plain = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "parse", str(bad)], capture_output=True, text=True
-    )
+    plain = commandline.cli("parse", str(bad))
     assert plain.returncode == 2
     assert "Traceback" not in plain.stderr and "malformed_report" in plain.stderr
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from coverage_core.review.budget import words
 from coverage_core.review.tasks import ARGUMENTS
 from coverage_core.service import OPERATIONS, Service
 
-from . import corpus
+from . import commandline, corpus
 from .gitrepo import commit, lcov, make_repo, write
 
 
@@ -314,29 +312,14 @@ def test_nothing_stored_yet_is_not_measured_with_the_way_forward(tmp_path: Path)
 def test_cli_review_json_prints_exactly_the_tool_envelope(service: Service, sample_repo: Path) -> None:
     expected = review(service, task="insight")
     service.project.close()
-    out = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "review", "insight", "--json"],
-        cwd=sample_repo,
-        capture_output=True,
-        text=True,
-    )
+    out = commandline.cli("review", "insight", "--json", cwd=sample_repo)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["data"] == expected["data"] and got["page"] == expected["page"]
     assert set(got["context"]) == set(expected["context"])
-    human = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "review", "source"],
-        cwd=sample_repo,
-        capture_output=True,
-        text=True,
-    )
+    human = commandline.cli("review", "source", cwd=sample_repo)
     assert "24 u" in human.stdout.replace("  ", " ")
-    ctx = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "context", "--json"],
-        cwd=sample_repo,
-        capture_output=True,
-        text=True,
-    )
+    ctx = commandline.cli("context", "--json", cwd=sample_repo)
     assert json.loads(ctx.stdout)["page"]["response_word_count"] > 0
 
 

@@ -21,14 +21,12 @@ from coverage_core.service import OPERATIONS
 from coverage_daemon.projects import Target
 from coverage_daemon.secrets import client_token
 
+from .daemons import Running, ServeProcess
 from .gitrepo import make_repo
 from .realcov import PACKAGE
 from .test_daemon_rest import call, register
-from .test_daemon_support import Running, ServeProcess
 from .test_runs import FILES, PY, alive, pids_of, wait_for
 from .test_trust_auth import as_nobody
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 
 @contextlib.asynccontextmanager
@@ -352,7 +350,8 @@ async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_officia
                 "argv": [PY, "run_tests.py"],
                 "timeout_s": 300,
                 "args_policy": "selectors",
-                "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+                # the package's tests are plain pytest: none of this suite's plugins needs to load
+                "env": {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                 "artifacts": [{"path": "coverage.json", "suite": "unit"}],
             },
         )

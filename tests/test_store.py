@@ -19,6 +19,7 @@ from coverage_core.git import discover
 from coverage_core.storage import schema
 from coverage_core.storage.paths import AMBIGUOUS, MAPPED, UNMAPPED, map_paths
 
+from . import commandline
 from .gitrepo import commit, git, lcov, make_repo, write
 
 SOURCES = {"src/app/core.py": "a\nb\nc\nd\n", "src/app/util.py": "x\ny\n", "README.md": "hi\n"}
@@ -367,9 +368,7 @@ def test_files_come_back_sorted_and_paged_and_detail_as_arrays(repo: Path) -> No
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args], cwd=cwd, capture_output=True, text=True
-    )
+    return commandline.cli(*args, cwd=cwd)  # in process: the output and the exit code are checked
 
 
 def test_cli_ingest_json_prints_the_snapshot_record_and_snapshots_lists_them(repo: Path) -> None:

@@ -31,11 +31,9 @@ from coverage_core.service import OPERATIONS, Service
 from coverage_daemon import mcp
 from coverage_daemon.projects import Target
 
+from .daemons import Running
 from .test_daemon_rest import call, register
-from .test_daemon_support import Running
 from .test_mcp_sdk import sdk_client
-
-pytest_plugins = ["tests.test_daemon_support"]
 
 FILE = "inventory/stock.py"
 

@@ -10,8 +10,8 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,8 @@ from coverage_daemon.client import DaemonClient
 from coverage_daemon.identity import CAPABILITY_HEADER
 from coverage_daemon.secrets import TOKEN_FILE, bearer, client_token, socket_path
 
-from .test_daemon_support import Running, ServeProcess, in_process
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import Running, ServeProcess, in_process
+from .environment import checkout_cli, test_env
 
 PID = "0123456789abcdef"
 SNAP = "snap-0123456789abcdef"
@@ -170,7 +169,7 @@ def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(
 ) -> None:
     capability = serve_process.lock_metadata()["capability"]
     listed = subprocess.run(
-        ["python3", "-c", _MCP_LIST],
+        [sys.executable, "-c", _MCP_LIST],
         env={
             **serve_process.env,
             "URL": serve_process.url,
@@ -277,11 +276,11 @@ def test_a_home_that_is_a_symlink_is_refused_before_anything_is_written(tmp_path
     link = tmp_path / "home"
     link.symlink_to(real)
     out = subprocess.run(
-        ["python3", "-m", "coverage_cli", "serve", "--port", "0"],
-        env={**os.environ, "COVERAGE_MCP_HOME": str(link)},
+        [*checkout_cli(), "serve", "--port", "0"],
+        env=test_env(home=link),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,  # generous: a loaded machine is no failure
     )
     assert out.returncode == 1 and "store_unavailable" in out.stderr and str(link) in out.stderr
     assert list(real.iterdir()) == []
@@ -383,22 +382,20 @@ async def test_a_connection_that_sends_nothing_or_a_slow_request_head_is_closed(
     async with in_process(Settings.from_env(port=0, http_idle_timeout_s=1)) as d:
         silent = await asyncio.open_connection("127.0.0.1", d.daemon.port)
         trickle = await asyncio.open_connection("127.0.0.1", d.daemon.port)
-        started = time.monotonic()
 
-        async def dribble() -> None:
+        async def dribble() -> None:  # the whole head would take 45 s: far past the generous deadline below
             for byte in b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200:
                 trickle[1].write(bytes([byte]))
                 await asyncio.sleep(0.2)
 
         dribbling = asyncio.create_task(dribble())
         try:
-            assert await asyncio.wait_for(silent[0].read(), 10) == b""
-            assert await asyncio.wait_for(trickle[0].read(), 10) == b""
+            assert await asyncio.wait_for(silent[0].read(), 30) == b""
+            assert await asyncio.wait_for(trickle[0].read(), 30) == b""
         finally:
             dribbling.cancel()
             silent[1].close()
             trickle[1].close()
-        assert time.monotonic() - started < 10
         async with aiohttp.ClientSession() as http, http.get(d.url + "/health") as response:
             assert response.status == 200  # the daemon itself is unaffected
 

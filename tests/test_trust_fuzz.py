@@ -76,7 +76,9 @@ class Live:
             )
         self.home, self.repo, self.session = home, repo, ""
         self.auth: dict[str, str] = {}
-        deadline = time.monotonic() + 30
+        deadline = (
+            time.monotonic() + 120
+        )  # generous: its start under load is no failure (it ends on the line)
         while "listening on" not in (text := self.log.read_text(errors="replace")):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()

@@ -23,9 +23,7 @@ from coverage_core.git import discover
 from coverage_daemon.projects import Target
 from coverage_daemon.secrets import bearer, client_token
 
-from .test_daemon_support import ACCEPT, Running
-
-pytest_plugins = ["tests.test_daemon_support"]
+from .daemons import ACCEPT, Running
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -27,7 +27,8 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import opening
 from coverage_core.service import Service, owner_import
 
-from .test_daemon_support import in_process
+from . import commandline
+from .daemons import in_process
 
 WAIT_S = 10.0
 SECRET_LCOV = "TN:\nSF:/outside/secret.c\nDA:1,1\nend_of_record\n"
@@ -183,12 +184,8 @@ def test_the_owner_import_reads_outside_the_checkout_but_refuses_fifos_and_final
 
 
 def cli(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-    )
+    """A child process reading ``stdin`` as bytes: standard input is what these tests are about."""
+    return commandline.cli(*args, repo=repo, cwd=Path.cwd(), stdin=stdin or b"", process=True)
 
 
 def test_ingest_dash_reads_standard_input_without_a_daemon(sample_repo: Path) -> None:

@@ -34,6 +34,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -84,8 +85,11 @@ def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
     return "subset" if json.loads(run["args"]) else artifact["scope"]
 
 
-_RUNTIMES: dict[int, Runtime] = {}
+# Which runtime executes a store's runs is the store's own attribute (``ProjectStore.runtime``); the lock makes
+# "one runtime per store" atomic. Every runtime this process started and has not stopped yet, for a test
+# harness that stops what a test left running (``running_runtimes``).
 _RUNTIMES_LOCK = threading.Lock()
+_STARTED: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
 
 ORPHAN_REASON = "its daemon (the process that ran it) died before it ended; its processes were killed"
@@ -123,7 +127,13 @@ def settle_orphans(store: ProjectStore) -> list[str]:
 
 def runtime_of(store: ProjectStore) -> Runtime | None:
     """The runtime executing this store's runs in this process, if one was started."""
-    return _RUNTIMES.get(id(store))
+    return store.runtime
+
+
+def running_runtimes() -> list[Runtime]:
+    """The runtimes of this process that were started and not stopped yet."""
+    with _RUNTIMES_LOCK:
+        return list(_STARTED)
 
 
 class Runtime:
@@ -152,9 +162,10 @@ class Runtime:
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> Runtime:
         with _RUNTIMES_LOCK:
-            if id(self.store) in _RUNTIMES:
+            if self.store.runtime is not None:
                 raise RuntimeError("a runtime already executes this store's runs")
-            _RUNTIMES[id(self.store)] = self
+            self.store.runtime = self
+            _STARTED.add(self)
         exec_db(self.store)  # made before the stop hook, so closed after it
         self.store.on_close.append(self.stop)
         WATCHDOG.acquire()  # started at the first run; its pipe closed when the last runtime stops
@@ -181,7 +192,9 @@ class Runtime:
         for thread in self._threads:
             thread.join(grace + 15)
         with _RUNTIMES_LOCK:
-            _RUNTIMES.pop(id(self.store), None)
+            if self.store.runtime is self:
+                self.store.runtime = None
+            _STARTED.discard(self)
         WATCHDOG.release()
 
     @property

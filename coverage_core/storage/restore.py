@@ -208,11 +208,15 @@ def _evict(con: duckdb.DuckDBPyConnection, pinned: Iterable[int]) -> None:
 class ReadGate:
     """Readers of detail share it; a compaction's commit takes it alone, briefly.
 
-    Readers never wait for a writer that is only waiting (a reader inside a
-    reader is fine), so reads are never starved; the writer gives up after
-    its timeout instead, and tries again on a later pass. Between deciding
-    that a snapshot is relational and reading its rows, a reader holds the
-    gate, so a compaction cannot remove the rows in between.
+    A waiting writer holds back readers that arrive after it (a reader already
+    inside, in its own thread, still nests): readers that keep overlapping
+    would otherwise never leave the gate empty, and a compaction would give
+    up on its snapshot under steady read load. Readers wait at most for the
+    reads inside to end plus the writer's brief commit; a writer that still
+    finds readers after its timeout gives up (letting the held-back readers
+    in) and tries again on a later pass. Between deciding that a snapshot is
+    relational and reading its rows, a reader holds the gate, so a
+    compaction cannot remove the rows in between.
     """
 
     def __init__(self) -> None:
@@ -221,17 +225,28 @@ class ReadGate:
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
+        self._waiting = 0  # writers waiting for the readers inside to leave
+        self._depth = threading.local()  # this thread's nesting of reads
+
+    @property
+    def writer_waiting(self) -> bool:
+        """Whether a writer waits for the gate (new readers wait behind it)."""
+        with self._cond:
+            return bool(self._waiting)
 
     def reading(self) -> _Reading:
         return _Reading(self)
 
     def _enter(self) -> None:
+        nested = getattr(self._depth, "n", 0)
         with self._cond:
-            while self._writer:
+            while self._writer or (self._waiting and not nested):
                 self._cond.wait()
             self._readers += 1
+        self._depth.n = nested + 1
 
     def _exit(self) -> None:
+        self._depth.n -= 1
         with self._cond:
             self._readers -= 1
             if not self._readers:
@@ -241,13 +256,18 @@ class ReadGate:
         """Wait up to ``timeout_s`` until no reader holds the gate, then hold it alone."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._readers or self._writer:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            self._writer = True
-            return True
+            self._waiting += 1
+            try:
+                while self._readers or self._writer:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                self._writer = True
+                return True
+            finally:
+                self._waiting -= 1
+                self._cond.notify_all()  # readers held back behind this writer: it holds the gate or gave up
 
     def release_alone(self) -> None:
         with self._cond:

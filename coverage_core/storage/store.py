@@ -148,6 +148,10 @@ class ProjectStore:
         self.generation = 0
         # Called first by close() (managed execution stops its runs and closes its connection).
         self.on_close: list[Callable[[], None]] = []
+        # The execution runtime running this store's runs in this process (execution.worker.Runtime), kept on
+        # the store itself: a process-wide table keyed by id(store) would hand a closed store's runtime to a
+        # new store that reuses its id.
+        self.runtime: Any = None
         # Compacted snapshots (snap -> id): their detail is restored on the read connection that needs it.
         # Once any was, every read connection is checked for rows restored under a reused key.
         self._compacted: dict[int, str] = {}

@@ -380,7 +380,7 @@
       if (!source && body && body.error) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note(body.error.message)); return; }
     }
     if (!source) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
-    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } });
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; openLog = null; } });
     const pre = el("pre", { tabindex: "0", "aria-label": "Annotated source of " + path },
       source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status },
         el("span", { class: "no", text: line.line }), line.text)));
@@ -427,8 +427,11 @@
         el("td", {}, el("button", { type: "button", class: "link", text: "Log", onclick: () => showLog(r.run_id) }))))));
     fill("runs-body", table, section.truncated ? note("The newest " + section.items.length + " runs.") : null,
       el("div", { id: "run-log", class: "source", hidden: true }));
+    if (openLog && section.items.some((r) => r.run_id === openLog)) showLog(openLog, true);  // a refresh keeps it open
   }
-  async function showLog(runId) {
+  let openLog = null;  // the run whose log a person opened: shown again after each refresh until closed
+  async function showLog(runId, refresh = false) {
+    openLog = runId;
     const box = byId("run-log");
     box.hidden = false;
     let body = null;
@@ -440,13 +443,13 @@
       const answer = await response.json().catch(() => null);
       body = response.ok && answer ? answer.data : null;
     }
-    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } });
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; openLog = null; } });
     if (!body) { box.replaceChildren(el("header", {}, el("strong", { text: runId }), close), note("This log is not available here.")); return; }
     const text = body.text.map((part) => (body.text.length > 1 ? "── " + part.stream + " ──\n" : "") + part.text).join("\n");
     box.replaceChildren(...[el("header", {}, el("strong", { id: "run-log-id", text: runId + " · " + body.run.state }), close),
       el("pre", { id: "run-log-text", tabindex: "0", "aria-label": "Output of " + runId, text: text || "(no output)" }),
       body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
-    close.focus();
+    if (!refresh) close.focus();  // a refresh never moves the focus
   }
   // Everything the approval binds, exactly as `coverage-mcp command show` prints it: the projection's display
   // lines (execution.display, the CLI's own function), one quoted word per line, every control, format,
