@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import termios
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,19 @@ from coverage_core.project import Project, open_project
 from coverage_core.review.dashboard import dashboard
 from coverage_core.service import Service
 
-from .test_selectors import held, project, repo, run  # noqa: F401  (shared fixtures)
+from .test_selectors import held, make_selector_repo, run
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_selector_repo(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def project(repo: Path) -> Iterator[Project]:
+    with open_project(repo) as opened:
+        yield opened
+
 
 PY = sys.executable
 BASE = {"name": "unit", "argv": [PY, "-c", "pass"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}

@@ -69,10 +69,15 @@ def planted(marker: Path) -> str:
     return f"import os\nopen({str(marker)!r}, 'w').write(str(os.getuid()))\n\ndef test_planted():\n    pass\n"
 
 
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def make_selector_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The checkout these tests run pytest in, with one run at a time (so a held run holds the queue)."""
     monkeypatch.setenv("COVERAGE_MCP_RUN_CONCURRENCY", "1")
     return make_repo(tmp_path / "repo", FILES)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_selector_repo(tmp_path, monkeypatch)
 
 
 @pytest.fixture
