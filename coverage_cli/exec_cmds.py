@@ -83,6 +83,7 @@ def _render_command(c: dict[str, Any]) -> None:
         click.echo(f"  cwd: {c['cwd']}  timeout: {c['timeout_s']} s  args_policy: {c['args_policy']}")
         for key, value in c["env"].items():
             click.echo(f"  env: {key}={value}")
+        _render_environment(c)
         for a in c["artifacts"]:
             if "composite" in a:
                 click.echo(f"  composite artifact: inventory {a['composite']['inventory']}")
@@ -98,6 +99,22 @@ def _render_command(c: dict[str, Any]) -> None:
             click.echo(f"  {d['decision']} by {d['by']} via {d['via']} at {d['at'][:19]}{note}")
     if c["status"] == "pending":
         click.echo(f"  approve with: {c['approve_with']}")
+
+
+def _render_environment(c: dict[str, Any]) -> None:
+    """The environment lines of a registration: what a run takes from its daemon, and (names only) what not."""
+    if "runners" in c:
+        click.echo(
+            f"  runners: {', '.join(c['runners']) or 'none'}  inherit: {', '.join(c['inherit']) or 'none'}"
+        )
+    described = c.get("environment")
+    if not described:
+        return
+    click.echo(f"  environment base: {', '.join(described['base'])}")
+    if described.get("note"):
+        click.echo(f"  environment: {described['note']}")
+    names = described["not_passed"]
+    click.echo(f"  not passed from this environment ({len(names)}): {', '.join(names) or 'none'}")
 
 
 @command_group.command("list")

@@ -196,7 +196,8 @@ def run_test(call: Call) -> dict[str, Any]:
                 )
             run = _waited(call, existing) if a.get("wait") else existing
             return _answer(call, run, reused=False)
-    env = command_env(spec)
+    owner = runtime_of(store)
+    env = command_env(spec, owner.secrets() if owner is not None else ())
     digest, _ = fingerprint(
         project,
         command_hash=command_hash,

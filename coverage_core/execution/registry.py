@@ -1,7 +1,7 @@
 """Registered test commands: immutable, content-hashed, approved by a person.
 
-A registration is canonical JSON of ``{argv, cwd, timeout_s, env, artifacts,
-args_policy}``; its SHA-256 is the content hash and ``cmd-`` plus its first 16
+A registration is canonical JSON of ``{argv, cwd, timeout_s, env, runners,
+inherit, artifacts, args_policy}`` (``environment`` owns the last two of the environment's four parts); its SHA-256 is the content hash and ``cmd-`` plus its first 16
 hex digits the command id, so registering the same content again finds the
 same command. A change is a new registration. Status is the latest decision
 (``approved`` / ``rejected``), ``pending`` before any; decisions are
@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
+from . import environment
 from .db import exec_db
 
 STATUSES = ("pending", "approved", "rejected")
@@ -203,6 +204,7 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
         "cwd": cwd,
         "timeout_s": timeout,
         "env": dict(sorted(env.items())),
+        **environment.canonical(args, words),  # runners and inherit: what a run takes from its daemon's env
         "artifacts": artifacts,
         "args_policy": policy,
     }
@@ -469,11 +471,13 @@ def _load(project: Project, command_id: str) -> tuple[Any, ...]:
 
 def show_command(project: Project, command_id: str) -> dict[str, Any]:
     """One command: its full registration, status and decision history."""
-    record = _record(_load(project, command_id), full=True)
+    row = _load(project, command_id)
+    record = _record(row, full=True)
     rows = exec_db(project.store).rows(
         "SELECT decision, decided_by, via, note, decided_at FROM command_decisions WHERE command_id = ? ORDER BY seq",
         [command_id],
     )
+    record["environment"] = environment.describe(json.loads(row[3]))
     record["decisions"] = [
         {"decision": r[0], "by": r[1], "via": r[2], "note": r[3], "at": r[4].isoformat()} for r in rows
     ]

@@ -34,7 +34,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,7 +45,7 @@ from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import queue, registry, runner
+from . import environment, queue, registry, runner
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -53,6 +53,7 @@ log = logging.getLogger("coverage_core.execution")
 T = TypeVar("T")
 POLL_S = 0.05  # how often a worker looks at its process, its deadline and cancels
 IDLE_POLL_S = 1.0  # a sleeping worker looks at the queue at least this often
+NOT_FOUND_EXIT = 127  # what a shell and the supervisor exit with when a program cannot be found
 REVIEW_LIMITS = {"max_files": 5, "max_regions": 5, "max_words": 600}
 
 
@@ -71,11 +72,9 @@ def _identity(path: Path) -> tuple[int, int, str] | None:
         return None
 
 
-def command_env(spec: dict[str, Any]) -> dict[str, str]:
-    """The environment a registered command gets: this process's, plus its registered variables."""
-    env = {k: v for k, v in os.environ.items() if k != runner.MARKER_ENV}
-    env.update(spec["env"])
-    return env
+def command_env(spec: dict[str, Any], withheld: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a registered command gets (``environment.build``; the runner adds the run's marker)."""
+    return environment.build(spec, os.environ, withheld)
 
 
 def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
@@ -136,8 +135,11 @@ class Runtime:
         *,
         write: Callable[[Callable[[], Any]], Any] | None = None,
         concurrency: int | None = None,
+        secrets: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.store = store
+        # The daemon's secrets (client token, capability): no variable carrying one reaches a run, whatever its name.
+        self.secrets = secrets or (lambda: ())
         self.settings = settings
         self.concurrency = concurrency or settings.run_concurrency
         # How a store write (an ingest) is made: the daemon passes one through its write gate.
@@ -290,7 +292,7 @@ class Runtime:
                 process = runner.Process(
                     [*spec["argv"], *args],
                     cwd=root / spec["cwd"],
-                    env=command_env(spec),
+                    env=command_env(spec, self.secrets()),
                     marker=run_id,
                     log_dir=log_dir,
                     cap_bytes=self.settings.run_log_max_bytes,
@@ -301,7 +303,9 @@ class Runtime:
                     WATCHDOG.end(run_id)
         except (OSError, CoverageError) as exc:
             message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
-            self._fail(run_id, f"could not start {spec['argv'][0]!r}: {message}")
+            self._fail(
+                run_id, f"could not start {spec['argv'][0]!r}: {message}; {environment.missing_line(spec)}"
+            )
             return
         state, reason, code = "", None, None
         try:
@@ -317,6 +321,12 @@ class Runtime:
                         if code == 0
                         else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
                     )
+                    if (
+                        code == NOT_FOUND_EXIT
+                    ):  # a shell's (or the supervisor's) "not found": say what it lacked
+                        reason = (
+                            f"exit code {code} (a program was not found); {environment.missing_line(spec)}"
+                        )
                     break
                 if cancel.is_set():  # cancel_run and shutdown, in this process (the store's one owner)
                     state = "cancelled"

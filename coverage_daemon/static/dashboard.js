@@ -465,6 +465,8 @@
       row("cwd", el("code", { text: item.cwd || "." })),
       row("timeout", (item.timeout_s || "") + " s"),
       row("env", env.length ? el("ul", { class: "env" }, env.map(([k, v]) => el("li", {}, el("code", { text: k + "=" + v })))) : "none"),
+      row("runners", (item.runners || []).join(", ") || (item.runners ? "none" : "none (registered before declared environments: the base only)")),
+      row("inherit", (item.inherit || []).join(", ") || "none"),
       row("args_policy", item.args_policy === "selectors" ? "selectors (a run may append test selectors)" : (item.args_policy || "none")),
       row("artifacts", (item.artifacts || []).length ? el("ul", {}, item.artifacts.map((a) => el("li", { text: artifactText(a) }))) : "none"));
   }
