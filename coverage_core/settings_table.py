@@ -202,6 +202,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         1024 * MIB,
     ),
     SettingSpec(
+        "run_force_subreaper",
+        "COVERAGE_MCP_RUN_FORCE_SUBREAPER",
+        0,
+        "1: never put a managed run in a cgroup of its own, even where a delegated cgroup v2 subtree allows it; "
+        "the supervisor's subreaper alone stops what the run leaves (the fallback every other platform uses).",
+        0,
+        1,
+    ),
+    SettingSpec(
         "dashboard_refresh_s",
         "COVERAGE_MCP_DASHBOARD_REFRESH_S",
         10,

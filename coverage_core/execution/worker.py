@@ -45,7 +45,7 @@ from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import environment, queue, registry, runner
+from . import containment, environment, queue, registry, runner
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -97,6 +97,7 @@ def recover(store: ProjectStore) -> list[str]:
     done = []
     for run_id, pgid in queue.stale_running(store):
         runner.kill_group(pgid, run_id, grace=0.5)
+        containment.remove(containment.path_for(run_id))  # the cgroup a dead owner made for it, if any
         if queue.transition(
             store,
             run_id,
@@ -288,6 +289,7 @@ class Runtime:
             before = {path: _identity(root / path) for path in registry.artifact_paths(spec)}
             WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
             started = False
+            cgroup = None if self.settings.run_force_subreaper else containment.create(run_id)
             try:
                 process = runner.Process(
                     [*spec["argv"], *args],
@@ -296,10 +298,12 @@ class Runtime:
                     marker=run_id,
                     log_dir=log_dir,
                     cap_bytes=self.settings.run_log_max_bytes,
+                    cgroup=cgroup,
                 )
                 started = True
             finally:
                 if not started:
+                    containment.remove(cgroup)
                     WATCHDOG.end(run_id)
         except (OSError, CoverageError) as exc:
             message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
@@ -342,6 +346,7 @@ class Runtime:
             else:
                 process.stop()
             process.finish()
+            containment.remove(process.cgroup)  # a second layer: cgroup.kill of whatever is left, then rmdir
             WATCHDOG.end(run_id)
         ended = queue.now()
         outputs = {
