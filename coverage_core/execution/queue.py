@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
 from ..storage.store import ProjectStore
+from . import terminal
 from .db import exec_db
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
@@ -88,8 +89,15 @@ def enqueue(
 
 
 def row(store: ProjectStore, run_id: str) -> dict[str, Any] | None:
+    """The run's columns; an end this process knows and has not written yet (a full disk) is shown as written."""
     found = exec_db(store).one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", [run_id])
-    return None if found is None else dict(zip([c.strip() for c in _COLUMNS.split(",")], found))
+    if found is None:
+        return None
+    out = dict(zip([c.strip() for c in _COLUMNS.split(",")], found))
+    ended = terminal.unwritten(run_id)
+    if ended is not None and out["state"] in ACTIVE:
+        out.update(ended)
+    return out
 
 
 def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
@@ -228,7 +236,8 @@ def list_runs(
         + " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
     )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
-    return [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
+    found = [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
+    return [r for r in found if not wanted or r["state"] in wanted]  # an unwritten end is no longer active
 
 
 def _iso(value: dt.datetime | None) -> str | None:

@@ -88,12 +88,16 @@ def _drain(pipe, stream: Stream, done: threading.Event) -> None:
     fd = pipe.fileno()
     try:
         while True:
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if not ready:
-                if done.is_set():
-                    break
-                continue
-            chunk = os.read(fd, _CHUNK)
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if not ready:
+                    if done.is_set():
+                        break
+                    continue
+                chunk = os.read(fd, _CHUNK)
+            except OSError as exc:  # recorded: the run's end says its output was not all read
+                stream.error = stream.error or f"reading {stream.path.name} failed: {exc.strerror}"
+                break
             if not chunk:
                 break
             room = stream.cap - stream.total

@@ -40,12 +40,12 @@ from typing import Any, TypeVar
 
 from .. import safefs
 from ..config import Settings
-from ..errors import CoverageError
+from ..errors import CoverageError, ErrorCode
 from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import containment, environment, queue, registry, runner
+from . import containment, environment, queue, registry, runner, terminal
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -53,6 +53,10 @@ log = logging.getLogger("coverage_core.execution")
 T = TypeVar("T")
 POLL_S = 0.05  # how often a worker looks at its process, its deadline and cancels
 IDLE_POLL_S = 1.0  # a sleeping worker looks at the queue at least this often
+END_RETRY_MAX_S = 2.0
+STOP_RETRY_S = 5.0  # how long a stopping runtime still tries to write a run's end  # the longest wait between two attempts to write a run's end
+# Errors of the store rather than of the report: an artifact that meets one makes its run failed.
+STORE_FAILURES = (ErrorCode.STORE_UNAVAILABLE, ErrorCode.STORE_LOCKED, ErrorCode.INTERNAL)
 NOT_FOUND_EXIT = 127  # what a shell and the supervisor exit with when a program cannot be found
 REVIEW_LIMITS = {"max_files": 5, "max_regions": 5, "max_words": 600}
 
@@ -253,20 +257,46 @@ class Runtime:
             except BaseException as exc:  # never leave a run running behind a dead worker
                 log.exception("run %s failed in its worker", run["run_id"])
                 with contextlib.suppress(Exception):
-                    queue.transition(
-                        self.store,
-                        run["run_id"],
-                        "failed",
-                        ended_at=queue.now(),
-                        reason=f"internal failure: {type(exc).__name__}: {str(exc)[:300]}",
-                    )
+                    self._fail(run["run_id"], f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
             finally:
                 with self._cv:
                     self._cancels.pop(run["run_id"], None)
                     self._cv.notify_all()
 
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
-        queue.transition(self.store, run_id, "failed", ended_at=queue.now(), reason=reason, **fields)
+        self._end(run_id, terminal.settle("failed", reason, []), ended_at=queue.now(), **fields)
+
+    def _end(self, run_id: str, ended: terminal.Ended, **fields: Any) -> None:
+        """Write the run's end; known (and read) at once, written as soon as the store takes a write.
+
+        A store that refuses the write (a full disk) is retried, less and less often, for as long as this runtime
+        runs; stopped with the write still refused, the next owner recovers the run (``interrupted``)."""
+        columns = {"state": ended.state, "reason": ended.reason, **fields}
+        terminal.remember(run_id, columns)
+        with self._cv:
+            self._cv.notify_all()  # a waiter reads the end now, written or not
+        delay, said, give_up = 0.05, False, None
+        while True:
+            try:
+                queue.transition(
+                    self.store, run_id, ended.state, detail=ended.detail, reason=ended.reason, **fields
+                )
+                terminal.forget(run_id)
+                return
+            except Exception as exc:
+                if self._stopping:  # a few more seconds, then the store's next owner recovers the run
+                    give_up = give_up or time.monotonic() + STOP_RETRY_S
+                if give_up is not None and time.monotonic() > give_up:
+                    log.error("the end of %s (%s) could not be written: %s", run_id, ended.state, exc)
+                    terminal.forget(run_id)
+                    return
+                if not said:
+                    log.warning(
+                        "writing the end of %s failed (%s); retrying until the store takes it", run_id, exc
+                    )
+                    said = True
+                time.sleep(delay)
+                delay = min(delay * 2, END_RETRY_MAX_S)
 
     def _execute(self, run: dict[str, Any], cancel: threading.Event) -> None:
         run_id = run["run_id"]
@@ -355,29 +385,23 @@ class Runtime:
             "stdout_truncated": process.stdout.truncated,
             "stderr_truncated": process.stderr.truncated,
         }
-        capture = process.stdout.error or process.stderr.error
-        if capture and state == "succeeded":
-            state, reason = "failed", f"capturing its output failed: {capture}"
+        failures = []
+        for stream in (process.stdout, process.stderr):
+            if stream.error:
+                failures.append(f"capturing its output failed: {stream.error}")
         finished = state in ("succeeded", "failed")
+        review = None
         try:
-            ingested = self._ingest(project, run_id, run, spec, before, finished)
+            ingested, lost = self._ingest(project, run_id, run, spec, before, finished)
+            failures.extend(lost)
             review = self._review(project, run, ingested) if run["baseline"] and ingested else None
         except Exception as exc:
             log.exception("ingesting the artifacts of %s failed", run_id)
-            self._fail(
-                run_id,
-                f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
-                exit_code=code,
-                **outputs,
-            )
-            return
-        queue.transition(
-            self.store,
+            failures.append(f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}")
+        self._end(
             run_id,
-            state,
+            terminal.settle(state, reason, failures),
             ended_at=ended,
-            reason=reason,
-            detail=reason,
             exit_code=code,
             incremental_review=None if review is None else json.dumps(review),
             **outputs,
@@ -391,10 +415,12 @@ class Runtime:
         spec: dict[str, Any],
         before: dict[str, Any],
         finished: bool,
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str]]:
+        """The snapshots ingested, and the persistence failures met (a store error, never a bad report)."""
         root = project.checkout.worktree_path
         db = exec_db(self.store)
         ingested: list[str] = []
+        lost: list[str] = []
 
         def record(
             path: str,
@@ -473,6 +499,8 @@ class Runtime:
             try:
                 snap = self._write(ingest)
             except CoverageError as error:
+                if error.code in STORE_FAILURES:  # the store failed, not the report: the run failed
+                    lost.append(f"persisting {path} failed: {error.message[:300]}")
                 record(path, "failed", code=str(error.code), detail=error.message[:500])
                 continue
             if snap.duplicate:
@@ -483,7 +511,7 @@ class Runtime:
                     detail="an identical report of this commit was stored already",
                 )
             ingested.append(snap.snapshot_id)
-        return ingested
+        return ingested, lost
 
     def _composite(
         self,
