@@ -50,7 +50,7 @@ def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(l
     ids += [run(limited, command_id=command_id, reuse_if_unchanged=False)["id"] for _ in range(2)]
     with pytest.raises(CoverageError) as refused:
         run(limited, command_id=command_id, reuse_if_unchanged=False)
-    assert refused.value.code == ErrorCode.QUEUE_FULL
+    assert refused.value.code == ErrorCode.TOO_MANY_REQUESTS
     assert "COVERAGE_MCP_RUN_QUEUE_LIMIT" in refused.value.message + refused.value.suggestion
     assert "runs cancel --command" in refused.value.suggestion
     for run_id in ids:

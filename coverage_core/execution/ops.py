@@ -219,6 +219,7 @@ def run_test(call: Call) -> dict[str, Any]:
         idempotency_key=key,
         fingerprint=digest,
         worktree_path=str(project.checkout.worktree_path),
+        limit=project.settings.run_queue_limit,
     )
     if not created:  # the same key, queued by a call that raced this one
         return run_test(call)

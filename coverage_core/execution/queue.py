@@ -57,9 +57,11 @@ def enqueue(
     idempotency_key: str | None,
     fingerprint: str,
     worktree_path: str,
+    limit: int | None = None,
 ) -> tuple[str, bool]:
     """A new queued run (its id, True); or, for an ``idempotency_key`` used already, that run (its id, False):
-    checked and inserted in one transaction, so two racing calls with one key make one run."""
+    checked and inserted in one transaction, so two racing calls with one key make one run. Past ``limit``
+    runs already queued, refused (``too_many_requests``, naming the setting)."""
     run_id = new_run_id()
     with exec_db(store).transaction() as con:
         if idempotency_key is not None:
@@ -69,6 +71,16 @@ def enqueue(
             ).fetchone()
             if found is not None:
                 return str(found[0]), False
+        queued = con.execute("SELECT count(*) FROM runs WHERE state = 'queued'").fetchone()[0]
+        if limit is not None and queued >= limit:
+            raise CoverageError(
+                ErrorCode.TOO_MANY_REQUESTS,
+                f"this project already has {queued} runs queued, its limit (COVERAGE_MCP_RUN_QUEUE_LIMIT={limit})",
+                f"Wait for queued runs to end, or cancel them: `coverage-mcp runs cancel --command {command_id}` "
+                "cancels every queued run of a command (or raise COVERAGE_MCP_RUN_QUEUE_LIMIT).",
+                {"queued": int(queued), "limit": limit, "command_id": command_id},
+                Remedy(setting="COVERAGE_MCP_RUN_QUEUE_LIMIT", value=limit * 2),
+            )
         con.execute(
             f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, NULL, NULL, FALSE, ?, "
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
@@ -181,6 +193,17 @@ def request_cancel(store: ProjectStore, run_id: str) -> str:
         if current[0] == "running":
             con.execute("UPDATE runs SET cancel_requested = TRUE WHERE run_id = ?", [run_id])
         return str(current[0])
+
+
+def queued_of(store: ProjectStore, command_id: str) -> list[str]:
+    """The queued runs of one command, oldest first."""
+    return [
+        str(r[0])
+        for r in exec_db(store).rows(
+            "SELECT run_id FROM runs WHERE state = 'queued' AND command_id = ? ORDER BY queued_at, run_id",
+            [command_id],
+        )
+    ]
 
 
 def claim(store: ProjectStore) -> dict[str, Any] | None:
