@@ -363,18 +363,8 @@ OPERATIONS: dict[str, Operation] = {
                         "maxProperties": 64,
                         "additionalProperties": {"type": "string"},
                     },
-                    "runners": {
-                        "type": "array",
-                        "maxItems": 5,
-                        "items": {"enum": ["python", "node", "go", "java", "rust"]},
-                        "description": "Runner presets whose variables the run inherits (default: from argv[0]).",
-                    },
-                    "inherit": {
-                        "type": "array",
-                        "maxItems": 64,
-                        "items": {"type": "string", "maxLength": 129},
-                        "description": "More variable names (or PREFIX*) the run inherits from the daemon.",
-                    },
+                    "runners": {"type": "array", "items": {"type": "string"}},
+                    "inherit": {"type": "array", "items": {"type": "string"}},
                     "artifacts": {
                         "type": "array",
                         "minItems": 1,

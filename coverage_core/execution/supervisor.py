@@ -174,13 +174,14 @@ def _cgroup_write(path: str, name: str, value: str) -> bool:
         os.close(fd)
 
 
-def kill_tree(grace: float, cgroup: str | None = None) -> None:
+def kill_tree(grace: float, cgroup: str | None = None, command: int | None = None) -> None:
     """TERM every descendant, ``grace`` seconds for them to go, then SIGKILL (the run's cgroup, if it has one, and
     every direct child) and reap, until ``waitpid`` says no child is left.
 
     There is no round limit: as a subreaper this process inherits every orphan of the run, so a process that
     forks and exits in a loop only ever makes new children of this one, and a SIGKILLed child cannot fork again.
-    Where there is no subreaper (not Linux) only the children and what /proc shows can be reached."""
+    Where there is no /proc (macOS: no subreaper either) only the ``command`` itself, still running, can be
+    named: it is SIGKILLed and reaped; what it started and left is out of reach (the owner's group kill remains)."""
     if _no_children():  # the usual end: nothing left, no need to read /proc
         return
     me = os.getpid()
@@ -194,7 +195,7 @@ def kill_tree(grace: float, cgroup: str | None = None) -> None:
     while True:
         if cgroup:
             _cgroup_write(cgroup, "cgroup.kill", "1")
-        _signal(children(), signal.SIGKILL)
+        _signal(children() or ([command] if command is not None else []), signal.SIGKILL)
         if _no_children():
             return
         time.sleep(0.001)
@@ -204,6 +205,7 @@ def main(argv: list[str]) -> int:
     grace, parent, program, words = float(argv[1]), int(argv[2]), argv[4], argv[5:]
     cgroup = None if argv[3] == "-" else argv[3]
     status: int | None = None
+    child: int | None = None
     try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, _stop)
@@ -231,7 +233,7 @@ def main(argv: list[str]) -> int:
         _quiet()
     except (_Stop, ChildProcessError):
         _quiet()
-    kill_tree(grace, cgroup)
+    kill_tree(grace, cgroup, child if status is None and child is not None else None)
     _reap()
     if status is None:
         return 128 + signal.SIGTERM
