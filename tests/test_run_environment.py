@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -45,6 +46,7 @@ ENV_FILES = {
     ),
     ".gitignore": FILES[".gitignore"] + "env.json\nbin/\n",
 }
+pytest_plugins = ["tests.test_daemon_support"]
 SECRET = "AKIA-not-a-real-key-0123456789"
 
 
@@ -237,3 +239,44 @@ def test_a_command_that_fails_to_start_says_which_variables_it_did_not_get(proje
     done = run(project, command_id=shell, wait=True)
     assert done["state"] == "failed" and done["exit_code"] == 127
     assert "UNRELATED_SETTING" in done["reason"], done["reason"]
+
+
+async def test_no_variable_carrying_the_daemons_token_or_capability_reaches_a_run_whatever_its_name(
+    daemon: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coverage_daemon.secrets import client_token
+
+    from .test_daemon_rest import call
+    from .test_daemon_rest import register as register_project
+
+    home = daemon.daemon.settings.home
+    monkeypatch.setenv("MY_TOKEN", f"Bearer {client_token(home)}")  # a user's copy under another name
+    monkeypatch.setenv("MY_CAPABILITY", daemon.daemon.capability)
+    monkeypatch.setenv("MY_HARMLESS", "kept")
+    pid = await register_project(daemon, repo)
+    args = {
+        "name": "envdump",
+        "argv": [PY, "envdump.py"],
+        "artifacts": [{"path": "cov.info", "suite": "unit"}],
+        "inherit": ["MY_*"],
+    }
+    status, _, body = await call(daemon, "POST", f"/api/projects/{pid}/ops/register_test_command", body=args)
+    assert status in (200, 201), body
+    command_id = body["data"]["command"]["id"]
+    status, _, body = await call(
+        daemon,
+        "POST",
+        f"/api/projects/{pid}/commands/{command_id}/approve",
+        body={"by": "ann", "via": "dashboard"},
+        headers=daemon.admin,
+    )
+    assert status == 200, body
+    status, _, body = await call(
+        daemon, "POST", f"/api/projects/{pid}/ops/run_test", body={"command_id": command_id, "wait": True}
+    )
+    assert status in (200, 201) and body["data"]["run"]["state"] == "succeeded", body
+    env = _env_of(repo)
+    assert env["MY_HARMLESS"] == "kept"
+    assert "MY_TOKEN" not in env and "MY_CAPABILITY" not in env
+    dumped = json.dumps(env)
+    assert client_token(home) not in dumped and daemon.daemon.capability not in dumped
