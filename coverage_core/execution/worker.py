@@ -11,8 +11,13 @@ absent one is ``skipped_stale``, a report that fails to parse is ``failed``
 with its error code; each ingested snapshot and its artifact row commit in
 one transaction; a composite artifact is built from the reports the run
 refreshed, ``composite.build`` with provenance ``run``), attaches a bounded incremental review when the run named
-a baseline, and writes the terminal state. Any setup, capture or persistence
-failure ends the run ``failed`` with the reason.
+a baseline, and writes the terminal state by the one precedence rule
+(``terminal.settle``: a timeout or cancel keeps its state, a later failure in
+its detail; any other setup, capture, drain or persistence failure makes it
+``failed`` with the reason), known to readers at once and written as soon as
+the store takes it. The command gets its declared environment
+(``environment``) and, where a delegated cgroup v2 subtree exists, a cgroup of
+its own (``containment``).
 
 An owner that executes none of the store's runs (no runtime: the command
 line holding the store) recovers runs still ``running`` before it reads them
