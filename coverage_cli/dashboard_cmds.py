@@ -108,6 +108,12 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory to write the report into (its index.html).",
 )
+@click.option(
+    "--include-logs",
+    "include_logs",
+    is_flag=True,
+    help="Also embed the newest runs' output (left out by default: a run prints what it likes, secrets too).",
+)
 @click.option("--current", help="Snapshot to show (default: the newest of the suite).")
 @click.option(
     "--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current)."
@@ -129,10 +135,14 @@ def report_command(
     suite: str | None,
     composite: str | None,
     composite_baseline: str | None,
+    include_logs: bool,
     repo: str,
     as_json: bool,
 ) -> None:
     """Write the dashboard as a static, self-contained HTML report (for CI artifacts).
+
+    Run output is left out unless --include-logs: a published report then
+    carries whatever the newest runs printed (a warning line says so).
 
     The same page as `coverage-mcp dashboard`, with its data embedded: it opens
     from disk with no network and no daemon. Every number is the stored one
@@ -152,7 +162,13 @@ def report_command(
             "composite_baseline": composite_baseline,
             "order": "uncovered",
         }  # a large project's report carries its worst files, not the first by path
-        data, sources = _report_data(project, chosen)
+        data, sources = _report_data(project, chosen, include_logs=include_logs)
+    if include_logs:
+        click.echo(
+            "warning: --include-logs embeds the run output of the newest runs in the report; whatever they "
+            "printed (tokens, keys, paths) is published with it",
+            err=True,
+        )
     out = static_report.write(directory, data, sources)
     metrics = data["metrics"]
     if as_json:
@@ -172,7 +188,7 @@ def report_command(
 
 
 def _report_data(
-    project: Any, chosen: dict[str, str | None]
+    project: Any, chosen: dict[str, str | None], *, include_logs: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
     from coverage_core.review import dashboard as projection
@@ -198,7 +214,7 @@ def _report_data(
             run: client.request(
                 "GET", "/api/dashboard/run", query={"project": project.project_id, "run": run}
             )[1]["data"]
-            for run in static_report.run_candidates(data)
+            for run in (static_report.run_candidates(data) if include_logs else [])
         }
         return data, sources
     con = project.store.cursor()
@@ -214,7 +230,8 @@ def _report_data(
             else {}
         )
         data["run_logs"] = {
-            run: projection.run_logs(project, con, run) for run in static_report.run_candidates(data)
+            run: projection.run_logs(project, con, run)
+            for run in (static_report.run_candidates(data) if include_logs else [])
         }
     finally:
         con.close()

@@ -81,6 +81,23 @@ def _render_command(c: dict[str, Any]) -> None:
     """The one display of a registration (``execution.display``): each word quoted on its own line."""
     for line in c.get("display") or registration_lines(c):
         click.echo(line)
+    _render_environment(c)
+
+
+def _render_environment(c: dict[str, Any]) -> None:
+    """The environment lines of a registration: what a run takes from its daemon, and (names only) what not."""
+    if "runners" in c:
+        click.echo(
+            f"  runners: {', '.join(c['runners']) or 'none'}  inherit: {', '.join(c['inherit']) or 'none'}"
+        )
+    described = c.get("environment")
+    if not described:
+        return
+    click.echo(f"  environment base: {', '.join(described['base'])}")
+    if described.get("note"):
+        click.echo(f"  environment: {described['note']}")
+    names = described["not_passed"]
+    click.echo(f"  not passed from this environment ({len(names)}): {', '.join(names) or 'none'}")
 
 
 @command_group.command("list")
@@ -212,10 +229,25 @@ def command_reject(command_id, by, note, repo, as_json) -> None:
 @click.option(
     "--args-policy", type=click.Choice(["none", "selectors"]), help="Case arguments run may append."
 )
+@click.option(
+    "--runner",
+    "runners",
+    multiple=True,
+    type=click.Choice(["python", "node", "go", "java", "rust"]),
+    help="A runner preset whose variables the run inherits (repeatable; default: from the program's name).",
+)
+@click.option(
+    "--inherit",
+    multiple=True,
+    metavar="NAME",
+    help="Another variable (or PREFIX*) the run inherits (repeatable).",
+)
 @repo_option
 @json_option
 @handles_errors
-def command_register(argv, name, artifacts, cwd, timeout_s, args_policy, repo, as_json) -> None:
+def command_register(
+    argv, name, artifacts, cwd, timeout_s, args_policy, runners, inherit, repo, as_json
+) -> None:
     """Register a test command (register_test_command); it stays pending until approved.
 
     Put the command's words after --, never as one shell string.
@@ -236,6 +268,10 @@ def command_register(argv, name, artifacts, cwd, timeout_s, args_policy, repo, a
     for key, value in (("cwd", cwd), ("timeout_s", timeout_s), ("args_policy", args_policy)):
         if value is not None:
             args[key] = value
+    if runners:
+        args["runners"] = list(runners)
+    if inherit:
+        args["inherit"] = list(inherit)
     with open_project(repo) as project:
         envelope = call(project, "register_test_command", args)
     if as_json:
@@ -457,18 +493,60 @@ def runs_show(run_id, logs, stream, search, cursor, repo, as_json) -> None:
 
 
 @runs_group.command("cancel")
-@click.argument("run_id")
+@click.argument("run_id", required=False)
+@click.option("--command", "command_id", help="Cancel every queued run of this command instead (one call).")
 @repo_option
 @json_option
 @handles_errors
-def runs_cancel(run_id, repo, as_json) -> None:
+def runs_cancel(run_id, command_id, repo, as_json) -> None:
     """Cancel a queued or running run (cancel_run): its whole process group is stopped.
+
+    With --command CMD_ID, every queued run of that command is cancelled
+    (a running one is left to end; cancel it by its id).
 
     Example: coverage-mcp runs cancel run-0123456789abcdef
     """
+    if (run_id is None) == (command_id is None):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "name one run, or one command with --command",
+            "e.g. coverage-mcp runs cancel run-0123456789abcdef, or coverage-mcp runs cancel --command cmd-...",
+        )
+    if command_id is not None:
+        cancelled = _cancel_queued(repo, command_id)
+        if as_json:
+            emit_json({"data": {"command_id": command_id, "cancelled": cancelled}})
+        else:
+            click.echo(f"cancelled {len(cancelled)} queued runs of {command_id}")
+        return
     with open_project(repo) as project:
         envelope = call(project, "cancel_run", {"run_id": run_id})
     if as_json:
         emit_json(envelope)
         return
     _render_run(envelope["data"]["run"])
+
+
+CANCEL_PAGE = 1000
+
+
+def _cancel_queued(repo: str, command_id: str) -> list[str]:
+    """Cancel every queued run of ``command_id`` (cancel_run on each, page by page); the ids cancelled."""
+    from coverage_core.execution import queue, registry
+
+    cancelled: list[str] = []
+    with open_project(repo) as project:
+        while True:
+            if isinstance(project, Project):
+                registry.spec_of(project, command_id)  # an unknown command is an error, not "0 cancelled"
+                found = queue.queued_of(project.store, command_id)[:CANCEL_PAGE]
+            else:
+                listed = project.client.runs(project.project_id, "queued", CANCEL_PAGE)
+                found = [r["id"] for r in listed if r["command_id"] == command_id]
+            found = [r for r in found if r not in cancelled]
+            if not found:
+                return cancelled
+            for one in found:
+                answer = call(project, "cancel_run", {"run_id": one})
+                if answer["data"]["run"]["state"] == "cancelled":
+                    cancelled.append(one)

@@ -104,7 +104,13 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
     # here into a private file, whoever then opens the store: the daemon must
     # never reopen a name that means something else in its own process.
     with (
-        local_report(report, settings.home, settings.max_report_bytes) as path,
+        local_report(
+            report,
+            settings.home,
+            settings.max_report_bytes,
+            wait_s=settings.ingest_wait_s,
+            waiting=lambda line: click.echo(line, err=True),
+        ) as path,
         open_project(repo) as project,
     ):
         given = {

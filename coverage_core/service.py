@@ -363,6 +363,8 @@ OPERATIONS: dict[str, Operation] = {
                         "maxProperties": 64,
                         "additionalProperties": {"type": "string"},
                     },
+                    "runners": {"type": "array", "items": {"type": "string"}},
+                    "inherit": {"type": "array", "items": {"type": "string"}},
                     "artifacts": {
                         "type": "array",
                         "minItems": 1,

@@ -85,6 +85,12 @@ class Maintenance:
             self.ticks += 1
 
     def _tick(self, project: Project) -> float:
+        from coverage_core.execution import logs
+
+        try:  # run logs past the project's bounds (COVERAGE_MCP_RUN_LOGS_KEEP_*): never a reason to skip compaction
+            logs.prune(project)
+        except Exception:
+            log.exception("pruning the run logs of %s failed", project.store.path)
         policy = project.compaction_policy()
         project.compact(
             limit=policy.batch_size, trigger="worker", should_stop=self._stopping, record_idle=False

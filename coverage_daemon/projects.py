@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -169,6 +169,7 @@ class Projects:
         self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
         self.maintenance = Maintenance(self)
+        self.run_secrets: Callable[[], Iterable[str]] = lambda: ()  # the server sets its token and capability
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- threads ------------------------------------------------------------
@@ -320,7 +321,9 @@ class Projects:
             return asyncio.run_coroutine_threadsafe(self.write(handle, fn), loop).result()
 
         # Recovery (killing what a dead daemon's runs left, marking them interrupted) runs here, once.
-        await self.run(lambda: Runtime(store, self.settings, write=through_gate).start())
+        await self.run(
+            lambda: Runtime(store, self.settings, write=through_gate, secrets=self.run_secrets).start()
+        )
         self.maintenance.start(handle, checkout)
         return handle
 

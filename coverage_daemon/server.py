@@ -125,6 +125,8 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     registry = await loop.run_in_executor(executor, Registry, settings.common_db)
     projects = Projects(settings, registry, executor)
     authorizer = await loop.run_in_executor(executor, Authorizer, settings.home, lease.metadata["capability"])
+    # No variable carrying the client token or the capability reaches a run, whatever its name.
+    projects.run_secrets = lambda: (authorizer.token(), authorizer.capability)
     daemon = Daemon(
         settings=settings,
         projects=projects,

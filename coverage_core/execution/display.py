@@ -59,6 +59,11 @@ def registration_lines(c: dict[str, Any]) -> list[str]:
         out += [f"  env: {quoted(k)} = {quoted(v)}" for k, v in c["env"].items()] or [
             "  env: (none registered)"
         ]
+    if "runners" in c:  # the declared environment (``environment``): presets and the inherit allow-list
+        out.append("  runners: " + (" ".join(quoted(r) for r in c["runners"]) or "(none)"))
+        out.append("  inherit: " + (" ".join(quoted(n) for n in c["inherit"]) or "(none)"))
+    elif "cwd" in c:
+        out.append("  runners: (registered before declared environments: the base only)")
     for a in c.get("artifacts", []):
         out += _artifact(a)
     if "content_hash" in c:

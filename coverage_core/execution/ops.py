@@ -122,7 +122,8 @@ def run_test(call: Call) -> dict[str, Any]:
                 )
             run = _waited(call, existing) if a.get("wait") else existing
             return _answer(call, run, reused=False)
-    env = command_env(spec)
+    owner = runtime_of(store)
+    env = command_env(spec, owner.secrets() if owner is not None else ())
     digest, _ = fingerprint(
         project,
         command_hash=f"{command_hash}+{program.sha256}",  # a re-approved, changed executable is a new execution
@@ -144,6 +145,7 @@ def run_test(call: Call) -> dict[str, Any]:
         idempotency_key=key,
         fingerprint=digest,
         worktree_path=str(project.checkout.worktree_path),
+        limit=project.settings.run_queue_limit,
     )
     if not created:  # the same key, queued by a call that raced this one
         return run_test(call)

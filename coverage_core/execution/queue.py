@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
 from ..storage.store import ProjectStore
+from . import terminal
 from .db import exec_db
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
@@ -56,9 +57,11 @@ def enqueue(
     idempotency_key: str | None,
     fingerprint: str,
     worktree_path: str,
+    limit: int | None = None,
 ) -> tuple[str, bool]:
     """A new queued run (its id, True); or, for an ``idempotency_key`` used already, that run (its id, False):
-    checked and inserted in one transaction, so two racing calls with one key make one run."""
+    checked and inserted in one transaction, so two racing calls with one key make one run. Past ``limit``
+    runs already queued, refused (``too_many_requests``, naming the setting)."""
     run_id = new_run_id()
     with exec_db(store).transaction() as con:
         if idempotency_key is not None:
@@ -68,6 +71,17 @@ def enqueue(
             ).fetchone()
             if found is not None:
                 return str(found[0]), False
+        counted = con.execute("SELECT count(*) FROM runs WHERE state = 'queued'").fetchone()
+        queued = counted[0] if counted else 0
+        if limit is not None and queued >= limit:
+            raise CoverageError(
+                ErrorCode.TOO_MANY_REQUESTS,
+                f"this project already has {queued} runs queued, its limit (COVERAGE_MCP_RUN_QUEUE_LIMIT={limit})",
+                f"Wait for queued runs to end, or cancel them: `coverage-mcp runs cancel --command {command_id}` "
+                "cancels every queued run of a command (or raise COVERAGE_MCP_RUN_QUEUE_LIMIT).",
+                {"queued": int(queued), "limit": limit, "command_id": command_id},
+                Remedy(setting="COVERAGE_MCP_RUN_QUEUE_LIMIT", value=limit * 2),
+            )
         con.execute(
             f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, NULL, NULL, FALSE, ?, "
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
@@ -88,8 +102,15 @@ def enqueue(
 
 
 def row(store: ProjectStore, run_id: str) -> dict[str, Any] | None:
+    """The run's columns; an end this process knows and has not written yet (a full disk) is shown as written."""
     found = exec_db(store).one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", [run_id])
-    return None if found is None else dict(zip([c.strip() for c in _COLUMNS.split(",")], found))
+    if found is None:
+        return None
+    out = dict(zip([c.strip() for c in _COLUMNS.split(",")], found))
+    ended = terminal.unwritten(run_id)
+    if ended is not None and out["state"] in ACTIVE:
+        out.update(ended)
+    return out
 
 
 def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
@@ -175,6 +196,17 @@ def request_cancel(store: ProjectStore, run_id: str) -> str:
         return str(current[0])
 
 
+def queued_of(store: ProjectStore, command_id: str) -> list[str]:
+    """The queued runs of one command, oldest first."""
+    return [
+        str(r[0])
+        for r in exec_db(store).rows(
+            "SELECT run_id FROM runs WHERE state = 'queued' AND command_id = ? ORDER BY queued_at, run_id",
+            [command_id],
+        )
+    ]
+
+
 def claim(store: ProjectStore) -> dict[str, Any] | None:
     """The oldest queued run, now ``running``; None when nothing is queued."""
     with exec_db(store).transaction() as con:
@@ -228,7 +260,8 @@ def list_runs(
         + " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
     )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
-    return [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
+    found = [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
+    return [r for r in found if not wanted or r["state"] in wanted]  # an unwritten end is no longer active
 
 
 def _iso(value: dt.datetime | None) -> str | None:

@@ -1,7 +1,8 @@
 """Registered test commands: immutable, content-hashed, approved by a person.
 
-A registration is canonical JSON of ``{argv, cwd, timeout_s, env, artifacts,
-args_policy}`` (and ``selector_roots`` when declared); its SHA-256 is the
+A registration is canonical JSON of ``{argv, cwd, timeout_s, env, runners,
+inherit, artifacts, args_policy}`` (and ``selector_roots`` when declared;
+``environment`` owns what ``runners`` and ``inherit`` mean); its SHA-256 is the
 content hash and ``cmd-`` plus its first 16 hex digits the command id, so
 registering the same content again finds the same command. Its words hold no
 control, format, bidi or invisible character (``words``), its paths lie in the
@@ -32,7 +33,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
-from . import display, selectors, words
+from . import display, environment, selectors, words
 from .db import exec_db
 from .executable import Executable, difference, resolve, search_path
 
@@ -195,6 +196,9 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
         "cwd": cwd,
         "timeout_s": timeout,
         "env": dict(sorted(env.items())),
+        **environment.canonical(
+            args, argv_words
+        ),  # runners and inherit: what a run takes from its daemon's env
         "artifacts": artifacts,
         "args_policy": policy,
     }
@@ -559,6 +563,7 @@ def show_command(project: Project, command_id: str) -> dict[str, Any]:
         "SELECT decision, decided_by, via, note, decided_at FROM command_decisions WHERE command_id = ? ORDER BY seq",
         [command_id],
     )
+    record["environment"] = environment.describe(json.loads(row[3]))
     record["decisions"] = [
         {"decision": r[0], "by": r[1], "via": r[2], "note": r[3], "at": r[4].isoformat()} for r in rows
     ]

@@ -16,9 +16,12 @@ or after ``DRAIN_AFTER_EXIT_S`` if something still holds a pipe.
 
 Stopping (timeout, cancel, shutdown, or the leader's own exit) is SIGTERM to
 the group (the supervisor kills its tree, with half the grace), a grace
-period, then SIGKILL to the group and to any process that carries the run's
-marker in its environment, until none is left (``watchdog.kill_group``: the
-same kill the watchdog process makes when the owner dies): a second layer.
+period, then SIGKILL to every other process of the group and to any process
+that carries the run's marker in its environment, until none is left
+(``watchdog.kill_group``: the same kill the watchdog process makes when the
+owner dies): a second layer. The supervisor itself is not killed while it
+still reaps (only past ``watchdog.SUPERVISOR_WAIT_S``): killing it would hand
+its orphans to init, out of reach.
 """
 
 from __future__ import annotations
@@ -37,12 +40,11 @@ from pathlib import Path
 import attrs
 
 from .. import safefs
-from .watchdog import KILL_GRACE_S, MARKER_ENV, kill_group, members
+from .watchdog import KILL_GRACE_S, MARKER_ENV, SUPERVISOR, kill_group, members
 
 __all__ = ["KILL_GRACE_S", "MARKER_ENV", "Process", "Stream", "kill_group", "members", "setpriv"]
 
 _CHUNK = 64 * 1024
-SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
 DRAIN_AFTER_EXIT_S = 2.0  # once the run's processes are gone, how long a pipe held by something else is read
 
 
@@ -86,12 +88,16 @@ def _drain(pipe, stream: Stream, done: threading.Event) -> None:
     fd = pipe.fileno()
     try:
         while True:
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if not ready:
-                if done.is_set():
-                    break
-                continue
-            chunk = os.read(fd, _CHUNK)
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if not ready:
+                    if done.is_set():
+                        break
+                    continue
+                chunk = os.read(fd, _CHUNK)
+            except OSError as exc:  # recorded: the run's end says its output was not all read
+                stream.error = stream.error or f"reading {stream.path.name} failed: {exc.strerror}"
+                break
             if not chunk:
                 break
             room = stream.cap - stream.total
@@ -120,8 +126,10 @@ class Process:
         marker: str,
         log_dir: Path,
         cap_bytes: int,
+        cgroup: Path | None = None,
     ) -> None:
         self.marker = marker
+        self.cgroup = cgroup
         self.stdout = Stream(log_dir / "stdout", cap_bytes)
         self.stderr = Stream(log_dir / "stderr", cap_bytes)
         program = argv[0]
@@ -152,6 +160,7 @@ class Process:
             SUPERVISOR,
             str(KILL_GRACE_S / 2),
             str(os.getpid()),
+            "-" if cgroup is None else str(cgroup),
             program,
             *spawned,
         ]

@@ -1,6 +1,7 @@
 """A run's supervisor: the run's direct child, the reaper of everything the command starts, and the kill of it all.
 
-Run as a script (``python -I -S supervisor.py GRACE OWNER_PID PROGRAM ARGV...``: the
+Run as a script (``python -I -S supervisor.py GRACE OWNER_PID CGROUP PROGRAM ARGV...``, CGROUP ``-``
+for none: the
 standard library only, nothing of the package imported) in the run's own
 session, with the run's pipes as its standard output and error. On Linux it
 makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every process
@@ -14,7 +15,11 @@ environment and directory), reaps every child, and when the command exits
 or when the supervisor gets SIGTERM, SIGINT or SIGHUP (timeout, cancel,
 shutdown, or the owner's death), it stops its whole descendant tree: walks
 ``/proc/*/stat`` parent links from itself, TERM to each, ``GRACE`` seconds,
-then KILL until none is left. Then it exits with the command's status (a
+then SIGKILL to the run's cgroup (``cgroup.kill``, when the run has one: the
+command was spawned inside it) and to each direct child, reaping, until
+``waitpid`` reports no child left. No round limit: a process that forks and
+exits in a loop only makes new children of this subreaper, each one killed
+at the next turn. Then it exits with the command's status (a
 command killed by a signal: the same signal). Nothing it starts outlives it,
 and so nothing holds the run's pipes once it is gone.
 
@@ -139,35 +144,74 @@ def _no_children() -> bool:
             return False
 
 
-def kill_tree(grace: float) -> None:
-    """TERM every descendant, ``grace`` seconds for them to go, then KILL until none is left."""
+def children() -> list[int]:
+    """This process's direct children (``/proc/self/task/*/children``; a scan of ``/proc`` where it is absent)."""
+    found: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", "rb") as handle:
+                found.extend(int(p) for p in handle.read().split())
+        return found
+    except (OSError, ValueError):
+        me = os.getpid()
+        return [pid for pid in descendants(me) if _parent(pid) == me]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cgroup_write(path: str, name: str, value: str) -> bool:
+    try:
+        fd = os.open(os.path.join(path, name), os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, value.encode())
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def kill_tree(grace: float, cgroup: str | None = None, command: int | None = None) -> None:
+    """TERM every descendant, ``grace`` seconds for them to go, then SIGKILL (the run's cgroup, if it has one, and
+    every direct child) and reap, until ``waitpid`` says no child is left.
+
+    There is no round limit: as a subreaper this process inherits every orphan of the run, so a process that
+    forks and exits in a loop only ever makes new children of this one, and a SIGKILLed child cannot fork again.
+    Where there is no /proc (macOS: no subreaper either) only the ``command`` itself, still running, can be
+    named: it is SIGKILLed and reaped; what it started and left is out of reach (the owner's group kill remains)."""
     if _no_children():  # the usual end: nothing left, no need to read /proc
         return
     me = os.getpid()
-    left = descendants(me)
-    if not left:
-        return
-    _signal(left, signal.SIGTERM)
+    _signal(descendants(me), signal.SIGTERM)
     give_up = time.monotonic() + grace
     while time.monotonic() < give_up:
-        _reap()
-        left = descendants(me)
-        if not left:
+        if _no_children():
             return
-        _signal(left, signal.SIGTERM)  # a process started meanwhile
+        _signal(descendants(me), signal.SIGTERM)  # a process started meanwhile
         time.sleep(0.02)
-    for _ in range(500):
-        left = descendants(me)
-        if not left:
+    while True:
+        if cgroup:
+            _cgroup_write(cgroup, "cgroup.kill", "1")
+        _signal(children() or ([command] if command is not None else []), signal.SIGKILL)
+        if _no_children():
             return
-        _signal(left, signal.SIGKILL)
-        _reap()
-        time.sleep(0.01)
+        time.sleep(0.001)
 
 
 def main(argv: list[str]) -> int:
-    grace, parent, program, words = float(argv[1]), int(argv[2]), argv[3], argv[4:]
+    grace, parent, program, words = float(argv[1]), int(argv[2]), argv[4], argv[5:]
+    cgroup = None if argv[3] == "-" else argv[3]
     status: int | None = None
+    child: int | None = None
     try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, _stop)
@@ -175,11 +219,19 @@ def main(argv: list[str]) -> int:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:  # the owner died before the parent-death signal was set
             raise _Stop(signal.SIGTERM)
+        # In the run's cgroup while the command is spawned (it starts inside), then back out: a cgroup.kill of
+        # the run must not kill the supervisor that reaps it. A cgroup that cannot be joined: the subreaper holds.
+        if cgroup and not _cgroup_write(cgroup, "cgroup.procs", "0"):
+            cgroup = None
         try:  # the command gets the default SIGPIPE and SIGXFSZ, as subprocess gives them (Python ignores them)
             child = os.posix_spawn(program, words, os.environ, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
         except OSError as exc:
             os.write(2, f"coverage-mcp: could not start {program}: {exc.strerror}\n".encode())
             status = 127
+        finally:
+            if cgroup and not _cgroup_write(os.path.dirname(cgroup), "cgroup.procs", "0"):
+                cgroup = None  # still inside: a cgroup.kill would kill this process before it reaps
+
         while status is None:
             pid, raw = os.waitpid(-1, 0)
             if pid == child:
@@ -187,7 +239,7 @@ def main(argv: list[str]) -> int:
         _quiet()
     except (_Stop, ChildProcessError):
         _quiet()
-    kill_tree(grace)
+    kill_tree(grace, cgroup, child if status is None and child is not None else None)
     _reap()
     if status is None:
         return 128 + signal.SIGTERM

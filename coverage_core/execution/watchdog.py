@@ -37,6 +37,9 @@ import time
 
 MARKER_ENV = "COVERAGE_MCP_RUN_ID"
 KILL_GRACE_S = 2.0
+# How long a run's supervisor may go on reaping after its grace before it is SIGKILLed too: generous, since it
+# exits by itself as soon as no child is left, and killing it earlier would hand its orphans to init.
+SUPERVISOR_WAIT_S = 120.0
 WAIT_ON_CLOSE_S = 30.0
 Target = tuple  # (pgid or None, marker or None)
 
@@ -95,10 +98,25 @@ def _signal_all(targets: list[Target], sig: int) -> None:
             os.kill(pid, sig)
 
 
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+
+
+def _is_supervisor(pid: int) -> bool:
+    """Whether ``pid`` runs a run's supervisor (a group's leader is one, unless the group is not a run's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return SUPERVISOR.encode() in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def kill_runs(
     targets: list[Target], grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None
 ) -> None:
-    """SIGTERM, ``grace`` seconds for everyone to go, then SIGKILL until nobody of the runs is left."""
+    """SIGTERM, ``grace`` seconds for everyone to go, then SIGKILL until nobody of the runs is left.
+
+    A group's leader is its run's supervisor: it gets the TERM (and so kills its own tree) but no SIGKILL while
+    it lives, up to ``SUPERVISOR_WAIT_S``: killed, it would hand what it still reaps to init."""
     if not targets or not members_of(targets):
         return
     _signal_all(targets, signal.SIGTERM)
@@ -109,12 +127,23 @@ def kill_runs(
         if not members_of(targets):
             return
         time.sleep(0.02)
-    for _ in range(200):
-        _signal_all(targets, signal.SIGKILL)
+    supervisors = {pgid for pgid, _ in targets if pgid is not None and _is_supervisor(pgid)}
+    spare_until = time.monotonic() + SUPERVISOR_WAIT_S
+    while True:
         if leader is not None:
             leader.poll()
-        if not members_of(targets):
+        left = members_of(targets)
+        if not left:
             return
+        spared = supervisors if time.monotonic() < spare_until else set()
+        for pid in left:
+            if pid not in spared:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        if not spared:
+            _signal_all(targets, signal.SIGKILL)
+            if time.monotonic() > spare_until + 10:  # nothing left to try: a process this user cannot kill
+                return
         time.sleep(0.01)
 
 

@@ -11,8 +11,13 @@ absent one is ``skipped_stale``, a report that fails to parse is ``failed``
 with its error code; each ingested snapshot and its artifact row commit in
 one transaction; a composite artifact is built from the reports the run
 refreshed, ``composite.build`` with provenance ``run``), attaches a bounded incremental review when the run named
-a baseline, and writes the terminal state. Any setup, capture or persistence
-failure ends the run ``failed`` with the reason.
+a baseline, and writes the terminal state by the one precedence rule
+(``terminal.settle``: a timeout or cancel keeps its state, a later failure in
+its detail; any other setup, capture, drain or persistence failure makes it
+``failed`` with the reason), known to readers at once and written as soon as
+the store takes it. The command gets its declared environment
+(``environment``) and, where a delegated cgroup v2 subtree exists, a cgroup of
+its own (``containment``).
 
 An owner that executes none of the store's runs (no runtime: the command
 line holding the store) recovers runs still ``running`` before it reads them
@@ -35,18 +40,18 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import safefs
 from ..config import Settings
-from ..errors import CoverageError
+from ..errors import CoverageError, ErrorCode
 from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import queue, registry, runner, selectors
+from . import containment, environment, queue, registry, runner, selectors, terminal
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -54,6 +59,11 @@ log = logging.getLogger("coverage_core.execution")
 T = TypeVar("T")
 POLL_S = 0.05  # how often a worker looks at its process, its deadline and cancels
 IDLE_POLL_S = 1.0  # a sleeping worker looks at the queue at least this often
+END_RETRY_MAX_S = 2.0
+STOP_RETRY_S = 5.0  # how long a stopping runtime still tries to write a run's end  # the longest wait between two attempts to write a run's end
+# Errors of the store rather than of the report: an artifact that meets one makes its run failed.
+STORE_FAILURES = (ErrorCode.STORE_UNAVAILABLE, ErrorCode.STORE_LOCKED, ErrorCode.INTERNAL)
+NOT_FOUND_EXIT = 127  # what a shell and the supervisor exit with when a program cannot be found
 REVIEW_LIMITS = {"max_files": 5, "max_regions": 5, "max_words": 600}
 
 
@@ -72,11 +82,9 @@ def _identity(path: Path) -> tuple[int, int, str] | None:
         return None
 
 
-def command_env(spec: dict[str, Any]) -> dict[str, str]:
-    """The environment a registered command gets: this process's, plus its registered variables."""
-    env = {k: v for k, v in os.environ.items() if k != runner.MARKER_ENV}
-    env.update(spec["env"])
-    return env
+def command_env(spec: dict[str, Any], withheld: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a registered command gets (``environment.build``; the runner adds the run's marker)."""
+    return environment.build(spec, os.environ, withheld)
 
 
 def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
@@ -102,6 +110,7 @@ def recover(store: ProjectStore) -> list[str]:
     done = []
     for run_id, pgid in queue.stale_running(store):
         runner.kill_group(pgid, run_id, grace=0.5)
+        containment.remove(containment.path_for(run_id))  # the cgroup a dead owner made for it, if any
         if queue.transition(
             store,
             run_id,
@@ -146,8 +155,11 @@ class Runtime:
         *,
         write: Callable[[Callable[[], Any]], Any] | None = None,
         concurrency: int | None = None,
+        secrets: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.store = store
+        # The daemon's secrets (client token, capability): no variable carrying one reaches a run, whatever its name.
+        self.secrets = secrets or (lambda: ())
         self.settings = settings
         self.concurrency = concurrency or settings.run_concurrency
         # How a store write (an ingest) is made: the daemon passes one through its write gate.
@@ -263,20 +275,46 @@ class Runtime:
             except BaseException as exc:  # never leave a run running behind a dead worker
                 log.exception("run %s failed in its worker", run["run_id"])
                 with contextlib.suppress(Exception):
-                    queue.transition(
-                        self.store,
-                        run["run_id"],
-                        "failed",
-                        ended_at=queue.now(),
-                        reason=f"internal failure: {type(exc).__name__}: {str(exc)[:300]}",
-                    )
+                    self._fail(run["run_id"], f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
             finally:
                 with self._cv:
                     self._cancels.pop(run["run_id"], None)
                     self._cv.notify_all()
 
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
-        queue.transition(self.store, run_id, "failed", ended_at=queue.now(), reason=reason, **fields)
+        self._end(run_id, terminal.settle("failed", reason, []), ended_at=queue.now(), **fields)
+
+    def _end(self, run_id: str, ended: terminal.Ended, **fields: Any) -> None:
+        """Write the run's end; known (and read) at once, written as soon as the store takes a write.
+
+        A store that refuses the write (a full disk) is retried, less and less often, for as long as this runtime
+        runs; stopped with the write still refused, the next owner recovers the run (``interrupted``)."""
+        columns = {"state": ended.state, "reason": ended.reason, **fields}
+        terminal.remember(run_id, columns)
+        with self._cv:
+            self._cv.notify_all()  # a waiter reads the end now, written or not
+        delay, said, give_up = 0.05, False, None
+        while True:
+            try:
+                queue.transition(
+                    self.store, run_id, ended.state, detail=ended.detail, reason=ended.reason, **fields
+                )
+                terminal.forget(run_id)
+                return
+            except Exception as exc:
+                if self._stopping:  # a few more seconds, then the store's next owner recovers the run
+                    give_up = give_up or time.monotonic() + STOP_RETRY_S
+                if give_up is not None and time.monotonic() > give_up:
+                    log.error("the end of %s (%s) could not be written: %s", run_id, ended.state, exc)
+                    terminal.forget(run_id)
+                    return
+                if not said:
+                    log.warning(
+                        "writing the end of %s failed (%s); retrying until the store takes it", run_id, exc
+                    )
+                    said = True
+                time.sleep(delay)
+                delay = min(delay * 2, END_RETRY_MAX_S)
 
     def _execute(self, run: dict[str, Any], cancel: threading.Event) -> None:
         run_id = run["run_id"]
@@ -313,22 +351,27 @@ class Runtime:
             before = {path: _identity(root / path) for path in registry.artifact_paths(spec)}
             WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
             started = False
+            cgroup = None if self.settings.run_force_subreaper else containment.create(run_id)
             try:
                 process = runner.Process(
                     [program.path, *spec["argv"][1:], *args],  # the approved executable, by its absolute path
                     cwd=root / spec["cwd"],
-                    env=command_env(spec),
+                    env=command_env(spec, self.secrets()),
                     marker=run_id,
                     log_dir=log_dir,
                     cap_bytes=self.settings.run_log_max_bytes,
+                    cgroup=cgroup,
                 )
                 started = True
             finally:
                 if not started:
+                    containment.remove(cgroup)
                     WATCHDOG.end(run_id)
         except (OSError, CoverageError) as exc:
             message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
-            self._fail(run_id, f"could not start {spec['argv'][0]!r}: {message}")
+            self._fail(
+                run_id, f"could not start {spec['argv'][0]!r}: {message}; {environment.missing_line(spec)}"
+            )
             return
         state, reason, code = "", None, None
         try:
@@ -344,6 +387,12 @@ class Runtime:
                         if code == 0
                         else (f"exit code {code}" if code > 0 else f"killed by signal {-code}")
                     )
+                    if (
+                        code == NOT_FOUND_EXIT
+                    ):  # a shell's (or the supervisor's) "not found": say what it lacked
+                        reason = (
+                            f"exit code {code} (a program was not found); {environment.missing_line(spec)}"
+                        )
                     break
                 if cancel.is_set():  # cancel_run and shutdown, in this process (the store's one owner)
                     state = "cancelled"
@@ -359,6 +408,7 @@ class Runtime:
             else:
                 process.stop()
             process.finish()
+            containment.remove(process.cgroup)  # a second layer: cgroup.kill of whatever is left, then rmdir
             WATCHDOG.end(run_id)
         ended = queue.now()
         outputs: dict[str, Any] = {
@@ -367,29 +417,23 @@ class Runtime:
             "stdout_truncated": process.stdout.truncated,
             "stderr_truncated": process.stderr.truncated,
         }
-        capture = process.stdout.error or process.stderr.error
-        if capture and state == "succeeded":
-            state, reason = "failed", f"capturing its output failed: {capture}"
+        failures = []
+        for stream in (process.stdout, process.stderr):
+            if stream.error:
+                failures.append(f"capturing its output failed: {stream.error}")
         finished = state in ("succeeded", "failed")
+        review = None
         try:
-            ingested = self._ingest(project, run_id, run, spec, before, finished)
+            ingested, lost = self._ingest(project, run_id, run, spec, before, finished)
+            failures.extend(lost)
             review = self._review(project, run, ingested) if run["baseline"] and ingested else None
         except Exception as exc:
             log.exception("ingesting the artifacts of %s failed", run_id)
-            self._fail(
-                run_id,
-                f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}",
-                exit_code=code,
-                **outputs,
-            )
-            return
-        queue.transition(
-            self.store,
+            failures.append(f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}")
+        self._end(
             run_id,
-            state,
+            terminal.settle(state, reason, failures),
             ended_at=ended,
-            reason=reason,
-            detail=reason,
             exit_code=code,
             incremental_review=None if review is None else json.dumps(review),
             **outputs,
@@ -403,10 +447,12 @@ class Runtime:
         spec: dict[str, Any],
         before: dict[str, Any],
         finished: bool,
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str]]:
+        """The snapshots ingested, and the persistence failures met (a store error, never a bad report)."""
         root = project.checkout.worktree_path
         db = exec_db(self.store)
         ingested: list[str] = []
+        lost: list[str] = []
 
         def record(
             path: str,
@@ -485,6 +531,8 @@ class Runtime:
             try:
                 snap = self._write(ingest)
             except CoverageError as error:
+                if error.code in STORE_FAILURES:  # the store failed, not the report: the run failed
+                    lost.append(f"persisting {path} failed: {error.message[:300]}")
                 record(path, "failed", code=str(error.code), detail=error.message[:500])
                 continue
             if snap.duplicate:
@@ -495,7 +543,7 @@ class Runtime:
                     detail="an identical report of this commit was stored already",
                 )
             ingested.append(snap.snapshot_id)
-        return ingested
+        return ingested, lost
 
     def _composite(
         self,

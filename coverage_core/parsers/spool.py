@@ -15,16 +15,18 @@ the daemon (which does not follow a final link) gets the real path.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 from ..config import MIB
+from ..errors import CoverageError, ErrorCode
 from .opening import check_path_text
 from .source import too_large
 
@@ -48,11 +50,61 @@ def is_process_local(report: str | os.PathLike[str]) -> bool:
         return False  # the import reports the missing file with its own message
 
 
+QUIET_WAIT_S = 1.0  # a stream silent this long gets the "waiting for a writer" line
+
+
+def _wait_for_writer(fd: int, origin: str, wait_s: float, waiting: Callable[[str], None] | None) -> None:
+    """Return once the FIFO or pipe ``fd`` (non-blocking) has data or its writer's end of file; say on ``waiting``
+    that it waits when nothing came within ``QUIET_WAIT_S``; give up after ``wait_s`` seconds."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    if poller.poll(int(min(QUIET_WAIT_S, wait_s) * 1000)):
+        return
+    if waiting is not None:
+        waiting(
+            f"coverage-mcp: waiting for a writer on {origin} (giving up after {wait_s:g} s, "
+            "COVERAGE_MCP_INGEST_WAIT_S)"
+        )
+    if poller.poll(int(max(0.0, wait_s - QUIET_WAIT_S) * 1000)):
+        return
+    raise CoverageError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"no writer sent anything on {origin} within {wait_s:g} s",
+        "Start the program that writes the report into it first (or in the same shell line), or raise "
+        "COVERAGE_MCP_INGEST_WAIT_S.",
+        {"report_path": origin, "waited_s": wait_s},
+    )
+
+
+def _open_stream(
+    report: str | os.PathLike[str], wait_s: float | None, waiting: Callable[[str], None] | None
+) -> BinaryIO:
+    """``report`` opened for reading; a FIFO or pipe without a writer is waited for (bounded), never forever."""
+    if wait_s is None:
+        return open(report, "rb")
+    fd = os.open(report, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            _wait_for_writer(fd, os.fspath(report), wait_s, waiting)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @contextmanager
 def local_report(
-    report: str | os.PathLike[str], home: Path, cap: int, stdin: BinaryIO | None = None
+    report: str | os.PathLike[str],
+    home: Path,
+    cap: int,
+    stdin: BinaryIO | None = None,
+    *,
+    wait_s: float | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
-    """A path any process of this user can open for ``report`` (see the module docstring)."""
+    """A path any process of this user can open for ``report`` (see the module docstring). With ``wait_s``, a FIFO
+    or pipe is waited for at most that long for a writer (``waiting`` hears that it waits)."""
     check_path_text(os.fspath(report))
     if not is_process_local(report):
         yield os.path.realpath(report)
@@ -70,7 +122,7 @@ def local_report(
             if os.fspath(report) == STDIN:
                 _copy(stdin or sys.stdin.buffer, out, cap, "<stdin>")
             else:
-                with open(report, "rb") as source:
+                with _open_stream(report, wait_s, waiting) as source:
                     _copy(source, out, cap, os.fspath(report))
         yield target
     finally:

@@ -481,6 +481,8 @@ def _approvals(
             "created_at": c.get("registered_at"),
             "timeout_s": c.get("timeout_s"),
             "env": c.get("env"),
+            "runners": c.get("runners"),
+            "inherit": c.get("inherit"),
             "artifacts": c.get("artifacts"),
             "args_policy": c.get("args_policy"),
         }

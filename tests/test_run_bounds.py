@@ -1,0 +1,184 @@
+"""Bounds on what runs leave behind (issue 23): a per-project queue limit, run logs kept for the newest runs only
+(pruned by the maintenance worker's pass), every queued run of a command cancelled in one CLI call, an ingest of
+a FIFO that says it waits for a writer and gives up after a timeout, and published reports without run output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from coverage_cli.main import cli
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.execution import logs, queue
+from coverage_core.project import Project, open_project
+
+from .gitrepo import make_repo
+from .test_runs import FILES, PY, approved, run, wait_for
+
+CLI = str(Path(sys.executable).parent / "coverage-mcp")
+LCOV = "SF:app.py\nDA:1,1\nDA:2,0\nend_of_record\n"
+SECRETIVE = "print('AWS_SECRET_ACCESS_KEY=do-not-publish-me')\n" + FILES["gen.py"]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {**FILES, "secretive.py": SECRETIVE})
+
+
+@pytest.fixture
+def limited(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    monkeypatch.setenv("COVERAGE_MCP_RUN_QUEUE_LIMIT", "2")
+    with open_project(repo) as project:
+        yield project
+
+
+def _queue_sleepers(project: Project, count: int) -> tuple[str, list[str]]:
+    command_id = approved(project, [PY, "sleepy.py"], name="sleepy")
+    ids = [run(project, command_id=command_id, reuse_if_unchanged=False)["id"] for _ in range(count)]
+    return command_id, ids
+
+
+def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(limited: Project) -> None:
+    command_id, ids = _queue_sleepers(limited, 1)
+    wait_for(lambda: queue.get(limited.store, ids[0])["state"] == "running", "the first run's start")
+    ids += [run(limited, command_id=command_id, reuse_if_unchanged=False)["id"] for _ in range(2)]
+    with pytest.raises(CoverageError) as refused:
+        run(limited, command_id=command_id, reuse_if_unchanged=False)
+    assert refused.value.code == ErrorCode.TOO_MANY_REQUESTS
+    assert "COVERAGE_MCP_RUN_QUEUE_LIMIT" in refused.value.message + refused.value.suggestion
+    assert "runs cancel --command" in refused.value.suggestion
+    for run_id in ids:
+        queue.request_cancel(limited.store, run_id)
+
+
+def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
+    with open_project(repo) as project:
+        command_id, ids = _queue_sleepers(project, 4)
+        wait_for(lambda: queue.get(project.store, ids[0])["state"] == "running", "the first run's start")
+        other = approved(project, [PY, "gen.py"], name="gen")
+        kept = queue.enqueue(
+            project.store,
+            command_id=other,
+            command_hash="x",
+            args=[],
+            baseline=None,
+            idempotency_key=None,
+            fingerprint="f",
+            worktree_path=str(repo),
+        )[0]
+    # The project closed: the running run was cancelled (shutdown), the queued ones stayed queued.
+    done = CliRunner().invoke(cli, ["runs", "cancel", "--command", command_id, "--repo", str(repo)])
+    assert done.exit_code == 0, done.output
+    assert "cancelled 3 queued runs" in done.output
+    with open_project(repo) as project:
+        assert [queue.get(project.store, i)["state"] for i in ids[1:]] == ["cancelled"] * 3
+        queue.request_cancel(project.store, kept)
+
+
+def test_run_logs_are_kept_for_the_newest_runs_only(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COVERAGE_MCP_RUN_LOGS_KEEP_RUNS", "2")
+    with open_project(repo) as project:
+        command_id = approved(
+            project, [PY, "chatty.py"], name="chatty", artifacts=[{"path": "x.info", "suite": "u"}]
+        )
+        ids = [
+            run(project, command_id=command_id, wait=True, reuse_if_unchanged=False)["id"] for _ in range(4)
+        ]
+        folder = project.store.path.parent / "runs"
+        assert all((folder / i / "stdout").exists() for i in ids)
+        pruned = logs.prune(project)
+        assert sorted(pruned) == sorted(ids[:2])
+        assert [(folder / i).exists() for i in ids] == [False, False, True, True]
+        assert logs.prune(project) == []
+
+
+def test_run_logs_past_the_byte_budget_are_pruned_oldest_first(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COVERAGE_MCP_RUN_LOGS_KEEP_MIB", "1")
+    big = "import sys\nsys.stdout.write('y' * 700000)\n"
+    (repo / "big.py").write_text(big)
+    with open_project(repo) as project:
+        command_id = approved(
+            project, [PY, "big.py"], name="big", artifacts=[{"path": "x.info", "suite": "u"}]
+        )
+        ids = [
+            run(project, command_id=command_id, wait=True, reuse_if_unchanged=False)["id"] for _ in range(3)
+        ]
+        folder = project.store.path.parent / "runs"
+        assert sorted(logs.prune(project)) == sorted(ids[:2])
+        assert (folder / ids[2]).exists()
+
+
+def _cli(repo: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [CLI, *args, "--repo", str(repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COVERAGE_MCP_INGEST_WAIT_S": "3"},
+    )
+
+
+def test_an_ingest_of_a_fifo_says_it_waits_for_a_writer_then_reads_what_the_writer_sends(
+    repo: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    proc = _cli(repo, "ingest", str(fifo), "--suite", "unit", "--format", "lcov")
+    assert proc.stderr is not None
+    line = proc.stderr.readline()  # the event: the CLI says it waits
+    assert "waiting for a writer" in line and str(fifo) in line, line
+    with open(fifo, "w") as writer:
+        writer.write(LCOV)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "stored" in out
+
+
+def test_an_ingest_of_a_fifo_without_a_writer_gives_up_after_its_timeout(repo: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    proc = _cli(repo, "ingest", str(fifo), "--suite", "unit")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert "no writer" in err and "COVERAGE_MCP_INGEST_WAIT_S" in err, err
+
+
+def test_an_ingest_of_a_process_substitution_still_works(repo: Path) -> None:
+    (repo / "cov.info").write_text(LCOV)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'"{CLI}" ingest <(cat cov.info) --suite unit --format lcov',
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "waiting for a writer" not in done.stderr
+
+
+def test_a_published_html_report_leaves_run_output_out_unless_asked(repo: Path, tmp_path: Path) -> None:
+    with open_project(repo) as project:
+        command_id = approved(project, [PY, "secretive.py"], name="secretive")
+        assert run(project, command_id=command_id, wait=True)["state"] == "succeeded"
+    plain = CliRunner().invoke(cli, ["report", "--html", str(tmp_path / "plain"), "--repo", str(repo)])
+    assert plain.exit_code == 0, plain.output
+    assert "do-not-publish-me" not in (tmp_path / "plain" / "index.html").read_text()
+    with_logs = CliRunner().invoke(
+        cli, ["report", "--html", str(tmp_path / "logs"), "--include-logs", "--repo", str(repo)]
+    )
+    assert with_logs.exit_code == 0, with_logs.output
+    assert "do-not-publish-me" in (tmp_path / "logs" / "index.html").read_text()
+    assert "warning" in with_logs.output and "run output" in with_logs.output
