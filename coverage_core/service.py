@@ -275,6 +275,12 @@ OPERATIONS: dict[str, Operation] = {
                                 "pattern": "^[0-9a-f]{4,64}$",
                                 "description": "A commit or a prefix of at least 4 hex digits.",
                             },
+                            "chosen": {
+                                "type": "boolean",
+                                "description": "true: only snapshots a side may be chosen from for a caller "
+                                "who names none (no subset that a complete snapshot of its commit and suite "
+                                "outranks).",
+                            },
                         },
                     },
                     "page_size": {

@@ -47,6 +47,7 @@ from ..display import delta as delta_text
 from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
+from ..storage.store import chosen_side
 from .budget import MAX_BYTES, MAX_WORDS
 from .listing import FILE_ORDERS
 
@@ -216,11 +217,12 @@ def _service_call(
 
 
 def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot) -> Snapshot | None:
-    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline."""
+    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline
+    (a subset a complete snapshot of its commit outranks is never chosen, ``chosen_side``)."""
     row = con.execute(
-        """SELECT snapshot_id FROM snapshots
+        f"""SELECT snapshot_id FROM snapshots
            WHERE suite = ? AND format = ? AND snap < (SELECT snap FROM snapshots WHERE snapshot_id = ?)
-           ORDER BY snap DESC LIMIT 1""",
+           AND {chosen_side()} ORDER BY snap DESC LIMIT 1""",
         [current.suite, current.format, current.snapshot_id],
     ).fetchone()
     return None if row is None else project.store.snapshot(row[0], con)
