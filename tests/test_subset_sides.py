@@ -248,5 +248,12 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
         assert page["selection"]["baseline"]["snapshot_id"] == c0_id
         assert page["selection"]["current"]["scope"] == "complete"
         assert page["selection"]["current"]["run"]["run_id"] == whole["id"]
-        scopes = {p["snapshot_id"]: p["scope"] for p in page["timeline"]["points"]}
-        assert scopes[subset_id] == "subset"  # listed, and labelled, but never chosen
+        points = {p["snapshot_id"]: p for p in page["timeline"]["points"]}
+        assert points[subset_id]["scope"] == "subset"  # listed, and labelled, but never chosen
+        assert points[subset_id]["run"] == {
+            "run_id": one["id"],
+            "command_id": command_id,
+            "command": "measure",
+            "args": [ONE_TEST],
+        }
+        assert points[c0_id]["run"] is None and points[c0_id]["provenance"] == "import"

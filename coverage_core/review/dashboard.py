@@ -48,6 +48,7 @@ from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
 from ..storage.store import chosen_side
+from . import provenance
 from .budget import MAX_BYTES, MAX_WORDS
 from .listing import FILE_ORDERS
 
@@ -619,6 +620,7 @@ def dashboard(
         ).fetchall()
     ]
     points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
+    runs = provenance.runs_of(con, [p.snapshot_id for p in points[:MAX_TIMELINE]])
     review = _service_call(project, con)
     change = _change(review, cur, base) if cur is not None and base is not None else None
     data: dict[str, Any] = {
@@ -637,7 +639,10 @@ def dashboard(
         "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
         "metrics": _metrics(cur, base),
         "timeline": {
-            "points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
+            # Each point with its scope and, for a run's snapshot, the run, command and case arguments.
+            "points": [
+                {**_point(p), "run": runs.get(p.snapshot_id)} for p in reversed(points[:MAX_TIMELINE])
+            ],
             "truncated": len(points) > MAX_TIMELINE,
         },
         "change": change,
