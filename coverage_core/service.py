@@ -277,9 +277,7 @@ OPERATIONS: dict[str, Operation] = {
                             },
                             "chosen": {
                                 "type": "boolean",
-                                "description": "true: only snapshots a side may be chosen from for a caller "
-                                "who names none (no subset that a complete snapshot of its commit and suite "
-                                "outranks).",
+                                "description": "true: only snapshots a default side may be.",
                             },
                         },
                     },
