@@ -119,6 +119,14 @@ def _selectors(func: Callable[..., Any], baseline_required: bool) -> Callable[..
                 show_default=True,
                 help="Scope of a --current REPORT: 'subset' when only selected tests ran.",
             ),
+            click.option(
+                "--commit",
+                metavar="SHA",
+                help="The commit a --current REPORT measured. Without it the report is the working tree's "
+                "only as far as its identity is shown (written after the tree's last change, every line "
+                "within its file, checksums matching, no unmeasured uncommitted edit); what is missing "
+                "makes the claim limited (report_identity_unproven), and gate does not pass (exit 1).",
+            ),
             repo_option,
             json_option,
         )
@@ -134,6 +142,7 @@ def comparison(
     suite: str | None,
     scope: str,
     fallback: str | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any]:
     """The arguments of ``ci.diff`` / ``ci.gate`` the selectors name."""
     args: dict[str, Any] = {}
@@ -146,6 +155,10 @@ def comparison(
         args["current"] = {"snapshot_id" if current.startswith(SNAPSHOT_PREFIX) else "report_path": current}
         if "report_path" in args["current"]:
             args["scope"] = scope
+            if commit is not None:
+                args["commit"] = commit
+    if commit is not None and "commit" not in args:
+        raise click.UsageError("--commit names the commit of a --current REPORT; give one")
     if suite:
         args["suite"] = suite
     return args
@@ -177,11 +190,12 @@ def before_after(lines: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int
     in UNC, LBC, UIC and UBC (lcov's definitions; GIC and UIC were not code before).
     """
     c = lines
-    base_hit = c["LBC"] + c["CBC"] + c["ECB"] + c["DCB"]
+    lost = c["LBC"] + c.get("not_observed", 0)  # a subset side's LBC is counted as not_observed
+    base_hit = lost + c["CBC"] + c["ECB"] + c["DCB"]
     cur_hit = c["GBC"] + c["GIC"] + c["GNC"] + c["CBC"]
     return (
         (base_hit, base_hit + c["UBC"] + c["GBC"] + c["EUB"] + c["DUB"]),
-        (cur_hit, cur_hit + c["UNC"] + c["LBC"] + c["UIC"] + c["UBC"]),
+        (cur_hit, cur_hit + c["UNC"] + lost + c["UIC"] + c["UBC"]),
     )
 
 
@@ -256,6 +270,9 @@ def render_table(s: Summary) -> str:
         out.append(
             f"  {c + ' ' + NAMES[c]:<34}{d['categories'][c]:>8}{d['branches'][c]:>10}{d['functions'][c]:>11}"
         )
+    if s.subset:  # a subset's baseline-covered lines it did not reach: not lost, only not run
+        seen = [d[k].get("not_observed", 0) for k in ("categories", "branches", "functions")]
+        out.append(f"  {'not_observed (subset run)':<34}{seen[0]:>8}{seen[1]:>10}{seen[2]:>11}")
     if s.files:
         width = max(len("file"), *(len(f["path"]) for f in s.files))  # never cut a name: two may share a tail
         out.append(f"  {'file':<{width}}  {'status':<14}{'UNC':>5}{'LBC':>5}{'UIC':>5}  patch")
@@ -405,6 +422,11 @@ def render_markdown(s: Summary) -> str:
         row = (d["categories"][c], d["branches"][c], d["functions"][c])
         if any(row):
             out.append(f"| {c} {NAMES[c]} | {row[0]} | {row[1]} | {row[2]} |")
+    row = tuple(d[k].get("not_observed", 0) for k in ("categories", "branches", "functions"))
+    if any(row):
+        out.append(
+            f"| not_observed: covered in the baseline, not run by this subset | {row[0]} | {row[1]} | {row[2]} |"
+        )
     out += ["", "</details>"]
     unc = [r for r in s.ranges if r["category"] == "UNC"]
     if unc:
@@ -551,7 +573,7 @@ FORMATS = ("table", "json", "markdown")
 )
 @handles_errors
 def diff_command(
-    baseline, fallback, merge_base, current, suite, scope, repo, as_json, fmt, annotations
+    baseline, fallback, merge_base, current, suite, scope, commit, repo, as_json, fmt, annotations
 ) -> None:
     """Compare coverage with a baseline: lcov's twelve categories, patch coverage, files and ranges.
 
@@ -566,7 +588,7 @@ def diff_command(
     """
     fmt = output_format(as_json, fmt, default="table")
     as_json = fmt == ENVELOPE
-    args = comparison(baseline, merge_base, current, suite, scope, fallback)
+    args = comparison(baseline, merge_base, current, suite, scope, fallback, commit)
     if fmt == "markdown":
         args["snippets"] = True
     sink = annotation_sink(annotations)
@@ -633,6 +655,7 @@ def gate_command(
     current,
     suite,
     scope,
+    commit,
     repo,
     as_json,
     fail_under_total,
@@ -649,12 +672,15 @@ def gate_command(
     (claim stale, reason code current_not_measured; name one with --current to
     compare it as asked). Without --baseline, --fail-under-total P alone checks
     the current snapshot's total (coverage.py's --fail-under); --baseline none
-    compares with nothing. --json prints the gate's envelope (data.passed,
+    compares with nothing. A --current REPORT not shown to describe the working
+    tree (claim limited, reason code report_identity_unproven) never passes:
+    the checks are printed, and the exit is 1 (name its commit with --commit).
+    --json prints the gate's envelope (data.passed,
     data.checks, the sides, categories and patch, the claim and its reason codes).
 
     Example: coverage-mcp gate --baseline main --merge-base --fail-under-patch 80 --ratchet
     """
-    args = comparison(baseline, merge_base, current, suite, scope, fallback)
+    args = comparison(baseline, merge_base, current, suite, scope, fallback, commit)
     for key, value in (
         ("fail_under_total", fail_under_total),
         ("fail_under_patch", fail_under_patch),
@@ -676,7 +702,7 @@ def gate_command(
         for c in envelope["data"]["checks"]:
             click.echo(f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
         click.echo(render_claim(envelope["data"], indent=""))
-    if ci.not_compared(envelope):
+    if ci.not_compared(envelope) or ci.unproven(envelope):
         sys.exit(FAILED)
     failed = ci.failure(args, envelope)
     if failed is not None:

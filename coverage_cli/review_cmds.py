@@ -356,13 +356,18 @@ def _source(data: dict[str, Any], pad: str) -> list[str]:
 def _history(data: dict[str, Any], pad: str) -> list[str]:
     out = []
     for point in data.get("points", []):
-        sid, when, commit, hit, found = (
-            point
-            if isinstance(point, list)
-            else (point["snapshot_id"], point["created_at"], point["commit"], point["hit"], point["found"])
+        if isinstance(point, list):
+            sid, when, commit, hit, found, scope, run = point
+        else:
+            sid, when, commit, hit, found, scope = (
+                point[k] for k in ("snapshot_id", "created_at", "commit", "hit", "found", "scope")
+            )
+            run = point["run"] and [point["run"]["run_id"], point["run"]["command"], point["run"]["args"]]
+        origin = (
+            f"  {run[0]} {repr(run[1])[1:-1]} {' '.join(repr(a) for a in run[2])}".rstrip() if run else ""
         )
         out.append(
             f"{pad}{str(when).replace('T', ' ')[:19]}  {(commit or '-')[:12]}  {percent(hit, found):>8}  "
-            f"({hit}/{found})  {sid}"
+            f"({hit}/{found})  {scope}  {sid}{origin}"
         )
     return out

@@ -282,23 +282,33 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
         return
     # Names are never cut (two suites may differ only at their end): the column fits the longest.
     width = max([len("suite"), *(len(s[2] if isinstance(s, list) else s["suite"]) for s in snaps)]) + 2
-    click.echo(f"{'snapshot':<22}{'created':<21}{'suite':<{width}}{'format':<11}{'commit':<13}{'lines':>10}")
+    click.echo(
+        f"{'snapshot':<22}{'created':<21}{'suite':<{width}}{'format':<11}{'commit':<13}{'lines':>10}  "
+        f"{'scope':<9}from"
+    )
     for s in snaps:
         if isinstance(s, list):  # the compact representation (see its legend)
-            sid, created, suite, fmt, commit, _branch, _dirty, _scope, _counter, hit, found = s
+            sid, created, suite, fmt, commit, _branch, _dirty, scope, _counter, hit, found, origin, run = s
             cov = percent(hit, found) if found else "-"
         else:
-            sid, created, suite, fmt, commit = (
+            sid, created, suite, fmt, commit, scope, origin = (
                 s["snapshot_id"],
                 s["created_at"],
                 s["suite"],
                 s["format"],
                 s["commit"],
+                s["scope"],
+                s["provenance"],
             )
+            run = s.get("run") and [s["run"]["run_id"], s["run"]["command"], s["run"]["args"]]
             lines = s["totals"].get("lines") or s["totals"].get("statements")
             cov = percent(lines["hit"], lines["found"]) if lines else "-"
         when = str(created).replace("T", " ")[:19]
-        click.echo(f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}")
+        # Where it came from: an import, or the run, its command and case arguments (escaped: hostile text).
+        source = origin if not run else " ".join([run[0], repr(run[1])[1:-1], *(repr(a) for a in run[2])])
+        click.echo(
+            f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}  {scope:<9}{source}"
+        )
     if len(snaps) == 1 and isinstance(snaps[0], dict):
         _totals(snaps[0]["totals"])
     _more(envelope)

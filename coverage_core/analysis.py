@@ -14,16 +14,26 @@ columns, detached from the store: it is copied into its own in-memory
 database, so it stays usable after the project is closed and never holds the
 store. Counts are exact integers (``hit``, ``found``); ``percent`` is a DOUBLE
 for plotting (NULL when nothing was found), never used for arithmetic here.
+
+While the daemon holds the store, ``coverage_daemon.client.open_project``
+gives a project the daemon owns (anything with ``analysis(name, arguments)``):
+each helper then asks the daemon to run itself there (``ANALYSES``), receives
+the answer's columns (``to_columns``) and builds the same relation in memory
+(``from_columns``): the same rows, names and types as without a daemon.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import datetime as dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
+from .diffmap import diff_trees
 from .errors import CoverageError, ErrorCode
 from .report import COUNTERS
+from .storage.store import chosen_side
 
 if TYPE_CHECKING:
     from .project import Project
@@ -35,11 +45,59 @@ FILE_COUNTERS = ("lines", "branches", "functions")
 _PERCENT = "100 * {hit}::DOUBLE / nullif({found}, 0)"
 
 
+class Owned(Protocol):
+    """A project another process owns (the daemon): it runs an analysis there and returns its columns."""
+
+    def analysis(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def _routed(project: Any, name: str, arguments: dict[str, Any]) -> duckdb.DuckDBPyRelation | None:
+    """The answer of the daemon that owns ``project``'s store, or None when this process has the store."""
+    ask = getattr(project, "analysis", None)
+    return None if ask is None else from_columns(ask(name, arguments))
+
+
+def to_columns(rel: duckdb.DuckDBPyRelation) -> dict[str, Any]:
+    """A relation as JSON-ready columns: ``names``, DuckDB ``types`` and ``values`` (one list per column;
+    timestamps as ISO 8601 text, NULL as None), in row order."""
+    names, types = list(rel.columns), [str(t) for t in rel.types]
+    rows = rel.fetchall()
+
+    def plain(v: Any) -> Any:
+        return v.isoformat() if isinstance(v, (dt.datetime, dt.date)) else v
+
+    return {
+        "names": names,
+        "types": types,
+        "values": [[plain(r[i]) for r in rows] for i in range(len(names))],
+    }
+
+
+def from_columns(columns: dict[str, Any]) -> duckdb.DuckDBPyRelation:
+    """The relation ``to_columns`` describes, in a private in-memory database (same names, types, order)."""
+    names, types, values = columns["names"], columns["types"], columns["values"]
+    memory = duckdb.connect()
+    n = len(values[0]) if values else 0
+    select = ", ".join(
+        f"CAST(c{i}[k] AS {kind}) AS {_quote(name)}" for i, (name, kind) in enumerate(zip(names, types))
+    )
+    args = ", ".join(
+        f"?::VARCHAR[] AS c{i}" if "TIME" in kind else f"?::{kind}[] AS c{i}" for i, kind in enumerate(types)
+    )
+    memory.execute(
+        f"CREATE TABLE answer AS SELECT {select} FROM (SELECT {args}) t, range(1, ? + 1) r(k) ORDER BY k",
+        [*values, n],
+    )
+    return memory.table("answer")
+
+
 def history(project: Project, suite: str | None = None, counter: str = "lines") -> duckdb.DuckDBPyRelation:
-    """Every snapshot's total for one counter, oldest first.
+    """Every snapshot's total for one counter, oldest first; a ``subset`` run is left out when a
+    complete snapshot of its commit and suite exists (it would plot as a dip that no change made).
 
     Columns: ``snapshot_id``, ``created_at`` (TIMESTAMPTZ), ``suite``,
     ``commit`` (full hash; NULL in a repository without commits), ``branch``,
+    ``scope`` (``complete`` or ``subset``),
     ``hit``, ``found`` (exact BIGINTs) and ``percent`` (DOUBLE, NULL when
     ``found`` is 0). ``suite=None`` takes every suite (tell them apart by the
     ``suite`` column). Snapshots whose report has no such counter (a report
@@ -53,14 +111,17 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
         >>> trend.project("commit, percent").fetchall()
         [('3f1c...', 62.5), ('9a0e...', 77.1), ('c47d...', 83.3)]
     """
+    routed = _routed(project, "history", {"suite": suite, "counter": counter})
+    if routed is not None:
+        return routed
     if counter not in COUNTERS:
         raise _bad_counter(counter, COUNTERS)
     rel = project.relation(
         f"""
-        SELECT s.snapshot_id, s.created_at, s.suite, s.commit_sha AS "commit", s.branch, t.hit, t.found,
-               {_PERCENT.format(hit="t.hit", found="t.found")} AS percent
+        SELECT s.snapshot_id, s.created_at, s.suite, s.commit_sha AS "commit", s.branch, s.scope, t.hit,
+               t.found, {_PERCENT.format(hit="t.hit", found="t.found")} AS percent
         FROM snapshots s JOIN snapshot_totals t USING (snap)
-        WHERE t.counter = ? AND (?::VARCHAR IS NULL OR s.suite = ?)
+        WHERE t.counter = ? AND (?::VARCHAR IS NULL OR s.suite = ?) AND {chosen_side("s")}
         ORDER BY s.snap""",
         [counter, suite, suite],
     )
@@ -97,6 +158,13 @@ def file_history(
         >>> rows.filter("path = 'inventory/pricing.py'").project("commits_ago, hit, found").fetchall()
         [(2, 13, 18), (1, 11, 18), (0, 4, 18)]
     """
+    routed = _routed(
+        project,
+        "file_history",
+        {"last_commits": last_commits, "suite": suite, "counter": counter, "ref": ref},
+    )
+    if routed is not None:
+        return routed
     rel = _file_rows(project, last_commits, suite, counter, ref)
     return _detached(rel.order("commits_ago DESC, path"))
 
@@ -118,9 +186,11 @@ def coverage_loss(
     do lines whose tests were deleted; deleting covered code does not. Only
     files with ``lost > 0`` are listed, ranked by ``lost``, then by the drop
     in percent, then by path. A file new in the window starts at 0 of 0
-    (``first_percent`` NULL).
+    (``first_percent`` NULL). A file git sees renamed between the two commits
+    is compared with itself under its old name (``previous_path``), never
+    counted as a lost file and a new one.
 
-    Columns: ``path``, ``first_hit``, ``first_found``, ``last_hit``,
+    Columns: ``path``, ``previous_path`` (NULL unless renamed), ``first_hit``, ``first_found``, ``last_hit``,
     ``last_found``, ``lost``, ``first_percent``, ``last_percent``,
     ``from_commit``, ``to_commit``. Raises ``not_found`` when fewer than two
     of those commits were measured (nothing to compare).
@@ -131,6 +201,9 @@ def coverage_loss(
         >>> loss.project("path, first_hit, last_hit, lost").fetchall()
         [('inventory/pricing.py', 13, 4, 9), ('inventory/stock.py', 24, 23, 1)]
     """
+    routed = _routed(project, "coverage_loss", {"last": last, "suite": suite, "counter": counter, "ref": ref})
+    if routed is not None:
+        return routed
     rows = _file_rows(project, last, suite, counter, ref)
     ends = rows.aggregate(
         'max(commits_ago) AS first, min(commits_ago) AS last, count(DISTINCT "commit") AS n'
@@ -151,9 +224,24 @@ def coverage_loss(
     last_rows = rows.filter(f"commits_ago = {int(newest)}").set_alias("b")
     first_commit = first_rows.aggregate('any_value("commit")').fetchall()[0][0]
     last_commit = last_rows.aggregate('any_value("commit")').fetchall()[0][0]
+    # A file renamed between the two commits is one file: its old rows meet its new ones (git's rename
+    # detection, as `change` follows renames), never a loss of the old name and a new file.
+    renames = {
+        c.old_path: c.new_path
+        for c in diff_trees(project.git, first_commit, last_commit).changes
+        if c.status == "renamed" and c.old_path and c.new_path
+    }
+    if renames:
+        cases = " ".join(f"WHEN {_literal(old)} THEN {_literal(new)}" for old, new in sorted(renames.items()))
+        first_rows = first_rows.project(
+            f"* EXCLUDE (path), CASE path {cases} ELSE path END AS path, "
+            f"CASE WHEN path IN ({', '.join(_literal(o) for o in sorted(renames))}) THEN path END AS previous_path"
+        ).set_alias("a")
+    else:
+        first_rows = first_rows.project("*, NULL::VARCHAR AS previous_path").set_alias("a")
     joined = first_rows.join(last_rows, "a.path = b.path", how="outer")
     answer = joined.project(
-        f"""coalesce(a.path, b.path) AS path,
+        f"""coalesce(a.path, b.path) AS path, a.previous_path AS previous_path,
         coalesce(a.hit, 0) AS first_hit, coalesce(a.found, 0) AS first_found,
         coalesce(b.hit, 0) AS last_hit, coalesce(b.found, 0) AS last_found,
         (coalesce(b.found, 0) - coalesce(b.hit, 0)) - (coalesce(a.found, 0) - coalesce(a.hit, 0)) AS lost,
@@ -165,6 +253,14 @@ def coverage_loss(
         "lost DESC, coalesce(last_percent, 0) - coalesce(first_percent, 0), path"
     )
     return _detached(ranked)
+
+
+# What a daemon runs for a project it owns (coverage_daemon's analysis route), by name.
+ANALYSES: dict[str, Callable[..., duckdb.DuckDBPyRelation]] = {
+    "history": history,
+    "file_history": file_history,
+    "coverage_loss": coverage_loss,
+}
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -241,6 +337,10 @@ def _detached(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
     memory.execute(f"CREATE TABLE answer AS SELECT {select} FROM fetched")
     memory.unregister("fetched")
     return memory.table("answer")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _quote(name: str) -> str:

@@ -275,6 +275,10 @@ OPERATIONS: dict[str, Operation] = {
                                 "pattern": "^[0-9a-f]{4,64}$",
                                 "description": "A commit or a prefix of at least 4 hex digits.",
                             },
+                            "chosen": {
+                                "type": "boolean",
+                                "description": "true: only snapshots a default side may be.",
+                            },
                         },
                     },
                     "page_size": {

@@ -90,6 +90,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", _PROJECT + "/runs", rest.list_runs, _CLIENT),
     Route("POST", _PROJECT + "/compact", compaction_routes.compact, _ADMIN),
     Route("GET", _PROJECT + "/compaction", compaction_routes.inventory, _CLIENT),
+    Route("POST", _PROJECT + "/analysis", rest.analysis, _CLIENT),
     # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link.
     Route("POST", "/api/dashboard/ticket", dashboard.mint_ticket, _ADMIN),
     Route("GET", "/session", dashboard.start_session, Access.TICKET),

@@ -222,6 +222,11 @@ class DaemonClient:
             "POST", f"/api/projects/{project_id}/compact", body=body, headers={CAPABILITY_HEADER: capability}
         )[1]["data"]
 
+    def analysis(self, project_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One ``coverage_core.analysis`` helper run by the daemon on the store it holds: its columns."""
+        body = {"name": name, "arguments": arguments}
+        return self.request("POST", f"/api/projects/{project_id}/analysis", body=body)[1]["data"]
+
     def compaction_inventory(self, project_id: str) -> dict[str, Any]:
         """The project's compaction inventory (a client call)."""
         return self.request("GET", f"/api/projects/{project_id}/compaction")[1]["data"]
@@ -252,10 +257,13 @@ class DaemonClient:
         branch: str | None = None,
         commit: str | None = None,
         limit: int | None = None,
+        chosen: bool = False,
     ) -> list[Snapshot]:
-        wanted = {
+        wanted: dict[str, Any] = {
             k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
         }
+        if chosen:
+            wanted["chosen"] = True
         args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
         return [
             converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]
@@ -398,15 +406,24 @@ class DaemonProject:
         branch: str | None = None,
         commit: str | None = None,
         limit: int | None = None,
+        chosen: bool = False,
     ) -> list[Snapshot]:
-        return self.client.snapshots(self.project_id, suite=suite, branch=branch, commit=commit, limit=limit)
+        return self.client.snapshots(
+            self.project_id, suite=suite, branch=branch, commit=commit, limit=limit, chosen=chosen
+        )
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
         return self.client.snapshot(self.project_id, snapshot_id)
 
     def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
-        found = self.snapshots(suite=suite, limit=1)
+        """The newest snapshot of ``suite`` that may be chosen for a caller (a complete one outranks newer
+        subset ones of its commit), as ``Project.latest`` answers it."""
+        found = self.snapshots(suite=suite, limit=1, chosen=True)
         return found[0] if found else None
+
+    def analysis(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """What ``coverage_core.analysis`` asks of a project the daemon owns: the helper's answer as columns."""
+        return self.client.analysis(self.project_id, name, arguments)
 
     def files(
         self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"

@@ -390,3 +390,39 @@ async def list_runs(request: web.Request) -> web.Response:
         )
     found = await _with_project(request, lambda project: queue.list_runs(project, status, limit=limit))
     return json_response({"data": {"runs": found}, "page": None})
+
+
+# -- analysis: the notebooks' relations, computed where the store is ---------------------------------
+
+# Each analysis helper's keyword arguments (coverage_core.analysis), checked before it runs.
+_ANALYSIS_ARGUMENTS = {
+    "history": frozenset({"suite", "counter"}),
+    "file_history": frozenset({"last_commits", "suite", "counter", "ref"}),
+    "coverage_loss": frozenset({"last", "suite", "counter", "ref"}),
+}
+
+
+async def analysis(request: web.Request) -> web.Response:
+    """POST .../analysis {name, arguments}: one ``coverage_core.analysis`` helper run on the project the
+    daemon holds; its answer's columns (``analysis.to_columns``), for the helper to rebuild in memory."""
+    from coverage_core import analysis as helpers
+
+    _no_query(request)
+    body = await read_object(request, frozenset({"name", "arguments"}))
+    name, arguments = body.get("name"), body.get("arguments", {})
+    if name not in _ANALYSIS_ARGUMENTS:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown analysis {str(name)[:100]!r}",
+            f"Analyses: {', '.join(_ANALYSIS_ARGUMENTS)}.",
+        )
+    if not isinstance(arguments, dict) or set(arguments) - _ANALYSIS_ARGUMENTS[name]:
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"analysis {name} takes the arguments {', '.join(sorted(_ANALYSIS_ARGUMENTS[name]))}",
+            "Pass only those, as a JSON object.",
+        )
+    columns = await _with_project(
+        request, lambda project: helpers.to_columns(helpers.ANALYSES[name](project, **arguments))
+    )
+    return json_response({"data": columns, "page": None})

@@ -125,6 +125,7 @@ def test_history_lists_every_snapshot_oldest_first_with_the_reports_own_totals(c
         "suite",
         "commit",
         "branch",
+        "scope",
         "hit",
         "found",
         "percent",
@@ -133,8 +134,8 @@ def test_history_lists_every_snapshot_oldest_first_with_the_reports_own_totals(c
     assert [r[0] for r in rows] == [s.snapshot_id for s in snaps]
     assert [r[1] for r in rows] == [s.created_at for s in snaps]
     assert [r[3] for r in rows] == [s.sha for s in steps]
-    assert [(r[5], r[6]) for r in rows] == [s.totals() for s in steps]
-    assert [r[7] for r in rows] == [
+    assert [(r[6], r[7]) for r in rows] == [s.totals() for s in steps]
+    assert [r[8] for r in rows] == [
         pytest.approx(100 * hit / found) for hit, found in (s.totals() for s in steps)
     ]
 

@@ -55,7 +55,8 @@ def test_the_answer_is_the_union_of_baseline_and_current_with_grouped_lines(svc:
     assert data["lines"]["union"] == [6, 8] and data["lines"]["delta_union"] == [2, 1]
     assert data["regression"] == {"status": "not_observed", "lines": 1}
     assert data["baseline"]["suites"] == ["full"] and data["current"]["suites"] == ["case-42"]
-    assert data["diff"]["replacement"] is True and data["diff"]["categories"]["LBC"] == 1
+    assert data["diff"]["replacement"] is True and data["diff"]["categories"]["LBC"] == 0
+    assert data["diff"]["categories"]["not_observed"] == 1  # a subset's LBC is not_observed, never a loss
 
 
 def test_absence_in_a_subset_run_is_not_observed_and_only_a_complete_run_claims_a_regression(

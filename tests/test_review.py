@@ -105,7 +105,8 @@ def test_source_marks_lines_from_git_at_the_snapshots_commit(service: Service, s
     assert lines[15] == ("p", "    elif quantity >= 20:")  # executed, its true branch never taken
     assert lines[16][0] == "u"
     assert lines[24][0] == "u" and lines[23][0] == "c" and lines[22][0] == "-"
-    assert data["claim_status"] == "limited"  # the checkout is dirty now
+    # The file was modified after it was measured: an answer about it is stale, and says which file.
+    assert data["claim_status"] == "stale" and "inventory/pricing.py" in data["reasons"][0]
 
 
 def test_source_without_a_range_shows_the_top_insight_target(service: Service) -> None:
@@ -133,11 +134,11 @@ def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> N
         file_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py")[
             "data"
         ]
-        assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [13, 18]
+        assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [13, 18, "complete", None]
         line_hist = review(
             svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py", lines="24"
         )["data"]
-        assert [p[3:] for p in line_hist["points"]] == [[0, 1], [0, 1]]
+        assert [p[3:] for p in line_hist["points"]] == [[0, 1, "complete", None], [0, 1, "complete", None]]
 
 
 def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(

@@ -43,6 +43,7 @@ import pygit2
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import SNAPSHOT_PREFIX
 from ..model import Snapshot
+from ..storage.store import chosen_side
 from .call import Call
 from .select import Selection
 
@@ -164,8 +165,10 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
         )
     if kind == "previous_snapshot":
         before = min(current.snaps, default=2**31 - 1)
+        # A subset a complete snapshot of its commit outranks is never the default baseline (chosen_side).
         row = call.one(
-            "SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? AND format = ? ORDER BY snap DESC LIMIT 1",
+            f"SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? AND format = ? AND {chosen_side()} "
+            "ORDER BY snap DESC LIMIT 1",
             [suite, before, current.primary.format],
         )
         if row is None:
@@ -382,7 +385,7 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
     suite = current.suite
     row = call.one(
         "SELECT snapshot_id FROM snapshots WHERE suite = ? AND commit_sha = ? AND NOT list_contains(?, snap) "
-        "AND format = ? ORDER BY dirty, snap DESC LIMIT 1",
+        "AND format = ? ORDER BY scope = 'subset', dirty, snap DESC LIMIT 1",
         [suite, commit, list(exclude), current.format],
     )
     if row is None:

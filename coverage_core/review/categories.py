@@ -74,6 +74,27 @@ NAMES = {
     "DUB": "deleted uncovered baseline",
     "DCB": "deleted covered baseline",
 }
+# A subset side's LBC: lines the baseline covered that a run of fewer tests did not reach. Not a loss:
+# answers from a subset side report them under this name, and LBC as 0.
+NOT_OBSERVED = "not_observed"
+
+
+def named_counts(values: np.ndarray, *, every: bool, subset: bool = False) -> dict[str, int]:
+    """Category name -> count (zeros too with ``every``); from a ``subset`` side LBC is ``not_observed``."""
+    counts = {name: int(v) for name, v in zip(CATEGORIES, values) if every or v}
+    if subset and values[LBC]:
+        counts[NOT_OBSERVED] = int(values[LBC])
+        if every:
+            counts["LBC"] = 0
+        else:
+            del counts["LBC"]
+    return counts
+
+
+def category_name(cat: int, *, subset: bool = False) -> str:
+    return NOT_OBSERVED if subset and cat == LBC else CATEGORIES[cat]
+
+
 # Categories whose lines exist only in the baseline (their line numbers are the baseline's).
 BASELINE_ONLY = frozenset({EUB, ECB, DUB, DCB})
 N = len(CATEGORIES)

@@ -17,8 +17,11 @@ Evidence rules:
   with no executable line (an empty ``__init__.py``) is measured.
 - An omitted ``measurement`` is HEAD's snapshot (``select.current_at_head``);
   without one the answer is ``stale`` with reason code ``current_not_measured``.
-- LBC is a regression only when the current measurement is ``complete``; from
-  a ``subset`` run it is ``not_observed`` (``data.regression.status``).
+- LBC is a regression only when the current measurement is ``complete``. From
+  a ``subset`` run (only ever a side the caller named: a complete snapshot of
+  the same commit outranks it wherever a side is chosen) a baseline-covered line
+  it did not hit is ``not_observed``, never LBC: every count, row and range
+  reports it under ``not_observed`` and LBC is 0 (``data.regression.status``).
 - Deleted (DUB, DCB) and excluded (EUB, ECB) code never reads as a regression;
   their ranges count lines of the baseline version of the file.
 
@@ -49,15 +52,19 @@ from .categories import (
     GIC,
     GNC,
     LBC,
+    NOT_OBSERVED,
     UBC,
     UIC,
     UNC,
     Comparison,
     Side,
+    category_name,
     file_runs,
+    named_counts,
 )
 from .comparing import Compared, compared, scope_key
 from .context import claim_for
+from .evidence import REPORT_IDENTITY_UNPROVEN
 from .freshness import file_freshness
 from .select import Selection, current_at_head, names_current
 
@@ -172,8 +179,7 @@ def change_of_report(call: Call, current: Selection, side: Side, budget: Budget)
     return answer(call, current, base, compared(call, current, base, side), budget)
 
 
-def _counts(values: np.ndarray, *, every: bool) -> dict[str, int]:
-    return {name: int(v) for name, v in zip(CATEGORIES, values) if every or v}
+_counts = named_counts
 
 
 OUTSIDE_EXAMPLES = 5  # paths named in data.outside_scope
@@ -276,26 +282,26 @@ def file_ranges(c: Comparison, f: int) -> list[tuple[int, int, int, int]]:
     return file_runs(c, f, _IDENTITY, _IDENTITY, RANGE_ORDER)
 
 
-def _row(c: Comparison, f: int, g: Gaps, representation: str) -> Any:
+def _row(c: Comparison, f: int, g: Gaps, representation: str, subset: bool) -> Any:
     per = c.per_file[f]
     status = _status(c, f, g)
-    if representation == "compact":
+    if representation == "compact":  # from a subset side the LBC column is not_observed (the legend says so)
         return [c.paths[f], status, *(int(per[k]) for k in (UNC, LBC, UIC, GNC))]
     row: dict[str, Any] = {"path": c.paths[f], "status": status}
     if c.previous[f]:
         row["previous_path"] = c.previous[f]
-    row["lines"] = _counts(per, every=representation == "audit")
+    row["lines"] = _counts(per, every=representation == "audit", subset=subset)
     row["patch"] = {"found": int(per[UNC] + per[GNC]), "hit": int(per[GNC])}
     return row
 
 
-def _range(path: str, r: tuple[int, int, int, int], representation: str) -> Any:
+def _range(path: str, r: tuple[int, int, int, int], representation: str, subset: bool) -> Any:
     cat, start, end, count = r
     if representation == "compact":
-        return [path, CATEGORIES[cat], start, end, count]
+        return [path, category_name(cat, subset=subset), start, end, count]
     return {
         "path": path,
-        "category": CATEGORIES[cat],
+        "category": category_name(cat, subset=subset),
         "start": start,
         "end": end,
         "line_count": count,
@@ -308,7 +314,7 @@ def _claim(
 ) -> dict[str, Any]:
     claim = claim_for(call, sel.primary)
     reasons = list(sel.notes) + list(base.notes) + list(done.notes) + claim["reasons"]
-    limited = []
+    limited = list(sel.limits)
     if any(s.scope == "subset" for s in base.snapshots):
         limited.append(
             "the baseline measured a subset of the tests: GBC may count lines a full run already hit"
@@ -353,9 +359,9 @@ def _fixed(
             "lines": [done.cur.lines_hit, done.cur.lines_found],
         },
         "diff": done.diff.stats(),
-        "categories": _counts(totals, every=True),
-        "branches": _counts(c.branches, every=representation != "compact"),
-        "functions": _counts(c.functions, every=representation != "compact"),
+        "categories": _counts(totals, every=True, subset=subset),
+        "branches": _counts(c.branches, every=representation != "compact", subset=subset),
+        "functions": _counts(c.functions, every=representation != "compact", subset=subset),
         "patch": {"found": int(totals[UNC] + totals[GNC]), "hit": int(totals[GNC])},
         "regression": {
             "status": ("not_observed" if subset else "regression") if totals[LBC] else "none",
@@ -369,12 +375,14 @@ def _fixed(
     }
     if representation == "compact":
         data["legend"] = {
-            "files": "[path, status, UNC, LBC, UIC, GNC]",
+            "files": f"[path, status, UNC, {NOT_OBSERVED if subset else 'LBC'}, UIC, GNC]",
             "ranges": "[path, category, start, end, line_count]; DUB/DCB/EUB/ECB count baseline lines",
             "branches": "non-zero categories only",
             "functions": "non-zero categories only",
         }
     data.update(_claim(call, sel, base, done, nm_code, len(outside)))
+    if sel.limits:  # an unstored report not shown to be the working tree's (review.evidence)
+        data["reason_codes"] = [REPORT_IDENTITY_UNPROVEN]
     return data
 
 
@@ -400,15 +408,16 @@ def answer(
         raise record_cap_exceeded("change", budget.max_files)
     g = gaps(call, sel, c, done.cur)
     data = _fixed(call, sel, base, done, g, representation)
+    subset = data["current"]["scope"] == "subset"
     ranked = ranked_files(c, g, call.args.get("file"))
     page_idx = ranked[offset : offset + budget.max_files]
     data.update({"files": [], "ranges_truncated": False, "ranges": []})
     # Per file of the page, by content identity (review.freshness): whether HEAD still has the measured text.
     paths = [c.paths[int(f)] for f in page_idx]
     fresh = data["current"]["freshness"] = file_freshness(call, sel.primary, paths)
-    shown = budget.fit_list(data, "files", [_row(c, int(f), g, representation) for f in page_idx])
+    shown = budget.fit_list(data, "files", [_row(c, int(f), g, representation, subset) for f in page_idx])
     if len(page_idx) and not shown:
-        data["files"] = [_row(c, int(page_idx[0]), g, representation)]
+        data["files"] = [_row(c, int(page_idx[0]), g, representation, subset)]
         raise budget.too_small(*size(data))
     data["current"]["freshness"] = {p: fresh[p] for p in paths[:shown] if p in fresh}
     # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.
@@ -418,7 +427,9 @@ def answer(
         for r in file_ranges(c, int(f))
     )
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
-    rendered = [_range(c.paths[t[3]], t[4], representation) for t in found[range_from : range_from + cap]]
+    rendered = [
+        _range(c.paths[t[3]], t[4], representation, subset) for t in found[range_from : range_from + cap]
+    ]
     data["ranges_cursor"] = None
     listed = budget.fit_list(data, "ranges", rendered)
     data["ranges_truncated"] = range_from + listed < len(found)

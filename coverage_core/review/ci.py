@@ -17,7 +17,10 @@ option choices and ranges come from), and return one envelope
 
 ``gate`` without a ``baseline`` checks the total alone (coverage.py's
 ``--fail-under``): it needs ``fail_under_total`` and no other check, and reads
-the current side as a review against ``{"kind": "none"}`` does.
+the current side as a review against ``{"kind": "none"}`` does. A total gate
+whose current side is a ``subset`` (only ever one the caller named, or the
+only measurement of HEAD) is refused (``invalid_argument``, reason
+``subset_total``): a subset's total is not the suite's.
 
 When no snapshot measures the baseline's commit, ``baseline_fallback="ancestor"``
 compares with the nearest ancestor of that commit that has one (Codecov's
@@ -27,7 +30,13 @@ one used; without it the ``baseline_unavailable`` error stands. ``diff`` with
 lines (UNC), a few lines each, for a pull-request comment.
 
 ``current`` is a stored snapshot (``snapshot_id``), or a report file
-(``report_path``) that is parsed and mapped in memory and never stored; it
+(``report_path``) that is parsed and mapped in memory and never stored. A
+report is the working tree's measurement only as far as its identity is shown
+(``review.evidence``: tree, time, lines, checksums); what is missing makes the
+claim ``limited`` with reason code ``report_identity_unproven``, unless
+``commit`` names the commit it measured. ``gate`` never passes on such a
+report: its checks are evaluated and shown, ``passed`` is false and the command
+line exits 1 (the comparison could not be shown to be of this checkout). It
 needs the store itself, so with another owner it is ``store_locked`` and the
 suggestion says how to store it first. Without ``current``: HEAD's snapshot of
 ``suite`` (``select.current_at_head``). When there is none, or HEAD does not
@@ -52,6 +61,7 @@ from .budget import MAX_BYTES, MAX_WORDS, Budget
 from .call import Call
 from .change import CURRENT_NOT_MEASURED, change_of_report
 from .comparing import unstored
+from .evidence import REPORT_IDENTITY_UNPROVEN
 from .gate import (
     DEFAULT_CRITERIA,
     MAX_CRITERIA_CHARS,
@@ -107,6 +117,14 @@ DIFF_SCHEMA: dict[str, Any] = {
         },
         "suite": {"type": "string", "minLength": 1, "maxLength": 200},
         "scope": {"enum": list(SCOPES), "description": "Scope of a current report_path."},
+        "commit": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The commit a current report_path measured (default: the working tree, as far as "
+            "the report's identity is shown; what is missing limits the claim: reason code "
+            "report_identity_unproven).",
+        },
         "baseline_fallback": {
             "enum": list(FALLBACKS),
             "description": "ancestor: when no snapshot measures the baseline commit, compare with "
@@ -195,6 +213,8 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
         }
         return {"context": whole["context"], "data": data, "page": None}
     summary = Summary.from_pages([whole])
+    if summary.subset and args.get("fail_under_total") is not None:
+        raise _subset_total(whole["data"]["current"])
     checks = evaluate(
         summary,
         fail_under_total=args.get("fail_under_total"),
@@ -204,7 +224,8 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     )
     d = summary.data
     data = {
-        "passed": all(c.passed for c in checks),
+        # A report not shown to describe the working tree never passes a gate (README, "A report's identity").
+        "passed": all(c.passed for c in checks) and not unproven(whole),
         "checks": [_check(c) for c in checks],
         "baseline": d["baseline"],
         "current": d["current"],
@@ -213,7 +234,27 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
         "claim_status": d["claim_status"],
         "reasons": d["reasons"],
     }
+    if unproven(whole):
+        data["reason_codes"] = list(d["reason_codes"])
     return {"context": whole["context"], "data": data, "page": None}
+
+
+def unproven(envelope: dict[str, Any]) -> bool:
+    """Whether the current side is a report not shown to describe the working tree (``review.evidence``)."""
+    return REPORT_IDENTITY_UNPROVEN in envelope["data"].get("reason_codes", ())
+
+
+def _subset_total(current: dict[str, Any]) -> CoverageError:
+    """A total threshold is refused on a subset side: its total counts only the tests that ran."""
+    ids = ", ".join(current["snapshot_ids"]) or "the report"
+    return CoverageError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"a total gate needs a complete run, and the current side ({ids}) is a subset: it ran only some "
+        f"tests, so its total {current['lines'][0]}/{current['lines'][1]} says nothing about the suite's",
+        "Gate the total on a complete snapshot of this commit (--current SNAPSHOT, or leave --current out: a "
+        "complete snapshot of HEAD is chosen over subset ones), or gate the subset's patch or criteria only.",
+        {"reason": "subset_total", "snapshot_ids": current["snapshot_ids"]},
+    )
 
 
 def not_compared(envelope: dict[str, Any]) -> bool:
@@ -292,7 +333,11 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
             {"report_path": report},
         )
     sel, side = unstored(
-        owner, report, suite=args.get("suite") or DEFAULT_SUITE, scope=args.get("scope", "complete")
+        owner,
+        report,
+        suite=args.get("suite") or DEFAULT_SUITE,
+        scope=args.get("scope", "complete"),
+        commit=args.get("commit"),
     )
 
     def page(_name: str, review: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 
 import attrs
 import numpy as np
@@ -28,6 +29,7 @@ from ..model import MappingSummary, Snapshot
 from ..parsers import Limits, parse_bytes, read_report
 from ..project import Project
 from ..storage.paths import AMBIGUOUS, MAPPED, UNMAPPED, map_paths
+from . import evidence, measured
 from .baseline import Baseline, one_commit
 from .call import Call
 from .categories import Comparison, Side, compare, load_side, side_from_report
@@ -64,17 +66,21 @@ def unstored(
     suite: str,
     scope: str = "complete",
     format: str | None = None,
+    commit: str | None = None,
 ) -> tuple[Selection, Side]:
     """A report of the checkout as a current side, parsed and mapped in memory and never stored.
 
     Its record says what an ingest would have stored (HEAD, dirty state); its id
-    is ``report:`` and the first hex digits of the report's SHA-256.
+    is ``report:`` and the first hex digits of the report's SHA-256. Unless
+    ``commit`` names the commit it measured, the report is taken as a
+    measurement of the working tree only as far as ``evidence.report_identity``
+    shows it: what is missing limits the claim (``Selection.limits``).
     """
     raw = read_report(report, Limits(project.settings.max_report_bytes))
     sha = hashlib.sha256(raw.data).hexdigest()
     parsed = parse_bytes(raw, format)
     git = project.git
-    head = git.head_commit()
+    head = git.resolve(commit) if commit is not None else git.head_commit()
     mapping = map_paths(
         [f.path for f in parsed.files],
         checkout_root=str(project.checkout.worktree_path),
@@ -91,8 +97,8 @@ def unstored(
         scope=scope,
         provenance="unstored",
         commit=head,
-        branch=git.branch(),
-        dirty=git.is_dirty(),
+        branch=git.branch() if commit is None else None,
+        dirty=git.is_dirty() if commit is None else False,
         worktree=project.checkout.worktree_name,
         worktree_path=str(project.checkout.worktree_path),
         artifact_path=str(report),
@@ -103,7 +109,44 @@ def unstored(
         path_mapping=MappingSummary(counts[MAPPED], counts[AMBIGUOUS], counts[UNMAPPED]),
         totals=dict(parsed.totals),
     )
-    return Selection((record,), ()), side_from_report(parsed, mapping.paths)
+    limits: tuple[str, ...] = ()
+    if commit is None:
+        found = evidence.report_identity(git, parsed, mapping, raw.data, Path(report))
+        limits = tuple(
+            f"the report is not shown to describe the working tree: {m} (name the commit it measured with "
+            "--commit to compare it as that commit's)"
+            for m in found.missing
+        )
+    return Selection((record,), (), limits=limits), side_from_report(parsed, mapping.paths)
+
+
+def _as_measured(
+    call: Call, current: Selection, baseline: Baseline, cur: Side, diff: DiffMap, worktree: bool
+) -> tuple[DiffMap, list[str]]:
+    """``diff`` corrected to the texts each side measured where a side was measured on a dirty tree."""
+    git = call.project.git
+    unstored_current = not current.snaps
+    base_ids = measured.identity(call, baseline.snapshots)
+    cur_commit = current.primary.commit
+    cur_ids = (
+        measured.worktree_identity(git, cur.paths, cur_commit)
+        if unstored_current
+        else measured.identity(call, current.snapshots)
+    )
+    base_assumed = git.blob_ids(baseline.commit) if baseline.commit else {}
+    if worktree:  # the diff ran to the working tree: the tree's blobs are what it assumed
+        cur_assumed = {k: v for k, v in measured.worktree_identity(git, cur_ids, cur_commit).items() if v}
+    else:
+        cur_assumed = git.blob_ids(cur_commit) if cur_commit else {}
+    return measured.as_measured(
+        diff,
+        base_ids,
+        cur_ids,
+        base_assumed,
+        cur_assumed,
+        measured.Texts(call, baseline.snaps, worktree=False),
+        measured.Texts(call, current.snaps, worktree=True),
+    )
 
 
 def scope_key(current: Selection, baseline: Baseline) -> str:
@@ -145,6 +188,15 @@ def compared(
     call.detail(("lines", "branches", "functions"))  # what load_side reads on this connection
     base = load_side(call.con, baseline.snaps) if baseline.snaps else empty_side()
     cur = current_side if current_side is not None else load_side(call.con, current.snaps)
+    if baseline.snaps and (current.primary.dirty or any(s.dirty for s in baseline.snapshots)):
+        diff, corrected = _as_measured(call, current, baseline, cur, diff, worktree)
+        if corrected:
+            notes.append(
+                f"{len(corrected)} files are compared as each side measured them (recorded content identity), "
+                "not as their commits have them: "
+                + ", ".join(corrected[:5])
+                + (", ..." if len(corrected) > 5 else "")
+            )
     call.rows_scanned += len(base.keys) + len(cur.keys)
     result = Compared(compare(base, cur, diff), diff, cur, tuple(notes))
     if not worktree:

@@ -17,10 +17,11 @@ from ..execution import queue, registry
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
+from ..storage.store import chosen_side
 from . import cursors
 from .budget import Budget, size, words
 from .call import Call
-from .freshness import content_summary
+from .freshness import content_summary, stale_reason
 
 MAX_SUITES = 10
 MAX_ACTIVE_RUNS = 10
@@ -56,6 +57,16 @@ def claim_for_selection(call: Call, sel: Any) -> dict[str, Any]:
     return {"claim_status": status, "reasons": reasons}
 
 
+def claim_for_file(call: Call, snap: Snapshot, path: str, claim: dict[str, Any]) -> dict[str, Any]:
+    """``claim`` of an answer about one file of ``snap``, ``stale`` when the checkout no longer has the text
+    the snapshot measured of it (a file modified since it was measured), with the reason naming it."""
+    reason = stale_reason(call, snap, [path])
+    if reason is None:
+        return claim
+    status = min(claim["claim_status"], "stale", key=CLAIM_ORDER.index)
+    return {"claim_status": status, "reasons": [reason] + [r for r in claim["reasons"] if r != reason]}
+
+
 def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None = None) -> dict[str, Any]:
     """``claim_status`` and ``reasons`` of an answer drawn from ``snap``."""
     if snap is None:
@@ -73,8 +84,13 @@ def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None 
     limited = []
     if snap.dirty:
         limited.append("measured on a tree with uncommitted tracked changes")
-    if snap.commit == state.head and state.dirty:
-        limited.append("the checkout has uncommitted tracked changes the snapshot may not reflect")
+    if snap.commit == state.head:
+        # Judged against the working tree as it is now: the files modified since they were measured, by name.
+        stale = stale_reason(call, snap)
+        if stale is not None:
+            limited.append(stale)
+        elif state.dirty and not snap.dirty:
+            limited.append("the checkout has uncommitted tracked changes the snapshot may not reflect")
     if snap.scope == "subset":
         limited.append("measured by a subset of the tests: absence is not_observed, not uncovered")
     if snap.path_mapping.unmapped or snap.path_mapping.ambiguous:
@@ -112,9 +128,9 @@ def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str
 
 def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
     rows = call.rows(
-        """SELECT snapshot_id FROM (
+        f"""SELECT snapshot_id FROM (
                SELECT snapshot_id, suite, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
-               FROM snapshots) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
+               FROM snapshots WHERE {chosen_side()}) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
         [MAX_SUITES + 1],
     )
     store = call.project.store

@@ -48,6 +48,8 @@ from ..errors import CoverageError, ErrorCode
 from ..execution.words import quoted_line
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
+from ..storage.store import chosen_side
+from . import provenance
 from .budget import MAX_BYTES, MAX_WORDS
 from .listing import FILE_ORDERS
 
@@ -217,11 +219,12 @@ def _service_call(
 
 
 def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot) -> Snapshot | None:
-    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline."""
+    """The snapshot stored before ``current`` in its suite and format: the change review's default baseline
+    (a subset a complete snapshot of its commit outranks is never chosen, ``chosen_side``)."""
     row = con.execute(
-        """SELECT snapshot_id FROM snapshots
+        f"""SELECT snapshot_id FROM snapshots
            WHERE suite = ? AND format = ? AND snap < (SELECT snap FROM snapshots WHERE snapshot_id = ?)
-           ORDER BY snap DESC LIMIT 1""",
+           AND {chosen_side()} ORDER BY snap DESC LIMIT 1""",
         [current.suite, current.format, current.snapshot_id],
     ).fetchone()
     return None if row is None else project.store.snapshot(row[0], con)
@@ -623,6 +626,7 @@ def dashboard(
         ).fetchall()
     ]
     points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
+    runs = provenance.runs_of(con, [p.snapshot_id for p in points[:MAX_TIMELINE]])
     review = _service_call(project, con)
     change = _change(review, cur, base) if cur is not None and base is not None else None
     data: dict[str, Any] = {
@@ -641,7 +645,10 @@ def dashboard(
         "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
         "metrics": _metrics(cur, base),
         "timeline": {
-            "points": [_point(p) for p in reversed(points[:MAX_TIMELINE])],
+            # Each point with its scope and, for a run's snapshot, the run, command and case arguments.
+            "points": [
+                {**_point(p), "run": runs.get(p.snapshot_id)} for p in reversed(points[:MAX_TIMELINE])
+            ],
             "truncated": len(points) > MAX_TIMELINE,
         },
         "change": change,

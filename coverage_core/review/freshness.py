@@ -1,12 +1,15 @@
-"""Freshness by content: a measured file is fresh while HEAD has the text it was measured on.
+"""Freshness by content: a measured file is fresh while the working tree has the text it was measured on.
 
 Every stored file carries its content identity, the git blob id of the text the
-report measured (``files.content_blob``). Per file:
+report measured (``files.content_blob``). Each file is judged against the
+checkout as it is now: the working tree's text for a file with uncommitted
+changes (modified or staged), HEAD's for every other. Per file:
 
-- ``fresh``: HEAD's blob of the file is the measured blob, however far HEAD has
-  moved on since the snapshot's commit;
-- ``stale``: HEAD's text differs (or HEAD no longer has the file), uncommitted
-  edits the report measured included;
+- ``fresh``: the checkout's text of the file is the measured text, however far
+  HEAD has moved on since the snapshot's commit;
+- ``stale``: the checkout's text differs (a file modified since it was
+  measured, committed or not; or the file is gone); an answer about it is
+  never ``supported``, and its reasons name it (``stale_reason``);
 - ``unknown``: no identity was recorded (unmapped files, and snapshots stored
   before schema revision 4).
 
@@ -30,23 +33,40 @@ ORDER = (STALE, UNKNOWN, FRESH)
 # project_context lists at most this many files per suite, stale ones first.
 MAX_LISTED_FILES = 10
 # Whole-snapshot answers by (repository, snapshot, HEAD): both sides are immutable.
-_CACHE: OrderedDict[tuple[str, str, str | None], dict[str, str]] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, str | None, tuple[Any, ...]], dict[str, str]] = OrderedDict()
 _CACHE_SIZE = 32
 _lock = threading.Lock()
 
 
-def _states(recorded: dict[str, str | None], at_head: dict[str, str]) -> dict[str, str]:
+def _states(recorded: dict[str, str | None], now: dict[str, str | None]) -> dict[str, str]:
     return {
-        path: UNKNOWN if blob is None else (FRESH if at_head.get(path) == blob else STALE)
+        path: UNKNOWN if blob is None else (FRESH if now.get(path) == blob else STALE)
         for path, blob in recorded.items()
     }
+
+
+def _checkout_now(call: Call, head: str | None) -> tuple[dict[str, str | None], tuple]:
+    """Path -> blob id of every tracked file as the checkout has it now (HEAD's, the working tree's where it
+    has uncommitted changes), and a key that changes whenever that view does."""
+    git = call.project.git
+    at_head: dict[str, str | None] = dict(git.blob_ids(head)) if head else {}
+    # Read now, not through the checkout state's short cache: an edit made a moment ago makes a file stale.
+    changed = git.changed_paths()
+    if not changed:
+        return at_head, ()
+    edits: list[tuple[str, str | None]] = []
+    for path in sorted(changed):
+        data = git.worktree_file(path)
+        edits.append((path, None if data is None else git.blob_id(data)))
+    return {**at_head, **dict(edits)}, tuple(edits)
 
 
 def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None = None) -> dict[str, str]:
     """Path -> ``fresh`` | ``stale`` | ``unknown`` for the mapped files of ``snapshot`` (only ``paths``
     among them when given). A snapshot that is not stored (a report compared unstored) gives ``{}``."""
     head = call.project.state().head
-    key = (call.project.checkout.repo_key, snapshot.snapshot_id, head)
+    now, edits = _checkout_now(call, head)
+    key = (call.project.checkout.repo_key, snapshot.snapshot_id, head, edits)
     with _lock:
         whole = _CACHE.get(key)
     if whole is None:
@@ -55,7 +75,7 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
         except CoverageError:
             return {}
         call.rows_scanned += len(recorded)
-        states = _states(recorded, call.project.git.blob_ids(head) if head else {})
+        states = _states(recorded, now)
         if paths is not None:
             return states
         whole = states
@@ -64,6 +84,24 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
             while len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
     return whole if paths is None else {p: whole[p] for p in paths if p in whole}
+
+
+MAX_NAMED_STALE = 5  # stale files a reason names
+
+
+def stale_reason(call: Call, snapshot: Snapshot, paths: Sequence[str] | None = None) -> str | None:
+    """The reason naming the measured files (of ``paths``, when given) the checkout no longer has the measured
+    text of, or None when there is none."""
+    stale = [p for p, state in file_freshness(call, snapshot, paths).items() if state == STALE]
+    if not stale:
+        return None
+    named = ", ".join(stale[:MAX_NAMED_STALE]) + (
+        f" and {len(stale) - MAX_NAMED_STALE} more" if len(stale) > MAX_NAMED_STALE else ""
+    )
+    return (
+        f"modified since {snapshot.snapshot_id} measured them (the checkout's text is not the measured text, so "
+        f"line numbers may not match): {named}"
+    )
 
 
 def content_summary(call: Call, snapshot: Snapshot) -> dict[str, Any]:

@@ -245,7 +245,8 @@ def evaluate(
         values = ", ".join(f"{n}={counts[n]}" for n in criteria.names)
         note = ""
         if summary.subset and "LBC" in criteria.names:
-            note = f" (LBC taken as 0: the current run is a subset; {data['categories']['LBC']} lines are not_observed)"
+            seen = data["categories"].get("not_observed", 0)
+            note = f" (LBC taken as 0: the current run is a subset; {seen} lines are not_observed)"
         checks.append(
             Check(
                 "criteria",

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import cursors
+from ..storage.store import chosen_side
+from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_selection, main_counter
@@ -35,22 +36,24 @@ from .select import Selection, line_range
 
 
 def _series(call: Call, sel: Selection) -> list[tuple]:
-    """(snapshot_id, created_at, commit, hit, found, snap) of the whole series, newest ingest first."""
+    """(snapshot_id, created_at, commit, hit, found, snap, scope) of the whole series, newest ingest first."""
     primary = sel.primary
     file = call.args.get("file")
     lines = line_range(call.args.get("lines"))
     counter = main_counter(primary) or "lines"
-    base = "SELECT s.snap FROM snapshots s WHERE s.suite = ? AND s.snap <= ?"
-    params: list[Any] = [primary.suite, sel.snaps[0]]
+    # The series a reader is shown: subset runs a complete snapshot of their commit outranks are no points
+    # (a named one is its own first point).
+    base = f"SELECT s.snap FROM snapshots s WHERE s.suite = ? AND s.snap <= ? AND ({chosen_side('s')} OR s.snap = ?)"
+    params: list[Any] = [primary.suite, sel.snaps[0], sel.snaps[0]]
     if file is None:
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, t.hit, t.found, s.snap
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, t.hit, t.found, s.snap, s.scope
             FROM snapshots s JOIN snapshot_totals t ON t.snap = s.snap AND t.counter = ?
             WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [counter, *params]
     elif lines is None:
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, f.lines_hit, f.lines_found, s.snap
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, f.lines_hit, f.lines_found, s.snap, s.scope
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
             WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [file, *params]
@@ -59,10 +62,10 @@ def _series(call: Call, sel: Selection) -> list[tuple]:
         call.project.store.ensure_suite_detail(call.con, primary.suite, sel.snaps[0])
         sql = f"""
             SELECT s.snapshot_id, s.created_at, s.commit_sha,
-                   count(*) FILTER (WHERE l.hits > 0), count(l.line), s.snap
+                   count(*) FILTER (WHERE l.hits > 0), count(l.line), s.snap, s.scope
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
                  LEFT JOIN lines l ON l.snap = s.snap AND l.file_id = f.file_id AND l.line BETWEEN ? AND ?
-            WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha
+            WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha, s.scope
             ORDER BY s.snap DESC"""
         params = [file, lines[0], lines[1], *params]
     return call.rows(sql, params)
@@ -106,22 +109,37 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if call.args.get("lines"):
         data["lines"] = call.args["lines"]
 
+    # Scope and provenance per snapshot: a subset run shown in a series says so, with its run and command.
+    runs = provenance.runs_of(call.con, [r[0] for r in rows])
+
     def point(r: tuple) -> Any:
+        run = runs.get(r[0])
         if representation == "compact":
-            return [r[0], r[1].isoformat(timespec="seconds"), (r[2] or "")[:12], int(r[3]), int(r[4])]
+            return [
+                r[0],
+                r[1].isoformat(timespec="seconds"),
+                (r[2] or "")[:12],
+                int(r[3]),
+                int(r[4]),
+                r[6],
+                provenance.compact(run),
+            ]
         return {
             "snapshot_id": r[0],
             "created_at": r[1].isoformat(),
             "commit": r[2],
             "hit": int(r[3]),
             "found": int(r[4]),
+            "scope": r[6],
+            "run": run,
         }
 
     audit = representation == "audit"
     if representation == "compact":
         data["legend"] = {
-            "points": "[snapshot_id, created_at, commit, hit, found]",
-            "rows": "[commit, hit, found] of the points between the first and the last, in order",
+            "points": "[snapshot_id, created_at, commit, hit, found, scope, run]; run is [run_id, command, "
+            "case args] or null for an import",
+            "rows": "[commit, hit, found, scope, run_id] of the points between the first and the last, in order",
         }
     if rows:
         shares = [(_share(int(r[3]), int(r[4])), r) for r in rows]
@@ -150,7 +168,9 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     paged = rows if audit else rows[1:-1]
     key = "all_points" if audit else "rows"
     items = [
-        point(r) if audit else [(r[2] or "")[:12], int(r[3]), int(r[4])]
+        point(r)
+        if audit
+        else [(r[2] or "")[:12], int(r[3]), int(r[4]), r[6], (runs.get(r[0]) or {}).get("run_id")]
         for r in paged[offset : offset + RECORD_CAP]
     ]
     data["rows_truncated"] = True  # no shorter than false: the fit holds whatever it ends as

@@ -59,6 +59,7 @@ from .categories import (
     UNC,
     Comparison,
     file_runs,
+    named_counts,
     path_ids,
 )
 from .comparing import Compared, compared, scope_key
@@ -249,7 +250,8 @@ def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "attribution": _attribution(call, sel, done, limit),
         "diff": {
             "replacement": True,
-            "categories": {k: int(v) for k, v in zip(CATEGORIES, c.totals)},
+            # From a subset run its LBC is not_observed here too: never a loss beside the union's word.
+            "categories": named_counts(c.totals, every=True, subset=subset),
             "patch": {"found": int(c.totals[UNC] + c.totals[GNC]), "hit": int(c.totals[GNC])},
         },
     }

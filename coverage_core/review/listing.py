@@ -24,17 +24,18 @@ import numpy as np
 
 from ..errors import CoverageError, ErrorCode
 from ..model import converter, snapshot_to_dict
-from . import cursors
+from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
-from .context import claim_for_selection
+from .context import claim_for_file, claim_for_selection
 from .select import Selection, line_range
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")
 
 SNAPSHOT_LEGEND = (
-    "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found]"
+    "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "
+    "run]; run is [run_id, command, case args] for a run's snapshot, null for an import"
 )
 FILE_LEGEND = (
     "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping]"
@@ -60,16 +61,18 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
         suite=wanted.get("suite"),
         branch=wanted.get("branch"),
         commit=wanted.get("commit"),
+        chosen=bool(wanted.get("chosen")),
         limit=size_ + 1,
         offset=offset,
         con=call.con,
     )
     call.rows_scanned += len(found)
     compact = call.args.get("representation", "compact") == "compact"
+    runs = provenance.runs_of(call.con, [s.snapshot_id for s in found[:size_]])
 
     def record(s: Any) -> Any:
         if not compact:
-            return snapshot_to_dict(s)
+            return {**snapshot_to_dict(s), "run": runs.get(s.snapshot_id)}
         counter = next((c for c in ("lines", "statements", "regions", "instructions") if c in s.totals), None)
         hit, total = (s.totals[counter].hit, s.totals[counter].found) if counter else (0, 0)
         return [
@@ -84,6 +87,8 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
             counter,
             hit,
             total,
+            s.provenance,
+            provenance.compact(runs.get(s.snapshot_id)),
         ]
 
     data: dict[str, Any] = {"task": "snapshots", "filter": wanted}
@@ -173,7 +178,7 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "summary": converter.unstructure(detail.summary),
         "tests": list(detail.tests),
     }
-    head.update(claim_for_selection(call, sel))
+    head.update(claim_for_file(call, sel.primary, detail.summary.path, claim_for_selection(call, sel)))
     # Every line that starts a record, in order: a page ends after the k-th of them.
     starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))
 

@@ -9,6 +9,7 @@ import attrs
 from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE
+from ..storage.store import chosen_side
 from .call import Call
 
 
@@ -17,6 +18,8 @@ class Selection:
     snapshots: tuple[Snapshot, ...]
     snaps: tuple[int, ...]  # internal keys, same order
     notes: tuple[str, ...] = ()
+    # Reasons that limit any claim drawn from this side (an unstored report's missing identity evidence).
+    limits: tuple[str, ...] = ()
 
     @property
     def primary(self) -> Snapshot:
@@ -93,8 +96,10 @@ def current_at_head(call: Call, suite: str) -> Selection | None:
     if head is None:
         return None
     store = call.project.store
+    # A complete snapshot of HEAD outranks newer subset ones (chosen_side): a subset is read only when named.
     rows = call.rows(
-        "SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? ORDER BY snap DESC",
+        f"SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? AND {chosen_side()} "
+        "ORDER BY snap DESC",
         [suite, head],
     )
     for snapshot_id, dirty in rows:

@@ -30,7 +30,7 @@ from ..model import Snapshot
 from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
-from .context import claim_for_selection
+from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .select import Selection, file_id, line_range
 
@@ -220,6 +220,7 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     else:
         src, note = measured_lines(call, snap, fid, primary, path)
         why = f"measured text unavailable for {path}: {note}"
+        claim = claim_for_file(call, primary, path, claim)
     if src is None:
         data.update({"claim_status": "not_measured", "reasons": [why] + claim["reasons"], "ranges": []})
         return {"data": data, "page": None}

@@ -49,6 +49,18 @@ STORE_FILE = "coverage.duckdb"
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
 
 
+def chosen_side(alias: str = "snapshots") -> str:
+    """SQL true for a snapshot row (``alias``) that may be chosen for a caller who names none (the latest,
+    HEAD's measurement, a default baseline, a history point): never a ``subset`` snapshot when a
+    ``complete`` one of the same commit and suite exists, however much newer the subset is. A subset
+    side is used only where the caller names it (README, "Complete by default")."""
+    return (
+        f"NOT ({alias}.scope = 'subset' AND EXISTS (SELECT 1 FROM snapshots outranks "
+        f"WHERE outranks.suite = {alias}.suite AND outranks.scope = 'complete' "
+        f"AND outranks.commit_sha IS NOT DISTINCT FROM {alias}.commit_sha))"
+    )
+
+
 @attrs.frozen
 class Provenance:
     """Where a snapshot came from: git state, artifact, how it was recorded."""
@@ -758,10 +770,12 @@ class ProjectStore:
         return self._snapshots[full][1]
 
     def latest(self, suite: str | None, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot | None:
-        """The newest snapshot of ``suite`` (of any suite when None), cached until the next ingest."""
+        """The newest snapshot of ``suite`` (of any suite when None) that may be chosen for a caller
+        (``chosen_side``: a complete snapshot outranks newer subset ones of its commit), cached until the
+        next ingest."""
         key = (self.generation, suite)
         if key not in self._latest:
-            found = self.snapshots(suite=suite, limit=1, con=con)
+            found = self.snapshots(suite=suite, limit=1, con=con, chosen=True)
             self._latest = {k: v for k, v in self._latest.items() if k[0] == self.generation}
             self._latest[key] = found[0] if found else None
         return self._latest[key]
@@ -776,9 +790,11 @@ class ProjectStore:
         limit: int | None = None,
         offset: int = 0,
         con: duckdb.DuckDBPyConnection | None = None,
+        chosen: bool = False,
     ) -> list[Snapshot]:
-        """Snapshots, newest first, filtered by id (prefix), suite, branch and commit (prefix)."""
-        where: list[str] = ["TRUE"]
+        """Snapshots, newest first, filtered by id (prefix), suite, branch and commit (prefix); with
+        ``chosen`` only those that may be chosen for a caller (``chosen_side``)."""
+        where: list[str] = [chosen_side() if chosen else "TRUE"]
         params: list[Any] = []
         if snapshot_id is not None:  # an id, or a prefix: every snapshot it starts
             where.append("starts_with(snapshot_id, ?)")
