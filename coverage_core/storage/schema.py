@@ -20,6 +20,10 @@ History:
        transaction) and ``compaction_passes`` (durable status of each pass).
     8  a run's composite artifact: ``run_artifacts.kind``, ``composite_snapshot_id``
        and the per-report ``reports``.
+    9  payload integrity: ``snapshot_payloads.content_sha256`` (the SHA-256 of
+       the decompressed frame, checked on every restore) and ``digest_origin``
+       ('compaction', or 'migration' for payloads compacted before revision 9,
+       whose digest vouches only for their bytes as this migration found them).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -35,11 +39,13 @@ columnar arrays stay fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 8
+SCHEMA_REVISION = 9
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -385,8 +391,38 @@ ALTER TABLE run_artifacts ADD COLUMN composite_snapshot_id VARCHAR;
 ALTER TABLE run_artifacts ADD COLUMN reports JSON;                    -- [{component, variant, path, status, detail}]
 """
 
-# Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (
+_REVISION_9 = """
+-- SHA-256 (hex) of the payload's decompressed frame; restore refuses a payload
+-- whose content differs (store_damaged naming the snapshot). NULL only when the
+-- migration below found a payload it could not decompress: restore refuses it too.
+ALTER TABLE snapshot_payloads ADD COLUMN content_sha256 VARCHAR;
+-- 'compaction': taken of the bytes the compaction wrote; 'migration': taken
+-- when revision 9 was applied, of the bytes found then.
+ALTER TABLE snapshot_payloads ADD COLUMN digest_origin VARCHAR;
+"""
+
+
+def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
+    """Revision 9's data step: the digest of every payload compacted before it, marked 'migration'."""
+    from .payload import _FLOOR, _SLACK, digest  # payload imports errors only; no cycle
+
+    con.execute(_REVISION_9)
+    for snap, frame, detail in con.execute(
+        "SELECT snap, payload, detail_bytes FROM snapshot_payloads ORDER BY snap"
+    ).fetchall():
+        try:
+            found: str | None = digest(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)))
+        except CoverageError:
+            found = None  # already unreadable: restore will say so, naming the snapshot
+        con.execute(
+            "UPDATE snapshot_payloads SET content_sha256 = ?, digest_origin = 'migration' WHERE snap = ?",
+            [found, snap],
+        )
+
+
+# Ordered: MIGRATIONS[i] brings a store from revision i to i + 1 (DDL text, or a step that runs it and
+# fills what DDL cannot compute).
+MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
     _REVISION_1,
     _REVISION_2,
     _REVISION_3,
@@ -395,6 +431,7 @@ MIGRATIONS: tuple[str, ...] = (
     _REVISION_6,
     _REVISION_7,
     _REVISION_8,
+    _digest_old_payloads,
 )
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
@@ -437,7 +474,11 @@ def migrate(con: duckdb.DuckDBPyConnection, *, target: int = SCHEMA_REVISION, wh
     for step in range(revision, target):
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(MIGRATIONS[step])
+            migration = MIGRATIONS[step]
+            if callable(migration):
+                migration(con)
+            else:
+                con.execute(migration)
             con.execute("INSERT INTO schema_revision VALUES (?, now())", [step + 1])
             con.execute("COMMIT")
         except Exception:
