@@ -94,6 +94,7 @@ class Aggregate:
     remediation: dict[str, list[dict[str, Any]]]
     complete: bool
     denominator_known: bool
+    saturated: bool = False  # a region's summed hits were clamped at 2^63-1 (``regions.dedup``)
 
 
 Carry = Callable[[list[tuple[Entry, tuple[str | None, ...]]]], dict[int, dict[str, np.ndarray]]]
@@ -213,8 +214,10 @@ def aggregate(
         results.append(EntryResult(entry, reason, detail, source, ident[i]))
     keys = np.concatenate(parts_k)
     cols = {c: np.concatenate([p[c] for p in parts_c]).astype(t, copy=False) for c, t in rg.COLUMNS.items()}
-    keys, cols = rg.dedup(keys, cols)
-    return _summarize(inv, tuple(results), keys.astype(np.int32), cols, paths)
+    keys, cols, saturated = rg.dedup(keys, cols)
+    return attrs.evolve(
+        _summarize(inv, tuple(results), keys.astype(np.int32), cols, paths), saturated=saturated
+    )
 
 
 def _summarize(

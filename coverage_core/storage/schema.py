@@ -23,7 +23,8 @@ History:
     9  payload integrity: ``snapshot_payloads.content_sha256`` (the SHA-256 of
        the decompressed frame, checked on every restore) and ``digest_origin``
        ('compaction', or 'migration' for payloads compacted before revision 9,
-       whose digest vouches only for their bytes as this migration found them).
+       whose digest vouches only for their bytes as this migration found them);
+       ``composite_snapshots.saturated`` (a region's summed hits were clamped).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -399,6 +400,9 @@ ALTER TABLE snapshot_payloads ADD COLUMN content_sha256 VARCHAR;
 -- 'compaction': taken of the bytes the compaction wrote; 'migration': taken
 -- when revision 9 was applied, of the bytes found then.
 ALTER TABLE snapshot_payloads ADD COLUMN digest_origin VARCHAR;
+-- A composite region's hits summed past 2^63-1 were clamped at that maximum
+-- (coverage_core.counts): the composite says so instead of a wrapped count.
+ALTER TABLE composite_snapshots ADD COLUMN saturated BOOLEAN DEFAULT false;
 """
 
 
