@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from .. import nesting
 from ..errors import CoverageError, ErrorCode
 from . import globs
 
@@ -133,10 +134,15 @@ def decode(data: bytes, origin: str) -> dict[str, Any]:
             "Declare sources with globs instead of listing every file.",
             {"reason": "inventory_too_large", "bytes": len(data), "limit": MAX_INVENTORY_BYTES},
         )
+    nesting.check(data, f"{origin}: the inventory")  # before parsing: a 100,000-deep list recurses as deep
     try:
         text = data.decode("utf-8")
         doc = json.loads(text) if text.lstrip("\ufeff \t\r\n").startswith("{") else tomllib.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+    except (
+        UnicodeDecodeError,
+        ValueError,
+        RecursionError,
+    ) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"{origin}: the inventory is not valid JSON or TOML ({exc})",
