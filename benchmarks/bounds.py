@@ -43,10 +43,13 @@ def _inventory(variants: int, files: int) -> tuple[bytes, list[str]]:
     return json.dumps(doc, separators=(",", ":")).encode(), tracked
 
 
+def _loader(variants: int, files: int) -> Callable[[], object]:
+    data, tracked = _inventory(variants, files)
+    return lambda: load(data, "inv.json", tracked)
+
+
 CASES: dict[str, Callable[[int], Callable[[], object]]] = {
-    "inventory: n variants of one file": lambda n: (
-        lambda data=_inventory(n, 1): load(data[0], "inv.json", data[1])
-    ),
+    "inventory: n variants of one file": lambda n: _loader(n, 1),
     "inventory: n duplicate variants": lambda n: (
         lambda: _refused(
             json.dumps(
@@ -65,9 +68,7 @@ CASES: dict[str, Callable[[int], Callable[[], object]]] = {
             ).encode()
         )
     ),
-    "inventory: n literal files, n/2 aliases": lambda n: (
-        lambda data=_inventory(1, n): load(data[0], "inv.json", data[1])
-    ),
+    "inventory: n literal files, n/2 aliases": lambda n: _loader(1, n),
     "json depth: n nested lists": lambda n: lambda text=b"[" * n + b"]" * n: nesting.depth(text),
     "path maps: 100 maps over n report paths": lambda n: (
         lambda paths=[f"/build/src/f{i}.c" for i in range(n)]: unused_path_maps(
