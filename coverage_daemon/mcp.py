@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from coverage_core import faults
 from coverage_core.errors import (
     CoverageError,
     ErrorCode,
@@ -420,6 +421,9 @@ async def _tools_call(params: dict[str, Any], _conn: Conn, backend: Backend) -> 
     except CoverageError as error:
         return tool_error(error)
     except Exception as exc:  # a bug must reach the agent as a tool error, never a dropped request
+        coded = faults.classify(exc)
+        if coded is not None:
+            return tool_error(coded)
         log.exception("tools/call %s failed", name)
         return tool_error(
             CoverageError(

@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from .. import safefs
+from .. import faults, safefs
 from ..errors import CoverageError, ErrorCode
 from . import schema
 
@@ -60,7 +60,10 @@ def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
     try:
         return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
+        coded = faults.classify(exc, path, "opening the store")
+        if coded is not None and coded.code is not ErrorCode.IO_ERROR:
+            raise coded from None  # store_damaged (named, never touched) or disk_full
         raise CoverageError(
             ErrorCode.STORE_UNAVAILABLE,
             f"{path}: the coverage store will not open ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})",
