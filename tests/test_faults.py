@@ -22,6 +22,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import opening
 from coverage_core.service import Service
 
+from .test_connector_support import free_port
 from .test_daemon_support import in_process
 
 STORE = Path(".coverage-mcp") / "coverage.duckdb"
@@ -145,3 +146,90 @@ def test_a_report_path_that_loops_while_it_is_resolved_is_report_changed_never_i
             Service(project).call("coverage_import", {"report_path": "loop.json"})
         assert caught.value.code is ErrorCode.REPORT_CHANGED and "loop.json" in caught.value.message
         assert project.store.con.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+
+
+# -- a full disk ------------------------------------------------------------------------------------
+
+
+def _composite_sample(root: Path) -> Path:
+    import hashlib
+
+    from .gitrepo import make_repo
+
+    shader = b"fn main() {\n  if (x) {\n    y();\n  }\n}\n"
+    inventory = {
+        "inventory_version": 1,
+        "components": [
+            {
+                "id": "gpu",
+                "language": "other",
+                "format": "regions-v1",
+                "sources": ["shaders/*.wgsl"],
+                "variants": ["vulkan"],
+            }
+        ],
+    }
+    repo = make_repo(root, {"shaders/main.wgsl": shader.decode(), "inventory.json": json.dumps(inventory)})
+    region = {"start_line": 1, "start_col": 1, "end_line": 5, "end_col": 2, "hits": 1}
+    f = {
+        "path": "shaders/main.wgsl",
+        "source_sha256": hashlib.sha256(shader).hexdigest(),
+        "regions": [region],
+    }
+    (repo / "vk.json").write_text(
+        json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "files": [f]})
+    )
+    return repo
+
+
+# cell -> (where the home lives, the size of the tmpfs)
+CELLS = {
+    "ingest": ("beside", "12m"),
+    "import_mcp": ("beside", "12m"),
+    "compact": ("beside", "12m"),
+    "composite": ("beside", "12m"),
+    "token_rotate": ("tmpfs", "2m"),
+    "dashboard": ("tmpfs", "12m"),
+    "report_html": ("beside", "12m"),
+}
+
+
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_works_once_space_is_freed(
+    sample_repo: Path, tmp_path: Path, cell: str
+) -> None:
+    from . import diskfull
+
+    home, size = CELLS[cell]
+    sample = _composite_sample(tmp_path / "gpu") if cell == "composite" else sample_repo
+    folder = tmp_path / "full"
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
+    env["PYTHONPATH"] = str(root)
+    env["COVERAGE_MCP_PORT"] = str(free_port())  # never the user's port
+    where = "tmpfs" if home == "tmpfs" else str(tmp_path / "home")
+    done = diskfull.run_on_small_tmpfs(
+        folder,
+        [
+            sys.executable,
+            "-m",
+            "tests.diskfull_cells",
+            cell,
+            str(folder),
+            str(sample),
+            where,
+        ],
+        size=size,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["first"]["rc"] == 0, seen
+    full = seen["full"]
+    assert not full.get("traceback"), seen
+    assert full["rc"] == 1, seen
+    error = full["error"]
+    assert error["code"] == "disk_full", error
+    assert str(folder) in error["message"] and error["details"]["path"].startswith(str(folder)), error
+    assert seen["after_full"] == seen["before"], seen  # nothing partial
+    assert seen["again"]["rc"] == 0, seen  # the store works once the space is back
