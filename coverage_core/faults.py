@@ -28,6 +28,7 @@ _DAMAGED = (
     "Could not read enough bytes",
     "not a valid DuckDB database file",
     "Corrupt database file",
+    "Corrupt WAL file",
     "does not match stored checksum",
     "Failed to read database header",
     "INTERNAL Error: Failed to load metadata",
