@@ -1,10 +1,9 @@
 """Linearity of what a client may send: each check timed at n and 2n, reported as the ratio.
 
 A linear check doubles (ratio about 2); a quadratic one quadruples. Inputs
-are built here in memory (no git, no daemon): the inventory checks at up to
-its documented 100,000 entries, the JSON depth count, path-map usage, and the
-brute-force symlink race of a report import (``--race``), whose deterministic
-form is the fault matrix in tests/test_faults.py.
+are built here in memory (no git, no daemon): the inventory checks at and
+past its documented 100,000 entries, the JSON depth count and path-map usage.
+(The brute-force import race is benchmarks/import_races.py.)
 
     python benchmarks/bounds.py [--n 50000]
 """
