@@ -228,6 +228,13 @@ def handles_errors_lazily(func: Callable[..., Any]) -> Callable[..., Any]:
         except CoverageError as error:
             _handle(error, as_json=bool(kwargs.get("as_json")))
             raise  # not reached: the handler exits
+        except Exception as error:  # a full disk, a damaged store: coded too (``coverage_core.faults``)
+            from coverage_core import faults
+
+            if faults.classify(error) is None:
+                raise
+            _handle(error, as_json=bool(kwargs.get("as_json")))
+            raise  # not reached: the handler exits
 
     # A marker on the function (mypy knows no function attributes); a test checks every command has it.
     wrapper.handles_coverage_errors = True  # type: ignore[attr-defined]

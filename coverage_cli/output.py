@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from coverage_core import faults
 from coverage_core.display import percent  # noqa: F401  (the one formatter, re-exported for the commands)
 from coverage_core.errors import (
     CoverageError,
@@ -45,6 +46,10 @@ EXIT_CODES: dict[ErrorCode, int] = {
     ErrorCode.GIT_ERROR: FAILED,
     ErrorCode.STORE_LOCKED: FAILED,
     ErrorCode.STORE_UNAVAILABLE: FAILED,
+    ErrorCode.STORE_DAMAGED: FAILED,
+    ErrorCode.DISK_FULL: FAILED,
+    ErrorCode.IO_ERROR: FAILED,
+    ErrorCode.REPORT_CHANGED: FAILED,
     ErrorCode.SCHEMA_TOO_NEW: FAILED,
     ErrorCode.BASELINE_UNAVAILABLE: FAILED,
     ErrorCode.INCOMPATIBLE_SNAPSHOTS: FAILED,
@@ -183,7 +188,8 @@ def report_error(error: CoverageError, as_json: bool) -> None:
 
 
 def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a ``CoverageError`` into its body and exit code, never a traceback (the one handler)."""
+    """Turn a ``CoverageError`` into its body and exit code, never a traceback (the one handler); a full
+    disk, a damaged store or a refused read (``coverage_core.faults``) is one too."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -193,6 +199,12 @@ def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except CoverageError as error:
             report_error(error, as_json)
             sys.exit(exit_code(error))
+        except Exception as exc:
+            coded = faults.classify(exc)
+            if coded is None:
+                raise  # a bug: its traceback is the report
+            report_error(coded, as_json)
+            sys.exit(exit_code(coded))
 
     # A marker on the function (mypy knows no function attributes); a test checks every command has it.
     wrapper.handles_coverage_errors = True  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from .errors import MEANINGS
 from .output_schemas import TASK_DATA, TASK_PAGE
 from .service import OPERATIONS, Operation
 
@@ -43,6 +44,7 @@ def operations_markdown() -> str:
     )
     for op in OPERATIONS.values():
         parts.append(_operation(op))
+    parts.append(_codes())
     return "\n\n".join(parts) + "\n"
 
 
@@ -81,6 +83,20 @@ def _operation(op: Operation) -> str:
             lines.append(f"| `{task}` | {keys} | {counts} |")
     else:
         lines += ["", "### Answer", "", _answer(op.output_schema)]
+    return "\n".join(lines)
+
+
+def _codes() -> str:
+    lines = [
+        "## Error codes",
+        "",
+        "`error.code` is one of these; the CLI's exit code (`coverage_cli/output.py`) and the REST status "
+        "(`coverage_daemon/errors_http.py`) are each one table of these codes. `internal` is only ever a bug.",
+        "",
+        "| Code | Meaning |",
+        "|---|---|",
+    ]
+    lines += [f"| `{code.value}` | {_cell(text)} |" for code, text in MEANINGS.items()]
     return "\n".join(lines)
 
 

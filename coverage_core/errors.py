@@ -35,6 +35,15 @@ class ErrorCode(enum.StrEnum):
     GIT_ERROR = "git_error"
     STORE_LOCKED = "store_locked"
     STORE_UNAVAILABLE = "store_unavailable"
+    # Bytes we wrote read back different: a store file DuckDB cannot open or whose checksums fail, a
+    # compacted payload whose digest does not match. Named and left untouched; the user restores it.
+    STORE_DAMAGED = "store_damaged"
+    # The file system refused a write for want of space (ENOSPC, EDQUOT): nothing partial was kept.
+    DISK_FULL = "disk_full"
+    # Any other refusal of the operating system to read or write a file we need (EIO, EROFS, ...).
+    IO_ERROR = "io_error"
+    # A file we were reading changed or was swapped (a symlink, a directory) between naming and opening.
+    REPORT_CHANGED = "report_changed"
     SCHEMA_TOO_NEW = "schema_too_new"
     BASELINE_UNAVAILABLE = "baseline_unavailable"
     INCOMPATIBLE_SNAPSHOTS = "incompatible_snapshots"
@@ -50,6 +59,46 @@ class ErrorCode(enum.StrEnum):
     NOT_APPROVED = "not_approved"
     # A bounded resource (the dashboard's event streams) is full: retry once others are released.
     TOO_MANY_REQUESTS = "too_many_requests"
+
+
+# What each code means, for docs/operations.md (tests/test_docs.py keeps it whole).
+MEANINGS: dict[ErrorCode, str] = {
+    ErrorCode.INVALID_ARGUMENT: "An argument is missing, of the wrong type or out of range; the message names it.",
+    ErrorCode.UNKNOWN_FORMAT: "The report's format could not be detected, or the named format does not exist.",
+    ErrorCode.MALFORMED_REPORT: "The report is not valid in its format; the message names the file and line.",
+    ErrorCode.REPORT_TOO_LARGE: "The report (decompressed) or a client's input passes a documented bound.",
+    ErrorCode.INVALID_CURSOR: "A cursor was damaged, or used with another query than the one that made it.",
+    ErrorCode.BUDGET_TOO_SMALL: "The word or byte budget cannot hold even the smallest answer.",
+    ErrorCode.RECORD_CAP_EXCEEDED: "The answer would pass the record cap; narrow the query or page it.",
+    ErrorCode.NOT_FOUND: "A named snapshot, run, command, file or project does not exist.",
+    ErrorCode.PATH_OUTSIDE_CHECKOUT: "A path or link leads outside the checkout.",
+    ErrorCode.NOT_SUPPORTED: "The operation is not available here (this store, platform or transport).",
+    ErrorCode.NOT_A_REPOSITORY: "The path is not inside a git repository.",
+    ErrorCode.GIT_ERROR: "git could not answer (a missing object, an unreadable repository).",
+    ErrorCode.STORE_LOCKED: "Another process holds the store; the message names it.",
+    ErrorCode.STORE_UNAVAILABLE: "The store cannot be used now (its folder is unsafe, foreign, or the daemon is "
+    "shutting down); `details.reason` says which.",
+    ErrorCode.STORE_DAMAGED: "A store file or a compacted payload reads back different from what was written "
+    "(truncated, garbage, a failed checksum or digest). The file is named and never touched: restore it from a "
+    "backup, or move it aside and re-import the reports.",
+    ErrorCode.DISK_FULL: "The file system has no space left for a write; `details.path` names where. Nothing "
+    "partial is kept; free space and retry.",
+    ErrorCode.IO_ERROR: "The operating system refused to read or write a file (`details.path`, `details.errno`).",
+    ErrorCode.REPORT_CHANGED: "A file changed, vanished or was swapped for a link or a directory while it was "
+    "being opened; retry once it is stable.",
+    ErrorCode.SCHEMA_TOO_NEW: "The store was written by a newer coverage-mcp; it is left untouched.",
+    ErrorCode.BASELINE_UNAVAILABLE: "The requested baseline has no measurement.",
+    ErrorCode.INCOMPATIBLE_SNAPSHOTS: "The snapshots cannot be combined or compared (different repositories or "
+    "formats).",
+    ErrorCode.DAEMON_UNREACHABLE: "The daemon did not answer, or answered without a coverage-mcp error body.",
+    ErrorCode.DAEMON_CONFLICT: "Another daemon holds this home.",
+    ErrorCode.FORBIDDEN: "The caller did not prove it is this home's user (token) or its CLI (capability).",
+    ErrorCode.DEADLINE_EXCEEDED: "The request ran past its deadline; nothing it started was kept half-done.",
+    ErrorCode.INTERNAL: "A bug in coverage-mcp: please report it with the message.",
+    ErrorCode.THRESHOLD_NOT_MET: "A gate's threshold or criterion was not met.",
+    ErrorCode.NOT_APPROVED: "The registered command is not (or no longer) approved by a person.",
+    ErrorCode.TOO_MANY_REQUESTS: "A bounded resource is full; retry once others are released.",
+}
 
 
 class Remedy:

@@ -221,6 +221,7 @@ PROJECT_CONTEXT = envelope(
         commands=ARRAY,
         **CLAIM,
         compaction=OBJECT,
+        preserved_wal=OBJECT,
     ),
     page("reserved_words", "word_count", "response_word_count", "max_words", nullable=False),
 )

@@ -592,11 +592,14 @@ def find_reports(root: str | os.PathLike[str]) -> list[Path]:
 def unused_path_maps(paths: Sequence[str], path_map: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """The path maps whose prefix starts none of the report's ``paths`` (by the rule mapping applies)."""
 
-    def matches(old: str, path: str) -> bool:  # storage.paths._map_one's prefix test
-        old_n, path_n = norm_report_path(old), norm_report_path(path)
-        return path_n == old_n or path_n.startswith(old_n.rstrip("/") + "/")
+    normalized = [norm_report_path(p) for p in paths]  # once: each map is tried against every path
 
-    return [(old, new) for old, new in path_map if not any(matches(old, p) for p in paths)]
+    def used(old: str) -> bool:  # storage.paths._map_one's prefix test
+        old_n = norm_report_path(old)
+        under = old_n.rstrip("/") + "/"
+        return any(p == old_n or p.startswith(under) for p in normalized)
+
+    return [(old, new) for old, new in path_map if not used(old)]
 
 
 def _coverage_data_file(path: Path | None) -> CoverageError:

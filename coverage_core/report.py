@@ -16,6 +16,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from . import counts
+
 # Counter names, in the order the CLI prints them.
 COUNTERS: tuple[str, ...] = (
     "lines",
@@ -192,11 +194,13 @@ def _concat(name: str, chunks: list[dict[str, np.ndarray]]) -> Table:
 def _group_sum(keys: list[np.ndarray], values: np.ndarray, *, how: str = "sum"):
     """Sort by ``keys`` (last key most significant... as np.lexsort) and reduce duplicates.
 
-    Returns (index of the first row of each group in sorted order, reduced values).
+    Returns (index of the first row of each group in sorted order, reduced values, whether a sum
+    saturated). Sums clamp at the int64 maximum (``counts``); -1 ("not evaluated") stays only
+    where every value of the group is -1.
     """
     order = np.lexsort(keys)
     if len(order) == 0:
-        return order, values[order]
+        return order, values[order], False
     sorted_keys = [k[order] for k in keys]
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
@@ -209,8 +213,10 @@ def _group_sum(keys: list[np.ndarray], values: np.ndarray, *, how: str = "sum"):
     elif how == "or":
         reduced = (np.maximum.reduceat(sv, starts) > 0).astype(sv.dtype)
     else:
-        reduced = np.add.reduceat(sv, starts)
-    return order[starts], reduced
+        summed, saturated = counts.reduceat(np.maximum(sv, 0), starts)
+        reduced = np.where(np.maximum.reduceat(sv, starts) < 0, -1, summed).astype(sv.dtype)
+        return order[starts], reduced, saturated
+    return order[starts], reduced, False
 
 
 class ReportBuilder:
@@ -232,6 +238,8 @@ class ReportBuilder:
         self.warnings: list[ReportWarning] = []
         self.source_roots: list[str] = []
         self.metadata: dict[str, Any] = {}
+        # A sum of hit counts clamped at the int64 maximum (``counts``), by ``build`` or the parser.
+        self.saturated = False
 
     # -- identities -------------------------------------------------------
     def file(self, path: str, **info: Any) -> int:
@@ -303,16 +311,20 @@ class ReportBuilder:
         """
         lines = _concat("lines", self._chunks["lines"])
         if len(lines) and merge_lines is not None:
-            first, hits = _group_sum([lines["line"], lines["file"]], lines["hits"], how=merge_lines)
+            first, hits, saturated = _group_sum(
+                [lines["line"], lines["file"]], lines["hits"], how=merge_lines
+            )
+            self.saturated |= saturated
             lines = Table("lines", {"file": lines["file"][first], "line": lines["line"][first], "hits": hits})
         branches = _concat("branches", self._chunks["branches"])
         functions = _concat("functions", self._chunks["functions"])
         regions = _concat("regions", self._chunks["regions"])
         obs = _concat("test_observations", self._chunks["test_observations"])
         if len(obs) and merge_observations:
-            first, hits = _group_sum(
+            first, hits, saturated = _group_sum(
                 [obs["item"], obs["line"], obs["kind"], obs["file"], obs["test"]], obs["hits"]
             )
+            self.saturated |= saturated
             obs = obs.take(first)
             obs = Table(obs.name, {**obs.columns, "hits": hits})
         n = len(self._files)
@@ -326,6 +338,13 @@ class ReportBuilder:
             ft.update({k: (np.asarray(f, I64), np.asarray(h, I64)) for k, (f, h) in file_totals.items()})
         if totals is None:
             totals = {k: Counter(int(f.sum()), int(h.sum())) for k, (f, h) in ft.items()}
+        if self.saturated:
+            self.metadata["saturated"] = True
+            self.warn(
+                "counts_saturated",
+                "some hit counts summed past 2^63-1 and are kept at that maximum (saturated: true); "
+                "covered stays covered, the counts above it are not exact",
+            )
         return NormalizedReport(
             format=self.format,
             files=tuple(self._files),

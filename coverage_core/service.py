@@ -19,11 +19,12 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
+import duckdb
 
-from . import output_schemas
+from . import faults, output_schemas
 from .composite import importing as composite_import
 from .errors import CoverageError, ErrorCode, Remedy
 from .execution import ops as execution
@@ -77,7 +78,18 @@ def _import(call: Call) -> dict[str, Any]:
     text = call.args["report_path"]
     check_path_text(text)
     raw = Path(text)
-    path = (raw if raw.is_absolute() else root / raw).resolve()
+    try:
+        path = (raw if raw.is_absolute() else root / raw).resolve()
+    except (
+        OSError,
+        RuntimeError,
+    ) as exc:  # a link swapped or looping while it is resolved (RuntimeError: 3.11)
+        raise CoverageError(
+            ErrorCode.REPORT_CHANGED,
+            f"report_path {text!r} could not be resolved: it changed while it was being read ({exc})",
+            "Import the report once nothing is moving or relinking it; pass its real path inside the checkout.",
+            {"path": str(raw if raw.is_absolute() else root / raw)},
+        ) from None
     if not path.is_relative_to(root):
         raise CoverageError(
             ErrorCode.PATH_OUTSIDE_CHECKOUT,
@@ -528,6 +540,8 @@ class Service:
                             op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed))
                         )
                     raise
+                except (OSError, duckdb.Error) as exc:
+                    _raise_fault(exc, self.project)
         finally:
             if own:
                 con.close()
@@ -620,10 +634,21 @@ def owner_import(
         # CLI resolves its user's own links before sending the path).
         path = Path(arguments["report_path"]).expanduser().absolute()
         maps = [(old, new) for old, new in arguments.get("path_map", [])]
-        result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps, progress)
+        try:
+            result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps, progress)
+        except (OSError, duckdb.Error) as exc:
+            _raise_fault(exc, project)
     finally:
         con.close()
     return envelope(call, result, started)
+
+
+def _raise_fault(exc: OSError | duckdb.Error, project: Project) -> NoReturn:
+    """A full disk, a damaged store or a refused read is coded (``faults``), never ``internal``."""
+    coded = faults.classify(exc, project.store.path)
+    if coded is None:
+        raise exc
+    raise coded from exc
 
 
 def envelope(call: Call, result: dict[str, Any], started: float) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import attrs
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from coverage_core import faults
 from coverage_core.errors import CoverageError, ErrorCode
 
 from . import compaction_routes, dashboard, mcp_http, rest
@@ -188,6 +189,10 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             allow,
         )
     except Exception as exc:
+        coded = faults.classify(exc)  # a full disk (token rotate, sign-in, compaction), a damaged store
+        if coded is not None:
+            log.warning("%s %s: %s", request.method, request.path, coded.message)
+            return _failure(request, status_of(coded), coded)
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _failure(
             request,

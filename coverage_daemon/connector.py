@@ -27,10 +27,12 @@ import sys
 import threading
 import time
 
+from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
 
 from .identity import DAEMON_LOG, REPO_HEADER
 from .launcher import Daemon, Launcher, Settings, usage
+from .rpcid import INVALID_ID_MESSAGE, invalid_id
 from .secrets import UnixHTTPConnection, socket_path
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
@@ -261,9 +263,12 @@ class Bridge:
 
     # -- input ---------------------------------------------------------------
     def _receive(self, line: bytes) -> None:
+        if nesting.too_deep(line):
+            self._reject(PARSE_ERROR, f"Parse error: JSON nested deeper than {nesting.MAX_DEPTH} levels")
+            return
         try:
             message = json.loads(line)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             self._emit(
                 {
                     "jsonrpc": "2.0",
@@ -283,6 +288,9 @@ class Bridge:
                     },
                 }
             )
+            return
+        if invalid_id(message):  # NaN, Infinity, 1e400...: never echoed (it would not be JSON)
+            self._reject(INVALID_REQUEST, INVALID_ID_MESSAGE)
             return
         method = message.get("method")
         if method == "notifications/cancelled" and self._cancel(message):
@@ -520,6 +528,11 @@ class Bridge:
         if data is not None:
             error["data"] = data
         self._emit({"jsonrpc": "2.0", "id": request.get("id"), "error": error})
+
+    def _reject(self, code: int, message: str) -> None:
+        """A message the connector answers itself, naming no request (``"id": null``), as the daemon's HTTP
+        endpoint answers it."""
+        self._emit({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
 
     def _emit(self, message: dict[str, object]) -> None:
         # Compact, one line: no pretty-printed newline can split a message.

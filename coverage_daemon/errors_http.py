@@ -33,6 +33,12 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     # waiting or stopping the holder, not a server fault.
     ErrorCode.STORE_LOCKED: 409,
     ErrorCode.STORE_UNAVAILABLE: 503,
+    # The server cannot answer from this store until a person restores the named file.
+    ErrorCode.STORE_DAMAGED: 503,
+    ErrorCode.DISK_FULL: 507,
+    ErrorCode.IO_ERROR: 503,
+    # The file named in the request changed under us: retrying once it is stable succeeds.
+    ErrorCode.REPORT_CHANGED: 409,
     ErrorCode.SCHEMA_TOO_NEW: 409,
     ErrorCode.BASELINE_UNAVAILABLE: 422,
     ErrorCode.INCOMPATIBLE_SNAPSHOTS: 422,

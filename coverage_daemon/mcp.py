@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from coverage_core import faults
 from coverage_core.errors import (
     CoverageError,
     ErrorCode,
@@ -45,6 +46,7 @@ from coverage_core.ids import SNAPSHOT_ID
 
 from .errors_http import compact, status_of
 from .identity import VERSION
+from .rpcid import INVALID_ID_MESSAGE, MAX_ID, invalid_id, is_request, valid_id  # noqa: F401  (re-exported)
 
 log = logging.getLogger("coverage_daemon")
 
@@ -276,38 +278,12 @@ def declared_modern_version(message: dict[str, Any]) -> Any:
 # -- dispatch ------------------------------------------------------------------------
 
 
-def is_request(message: Any) -> bool:
-    return isinstance(message, dict) and "method" in message and "id" in message
-
-
-# JSON-RPC ids are strings or integers; MCP forbids null. Integers stay within
-# I-JSON's exact range (RFC 7493), which every client's JSON reader preserves.
-MAX_ID = 2**53 - 1
-
-
-def valid_id(value: Any) -> bool:
-    if isinstance(value, str):
-        return True
-    return isinstance(value, int) and not isinstance(value, bool) and -MAX_ID <= value <= MAX_ID
-
-
 def request_id_of(message: Any) -> Any:
     """The id an error answer may echo: a request's valid id, else None (never NaN, an object or a list)."""
     if not is_request(message):
         return None
     request_id = message["id"]
     return request_id if valid_id(request_id) else None
-
-
-def invalid_id(message: Any) -> bool:
-    """A request whose id is not a string or an exact integer (NaN, a float, an object, a list, a boolean)."""
-    return is_request(message) and not valid_id(message["id"])
-
-
-INVALID_ID_MESSAGE = (
-    "Invalid Request: id must be a string or an integer (not null, a float, a boolean, an "
-    f"object or a list; integers within +/-{MAX_ID})"
-)
 
 
 def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
@@ -445,6 +421,9 @@ async def _tools_call(params: dict[str, Any], _conn: Conn, backend: Backend) -> 
     except CoverageError as error:
         return tool_error(error)
     except Exception as exc:  # a bug must reach the agent as a tool error, never a dropped request
+        coded = faults.classify(exc)
+        if coded is not None:
+            return tool_error(coded)
         log.exception("tools/call %s failed", name)
         return tool_error(
             CoverageError(

@@ -24,6 +24,8 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from coverage_core import nesting
+
 from .mcp import (
     DEFAULT_NEGOTIATED,
     HANDSHAKE_VERSIONS,
@@ -166,6 +168,8 @@ async def post(request: web.Request) -> web.Response:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         return _reject(413, INVALID_REQUEST, f"the body exceeds COVERAGE_MCP_HTTP_MAX_BODY_BYTES={limit}")
+    if nesting.too_deep(body):
+        return _reject(400, PARSE_ERROR, f"Parse error: JSON nested deeper than {nesting.MAX_DEPTH} levels")
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):

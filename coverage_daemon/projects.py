@@ -29,6 +29,7 @@ from typing import Any, TypeVar, cast
 import attrs
 import duckdb
 
+from coverage_core import faults
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.execution.worker import Runtime, runtime_of
@@ -204,6 +205,10 @@ class Projects:
             except CoverageError:
                 raise
             except Exception as exc:
+                coded = faults.classify(exc)  # a full disk, a damaged store file: coded, not a bug
+                if coded is not None:
+                    log.warning("%s: %s", getattr(fn, "__qualname__", fn), coded.message)
+                    raise coded from exc
                 log.exception("internal error in %s", getattr(fn, "__qualname__", fn))
                 raise CoverageError(
                     ErrorCode.INTERNAL,

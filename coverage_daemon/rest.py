@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.model import snapshot_to_dict
 from coverage_core.project import Project
@@ -66,6 +67,7 @@ async def read_object(
     raw = await request.read()  # bounded by the application's client_max_size as well
     if len(raw) > limit:
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(raw))
+    nesting.check(raw, "the request body")
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -110,6 +112,7 @@ def query_arguments(request: web.Request, schema: dict[str, Any]) -> dict[str, A
             elif kind == "boolean":
                 out[key] = {"true": True, "false": False}[raw]
             elif kind in ("object", "array"):
+                nesting.check(raw, f"query parameter {key!r}")
                 out[key] = json.loads(raw)
             else:
                 out[key] = raw

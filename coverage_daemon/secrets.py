@@ -97,13 +97,24 @@ def _read_private(path: Path) -> str | None:
 def write_private(path: Path, text: str) -> None:
     """Replace ``path`` atomically with a 0600 file holding ``text`` (never through a link)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            _write_all(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as error:
+        # A full disk (or any refusal) leaves the old file as it was and no half-written copy.
+        tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from error
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # a short write (a disk filling up) is not the whole secret
+        view = view[os.write(fd, view) :]
 
 
 def client_token(home: Path, *, create: bool = True) -> str | None:
@@ -116,11 +127,15 @@ def client_token(home: Path, *, create: bool = True) -> str | None:
         except FileExistsError:  # another process created it first: use theirs
             return _read_private(path)
         try:
-            token = secrets.token_urlsafe(32)
-            os.write(fd, token.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                token = secrets.token_urlsafe(32)
+                _write_all(fd, token.encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:  # never leave an empty or partial token for the next reader
+            path.unlink(missing_ok=True)
+            raise OSError(error.errno, error.strerror, str(path)) from error
     return token
 
 

@@ -16,6 +16,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -116,5 +117,13 @@ def render(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> str:
 def write(directory: Path, data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / REPORT_FILE
-    out.write_text(render(data, sources), encoding="utf-8")
+    text = render(data, sources).encode("utf-8")
+    # Beside it, then renamed: a full disk leaves the earlier report whole and no half-written page.
+    tmp = directory / f".{REPORT_FILE}.tmp"
+    try:
+        tmp.write_bytes(text)
+        os.replace(tmp, out)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(out)) from error
     return out

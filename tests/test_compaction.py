@@ -302,8 +302,9 @@ def test_a_damaged_payload_is_a_clear_error_and_compact_answers_still_work(sampl
                 "coverage_review",
                 {"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}},
             )
-        assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
-        assert caught.value.details["reason"] == "payload_damaged"
+        assert caught.value.code is ErrorCode.STORE_DAMAGED
+        assert caught.value.details == {"reason": "payload_damaged", "snapshot_id": old}
+        assert old in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,15 @@ def test_every_error_code_has_an_exit_code() -> None:
     assert set(EXIT_CODES.values()) <= {1, 2, 3}
 
 
+def test_every_error_code_has_an_http_status_a_meaning_and_a_row_in_the_operations_reference() -> None:
+    from coverage_core.errors import MEANINGS
+    from coverage_daemon.errors_http import HTTP_STATUS
+
+    assert set(HTTP_STATUS) == set(ErrorCode) == set(MEANINGS)
+    text = operations_markdown()
+    assert [c.value for c in ErrorCode if f"| `{c.value}` |" not in text] == []
+
+
 def test_every_cli_command_is_documented_in_the_readme() -> None:
     assert [name for name in cli.commands if f"`{name}" not in README] == []
 

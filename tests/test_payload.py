@@ -2,7 +2,7 @@
 
 A compacted snapshot's detail lives only in its payload, so a value that does
 not round-trip is lost data; and the store may come from anyone, so a hostile
-frame must be refused with ``store_unavailable`` before any column is trusted.
+frame must be refused (``store_damaged``; a newer format ``store_unavailable``) before any column is trusted.
 """
 
 from __future__ import annotations
@@ -152,8 +152,9 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
     tables = _hostile_tables()
     frame, size, rows = payload.encode(tables)
     con.execute(
-        "INSERT INTO snapshot_payloads VALUES (7, ?, ?, ?, ?, now(), ?)",
-        [payload.FORMAT_VERSION, rows, size, len(frame), frame],
+        "INSERT INTO snapshot_payloads (snap, format_version, row_count, detail_bytes, payload_bytes, "
+        "created_at, payload, content_sha256, digest_origin) VALUES (7, ?, ?, ?, ?, now(), ?, ?, 'compaction')",
+        [payload.FORMAT_VERSION, rows, size, len(frame), frame, payload.digest(frame, max_bytes=size)],
     )
     reader = con.cursor()
     restore.ensure(reader, {7: "s7"}, {7: "s7"})
@@ -193,7 +194,8 @@ def _frame_with(edit: Callable[[dict[str, Any]], None]) -> tuple[bytes, int]:
 def _refused(frame: bytes, max_bytes: int) -> CoverageError:
     with pytest.raises(CoverageError) as caught:
         payload.decode(frame, max_bytes=max_bytes)
-    assert caught.value.code == ErrorCode.STORE_UNAVAILABLE
+    damaged = caught.value.details["reason"] == "payload_damaged"
+    assert caught.value.code == (ErrorCode.STORE_DAMAGED if damaged else ErrorCode.STORE_UNAVAILABLE)
     return caught.value
 
 

@@ -94,6 +94,7 @@ class Aggregate:
     remediation: dict[str, list[dict[str, Any]]]
     complete: bool
     denominator_known: bool
+    saturated: bool = False  # a region's summed hits were clamped at 2^63-1 (``regions.dedup``)
 
 
 Carry = Callable[[list[tuple[Entry, tuple[str | None, ...]]]], dict[int, dict[str, np.ndarray]]]
@@ -213,8 +214,10 @@ def aggregate(
         results.append(EntryResult(entry, reason, detail, source, ident[i]))
     keys = np.concatenate(parts_k)
     cols = {c: np.concatenate([p[c] for p in parts_c]).astype(t, copy=False) for c, t in rg.COLUMNS.items()}
-    keys, cols = rg.dedup(keys, cols)
-    return _summarize(inv, tuple(results), keys.astype(np.int32), cols, paths)
+    keys, cols, saturated = rg.dedup(keys, cols)
+    return attrs.evolve(
+        _summarize(inv, tuple(results), keys.astype(np.int32), cols, paths), saturated=saturated
+    )
 
 
 def _summarize(
@@ -225,19 +228,16 @@ def _summarize(
     paths: tuple[str, ...],
 ) -> Aggregate:
     totals = rg.tally(cols["kind"], cols["hits"])
-    comp_of_entry = (
-        np.array(
-            [next(j for j, c in enumerate(inv.components) if c.id == r.entry.component) for r in results],
-            np.int32,
-        )
-        if results
-        else np.zeros(0, np.int32)
-    )
+    position = {c.id: j for j, c in enumerate(inv.components)}  # one lookup per entry, never a scan
+    comp_of_entry = np.array([position[r.entry.component] for r in results], np.int32)
+    by_component: dict[str, list[EntryResult]] = {c.id: [] for c in inv.components}
+    for r in results:
+        by_component[r.entry.component].append(r)
     comp_of_row = comp_of_entry[keys] if len(keys) else np.zeros(0, np.int32)
     components = []
     for j, c in enumerate(inv.components):
         sel = comp_of_row == j
-        mine = [r for r in results if r.entry.component == c.id]
+        mine = by_component[c.id]
         components.append(
             {
                 "id": c.id,

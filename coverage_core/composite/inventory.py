@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from .. import nesting
 from ..errors import CoverageError, ErrorCode
 from . import globs
 
@@ -69,11 +70,15 @@ class Inventory:
     logical: dict[str, str]  # path -> logical source id
     owners: dict[str, str]  # path -> component id
     entries: tuple[Entry, ...]
+    # id -> component, filled on first use: a lookup per entry must not scan every component.
+    _by_id: dict[str, Component] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     def component(self, cid: str) -> Component:
-        for c in self.components:
-            if c.id == cid:
-                return c
+        if not self._by_id:
+            self._by_id.update((c.id, c) for c in self.components)
+        found = self._by_id.get(cid)
+        if found is not None:
+            return found
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"the inventory has no component {cid!r}",
@@ -129,10 +134,15 @@ def decode(data: bytes, origin: str) -> dict[str, Any]:
             "Declare sources with globs instead of listing every file.",
             {"reason": "inventory_too_large", "bytes": len(data), "limit": MAX_INVENTORY_BYTES},
         )
+    nesting.check(data, f"{origin}: the inventory")  # before parsing: a 100,000-deep list recurses as deep
     try:
         text = data.decode("utf-8")
         doc = json.loads(text) if text.lstrip("\ufeff \t\r\n").startswith("{") else tomllib.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+    except (
+        UnicodeDecodeError,
+        ValueError,
+        RecursionError,
+    ) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"{origin}: the inventory is not valid JSON or TOML ({exc})",
@@ -222,14 +232,19 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
         fmt = c.get("format")
         if fmt not in EVIDENCE_FORMATS:
             errors.add(f"{where}.format", f"must be one of {', '.join(EVIDENCE_FORMATS)}, got {fmt!r}")
+        before = len(errors.items)
         sources = _strings(c.get("sources"), f"{where}.sources", errors)
         exclude = _strings(c.get("exclude", []), f"{where}.exclude", errors, empty_ok=True)
+        pattern_errors = len(errors.items) > before  # and below: a pattern's own problem
         variants = _strings(c.get("variants", ["default"]), f"{where}.variants", errors)
+        # Every check here is linear in the inventory: a client may send 100,000 of anything.
+        seen_variants: set[str] = set()
         for j, v in enumerate(variants):
             if not _ID.match(v):
                 errors.add(f"{where}.variants[{j}]", f"{v!r}: use 1-64 letters, digits, '_', '.', '-'")
-            if v in variants[:j]:
+            if v in seen_variants:
                 errors.add(f"{where}.variants[{j}]", f"duplicate variant {v!r}")
+            seen_variants.add(v)
         files: set[str] = set()
         matched_sources: set[str] = set()
         for key, patterns in (("sources", sources), ("exclude", exclude)):
@@ -237,6 +252,7 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                 problem = _pattern_problem(p)
                 if problem:
                     errors.add(f"{where}.{key}[{j}]", problem)
+                    pattern_errors = True
                     continue
                 matched = matches.get(p)
                 if matched is None:
@@ -249,6 +265,7 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                             f"the inventory's distinct globs have over "
                             f"{MAX_INVENTORY_WILDCARDS} wildcards in all; list fewer, broader globs",
                         )
+                        pattern_errors = True
                         continue
                     else:
                         wild += globs.wildcards(p)
@@ -260,18 +277,12 @@ def load(data: bytes, origin: str, tracked: Iterable[str]) -> Inventory:
                             f"{where}.sources[{j}]",
                             f"{p!r} matches no file git tracks at the checkout revision",
                         )
+                        pattern_errors = True
                     files.update(matched)
                     matched_sources.update(matched)
                 else:
                     files.difference_update(matched)
-        if (
-            sources
-            and not files
-            and not any(
-                e["path"].startswith(f"{where}.sources[") or e["path"].startswith(f"{where}.exclude[")
-                for e in errors.items
-            )
-        ):
+        if sources and not files and not pattern_errors:
             errors.add(
                 where,
                 "declares no production source after excludes: its sources match "

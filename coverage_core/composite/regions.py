@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import counts
 from ..report import REGION_BRANCH, REGION_CODE, NormalizedReport
 
 MAPPING_VERSION = "composite-regions-1"
@@ -164,12 +165,13 @@ def take(cols: dict[str, np.ndarray], index: np.ndarray) -> dict[str, np.ndarray
     return {c: v[index] for c, v in cols.items()}
 
 
-def dedup(key: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def dedup(key: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray], bool]:
     """Merge rows of equal identity: ``key`` is an int64 group (entry) per row; the region identity is
-    (key, kind, span, item). Returns (key per merged row, merged columns with hits summed)."""
+    (key, kind, span, item). Returns (key per merged row, merged columns with hits summed, whether a sum
+    was clamped at 2^63-1: ``counts``, never a wrapped count that reads as "hit 0")."""
     n = len(key)
     if not n:
-        return key, cols
+        return key, cols, False
     fields = [
         cols["item"],
         cols["end_col"],
@@ -188,8 +190,10 @@ def dedup(key: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, dic
     starts = np.flatnonzero(change)
     first = order[starts]
     merged = {c: v[first] for c, v in cols.items()}
-    merged["hits"] = np.add.reduceat(cols["hits"][order], starts)
-    return key[first], merged
+    hits = cols["hits"][order]
+    summed, saturated = counts.reduceat(np.maximum(hits, 0), starts)
+    merged["hits"] = np.where(np.maximum.reduceat(hits, starts) < 0, -1, summed)
+    return key[first], merged, saturated
 
 
 def tally(kind: np.ndarray, hits: np.ndarray) -> dict[str, dict[str, int]]:

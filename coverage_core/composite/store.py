@@ -72,6 +72,8 @@ class Composite:
     components: list[dict[str, Any]]
     blocking: list[dict[str, Any]]
     remediation: dict[str, list[dict[str, Any]]]
+    # Some region's hits summed past 2^63-1 and are kept at that maximum (coverage_core.counts).
+    saturated: bool = False
 
     def percent(self) -> float | None:
         c = self.totals["combined"]
@@ -102,6 +104,7 @@ class Composite:
             "blocking_total": len(self.blocking),
             "blocking_truncated": len(shown) < len(self.blocking),
             "remediation": self.remediation,
+            "saturated": self.saturated,
         }
 
     def compact(self) -> dict[str, Any]:
@@ -123,7 +126,7 @@ class Composite:
 _COLUMNS = (
     "composite_id, created_at, mapping_version, inventory_sha256, inventory_path, commit_sha, dirty, branch, "
     "worktree_path, provenance, registration, toolchains, artifacts, status, denominator_known, totals, "
-    "components, blocking, remediation"
+    "components, blocking, remediation, saturated"
 )
 
 
@@ -142,6 +145,7 @@ def _record(row: tuple) -> Composite:
         j(row[16]),
         j(row[17]),
         j(row[18]),
+        bool(row[19]),
     )
     return Composite(*(row[:10] + decoded))
 
@@ -157,7 +161,7 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
             comp = con.execute("SELECT coalesce(max(comp), 0) + 1 FROM composite_snapshots").fetchall()[0][0]
             con.execute(
                 f"INSERT INTO composite_snapshots (comp, worktree_id, {_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     comp,
                     prov.worktree_id,
@@ -180,6 +184,7 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
                     json.dumps(agg.components),
                     json.dumps(agg.blocking),
                     json.dumps(agg.remediation),
+                    agg.saturated,
                 ],
             )
             n = len(agg.entries)

@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from .. import counts as sums
 from ..report import I32, I64, REGION_CODE, Counter, NormalizedReport, ReportBuilder
 from .numbers import count
 from .source import ReportBytes, excerpt, malformed
@@ -155,7 +156,7 @@ def _explain(line: str, origin: str, lineno: int, mode_line: str) -> Exception:
     )
 
 
-def _merge(blocks: _Blocks, mode: str, origin: str) -> tuple[np.ndarray, np.ndarray]:
+def _merge(blocks: _Blocks, mode: str, origin: str, builder: ReportBuilder) -> tuple[np.ndarray, np.ndarray]:
     """Identical blocks merged: (first row of each block, merged counts)."""
     b = blocks
     order = np.lexsort((b.end_col, b.end_line, b.start_col, b.start_line, b.file))
@@ -184,10 +185,9 @@ def _merge(blocks: _Blocks, mode: str, origin: str) -> tuple[np.ndarray, np.ndar
     if mode == "set":
         merged = np.bitwise_or.reduceat(counts, starts)  # x/tools/cover: Count |= b.Count
     else:
-        # Sums of int64 counts can wrap; check them in floating point first.
-        if np.add.reduceat(counts.astype(np.float64), starts).max() >= 2.0**63:
-            raise malformed(origin, "merged block counts overflow a 64-bit counter")
-        merged = np.add.reduceat(counts, starts)
+        # Sums of int64 counts would wrap: they clamp at the maximum and the report says saturated.
+        merged, over = sums.reduceat(counts, starts)
+        builder.saturated |= over
     return order[starts], merged
 
 
@@ -198,7 +198,7 @@ def _build(builder: ReportBuilder, blocks: _Blocks, mode: str, origin: str) -> N
     if not len(blocks.file):
         empty = np.zeros(n_files, I64)
         return builder.build({"statements": Counter(0, 0)}, file_totals={"statements": (empty, empty)})
-    first, hits = _merge(blocks, mode, origin)
+    first, hits = _merge(blocks, mode, origin, builder)
     file = blocks.file[first]
     sl, sc, el, ec, stmts = (
         a[first] for a in (blocks.start_line, blocks.start_col, blocks.end_line, blocks.end_col, blocks.stmts)

@@ -34,6 +34,10 @@ run that fails (text branch ids, a minus sign, a damaged line) is read by the
 exact line-by-line reader, which is also what names the line of an error; a
 test proves both readers give the same report for damaged input.
 
+Counts add up as lcov adds them, but clamped at 2^63-1 (``coverage_core.counts``):
+a merged count past it is kept at the maximum and the report says
+``saturated: true`` (a ``counts_saturated`` warning), never a wrapped number.
+
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
 """
@@ -48,6 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import counts as sums
 from ..report import (
     I32,
     I64,
@@ -196,8 +201,9 @@ class _Functions:
     def extended(self, more: list[tuple[bytes, int, int]]) -> _Functions:
         return _Functions(self.items + more) if more else self
 
-    def match(self, fnda: list[tuple[bytes, int]], hits: np.ndarray) -> dict[bytes, int]:
-        """Add FNDA counts to ``hits``; return the counts of names no FN line declares."""
+    def match(self, fnda: list[tuple[bytes, int]], hits: np.ndarray, b: ReportBuilder) -> dict[bytes, int]:
+        """Add FNDA counts to ``hits`` (clamped: ``b.saturated``); return the counts of names no FN line
+        declares."""
         seen: dict[bytes, int] = {}
         orphans: dict[bytes, int] = {}
         for name, n in fnda:
@@ -205,9 +211,11 @@ class _Functions:
             seen[name] = k + 1
             declared = self.per_name.get(name, 0)
             if declared:  # more FNDA than FN lines for a name: lcov sums them by name
-                hits[self.position[(name, min(k, declared - 1))]] += n
+                at = self.position[(name, min(k, declared - 1))]
+                hits[at], over = sums.add_scalar(hits[at], n)
             else:
-                orphans[name] = orphans.get(name, 0) + n
+                orphans[name], over = sums.add_scalar(orphans.get(name, 0), n)
+            b.saturated |= over
         return orphans
 
 
@@ -317,7 +325,7 @@ class _Parser:
         path = _text(r.path)
         r.file = self.builder.file(path)
         if r.file == len(self.files):
-            self.files.append(_FileMerge(self.origin))
+            self.files.append(_FileMerge(self.builder))
             self.paths.append(path)
         r.test = self.test
         self.batch.append(r)
@@ -445,16 +453,18 @@ class _Parser:
         """Pair FNDA counts with the record's FN lines."""
         fn = r.functions.extended(r.exact_fn)
         hits = np.zeros(len(fn.keys), I64)
-        if fnda is not None and not (len(fnda[0]) > BULK_FNDA_BYTES and _bulk_fnda(fnda[0], fn, hits)):
+        if fnda is not None and not (
+            len(fnda[0]) > BULK_FNDA_BYTES and _bulk_fnda(fnda[0], fn, hits, self.builder)
+        ):
             self._exact(*fnda, r)  # which may hold FN lines too: coverage.py alternates them
             fn = r.functions.extended(r.exact_fn)
             hits = np.zeros(len(fn.keys), I64)
-        orphans = fn.match(r.exact_fnda, hits)
+        orphans = fn.match(r.exact_fnda, hits, self.builder)
         if orphans:  # FNDA without FN: lcov still counts the function; its line is unknown (0)
             fn = fn.extended([(name, 0, 0) for name in orphans])
             hits = np.concatenate([hits, np.array(list(orphans.values()), dtype=I64)])
         r.functions = fn
-        r.fn_hits = _checked(hits, self.origin)
+        r.fn_hits = hits
 
     # -- a batch of records ---------------------------------------------------------------
     def _flush(self) -> None:
@@ -507,7 +517,7 @@ class _Parser:
             if exact:
                 own.append(np.array(exact, dtype=I64).reshape(-1, kind.width))
                 exact_any = True
-        return _by_record(pieces, kind.width, self.origin, rows if not exact_any else None)
+        return _by_record(pieces, kind.width, self.builder, rows if not exact_any else None)
 
     def _check_summaries(
         self, line_at: list[int], line_hits_at: list[int], branch_at: list[int], branch_hits_at: list[int]
@@ -671,8 +681,8 @@ class _FileMerge:
     so the common case is an element-wise sum of equal-shaped arrays.
     """
 
-    def __init__(self, origin: str) -> None:
-        self.origin = origin
+    def __init__(self, builder: ReportBuilder) -> None:
+        self.builder = builder  # hears of a clamped sum (``saturated``)
         self.records = 0
         self.summary: dict[bytes, int] = {}
         self.lines = np.empty((0, 2), I64)
@@ -686,11 +696,12 @@ class _FileMerge:
         """Merge one record: its rows sorted and unique, its functions and their counts."""
         self.records += 1
         self.summary = r.summary
-        self.lines = _combine(self.lines, lines, 1, self.origin)
-        self.branches = _combine(self.branches, branches, 3, self.origin)
+        self.lines = _combine(self.lines, lines, 1, self.builder)
+        self.branches = _combine(self.branches, branches, 3, self.builder)
         fn = r.functions
         if fn.keys == self.fn_keys:
-            self.fn_hits = _checked(self.fn_hits + r.fn_hits, self.origin)
+            self.fn_hits, over = sums.add(self.fn_hits, r.fn_hits)
+            self.builder.saturated |= over
             return
         where = []
         for key, item in zip(fn.keys, fn.items):
@@ -702,8 +713,8 @@ class _FileMerge:
             where.append(i)
         merged = np.zeros(len(self.fn_keys), I64)
         merged[: len(self.fn_hits)] = self.fn_hits
-        np.add.at(merged, np.array(where, dtype=np.intp), r.fn_hits)
-        self.fn_hits = _checked(merged, self.origin)
+        self.builder.saturated |= sums.add_at(merged, np.array(where, dtype=np.intp), r.fn_hits)
+        self.fn_hits = merged
 
 
 # -- runs -------------------------------------------------------------------------------
@@ -766,7 +777,7 @@ DA_RUNS = _RunKind(_da_shape, _da_rows, 2, "exact_lines")
 BRDA_RUNS = _RunKind(_brda_shape, _brda_rows, 4, "exact_branches")
 
 
-def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
+def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray, b: ReportBuilder) -> bool:
     """Add a run of ``FNDA:<count>,<name>`` lines to ``hits`` in bulk; False if it needs the exact reader."""
     if fn.unique_names is None:
         return False
@@ -784,7 +795,7 @@ def _bulk_fnda(run: bytes, fn: _Functions, hits: np.ndarray) -> bool:
     values = _ints(counts, n)
     if values is None or None in where:
         return False
-    np.add.at(hits, np.array(where, dtype=np.intp), values)
+    b.saturated |= sums.add_at(hits, np.array(where, dtype=np.intp), values)
     return True
 
 
@@ -804,7 +815,7 @@ def _ints(text: bytes, expected: int) -> np.ndarray | None:
 
 # -- merging ----------------------------------------------------------------------------
 def _by_record(
-    pieces: list[list[Rows]], width: int, origin: str, whole: Rows | None
+    pieces: list[list[Rows]], width: int, b: ReportBuilder, whole: Rows | None
 ) -> tuple[Rows, np.ndarray]:
     """Each record's pieces as one table; record i owns ``rows[at[i]:at[i + 1]]``, sorted and unique.
 
@@ -825,7 +836,7 @@ def _by_record(
     if len(unsorted):
         owners = set((np.searchsorted(at, unsorted, side="right") - 1).tolist())
         parts = [
-            _unique(rows[at[i] : at[i + 1]], keys, origin) if i in owners else rows[at[i] : at[i + 1]]
+            _unique(rows[at[i] : at[i + 1]], keys, b) if i in owners else rows[at[i] : at[i + 1]]
             for i in range(len(pieces))
         ]
         rows = np.concatenate(parts)
@@ -844,7 +855,7 @@ def _stack(per_file: list[Rows], width: int) -> Rows:
     return out
 
 
-def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
+def _combine(acc: Rows, rows: Rows, keys: int, b: ReportBuilder) -> Rows:
     """A file's sorted unique rows merged with a record's.
 
     The last column is summed; for branches it is a taken count, and -1
@@ -854,18 +865,18 @@ def _combine(acc: Rows, rows: Rows, keys: int, origin: str) -> Rows:
         return rows
     if len(acc) == len(rows) and np.array_equal(acc[:, :keys], rows[:, :keys]):
         # In place: ``acc`` is this file's alone (a copy, or a slice of a finished batch).
-        a, b = acc[:, keys], rows[:, keys]
+        a, c = acc[:, keys], rows[:, keys]
         if keys == 1:  # line counts are never negative
-            np.add(a, b, out=a)
-            _checked(a, origin)
+            acc[:, keys], over = sums.add(a, c)
         else:
-            total = _checked(np.maximum(a, 0) + np.maximum(b, 0), origin)
-            acc[:, keys] = np.where((a < 0) & (b < 0), -1, total)
+            total, over = sums.add(np.maximum(a, 0), np.maximum(c, 0))
+            acc[:, keys] = np.where((a < 0) & (c < 0), -1, total)
+        b.saturated |= over
         return acc
-    return _unique(np.concatenate([acc, rows]), keys, origin)
+    return _unique(np.concatenate([acc, rows]), keys, b)
 
 
-def _unique(rows: Rows, keys: int, origin: str) -> Rows:
+def _unique(rows: Rows, keys: int, b: ReportBuilder) -> Rows:
     """Rows sorted by their first ``keys`` columns; rows with equal keys merged as in ``_combine``."""
     if _increasing(rows[:, :keys]).all():
         return rows
@@ -874,11 +885,10 @@ def _unique(rows: Rows, keys: int, origin: str) -> Rows:
     first[1:] = (rows[1:, :keys] != rows[:-1, :keys]).any(axis=1)
     starts = np.flatnonzero(first)
     values = rows[:, keys]
-    counts = np.maximum(values, 0)
-    if (np.add.reduceat(counts.astype(np.float64), starts) > 9.2e18).any():
-        raise malformed(origin, "a merged execution count overflows a 64-bit counter")
+    summed, over = sums.reduceat(np.maximum(values, 0), starts)
+    b.saturated |= over
     out = rows[starts]
-    out[:, keys] = np.where(np.maximum.reduceat(values, starts) < 0, -1, np.add.reduceat(counts, starts))
+    out[:, keys] = np.where(np.maximum.reduceat(values, starts) < 0, -1, summed)
     return out
 
 
@@ -889,13 +899,6 @@ def _increasing(keys: Rows) -> np.ndarray:
         a, b = keys[1:, j], keys[:-1, j]
         above = (a > b) | ((a == b) & above)
     return above
-
-
-def _checked(total: np.ndarray, origin: str) -> np.ndarray:
-    """Sums of non-negative int64 counts are below -1 exactly when they overflowed."""
-    if len(total) and total.min() < -1:
-        raise malformed(origin, "a merged execution count overflows a 64-bit counter")
-    return total
 
 
 def _text(raw: bytes) -> str:

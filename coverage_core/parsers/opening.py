@@ -103,10 +103,22 @@ def open_within(root: Path, path: Path) -> OpenedReport:
         try:
             fd = os.open(parts[-1], _FILE_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
         except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # resolved without links: one now is a swap
+                raise changed(path, "its file became a symbolic link") from None
             raise _open_error(path, exc, final=True) from None
     finally:
         os.close(dir_fd)
     return _adopt(fd, path)
+
+
+def changed(path: Path, why: str) -> CoverageError:
+    """``report_changed``: the file named was swapped while it was being opened."""
+    return CoverageError(
+        ErrorCode.REPORT_CHANGED,
+        f"{path}: changed while the report was being opened ({why}); nothing was read",
+        "Import the report once nothing is moving or relinking it; pass its real path inside the checkout.",
+        {"path": str(path)},
+    )
 
 
 def _open_compared(path: Path) -> OpenedReport:

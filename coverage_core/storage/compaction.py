@@ -28,7 +28,7 @@ import attrs
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
-from .payload import DETAIL, FORMAT_VERSION, encode
+from .payload import DETAIL, FORMAT_VERSION, digest, encode
 from .transactions import transaction
 
 # How long a commit waits for readers to finish before it leaves the snapshot for a later pass.
@@ -243,6 +243,7 @@ def compact_snapshot(
         }
     frame, detail_bytes, rows = encode(tables)
     del tables
+    content = digest(frame, max_bytes=detail_bytes)
     stage("encoded")
     if not store.gate.acquire_alone(GATE_TIMEOUT_S):
         return None
@@ -252,8 +253,10 @@ def compact_snapshot(
                 return None
             with transaction(con):
                 con.execute(
-                    "INSERT INTO snapshot_payloads VALUES (?, ?, ?, ?, ?, now(), ?)",
-                    [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame],
+                    "INSERT INTO snapshot_payloads (snap, format_version, row_count, detail_bytes, "
+                    "payload_bytes, created_at, payload, content_sha256, digest_origin) "
+                    "VALUES (?, ?, ?, ?, ?, now(), ?, ?, 'compaction')",
+                    [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame, content],
                 )
                 stage("payload_written")
                 for table in DETAIL:

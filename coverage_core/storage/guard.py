@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from .. import safefs
+from .. import faults, safefs
 from ..errors import CoverageError, ErrorCode
 from . import schema
 
@@ -60,7 +60,10 @@ def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
     try:
         return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
+        coded = faults.classify(exc, path, "opening the store")
+        if coded is not None and coded.code is not ErrorCode.IO_ERROR:
+            raise coded from None  # store_damaged (named, never touched) or disk_full
         raise CoverageError(
             ErrorCode.STORE_UNAVAILABLE,
             f"{path}: the coverage store will not open ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})",
@@ -81,7 +84,7 @@ def open_verified(path: Path) -> duckdb.DuckDBPyConnection:
     """The writable, migrated connection, or a refusal that left the folder as it was (but for a kept WAL copy)."""
     exists = check_duckdb_paths(path)
     wal = path.with_name(path.name + WAL)
-    preserved = _preserve(wal)
+    preserved, made = _preserve(wal)
     marked = safefs.check_entry(path.with_name(path.name + COMMITTED)) is not None
     try:
         # Read-only first unless this is a store we already opened and no WAL waits to be replayed:
@@ -102,22 +105,39 @@ def open_verified(path: Path) -> duckdb.DuckDBPyConnection:
     except BaseException as error:
         # Our copy stays when data went missing, or when the WAL it copies changed or went.
         lost = isinstance(error, CoverageError) and error.details.get("reason") == _LOST
-        if preserved is not None and not lost and safefs.same_bytes(wal, preserved):
+        if made and preserved is not None and not lost and safefs.same_bytes(wal, preserved):
             preserved.unlink(missing_ok=True)
         raise
-    if preserved is not None:
+    if made and preserved is not None:
         preserved.unlink(missing_ok=True)  # the open proved nothing was lost; it is our copy, not the WAL
     return con
 
 
-def _preserve(wal: Path) -> Path | None:
+def preserved_copies(path: Path) -> list[Path]:
+    """The WAL copies kept beside the store ``path`` (each the bytes of a WAL whose replay lost data)."""
+    prefix = path.name + PRESERVED
+    try:
+        names = sorted(n for n in os.listdir(path.parent) if n.startswith(prefix))
+    except OSError:
+        return []
+    return [path.with_name(n) for n in names]
+
+
+def _preserve(wal: Path) -> tuple[Path | None, bool]:
+    """(the copy of ``wal`` beside it, whether this call made it): one copy per distinct WAL, so opening a
+    store again and again with the same damaged WAL keeps one copy, not one per open."""
     st = safefs.check_entry(wal)
     if st is None or st.st_size == 0:
-        return None
+        return None, False
+    db = wal.with_name(wal.name.removesuffix(WAL))
+    for kept in preserved_copies(db):
+        found = safefs.check_entry(kept)
+        if found is not None and found.st_size == st.st_size and safefs.same_bytes(wal, kept):
+            return kept, False
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     copy = wal.with_name(wal.name.removesuffix(WAL) + PRESERVED + stamp)
     safefs.copy_new(wal, copy)
-    return copy
+    return copy, True
 
 
 def _inspect(path: Path, preserved: Path | None) -> None:

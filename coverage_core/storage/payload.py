@@ -16,14 +16,18 @@ item, test), where one line's hits under successive tests sit side by side
 (on the SQLite snapshot this alone takes a third off the payload). The frame
 is compressed at ``ZSTD_LEVEL``.
 
-The store may sit in a folder anyone could have committed to, so decoding
-trusts nothing: the frame's size is capped before it is decompressed, the
+Integrity: the frame carries zstd's content checksum, and the payload row the
+SHA-256 of the decompressed frame (``digest``), which restore checks before
+a byte is decoded, so a flipped bit or an edited payload is ``store_damaged``
+naming the snapshot, never a different answer. The store may sit in a folder
+anyone could have committed to, so decoding also trusts nothing: the frame's size is capped before it is decompressed, the
 header must name exactly the tables and columns ``DETAIL`` declares with their
 dtypes, and every length must add up to the bytes present.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from collections.abc import Iterable
@@ -92,13 +96,19 @@ Columns = dict[str, np.ndarray]
 REGROUPED = ("test_observations",)
 
 
-def _corrupt(why: str) -> CoverageError:
+class _Damaged(Exception):
+    """Raised inside decoding with what is wrong; ``decode`` turns it into the error naming the snapshot."""
+
+
+def _corrupt(why: str, snapshot: str | None = None) -> CoverageError:
+    which = f"snapshot {snapshot}" if snapshot else "a compacted snapshot"
     return CoverageError(
-        ErrorCode.STORE_UNAVAILABLE,
-        f"a compacted snapshot's payload is damaged ({why})",
-        "The snapshot's detail cannot be restored; its totals and summaries still answer. Delete the "
-        "snapshot (`coverage-mcp snapshots rm ID`) and re-import its report if you still need its detail.",
-        {"reason": "payload_damaged"},
+        ErrorCode.STORE_DAMAGED,
+        f"the payload of {which} is damaged ({why})",
+        "The snapshot's detail cannot be restored; its totals and summaries still answer. Restore the store "
+        f"from a backup, or delete the snapshot (`coverage-mcp snapshots rm {snapshot or 'ID'}`) and re-import "
+        "its report if you still need its detail.",
+        {"reason": "payload_damaged", "snapshot_id": snapshot},
     )
 
 
@@ -115,6 +125,10 @@ def _newer(version: Any) -> CoverageError:
         },
     )
 
+
+# Decompressed frames are capped at this multiple of the recorded detail size (and this floor).
+_SLACK = 1.01
+_FLOOR = 1 << 20
 
 _STORED = ("<i1", "<i2", "<i4", "<i8")
 
@@ -227,18 +241,33 @@ def encode(tables: dict[str, Columns], *, level: int | None = None) -> tuple[byt
     head = json.dumps(header, separators=(",", ":")).encode()
     raw = b"".join([MAGIC, struct.pack("<I", len(head)), head, *chunks])
     frame = zstandard.ZstdCompressor(
-        level=ZSTD_LEVEL if level is None else level, write_content_size=True
+        level=ZSTD_LEVEL if level is None else level, write_content_size=True, write_checksum=True
     ).compress(raw)
     return frame, len(raw), rows
 
 
+def _decompress(frame: bytes, max_bytes: int, snapshot: str | None) -> bytes:
+    try:
+        return zstandard.ZstdDecompressor().decompress(frame, max_output_size=max_bytes)
+    except zstandard.ZstdError as error:
+        raise _corrupt(f"zstd: {error}", snapshot) from None
+
+
+def digest(frame: bytes, *, max_bytes: int) -> str:
+    """The SHA-256 (hex) of the decompressed ``frame``: what its payload row records and restore checks.
+
+    Taken of the decompressed bytes, not the frame, so it vouches for exactly what ``decode`` reads; a frame
+    that does not decompress is ``store_damaged``."""
+    return hashlib.sha256(_decompress(frame, max_bytes, None)).hexdigest()
+
+
 def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where: str) -> list[bytes]:
     if sizes[0] != 8 * n:
-        raise _corrupt(f"bad offsets of {where}")
+        raise _Damaged(f"bad offsets of {where}")
     ends = np.frombuffer(view[pos : pos + sizes[0]], dtype="<i8")
     data = bytes(view[pos + sizes[0] : pos + sizes[0] + sizes[1]])
     if n and (ends[-1] != sizes[1] or ends[0] < 0 or np.any(np.diff(ends) < 0)):
-        raise _corrupt(f"bad offsets of {where}")
+        raise _Damaged(f"bad offsets of {where}")
     starts = [0, *ends[:-1].tolist()] if n else []
     return [data[a:b] for a, b in zip(starts, ends.tolist())]
 
@@ -253,9 +282,9 @@ def _decode_numbers(
         and how[1] in (1, 2, 4, 8)
         and not isinstance(how[1], bool)
     ):
-        raise _corrupt(f"bad encoding of {where}")
+        raise _Damaged(f"bad encoding of {where}")
     if size != n * how[1]:
-        raise _corrupt(f"bad length of {where}")
+        raise _Damaged(f"bad length of {where}")
     values = _unshuffle(view[pos : pos + size], f"<i{how[1]}", n)
     if how[0] == "d":
         values = np.cumsum(values, dtype=np.int64)
@@ -266,39 +295,53 @@ def _decode_runs(
     view: memoryview, pos: int, sizes: list[int], how: list[Any], n: int, kind: str, where: str
 ) -> np.ndarray:
     if not (len(how) == 5 and isinstance(how[1], int) and not isinstance(how[1], bool) and 0 <= how[1] <= n):
-        raise _corrupt(f"bad runs of {where}")
+        raise _Damaged(f"bad runs of {where}")
     values = _decode_numbers(view, pos, sizes[0], how[2:4], how[1], "<i8", where)
     lengths = _decode_numbers(view, pos + sizes[0], sizes[1], ["p", how[4]], how[1], "<i8", where)
     if (how[1] and (lengths.min() < 1 or lengths.max() > n or int(lengths.sum()) != n)) or (not how[1] and n):
-        raise _corrupt(f"bad runs of {where}")
+        raise _Damaged(f"bad runs of {where}")
     return np.repeat(values, lengths).astype(kind, copy=False)
 
 
-def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -> dict[str, Columns]:
+def decode(
+    frame: bytes,
+    *,
+    max_bytes: int,
+    only: Iterable[str] | None = None,
+    expect: str | None = None,
+    snapshot: str | None = None,
+) -> dict[str, Columns]:
     """The detail tables of a payload frame (``only``: just these, the others' bytes still checked);
-    ``store_unavailable`` (payload_damaged) when it is not one, (payload_format) when a newer version wrote
+    ``store_damaged`` (payload_damaged, naming ``snapshot``) when it is not one or its content's SHA-256 is not
+    ``expect`` (checked first, when given), ``store_unavailable`` (payload_format) when a newer version wrote
     it. ``max_bytes`` caps the decompressed size (the payload row's recorded detail bytes)."""
     wanted = set(DETAIL if only is None else only)
+    raw = _decompress(frame, max_bytes, snapshot)
+    if expect is not None and hashlib.sha256(raw).hexdigest() != expect:
+        raise _corrupt("its content does not match the digest recorded when it was written", snapshot)
     try:
-        raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=max_bytes)
-    except zstandard.ZstdError as error:
-        raise _corrupt(f"zstd: {error}") from None
+        return _decoded(raw, max_bytes, wanted)
+    except _Damaged as damage:
+        raise _corrupt(str(damage), snapshot) from None
+
+
+def _decoded(raw: bytes, max_bytes: int, wanted: set[str]) -> dict[str, Columns]:
     if len(raw) > max_bytes or not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 4:
-        raise _corrupt("not a payload frame")
+        raise _Damaged("not a payload frame")
     (head_len,) = struct.unpack_from("<I", raw, len(MAGIC))
     pos = len(MAGIC) + 4
     try:
         header = json.loads(raw[pos : pos + head_len])
         tables = header["tables"]
     except (ValueError, TypeError, KeyError):
-        raise _corrupt("unreadable header") from None
+        raise _Damaged("unreadable header") from None
     pos += head_len
     if not isinstance(header, dict) or not isinstance(header.get("v"), int) or isinstance(header["v"], bool):
-        raise _corrupt("unexpected header")
+        raise _Damaged("unexpected header")
     if header["v"] not in READS:
         raise _newer(header["v"])
     if not isinstance(tables, dict) or set(tables) != set(DETAIL):
-        raise _corrupt("unexpected header")
+        raise _Damaged("unexpected header")
     view = memoryview(raw)
     out: dict[str, Columns] = {}
     for table, columns in DETAIL.items():
@@ -306,7 +349,7 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
         n = entry.get("rows") if isinstance(entry, dict) else None
         spec = entry.get("columns") if isinstance(entry, dict) else None
         if not isinstance(n, int) or n < 0 or not isinstance(spec, list) or len(spec) != len(columns):
-            raise _corrupt(f"bad table entry {table}")
+            raise _Damaged(f"bad table entry {table}")
         cols: Columns = {}
         for (name, kind), given in zip(columns, spec):
             where = f"{table}.{name}"
@@ -316,7 +359,7 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
                 and given[:2] == [name, kind]
                 and isinstance(given[3], list)
             ):
-                raise _corrupt(f"bad column {where}")
+                raise _Damaged(f"bad column {where}")
             how, sizes = given[2], given[3]
             runs = (
                 kind not in ("text", "blob")
@@ -330,13 +373,13 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
                 or not all(isinstance(x, int) and x >= 0 for x in sizes)
                 or pos + sum(sizes) > len(raw)
             ):
-                raise _corrupt(f"column {where} runs past the frame")
+                raise _Damaged(f"column {where} runs past the frame")
             if table in wanted:
                 if kind == "text":
                     if not (
                         isinstance(how, list) and len(how) == 3 and isinstance(how[0], int) and how[0] >= 0
                     ):
-                        raise _corrupt(f"bad dictionary of {where}")
+                        raise _Damaged(f"bad dictionary of {where}")
                     try:
                         uniques = np.array(
                             [u.decode("utf-8") for u in _decode_strings(view, pos, sizes[:2], how[0], where)]
@@ -344,12 +387,12 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
                             dtype=object,
                         )
                     except UnicodeDecodeError:
-                        raise _corrupt(f"{where} is not UTF-8") from None
+                        raise _Damaged(f"{where} is not UTF-8") from None
                     codes = _decode_numbers(
                         view, pos + sizes[0] + sizes[1], sizes[2], how[1:], n, "<i8", where
                     )
                     if n and (codes.min() < 0 or codes.max() >= how[0]):
-                        raise _corrupt(f"bad codes of {where}")
+                        raise _Damaged(f"bad codes of {where}")
                     values = uniques[codes]
                 elif kind == "blob":
                     values = np.empty(n, dtype=object)
@@ -363,5 +406,5 @@ def decode(frame: bytes, *, max_bytes: int, only: Iterable[str] | None = None) -
         if table in wanted:
             out[table] = cols
     if pos != len(raw):
-        raise _corrupt("trailing bytes")
+        raise _Damaged("trailing bytes")
     return out

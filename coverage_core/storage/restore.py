@@ -30,15 +30,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
 
-from .payload import DETAIL, Columns, decode
+from .payload import _FLOOR, _SLACK, DETAIL, Columns, decode
 
 MAX_RESTORED_ROWS = 6_000_000
 # Restored only when asked for; a snapshot's other tables come along with any one asked for, decoded
 # from the one decompression (they are small beside its lines, and each answer reads several).
 ON_DEMAND = ("test_observations",)
-# Decompressed frames are capped at this multiple of the recorded detail size (and this floor).
-_SLACK = 1.01
-_FLOOR = 1 << 20
 # The SQL type of each column kind of ``DETAIL`` (the restored arrays are cast to the table's types).
 _SQL = {
     "<i1": "TINYINT",
@@ -160,10 +157,11 @@ def _restore(
 ) -> None:
     """Decode the ``jobs`` (snap -> tables) from their payloads (in parallel when several) and register them."""
     found = {
-        int(s): (f, d)
-        for s, f, d in _run(
+        int(s): (f, d, h)
+        for s, f, d, h in _run(
             con,
-            "SELECT snap, payload, detail_bytes FROM snapshot_payloads WHERE list_contains(?, snap)",
+            "SELECT snap, payload, detail_bytes, coalesce(content_sha256, '') FROM snapshot_payloads "
+            "WHERE list_contains(?, snap)",
             [list(jobs)],
         )
     }
@@ -171,8 +169,15 @@ def _restore(
     work = [(snap, need) for snap, need in jobs.items() if snap in found]
 
     def one(job: tuple[int, list[str]]) -> dict[str, Columns]:
-        frame, detail = found[job[0]]
-        return decode(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)), only=job[1])
+        frame, detail, digest = found[job[0]]
+        # No digest ('') matches no content: a payload the revision-9 migration could not read stays refused.
+        return decode(
+            frame,
+            max_bytes=max(_FLOOR, int(detail * _SLACK)),
+            only=job[1],
+            expect=digest,
+            snapshot=ids[job[0]],
+        )
 
     if len(work) > 1:
         with ThreadPoolExecutor(max_workers=min(len(work), 4), thread_name_prefix="restore") as pool:

@@ -22,6 +22,11 @@ History:
        and the per-report ``reports``.
     9  the executable an approval binds: ``command_decisions.executable``
        (argv[0]'s absolute path, real path and content hash at approval).
+    10 payload integrity: ``snapshot_payloads.content_sha256`` (the SHA-256 of
+       the decompressed frame, checked on every restore) and ``digest_origin``
+       ('compaction', or 'migration' for payloads compacted before revision 10,
+       whose digest vouches only for their bytes as this migration found them);
+       ``composite_snapshots.saturated`` (a region's summed hits were clamped).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -37,11 +42,13 @@ columnar arrays stay fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 9
+SCHEMA_REVISION = 10
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -395,8 +402,41 @@ _REVISION_9 = """
 ALTER TABLE command_decisions ADD COLUMN executable JSON;
 """
 
-# Ordered: MIGRATIONS[i] brings a store from revision i to i + 1.
-MIGRATIONS: tuple[str, ...] = (
+_REVISION_10 = """
+-- SHA-256 (hex) of the payload's decompressed frame; restore refuses a payload
+-- whose content differs (store_damaged naming the snapshot). NULL only when the
+-- migration below found a payload it could not decompress: restore refuses it too.
+ALTER TABLE snapshot_payloads ADD COLUMN content_sha256 VARCHAR;
+-- 'compaction': taken of the bytes the compaction wrote; 'migration': taken
+-- when revision 10 was applied, of the bytes found then.
+ALTER TABLE snapshot_payloads ADD COLUMN digest_origin VARCHAR;
+-- A composite region's hits summed past 2^63-1 were clamped at that maximum
+-- (coverage_core.counts): the composite says so instead of a wrapped count.
+ALTER TABLE composite_snapshots ADD COLUMN saturated BOOLEAN DEFAULT false;
+"""
+
+
+def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
+    """Revision 10's data step: the digest of every payload compacted before it, marked 'migration'."""
+    from .payload import _FLOOR, _SLACK, digest  # payload imports errors only; no cycle
+
+    con.execute(_REVISION_10)
+    for snap, frame, detail in con.execute(
+        "SELECT snap, payload, detail_bytes FROM snapshot_payloads ORDER BY snap"
+    ).fetchall():
+        try:
+            found: str | None = digest(frame, max_bytes=max(_FLOOR, int(detail * _SLACK)))
+        except CoverageError:
+            found = None  # already unreadable: restore will say so, naming the snapshot
+        con.execute(
+            "UPDATE snapshot_payloads SET content_sha256 = ?, digest_origin = 'migration' WHERE snap = ?",
+            [found, snap],
+        )
+
+
+# Ordered: MIGRATIONS[i] brings a store from revision i to i + 1 (DDL text, or a step that runs it and
+# fills what DDL cannot compute).
+MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
     _REVISION_1,
     _REVISION_2,
     _REVISION_3,
@@ -406,6 +446,7 @@ MIGRATIONS: tuple[str, ...] = (
     _REVISION_7,
     _REVISION_8,
     _REVISION_9,
+    _digest_old_payloads,
 )
 assert len(MIGRATIONS) == SCHEMA_REVISION
 
@@ -448,7 +489,11 @@ def migrate(con: duckdb.DuckDBPyConnection, *, target: int = SCHEMA_REVISION, wh
     for step in range(revision, target):
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(MIGRATIONS[step])
+            migration = MIGRATIONS[step]
+            if callable(migration):
+                migration(con)
+            else:
+                con.execute(migration)
             con.execute("INSERT INTO schema_revision VALUES (?, now())", [step + 1])
             con.execute("COMMIT")
         except Exception:

@@ -1,0 +1,237 @@
+"""One cell of the disk-full fault matrix, run inside a private tmpfs (``tests/diskfull.py``).
+
+``python -m tests.diskfull_cells CELL FOLDER SAMPLE``: FOLDER is the small
+tmpfs, SAMPLE a prepared sample repository (on the ordinary disk) that the
+cell copies onto it. The cell does its operation once so the store exists,
+fills the tmpfs to the last byte, does the operation again (which must fail
+with ``disk_full`` naming a file on the tmpfs, leaving nothing partial),
+frees the space and does it a third time (which must succeed). It prints one
+JSON object of what it saw; tests/test_faults.py judges it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FILLER = "filler"
+
+
+def fill(folder: Path) -> Path:
+    """Write FOLDER's free space full (down to single bytes) and return the filler file."""
+    filler = folder / FILLER
+    with open(filler, "wb", buffering=0) as out:
+        for size in (1 << 20, 1 << 12, 1):
+            chunk = b"\0" * size
+            while True:
+                try:
+                    out.write(chunk)
+                except OSError:
+                    break
+    return filler
+
+
+def cli(repo: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo,
+        timeout=300,
+    )
+    seen: dict[str, Any] = {"rc": done.returncode, "traceback": "Traceback" in done.stderr}
+    if done.returncode == 0:
+        with contextlib.suppress(ValueError):
+            seen["out"] = json.loads(done.stdout)
+    else:
+        with contextlib.suppress(ValueError, KeyError):
+            seen["error"] = json.loads(done.stderr)["error"]
+        seen.setdefault("error", {"code": None, "message": done.stderr[-2000:]})
+    return seen
+
+
+def snapshots(repo: Path, env: dict[str, str]) -> int:
+    listed = cli(repo, "snapshots", env=env)
+    return len(listed["out"]["data"]["snapshots"]) if "out" in listed else -1
+
+
+def _three(folder: Path, op: Callable[[int], dict[str, Any]], count: Callable[[], Any]) -> dict[str, Any]:
+    first = op(0)
+    before = count()
+    filler = fill(folder)
+    full = op(1)
+    after_full = count() if full.get("count_on_full", True) else None
+    filler.unlink()
+    again = op(2)
+    return {"first": first, "full": full, "before": before, "after_full": after_full, "again": again}
+
+
+def cell_ingest(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    reports = ["step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov"]
+    return _three(
+        folder,
+        lambda i: cli(repo, "ingest", str(repo / reports[i]), env=env),
+        lambda: snapshots(repo, env),
+    )
+
+
+def cell_report_html(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    assert cli(repo, "ingest", str(repo / "step3.coverage.json"), env=env)["rc"] == 0
+    out = folder / "html"
+
+    def op(i: int) -> dict[str, Any]:
+        seen = cli(repo, "report", "--html", str(out), env=env)
+        seen["files"] = sorted(p.name for p in out.iterdir()) if out.exists() else []
+        return seen
+
+    (folder / "html").mkdir()
+    return _three(folder, op, lambda: sorted(p.name for p in out.iterdir()))
+
+
+def cell_token_rotate(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    token = Path(env["COVERAGE_MCP_HOME"]) / "client.token"
+
+    def op(i: int) -> dict[str, Any]:
+        seen = cli(repo, "token", "rotate", env=env)
+        seen["token_bytes"] = len(token.read_bytes()) if token.exists() else None
+        return seen
+
+    return _three(folder, op, lambda: sorted(p.name for p in token.parent.iterdir() if p.name != FILLER))
+
+
+def cell_dashboard(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    home = Path(env["COVERAGE_MCP_HOME"])
+    try:
+        return _three(
+            folder,
+            lambda i: cli(repo, "dashboard", "--no-open", env=env),
+            lambda: sorted(
+                p.name for p in home.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")
+            ),
+        )
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "coverage_cli", "stop"], env=env, capture_output=True, timeout=60
+        )
+
+
+def cell_composite(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    from coverage_core import open_project
+    from coverage_core.errors import CoverageError
+
+    def op(i: int) -> dict[str, Any]:
+        try:
+            with open_project(repo) as project:
+                from coverage_core.service import Service
+
+                env_ = Service(project).call(
+                    "coverage_import",
+                    {"inventory_path": "inventory.json", "reports": ["gpu:vulkan=vk.json"]},
+                )
+                return {"rc": 0, "composite": env_["data"]["composite"]["composite_snapshot_id"]}
+        except CoverageError as error:
+            return {"rc": 1, "error": error.to_dict()}
+
+    def count() -> int:
+        with open_project(repo) as project:
+            return project.store.con.execute("SELECT count(*) FROM composite_snapshots").fetchone()[0]
+
+    return _three(folder, op, count)
+
+
+def _big_lcov(repo: Path) -> Path:
+    """A report whose compacted payload is far larger than a page: random counts do not compress."""
+    import random
+
+    rng = random.Random(23)
+    lines = "".join(f"DA:{n},{rng.randrange(1 << 40)}\n" for n in range(1, 60_001))
+    records = ["SF:inventory/pricing.py\n" + lines + "end_of_record\n"]
+    path = repo / "big.info"
+    path.write_text("".join(records))
+    return path
+
+
+def _daemon_cell(folder: Path, repo: Path, env: dict[str, str], kind: str) -> dict[str, Any]:
+    os.environ.update(env)
+    from coverage_core.config import Settings
+    from tests.test_daemon_rest import register
+    from tests.test_daemon_support import in_process
+    from tests.test_mcp_sdk import sdk_client
+
+    async def main() -> dict[str, Any]:
+        async with in_process(Settings.from_env(port=0)) as d:
+            pid = await register(d, repo)
+
+            async def op(i: int) -> dict[str, Any]:
+                reports = ["step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov"]
+                if kind == "compact" and i == 0:
+                    reports[0] = _big_lcov(repo).name
+                if kind == "import" or i == 0:
+                    for report in reports[i : i + 1] if kind == "import" else reports[:2]:
+                        async with sdk_client(d, f"{d.url}/p/{pid}/mcp", "auto") as client:
+                            result = await client.call_tool("coverage_import", {"report_path": report})
+                        if result.is_error:
+                            return {"rc": 1, "error": (result.structured_content or {}).get("error")}
+                    return {"rc": 0}
+                import aiohttp
+
+                async with (
+                    aiohttp.ClientSession() as http,
+                    http.post(
+                        f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+                    ) as response,
+                ):
+                    body = await response.json()
+                    return {"rc": 0 if response.status == 200 else 1, "status": response.status, **body}
+
+            def count() -> Any:
+                listed = d.client().call(pid, "coverage_review", {"task": "snapshots"})
+                payloads = d.client().compaction_inventory(pid)
+                return [len(listed["data"]["snapshots"]), payloads.get("compacted")]
+
+            first = await op(0)
+            before = await asyncio.to_thread(count)
+            filler = fill(folder)
+            full = await op(1)
+            after_full = await asyncio.to_thread(count)
+            filler.unlink()
+            again = await op(2)
+            return {"first": first, "full": full, "before": before, "after_full": after_full, "again": again}
+
+    return asyncio.run(main())
+
+
+CELLS: dict[str, Callable[[Path, Path, dict[str, str]], dict[str, Any]]] = {
+    "ingest": cell_ingest,
+    "import_mcp": lambda f, r, e: _daemon_cell(f, r, e, "import"),
+    "compact": lambda f, r, e: _daemon_cell(f, r, e, "compact"),
+    "composite": cell_composite,
+    "token_rotate": cell_token_rotate,
+    "dashboard": cell_dashboard,
+    "report_html": cell_report_html,
+}
+
+
+def main() -> None:
+    cell, folder, sample, home = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+    repo = folder / "repo"
+    shutil.copytree(sample, repo, symlinks=True)
+    env = dict(os.environ)
+    # The home on the tmpfs where the cell fills it (token, sign-in file), else beside the test.
+    env["COVERAGE_MCP_HOME"] = str(folder / "home") if home == "tmpfs" else home
+    Path(env["COVERAGE_MCP_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.chmod(env["COVERAGE_MCP_HOME"], 0o700)
+    print(json.dumps(CELLS[cell](folder, repo, env)))
+
+
+if __name__ == "__main__":
+    main()

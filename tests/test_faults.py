@@ -1,0 +1,235 @@
+"""The fault matrix: real damaged files, real races, a real full disk; each ends in its code, never a traceback.
+
+Every cell asserts the code, that the message names the file, that nothing
+partial was written, and that the store works again once the fault is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from coverage_core import open_project
+from coverage_core.config import Settings
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.parsers import opening
+from coverage_core.service import Service
+
+from .test_connector_support import free_port
+from .test_daemon_support import in_process
+
+STORE = Path(".coverage-mcp") / "coverage.duckdb"
+
+
+def cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def _error(done: subprocess.CompletedProcess) -> dict:
+    assert "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stderr)["error"]
+
+
+def _ingest(repo: Path, report: str = "step3.coverage.json") -> subprocess.CompletedProcess:
+    return cli(repo, "ingest", str(repo / report), "--json")
+
+
+def _damage(path: Path, how: str) -> bytes:
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 3])
+    else:
+        path.write_bytes(os.urandom(len(data)))
+    return data
+
+
+# -- a damaged store file ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+def test_a_damaged_store_is_store_damaged_in_the_cli_naming_the_file_and_left_untouched(
+    sample_repo: Path, how: str
+) -> None:
+    assert _ingest(sample_repo).returncode == 0
+    store = sample_repo / STORE
+    good = _damage(store, how)
+    damaged = store.read_bytes()
+    for args in (("ingest", str(sample_repo / "step1.coverage.json")), ("snapshots",), ("review", "insight")):
+        done = cli(sample_repo, *args, "--json")
+        assert done.returncode == 1, (args, done.stderr)
+        error = _error(done)
+        assert error["code"] == "store_damaged" and str(store) in error["message"], (args, error)
+        assert error["details"]["path"] == str(store) and "backup" in error["suggestion"]
+    human = cli(sample_repo, "snapshots")
+    assert human.returncode == 1 and "Traceback" not in human.stderr and "store_damaged" in human.stderr
+    assert store.read_bytes() == damaged  # named, never touched
+    store.write_bytes(good)  # restored from the "backup": it works again
+    assert _ingest(sample_repo, "step1.coverage.json").returncode == 0
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+async def test_a_damaged_store_is_store_damaged_in_the_daemon_and_its_dashboard(
+    sample_repo: Path, how: str
+) -> None:
+    assert _ingest(sample_repo).returncode == 0
+    store = sample_repo / STORE
+    good = _damage(store, how)
+    async with in_process(Settings.from_env(port=0)) as d:
+        with pytest.raises(CoverageError) as caught:
+            await asyncio.to_thread(d.client().register, sample_repo)
+        assert caught.value.code is ErrorCode.STORE_DAMAGED and str(store) in caught.value.message
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{d.url}/api/dashboard", headers=d.admin) as response:
+                body = await response.json()
+        assert response.status != 500, body
+        assert "internal" not in json.dumps(body)
+    store.write_bytes(good)
+    assert _ingest(sample_repo, "step1.coverage.json").returncode == 0
+
+
+# -- a path that changes under us --------------------------------------------------------------
+
+
+def _swap(target: Path, how: str) -> None:
+    """What another process does between our resolving the path and opening it."""
+    target.unlink()
+    if how == "link_out":
+        target.symlink_to("/etc/hostname")
+    elif how == "directory":
+        target.mkdir()
+    # "gone": left missing
+
+
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [("link_out", "report_changed"), ("directory", "invalid_argument"), ("gone", "not_found")],
+)
+def test_a_report_swapped_between_resolving_and_opening_is_a_coded_refusal_and_nothing_is_stored(
+    sample_repo: Path, how: str, code: str
+) -> None:
+    report = sample_repo / "step3.coverage.json"
+    with open_project(sample_repo) as project:
+        service = Service(project)
+        opening.BEFORE_OPEN = lambda path: _swap(path, how) if path == report else None
+        try:
+            with pytest.raises(CoverageError) as caught:
+                service.call("coverage_import", {"report_path": "step3.coverage.json"})
+        finally:
+            opening.BEFORE_OPEN = None
+        assert caught.value.code.value == code and str(report) in caught.value.message
+        assert project.store.con.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+        (sample_repo / "step1.coverage.json").rename(sample_repo / "again.json")
+        done = service.call("coverage_import", {"report_path": "again.json"})
+        assert done["data"]["snapshot"]["snapshot_id"]
+
+
+def test_a_report_path_that_loops_while_it_is_resolved_is_report_changed_never_internal(
+    sample_repo: Path,
+) -> None:
+    loop = sample_repo / "loop.json"
+    loop.symlink_to(sample_repo / "loop2.json")
+    (sample_repo / "loop2.json").symlink_to(loop)
+    with open_project(sample_repo) as project:
+        with pytest.raises(CoverageError) as caught:
+            Service(project).call("coverage_import", {"report_path": "loop.json"})
+        assert caught.value.code is ErrorCode.REPORT_CHANGED and "loop.json" in caught.value.message
+        assert project.store.con.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+
+
+# -- a full disk ------------------------------------------------------------------------------------
+
+
+def _composite_sample(root: Path) -> Path:
+    import hashlib
+
+    from .gitrepo import make_repo
+
+    shader = b"fn main() {\n  if (x) {\n    y();\n  }\n}\n"
+    inventory = {
+        "inventory_version": 1,
+        "components": [
+            {
+                "id": "gpu",
+                "language": "other",
+                "format": "regions-v1",
+                "sources": ["shaders/*.wgsl"],
+                "variants": ["vulkan"],
+            }
+        ],
+    }
+    repo = make_repo(root, {"shaders/main.wgsl": shader.decode(), "inventory.json": json.dumps(inventory)})
+    region = {"start_line": 1, "start_col": 1, "end_line": 5, "end_col": 2, "hits": 1}
+    f = {
+        "path": "shaders/main.wgsl",
+        "source_sha256": hashlib.sha256(shader).hexdigest(),
+        "regions": [region],
+    }
+    (repo / "vk.json").write_text(
+        json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "files": [f]})
+    )
+    return repo
+
+
+# cell -> (where the home lives, the size of the tmpfs)
+CELLS = {
+    "ingest": ("beside", "12m"),
+    "import_mcp": ("beside", "12m"),
+    "compact": ("beside", "12m"),
+    "composite": ("beside", "12m"),
+    "token_rotate": ("tmpfs", "2m"),
+    "dashboard": ("tmpfs", "12m"),
+    "report_html": ("beside", "12m"),
+}
+
+
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_works_once_space_is_freed(
+    sample_repo: Path, tmp_path: Path, cell: str
+) -> None:
+    from . import diskfull
+
+    home, size = CELLS[cell]
+    sample = _composite_sample(tmp_path / "gpu") if cell == "composite" else sample_repo
+    folder = tmp_path / "full"
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
+    env["PYTHONPATH"] = str(root)
+    env["COVERAGE_MCP_PORT"] = str(free_port())  # never the user's port
+    where = "tmpfs" if home == "tmpfs" else str(tmp_path / "home")
+    done = diskfull.run_on_small_tmpfs(
+        folder,
+        [
+            sys.executable,
+            "-m",
+            "tests.diskfull_cells",
+            cell,
+            str(folder),
+            str(sample),
+            where,
+        ],
+        size=size,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["first"]["rc"] == 0, seen
+    full = seen["full"]
+    assert not full.get("traceback"), seen
+    assert full["rc"] == 1, seen
+    error = full["error"]
+    assert error["code"] == "disk_full", error
+    assert str(folder) in error["message"] and error["details"]["path"].startswith(str(folder)), error
+    assert seen["after_full"] == seen["before"], seen  # nothing partial
+    assert seen["again"]["rc"] == 0, seen  # the store works once the space is back
