@@ -132,7 +132,7 @@ def _ingest_answer(
 SNAPSHOT_ID = {
     "type": "string",
     "pattern": SNAPSHOT_ID_PATTERN,
-    "description": "A snapshot id as listed by task=snapshots (snap-...).",
+    "description": "A snapshot id (task=snapshots lists them).",
 }
 
 _LIMITS = {
@@ -231,11 +231,10 @@ OPERATIONS: dict[str, Operation] = {
             name="coverage_review",
             title="Review coverage",
             description=(
-                "Answers about stored coverage, compact by default. task: insight (ranked uncovered regions), "
+                "Answers about stored coverage. task: insight (ranked uncovered regions), "
                 "change (lines against a baseline in lcov's 12 differential categories, e.g. UNC uncovered new "
-                "code, LBC lost baseline coverage; patch coverage; baseline kinds explicit, previous_snapshot "
-                "(default), parent_commit, ref, merge_base, worktree_base, none), incremental (an explicit run "
-                "against an explicit baseline snapshot: baseline-union-current projection, test set differences), "
+                "code, LBC lost baseline coverage; patch coverage; baseline.kind default previous_snapshot), "
+                "incremental (a run against a baseline snapshot: their union, test set differences), "
                 "history (trend), source (annotated source lines), tests (which named tests cover what, duplicate "
                 "candidates), audit (exact records, paged), all (change + insight + history in one budget; change "
                 "when a baseline resolves), snapshots (stored snapshots, newest first, by filter), files (one "
@@ -315,7 +314,7 @@ OPERATIONS: dict[str, Operation] = {
             title="Import a coverage report",
             description=(
                 "Store a coverage report that lies inside the checkout as an immutable snapshot (external "
-                "evidence). Provenance (commit, branch, dirty) defaults from git. Re-importing an identical "
+                "evidence). Commit, branch and dirty default from git. Re-importing an identical "
                 "report is a success marked duplicate. With inventory_path and reports instead: build a "
                 "composite snapshot (docs/composite-inventory.md)."
             ),

@@ -22,8 +22,8 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import opening
 from coverage_core.service import Service
 
+from .daemons import in_process
 from .test_connector_support import free_port
-from .test_daemon_support import in_process
 
 STORE = Path(".coverage-mcp") / "coverage.duckdb"
 

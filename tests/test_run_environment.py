@@ -236,9 +236,15 @@ def test_a_registration_from_the_inherit_everything_era_runs_with_the_base_and_s
 
 @pytest.mark.usefixtures("daemon_env")
 def test_a_command_that_fails_to_start_says_which_variables_it_did_not_get(project: Project) -> None:
-    missing = approved(project, ["no-such-program-on-path"], name="missing")
+    # The approved program exists (approval resolves it) but cannot be executed: its interpreter is gone, so
+    # exec fails with ENOENT when the run starts.
+    script = project.checkout.worktree_path / "orphan.sh"
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    missing = approved(project, ["./orphan.sh"], name="missing")
     done = run(project, command_id=missing, wait=True)
-    assert done["state"] == "failed" and "could not start" in done["reason"]
+    # The supervisor's exec fails, so the run ends as a shell's "not found" does: 127, naming the variables.
+    assert done["state"] == "failed" and done["exit_code"] == 127, done
     assert "AWS_SECRET_ACCESS_KEY" in done["reason"] and "GOPATH" in done["reason"], done["reason"]
     assert SECRET not in done["reason"]
     # A program found but exiting 127 (a shell's "command not found") says it too.
