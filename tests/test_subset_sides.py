@@ -180,7 +180,7 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
             assert rows[subset_id][7] == "subset" and rows[subset_id][12] == [
                 one["id"],
                 "measure",
-                [ONE_TEST],
+                ["./" + ONE_TEST],  # the case argument in its canonical form, as it reached argv
             ]
             assert rows[complete_id][7] == "complete" and rows[complete_id][12] == [
                 whole["id"],
@@ -254,6 +254,6 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
             "run_id": one["id"],
             "command_id": command_id,
             "command": "measure",
-            "args": [ONE_TEST],
+            "args": ["./" + ONE_TEST],
         }
         assert points[c0_id]["run"] is None and points[c0_id]["provenance"] == "import"
