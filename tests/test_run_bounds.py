@@ -4,6 +4,7 @@ a FIFO that says it waits for a writer and gives up after a timeout, and publish
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -14,10 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from coverage_cli.main import cli
+from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import logs, queue
 from coverage_core.project import Project, open_project
 
+from .daemons import in_process
 from .gitrepo import make_repo
 from .test_runs import FILES, PY, approved, run, wait_for
 
@@ -96,6 +99,28 @@ def test_run_logs_are_kept_for_the_newest_runs_only(repo: Path, monkeypatch: pyt
         assert sorted(pruned) == sorted(ids[:2])
         assert [(folder / i).exists() for i in ids] == [False, False, True, True]
         assert logs.prune(project) == []
+
+
+async def test_the_daemons_maintenance_worker_prunes_run_logs_past_the_projects_bounds(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COVERAGE_MCP_RUN_LOGS_KEEP_RUNS", "2")
+    with open_project(repo) as project:
+        command_id = approved(
+            project, [PY, "chatty.py"], name="chatty", artifacts=[{"path": "x.info", "suite": "u"}]
+        )
+        ids = [
+            run(project, command_id=command_id, wait=True, reuse_if_unchanged=False)["id"] for _ in range(4)
+        ]
+        folder = project.store.path.parent / "runs"
+    assert all((folder / i / "stdout").exists() for i in ids)  # nothing pruned them yet
+    async with in_process(Settings.from_env(port=0)) as d:
+        await asyncio.to_thread(d.client().register, repo)  # the daemon opens the store: its worker starts
+
+        def kept() -> bool:
+            return [(folder / i).exists() for i in ids] == [False, False, True, True]
+
+        await asyncio.to_thread(wait_for, kept, "the maintenance worker's pruning of the oldest run logs")
 
 
 def test_run_logs_past_the_byte_budget_are_pruned_oldest_first(
