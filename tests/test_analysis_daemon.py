@@ -21,10 +21,10 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_daemon.client import DaemonProject
 from coverage_daemon.client import open_project as routed_open_project
 
+from .daemons import ServeProcess
 from .gitrepo import commit, git, write
 from .realcov import measure
 from .sidesfixture import build
-from .test_daemon_support import ServeProcess
 from .test_notebooks import _printed, _run, _tables
 
 pytest_plugins = ["tests.test_daemon_support"]

@@ -19,9 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.composite.inventory import MAX_INVENTORY_BYTES, MAX_INVENTORY_FILES
 
+from .daemons import Running
 from .gitrepo import make_repo
 from .test_daemon_rest import register
-from .test_daemon_support import Running
 
 pytest_plugins = ["tests.test_daemon_support"]
 

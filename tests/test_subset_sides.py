@@ -31,8 +31,8 @@ from mcp.client.streamable_http import streamable_http_client
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
+from .daemons import Running, in_process
 from .sidesfixture import MEASURE_COMMAND, ONE_TEST, build
-from .test_daemon_support import Running, in_process
 from .test_dashboard_api import jar, signed_in
 
 
