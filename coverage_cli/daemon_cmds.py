@@ -134,33 +134,75 @@ def client_configs(url: str, home: Path) -> str:
 
 
 @click.command("status")
+@click.option(
+    "--repo",
+    "repo",
+    type=click.Path(file_okay=False),
+    help="A path inside the git checkout whose store to check for preserved WAL copies "
+    "[default: the current folder, when it is inside one].",
+)
 @json_option
 @handles_errors
-def status_command(as_json: bool) -> None:
+def status_command(repo: str | None, as_json: bool) -> None:
     """Show the running daemon of this COVERAGE_MCP_HOME; exit 1 when none runs.
+
+    Also says when the store of the checkout it runs in (or --repo) keeps a
+    preserved copy of a WAL whose replay lost data, without opening the store.
 
     Example: coverage-mcp status --json
     """
     settings = Settings.from_env()
     from coverage_daemon.client import running_daemon
 
+    kept = _preserved_wal(repo)
     found = running_daemon(settings)
     if found is None:
         if as_json:
-            emit_json({"running": False, "home": str(settings.home)})
+            emit_json({"running": False, "home": str(settings.home), **kept})
         else:
             click.echo(f"no coverage-mcp daemon runs for {settings.home}")
+            _echo_preserved(kept)
         sys.exit(FAILED)
     client, _meta = found
     health = client.health()
     if as_json:
-        emit_json({"running": True, "url": client.base_url, **health})
+        emit_json({"running": True, "url": client.base_url, **health, **kept})
         return
     click.echo(f"coverage-mcp {health['version']} daemon at {client.base_url} (pid {health['pid']})")
     click.echo(f"  home:            {health['home']}")
     click.echo(f"  common db:       {health['common_db']}")
     click.echo(f"  schema revision: {health['schema_revision']}")
     click.echo(f"  build:           {health['build_fingerprint']}")
+    _echo_preserved(kept)
+
+
+def _preserved_wal(repo: str | None) -> dict[str, Any]:
+    """``{"preserved_wal": ...}`` when the checkout's store keeps WAL copies, else ``{}``. The folder is only
+    listed, never the store opened: status answers while the store refuses to open, or another holds it.
+    Run outside any checkout without --repo, there is no store to speak of."""
+    from coverage_core.git import discover
+    from coverage_core.storage.guard import preserved_notice
+    from coverage_core.storage.store import store_path
+
+    try:
+        checkout = discover(repo if repo is not None else ".")
+    except CoverageError as error:
+        if repo is None and error.code is ErrorCode.NOT_A_REPOSITORY:
+            return {}
+        raise
+    store = store_path(checkout)
+    notice = preserved_notice(store)
+    return {} if notice is None else {"preserved_wal": {"store": str(store), **notice}}
+
+
+def _echo_preserved(kept: dict[str, Any]) -> None:
+    notice = kept.get("preserved_wal")
+    if notice is None:
+        return
+    click.echo(f"preserved WAL copies beside {notice['store']}:")
+    for copy in notice["copies"]:
+        click.echo(f"  {copy}")
+    click.echo(f"  {notice['suggestion']}")
 
 
 @click.command("stop")

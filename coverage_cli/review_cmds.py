@@ -168,6 +168,10 @@ def context_command(max_words, repo, as_json) -> None:
     if not data["suites"]:
         click.echo("  no snapshots yet")
     click.echo(f"  next: {data['next']}")
+    kept = data.get("preserved_wal")
+    if kept:
+        click.echo("  preserved WAL copies: " + ", ".join(kept["copies"]))
+        click.echo(f"    {kept['suggestion']}")
 
 
 def render_review(envelope: dict[str, Any]) -> None:

@@ -233,3 +233,126 @@ def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_
     assert str(folder) in error["message"] and error["details"]["path"].startswith(str(folder)), error
     assert seen["after_full"] == seen["before"], seen  # nothing partial
     assert seen["again"]["rc"] == 0, seen  # the store works once the space is back
+
+
+# -- every operation of the matrix on a damaged store file --------------------------------------
+
+
+def _refused_naming(done: subprocess.CompletedProcess, store: Path) -> dict:
+    assert done.returncode == 1, done.stderr
+    error = _error(done)
+    assert error["code"] == "store_damaged" and str(store) in error["message"], error
+    assert error["details"]["path"] == str(store), error
+    return error
+
+
+def _stop_daemon(repo: Path) -> None:
+    subprocess.run([sys.executable, "-m", "coverage_cli", "stop"], capture_output=True, cwd=repo, timeout=60)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+def test_on_a_damaged_store_compact_report_dashboard_and_token_rotate_answer_coded_and_leave_it_untouched(
+    sample_repo: Path, tmp_path: Path, how: str
+) -> None:
+    assert _ingest(sample_repo).returncode == 0
+    store = sample_repo / STORE
+    good = _damage(store, how)
+    damaged = store.read_bytes()
+    html = tmp_path / "html"
+    _refused_naming(cli(sample_repo, "compact", "--older-than", "0", "--json"), store)
+    _refused_naming(cli(sample_repo, "report", "--html", str(html), "--json"), store)
+    assert not html.exists() or not any(html.iterdir())  # nothing partial
+    try:
+        _refused_naming(cli(sample_repo, "dashboard", "--no-open", "--json"), store)
+    finally:
+        _stop_daemon(sample_repo)
+    # The store is not token rotate's business: it succeeds, from inside the checkout too.
+    rotated = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "token", "rotate", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=sample_repo,
+    )
+    assert rotated.returncode == 0 and "Traceback" not in rotated.stderr, rotated.stderr
+    assert store.read_bytes() == damaged
+    store.write_bytes(good)  # replaced by a good one: every operation works again
+    assert cli(sample_repo, "compact", "--older-than", "0", "--json").returncode == 0
+    done = cli(sample_repo, "report", "--html", str(html), "--json")
+    assert done.returncode == 0 and (html / "index.html").is_file(), done.stderr
+    try:
+        signed = cli(sample_repo, "dashboard", "--no-open", "--json")
+        assert signed.returncode == 0, signed.stderr
+    finally:
+        _stop_daemon(sample_repo)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+def test_a_composite_build_on_a_damaged_store_is_store_damaged_and_builds_again_once_it_is_replaced(
+    tmp_path: Path, how: str
+) -> None:
+    repo = _composite_sample(tmp_path / "gpu")
+    build = (
+        "composite",
+        "build",
+        "--inventory",
+        str(repo / "inventory.json"),
+        f"gpu:vulkan={repo / 'vk.json'}",
+    )
+    build = (*build, "--json")
+    assert cli(repo, *build).returncode == 0
+    store = repo / STORE
+    good = _damage(store, how)
+    damaged = store.read_bytes()
+    _refused_naming(cli(repo, *build), store)
+    assert store.read_bytes() == damaged
+    store.write_bytes(good)
+    again = cli(repo, *build)
+    assert again.returncode == 0, again.stderr
+    listed = cli(repo, "composite", "show", "--json")
+    assert listed.returncode == 0, listed.stderr
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+async def test_an_mcp_import_and_a_daemon_compaction_on_a_damaged_store_are_store_damaged(
+    sample_repo: Path, how: str
+) -> None:
+    from .test_daemon_rest import register
+    from .test_mcp_sdk import sdk_client
+
+    async with in_process(Settings.from_env(port=0)) as d:
+        pid = await register(d, sample_repo)  # the registry knows it; the next daemon opens it afresh
+        async with sdk_client(d, f"{d.url}/p/{pid}/mcp", "auto") as client:
+            assert not (
+                await client.call_tool("coverage_import", {"report_path": "step3.coverage.json"})
+            ).is_error
+    store = sample_repo / STORE
+    good = _damage(store, how)
+    damaged = store.read_bytes()
+    async with in_process(Settings.from_env(port=0)) as d:
+        for url, headers in (
+            (f"{d.url}/p/{pid}/mcp", {}),
+            (f"{d.url}/mcp", {"x-coverage-mcp-repo": str(sample_repo)}),
+        ):
+            async with sdk_client(d, url, "auto", **headers) as client:
+                result = await client.call_tool("coverage_import", {"report_path": "step1.coverage.json"})
+            assert result.is_error, result
+            error = (result.structured_content or {})["error"]
+            assert error["code"] == "store_damaged" and str(store) in error["message"], error
+        async with aiohttp.ClientSession() as http:
+            async with http.post(
+                f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+            ) as response:
+                body = await response.json()
+        assert response.status != 500 and body["error"]["code"] == "store_damaged", body
+        assert str(store) in body["error"]["message"]
+        assert store.read_bytes() == damaged
+    store.write_bytes(good)
+    async with in_process(Settings.from_env(port=0)) as d:
+        async with sdk_client(d, f"{d.url}/p/{pid}/mcp", "auto") as client:
+            result = await client.call_tool("coverage_import", {"report_path": "step1.coverage.json"})
+        assert not result.is_error, result.structured_content
+        async with aiohttp.ClientSession() as http:
+            async with http.post(
+                f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+            ) as response:
+                assert response.status == 200, await response.text()

@@ -187,13 +187,9 @@ def project_context(call: Call) -> dict[str, Any]:
     data["compaction"]["last_pass"] = (inventory["last_pass"] or {}).get("finished_at")
     if inventory["inconsistent"]:
         data["compaction"]["inconsistent"] = inventory["inconsistent"][:MAX_SUITES]
-    kept = guard.preserved_copies(call.project.store.path)
-    if kept:  # a WAL whose replay lost data, kept for the user: say so until they deal with it
-        data["preserved_wal"] = {
-            "copies": [str(p) for p in kept],
-            "suggestion": "A store's WAL lost data when it was replayed; these copies keep it as found. "
-            "Inspect or restore them (see docs/operations.md, store_damaged), then delete them.",
-        }
+    kept = guard.preserved_notice(call.project.store.path)
+    if kept is not None:  # a WAL whose replay lost data, kept for the user: say so until they deal with it
+        data["preserved_wal"] = kept
     latest = next((s for s in snaps if s.suite == call.suite), snaps[0] if snaps else None)
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are

@@ -123,6 +123,19 @@ def preserved_copies(path: Path) -> list[Path]:
     return [path.with_name(n) for n in names]
 
 
+def preserved_notice(path: Path) -> dict[str, Any] | None:
+    """What ``context`` and ``status`` say while WAL copies are kept beside the store ``path`` (None: none
+    is). Only the folder is listed: the store is never opened, so it answers for a store that will not open."""
+    kept = preserved_copies(path)
+    if not kept:
+        return None
+    return {
+        "copies": [str(p) for p in kept],
+        "suggestion": "A store's WAL lost data when it was replayed; these copies keep it as found. "
+        "Inspect or restore them (see docs/operations.md, store_damaged), then delete them.",
+    }
+
+
 def _preserve(wal: Path) -> tuple[Path | None, bool]:
     """(the copy of ``wal`` beside it, whether this call made it): one copy per distinct WAL, so opening a
     store again and again with the same damaged WAL keeps one copy, not one per open."""
