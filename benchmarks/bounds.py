@@ -29,12 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import WORK, corpus_file, load_average, machine, median, write_section
+from common import WORK, corpus_file, load_average, machine, median, shutdown_daemon, write_section
 
 from coverage_core.parsers import go, parse, read_report
-from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
-from coverage_daemon.launcher import read_lease
-from coverage_daemon.secrets import UnixHTTPConnection, bearer, client_token, socket_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "coverage_core" / "sample"
@@ -139,21 +136,7 @@ class Connectors:
         return elapsed
 
     def stop_daemon(self) -> None:
-        lease = read_lease(self.home / DAEMON_LOCK)
-        if not lease.held:
-            return
-        conn = UnixHTTPConnection(socket_path(self.home), timeout=30)
-        conn.request(
-            "POST",
-            "/api/shutdown",
-            body=b"",
-            headers={
-                CAPABILITY_HEADER: str(lease.metadata["capability"]),
-                **bearer(client_token(self.home) or ""),
-            },
-        )
-        conn.getresponse().read()
-        conn.close()
+        shutdown_daemon(self.home)
 
 
 def loads(before: tuple[float, ...], after: tuple[float, ...]) -> str:

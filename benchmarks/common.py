@@ -119,3 +119,22 @@ def library_revision() -> str:
         return f"coverage_core from {src}"
     dirty = run("status", "--porcelain", "--", "coverage_core")
     return f"coverage_core at commit {head}" + (" + uncommitted edits" if dirty else "")
+
+
+def shutdown_daemon(home: Path, *, wait: bool = False) -> None:
+    """Stop the daemon that holds ``home``'s lease, if any, through the home's private socket (the capability
+    and client token travel nowhere else); with ``wait``, until its lease is released."""
+    from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
+    from coverage_daemon.launcher import read_lease
+    from coverage_daemon.secrets import UnixHTTPConnection, bearer, client_token, socket_path
+
+    lease = read_lease(home / DAEMON_LOCK)
+    if not lease.held:
+        return
+    conn = UnixHTTPConnection(socket_path(home), timeout=30)
+    headers = {CAPABILITY_HEADER: str(lease.metadata["capability"]), **bearer(client_token(home) or "")}
+    conn.request("POST", "/api/shutdown", body=b"", headers=headers)
+    conn.getresponse().read()
+    conn.close()
+    while wait and read_lease(home / DAEMON_LOCK).held:
+        time.sleep(0.01)

@@ -33,15 +33,12 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import WORK, corpus_file, machine, median, write_section
+from common import WORK, corpus_file, machine, median, shutdown_daemon, write_section
 
-from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK, REPO_HEADER
-from coverage_daemon.launcher import read_lease
+from coverage_daemon.identity import REPO_HEADER
 from coverage_daemon.secrets import (
-    UnixHTTPConnection,
     bearer,
     client_token,
-    socket_path,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,24 +116,7 @@ class Bench:
         os.link(sqlite, self.repo / "sqlite.lcov")  # the same 113 MB, no copy
 
     def stop_daemon(self) -> None:
-        lease = read_lease(self.home / DAEMON_LOCK)
-        if not lease.held:
-            return
-        # Secrets travel over the home's private socket only (coverage_daemon.secrets).
-        conn = UnixHTTPConnection(socket_path(self.home), timeout=5)
-        conn.request(
-            "POST",
-            "/api/shutdown",
-            body=b"",
-            headers={
-                CAPABILITY_HEADER: str(lease.metadata["capability"]),
-                **bearer(client_token(self.home) or ""),
-            },
-        )
-        conn.getresponse().read()
-        conn.close()
-        while read_lease(self.home / DAEMON_LOCK).held:
-            time.sleep(0.01)
+        shutdown_daemon(self.home, wait=True)
 
 
 def interpreter_start() -> float:
