@@ -29,7 +29,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import WORK, corpus_file, load_average, machine, median, shutdown_daemon, write_section
+from common import (
+    WORK,
+    commit_all,
+    corpus_file,
+    load_average,
+    machine,
+    median,
+    shutdown_daemon,
+    write_section,
+)
 
 from coverage_core.parsers import go, parse, read_report
 
@@ -91,17 +100,7 @@ class Connectors:
         self.env = {**env, "COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": str(port)}
         shutil.copytree(SAMPLE / "project", self.repo, ignore=shutil.ignore_patterns("__pycache__"))
         (self.repo / ".gitignore").write_text("*.json\n.coverage-mcp/\n")
-        git = {
-            **self.env,
-            "GIT_AUTHOR_NAME": "bench",
-            "GIT_AUTHOR_EMAIL": "bench@example.com",
-            "GIT_COMMITTER_NAME": "bench",
-            "GIT_COMMITTER_EMAIL": "bench@example.com",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
-            subprocess.run(["git", "-C", str(self.repo), *args], env=git, check=True)
+        commit_all(self.repo, self.env)
         shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", self.repo / "coverage.json")
 
     def exit_after_close(self) -> float:

@@ -138,3 +138,18 @@ def shutdown_daemon(home: Path, *, wait: bool = False) -> None:
     conn.close()
     while wait and read_lease(home / DAEMON_LOCK).held:
         time.sleep(0.01)
+
+
+def commit_all(repo: Path, env: dict[str, str]) -> None:
+    """``git init`` ``repo`` and commit everything in it as one commit, with no user or system git config."""
+    git = {
+        **env,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=git, check=True)

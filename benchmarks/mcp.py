@@ -33,7 +33,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import WORK, corpus_file, machine, median, shutdown_daemon, write_section
+from common import WORK, commit_all, corpus_file, machine, median, shutdown_daemon, write_section
 
 from coverage_daemon.identity import REPO_HEADER
 from coverage_daemon.secrets import (
@@ -101,17 +101,7 @@ class Bench:
         for name in ("sqlite3.c", "sqlite3.h", "driver.c"):  # so the SQLite report's paths map
             (self.repo / name).write_text("")
         (self.repo / ".gitignore").write_text("*.json\n*.lcov\n.coverage-mcp/\n")
-        git = {
-            **self.env,
-            "GIT_AUTHOR_NAME": "bench",
-            "GIT_AUTHOR_EMAIL": "bench@example.com",
-            "GIT_COMMITTER_NAME": "bench",
-            "GIT_COMMITTER_EMAIL": "bench@example.com",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
-            subprocess.run(["git", "-C", str(self.repo), *args], env=git, check=True)
+        commit_all(self.repo, self.env)
         shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", self.repo / "coverage.json")
         os.link(sqlite, self.repo / "sqlite.lcov")  # the same 113 MB, no copy
 
