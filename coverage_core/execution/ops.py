@@ -304,13 +304,14 @@ def cancel_run(call: Call) -> dict[str, Any]:
     settle_orphans(store)
     run = queue.get(store, run_id)
     if run["state"] in queue.ACTIVE:
-        queue.request_cancel(store, run_id)
         runtime = runtime_of(store)
-        if runtime is not None:
-            runtime.cancel(run_id)
+        if runtime is not None and runtime.cancel(run_id):  # running here: signalled in memory
             run = runtime.wait(run_id, runner.KILL_GRACE_S + 15)
         else:
-            run = queue.get(store, run_id)
+            state = queue.request_cancel(store, run_id)
+            if runtime is not None and state != "running":
+                runtime.forget_cancel(run_id)
+            run = runtime.wait(run_id, runner.KILL_GRACE_S + 15) if runtime else queue.get(store, run_id)
     return {
         "data": {
             "run": run_view(store, run, reused=False),

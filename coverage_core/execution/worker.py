@@ -167,6 +167,7 @@ class Runtime:
         self._cv = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._cancels: dict[str, threading.Event] = {}
+        self._early_cancels: set[str] = set()
         self._projects: dict[str, Project] = {}
         self._stopping = False
         self._kicked = False  # a run was queued since a worker last looked
@@ -220,11 +221,21 @@ class Runtime:
             self._kicked = True
             self._cv.notify_all()
 
-    def cancel(self, run_id: str) -> None:
+    def cancel(self, run_id: str) -> bool:
+        """Signal a run this runtime is executing; False when it holds no such run. Nothing is written, so a
+        cancel works on a full disk: the worker stores the end as soon as a write can succeed."""
         with self._cv:
             event = self._cancels.get(run_id)
-            if event is not None:
-                event.set()
+            if event is None:  # queued, or claimed and not registered yet: its worker sets its event at once
+                self._early_cancels.add(run_id)
+                return False
+            event.set()
+            return True
+
+    def forget_cancel(self, run_id: str) -> None:
+        """A cancel that ended the run in the store before any worker claimed it."""
+        with self._cv:
+            self._early_cancels.discard(run_id)
 
     def wait(self, run_id: str, timeout: float) -> dict[str, Any]:
         """The run once it is terminal, or as it is after ``timeout`` seconds."""
@@ -268,7 +279,7 @@ class Runtime:
             event = threading.Event()
             with self._cv:
                 self._cancels[run["run_id"]] = event
-                if self._stopping:
+                if self._stopping or run["run_id"] in self._early_cancels:
                     event.set()
             try:
                 self._execute(run, event)
@@ -279,6 +290,7 @@ class Runtime:
             finally:
                 with self._cv:
                     self._cancels.pop(run["run_id"], None)
+                    self._early_cancels.discard(run["run_id"])
                     self._cv.notify_all()
 
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
