@@ -6,8 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from coverage_core.execution import registry
 from coverage_core.execution.db import exec_db
 from coverage_core.project import Project, open_project
 
+from . import systemtools
 from .gitrepo import make_repo
 from .test_runs import FILES, PY, approved, register, run
 
@@ -29,8 +28,6 @@ import json, os
 open("env.json", "w").write(json.dumps(dict(os.environ)))
 open("cov.info", "w").write("SF:app.py\\nDA:1,1\\nend_of_record\\n")
 """
-# A stand-in for `go` (used when go is not installed): a program named go that records its environment.
-GO_STANDIN = f"#!{PY}\n" + ENVDUMP
 NODE_ENVDUMP = (
     "const fs = require('fs'); fs.writeFileSync('env.json', JSON.stringify(process.env)); "
     "fs.writeFileSync('cov.info', 'SF:app.py\\nDA:1,1\\nend_of_record\\n');"
@@ -45,7 +42,7 @@ ENV_FILES = {
         '\tdata, _ := json.Marshal(env)\n\tos.WriteFile("env.json", data, 0o644)\n'
         '\tos.WriteFile("cov.info", []byte("SF:app.py\\nDA:1,1\\nend_of_record\\n"), 0o644)\n}\n'
     ),
-    ".gitignore": FILES[".gitignore"] + "env.json\nbin/\n",
+    ".gitignore": FILES[".gitignore"] + "env.json\n",
 }
 pytest_plugins = ["tests.test_daemon_support"]
 SECRET = "AKIA-not-a-real-key-0123456789"
@@ -142,22 +139,10 @@ def test_an_unknown_runner_or_a_coverage_mcp_name_in_the_inherit_list_is_refused
         register(project, [PY, "envdump.py"], inherit=["COVERAGE_MCP_TOKEN"])
 
 
-def _go_command(repo: Path) -> tuple[list[str], str]:
-    """A go command and what it is: the real go when installed, else a stand-in named go that checks its env."""
-    found = shutil.which("go")
-    if found:
-        return [found, "run", "envdump.go"], "go"
-    standin = repo / "bin" / "go"
-    standin.parent.mkdir()
-    standin.write_text(GO_STANDIN)
-    standin.chmod(standin.stat().st_mode | stat.S_IXUSR)
-    return ["./bin/go"], "a stand-in named go (go is not installed)"
-
-
 @pytest.mark.usefixtures("daemon_env")
 def test_a_go_command_and_a_node_command_run_with_their_own_preset_only(project: Project, repo: Path) -> None:
-    argv, what = _go_command(repo)
-    go = approved(project, argv, name="go")
+    what = "go run"
+    go = approved(project, [systemtools.require("go"), "run", "envdump.go"], name="go")
     assert registry.show_command(project, go)["runners"] == ["go"], "go is detected from the program's name"
     done = run(project, command_id=go, wait=True)
     assert done["state"] == "succeeded", (what, done)
@@ -171,9 +156,7 @@ def test_a_go_command_and_a_node_command_run_with_their_own_preset_only(project:
         "AWS_SECRET_ACCESS_KEY",
     } & set(env)
 
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("needs node for the node half")
+    node = systemtools.require("node")
     js = approved(project, [node, "-e", NODE_ENVDUMP], name="node")
     assert registry.show_command(project, js)["runners"] == ["node"]
     done = run(project, command_id=js, wait=True)
