@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .execution.queue import STATES
+from .execution.registry import STATUSES
 from .review.context import CLAIM_ORDER
 from .review.listing import FILE_ORDERS
 
@@ -110,7 +112,6 @@ CLAIM = {
 }
 # Where no reason code is given yet (project_context, imports), the codes are not listed.
 PLAIN_CLAIM = {**CLAIM, "reason_codes": unlisted(STRINGS)}
-COUNTS = {"type": "object", "additionalProperties": INTEGER}  # e.g. change's categories: UNC -> lines
 
 
 def _task(name: str, **properties: Any) -> dict[str, Any]:
@@ -136,7 +137,7 @@ TASK_DATA: dict[str, dict[str, Any]] = {
         baseline=OBJECT,
         current=OBJECT,
         diff=OBJECT,
-        categories=COUNTS,
+        categories=OBJECT,
         branches=OBJECT,
         functions=OBJECT,
         patch=OBJECT,
@@ -158,7 +159,7 @@ TASK_DATA: dict[str, dict[str, Any]] = {
         lines=OBJECT,
         branches=OBJECT,
         functions=OBJECT,
-        categories=COUNTS,
+        categories=OBJECT,
         regression=OBJECT,
         tests=OBJECT,
         attribution=OBJECT,
@@ -371,10 +372,8 @@ COVERAGE_IMPORT = envelope(
 
 # Managed execution. The records are open objects (their keys listed in docs/operations.md); what
 # agents rely on is required: data.command.{id,status}, data.run.{id,state,artifacts,reused}.
-COMMAND = record(
-    "id", "status", id=STRING, status={"enum": ["pending", "approved", "rejected"]}, approve_with=STRING
-)
-RUN_STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"]
+COMMAND = record("id", "status", id=STRING, status={"enum": list(STATUSES)}, approve_with=STRING)
+RUN_STATES = list(STATES)
 RUN = record(
     "id",
     "state",

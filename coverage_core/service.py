@@ -173,7 +173,7 @@ _MEASUREMENT = {
     "description": "One snapshot, several of one commit, a run's, or a suite's latest (default: the default "
     "suite's).",
     "properties": {
-        "snapshot_id": {**SNAPSHOT_ID, "description": "task=snapshots lists them."},
+        "snapshot_id": {**SNAPSHOT_ID, "description": "As task=snapshots lists them"},
         "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1, "maxItems": 32},
         "run_id": {"type": "string"},
         "composite_snapshot_id": {"type": "string"},
@@ -324,8 +324,9 @@ OPERATIONS: dict[str, Operation] = {
                         "type": "array",
                         "minItems": 1,
                         "maxItems": 64,
-                        "items": {"type": "string", "minLength": 1, "maxLength": 4200},
-                        "description": "COMPONENT[:VARIANT]=PATH each.",
+                        # A registered composite artifact's reports take the same two spellings.
+                        "items": {"type": ["object", "string"], "minLength": 1, "maxLength": 4200},
+                        "description": "{component, variant?, path} or 'COMPONENT[:VARIANT]=PATH' each.",
                     },
                 },
             },

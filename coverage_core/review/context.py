@@ -14,6 +14,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from ..display import counted
 from ..execution import queue, registry
 from ..model import Snapshot
 from ..project import CheckoutState
@@ -79,7 +80,7 @@ def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None 
     if snap.commit != state.head:
         status = "stale"
         behind = commits_behind(call, snap.commit, state.head)
-        gap = f" ({behind} commits behind)" if behind else ""
+        gap = f" ({counted(behind, 'commit')} behind)" if behind else ""
         reasons.append(
             f"measured at {(snap.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}{gap}"
         )
