@@ -134,7 +134,6 @@ SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN}
 _LIMITS = {
     "type": "object",
     "additionalProperties": False,
-    "description": "Response bounds.",
     "properties": {
         "max_files": {
             "type": "integer",
@@ -201,9 +200,8 @@ OPERATIONS: dict[str, Operation] = {
             name="project_context",
             title="Project context",
             description=(
-                "Call this first. The checkout (HEAD, branch, dirty), each suite's latest snapshot with its "
-                "age, distance from HEAD and the files changed since it was measured, active runs and "
-                "commands."
+                "Call this first. The checkout (HEAD, branch, dirty), each suite's latest snapshot (its "
+                "distance from HEAD, files changed since), active runs and commands."
             ),
             input_schema={
                 "type": "object",
@@ -288,7 +286,7 @@ OPERATIONS: dict[str, Operation] = {
                     },
                     "order": {
                         "enum": list(listing.FILE_ORDERS),
-                        "description": "files: path (default), most uncovered lines or lowest coverage first.",
+                        "description": "files (default path).",
                     },
                 },
             },
@@ -299,9 +297,9 @@ OPERATIONS: dict[str, Operation] = {
             name="coverage_import",
             title="Import a coverage report",
             description=(
-                "Store a coverage report inside the checkout as an immutable snapshot; commit, branch and "
-                "dirty default from git. An identical report again is a success marked duplicate. With "
-                "inventory_path and reports instead: a composite snapshot (docs/composite-inventory.md)."
+                "Store a coverage report inside the checkout as an immutable snapshot (commit and branch from "
+                "git); the same report again is a success marked duplicate. With inventory_path and reports: "
+                "a composite snapshot."
             ),
             input_schema={
                 "type": "object",
@@ -405,9 +403,8 @@ OPERATIONS: dict[str, Operation] = {
             title="Run an approved test command",
             description=(
                 "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait: "
-                "answer at its end or before the request deadline (state running). reuse_if_unchanged (default "
-                "true): the last successful run of the same fingerprint answers (reused). baseline: attach an "
-                "incremental review."
+                "answer at its end or at the request deadline (state running). reuse_if_unchanged (default "
+                "true): an unchanged fingerprint's last success answers (reused)."
             ),
             input_schema={
                 "type": "object",
@@ -424,6 +421,7 @@ OPERATIONS: dict[str, Operation] = {
                         "additionalProperties": False,
                         "maxProperties": 1,
                         "minProperties": 1,
+                        "description": "Attach an incremental review against it.",
                         "properties": {
                             "snapshot_id": SNAPSHOT_ID,
                             "snapshot_ids": {
@@ -491,7 +489,7 @@ OPERATIONS: dict[str, Operation] = {
 # Bounds that protect the service (string lengths, list sizes) are checked on every call, with a message
 # naming the argument, and documented in docs/operations.md; tools/list, read by a model on every
 # connection, leaves them out. Whatever changes what a call means (enums, patterns, ranges, "one of") stays.
-_UNLISTED_BOUNDS = frozenset({"minLength", "maxLength", "maxItems"})
+_UNLISTED_BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
 
 
 def listed_input(schema: Any) -> Any:
