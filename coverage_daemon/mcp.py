@@ -195,7 +195,7 @@ def tools() -> list[dict[str, Any]]:
             "description": op.description,
             "inputSchema": listed_input(op.input_schema),
             "outputSchema": output_schema(op.output_schema),
-            "annotations": annotations(op),
+            "annotations": tool_annotations(op),
         }
         for op in OPERATIONS.values()
     ]
@@ -210,7 +210,7 @@ HINT_DEFAULTS = {
 }
 
 
-def annotations(op: Any) -> dict[str, Any]:
+def tool_annotations(op: Any) -> dict[str, Any]:
     hints = {
         "readOnlyHint": op.read_only,
         "destructiveHint": op.destructive,
