@@ -32,6 +32,7 @@ from typing import IO, Any
 
 import click
 
+from coverage_core.display import counted
 from coverage_core.display import delta as display_delta
 from coverage_core.errors import CoverageError, ErrorCode, error_body
 from coverage_core.ids import SNAPSHOT_PREFIX
@@ -258,7 +259,7 @@ def render_table(s: Summary) -> str:
     out = [
         f"coverage change: baseline {_side(d, 'baseline')} -> current {_side(d, 'current')}",
         *([f"  {fallback}"] if fallback else []),
-        f"  diff     {diff['files_changed']} files, +{diff['lines_added']} -{diff['lines_removed']} lines",
+        f"  diff     {counted(diff['files_changed'], 'file')}, +{diff['lines_added']} -{diff['lines_removed']} lines",
         f"  patch    {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})",
         (
             f"  total    {after[0]}/{after[1]} ({percent(*after)}); baseline {before[0]}/{before[1]} "
@@ -387,7 +388,7 @@ def render_markdown(s: Summary) -> str:
         "",
         (
             f"Baseline `{base['commit'] or '-'}` ({how}, {before[0]}/{before[1]} lines covered) → current "
-            f"`{cur['commit'] or '-'}` ({cur['scope']} run, {after[0]}/{after[1]}) · {diff['files_changed']} files "
+            f"`{cur['commit'] or '-'}` ({cur['scope']} run, {after[0]}/{after[1]}) · {counted(diff['files_changed'], 'file')} "
             f"changed, +{diff['lines_added']} −{diff['lines_removed']} lines"
         ),
     ]

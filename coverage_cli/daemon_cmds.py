@@ -63,7 +63,7 @@ def serve_command(host: str | None, port: int | None) -> None:
     def announce(line: str, url: str) -> None:
         click.echo(line, err=True)  # the one stderr line connectors and scripts wait for
         if sys.stdout.isatty():
-            click.echo(client_configs(url, settings.home))
+            click.echo(client_configs(url, settings))
 
     sys.exit(serve(settings, announce=announce))
 
@@ -90,25 +90,45 @@ def connector_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "coverage_cli"]
 
 
-def stdio_configs(repo: str = REPO_PLACEHOLDER) -> dict[str, Any]:
-    """Ready-to-paste stdio configurations for ``repo``: Claude Code's command, Cursor's and VS Code's JSON."""
-    command, *prefix = connector_command()
-    args = [*prefix, "connect", "--repo", repo]
-    server = {"command": command, "args": args}
+# The settings that say which daemon a connector reaches: a pasted configuration names them when they
+# are not the defaults, or the client would start (or reach) another daemon than this one.
+DAEMON_SETTINGS = ("home", "port")
+
+
+def daemon_env(settings: Settings | None = None) -> dict[str, str]:
+    """``COVERAGE_MCP_HOME``/``COVERAGE_MCP_PORT`` as ``settings`` has them, where they are not the defaults."""
+    settings = Settings.from_env() if settings is None else settings
+    defaults = Settings.from_env({})
     return {
-        "claude_code": shlex.join(["claude", "mcp", "add", "coverage", "--", command, *args]),
-        "cursor": {"mcpServers": {"coverage": server}},
-        "vscode": {"servers": {"coverage": {"type": "stdio", **server}}},
-        "stdio": [command, *args],
+        spec.env: str(getattr(settings, spec.name))
+        for spec in SETTINGS
+        if spec.name in DAEMON_SETTINGS and getattr(settings, spec.name) != getattr(defaults, spec.name)
     }
 
 
-def client_configs(url: str, home: Path) -> str:
+def stdio_configs(repo: str = REPO_PLACEHOLDER, settings: Settings | None = None) -> dict[str, Any]:
+    """Ready-to-paste stdio configurations for ``repo``: Claude Code's command, Cursor's and VS Code's JSON,
+    each naming the daemon's home and port when they are not the defaults (``daemon_env``)."""
+    command, *prefix = connector_command()
+    args = [*prefix, "connect", "--repo", repo]
+    env = daemon_env(settings)
+    server: dict[str, Any] = {"command": command, "args": args, **({"env": env} if env else {})}
+    options = [word for name, value in env.items() for word in ("-e", f"{name}={value}")]
+    return {
+        "claude_code": shlex.join(["claude", "mcp", "add", "coverage", *options, "--", command, *args]),
+        "cursor": {"mcpServers": {"coverage": server}},
+        "vscode": {"servers": {"coverage": {"type": "stdio", **server}}},
+        "stdio": [command, *args],
+        "env": env,  # the environment "stdio" runs in
+    }
+
+
+def client_configs(url: str, settings: Settings) -> str:
     """How to point an MCP client at this daemon; HTTP configs name the token, never contain it."""
     from coverage_daemon.secrets import TOKEN_FILE
 
-    token_file = home / TOKEN_FILE
-    stdio = stdio_configs()
+    token_file = settings.home / TOKEN_FILE
+    stdio = stdio_configs(settings=settings)
     http = (
         '{"mcpServers": {"coverage": {"type": "http", "url": "' + url + '/mcp", "headers": '
         '{"Authorization": "Bearer ${COVERAGE_MCP_TOKEN}", "x-coverage-mcp-repo": "/path/to/checkout"}}}}'

@@ -208,7 +208,8 @@ def _show_config(result: dict[str, Any]) -> None:
     click.echo(_indent(json.dumps(config["cursor"], indent=2)))
     click.echo("  VS Code (.vscode/mcp.json):")
     click.echo(_indent(json.dumps(config["vscode"], indent=2)))
-    click.echo("  Any stdio MCP client: run\n    " + " ".join(shlex.quote(a) for a in config["stdio"]))
+    assignments = [f"{name}={value}" for name, value in config["env"].items()]
+    click.echo("  Any stdio MCP client: run\n    " + shlex.join([*assignments, *config["stdio"]]))
 
 
 def _indent(text: str) -> str:

@@ -242,11 +242,18 @@ def command_reject(command_id, by, note, repo, as_json) -> None:
     metavar="NAME",
     help="Another variable (or PREFIX*) the run inherits (repeatable).",
 )
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable the command runs with, part of what is approved (repeatable; the tool's env).",
+)
 @repo_option
 @json_option
 @handles_errors
 def command_register(
-    argv, name, artifacts, cwd, timeout_s, args_policy, runners, inherit, repo, as_json
+    argv, name, artifacts, cwd, timeout_s, args_policy, runners, inherit, env, repo, as_json
 ) -> None:
     """Register a test command (register_test_command); it stays pending until approved.
 
@@ -272,12 +279,30 @@ def command_register(
         args["runners"] = list(runners)
     if inherit:
         args["inherit"] = list(inherit)
+    if env:
+        args["env"] = _assignments(env)
     with open_project(repo) as project:
         envelope = call(project, "register_test_command", args)
     if as_json:
         emit_json(envelope)
         return
     _render_command(envelope["data"]["command"])
+
+
+def _assignments(items: tuple[str, ...]) -> dict[str, str]:
+    """``--env NAME=VALUE`` options as register_test_command's ``env`` (the value may hold ``=``)."""
+    env: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CoverageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"--env {item!r} is not NAME=VALUE",
+                "e.g. --env PYTHONHASHSEED=0",
+                {"env": item},
+            )
+        env[name] = value
+    return env
 
 
 # -- run / runs ---------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.ids import is_snapshot_id
 from coverage_core.review import baseline as baselines
 from coverage_core.review.ci import GATE_SCHEMA
 from coverage_core.service import OPERATIONS
@@ -63,6 +65,18 @@ REVIEW_OPTIONS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]
 }
 
 
+def snapshot_id(text: str) -> str:
+    """``text`` when it is a snapshot id; else the error a person reads (not the schema's pattern)."""
+    if not is_snapshot_id(text):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{text!r} is not a snapshot id",
+            "Snapshot ids look like snap-0123456789abcdef: `coverage-mcp snapshots` lists them.",
+            {"snapshot_id": text},
+        )
+    return text
+
+
 def _where(flag: str, task: str) -> tuple[str, ...] | None:
     every, snapshots = REVIEW_OPTIONS[flag]
     return snapshots if task == "snapshots" else every
@@ -77,6 +91,8 @@ def review_arguments(task: str, values: dict[str, Any]) -> dict[str, Any]:
         path = _where(flag, task)
         if path is None:
             raise click.UsageError(f"{flag} does not apply to task {task}")
+        if flag == "--snapshot":
+            value = snapshot_id(value)
         node = args
         for key in path[:-1]:
             node = node.setdefault(key, {})

@@ -15,7 +15,7 @@ import sys
 import click
 
 from coverage_core.config import Settings
-from coverage_core.display import percent
+from coverage_core.display import counted, percent
 from coverage_core.parsers import FORMATS, Limits, parse
 from coverage_core.report import COUNTERS
 
@@ -53,7 +53,9 @@ def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))  # as output.emit_json, without importing it
         return
-    click.echo(f"{report}: {summary['format']}, {summary['files']} files, {summary['tests']} named tests")
+    click.echo(
+        f"{report}: {summary['format']}, {counted(summary['files'], 'file')}, {counted(summary['tests'], 'named test')}"
+    )
     click.echo(f"  {'counter':<16}{'hit':>12}{'found':>12}{'percent':>10}")
     for name in COUNTERS:
         if name in result.totals:

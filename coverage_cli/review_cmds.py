@@ -323,7 +323,7 @@ def _cell(value: Any) -> str:
     return ", ".join(_cell(v) for v in value) or "none"
 
 
-_SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges",), "history": ("points",)}
+_SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges",), "history": ("points", "window")}
 
 
 def _insight(data: dict[str, Any], pad: str) -> list[str]:
@@ -374,4 +374,10 @@ def _history(data: dict[str, Any], pad: str) -> list[str]:
             f"{pad}{str(when).replace('T', ' ')[:19]}  {(commit or '-')[:12]}  {percent(hit, found):>8}  "
             f"({hit}/{found})  {scope}  {sid}{origin}"
         )
+    window = dict(data.get("window") or {})
+    if window:
+        change = window.pop("change", None)
+        out += _value_lines("window", window, None, pad)
+        if change is not None:  # covered units of the counter, not percentage points
+            out.append(f"{pad}  change: {change:+} covered {data.get('counter', 'lines')}")
     return out

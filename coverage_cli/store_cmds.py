@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from coverage_core.config import Settings
+from coverage_core.display import counted
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.parsers.spool import local_report
@@ -27,6 +28,7 @@ from coverage_core.review.listing import MAX_PAGE_SIZE
 from coverage_daemon.client import call, open_project, owner_import
 
 from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
+from .options import snapshot_id as checked_snapshot_id
 from .output import emit_json, handles_errors, percent
 
 # A person's listing is bounded by its page size, not by an agent's word budget.
@@ -432,7 +434,10 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
 
     Example: coverage-mcp show snap-0123456789abcdef --file src/app.py
     """
-    args: dict[str, Any] = {"measurement": {"snapshot_id": snapshot_id}, "limits": WHOLE_PAGE}
+    args: dict[str, Any] = {
+        "measurement": {"snapshot_id": checked_snapshot_id(snapshot_id)},
+        "limits": WHOLE_PAGE,
+    }
     if file_path:
         args.update(task="file", file=file_path)
         if lines:
@@ -537,7 +542,7 @@ def render_files(
     """
     data = envelope["data"]
     click.echo(
-        f"{data['snapshot_id']}: {data['total']} files, suite {envelope['context']['suite']} "
+        f"{data['snapshot_id']}: {counted(data['total'], 'file')}, suite {envelope['context']['suite']} "
         f"[{data['claim_status']}]" + "".join(f"\n  - {r}" for r in data["reasons"])
     )
     rows: list[list[str]] = []
@@ -579,7 +584,8 @@ def render_files(
 
     shown = [line(r) for r in rows]
     closing = line(total_row) if total_row else None
-    rule = "  " + "-" * (max(len(text) for text in [line(header), *shown, closing or ""]) - 2)
+    # As wide as the columns (the header's line): a long Missing text is not a reason for a 1,000-dash rule.
+    rule = "  " + "-" * (len(line(header)) - 2)
     click.echo("")
     click.echo(line(header))
     click.echo(rule)

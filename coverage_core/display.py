@@ -8,6 +8,11 @@ the only place they become text. A failing 99,999 of 100,000 must not read
 from __future__ import annotations
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless one: "1 file", "2 files" (words whose plural adds an s)."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def percent(hit: int, found: int, digits: int = 2) -> str:
     """``hit`` of ``found`` as a percentage with ``digits`` decimals; ``-`` when nothing was found."""
     if found <= 0:

@@ -8,26 +8,44 @@ in every answer, the ``not_measured`` one of an empty store included. The
 published schemas stay open to additional keys: an agent's SDK refuses a
 result its schema does not admit, and a new key is not a reason to fail.
 
-``service.OPERATIONS`` attaches these as ``Operation.output_schema``; MCP's
-``tools/list`` publishes them as each tool's ``outputSchema``.
+``service.OPERATIONS`` attaches these as ``Operation.output_schema`` (docs/operations.md lists
+every key); MCP's ``tools/list`` publishes their listed form (``published``) as each tool's
+``outputSchema``: the keys agents read, typed, and none of the unlisted ones.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .execution.queue import STATES
+from .execution.registry import STATUSES
 from .review.context import CLAIM_ORDER
 from .review.listing import FILE_ORDERS
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
 BOOLEAN = {"type": "boolean"}
-OBJECT = {"type": "object"}
-ARRAY = {"type": "array"}
 NULLABLE_STRING = {"type": ["string", "null"]}
+NULLABLE_INTEGER = {"type": ["integer", "null"]}
+STRINGS = {"type": "array", "items": STRING}
+HIT_FOUND = {"type": ["array", "null"], "items": INTEGER}  # [hit, found], exact integers
 
-# Compact on purpose: tools/list carries these to every agent, so keys and
-# types only; what a task means is said once, in the input's description.
+# What tools/list publishes is smaller than what is declared here: every agent is sent it, and
+# each byte is read by a model on every connection. A key whose schema carries this comment is
+# declared (documented, and the tests hold answers to it, closed) but not published: an open
+# schema admits it anyway, and its shape (a record, or compact tuples a legend names) is said
+# in docs/operations.md. ``published`` derives the listed form; what agents read stays in it.
+UNLISTED = "unlisted"
+
+
+def unlisted(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "$comment": UNLISTED}
+
+
+OBJECT = unlisted({"type": "object"})
+ARRAY = unlisted({"type": "array"})
+DETAIL_STRING = unlisted(STRING)
+DETAIL_INTEGER = unlisted(INTEGER)
 
 
 def obj(*required: str, **properties: Any) -> dict[str, Any]:
@@ -38,25 +56,63 @@ def obj(*required: str, **properties: Any) -> dict[str, Any]:
     return schema
 
 
-CONTEXT = obj(
-    "repo_key",
-    "project_id",
-    "checkout_path",
-    "suite",
-    "schema_revision",
-    "stats",
-    repo_key=STRING,
-    project_id=STRING,
-    checkout_path=STRING,
-    suite=NULLABLE_STRING,
-    schema_revision=INTEGER,
-    stats=OBJECT,
+def record(*required: str, **properties: Any) -> dict[str, Any]:
+    """A stored record (a snapshot, a command, a run): the keys agents read, the others left open."""
+    return {**obj(*required, **properties), "additionalProperties": True}
+
+
+def published(schema: Any) -> Any:
+    """``schema`` as tools/list lists it: unlisted keys dropped (from ``required`` too)."""
+    if isinstance(schema, list):
+        return [published(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    # additionalProperties true is the default: said for the tests, which close what is not a record.
+    out = {
+        k: published(v)
+        for k, v in schema.items()
+        if k not in ("properties", "required") and not (k == "additionalProperties" and v is True)
+    }
+    if "properties" in schema:
+        kept = {k: v for k, v in schema["properties"].items() if v.get("$comment") != UNLISTED}
+        required = [k for k in schema.get("required", ()) if k in kept]
+        if required:
+            out["required"] = required
+        if kept:
+            out["properties"] = {k: published(v) for k, v in kept.items()}
+    elif "required" in schema:
+        out["required"] = schema["required"]
+    return out
+
+
+CONTEXT = unlisted(
+    obj(
+        "repo_key",
+        "project_id",
+        "checkout_path",
+        "suite",
+        "schema_revision",
+        "stats",
+        repo_key=STRING,
+        project_id=STRING,
+        checkout_path=STRING,
+        suite=NULLABLE_STRING,
+        schema_revision=INTEGER,
+        stats=OBJECT,
+    )
 )
 
 # Every data object states how far its evidence goes; ``next`` says what to do when nothing is shown.
 # ``reason_codes``: machine-readable codes of reasons that change what a caller should do
 # (``current_not_measured``: a comparison's current side is not HEAD's measurement).
-CLAIM = {"claim_status": {"enum": list(CLAIM_ORDER)}, "reasons": ARRAY, "reason_codes": ARRAY, "next": STRING}
+CLAIM = {
+    "claim_status": {"enum": list(CLAIM_ORDER)},
+    "reasons": STRINGS,
+    "reason_codes": STRINGS,
+    "next": STRING,
+}
+# Where no reason code is given yet (project_context, imports), the codes are not listed.
+PLAIN_CLAIM = {**CLAIM, "reason_codes": unlisted(STRINGS)}
 
 
 def _task(name: str, **properties: Any) -> dict[str, Any]:
@@ -68,8 +124,8 @@ TASK_DATA: dict[str, dict[str, Any]] = {
     "insight": _task(
         "insight",
         snapshot_ids=ARRAY,
-        commit=NULLABLE_STRING,
-        files_with_gaps=INTEGER,
+        commit=unlisted(NULLABLE_STRING),
+        files_with_gaps=DETAIL_INTEGER,
         targets=ARRAY,
         target_count=INTEGER,
         targets_truncated=BOOLEAN,
@@ -98,7 +154,7 @@ TASK_DATA: dict[str, dict[str, Any]] = {
     ),
     "incremental": _task(
         "incremental",
-        projection=STRING,
+        projection=DETAIL_STRING,
         baseline=OBJECT,
         current=OBJECT,
         lines=OBJECT,
@@ -117,9 +173,9 @@ TASK_DATA: dict[str, dict[str, Any]] = {
     ),
     "history": _task(
         "history",
-        suite=STRING,
-        subject=STRING,
-        counter=STRING,
+        suite=DETAIL_STRING,
+        subject=DETAIL_STRING,
+        counter=DETAIL_STRING,
         points=ARRAY,
         rows=ARRAY,
         rows_truncated=BOOLEAN,
@@ -130,8 +186,8 @@ TASK_DATA: dict[str, dict[str, Any]] = {
     "source": _task(
         "source",
         snapshot_id=STRING,
-        commit=NULLABLE_STRING,
-        file=STRING,
+        commit=unlisted(NULLABLE_STRING),
+        file=DETAIL_STRING,
         ranges=ARRAY,
         lines_truncated=BOOLEAN,
         legend=OBJECT,
@@ -139,23 +195,28 @@ TASK_DATA: dict[str, dict[str, Any]] = {
     "tests": _task(
         "tests",
         snapshot_id=STRING,
-        named_tests=INTEGER,
-        status=STRING,
-        duplicate_groups=INTEGER,
+        named_tests=DETAIL_INTEGER,
+        status=DETAIL_STRING,
+        duplicate_groups=DETAIL_INTEGER,
         duplicates=ARRAY,
         duplicates_truncated=BOOLEAN,
         legend=OBJECT,
     ),
     "audit": _task(
-        "audit", snapshot_id=STRING, commit=NULLABLE_STRING, totals=OBJECT, files=ARRAY, legend=OBJECT
+        "audit",
+        snapshot_id=STRING,
+        commit=unlisted(NULLABLE_STRING),
+        totals=OBJECT,
+        files=ARRAY,
+        legend=OBJECT,
     ),
     "all": _task("all", change=OBJECT, insight=OBJECT, history=OBJECT),
     "snapshots": _task("snapshots", filter=OBJECT, snapshots=ARRAY, legend=OBJECT),
     "files": _task(
         "files",
         snapshot_id=STRING,
-        order={"enum": list(FILE_ORDERS)},
-        total=INTEGER,
+        order=unlisted({"enum": list(FILE_ORDERS)}),
+        total=DETAIL_INTEGER,
         files=ARRAY,
         legend=OBJECT,
     ),
@@ -193,7 +254,7 @@ def page(*counts: str, nullable: bool = True) -> dict[str, Any]:
     schema = obj(
         "next_cursor",
         next_cursor=NULLABLE_STRING,
-        **{count: OBJECT if count == "parts_truncated" else INTEGER for count in counts},
+        **{count: OBJECT if count == "parts_truncated" else DETAIL_INTEGER for count in counts},
     )
     if nullable:
         schema["type"] = ["object", "null"]
@@ -204,6 +265,42 @@ def envelope(data: dict[str, Any], page_schema: dict[str, Any]) -> dict[str, Any
     return obj("context", "data", "page", context=CONTEXT, data=data, page=page_schema)
 
 
+def _union(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every task's keys in one object: a key two tasks share has one schema, or is unlisted in both."""
+    keys: dict[str, Any] = {}
+    for data in tasks.values():
+        for key, schema in data["properties"].items():
+            if key == "task" or keys.get(key, schema) == schema:
+                keys[key] = schema
+            elif keys[key].get("$comment") == schema.get("$comment") == UNLISTED:
+                keys[key] = unlisted({})
+            else:
+                raise AssertionError(f"task key {key!r} has two published shapes")
+    keys.pop("task")
+    return keys
+
+
+SUITE_BRIEF = obj(
+    suite=STRING,
+    snapshot_id=STRING,
+    format=DETAIL_STRING,
+    commit=DETAIL_STRING,
+    age_s=DETAIL_INTEGER,
+    behind_head=NULLABLE_INTEGER,
+    dirty=unlisted(BOOLEAN),
+    scope=DETAIL_STRING,
+    covered=unlisted(HIT_FOUND),
+    claim_status=STRING,  # its values are listed once, at data.claim_status
+    # Counts per freshness state, and the files that are not fresh ([path, state]).
+    content=obj(
+        fresh=INTEGER,
+        stale=INTEGER,
+        unknown=INTEGER,
+        files=unlisted({"type": "array"}),
+        files_truncated=BOOLEAN,
+    ),
+)
+
 PROJECT_CONTEXT = envelope(
     obj(
         "project",
@@ -211,27 +308,62 @@ PROJECT_CONTEXT = envelope(
         "settings",
         "claim_status",
         "reasons",
-        project=OBJECT,
-        suites=ARRAY,
+        project=obj(
+            repo_key=DETAIL_STRING,
+            project_id=DETAIL_STRING,
+            checkout_path=DETAIL_STRING,
+            worktree=unlisted(NULLABLE_STRING),
+            head=NULLABLE_STRING,
+            branch=NULLABLE_STRING,
+            dirty=BOOLEAN,
+        ),
+        suites={"type": "array", "items": SUITE_BRIEF},
         suites_truncated=BOOLEAN,
-        latest_composite={"type": ["object", "null"]},
+        latest_composite=unlisted({"type": ["object", "null"]}),
         active_runs=ARRAY,
-        active_runs_truncated=BOOLEAN,
+        active_runs_truncated=unlisted(BOOLEAN),
         settings=OBJECT,
+        # Approved and pending commands: id, name, status, argv (pending ones: approve_with, a person's line).
         commands=ARRAY,
-        **CLAIM,
+        **PLAIN_CLAIM,
         compaction=OBJECT,
         preserved_wal=OBJECT,
     ),
-    page("reserved_words", "word_count", "response_word_count", "max_words", nullable=False),
+    {
+        **page("reserved_words", "word_count", "response_word_count", "max_words", nullable=False),
+        # What a small max_words left out (e.g. suites.content.files, compaction); [] when nothing was.
+        "properties": {
+            **page("reserved_words", "word_count", "response_word_count", "max_words")["properties"],
+            "omitted": STRINGS,
+        },
+    },
 )
 
+# One schema for every task (the declared keys of all of them); ``task_envelope`` is one task's, exact.
 COVERAGE_REVIEW = envelope(
-    {
-        **obj("task", "claim_status", "reasons", task={"enum": list(TASK_DATA)}, **CLAIM),
-        "anyOf": list(TASK_DATA.values()),
-    },
+    # task: the one the call named
+    obj(
+        "task",
+        "claim_status",
+        "reasons",
+        task=unlisted({"enum": list(TASK_DATA)}),
+        **CLAIM,
+        **_union(TASK_DATA),
+    ),
     page(*dict.fromkeys(count for counts in TASK_PAGE.values() for count in counts)),
+)
+
+SNAPSHOT = record(
+    "snapshot_id",
+    "suite",
+    "commit",
+    "totals",
+    "base_ref",
+    snapshot_id=STRING,
+    suite=STRING,
+    commit=NULLABLE_STRING,
+    totals=OBJECT,
+    base_ref=unlisted(NULLABLE_STRING),
 )
 
 # An ordinary import answers snapshot and duplicate; a composite import (inventory_path, reports) composite.
@@ -239,9 +371,9 @@ COVERAGE_IMPORT = envelope(
     obj(
         "claim_status",
         "reasons",
-        snapshot={"type": "object", "required": ["snapshot_id", "suite", "commit", "totals", "base_ref"]},
+        snapshot=SNAPSHOT,
         duplicate=BOOLEAN,
-        **CLAIM,
+        **PLAIN_CLAIM,
         composite=OBJECT,
     ),
     {"type": "null"},
@@ -249,9 +381,19 @@ COVERAGE_IMPORT = envelope(
 
 # Managed execution. The records are open objects (their keys listed in docs/operations.md); what
 # agents rely on is required: data.command.{id,status}, data.run.{id,state,artifacts,reused}.
-COMMAND = {"type": "object", "required": ["id", "status"]}  # status: pending | approved | rejected
-# state: queued running succeeded failed cancelled timed_out interrupted
-RUN = {"type": "object", "required": ["id", "state", "artifacts", "reused"]}
+COMMAND = record("id", "status", id=STRING, status={"enum": list(STATUSES)}, approve_with=STRING)
+RUN_STATES = list(STATES)
+RUN = record(
+    "id",
+    "state",
+    "artifacts",
+    "reused",
+    id=STRING,
+    state={"enum": RUN_STATES},
+    artifacts=ARRAY,
+    reused=BOOLEAN,
+    exit_code=NULLABLE_INTEGER,
+)
 # One item of data.run.artifacts (not published in tools/list, whose size is bounded; tests hold every run's
 # artifacts to it, closed). A composite artifact (kind composite, path = its inventory) answers the
 # composite_snapshot_id it built and each report's status; measurement {"run_id"} reads snapshot_ids only.
@@ -284,7 +426,7 @@ RUN_ARTIFACT = obj(
 )
 
 REGISTER_TEST_COMMAND = envelope(
-    obj("command", "approval_mode", command=COMMAND, approval_mode=STRING, next=STRING),
+    obj("command", "approval_mode", command=COMMAND, approval_mode=DETAIL_STRING, next=STRING),
     {"type": "null"},
 )
 
@@ -295,16 +437,19 @@ RUN_REVIEW = envelope(
         "view",
         "run",
         view={"enum": ["status", "logs"]},
-        run={"type": "object", "required": ["id", "state"]},
+        run=record("id", "state", id=STRING, state=STRING),  # run_test lists the states
         logs=OBJECT,
-        text=ARRAY,
-        search=STRING,
+        # logs: pieces of the streams, in order ({stream, offset, text})
+        text={"type": "array", "items": obj(stream=STRING, offset=INTEGER, text=STRING)},
+        search=DETAIL_STRING,
         matches=ARRAY,
     ),
     {"type": ["object", "null"], "properties": {"next_cursor": NULLABLE_STRING}},
 )
 
-CANCEL_RUN = envelope(obj("run", run=RUN, next=STRING), {"type": "null"})
+CANCEL_RUN = envelope(
+    obj("run", run=record("id", "state", id=STRING, state=STRING), next=STRING), {"type": "null"}
+)
 
 
 def task_envelope(task: str) -> dict[str, Any]:

@@ -135,6 +135,29 @@ def open_file(path: Path, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
+# The umask this process started with, while ``private_umask`` holds a stricter one: what the
+# commands it runs get back (their files are the person's, made as the person's umask says).
+_started_umask: int | None = None
+
+
+def private_umask() -> None:
+    """From now on, files this process makes are 0600 and folders 0700, those DuckDB makes too (a store's
+    WAL comes and goes with every checkpoint, made with the umask's mode). For the daemon, which owns stores."""
+    global _started_umask
+    previous = os.umask(0o077)
+    if _started_umask is None:
+        _started_umask = previous
+
+
+def user_umask() -> int:
+    """The umask a command run for the person gets: the one this process started with."""
+    if _started_umask is not None:
+        return _started_umask
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def make_private(path: Path) -> None:
     """chmod 0600 through a no-follow descriptor (``os.chmod`` would follow a link)."""
     fd = open_file(path, os.O_RDONLY)

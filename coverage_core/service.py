@@ -129,40 +129,38 @@ def _ingest_answer(
     return {"data": {"snapshot": body, "duplicate": snap.duplicate, **context.claim_for(call, snap)}}
 
 
-SNAPSHOT_ID = {
-    "type": "string",
-    "pattern": SNAPSHOT_ID_PATTERN,
-    "description": "A snapshot id (task=snapshots lists them).",
-}
+SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN}
 
 _LIMITS = {
     "type": "object",
     "additionalProperties": False,
-    "description": "Response bounds; each has a default and a range.",
     "properties": {
         "max_files": {
             "type": "integer",
             "minimum": 1,
             "maximum": budget.MAX_FILES_CAP,
-            "description": f"Files per answer (default {budget.DEFAULT_MAX_FILES}).",
+            "default": budget.DEFAULT_MAX_FILES,
         },
         "max_regions": {
             "type": "integer",
             "minimum": 1,
             "maximum": budget.MAX_REGIONS_CAP,
-            "description": f"Ranked targets or ranges per answer (default {budget.DEFAULT_MAX_REGIONS}).",
+            "default": budget.DEFAULT_MAX_REGIONS,
+            "description": "Ranked targets or ranges.",
         },
         "max_words": {
             "type": "integer",
             "minimum": budget.MIN_WORDS,
             "maximum": budget.MAX_WORDS,
-            "description": f"Word budget over the whole data object (default {budget.DEFAULT_MAX_WORDS}).",
+            "default": budget.DEFAULT_MAX_WORDS,
+            "description": "Words of data.",
         },
         "max_bytes": {
             "type": "integer",
             "minimum": budget.MIN_BYTES,
             "maximum": budget.MAX_BYTES,
-            "description": f"Byte budget of data's compact JSON (default {budget.DEFAULT_MAX_BYTES}).",
+            "default": budget.DEFAULT_MAX_BYTES,
+            "description": "Bytes of data's compact JSON.",
         },
     },
 }
@@ -171,10 +169,10 @@ _MEASUREMENT = {
     "type": "object",
     "additionalProperties": False,
     "maxProperties": 1,
-    "description": "Which coverage to read: one snapshot, several unioned, or the latest of a suite. "
-    "Omitted: the latest snapshot of the default suite.",
+    "description": "One snapshot, several of one commit, a run's, or a suite's latest (default: the default "
+    "suite's).",
     "properties": {
-        "snapshot_id": SNAPSHOT_ID,
+        "snapshot_id": {**SNAPSHOT_ID, "description": "As task=snapshots lists them"},
         "snapshot_ids": {"type": "array", "items": SNAPSHOT_ID, "minItems": 1, "maxItems": 32},
         "run_id": {"type": "string"},
         "composite_snapshot_id": {"type": "string"},
@@ -186,7 +184,6 @@ _BASELINE = {
     "type": "object",
     "additionalProperties": False,
     "required": ["kind"],
-    "description": "What to compare against.",
     "properties": {
         "kind": {"enum": list(baseline.KINDS)},
         "snapshot_id": {"type": "string"},
@@ -203,9 +200,8 @@ OPERATIONS: dict[str, Operation] = {
             name="project_context",
             title="Project context",
             description=(
-                "Call this first. Identity and freshness of the repository (HEAD, branch, dirty), the latest "
-                "snapshot of each suite with its age and distance from HEAD, and settings. Compact; "
-                "page.reserved_words / word_count / response_word_count account for the budget."
+                "Call this first. The checkout (HEAD, branch, dirty), each suite's latest snapshot (its "
+                "distance from HEAD, files changed since), active runs and commands."
             ),
             input_schema={
                 "type": "object",
@@ -231,15 +227,12 @@ OPERATIONS: dict[str, Operation] = {
             name="coverage_review",
             title="Review coverage",
             description=(
-                "Answers about stored coverage. task: insight (ranked uncovered regions), "
-                "change (lines against a baseline in lcov's 12 differential categories, e.g. UNC uncovered new "
-                "code, LBC lost baseline coverage; patch coverage; baseline.kind default previous_snapshot), "
-                "incremental (a run against a baseline snapshot: their union, test set differences), "
-                "history (trend), source (annotated source lines), tests (which named tests cover what, duplicate "
-                "candidates), audit (exact records, paged), all (change + insight + history in one budget; change "
-                "when a baseline resolves), snapshots (stored snapshots, newest first, by filter), files (one "
-                "snapshot's files in order), file (one file's exact lines, branches, functions, regions and tests). Select data with measurement, bound it with limits, continue with "
-                "cursor. data.claim_status says how far the evidence goes."
+                "Answers about stored coverage. task: insight (ranked uncovered regions), change (against a "
+                "baseline, in lcov's categories, e.g. UNC uncovered new code; patch coverage), incremental (a "
+                "run against a baseline), history (trend), source (annotated lines of file), tests (which tests "
+                "cover what), audit (exact records), all (change, insight, history), snapshots (newest first), "
+                "files (a snapshot's files), file (one file's lines, branches and tests). data.claim_status says "
+                "how far the evidence goes; page.next_cursor continues."
             ),
             input_schema={
                 "type": "object",
@@ -252,20 +245,19 @@ OPERATIONS: dict[str, Operation] = {
                     "limits": _LIMITS,
                     "representation": {
                         "enum": ["review", "compact", "audit"],
-                        "description": "compact (default): short tuples with a legend; review: "
-                        "readable grouped ranges; audit: exact records.",
+                        "description": "compact (default): tuples a legend names; review: records.",
                     },
                     "cursor": {"type": "string", "maxLength": 2000},
                     "file": {
                         "type": "string",
                         "minLength": 1,
                         "maxLength": 4096,
-                        "description": "Repository-relative path to focus on.",
+                        "description": "Repository-relative path.",
                     },
                     "lines": {
                         "type": "string",
                         "pattern": "^[0-9]+(-[0-9]+)?$",
-                        "description": "A line or range 'A-B' within file.",
+                        "description": "A line or range 'A-B' of file.",
                     },
                     "ranges": {
                         "type": "array",
@@ -276,33 +268,25 @@ OPERATIONS: dict[str, Operation] = {
                     "filter": {
                         "type": "object",
                         "additionalProperties": False,
-                        "description": "snapshots: only these (all given must match).",
+                        "description": "snapshots: those matching all given.",
                         "properties": {
                             "snapshot_id": SNAPSHOT_ID,
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
                             "branch": {"type": "string", "minLength": 1, "maxLength": 500},
-                            "commit": {
-                                "type": "string",
-                                "pattern": "^[0-9a-f]{4,64}$",
-                                "description": "A commit or a prefix of at least 4 hex digits.",
-                            },
-                            "chosen": {
-                                "type": "boolean",
-                                "description": "true: only snapshots a default side may be.",
-                            },
+                            "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$"},  # or a prefix
+                            "chosen": {"type": "boolean", "description": "Only those a default side may be."},
                         },
                     },
                     "page_size": {
                         "type": "integer",
                         "minimum": 1,
                         "maximum": listing.MAX_PAGE_SIZE,
-                        "description": "snapshots, files: records per page (default "
-                        f"{listing.DEFAULT_PAGE_SIZE}); the budget may cut a page shorter.",
+                        "default": listing.DEFAULT_PAGE_SIZE,
+                        "description": "snapshots, files: records per page.",
                     },
                     "order": {
                         "enum": list(listing.FILE_ORDERS),
-                        "description": "files: by path (default), most uncovered lines first, or "
-                        "lowest coverage first.",
+                        "description": "files (default path).",
                     },
                 },
             },
@@ -313,10 +297,9 @@ OPERATIONS: dict[str, Operation] = {
             name="coverage_import",
             title="Import a coverage report",
             description=(
-                "Store a coverage report that lies inside the checkout as an immutable snapshot (external "
-                "evidence). Commit, branch and dirty default from git. Re-importing an identical "
-                "report is a success marked duplicate. With inventory_path and reports instead: build a "
-                "composite snapshot (docs/composite-inventory.md)."
+                "Store a coverage report inside the checkout as an immutable snapshot (commit and branch from "
+                "git); the same report again is a success marked duplicate. With inventory_path and reports: "
+                "a composite snapshot."
             ),
             input_schema={
                 "type": "object",
@@ -326,7 +309,7 @@ OPERATIONS: dict[str, Operation] = {
                         "type": "string",
                         "minLength": 1,
                         "maxLength": 4096,
-                        "description": "Relative to the checkout root, or absolute within it.",
+                        "description": "Inside the checkout.",
                     },
                     "format": {"enum": list(FORMATS)},
                     "suite": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -339,8 +322,9 @@ OPERATIONS: dict[str, Operation] = {
                         "type": "array",
                         "minItems": 1,
                         "maxItems": 64,
-                        "items": {"type": "string", "minLength": 1, "maxLength": 4200},
-                        "description": "COMPONENT[:VARIANT]=PATH each.",
+                        # A registered composite artifact's reports take the same two spellings.
+                        "items": {"type": ["object", "string"], "minLength": 1, "maxLength": 4200},
+                        "description": "{component, variant?, path} or 'COMPONENT[:VARIANT]=PATH' each.",
                     },
                 },
             },
@@ -353,11 +337,9 @@ OPERATIONS: dict[str, Operation] = {
             name="register_test_command",
             title="Register a test command",
             description=(
-                "Propose an exact test command (argv words, no shell) writing coverage reports (artifacts) in the "
-                "checkout ({path, suite} each, or {composite: {inventory, reports: [{component, variant?, path}]}}). "
-                "Immutable; the same content is the same command. It runs once a person approves it: "
-                "data.command.status pending, with the CLI line to approve (approved directly only under "
-                "approval_mode attested, with human_approved, approved_by, approval_note)."
+                "Propose an exact test command (argv, no shell) writing coverage reports in the checkout "
+                "(artifacts: {path, suite} or {composite: {inventory, reports: [{component, variant?, path}]}}). "
+                "It runs once a person approves it (status pending, with the CLI line that approves)."
             ),
             input_schema={
                 "type": "object",
@@ -402,7 +384,10 @@ OPERATIONS: dict[str, Operation] = {
                     },
                     # with args_policy selectors: the folders selectors must lie in, e.g. ["tests"] (README)
                     "selector_roots": {"type": "array", "maxItems": 16, "items": {"type": "string"}},
-                    "human_approved": {"type": "boolean"},
+                    "human_approved": {
+                        "type": "boolean",
+                        "description": "Only under approval_mode attested.",
+                    },
                     "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
                     "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
                 },
@@ -417,11 +402,9 @@ OPERATIONS: dict[str, Operation] = {
             name="run_test",
             title="Run an approved test command",
             description=(
-                "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait=true "
-                "answers at its end or just before the request deadline (state running). reuse_if_unchanged "
-                "(default true) answers the last successful run of the same fingerprint (reused). A baseline "
-                "attaches an incremental_review. A composite artifact answers its composite_snapshot_id (measurement "
-                "run_id reads the run's ordinary snapshots only)."
+                "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait: "
+                "answer at its end or at the request deadline (state running). reuse_if_unchanged (default "
+                "true): an unchanged fingerprint's last success answers (reused)."
             ),
             input_schema={
                 "type": "object",
@@ -438,6 +421,7 @@ OPERATIONS: dict[str, Operation] = {
                         "additionalProperties": False,
                         "maxProperties": 1,
                         "minProperties": 1,
+                        "description": "Attach an incremental review against it.",
                         "properties": {
                             "snapshot_id": SNAPSHOT_ID,
                             "snapshot_ids": {
@@ -501,6 +485,21 @@ OPERATIONS: dict[str, Operation] = {
         ),
     )
 }
+
+# Bounds that protect the service (string lengths, list sizes) are checked on every call, with a message
+# naming the argument, and documented in docs/operations.md; tools/list, read by a model on every
+# connection, leaves them out. Whatever changes what a call means (enums, patterns, ranges, "one of") stays.
+_UNLISTED_BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
+
+
+def listed_input(schema: Any) -> Any:
+    """An input schema as tools/list lists it: ``schema`` without the service's length bounds."""
+    if isinstance(schema, dict):
+        return {k: listed_input(v) for k, v in schema.items() if k not in _UNLISTED_BOUNDS}
+    if isinstance(schema, list):
+        return [listed_input(v) for v in schema]
+    return schema
+
 
 _VALIDATORS = {name: Validator(op.input_schema) for name, op in OPERATIONS.items()}
 

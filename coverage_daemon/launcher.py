@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from coverage_core import safefs
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.settings_table import read_env
 
@@ -395,7 +396,10 @@ class Launcher:
         import subprocess  # the cold path only: it costs the warm start a few ms
 
         self.settings.home.mkdir(parents=True, exist_ok=True)
-        with open(self.settings.home / DAEMON_LOG, "ab") as log:
+        # 0600 like every file of the home (an older log made under a looser umask is tightened too).
+        fd = safefs.open_file(self.settings.home / DAEMON_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "ab") as log:
             if not self._started:
                 self._log_offset = log.tell()
             process = subprocess.Popen(

@@ -43,6 +43,7 @@ from coverage_core.errors import (
     render_setting,
 )
 from coverage_core.ids import SNAPSHOT_ID
+from coverage_core.output_schemas import published
 
 from .errors_http import compact, status_of
 from .identity import VERSION
@@ -107,11 +108,14 @@ ERROR_SCHEMA: dict[str, Any] = {
         }
     },
 }
+# What tools/list says of it, once per tool: that it is the error body (its keys, in every failed call's
+# text too: docs/operations.md). Clients that hold an isError result to outputSchema accept it.
+LISTED_ERROR_SCHEMA: dict[str, Any] = {"required": ["error"]}
 
 
 def output_schema(operation_schema: dict[str, Any]) -> dict[str, Any]:
-    """A tool's ``outputSchema``: its operation's envelope, or the error body of a failed call."""
-    return {"type": "object", "oneOf": [operation_schema, ERROR_SCHEMA]}
+    """A tool's ``outputSchema``: its operation's envelope as listed, or the error body of a failed call."""
+    return {"type": "object", "oneOf": [published(operation_schema), LISTED_ERROR_SCHEMA]}
 
 
 CONTEXT_URI = "coverage://context"
@@ -179,27 +183,41 @@ class Conn:
 
 
 @functools.cache
+@functools.cache
 def tools() -> list[dict[str, Any]]:
-    """``tools/list``: one entry per declared operation, in declaration order."""
-    from coverage_core.service import OPERATIONS
+    """``tools/list``: one entry per declared operation, in declaration order, in its listed form."""
+    from coverage_core.service import OPERATIONS, listed_input
 
     return [
         {
             "name": op.name,
             "title": op.title,
             "description": op.description,
-            "inputSchema": op.input_schema,
+            "inputSchema": listed_input(op.input_schema),
             "outputSchema": output_schema(op.output_schema),
-            "annotations": {
-                "title": op.title,
-                "readOnlyHint": op.read_only,
-                "destructiveHint": op.destructive,
-                "idempotentHint": op.idempotent,
-                "openWorldHint": op.open_world,
-            },
+            "annotations": tool_annotations(op),
         }
         for op in OPERATIONS.values()
     ]
+
+
+# The spec's default of each hint: a hint is listed only where the operation differs from it.
+HINT_DEFAULTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+
+def tool_annotations(op: Any) -> dict[str, Any]:
+    hints = {
+        "readOnlyHint": op.read_only,
+        "destructiveHint": op.destructive,
+        "idempotentHint": op.idempotent,
+        "openWorldHint": op.open_world,
+    }
+    return {"title": op.title, **{k: v for k, v in hints.items() if v != HINT_DEFAULTS[k]}}
 
 
 @functools.cache

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coverage_core import safefs
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import Lease, instance_metadata
@@ -305,6 +306,7 @@ def serve(settings: Settings, *, announce: Callable[[str, str], None]) -> int:
     line that says so (the line connectors and scripts wait for) and the URL.
     """
     check_loopback(settings.host)
+    safefs.private_umask()  # its stores' WALs and its log files are 0600, as the README says
     try:
         private_home(settings.home)
     except HomeError as error:

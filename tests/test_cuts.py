@@ -165,7 +165,7 @@ def test_history_orders_points_by_commit_ancestry_and_lists_every_other_snapshot
     env = review(service, task="history", measurement={"snapshot_id": service.ids["B"]}, limits=WHOLE)
     data = env["data"]
     # Ingested C, D, A, B; along the commits through B: C descends from it, A is its parent, D is on a side branch.
-    order = [data["points"][0][2]] + [r[0] for r in data["rows"]] + [data["points"][1][2]]
+    order = [data["points"][0][2]] + [r[1] for r in data["rows"]] + [data["points"][1][2]]
     assert order == [shas[n][:12] for n in ("C", "B", "A", "D")]
     assert (
         data["window"]["snapshots"] == 4

@@ -50,7 +50,9 @@ def test_the_demo_answers_from_three_real_snapshots_and_leaves_nothing_behind(tm
     assert answers["history"]["data"]["claim_status"] == "supported"
 
     mcp = result["mcp"]
-    assert mcp["claude_code"].startswith("claude mcp add coverage -- ")
+    # The test's home is not the default one: the configuration names it, so it reaches the same daemon.
+    assert mcp["claude_code"].startswith(f"claude mcp add coverage -e COVERAGE_MCP_HOME={home} ")
+    assert mcp["env"]["COVERAGE_MCP_HOME"] == str(home)
     assert mcp["claude_code"].endswith(f"connect --repo {repo}")
     assert mcp["cursor"]["mcpServers"]["coverage"]["args"][-3:] == ["connect", "--repo", repo]
     assert mcp["vscode"]["servers"]["coverage"]["type"] == "stdio"
@@ -69,7 +71,7 @@ def test_with_keep_the_demo_prints_where_the_repository_is_and_how_to_connect_an
     try:
         out = process.stdout
         assert str(kept) in out
-        assert "claude mcp add coverage -- " in out and f"connect --repo {kept}" in out
+        assert "claude mcp add coverage -e COVERAGE_MCP_HOME=" in out and f"connect --repo {kept}" in out
         assert '"mcpServers"' in out and '"servers"' in out
         assert "insight: supported" in out
         git = pygit2.Repository(str(kept))

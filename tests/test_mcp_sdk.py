@@ -12,6 +12,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from coverage_core.output_schemas import published
 from coverage_core.service import OPERATIONS
 
 from .daemons import Running
@@ -45,8 +46,10 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(
         assert [t.name for t in listed.tools] == list(OPERATIONS)
         for tool in listed.tools:
             envelope, error = tool.output_schema["oneOf"]
-            assert envelope == OPERATIONS[tool.name].output_schema and error["required"] == ["error"]
-            assert tool.annotations.read_only_hint == OPERATIONS[tool.name].read_only
+            assert envelope == published(OPERATIONS[tool.name].output_schema) and error["required"] == [
+                "error"
+            ]
+            assert bool(tool.annotations.read_only_hint) == OPERATIONS[tool.name].read_only  # default false
         assert [r.uri for r in (await client.list_resources()).resources] == ["coverage://context"]
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["coverage://snapshot/{snapshot_id}/summary"]

@@ -17,11 +17,16 @@ from mcp_types import jsonrpc
 from mcp_types import methods as sdk_methods
 from mcp_types import version as sdk_version
 
-from coverage_core.service import OPERATIONS
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.output_schemas import published
+from coverage_core.service import OPERATIONS, listed_input
+from coverage_core.validation import Validator
 from coverage_daemon import mcp
+from coverage_daemon.identity import REPO_HEADER
 
 from .daemons import Running, post_mcp
 from .test_mcp_http import META, Session, modern
+from .test_mcp_sdk import sdk_client
 
 # Arguments that reach each operation's handler; a new operation without an
 # entry here fails test_every_listed_tool_dispatches_and_every_operation_is_listed.
@@ -40,9 +45,16 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "cancel_run": {"run_id": None},
 }
 
-# Each tool's own outputSchema (its envelope or the error body) costs ~1.1 KiB of this: the seven tools
-# (three reading and importing, four of managed execution) fit in 22 KiB.
-TOOLS_LIST_BUDGET_BYTES = 22 * 1024
+# What tools/list costs every agent on every connection, measured as the official SDK client receives it
+# (tests/test_mcp_surface.py::test_tools_list_fits_its_budgets_as_the_sdk_client_receives_it). Later tools
+# must fit in these too: on 2026-12-01 the seven tools took 12,861 bytes in all and 7,505 shown to a model.
+TOOLS_LIST_BUDGET_BYTES = 14 * 1024
+# What a model is shown of each tool: its name, description and input schema.
+MODEL_VISIBLE_BUDGET_BYTES = 8 * 1024
+
+
+def compact_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def test_protocol_constants_are_the_sdks() -> None:
@@ -76,25 +88,81 @@ def test_protocol_constants_are_the_sdks() -> None:
     assert mcp.CACHEABLE_METHODS == {name for name in mcp.METHODS if name in sdk_methods.CACHEABLE_METHODS}
 
 
-def test_tools_list_is_small_derived_and_self_contained() -> None:
+def test_tools_list_is_derived_and_self_contained() -> None:
     tools = mcp.tools()
-    size = len(json.dumps({"tools": tools}, separators=(",", ":")).encode())
-    assert size <= TOOLS_LIST_BUDGET_BYTES, f"tools/list is {size} bytes"
     assert [tool["name"] for tool in tools] == list(OPERATIONS)
     for tool in tools:
         op = OPERATIONS[tool["name"]]
         assert re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool["name"])
-        assert tool["inputSchema"] is op.input_schema and tool["inputSchema"]["type"] == "object"
-        assert tool["outputSchema"] == {"type": "object", "oneOf": [op.output_schema, mcp.ERROR_SCHEMA]}
+        assert (
+            tool["inputSchema"] == listed_input(op.input_schema) and tool["inputSchema"]["type"] == "object"
+        )
+        assert tool["outputSchema"] == {
+            "type": "object",
+            "oneOf": [published(op.output_schema), mcp.LISTED_ERROR_SCHEMA],
+        }
         Draft202012Validator.check_schema(tool["outputSchema"])
+        Draft202012Validator.check_schema(tool["inputSchema"])
         assert "$ref" not in json.dumps(tool)
-        assert tool["annotations"] == {
+        # A hint is listed where it differs from the spec's default; with the defaults, every hint is the table's.
+        hints = {**mcp.HINT_DEFAULTS, **tool["annotations"]}
+        assert hints == {
             "title": op.title,
             "readOnlyHint": op.read_only,
             "destructiveHint": op.destructive,
             "idempotentHint": op.idempotent,
             "openWorldHint": op.open_world,
         }
+
+
+def test_listed_output_schemas_describe_what_they_list_with_no_bare_object_or_array() -> None:
+    def leaves(schema: Any, path: str) -> Any:
+        if isinstance(schema, dict):
+            if schema.get("type") in ("object", "array") and set(schema) == {"type"}:
+                yield path
+            if "$comment" in schema:
+                yield path + " ($comment)"
+            for key, value in schema.items():
+                yield from leaves(value, f"{path}.{key}")
+        elif isinstance(schema, list):
+            for number, value in enumerate(schema):
+                yield from leaves(value, f"{path}[{number}]")
+
+    for tool in mcp.tools():
+        assert list(leaves(tool["outputSchema"]["oneOf"][0], tool["name"])) == []
+
+
+def test_a_listed_input_schema_accepts_exactly_what_the_service_accepts_apart_from_length_bounds() -> None:
+    review = listed_input(OPERATIONS["coverage_review"].input_schema)
+    validator = Draft202012Validator(review)
+    assert not validator.is_valid({"task": "bogus"})
+    assert not validator.is_valid({"task": "insight", "limits": {"max_words": 1}})
+    assert not validator.is_valid({"task": "insight", "measurement": {"suite": "a", "snapshot_id": "snap-1"}})
+    assert validator.is_valid({"task": "source", "file": "x" * 5000})  # the service refuses it, by name
+    with pytest.raises(CoverageError) as refused:
+        Validator(OPERATIONS["coverage_review"].input_schema).check(
+            {"task": "source", "file": "x" * 5000}, what="coverage_review"
+        )
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT and "file" in refused.value.message
+
+
+async def test_tools_list_fits_its_budgets_as_the_sdk_client_receives_it(
+    daemon: Running, sample_repo: Path
+) -> None:
+    async with sdk_client(daemon, f"{daemon.url}/mcp", "legacy", **{REPO_HEADER: str(sample_repo)}) as client:
+        listed = await client.list_tools()
+    received = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert [tool["name"] for tool in received["tools"]] == list(OPERATIONS)
+    # Received as listed: the SDK dropped and added nothing.
+    assert received["tools"] == json.loads(json.dumps(mcp.tools()))
+    total = compact_size(received)
+    shown = compact_size(
+        [{key: tool[key] for key in ("name", "description", "inputSchema")} for tool in received["tools"]]
+    )
+    assert total <= TOOLS_LIST_BUDGET_BYTES, f"tools/list is {total} bytes"
+    assert shown <= MODEL_VISIBLE_BUDGET_BYTES, f"a model is shown {shown} bytes"
+    for tool in received["tools"]:  # every tool says what it does, and what its arguments are
+        assert len(tool["description"]) >= 80, tool["name"]
 
 
 async def test_every_listed_tool_dispatches_and_every_operation_is_listed(

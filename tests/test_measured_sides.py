@@ -116,13 +116,12 @@ def test_a_file_modified_after_it_was_measured_is_stale_by_name_and_no_claim_abo
     clean = project.ingest(measure(repo)["json"], suite="unit")
     context = call(project, "project_context")
     [suite] = [s for s in context["suites"] if s["suite"] == "unit"]
-    assert dict(map(tuple, suite["content"]["files"]))["shop/cart.py"] == "fresh"
+    assert suite["content"]["files"] == [] and suite["content"]["fresh"] > 1  # fresh files are counted only
 
     edit_cart(repo)  # not measured since
     context = call(project, "project_context")
     [suite] = [s for s in context["suites"] if s["suite"] == "unit"]
-    states = dict(map(tuple, suite["content"]["files"]))
-    assert states["shop/cart.py"] == "stale" and states["shop/__init__.py"] == "fresh"
+    assert suite["content"]["files"] == [["shop/cart.py", "stale"]]
     assert suite["content"]["stale"] == 1
     assert context["claim_status"] != "supported"
     assert any("shop/cart.py" in r and "modified since" in r for r in context["reasons"])

@@ -88,7 +88,7 @@ FAILURES: list[tuple[str, dict[str, Any]]] = [
     ("coverage_review", {"task": "source", "file": "no/such/file.py"}),
     ("coverage_review", {"task": "bogus"}),
     ("coverage_import", {"report_path": "/etc/hostname"}),
-    ("project_context", {"max_words": 40}),
+    ("project_context", {"cursor": "not-a-cursor"}),  # remedy: the call without the cursor
 ]
 
 

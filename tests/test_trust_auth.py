@@ -455,7 +455,7 @@ def test_the_printed_http_client_configs_name_the_token_and_never_contain_it(tmp
 
     home = tmp_path / "home"
     token = client_token(home) or ""
-    text = client_configs("http://127.0.0.1:59471", home)
+    text = client_configs("http://127.0.0.1:59471", Settings.from_env({"COVERAGE_MCP_HOME": str(home)}))
     assert token not in text
     assert "${COVERAGE_MCP_TOKEN}" in text and "${input:coverage-token}" in text
     assert str(home / TOKEN_FILE) in text and "http://127.0.0.1:59471/mcp" in text

@@ -30,7 +30,7 @@ from ..parsers.budget import PARSE_BUDGET
 from ..storage.paths import MAPPED, map_paths
 from . import inventory as inv_mod
 from .aggregate import MALFORMED, STALE, UNSUPPORTED, Evidence, aggregate
-from .store import Composite, CompositeProvenance, carry_from_earlier, save
+from .store import Composite, CompositeProvenance, carry_from_earlier, identical, save
 
 
 @attrs.frozen
@@ -55,6 +55,31 @@ def parse_spec(text: str) -> ReportSpec:
             )
         return ReportSpec(tail, component, variant or None)
     return ReportSpec(text)
+
+
+REPORT_KEYS = frozenset({"component", "variant", "path"})
+
+
+def report_spec(item: Any) -> ReportSpec:
+    """One composite report in either of its one shape's two spellings, the same in coverage_import's
+    ``reports`` and in a registered composite artifact's: ``{component, variant?, path}``, or the text
+    ``COMPONENT[:VARIANT]=PATH`` (``PATH`` alone for an import)."""
+    if isinstance(item, str):
+        return parse_spec(item)
+    if (
+        not isinstance(item, dict)
+        or set(item) - REPORT_KEYS
+        or not isinstance(item.get("path"), str)
+        or not all(isinstance(item.get(k), (str, type(None))) for k in ("component", "variant"))
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"a composite report is {{component, variant?, path}} or COMPONENT[:VARIANT]=PATH, not {item!r:.200}",
+            'e.g. {"component": "native", "variant": "debug", "path": "build/llvm.json"} or '
+            '"native:debug=build/llvm.json".',
+            {"argument": "reports"},
+        )
+    return ReportSpec(item["path"], item.get("component"), item.get("variant"))
 
 
 def _inside(project, path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -195,6 +220,10 @@ def build(
         toolchains=tools,
         artifacts=[ev.to_dict() for ev in evidence],
     )
+    if also is None:  # an import; a run's artifact row needs a composite of its own
+        earlier = identical(project.store, agg, prov)
+        if earlier is not None:
+            return earlier
     return save(project.store, agg, prov, also=also)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode
 from ..parsers.opening import check_path_text
 from ..review.call import Call
-from .build import ReportSpec, build, parse_spec
+from .build import ReportSpec, build, report_spec
 from .review import claim
 
 COMPOSITE_ARGUMENTS = frozenset({"inventory_path", "reports"})
@@ -43,15 +43,16 @@ def import_answer(call: Call, *, inside_checkout: bool = True) -> dict[str, Any]
     if "inventory_path" not in args or "reports" not in args or extra:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
-            "a composite import takes inventory_path and reports (COMPONENT[:VARIANT]=PATH strings) and nothing "
-            "else" + (f"; drop {', '.join(extra)}" if extra else ""),
+            "a composite import takes inventory_path and reports ({component, variant?, path} or "
+            "COMPONENT[:VARIANT]=PATH each) and nothing else"
+            + (f"; drop {', '.join(extra)}" if extra else ""),
             "Pass report_path for an ordinary snapshot, or inventory_path with reports for a composite.",
             {"unexpected": extra},
         )
     root = Path(call.project.checkout.worktree_path)
     specs: list[ReportSpec] = []
-    for text in args["reports"]:
-        spec = parse_spec(text)
+    for item in args["reports"]:
+        spec = report_spec(item)
         path = (
             _within(root, spec.path, "report")
             if inside_checkout
@@ -62,4 +63,6 @@ def import_answer(call: Call, *, inside_checkout: bool = True) -> dict[str, Any]
     if inside_checkout:
         inventory = _within(root, inventory, "inventory_path")
     record = build(call.project, inventory, specs)
-    return {"data": {"composite": record.to_dict(blocking_limit=50), **claim(call, record)}}
+    # Re-importing the same evidence answers the composite it made, as an ordinary import's duplicate does.
+    body = {"composite": record.to_dict(blocking_limit=50), "duplicate": record.duplicate}
+    return {"data": {**body, **claim(call, record)}}

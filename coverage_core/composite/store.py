@@ -74,6 +74,8 @@ class Composite:
     remediation: dict[str, list[dict[str, Any]]]
     # Some region's hits summed past 2^63-1 and are kept at that maximum (coverage_core.counts).
     saturated: bool = False
+    # Not stored: this answer is an earlier composite of the same evidence (``identical``), not a new one.
+    duplicate: bool = False
 
     def percent(self) -> float | None:
         c = self.totals["combined"]
@@ -300,6 +302,38 @@ def get(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection |
         .fetchall()[0]  # key() found it
     )
     return _record(row)
+
+
+def identical(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance) -> Composite | None:
+    """The stored composite an import of the same evidence made before, marked ``duplicate``: the same
+    inventory, commit, tree state and worktree, the same reports (by content) and the same answer. A
+    managed run's composite is never one (each run records its own)."""
+    if prov.provenance != "import" or prov.registration is not None:
+        return None
+    rows = (
+        store.con.cursor()
+        .execute(
+            f"SELECT {_COLUMNS} FROM composite_snapshots WHERE inventory_sha256 = ? AND commit_sha IS NOT DISTINCT "
+            "FROM ? AND dirty = ? AND worktree_id = ? AND provenance = 'import' AND registration IS NULL "
+            "ORDER BY comp DESC",
+            [prov.inventory_sha256, prov.commit, prov.dirty, prov.worktree_id],
+        )
+        .fetchall()
+    )
+
+    def stored(value: Any) -> Any:  # as its JSON column gives it back (tuples read as lists)
+        return json.loads(json.dumps(value))
+
+    wanted = (stored(prov.artifacts), stored(agg.totals), stored(agg.components), stored(agg.blocking))
+    for row in rows:
+        found = _record(row)
+        if (
+            found.mapping_version == rg.MAPPING_VERSION
+            and (found.artifacts, found.totals, found.components, found.blocking) == wanted
+            and found.status == ("complete" if agg.complete else "incomplete")
+        ):
+            return attrs.evolve(found, duplicate=True)
+    return None
 
 
 def latest(store: ProjectStore, con: duckdb.DuckDBPyConnection | None = None) -> Composite | None:

@@ -126,9 +126,9 @@ def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
             f"no run {run_id!r} in this repository's store",
+            # No operation lists runs (project_context names the active ones only): no remedy to run.
             "List runs with `coverage-mcp runs`; run_test answers a run id.",
             {"run_id": run_id},
-            Remedy(operation="project_context", arguments={}),
         )
     return found
 

@@ -30,6 +30,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
@@ -251,7 +252,9 @@ def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
             argument="artifacts",
         )
     reports = []
-    for report in reports_in:
+    for given in reports_in:
+        # The spelling coverage_import takes is one here too: COMPONENT[:VARIANT]=PATH is the same report.
+        report = _as_record(given)
         if (
             not isinstance(report, dict)
             or set(report) - {"component", "variant", "path"}
@@ -292,6 +295,19 @@ def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
             argument="artifacts",
         )
     return {"composite": {"inventory": inventory, "reports": reports}}
+
+
+def _as_record(report: Any) -> Any:
+    """A composite report given as ``COMPONENT[:VARIANT]=PATH`` text, as its ``{component, variant?, path}``."""
+    if not isinstance(report, str):
+        return report
+    spec = report_spec(report)
+    record = {"path": spec.path}
+    if spec.component is not None:
+        record["component"] = spec.component
+    if spec.variant is not None:
+        record["variant"] = spec.variant
+    return record
 
 
 def artifact_paths(spec: dict[str, Any]) -> list[str]:

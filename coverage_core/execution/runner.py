@@ -174,6 +174,7 @@ class Process:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
+                umask=safefs.user_umask(),  # the daemon's own is 077; the command's files are the person's
             )
         except BaseException:
             os.close(self.stdout.fd)

@@ -11,8 +11,10 @@ also says which measured files HEAD still has the measured text of
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
+from ..display import counted
 from ..execution import queue, registry
 from ..model import Snapshot
 from ..project import CheckoutState
@@ -78,7 +80,7 @@ def claim_for(call: Call, snap: Snapshot | None, *, state: CheckoutState | None 
     if snap.commit != state.head:
         status = "stale"
         behind = commits_behind(call, snap.commit, state.head)
-        gap = f" ({behind} commits behind)" if behind else ""
+        gap = f" ({counted(behind, 'commit')} behind)" if behind else ""
         reasons.append(
             f"measured at {(snap.commit or 'no commit')[:12]}, HEAD is {(state.head or 'unborn')[:12]}{gap}"
         )
@@ -200,9 +202,8 @@ def project_context(call: Call) -> dict[str, Any]:
     ]
     data["active_runs_truncated"] = len(active) > MAX_ACTIVE_RUNS
     data["commands"] = []
-    reserved_words, reserved_bytes = size(data)
-    if reserved_words > budget.max_words or reserved_bytes > budget.max_bytes:
-        raise budget.too_small(reserved_words, reserved_bytes)
+    omitted = _shorten(data, budget)
+    reserved_words = words(data)
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
     listed = [
         {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
@@ -231,8 +232,70 @@ def project_context(call: Call) -> dict[str, Any]:
             "response_word_count": words(data),
             "max_words": budget.max_words,
             "next_cursor": next_cursor,
+            # What a small budget left out, least needed first; an empty list when nothing was.
+            "omitted": omitted,
         },
     }
+
+
+def _without_file_lists(data: dict[str, Any]) -> None:
+    for suite in data["suites"]:
+        content = suite["content"]
+        content["files_truncated"] = content["files_truncated"] or bool(content["files"])
+        content["files"] = []
+
+
+def _brief_project(data: dict[str, Any]) -> None:
+    # The envelope's context names the repository and checkout already.
+    data["project"] = {k: data["project"][k] for k in ("head", "branch", "dirty")}
+
+
+def _brief_suites(data: dict[str, Any]) -> None:
+    kept = ("suite", "snapshot_id", "behind_head", "claim_status")
+    data["suites"] = [{k: suite[k] for k in kept} for suite in data["suites"]]
+
+
+def _suites(keep: int) -> Callable[[dict[str, Any]], None]:
+    def shed(data: dict[str, Any]) -> None:
+        data["suites_truncated"] = data["suites_truncated"] or len(data["suites"]) > keep
+        data["suites"] = data["suites"][:keep]
+
+    return shed
+
+
+def _first_reason(data: dict[str, Any]) -> None:
+    data["reasons"] = data["reasons"][:1]
+
+
+# What a budget too small for the whole answer sheds, in order, until the answer fits: each
+# step says what it left out (page.omitted), and what is left is still true.
+_SHEDDING: tuple[tuple[str, Callable[[dict[str, Any]], None]], ...] = (
+    ("suites.content.files", _without_file_lists),
+    ("compaction", lambda data: data.pop("compaction", None)),
+    ("preserved_wal", lambda data: data.pop("preserved_wal", None)),
+    ("latest_composite", lambda data: data.update(latest_composite=None)),
+    ("settings", lambda data: data.update(settings={})),
+    ("project.identity", _brief_project),
+    ("next", lambda data: data.pop("next", None)),
+    ("suites.detail", _brief_suites),
+    ("suites", _suites(1)),
+    ("reasons", _first_reason),
+    ("suites", _suites(0)),
+)
+
+
+def _shorten(data: dict[str, Any], budget: Budget) -> list[str]:
+    """Shed from ``data`` what the budget cannot hold (``_SHEDDING``); raise when even the rest is too big."""
+    omitted: list[str] = []
+    for name, shed in _SHEDDING:
+        if budget.fits(data):
+            return omitted
+        shed(data)
+        if name not in omitted:
+            omitted.append(name)
+    if not budget.fits(data):
+        raise budget.too_small(*size(data))
+    return omitted
 
 
 def main_counter(snap: Snapshot) -> str | None:

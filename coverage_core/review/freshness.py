@@ -30,7 +30,7 @@ from .call import Call
 
 FRESH, STALE, UNKNOWN = "fresh", "stale", "unknown"
 ORDER = (STALE, UNKNOWN, FRESH)
-# project_context lists at most this many files per suite, stale ones first.
+# project_context lists at most this many files per suite that are not fresh, stale ones first.
 MAX_LISTED_FILES = 10
 # Whole-snapshot answers by (repository, snapshot, HEAD): both sides are immutable.
 _CACHE: OrderedDict[tuple[str, str, str | None, tuple[Any, ...]], dict[str, str]] = OrderedDict()
@@ -105,13 +105,17 @@ def stale_reason(call: Call, snapshot: Snapshot, paths: Sequence[str] | None = N
 
 
 def content_summary(call: Call, snapshot: Snapshot) -> dict[str, Any]:
-    """What project_context shows per suite: counts of each state, and up to MAX_LISTED_FILES
-    ``[path, state]`` rows, stale first, then unknown, then fresh (``files_truncated`` when cut)."""
+    """What project_context shows per suite: counts of each state, and up to MAX_LISTED_FILES of the files
+    that are not fresh, ``[path, state]``, stale first (``files_truncated`` when cut). Fresh files are
+    counted only: nearly every file is fresh, and a list of them says nothing an agent acts on."""
     states = file_freshness(call, snapshot)
     counts = {state: 0 for state in ORDER}
     for state in states.values():
         counts[state] += 1
-    ranked = sorted(states.items(), key=lambda item: (ORDER.index(item[1]), item[0]))
+    ranked = sorted(
+        ((path, state) for path, state in states.items() if state != FRESH),
+        key=lambda item: (ORDER.index(item[1]), item[0]),
+    )
     return {
         **counts,
         "files": [[path, state] for path, state in ranked[:MAX_LISTED_FILES]],

@@ -139,7 +139,9 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         data["legend"] = {
             "points": "[snapshot_id, created_at, commit, hit, found, scope, run]; run is [run_id, command, "
             "case args] or null for an import",
-            "rows": "[commit, hit, found, scope, run_id] of the points between the first and the last, in order",
+            "rows": "[snapshot_id, commit, hit, found, scope, run_id] of the points between the first and the "
+            "last, in order",
+            "window": "change: covered units of the counter (e.g. lines), the newest's minus the oldest's",
         }
     if rows:
         shares = [(_share(int(r[3]), int(r[4])), r) for r in rows]
@@ -170,7 +172,7 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     items = [
         point(r)
         if audit
-        else [(r[2] or "")[:12], int(r[3]), int(r[4]), r[6], (runs.get(r[0]) or {}).get("run_id")]
+        else [r[0], (r[2] or "")[:12], int(r[3]), int(r[4]), r[6], (runs.get(r[0]) or {}).get("run_id")]
         for r in paged[offset : offset + RECORD_CAP]
     ]
     data["rows_truncated"] = True  # no shorter than false: the fit holds whatever it ends as

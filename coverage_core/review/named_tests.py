@@ -68,7 +68,7 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     )
     data["duplicate_groups"] = int(total_groups)
     if representation == "compact":
-        data["legend"] = {"duplicates": "[item_count, [test names with identical coverage]]"}
+        data["legend"] = {"duplicates": "[item_count, tests [names of the tests with identical coverage]]"}
         items: list[Any] = [[int(g[1]), list(g[0])] for g in groups]
     else:
         items = [{"item_count": int(g[1]), "tests": list(g[0])} for g in groups]

@@ -59,7 +59,7 @@ def select(call: Call) -> Selection | None:
         found = store.latest(suite, call.con)
         if found is None and "suite" not in m:
             found = store.latest(None, call.con)
-            if found is not None:
+            if found is not None and _other_suites(call, found.suite):
                 notes.append(
                     f"no snapshot in suite {suite!r}; using the latest snapshot, of suite {found.suite!r}"
                 )
@@ -80,6 +80,11 @@ def select(call: Call) -> Selection | None:
     call.suite = snapshots[0].suite
     snaps = tuple(store.snap_key(i, call.con) for i in ids)
     return Selection(snapshots, snaps, tuple(notes))
+
+
+def _other_suites(call: Call, suite: str) -> bool:
+    """Whether the store holds a suite besides ``suite`` (the fallback is news only when there is a choice)."""
+    return bool(call.rows("SELECT 1 FROM snapshots WHERE suite <> ? LIMIT 1", [suite]))
 
 
 def names_current(call: Call) -> bool:
