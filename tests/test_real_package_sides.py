@@ -80,7 +80,7 @@ def project(repo: Path) -> Iterator[Project]:
 
 
 def placed(repo: Path, report: Measured, name: str) -> Path:
-    """A kept report copied into the checkout (ignored by git), as an agent's import names it."""
+    """A kept report copied into the checkout (untracked), where an agent's import names it."""
     return Path(shutil.copy(report.path, repo / name))
 
 
@@ -126,7 +126,7 @@ async def command_line(repo: Path, *args: str) -> subprocess.CompletedProcess[st
     return await asyncio.to_thread(cli, *args, repo=repo)
 
 
-def test_the_oracle_is_the_package_history_the_fixture_promises(toolz: History) -> None:
+def test_coverage_py_measured_each_step_of_the_package_history_as_these_tests_assume(toolz: History) -> None:
     c0, c1, c2, subset = (toolz.reports[k] for k in ("c0", "c1", "c2", "subset"))
     assert NEW in c2.files() and OLD not in c2.files() and OLD in c1.files()
     assert c1.statements()[1] > c0.statements()[1]  # dissoc_in's statements are new, and missed
@@ -259,6 +259,24 @@ async def test_a_subset_run_of_one_test_file_is_chosen_by_no_default_over_mcp_th
         )
         assert named_md.returncode == 0, named_md.stderr
         assert "#### LBC" not in named_md.stdout and "not_observed" in named_md.stdout
+
+        context_cli = json.loads((await command_line(repo, "context", "--json")).stdout)["data"]
+        [suite] = [s for s in context_cli["suites"] if s["suite"] == "unit"]
+        assert (suite["snapshot_id"], suite["scope"]) == (complete_id, "complete")
+        change_cli = json.loads(
+            (await command_line(repo, "review", "change", "--suite", "unit", "--json")).stdout
+        )
+        assert change_cli["data"]["current"]["snapshot_ids"] == [complete_id]
+        assert change_cli["data"]["categories"]["LBC"] == lost
+        incremental = await command_line(
+            repo, "review", "incremental", "--snapshot", subset_id, "--baseline", complete_id, "--json"
+        )
+        assert incremental.returncode == 0, incremental.stdout + incremental.stderr
+        again = json.loads(incremental.stdout)["data"]
+        assert (
+            again["diff"]["categories"]["LBC"] == 0 and again["diff"]["categories"]["not_observed"] == missed
+        )
+        assert again["categories"] == review["categories"]
 
         shown_cli = await command_line(repo, "review", "history", "--suite", "unit")
         assert shown_cli.returncode == 0, shown_cli.stderr
