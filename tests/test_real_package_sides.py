@@ -490,3 +490,73 @@ def test_coverage_loss_follows_the_rename_and_counts_the_dropped_tests_lines_as_
     assert grouping["first_hit"] == len(c1.executed(OLD)) and grouping["last_hit"] == len(c2.executed(NEW))
     assert grouping["lost"] == lost_lines(c1, c2) > 0
     assert (grouping["from_commit"], grouping["to_commit"]) == (c1.commit, c2.commit)
+
+
+# -- a module an agent adds and has not committed ----------------------------------------------------
+
+HALVING = "toolz/halving.py"
+HALVING_TEXT = '''def halve(x):
+    """ Half of ``x``, or 0 for nothing """
+    if x:
+        return x / 2
+    return 0
+'''
+
+
+def add_halving(repo: Path, *, staged: bool) -> None:
+    """A new module used at import (its untested branch stays uncovered); git-added only when ``staged``."""
+    utils = (repo / "toolz/utils.py").read_text()
+    write(
+        repo,
+        {HALVING: HALVING_TEXT, "toolz/utils.py": utils + "\nfrom .halving import halve\nHALF = halve(4)\n"},
+    )
+    if staged:
+        git(repo, "add", HALVING)
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["untracked", "staged"])
+def test_a_new_module_measured_before_it_is_committed_is_new_code_in_the_change_and_in_patch_coverage(
+    project: Project, repo: Path, toolz: History, staged: bool
+) -> None:
+    clean = project.ingest(placed(repo, toolz.reports["c2"], "c2.coverage.json"), suite="unit")
+    add_halving(repo, staged=staged)
+    report = Measured(measure(repo, repo / "new.coverage.json"), "")
+    assert report.missing(HALVING)  # coverage.py: the new module measured, part of it not run
+    added = project.ingest(report.path, suite="unit")
+    assert added.path_mapping.unmapped == 0  # the module is a file of this checkout, at the path reported
+    change = Service(project).call(
+        "coverage_review",
+        {
+            "task": "change",
+            "representation": "review",
+            "measurement": {"snapshot_id": added.snapshot_id},
+            "baseline": {"kind": "explicit", "snapshot_id": clean.snapshot_id},
+        },
+    )["data"]
+    rows = {f["path"]: f for f in change["files"]}
+    assert rows[HALVING]["status"] == "added"
+    assert rows[HALVING]["lines"].get("UNC") == len(report.missing(HALVING))
+    assert rows[HALVING]["lines"].get("GNC") == len(report.executed(HALVING))
+    new_in_utils = len(report.executed("toolz/utils.py") - toolz.reports["c2"].executed("toolz/utils.py"))
+    assert change["patch"]["found"] == len(report.executed(HALVING) | report.missing(HALVING)) + new_in_utils
+    assert change["categories"]["UNC"] == len(report.missing(HALVING))
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["untracked", "staged"])
+def test_a_new_module_edited_after_it_was_measured_is_stale_by_name(
+    project: Project, repo: Path, staged: bool
+) -> None:
+    add_halving(repo, staged=staged)
+    project.ingest(measure(repo, repo / "new.coverage.json"), suite="unit")
+    service = Service(project)
+    assert (
+        service.call("coverage_review", {"task": "source", "file": HALVING})["data"]["claim_status"]
+        != "stale"
+    )
+    write(repo, {HALVING: "# edited after it was measured\n" + HALVING_TEXT})
+    context = service.call("project_context", {})["data"]
+    [suite] = [s for s in context["suites"] if s["suite"] == "unit"]
+    assert suite["content"]["stale"] == 1 and [HALVING, "stale"] in suite["content"]["files"]
+    assert any(HALVING in r and "modified since" in r for r in context["reasons"])
+    source = service.call("coverage_review", {"task": "source", "file": HALVING})["data"]
+    assert source["claim_status"] == "stale" and HALVING in source["reasons"][0]
