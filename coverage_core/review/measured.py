@@ -13,7 +13,9 @@ side's identity is not what the diff assumed:
   (an uncommitted edit measured by both sides is not counted twice);
 - a file whose measured texts differ from what the diff assumed is diffed
   again, text against text (zero context lines, git's own algorithm);
-- a file without a recorded identity on either side keeps git's diff.
+- a file without a recorded identity on either side keeps git's diff;
+- a file only the current side measured that neither commit has (a module
+  not committed yet) is added: every line of its measured text is new.
 
 Renames come from the git diff (which file became which); only the hunks
 change.
@@ -144,4 +146,17 @@ def as_measured(
                 del changes[id(change)]
         elif len(replacement.hunks):
             added.append(replacement)
+    # A file only the current side measured, that the diff did not see (a module not committed yet, which
+    # git's diff to the working tree leaves out while untracked): every line of its measured text is new.
+    seen = {c.new_path for c in diff.changes} | {c.new_path for c in added}
+    for path, c_blob in cur.items():
+        if c_blob is None or path in seen or path in base or c_blob == cur_assumed.get(path):
+            continue
+        if path in cur_assumed or path in base_assumed:
+            continue  # a file of the commits the diff compared: git's diff is right about it
+        new = cur_texts.get(path, c_blob)
+        if new is None:
+            continue
+        added.append(FileChange("added", None, path, _hunks(b"", new)))
+        corrected.append(path)
     return DiffMap(diff.base, diff.head, (*changes.values(), *added)), corrected
