@@ -77,12 +77,10 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
             return {}
         call.rows_scanned += len(recorded)
         # A measured file HEAD lacks (a module not committed yet) is judged by the working tree's text;
-        # git's status does not track it, so such an answer is never cached.
+        # git's status does not track an untracked file, so an answer that read one is never cached.
         git = call.project.git
-        added = {p: git.worktree_file(p) for p in recorded if p not in now}
-        states = _states(
-            recorded, {**now, **{p: None if d is None else git.blob_id(d) for p, d in added.items()}}
-        )
+        added = {p: data for p in recorded if p not in now and (data := git.worktree_file(p)) is not None}
+        states = _states(recorded, {**now, **{p: git.blob_id(data) for p, data in added.items()}})
         if paths is not None or added:
             return states
         whole = states
