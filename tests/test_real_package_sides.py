@@ -560,3 +560,28 @@ def test_a_new_module_edited_after_it_was_measured_is_stale_by_name(
     assert any(HALVING in r and "modified since" in r for r in context["reasons"])
     source = service.call("coverage_review", {"task": "source", "file": HALVING})["data"]
     assert source["claim_status"] == "stale" and HALVING in source["reasons"][0]
+
+
+def test_a_report_of_the_working_tree_compared_unstored_counts_a_new_untracked_module_as_new_code(
+    repo: Path, toolz: History
+) -> None:
+    c2 = toolz.reports["c2"]
+    ingest = cli(
+        "ingest",
+        str(placed(repo, c2, "c2.coverage.json")),
+        "--suite",
+        "unit",
+        "--commit",
+        c2.commit,
+        repo=repo,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    add_halving(repo, staged=False)
+    report = Measured(measure(repo, repo / "new.coverage.json"), "")
+    data = cli_json(repo, "diff", "--baseline", "HEAD", "--current", str(report.path), "--suite", "unit")
+    rows = {f["path"]: f for f in data["files"]}
+    assert rows[HALVING]["status"] == "added"
+    assert rows[HALVING]["lines"].get("UNC") == len(report.missing(HALVING))
+    assert rows[HALVING]["lines"].get("GNC") == len(report.executed(HALVING))
+    assert data["categories"]["UNC"] == len(report.missing(HALVING))
+    assert UNPROVEN not in data.get("reason_codes", [])
