@@ -198,7 +198,7 @@ class Project:
         blobs = self.git.blob_ids(commit) if commit else {}
         # A report of HEAD may measure a module not committed yet (staged or untracked): a file of this
         # checkout, mapped at the path the report names, and measured from the working tree.
-        new = self._new_files([f.path for f in parsed.files], blobs) if on_head and commit else set()
+        new = self.new_files([f.path for f in parsed.files], blobs) if on_head and commit else set()
         mapping = map_paths(
             [f.path for f in parsed.files],
             checkout_root=str(self.checkout.worktree_path),
@@ -250,7 +250,7 @@ class Project:
             ids.append(blob)
         return MeasuredText(tuple(ids), texts)
 
-    def _new_files(self, report_paths: Sequence[str], blobs: dict[str, str]) -> set[str]:
+    def new_files(self, report_paths: Sequence[str], blobs: dict[str, str]) -> set[str]:
         """The repository-relative paths of the files the report names that HEAD's tree lacks and this
         checkout has, not ignored by git (``Git.new_file``)."""
         root = norm_report_path(str(self.checkout.worktree_path)).rstrip("/") + "/"

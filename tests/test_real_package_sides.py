@@ -584,4 +584,4 @@ def test_a_report_of_the_working_tree_compared_unstored_counts_a_new_untracked_m
     assert rows[HALVING]["lines"].get("UNC") == len(report.missing(HALVING))
     assert rows[HALVING]["lines"].get("GNC") == len(report.executed(HALVING))
     assert data["categories"]["UNC"] == len(report.missing(HALVING))
-    assert UNPROVEN not in data.get("reason_codes", [])
+    assert data["diff"]["files_added"] == 1

@@ -47,13 +47,16 @@ def identity(call: Call, snapshots: Iterable[Snapshot]) -> Identity:
     return out
 
 
-def worktree_identity(git: Git, paths: Iterable[str], head: str | None) -> Identity:
-    """Path -> blob id of ``paths`` as the working tree has them now (what an unstored report measured)."""
+def worktree_identity(git: Git, paths: Iterable[str], head: str | None, *, new: bool = False) -> Identity:
+    """Path -> blob id of ``paths`` as the working tree has them now (what an unstored report measured).
+
+    A path HEAD lacks and git does not track (a module not committed yet) is read from the working tree
+    only when ``new``: git's diff to the working tree leaves it out, so what that diff assumed has none."""
     at_head = git.blob_ids(head) if head else {}
     changed = git.changed_paths()
     out: Identity = {}
     for path in paths:
-        if path in changed:
+        if path in changed or (new and path not in at_head):
             data = git.worktree_file(path)
             out[path] = None if data is None else Git.blob_id(data)
         else:
