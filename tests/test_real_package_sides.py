@@ -6,7 +6,8 @@ Every expected figure is read from coverage.py's own JSON reports, never from ou
 a subset run is chosen nowhere it is not named (official MCP client, command line,
 dashboard), a dirty tree is compared as it was measured, a modified file is stale,
 an older report named as current is not taken for HEAD, the notebooks' helpers answer
-the same through a daemon holding the store, and coverage_loss follows the rename.
+the same through a daemon holding the store, coverage_loss follows the rename, and a
+module an agent adds without committing it is new code, fresh or stale by its text.
 """
 
 from __future__ import annotations
