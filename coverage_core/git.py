@@ -297,6 +297,24 @@ class Git:
             return None
         return obj.data if isinstance(obj, pygit2.Blob) else None
 
+    @_serialized
+    def new_file(self, path: str) -> bool:
+        """Whether ``path`` (repository-relative) is a file of this checkout that git does not ignore: what
+        a report of HEAD may measure before it is committed (staged or untracked). Ask only of paths HEAD's
+        tree lacks."""
+        if not path or path.startswith("../") or path == ".." or path.startswith("/"):
+            return False
+        root = self.checkout.worktree_path
+        target = root / path
+        try:
+            if not target.is_file() or target.is_symlink():
+                return False
+            if not Path(os.path.realpath(target)).is_relative_to(root):
+                return False
+            return not self.repo.path_is_ignored(path)
+        except (OSError, ValueError, pygit2.GitError):
+            return False
+
     def worktree_file(self, path: str) -> bytes | None:
         """The working-tree bytes of tracked ``path``: a regular file inside this checkout, else None."""
         root = self.checkout.worktree_path

@@ -196,10 +196,13 @@ class Project:
         if progress:
             progress("mapping")
         blobs = self.git.blob_ids(commit) if commit else {}
+        # A report of HEAD may measure a module not committed yet (staged or untracked): a file of this
+        # checkout, mapped at the path the report names, and measured from the working tree.
+        new = self.new_files([f.path for f in parsed.files], blobs) if on_head and commit else set()
         mapping = map_paths(
             [f.path for f in parsed.files],
             checkout_root=str(self.checkout.worktree_path),
-            tracked=list(blobs) if commit else self.git.tracked_files(None),
+            tracked=[*blobs, *sorted(new)] if commit else self.git.tracked_files(None),
             source_roots=parsed.source_roots,
             prefix_map=path_map,
         )
@@ -208,6 +211,8 @@ class Project:
         # Dirty describes the checkout, so it only applies to a report of HEAD:
         # then the measured text of a changed file is the working tree's.
         changed = self.git.changed_paths() if on_head else set()
+        measured_new = {p for p, st in zip(mapping.paths, mapping.status) if st == MAPPED and p in new}
+        changed |= measured_new  # its measured text is not the commit's: the snapshot describes a dirty tree
         measured = self._measured_text(mapping, blobs, changed)
         prov = Provenance(
             suite=suite,
@@ -236,14 +241,27 @@ class Project:
         compressor = None
         for i, (path, status) in enumerate(zip(mapping.paths, mapping.status)):
             blob = blobs.get(path) if status == MAPPED else None
-            if blob is not None and path in changed:
+            if status == MAPPED and path in changed:  # a file HEAD lacks (a new module) is changed too
                 data = self.git.worktree_file(path)
                 blob = None if data is None else Git.blob_id(data)
-                if data is not None and blob != blobs[path] and len(data) <= MAX_STORED_TEXT_BYTES:
+                if data is not None and blob != blobs.get(path) and len(data) <= MAX_STORED_TEXT_BYTES:
                     compressor = compressor or zstandard.ZstdCompressor(level=3)
                     texts[i] = compressor.compress(data)
             ids.append(blob)
         return MeasuredText(tuple(ids), texts)
+
+    def new_files(self, report_paths: Sequence[str], blobs: dict[str, str]) -> set[str]:
+        """The repository-relative paths of the files the report names that HEAD's tree lacks and this
+        checkout has, not ignored by git (``Git.new_file``)."""
+        root = norm_report_path(str(self.checkout.worktree_path)).rstrip("/") + "/"
+        out: set[str] = set()
+        for raw in report_paths:
+            path = norm_report_path(raw)
+            if path.startswith(root):
+                path = path[len(root) :]
+            if path not in blobs and self.git.new_file(path):
+                out.add(path)
+        return out
 
     def measured_matches_worktree(
         self, snapshot: Snapshot, con: duckdb.DuckDBPyConnection | None = None
@@ -265,7 +283,7 @@ class Project:
         changed = self.git.changed_paths()
         at_head = self.git.blob_ids(head)
         for path, blob in recorded.items():
-            if path in changed:
+            if path in changed or path not in at_head:  # a new module, measured from the working tree
                 data = self.git.worktree_file(path)
                 if data is None or Git.blob_id(data) != blob:
                     return False

@@ -81,12 +81,20 @@ def unstored(
     parsed = parse_bytes(raw, format)
     git = project.git
     head = git.resolve(commit) if commit is not None else git.head_commit()
+    tracked = git.tracked_files(head)
+    # A report of the working tree may measure a module not committed yet: mapped as an ingest maps it.
+    new = (
+        project.new_files([f.path for f in parsed.files], git.blob_ids(head))
+        if commit is None and head
+        else set()
+    )
     mapping = map_paths(
         [f.path for f in parsed.files],
         checkout_root=str(project.checkout.worktree_path),
-        tracked=git.tracked_files(head),
+        tracked=[*tracked, *sorted(new)],
         source_roots=parsed.source_roots,
     )
+    measured_new = any(p in new for p in mapping.paths)
     counts = mapping.counts()
     record = Snapshot(
         snapshot_id=f"report:{sha[:16]}",
@@ -98,7 +106,7 @@ def unstored(
         provenance="unstored",
         commit=head,
         branch=git.branch() if commit is None else None,
-        dirty=git.is_dirty() if commit is None else False,
+        dirty=(git.is_dirty() or measured_new) if commit is None else False,
         worktree=project.checkout.worktree_name,
         worktree_path=str(project.checkout.worktree_path),
         artifact_path=str(report),
@@ -129,7 +137,7 @@ def _as_measured(
     base_ids = measured.identity(call, baseline.snapshots)
     cur_commit = current.primary.commit
     cur_ids = (
-        measured.worktree_identity(git, cur.paths, cur_commit)
+        measured.worktree_identity(git, cur.paths, cur_commit, new=True)
         if unstored_current
         else measured.identity(call, current.snapshots)
     )

@@ -3,7 +3,8 @@
 Every stored file carries its content identity, the git blob id of the text the
 report measured (``files.content_blob``). Each file is judged against the
 checkout as it is now: the working tree's text for a file with uncommitted
-changes (modified or staged), HEAD's for every other. Per file:
+changes (modified or staged) or that HEAD lacks (a module not committed yet), HEAD's for every
+other. Per file:
 
 - ``fresh``: the checkout's text of the file is the measured text, however far
   HEAD has moved on since the snapshot's commit;
@@ -75,8 +76,12 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
         except CoverageError:
             return {}
         call.rows_scanned += len(recorded)
-        states = _states(recorded, now)
-        if paths is not None:
+        # A measured file HEAD lacks (a module not committed yet) is judged by the working tree's text;
+        # git's status does not track an untracked file, so an answer that read one is never cached.
+        git = call.project.git
+        added = {p: data for p in recorded if p not in now and (data := git.worktree_file(p)) is not None}
+        states = _states(recorded, {**now, **{p: git.blob_id(data) for p, data in added.items()}})
+        if paths is not None or added:
             return states
         whole = states
         with _lock:

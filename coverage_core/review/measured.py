@@ -13,7 +13,9 @@ side's identity is not what the diff assumed:
   (an uncommitted edit measured by both sides is not counted twice);
 - a file whose measured texts differ from what the diff assumed is diffed
   again, text against text (zero context lines, git's own algorithm);
-- a file without a recorded identity on either side keeps git's diff.
+- a file without a recorded identity on either side keeps git's diff;
+- a file only the current side measured that neither commit has (a module
+  not committed yet) is added: every line of its measured text is new.
 
 Renames come from the git diff (which file became which); only the hunks
 change.
@@ -45,13 +47,16 @@ def identity(call: Call, snapshots: Iterable[Snapshot]) -> Identity:
     return out
 
 
-def worktree_identity(git: Git, paths: Iterable[str], head: str | None) -> Identity:
-    """Path -> blob id of ``paths`` as the working tree has them now (what an unstored report measured)."""
+def worktree_identity(git: Git, paths: Iterable[str], head: str | None, *, new: bool = False) -> Identity:
+    """Path -> blob id of ``paths`` as the working tree has them now (what an unstored report measured).
+
+    A path HEAD lacks and git does not track (a module not committed yet) is read from the working tree
+    only when ``new``: git's diff to the working tree leaves it out, so what that diff assumed has none."""
     at_head = git.blob_ids(head) if head else {}
     changed = git.changed_paths()
     out: Identity = {}
     for path in paths:
-        if path in changed:
+        if path in changed or (new and path not in at_head):
             data = git.worktree_file(path)
             out[path] = None if data is None else Git.blob_id(data)
         else:
@@ -144,4 +149,17 @@ def as_measured(
                 del changes[id(change)]
         elif len(replacement.hunks):
             added.append(replacement)
+    # A file only the current side measured, that the diff did not see (a module not committed yet, which
+    # git's diff to the working tree leaves out while untracked): every line of its measured text is new.
+    seen = {c.new_path for c in diff.changes} | {c.new_path for c in added}
+    for path, c_blob in cur.items():
+        if c_blob is None or path in seen or path in base or c_blob == cur_assumed.get(path):
+            continue
+        if path in cur_assumed or path in base_assumed:
+            continue  # a file of the commits the diff compared: git's diff is right about it
+        new = cur_texts.get(path, c_blob)
+        if new is None:
+            continue
+        added.append(FileChange("added", None, path, _hunks(b"", new)))
+        corrected.append(path)
     return DiffMap(diff.base, diff.head, (*changes.values(), *added)), corrected
