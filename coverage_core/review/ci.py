@@ -197,7 +197,7 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
             "Pass --fail-under-total P with --counter or --precision, or leave them out.",
         )
     if "baseline" not in args:
-        others = [k for k in CHECKS if k != "fail_under_total" and args.get(k) not in (None, False)]
+        others = [k for k in CHECKS if k != "fail_under_total" and _given(args.get(k))]
         if args.get("fail_under_total") is None or others or args.get("baseline_fallback"):
             given = " and ".join(others + (["baseline_fallback"] if args.get("baseline_fallback") else []))
             raise CoverageError(
@@ -213,7 +213,7 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
                 {"given": others},
             )
         args = {**args, "baseline": NO_BASELINE}
-    asked = any(args.get(k) not in (None, False) for k in CHECKS)
+    asked = any(_given(args.get(k)) for k in CHECKS)
     text = args.get("criteria", None if asked else DEFAULT_CRITERIA)
     criteria = Criteria(text) if text is not None else None  # bad criteria fail before any work
     whole = _whole(owner, {k: v for k, v in args.items() if k not in (*CHECKS, "counter", "precision")})
@@ -257,6 +257,11 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     if unproven(whole):
         data["reason_codes"] = list(d["reason_codes"])
     return {"context": whole["context"], "data": data, "page": None}
+
+
+def _given(value: Any) -> bool:
+    """A check was asked for: a value, or a true flag (a minimum of 0 is asked for; 0 == False in Python)."""
+    return value is not None and value is not False
 
 
 def unproven(envelope: dict[str, Any]) -> bool:
