@@ -14,12 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from coverage_core import headline
 from coverage_core.parsers import parse
+from coverage_core.storage import schema
 
 from . import corpus
 from .realcov import REPORTS, cli, make_package, measure
@@ -222,3 +224,38 @@ def test_every_surface_shows_the_same_headline_for_a_coverage_py_snapshot(measur
     assert shown in next(line for line in table.splitlines() if line.strip().startswith("TOTAL"))
     diff = cli(repo, "diff", "--baseline", "none", "--format", "markdown").stdout
     assert f"**Total coverage: {shown}" in diff
+
+
+# -- revision 11 -----------------------------------------------------------------------------------------
+
+
+def test_files_stored_before_revision_11_get_their_headline_from_the_columns_they_have(
+    tmp_path: Path,
+) -> None:
+    con = duckdb.connect(str(tmp_path / "old.duckdb"))
+    try:
+        schema.migrate(con, target=10)
+        for snap, fmt, tool in (
+            (1, "coveragepy", "coverage.py"),
+            (2, "cobertura", "gcovr"),
+            (3, "lcov", None),
+        ):
+            con.execute(
+                "INSERT INTO snapshots VALUES (?, ?, now(), 'unit', ?, ?, 'complete', 'import', NULL, NULL, false, "
+                "'w', NULL, 'sha', 0, 1, 1, 0, 0, 0, '[]', '{}')",
+                [snap, f"snap-{snap:016x}", fmt, tool],
+            )
+            # 40 of 48 lines, 13 of 20 branches
+            con.execute(
+                "INSERT INTO files VALUES (?, 0, 'a.py', 'a.py', 'mapped', 48, 40, 20, 13, 0, 0, NULL, NULL, NULL, NULL)",
+                [snap],
+            )
+        assert schema.migrate(con) == schema.SCHEMA_REVISION
+        rows = con.execute(
+            "SELECT snap, headline_found, headline_hit, excluded FROM files ORDER BY snap"
+        ).fetchall()
+        # coverage.py adds its branches; gcovr and lcov count lines
+        assert rows == [(1, 68, 53, 0), (2, 48, 40, 0), (3, 48, 40, 0)]
+        assert con.execute("SELECT count(*) FROM excluded_lines").fetchall() == [(0,)]
+    finally:
+        con.close()
