@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from coverage_core import headline
 from coverage_core.parsers import parse
+from coverage_core.project import open_project
+from coverage_core.review.dashboard import dashboard
 from coverage_core.storage import schema
 
 from . import corpus
@@ -259,3 +261,34 @@ def test_files_stored_before_revision_11_get_their_headline_from_the_columns_the
         assert con.execute("SELECT count(*) FROM excluded_lines").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+def test_the_dashboard_and_the_static_report_show_the_tools_total_and_each_files(
+    measured, tmp_path: Path
+) -> None:
+    repo, _total = measured
+    report = json.loads((repo / REPORTS["json"]).read_text())
+    project = open_project(repo)
+    con = project.store.cursor()
+    try:
+        data = dashboard(project, con, baseline="none")
+    finally:
+        con.close()
+        project.close()
+    totals = report["totals"]
+    shown = f"{100 * (totals['covered_lines'] + totals['covered_branches']) / (totals['num_statements'] + totals['num_branches']):.2f}%"
+    assert data["metrics"]["headline"]["current"]["text"] == shown
+    assert data["metrics"]["headline"]["current"]["counter"] == "statements+branches"
+    for row in data["files"]["rows"]:
+        s = report["files"][row["path"]]["summary"]
+        both = (s["covered_lines"] + s["covered_branches"], s["num_statements"] + s["num_branches"])
+        assert (
+            row["headline"]["hit"],
+            row["headline"]["found"],
+        ) == both  # as coverage.py's HTML counts a file
+        assert row["headline"]["text"] == headline.display("coveragepy", *both)
+    done = cli(repo, "report", "--html", str(tmp_path / "out"), "--baseline", "none", "--json")
+    assert done.returncode == 0, done.stderr
+    page = Path(json.loads(done.stdout)["report"]).read_text()
+    embedded = json.loads(page.split('id="dashboard-data">', 1)[1].split("</script>", 1)[0])
+    assert embedded["metrics"]["headline"]["current"]["text"] == shown

@@ -350,7 +350,7 @@
       const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
       return (va < vb ? -1 : va > vb ? 1 : a.path < b.path ? -1 : 1) * sortDir;
     });
-    const head = [["path", "File"], ["headline.pct", "Total"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"]];
+    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"], ["headline.pct", "Total"]];
     const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
       el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
         class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
@@ -358,11 +358,12 @@
       el("th", { text: "Change" }))),
       el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
         el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
-        el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
         counterCell(f.lines),
         el("td", { class: "num", text: f.lines.found - f.lines.hit }),
         counterCell(f.branches),
         counterCell(f.functions),
+        // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
+        el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
         el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
     const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest total coverage" }[files.order || "path"];
     fill("files-body", table, files.truncated ? note("Showing the " + files.rows.length + " of " + files.total + " files " + by +
