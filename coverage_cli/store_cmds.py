@@ -46,11 +46,14 @@ def _progress(enabled: bool) -> Callable[[str], None] | None:
     return show
 
 
-def _totals(totals: dict[str, Any]) -> None:
+def _totals(totals: dict[str, Any], fmt: str | None = None, tool: str | None = None) -> None:
+    """Each counter by name, rounded as the producing tool rounds its figures (exact without a format)."""
+    style = headlines.rule_for(fmt, tool).style if fmt else "exact"
     for name in COUNTERS:
         if name in totals:
             c = totals[name]
-            click.echo(f"  {name:<16}{c['hit']:>12,}{c['found']:>12,}{percent(c['hit'], c['found']):>10}")
+            shown = headlines.display(style, c["hit"], c["found"])
+            click.echo(f"  {name:<16}{c['hit']:>12,}{c['found']:>12,}{shown:>10}")
 
 
 def _more(envelope: dict[str, Any]) -> None:
@@ -142,7 +145,10 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
             f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
             f"{m['unmapped']} unmapped)"
         )
-        _totals(snap["totals"])
+        _totals(snap["totals"], snap["format"], snap.get("tool"))
+        if snap.get("headline"):
+            h = snap["headline"]
+            click.echo(f"  total {h['percent']} ({h['counter']}, as {h['rule']} computes and rounds it)")
         for w in snap["warnings"]:
             click.echo(f"warning [{w['code']}]: {w['message']}", err=True)
 
@@ -324,7 +330,7 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
             f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}  {scope:<9}{source}"
         )
     if len(snaps) == 1 and isinstance(snaps[0], dict):
-        _totals(snaps[0]["totals"])
+        _totals(snaps[0]["totals"], snaps[0]["format"], snaps[0].get("tool"))
     _more(envelope)
 
 
