@@ -34,8 +34,8 @@ DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")
 
 SNAPSHOT_LEGEND = (
-    "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, percent, "
-    "provenance, run]; counter, hit, found, percent: the producing tool's headline, as it rounds; run is "
+    "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "
+    "run, percent]; counter, hit, found, percent: the producing tool's headline, as it rounds; run is "
     "[run_id, command, case args] for a run's snapshot, null for an import"
 )
 FILE_LEGEND = (
@@ -88,9 +88,9 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
             head and head.counter,
             head.hit if head else 0,
             head.found if head else 0,
-            head.percent if head else "-",
             s.provenance,
             provenance.compact(runs.get(s.snapshot_id)),
+            head.percent if head else "-",
         ]
 
     data: dict[str, Any] = {"task": "snapshots", "filter": wanted}
