@@ -292,3 +292,15 @@ def test_the_dashboard_and_the_static_report_show_the_tools_total_and_each_files
     page = Path(json.loads(done.stdout)["report"]).read_text()
     embedded = json.loads(page.split('id="dashboard-data">', 1)[1].split("</script>", 1)[0])
     assert embedded["metrics"]["headline"]["current"]["text"] == shown
+
+
+def test_gate_counter_names_any_other_counter_of_the_current_snapshot(measured) -> None:
+    repo, _total = measured
+    totals = json.loads((repo / REPORTS["json"]).read_text())["totals"]
+    branches = 100 * totals["covered_branches"] / totals["num_branches"]
+    above = cli(repo, "gate", "--fail-under-total", f"{branches + 0.01:.2f}", "--counter", "branches")
+    assert above.returncode == 3 and "total branches coverage" in above.stdout
+    below = cli(repo, "gate", "--fail-under-total", f"{branches - 0.01:.2f}", "--counter", "branches")
+    assert below.returncode == 0, below.stdout
+    missing = cli(repo, "gate", "--fail-under-total", "1", "--counter", "regions")
+    assert missing.returncode == 3 and "no regions counter" in missing.stdout
