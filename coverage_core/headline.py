@@ -78,10 +78,6 @@ class Headline:
         )
 
 
-def _rule(name: str, counters: tuple[str, ...], style: str, formula: str, rounding: str) -> Rule:
-    return Rule(name, counters, style, formula, rounding)
-
-
 _CPY_FORMULA = "(statements + branches covered) / (statements + branches) with branch data, else statements"
 _CPY_ROUNDING = (
     "round(total, precision); never 0 or 100 unless exact; --fail-under: round(total, precision) < P"
@@ -89,59 +85,59 @@ _CPY_ROUNDING = (
 
 # (format, producing tool or None for any) -> rule; the first match wins.
 RULES: dict[tuple[str, str | None], Rule] = {
-    ("coveragepy", None): _rule(
+    ("coveragepy", None): Rule(
         "coverage.py JSON", ("statements", "branches"), "coveragepy", _CPY_FORMULA, _CPY_ROUNDING
     ),
-    ("cobertura", "coverage.py"): _rule(
+    ("cobertura", "coverage.py"): Rule(
         "coverage.py Cobertura", ("lines", "branches"), "coveragepy", _CPY_FORMULA, _CPY_ROUNDING
     ),
-    ("cobertura", "gcovr"): _rule(
+    ("cobertura", "gcovr"): Rule(
         "gcovr Cobertura",
         ("lines",),
         "gcovr",
         "lines (root lines-covered / lines-valid)",
         "one decimal, at most 99.9 unless all covered",
     ),
-    ("cobertura", None): _rule(
+    ("cobertura", None): Rule(
         "Cobertura", ("lines",), "exact", "lines (root line-rate)", "two decimals, exact"
     ),
-    ("lcov", None): _rule(
+    ("lcov", None): Rule(
         "LCOV",
         ("lines",),
         "lcov",
         "lines (LH / LF, records merged per file)",
         "one decimal, never 0.0 or 100.0 unless exact",
     ),
-    ("istanbul", None): _rule(
+    ("istanbul", None): Rule(
         "Istanbul (nyc, c8)",
         ("lines",),
         "istanbul",
         "lines; statements, branches and functions each by name",
         "floored to two decimals",
     ),
-    ("llvm", None): _rule(
+    ("llvm", None): Rule(
         "llvm-cov",
         ("lines",),
         "llvm",
         "lines of the TOTAL row; regions, functions, branches by name",
         "two decimals",
     ),
-    ("jacoco", None): _rule(
+    ("jacoco", None): Rule(
         "JaCoCo",
         ("instructions",),
         "jacoco",
         "instructions (jacoco:check's default counter)",
         "whole percent, rounded down",
     ),
-    ("go", None): _rule(
+    ("go", None): Rule(
         "Go coverprofile", ("statements",), "go", "statements (identical blocks merged)", "one decimal"
     ),
-    ("regions-v1", None): _rule("regions-v1", ("regions",), "exact", "regions", "two decimals, exact"),
+    ("regions-v1", None): Rule("regions-v1", ("regions",), "exact", "regions", "two decimals, exact"),
 }
-COMPOSITE_RULE = _rule(
+COMPOSITE_RULE = Rule(
     "composite", ("regions",), "exact", "code and branch regions together", "two decimals, exact"
 )
-LINES_RULE = _rule("lines", ("lines",), "exact", "lines", "two decimals, exact")
+LINES_RULE = Rule("lines", ("lines",), "exact", "lines", "two decimals, exact")
 BY_NAME = {r.name: r for r in (*RULES.values(), COMPOSITE_RULE, LINES_RULE)}
 
 
@@ -166,11 +162,6 @@ def compute(rule: Rule, totals: Mapping[str, Counter]) -> Headline | None:
 def of(fmt: str, tool: str | None, totals: Mapping[str, Counter]) -> Headline | None:
     """A snapshot's headline, from its format, producing tool and totals."""
     return compute(rule_for(fmt, tool), totals)
-
-
-def fallback(rule: Rule, totals: Mapping[str, Counter]) -> Headline | None:
-    """The headline, or the lines where the rule's counters are missing (a report without them)."""
-    return compute(rule, totals) or compute(LINES_RULE, totals)
 
 
 # -- display ------------------------------------------------------------------------------------------

@@ -304,3 +304,12 @@ def test_gate_counter_names_any_other_counter_of_the_current_snapshot(measured) 
     assert below.returncode == 0, below.stdout
     missing = cli(repo, "gate", "--fail-under-total", "1", "--counter", "regions")
     assert missing.returncode == 3 and "no regions counter" in missing.stdout
+
+
+def test_the_readme_table_names_every_rule_and_its_rounding() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### Whose total: the producing tool's own", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    for rule in headline.RULES.values():
+        dialect = rule.name.split(" (")[0]
+        assert any(row.split("|")[1].strip().startswith(dialect) for row in rows), dialect
