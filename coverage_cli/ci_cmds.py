@@ -37,6 +37,7 @@ from coverage_core.display import delta as display_delta
 from coverage_core.errors import CoverageError, ErrorCode, error_body
 from coverage_core.ids import SNAPSHOT_PREFIX
 from coverage_core.project import DEFAULT_SUITE
+from coverage_core.report import COUNTERS
 from coverage_core.review import baseline as baselines
 from coverage_core.review import ci
 from coverage_core.review.categories import CATEGORIES, NAMES
@@ -250,11 +251,28 @@ def render_not_compared(d: dict[str, Any], suite: str | None) -> str:
     )
 
 
+def totals(d: dict[str, Any], before: tuple[int, int], after: tuple[int, int]) -> dict[str, Any]:
+    """Each side's total as shown: its headline (the producing tool's figure, rounded as it rounds), or its
+    lines where a side is a union of snapshots and has none. ``change`` is exact."""
+    b_head, c_head = d["baseline"].get("headline"), d["current"].get("headline")
+    pair_b = (b_head["hit"], b_head["found"]) if b_head else before
+    pair_a = (c_head["hit"], c_head["found"]) if c_head else after
+    return {
+        "counter": (c_head or {}).get("counter", "lines"),
+        "before": pair_b,
+        "after": pair_a,
+        "shown_before": b_head["percent"] if b_head else percent(*before),
+        "shown_after": c_head["percent"] if c_head else percent(*after),
+        "change": delta(pair_b, pair_a),
+    }
+
+
 def render_table(s: Summary) -> str:
     d = s.data
     diff, patch = d["diff"], d["patch"]
     before, _ = before_after(d["categories"])
     after = tuple(d["current"]["lines"])
+    t = totals(d, before, after)
     fallback = _fallback_line(d)
     out = [
         f"coverage change: baseline {_side(d, 'baseline')} -> current {_side(d, 'current')}",
@@ -262,8 +280,13 @@ def render_table(s: Summary) -> str:
         f"  diff     {counted(diff['files_changed'], 'file')}, +{diff['lines_added']} -{diff['lines_removed']} lines",
         f"  patch    {patch['hit']}/{patch['found']} ({percent(patch['hit'], patch['found'])})",
         (
-            f"  total    {after[0]}/{after[1]} ({percent(*after)}); baseline {before[0]}/{before[1]} "
-            f"({percent(*before)}), change {delta(before, after)}"
+            f"  total    {t['after'][0]}/{t['after'][1]} ({t['shown_after']}); baseline "
+            f"{t['before'][0]}/{t['before'][1]} ({t['shown_before']}), change {t['change']} [{t['counter']}]"
+        ),
+        *(
+            [f"  lines    {after[0]}/{after[1]}; baseline {before[0]}/{before[1]}"]
+            if t["counter"] != "lines"
+            else []
         ),
         f"  {'category':<34}{'lines':>8}{'branches':>10}{'functions':>11}",
     ]
@@ -373,10 +396,11 @@ def render_markdown(s: Summary) -> str:
     after = tuple(d["current"]["lines"])
     base, cur = d["baseline"], d["current"]
     how = base["kind"] if not base.get("ref") else f"{base['kind']} {_code(base['ref'])}"
+    t = totals(d, before, after)
     if base["kind"] == "none":
-        total = f"**Total coverage: {_share(*after)}** (no baseline)"
+        total = f"**Total coverage: {t['shown_after']} ({t['after'][0]}/{t['after'][1]})** (no baseline)"
     else:
-        total = f"**Total coverage: {percent(*before)} → {percent(*after)} ({delta(before, after)})**"
+        total = f"**Total coverage: {t['shown_before']} → {t['shown_after']} ({t['change']})**"
     diff = d["diff"]
     out = [
         "### Coverage change",
@@ -628,8 +652,22 @@ def _diff(
     "--fail-under-total",
     type=PERCENT,
     metavar="P",
-    help="Fail when total line coverage of the current side is under P percent (needs no baseline: "
-    "alone it is coverage.py's --fail-under).",
+    help="Fail when the current side's total is under P percent, as its producing tool's own --fail-under "
+    "decides (coverage.py: statements and branches, round(total, --precision) < P); needs no baseline. "
+    "--counter lines keeps the earlier meaning: the exact line total.",
+)
+@click.option(
+    "--counter",
+    type=click.Choice(["headline", *COUNTERS]),
+    default=None,
+    help="What --fail-under-total checks: headline (default: the tool's own total) or a counter by name "
+    "(lines: the exact line total).",
+)
+@click.option(
+    "--precision",
+    type=click.IntRange(0, 10),
+    default=None,
+    help="coverage.py's report:precision for --fail-under-total (default 0, as coverage.py).",
 )
 @click.option(
     "--fail-under-patch",
@@ -660,6 +698,8 @@ def gate_command(
     repo,
     as_json,
     fail_under_total,
+    counter,
+    precision,
     fail_under_patch,
     ratchet,
     criteria,
@@ -684,6 +724,8 @@ def gate_command(
     args = comparison(baseline, merge_base, current, suite, scope, fallback, commit)
     for key, value in (
         ("fail_under_total", fail_under_total),
+        ("counter", counter),
+        ("precision", precision),
         ("fail_under_patch", fail_under_patch),
         ("criteria", criteria),
     ):

@@ -162,9 +162,9 @@ def _show(result: dict[str, Any]) -> None:
     _step("\nStored snapshots (coverage_import, one per commit):")
     for item in result["snapshots"]:
         snap = item["snapshot"]
-        lines = snap["totals"].get("lines") or snap["totals"].get("statements") or {}
-        covered = percent(lines.get("hit", 0), lines.get("found", 0)) if lines else "-"
-        click.echo(f"    {snap['snapshot_id']}  {item['commit'][:10]}  lines {covered:>8}  {item['message']}")
+        head = snap.get("headline") or {}
+        covered = head.get("percent", "-")
+        click.echo(f"    {snap['snapshot_id']}  {item['commit'][:10]}  total {covered:>8}  {item['message']}")
     _step("\nproject_context (what an agent calls first):")
     _show_answer(answers["project_context"], _show_context)
     for task in ("insight", "history", "source"):
@@ -189,7 +189,7 @@ def _show_context(envelope: dict[str, Any]) -> None:
         f"{'dirty' if project['dirty'] else 'clean'}; project {project['project_id']}"
     )
     for suite in data["suites"]:
-        covered = percent(*suite["covered"]) if suite["covered"] else "-"
+        covered = suite.get("percent") or (percent(*suite["covered"]) if suite["covered"] else "-")
         click.echo(f"  suite {suite['suite']}: {suite['snapshot_id']} {covered} [{suite['claim_status']}]")
     click.echo(f"  next: {data['next']}")
 

@@ -14,8 +14,9 @@ import sys
 
 import click
 
+from coverage_core import headline as headlines
 from coverage_core.config import Settings
-from coverage_core.display import counted, percent
+from coverage_core.display import counted
 from coverage_core.parsers import FORMATS, Limits, parse
 from coverage_core.report import COUNTERS
 
@@ -50,6 +51,8 @@ def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
         source = report
     result = parse(source, format=fmt, limits=limits)
     summary = result.summary()
+    head = headlines.of(result.format, result.tool, result.totals)
+    summary["headline"] = head.to_dict() if head else None
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))  # as output.emit_json, without importing it
         return
@@ -57,9 +60,15 @@ def parse_command(report: str, fmt: str | None, as_json: bool) -> None:
         f"{report}: {summary['format']}, {counted(summary['files'], 'file')}, {counted(summary['tests'], 'named test')}"
     )
     click.echo(f"  {'counter':<16}{'hit':>12}{'found':>12}{'percent':>10}")
+    style = headlines.rule_for(result.format, result.tool).style
     for name in COUNTERS:
         if name in result.totals:
             c = result.totals[name]
-            click.echo(f"  {name:<16}{c.hit:>12,}{c.found:>12,}{percent(c.hit, c.found):>10}")
+            shown = headlines.display(style, c.hit, c.found)  # as the producing tool rounds its figures
+            click.echo(f"  {name:<16}{c.hit:>12,}{c.found:>12,}{shown:>10}")
+    if head:
+        click.echo(f"  total {head.percent} ({head.counter}, as {head.rule.name} computes and rounds it)")
+    if summary.get("excluded_lines"):
+        click.echo(f"  excluded lines: {summary['excluded_lines']:,}")
     for w in summary["warnings"]:
         click.echo(f"  warning [{w['code']}]: {w['message']}")

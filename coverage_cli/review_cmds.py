@@ -44,7 +44,7 @@ TASK_HELP: dict[str, str] = {
     "coverage",
     "incremental": "one run's snapshots (--snapshot) against an explicit baseline snapshot (--baseline snap-...)",
     "history": "the coverage of a suite (or a --file) over its stored snapshots, newest first",
-    "source": "a --file's source lines (or --lines A-B), each marked covered, uncovered, partial or not code",
+    "source": "a --file's source lines (or --lines A-B), each marked covered, uncovered, partial, excluded or not code",
     "tests": "which named tests ran (per-test contexts), and tests whose coverage is identical",
     "audit": "the snapshot's exact stored records: totals and every file's counts, paged",
     "all": "change, insight and history in one answer (change when a baseline is found)",
@@ -160,7 +160,7 @@ def context_command(max_words, repo, as_json) -> None:
         f"  HEAD {(p['head'] or '-')[:12]} on {p['branch'] or '(detached)'}{', dirty' if p['dirty'] else ''}"
     )
     for s in data["suites"]:
-        cov = percent(*s["covered"]) if s["covered"] else "-"
+        cov = s.get("percent") or (percent(*s["covered"]) if s["covered"] else "-")
         click.echo(
             f"  suite {s['suite']:<14}{s['snapshot_id']}  {cov:>8}  {s['behind_head']} behind HEAD  "
             f"[{s['claim_status']}]"

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from coverage_core import headline as headlines
 from coverage_core.config import Settings
 from coverage_core.display import counted
 from coverage_core.errors import CoverageError, ErrorCode
@@ -47,11 +48,14 @@ def _progress(enabled: bool) -> Callable[[str], None] | None:
     return show
 
 
-def _totals(totals: dict[str, Any]) -> None:
+def _totals(totals: dict[str, Any], fmt: str | None = None, tool: str | None = None) -> None:
+    """Each counter by name, rounded as the producing tool rounds its figures (exact without a format)."""
+    style = headlines.rule_for(fmt, tool).style if fmt else "exact"
     for name in COUNTERS:
         if name in totals:
             c = totals[name]
-            click.echo(f"  {name:<16}{c['hit']:>12,}{c['found']:>12,}{percent(c['hit'], c['found']):>10}")
+            shown = headlines.display(style, c["hit"], c["found"])
+            click.echo(f"  {name:<16}{c['hit']:>12,}{c['found']:>12,}{shown:>10}")
 
 
 def _more(envelope: dict[str, Any]) -> None:
@@ -143,7 +147,10 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
             f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
             f"{m['unmapped']} unmapped)"
         )
-        _totals(snap["totals"])
+        _totals(snap["totals"], snap["format"], snap.get("tool"))
+        if snap.get("headline"):
+            h = snap["headline"]
+            click.echo(f"  total {h['percent']} ({h['counter']}, as {h['rule']} computes and rounds it)")
         for w in snap["warnings"]:
             click.echo(f"warning [{w['code']}]: {w['message']}", err=True)
 
@@ -285,13 +292,27 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
     # Names are never cut (two suites may differ only at their end): the column fits the longest.
     width = max([len("suite"), *(len(s[2] if isinstance(s, list) else s["suite"]) for s in snaps)]) + 2
     click.echo(
-        f"{'snapshot':<22}{'created':<21}{'suite':<{width}}{'format':<11}{'commit':<13}{'lines':>10}  "
+        f"{'snapshot':<22}{'created':<21}{'suite':<{width}}{'format':<11}{'commit':<13}{'total':>10}  "
         f"{'scope':<9}from"
     )
     for s in snaps:
         if isinstance(s, list):  # the compact representation (see its legend)
-            sid, created, suite, fmt, commit, _branch, _dirty, scope, _counter, hit, found, origin, run = s
-            cov = percent(hit, found) if found else "-"
+            (
+                sid,
+                created,
+                suite,
+                fmt,
+                commit,
+                _branch,
+                _dirty,
+                scope,
+                _counter,
+                _hit,
+                _found,
+                cov,
+                origin,
+                run,
+            ) = s
         else:
             sid, created, suite, fmt, commit, scope, origin = (
                 s["snapshot_id"],
@@ -303,8 +324,7 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
                 s["provenance"],
             )
             run = s.get("run") and [s["run"]["run_id"], s["run"]["command"], s["run"]["args"]]
-            lines = s["totals"].get("lines") or s["totals"].get("statements")
-            cov = percent(lines["hit"], lines["found"]) if lines else "-"
+            cov = (s.get("headline") or {}).get("percent", "-")
         when = str(created).replace("T", " ")[:19]
         # Where it came from: an import, or the run, its command and case arguments (escaped: hostile text).
         source = origin if not run else " ".join([run[0], repr(run[1])[1:-1], *(repr(a) for a in run[2])])
@@ -312,7 +332,7 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
             f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}  {scope:<9}{source}"
         )
     if len(snaps) == 1 and isinstance(snaps[0], dict):
-        _totals(snaps[0]["totals"])
+        _totals(snaps[0]["totals"], snaps[0]["format"], snaps[0].get("tool"))
     _more(envelope)
 
 
@@ -467,8 +487,7 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
             "coverage_review",
             {"task": "snapshots", "representation": "review", "filter": {"snapshot_id": data["snapshot_id"]}},
         )
-    totals = snap["data"]["snapshots"][0]["totals"] if snap["data"]["snapshots"] else None
-    render_files(envelope, missing, totals)
+    render_files(envelope, missing, snap["data"]["snapshots"][0] if snap["data"]["snapshots"] else None)
 
 
 def _incomplete(f: dict[str, Any]) -> bool:
@@ -532,43 +551,67 @@ def missing_text(lines: dict[int, int], arcs: list[tuple[int, str, int]]) -> tup
 def render_files(
     envelope: dict[str, Any],
     missing: dict[str, tuple[int, str]] | None = None,
-    totals: dict[str, Any] | None = None,
+    snapshot: dict[str, Any] | None = None,
 ) -> None:
-    """The file table with coverage.py's columns; Cover counts statements and branches, as ``coverage report``.
+    """The file table with coverage.py's columns; Cover is each file's headline, as the producing tool
+    computes and rounds it (coverage.py: statements and branches together; lcov, gcovr, Istanbul: lines).
 
     ``missing``: BrPart and Missing of the files that miss something (``show`` reads each
-    file's detail; without it those columns are left out). ``totals``: the snapshot's, for
-    the TOTAL line (every file, not only this page).
+    file's detail; without it those columns are left out). ``snapshot``: the snapshot's record,
+    for the TOTAL line (its headline: every file, not only this page) and the rounding rule.
     """
     data = envelope["data"]
     click.echo(
         f"{data['snapshot_id']}: {counted(data['total'], 'file')}, suite {envelope['context']['suite']} "
         f"[{data['claim_status']}]" + "".join(f"\n  - {r}" for r in data["reasons"])
     )
+    rule = headlines.rule_for(snapshot["format"], snapshot.get("tool")) if snapshot else headlines.LINES_RULE
     rows: list[list[str]] = []
     compact = any(isinstance(f, list) for f in data["files"])
+    per_file = [
+        (f[10] if len(f) > 10 else 0) if isinstance(f, list) else f.get("excluded", 0) for f in data["files"]
+    ]
+    excluded = any(per_file)
     for f in data["files"]:
         if isinstance(f, list):  # the compact representation: path, lines hit, lines found (no branches)
-            rows.append(_row(f[0], {"hit": f[1], "found": f[2]}, None, None))
+            head = {"hit": f[8], "found": f[9]} if len(f) > 9 else {"hit": f[1], "found": f[2]}
+            rows.append(
+                _row(rule, f[0], {"hit": f[1], "found": f[2]}, None, None, head, f[10] if excluded else None)
+            )
         else:
             path = f["path"]
             rows.append(
                 _row(
+                    rule,
                     path,
                     f["lines"],
                     f["branches"],
                     (missing or {}).get(path, (0, "")) if missing is not None else None,
+                    f.get("headline") or f["lines"],
+                    f.get("excluded", 0) if excluded else None,
                 )
             )
     total_row = None
-    if totals is not None:
+    if snapshot is not None:
+        totals = snapshot["totals"]
         lines = totals.get("statements") or totals.get("lines") or {"hit": 0, "found": 0}
         branches = totals.get("branches") or {"hit": 0, "found": 0}
+        head = snapshot.get("headline") or lines
         whole = data["total"] == len(rows) and not (envelope.get("page") or {}).get("offset")
         brpart = sum(part for part, _ in (missing or {}).values()) if whole and missing is not None else None
-        total_row = _row("TOTAL", lines, branches, None if missing is None else (brpart, ""))
+        total_row = _row(
+            rule,
+            "TOTAL",
+            lines,
+            None if compact else branches,
+            None if missing is None else (brpart, ""),
+            head,
+            (sum(per_file) if whole else "") if excluded else None,
+        )
     with_missing = missing is not None
-    header = ["Name", "Stmts", "Miss", "Branch", "BrPart", "Cover"] + (["Missing"] if with_missing else [])
+    stmts = "Stmts" if rule.style == "coveragepy" else "Lines"
+    header = ["Name", stmts, "Miss", "Branch", "BrPart", "Cover"] + (["Excl"] if excluded else [])
+    header += ["Missing"] if with_missing else []
     if not with_missing:
         header.remove("BrPart")
     if compact:  # lines only: Cover is the lines' coverage
@@ -585,14 +628,14 @@ def render_files(
     shown = [line(r) for r in rows]
     closing = line(total_row) if total_row else None
     # As wide as the columns (the header's line): a long Missing text is not a reason for a 1,000-dash rule.
-    rule = "  " + "-" * (len(line(header)) - 2)
+    ruler = "  " + "-" * (len(line(header)) - 2)
     click.echo("")
     click.echo(line(header))
-    click.echo(rule)
+    click.echo(ruler)
     for text in shown:
         click.echo(text)
     if closing:
-        click.echo(rule)
+        click.echo(ruler)
         click.echo(closing)
     page = envelope.get("page") or {}
     left = data["total"] - (page.get("offset") or 0) - len(rows)
@@ -600,29 +643,33 @@ def render_files(
         click.echo(f"  ... {left} more file{'s' if left > 1 else ''}: --cursor {page['next_cursor']}")
     elif page.get("next_cursor"):
         _more(envelope)
-    if total_row and with_missing and total_row[4] == "":
+    if total_row and with_missing and total_row[4] == "" and not compact:
         click.echo(
             "  (TOTAL's BrPart needs every file's detail: it is shown when one page holds all files, "
             "see --limit)"
         )
+    if snapshot is not None and snapshot.get("headline"):
+        click.echo(f"  Cover: {snapshot['headline']['counter']} ({rule.name}: {rule.rounding})")
 
 
 def _row(
-    name: str, lines: dict[str, int], branches: dict[str, int] | None, missing: tuple[int | None, str] | None
+    rule: headlines.Rule,
+    name: str,
+    lines: dict[str, int],
+    branches: dict[str, int] | None,
+    missing: tuple[int | None, str] | None,
+    head: dict[str, int],
+    excluded: int | str | None = None,
 ) -> list[str]:
+    cover = headlines.display(rule.style, head["hit"], head["found"])
+    excl = [] if excluded is None else [str(excluded)]
     if branches is None:
-        return [
-            name,
-            str(lines["found"]),
-            str(lines["found"] - lines["hit"]),
-            percent(lines["hit"], lines["found"]),
-        ]
-    cover = percent(lines["hit"] + branches["hit"], lines["found"] + branches["found"])
+        return [name, str(lines["found"]), str(lines["found"] - lines["hit"]), cover, *excl]
     row = [name, str(lines["found"]), str(lines["found"] - lines["hit"]), str(branches["found"])]
     if missing is None:
-        return [*row, cover]
+        return [*row, cover, *excl]
     part, text = missing
-    return [*row, "" if part is None else str(part), cover, text]
+    return [*row, "" if part is None else str(part), cover, *excl, text]
 
 
 def render_file(envelope: dict[str, Any]) -> None:
@@ -635,6 +682,8 @@ def render_file(envelope: dict[str, Any]) -> None:
     )
     missed = [n for n, h in zip(data["lines"]["line"], data["lines"]["hits"]) if h == 0]
     click.echo(f"  uncovered lines: {_ranges(missed) or 'none'}")
+    if data.get("excluded_lines"):
+        click.echo(f"  excluded lines: {_ranges(data['excluded_lines'])} ({len(data['excluded_lines'])})")
     if data["tests"]:
         click.echo(f"  named tests that ran it: {len(data['tests'])}")
     _more(envelope)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
+from . import headline as headlines
 from .diffmap import diff_trees
 from .errors import CoverageError, ErrorCode
 from .report import COUNTERS
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 # The per-file counters the store keeps (files.<counter>_found/_hit). For a
 # coverage.py report "lines" are its statements.
-FILE_COUNTERS = ("lines", "branches", "functions")
+# "headline" is each file's figure by its producing tool's rule (coverage_core.headline).
+FILE_COUNTERS = ("headline", "lines", "branches", "functions")
 
 _PERCENT = "100 * {hit}::DOUBLE / nullif({found}, 0)"
 
@@ -114,8 +116,10 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
     routed = _routed(project, "history", {"suite": suite, "counter": counter})
     if routed is not None:
         return routed
+    if counter == "headline":
+        return _detached(_headline_history(project, suite))
     if counter not in COUNTERS:
-        raise _bad_counter(counter, COUNTERS)
+        raise _bad_counter(counter, ("headline", *COUNTERS))
     rel = project.relation(
         f"""
         SELECT s.snapshot_id, s.created_at, s.suite, s.commit_sha AS "commit", s.branch, s.scope, t.hit,
@@ -126,6 +130,24 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
         [counter, suite, suite],
     )
     return _detached(rel)
+
+
+def _headline_history(project: Project, suite: str | None) -> duckdb.DuckDBPyRelation:
+    """``history`` of each snapshot's headline: its rule's counters summed, the first of them required."""
+    return project.relation(
+        f"""
+        WITH picked AS (
+            SELECT s.*, {headlines.counters_sql("s.format", "s.tool")} AS counters FROM snapshots s
+            WHERE (?::VARCHAR IS NULL OR s.suite = ?) AND {chosen_side("s")})
+        SELECT p.snapshot_id, p.created_at, p.suite, p.commit_sha AS "commit", p.branch, p.scope,
+               sum(t.hit)::BIGINT AS hit, sum(t.found)::BIGINT AS found,
+               {_PERCENT.format(hit="sum(t.hit)", found="sum(t.found)")} AS percent
+        FROM picked p JOIN snapshot_totals t ON t.snap = p.snap AND list_contains(p.counters, t.counter)
+        GROUP BY p.snap, p.snapshot_id, p.created_at, p.suite, p.commit_sha, p.branch, p.scope, p.counters
+        HAVING bool_or(t.counter = p.counters[1])
+        ORDER BY p.snap""",
+        [suite, suite],
+    )
 
 
 def file_history(
@@ -351,6 +373,7 @@ def _bad_counter(counter: str, allowed: tuple[str, ...]) -> CoverageError:
     return CoverageError(
         ErrorCode.INVALID_ARGUMENT,
         f"counter must be one of {', '.join(allowed)}; got {counter!r}",
-        "Use counter='lines' (coverage.py statements), 'branches' or 'functions'.",
+        "Use counter='headline' (the producing tool's own total), 'lines' (coverage.py statements), "
+        "'branches' or 'functions'.",
         {"allowed": list(allowed)},
     )

@@ -13,6 +13,7 @@ import attrs
 import cattrs
 import numpy as np
 
+from . import headline as headlines
 from .report import COUNTERS, Counter
 
 
@@ -47,6 +48,11 @@ class Snapshot:
     warnings: tuple[dict[str, str], ...] = ()
     duplicate: bool = False
 
+    @property
+    def headline(self) -> headlines.Headline | None:
+        """The producing tool's own total (coverage_core.headline); None for a report without its counters."""
+        return headlines.of(self.format, self.tool, self.totals)
+
 
 @attrs.frozen
 class FileSummary:
@@ -56,6 +62,9 @@ class FileSummary:
     lines: Counter
     branches: Counter
     functions: Counter
+    # The file's headline by its tool's rule (coverage_core.headline) and its excluded line count.
+    headline: Counter | None = None
+    excluded: int = 0
 
 
 @attrs.frozen
@@ -77,6 +86,7 @@ class FileDetail:
     functions: dict[str, np.ndarray]
     regions: dict[str, np.ndarray]
     tests: tuple[str, ...]  # named tests that hit this file
+    excluded_lines: tuple[int, ...] = ()  # lines the tool excluded (coverage.py's excluded_lines)
 
 
 converter = cattrs.Converter()
@@ -94,5 +104,7 @@ def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     """The JSON shape of a snapshot record (CLI ``--json``, REST and MCP)."""
     body = converter.unstructure(snapshot)
     body["totals"] = _totals(snapshot.totals)
+    head = snapshot.headline
+    body["headline"] = head.to_dict() if head else None
     body["warnings"] = list(snapshot.warnings)
     return body

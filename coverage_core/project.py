@@ -326,7 +326,7 @@ class Project:
         """One page of a snapshot's files with their counts.
 
         ``order`` is ``"path"``, ``"uncovered"`` (most uncovered lines first) or
-        ``"coverage"`` (lowest line coverage first). Example:
+        ``"coverage"`` (lowest headline first: the producing tool's figure per file). Example:
         ``project.files(snap.snapshot_id, order="uncovered", limit=20).files``.
         """
         return self.store.files(snapshot_id, offset=offset, limit=limit, order=order)

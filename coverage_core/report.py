@@ -74,6 +74,9 @@ SCHEMAS: dict[str, dict[str, np.dtype]] = {
         "item": I32,
         "hits": I64,
     },
+    # Lines the tool excluded from measurement (coverage.py's ``excluded_lines``: ``# pragma: no cover``
+    # and the like). They are not executable lines and count in no total.
+    "excluded_lines": {"file": I32, "line": I32},
 }
 
 
@@ -165,6 +168,7 @@ class NormalizedReport:
     # Report-level facts that path mapping uses later (e.g. Cobertura <sources>).
     source_roots: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    excluded_lines: Table = attrs.field(factory=lambda: Table.empty("excluded_lines"))
 
     def summary(self) -> dict[str, Any]:
         """The ``parse --json`` shape: format, files, totals, tests, warnings."""
@@ -173,6 +177,7 @@ class NormalizedReport:
             "files": len(self.files),
             "totals": {k: self.totals[k].to_dict() for k in COUNTERS if k in self.totals},
             "tests": len(self.tests),
+            **({"excluded_lines": len(self.excluded_lines)} if len(self.excluded_lines) else {}),
             "warnings": [w.to_dict() for w in self.warnings],
         }
 
@@ -319,6 +324,7 @@ class ReportBuilder:
         branches = _concat("branches", self._chunks["branches"])
         functions = _concat("functions", self._chunks["functions"])
         regions = _concat("regions", self._chunks["regions"])
+        excluded = _concat("excluded_lines", self._chunks["excluded_lines"])
         obs = _concat("test_observations", self._chunks["test_observations"])
         if len(obs) and merge_observations:
             first, hits, saturated = _group_sum(
@@ -360,6 +366,7 @@ class ReportBuilder:
             tool=self.tool,
             source_roots=tuple(self.source_roots),
             metadata=dict(self.metadata),
+            excluded_lines=excluded,
         )
 
 

@@ -329,6 +329,7 @@ class DaemonClient:
             functions=table("functions"),
             regions=table("regions"),
             tests=tuple(first["tests"]),
+            excluded_lines=tuple(first.get("excluded_lines", ())),
         )
 
 

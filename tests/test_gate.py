@@ -83,7 +83,7 @@ def short(repo: Path, rev: str) -> str:
 
 GOLD_MARKDOWN = """### Coverage change
 
-**Total coverage: 58.33% → 66.67% (+8.33%)** · **Patch coverage: 60.00%** (3 of 5 added or changed lines covered)
+**Total coverage: 58.3% → 66.7% (+8.33%)** · **Patch coverage: 60.00%** (3 of 5 added or changed lines covered)
 
 Baseline `{base}` (ref `HEAD~1`, 7/12 lines covered) → current `{cur}` (complete run, 10/15) · 4 files changed, +5 −11 lines
 
@@ -250,7 +250,8 @@ def test_gate_passes_with_exit_0_when_every_threshold_is_met(repo: Path) -> None
     )
     assert code == 0
     assert out.splitlines() == [
-        "PASS total: total line coverage 10/15 (66.67%) meets the minimum 66.6%",
+        # LCOV's headline is its lines, as lcov prints them (one decimal); the check is exact.
+        "PASS total: total coverage (lines, LCOV's) 10/15 (66.7%) meets the minimum 66.6%",
         "PASS patch: patch coverage 3/5 (60.00%) meets the minimum 60%",
         "claim: supported",  # the claim and its reasons always close the text
     ]

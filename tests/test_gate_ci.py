@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from coverage_core import headline
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
@@ -94,6 +95,21 @@ def lines_of(report: Path) -> tuple[int, int]:
     return totals["covered_lines"], totals["num_statements"]
 
 
+def total_of(report: Path) -> tuple[int, int]:
+    """(covered, statements + branches): coverage.py's own total (``coverage report``'s Cover) with branch data."""
+    totals = json.loads(report.read_text())["totals"]
+    return totals["covered_lines"] + totals["covered_branches"], totals["num_statements"] + totals[
+        "num_branches"
+    ]
+
+
+def shown(pair: tuple[int, int], precision: int = 2) -> str:
+    """A coverage.py total as coverage.py prints it at ``precision``."""
+    return headline.shown_at(
+        headline.Headline("", pair[1], pair[0], headline.RULES[("coveragepy", None)]), precision
+    )
+
+
 def line_number(repo: Path, text: str) -> int:
     return (repo / "shop/cart.py").read_text().splitlines().index(text) + 1
 
@@ -109,11 +125,13 @@ def both_measured(repo: Path, saved) -> None:
 def test_gate_fail_under_total_checks_the_current_total_without_a_baseline(repo: Path, measured) -> None:
     _repo, _commits, saved = measured
     ingest(repo, saved["c2"]["json"])
-    hit, found = lines_of(saved["c2"]["json"])
+    # coverage.py's own total (statements and branches) at its default precision 0, as its --fail-under.
+    hit, found = total_of(saved["c2"]["json"])
     passed = cli(repo, "gate", "--fail-under-total", "50")
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.splitlines()[0] == (
-        f"PASS total: total line coverage {hit}/{found} ({percent(hit, found)}) meets the minimum 50%"
+        f"PASS total: total coverage (statements+branches, coverage.py JSON's) {hit}/{found} "
+        f"({shown((hit, found), 0)}) meets the minimum 50%"
     )
     failed = cli(repo, "gate", "--fail-under-total", "99.5", "--json")
     assert failed.returncode == 3
@@ -121,7 +139,8 @@ def test_gate_fail_under_total_checks_the_current_total_without_a_baseline(repo:
         {
             "name": "total",
             "passed": False,
-            "detail": f"total line coverage {hit}/{found} ({percent(hit, found)}) is under the minimum 99.5%",
+            "detail": f"total coverage (statements+branches, coverage.py JSON's) {hit}/{found} "
+            f"({shown((hit, found), 0)}) is under the minimum 99.5%",
         }
     ]
     assert json.loads(failed.stderr)["error"]["code"] == "threshold_not_met"
@@ -323,11 +342,12 @@ def test_the_markdown_report_reads_like_a_pull_request_comment(repo: Path, measu
     data = json.loads(cli(repo, "diff", "--baseline", "HEAD~2", "--json").stdout)["data"]
     patch = data["patch"]
     # Total before -> after with the change, and patch coverage, in the first line under the title.
-    headline = md.splitlines()[2]
-    assert headline.startswith(f"**Total coverage: {percent(*before)} → {percent(*after)} (-")
+    first = md.splitlines()[2]
+    totals = total_of(saved["c0"]["json"]), total_of(saved["c2"]["json"])  # coverage.py's own totals
+    assert first.startswith(f"**Total coverage: {shown(totals[0])} → {shown(totals[1])} (-")
     assert (
         f"**Patch coverage: {percent(patch['hit'], patch['found'])}** ({patch['hit']} of {patch['found']} "
-        "added or changed lines covered)" in headline
+        "added or changed lines covered)" in first
     )
     assert f"Baseline `{commits['c0'][:12]}` (ref `HEAD~2`, {before[0]}/{before[1]} lines covered)" in md
     # The per-file delta of the one changed source file.

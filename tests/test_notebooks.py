@@ -70,10 +70,11 @@ def test_the_history_notebook_tabulates_and_plots_the_samples_rising_history_wit
     assert _checkout_state() == before
     assert _printed(outputs).count("snap-") == 3
     trend, least = _tables(outputs)
-    assert _row(trend, "unit") and _row(trend, "30", "48", "62.5")
-    assert _row(trend, "37", "48", "77.1") and _row(trend, "40", "48", "83.3")
-    assert trend.index("62.5") < trend.index("77.1") < trend.index("83.3")  # oldest first
-    assert _row(least, "inventory/pricing.py", "13", "18", "5", "72.2")
+    # The headline: coverage.py's own total, statements and branches together (30+7 of 48+20 ...).
+    assert _row(trend, "unit") and _row(trend, "37", "68", "54.4")
+    assert _row(trend, "47", "68", "69.1") and _row(trend, "53", "68", "77.9")
+    assert trend.index("54.4") < trend.index("69.1") < trend.index("77.9")  # oldest first
+    assert _row(least, "inventory/pricing.py", "18", "26", "8", "69.2")
     assert least.index("pricing.py") < least.index("stock.py") < least.index("__init__.py")
     assert _plots(outputs) == 2
 
@@ -84,10 +85,11 @@ def test_the_loss_notebook_ranks_and_plots_the_files_that_lost_coverage_when_the
     before = _checkout_state()
     outputs = _run("coverage-loss.ipynb", tmp_path)
     assert _checkout_state() == before
-    assert re.search(r"lines lost between [0-9a-f]{8} and [0-9a-f]{8}: 10\b", _printed(outputs))
+    assert re.search(r"headline lost between [0-9a-f]{8} and [0-9a-f]{8}: 16\b", _printed(outputs))
     (ranking,) = _tables(outputs)
-    assert _row(ranking, "inventory/pricing.py", "13/18", "4/18", "9", "-50.0")
-    assert _row(ranking, "inventory/stock.py", "24/27", "23/27", "1", "-3.7")
+    # Each file's headline: statements and branches together, as coverage.py counts a file.
+    assert _row(ranking, "inventory/pricing.py", "18/26", "4/26", "14", "-53.8")
+    assert _row(ranking, "inventory/stock.py", "32/39", "30/39", "2", "-5.1")
     assert ranking.index("pricing.py") < ranking.index("stock.py")
     assert "__init__.py" not in ranking  # nothing lost there
     assert _plots(outputs) == 2  # the ranking, and the worst files commit by commit
@@ -103,7 +105,7 @@ def test_both_notebooks_read_the_users_own_checkout_when_repo_is_set(tmp_path: P
     second = measure(repo)
     with open_project(repo) as project:
         project.ingest(second["json"], suite="unit")
-        found_hit = [(s.totals["lines"].hit, s.totals["lines"].found) for s in reversed(project.snapshots())]
+        found_hit = [(s.headline.hit, s.headline.found) for s in reversed(project.snapshots())]
     status = git(repo, "status", "--porcelain")
 
     history = _run("coverage-history.ipynb", tmp_path, REPO=str(repo))

@@ -130,11 +130,22 @@ def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> N
         svc.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "unit"})
         data = review(svc, task="history", measurement={"suite": "unit"})["data"]
         assert data["window"]["snapshots"] == 2 and len(data["points"]) == 2
-        assert data["window"]["newest"] == [40, 48] and data["window"]["change"] > 0
+        # The headline: coverage.py's own total, statements and branches together.
+        totals = json.loads((sample_repo / "step3.coverage.json").read_text())["totals"]
+        newest = [
+            totals["covered_lines"] + totals["covered_branches"],
+            totals["num_statements"] + totals["num_branches"],
+        ]
+        assert data["window"]["newest"] == newest and data["window"]["change"] > 0
         file_hist = review(svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py")[
             "data"
         ]
-        assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [13, 18, "complete", None]
+        pricing = json.loads((sample_repo / "step3.coverage.json").read_text())["files"][
+            "inventory/pricing.py"
+        ]
+        s = pricing["summary"]  # a file's figure follows the same rule: statements and branches
+        both = [s["covered_lines"] + s["covered_branches"], s["num_statements"] + s["num_branches"]]
+        assert file_hist["subject"] == "file" and file_hist["points"][0][3:] == [*both, "complete", None]
         line_hist = review(
             svc, task="history", measurement={"suite": "unit"}, file="inventory/pricing.py", lines="24"
         )["data"]

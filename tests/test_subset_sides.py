@@ -187,7 +187,7 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
                 "measure",
                 [],
             ]
-            assert rows[c0_id][11:] == ["import", None]
+            assert rows[c0_id][11:13] == ["import", None]
 
         # The CLI, routed to the daemon that holds the store.
         listed_cli = await asyncio.to_thread(cli, repo, "snapshots")
@@ -202,12 +202,24 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
         threshold = str(int(full * 100))  # a whole percent the complete run meets and the subset does not
         assert part * 100 < int(full * 100)
 
-        gate = await asyncio.to_thread(cli, repo, "gate", "--fail-under-total", threshold, "--suite", "unit")
+        # The threshold is a line share: --counter lines checks the exact line total (the headline adds branches).
+        gate = await asyncio.to_thread(
+            cli, repo, "gate", "--fail-under-total", threshold, "--counter", "lines", "--suite", "unit"
+        )
         assert gate.returncode == 0, gate.stdout + gate.stderr
         assert "PASS total" in gate.stdout
 
         refused = await asyncio.to_thread(
-            cli, repo, "gate", "--fail-under-total", threshold, "--current", subset_id, "--json"
+            cli,
+            repo,
+            "gate",
+            "--fail-under-total",
+            threshold,
+            "--counter",
+            "lines",
+            "--current",
+            subset_id,
+            "--json",
         )
         assert refused.returncode == 2, refused.stdout + refused.stderr
         error = json.loads(refused.stderr)["error"]
@@ -223,8 +235,8 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
             cli, repo, "diff", "--baseline", "HEAD~1", "--suite", "unit", "--format", "markdown"
         )
         assert markdown.returncode == 0, markdown.stderr
-        lines = complete["lines"]
-        assert f"→ {percent(lines.hit, lines.found)} " in markdown.stdout  # the complete run's total
+        both = complete["lines"] + complete["branches"]  # coverage.py's own total: statements and branches
+        assert f"→ {percent(both.hit, both.found)} " in markdown.stdout  # the complete run's total
         assert "LBC lost baseline coverage" not in markdown.stdout
 
         named_md = await asyncio.to_thread(

@@ -124,7 +124,9 @@ class _Reader:
         index = self.builder.file(path)
         executed = self._lines(entry.get("executed_lines", []), f"{where}.executed_lines")
         missing = self._lines(entry.get("missing_lines", []), f"{where}.missing_lines")
-        self._lines(entry.get("excluded_lines", []), f"{where}.excluded_lines")
+        excluded = self._lines(entry.get("excluded_lines", []), f"{where}.excluded_lines")
+        if len(excluded):
+            self.builder.add("excluded_lines", file=index, line=np.unique(excluded))
         line = np.concatenate([executed, missing])
         hits = np.concatenate([np.ones(len(executed), I64), np.zeros(len(missing), I64)])
         order = np.argsort(line, kind="stable")

@@ -335,6 +335,12 @@ def _claim(
     return {"claim_status": status, "reasons": reasons + limited}
 
 
+def _headline(snapshots: Any) -> dict[str, Any] | None:
+    """The producing tool's own total of a side's one snapshot; None for a union of several or none."""
+    head = snapshots[0].headline if len(snapshots) == 1 else None
+    return head.to_dict() if head else None
+
+
 def _fixed(
     call: Call, sel: Selection, base: baselines.Baseline, done: Compared, g: Gaps, representation: str
 ) -> dict[str, Any]:
@@ -351,12 +357,15 @@ def _fixed(
             "ref": base.ref,
             "commit": (base.commit or "")[:12] or None,
             "snapshot_ids": [s.snapshot_id for s in base.snapshots],
+            "headline": _headline(base.snapshots),
         },
         "current": {
             "snapshot_ids": [s.snapshot_id for s in sel.snapshots],
             "commit": (sel.primary.commit or "")[:12],
             "scope": "subset" if subset else "complete",
             "lines": [done.cur.lines_hit, done.cur.lines_found],
+            # The producing tool's own total of the one current snapshot (a union of several has none).
+            "headline": _headline(sel.snapshots),
         },
         "diff": done.diff.stats(),
         "categories": _counts(totals, every=True, subset=subset),
@@ -373,6 +382,8 @@ def _fixed(
             "examples": [c.paths[f] for f in outside[:OUTSIDE_EXAMPLES]],
         },
     }
+    if representation == "audit" and len(sel.snapshots) == 1:  # every counter by name, for gates
+        data["current"]["totals"] = {k: [v.hit, v.found] for k, v in sel.primary.totals.items()}
     if representation == "compact":
         data["legend"] = {
             "files": f"[path, status, UNC, {NOT_OBSERVED if subset else 'LBC'}, UIC, GNC]",

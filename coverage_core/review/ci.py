@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import DEFAULT_SUITE, SCOPES, Project
+from ..report import COUNTERS
 from ..service import OPERATIONS, Service, envelope
 from ..validation import Validator
 from . import baseline as baselines
@@ -148,7 +149,18 @@ GATE_SCHEMA: dict[str, Any] = {
         },
         "fail_under_total": {
             **_PERCENT,
-            "description": "Minimum total line coverage of the current side, percent.",
+            "description": "Minimum total of the current side, percent: the producing tool's own "
+            "--fail-under on its headline (counter picks another).",
+        },
+        "counter": {
+            "enum": ["headline", *COUNTERS],
+            "description": "What fail_under_total checks (default headline; lines: the exact line total).",
+        },
+        "precision": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 10,
+            "description": "coverage.py's report:precision for fail_under_total (default 0).",
         },
         "fail_under_patch": {**_PERCENT, "description": "Minimum patch coverage, percent."},
         "ratchet": {"type": "boolean", "description": "No file or directory may have more uncovered lines."},
@@ -178,8 +190,14 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     Without a baseline only ``fail_under_total`` is checked, on the current side alone.
     """
     _GATE.check(args, what="gate")
+    if args.get("fail_under_total") is None and ("counter" in args or "precision" in args):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "counter and precision say how fail_under_total is checked, and no fail_under_total was given",
+            "Pass --fail-under-total P with --counter or --precision, or leave them out.",
+        )
     if "baseline" not in args:
-        others = [k for k in CHECKS if k != "fail_under_total" and args.get(k) not in (None, False)]
+        others = [k for k in CHECKS if k != "fail_under_total" and _given(args.get(k))]
         if args.get("fail_under_total") is None or others or args.get("baseline_fallback"):
             given = " and ".join(others + (["baseline_fallback"] if args.get("baseline_fallback") else []))
             raise CoverageError(
@@ -195,10 +213,10 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
                 {"given": others},
             )
         args = {**args, "baseline": NO_BASELINE}
-    asked = any(args.get(k) not in (None, False) for k in CHECKS)
+    asked = any(_given(args.get(k)) for k in CHECKS)
     text = args.get("criteria", None if asked else DEFAULT_CRITERIA)
     criteria = Criteria(text) if text is not None else None  # bad criteria fail before any work
-    whole = _whole(owner, {k: v for k, v in args.items() if k not in CHECKS})
+    whole = _whole(owner, {k: v for k, v in args.items() if k not in (*CHECKS, "counter", "precision")})
     if not_compared(whole):
         d = whole["data"]
         data = {
@@ -221,6 +239,8 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
         fail_under_patch=args.get("fail_under_patch"),
         ratchet=bool(args.get("ratchet")),
         criteria=criteria,
+        counter=args.get("counter", "headline"),
+        precision=args.get("precision", 0),
     )
     d = summary.data
     data = {
@@ -237,6 +257,11 @@ def gate(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
     if unproven(whole):
         data["reason_codes"] = list(d["reason_codes"])
     return {"context": whole["context"], "data": data, "page": None}
+
+
+def _given(value: Any) -> bool:
+    """A check was asked for: a value, or a true flag (a minimum of 0 is asked for; 0 == False in Python)."""
+    return value is not None and value is not False
 
 
 def unproven(envelope: dict[str, Any]) -> bool:

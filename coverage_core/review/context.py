@@ -111,7 +111,7 @@ def _age_seconds(created: dt.datetime) -> int:
 
 
 def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str, Any]:
-    main = next((snap.totals[k] for k in ("lines", "statements") if k in snap.totals), None)
+    main = snap.headline  # the producing tool's own total, as it rounds it
     brief = {
         "suite": snap.suite,
         "snapshot_id": snap.snapshot_id,
@@ -122,6 +122,8 @@ def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str
         "dirty": snap.dirty,
         "scope": snap.scope,
         "covered": [main.hit, main.found] if main else None,
+        "percent": main.percent if main else None,
+        "counter": main.counter if main else None,
         "claim_status": claim_for(call, snap, state=state)["claim_status"],
         # Per file, by content identity: fresh while HEAD has the measured text.
         "content": content_summary(call, snap),

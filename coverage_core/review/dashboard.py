@@ -42,6 +42,7 @@ from typing import Any
 
 import duckdb
 
+from .. import headline as headlines
 from ..display import delta as delta_text
 from ..display import delta_hundredths
 from ..errors import CoverageError, ErrorCode
@@ -127,6 +128,20 @@ def _counters(snap: Snapshot | None) -> dict[str, Any] | None:
             if counter is None
             else {"hit": counter.hit, "found": counter.found, "percent": _percent(counter.hit, counter.found)}
         )
+    # The producing tool's own total (coverage_core.headline): ``text`` is its figure as it rounds it.
+    head = snap.headline
+    out["headline"] = (
+        None
+        if head is None
+        else {
+            "counter": head.counter,
+            "hit": head.hit,
+            "found": head.found,
+            "percent": _percent(head.hit, head.found),
+            "text": head.percent,
+            "rule": head.rule.name,
+        }
+    )
     return out
 
 
@@ -186,7 +201,7 @@ def _selected(con: duckdb.DuckDBPyConnection, snap: Snapshot | None) -> dict[str
 def _metrics(current: Snapshot | None, base: Snapshot | None) -> dict[str, Any]:
     now, then = _counters(current), _counters(base)
     out: dict[str, Any] = {}
-    for name in COUNTERS:
+    for name in ("headline", *COUNTERS):
         c = now.get(name) if now else None
         b = then.get(name) if then else None
         delta = text = None
@@ -275,6 +290,7 @@ def _files(
     """The first ``MAX_FILES`` files in ``order`` (the listing's: path, most uncovered lines first, lowest coverage
     first), ordered by the store before the cut: on a large project the worst files are the ones shipped."""
     page = project.store.files(current.snapshot_id, limit=MAX_FILES, order=order, con=con)
+    style = headlines.rule_for(current.format, current.tool).style
     categories = {f["path"]: f.get("lines") or {} for f in (change or {}).get("files", [])} if change else {}
     rows = [
         {
@@ -283,6 +299,13 @@ def _files(
             "lines": {"hit": f.lines.hit, "found": f.lines.found},
             "branches": {"hit": f.branches.hit, "found": f.branches.found},
             "functions": {"hit": f.functions.hit, "found": f.functions.found},
+            # The file's figure by the producing tool's rule (coverage.py: statements and branches).
+            "headline": {
+                "hit": (h := f.headline or f.lines).hit,
+                "found": h.found,
+                "text": headlines.display(style, h.hit, h.found),
+            },
+            "excluded": f.excluded,
             "change": categories.get(f.path),
         }
         for f in page.files

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from .. import headline as headlines
 from ..display import percent
 from ..errors import CoverageError, ErrorCode
 from .categories import CATEGORIES
@@ -174,6 +175,39 @@ def _threshold(name: str, what: str, hit: int, found: int, minimum: float, *, em
     return Check(name, ok, f"{what} {hit}/{found} ({percent(hit, found)}) {verdict} the minimum {minimum:g}%")
 
 
+def _total(data: dict[str, Any], minimum: float, counter: str, precision: int) -> Check:
+    """``fail_under_total``: by default the producing tool's own ``--fail-under`` on its headline
+    (coverage.py's rounding at ``precision``); ``counter="lines"`` is the exact line total, another counter
+    that counter's exact total."""
+    current = data["current"]
+    if counter == "lines" or (counter == "headline" and not current.get("headline")):
+        hit, found = current["lines"]
+        what = (
+            "total line coverage"
+            if counter == "lines"
+            else "total line coverage (several snapshots: no tool total)"
+        )
+        return _threshold("total", what, hit, found, minimum, empty_passes=False)
+    if counter != "headline":
+        pair = (current.get("totals") or {}).get(counter)
+        if pair is None:
+            return Check("total", False, f"the current side has no {counter} counter to check")
+        return _threshold("total", f"total {counter} coverage", pair[0], pair[1], minimum, empty_passes=False)
+    head = headlines.Headline.from_dict(current["headline"])
+    if not head.found:
+        return Check(
+            "total", False, f"total {head.counter}: nothing measured, so it cannot reach {minimum:g}%"
+        )
+    ok = not headlines.fails_under(head, minimum, precision)
+    verdict = "meets" if ok else "is under"
+    return Check(
+        "total",
+        ok,
+        f"total coverage ({head.counter}, {head.rule.name}'s) {head.hit}/{head.found} "
+        f"({headlines.shown_at(head, precision)}) {verdict} the minimum {minimum:g}%",
+    )
+
+
 def uncovered_growth(summary: Summary) -> dict[str, tuple[int, int]]:
     """(baseline, current) uncovered lines of every file and directory whose count changed."""
     lost = 0 if summary.subset else 1
@@ -206,15 +240,14 @@ def evaluate(
     fail_under_patch: float | None = None,
     ratchet: bool = False,
     criteria: Criteria | None = None,
+    counter: str = "headline",
+    precision: int = 0,
 ) -> list[Check]:
     """The requested checks, in a fixed order; a check passes or names what failed."""
     checks: list[Check] = []
     data = summary.data
     if fail_under_total is not None:
-        hit, found = data["current"]["lines"]
-        checks.append(
-            _threshold("total", "total line coverage", hit, found, fail_under_total, empty_passes=False)
-        )
+        checks.append(_total(data, fail_under_total, counter, precision))
     if fail_under_patch is not None:
         p = data["patch"]
         checks.append(

@@ -40,20 +40,25 @@ def _series(call: Call, sel: Selection) -> list[tuple]:
     primary = sel.primary
     file = call.args.get("file")
     lines = line_range(call.args.get("lines"))
-    counter = main_counter(primary) or "lines"
+    head = primary.headline
+    counters = list(head.rule.counters) if head else [main_counter(primary) or "lines"]
     # The series a reader is shown: subset runs a complete snapshot of their commit outranks are no points
     # (a named one is its own first point).
     base = f"SELECT s.snap FROM snapshots s WHERE s.suite = ? AND s.snap <= ? AND ({chosen_side('s')} OR s.snap = ?)"
     params: list[Any] = [primary.suite, sel.snaps[0], sel.snaps[0]]
     if file is None:
+        # The headline of each point: the primary's rule's counters summed (coverage.py: statements and
+        # branches), the first of them required.
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, t.hit, t.found, s.snap, s.scope
-            FROM snapshots s JOIN snapshot_totals t ON t.snap = s.snap AND t.counter = ?
-            WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
-        params = [counter, *params]
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, sum(t.hit), sum(t.found), s.snap, s.scope
+            FROM snapshots s JOIN snapshot_totals t ON t.snap = s.snap AND list_contains(?, t.counter)
+            WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha, s.scope
+            HAVING bool_or(t.counter = ?) ORDER BY s.snap DESC"""
+        params = [counters, *params, counters[0]]
     elif lines is None:
         sql = f"""
-            SELECT s.snapshot_id, s.created_at, s.commit_sha, f.lines_hit, f.lines_found, s.snap, s.scope
+            SELECT s.snapshot_id, s.created_at, s.commit_sha, coalesce(f.headline_hit, f.lines_hit),
+                   coalesce(f.headline_found, f.lines_found), s.snap, s.scope
             FROM snapshots s JOIN files f ON f.snap = s.snap AND f.path = ?
             WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [file, *params]
@@ -89,6 +94,14 @@ def by_ancestry(call: Call, reference: str | None, rows: list[tuple], commit_of:
     return sorted(rows, key=lambda r: (*place[commit_of(r)], order[id(r)]))
 
 
+def _counter(primary: Any, subject: str) -> str | None:
+    """What a history point counts: the headline's counters for the project and a file, lines for lines."""
+    if subject == "line":
+        return "lines"
+    head = primary.headline
+    return head.counter if head else main_counter(primary)
+
+
 def _share(hit: int, found: int) -> float | None:
     return None if not found else hit / found
 
@@ -102,7 +115,7 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "task": "history",
         "suite": sel.primary.suite,
         "subject": subject,
-        "counter": main_counter(sel.primary) if subject == "project" else "lines",
+        "counter": _counter(sel.primary, subject),
     }
     if call.args.get("file"):
         data["file"] = call.args["file"]

@@ -35,10 +35,12 @@ FILE_ORDERS = ("path", "uncovered", "coverage")
 
 SNAPSHOT_LEGEND = (
     "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "
-    "run]; run is [run_id, command, case args] for a run's snapshot, null for an import"
+    "run, percent]; counter, hit, found, percent: the producing tool's headline, as it rounds; run is "
+    "[run_id, command, case args] for a run's snapshot, null for an import"
 )
 FILE_LEGEND = (
-    "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping]"
+    "[path, lines_hit, lines_found, branches_hit, branches_found, functions_hit, functions_found, mapping, "
+    "headline_hit, headline_found, excluded]"
 )
 
 
@@ -73,8 +75,7 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
     def record(s: Any) -> Any:
         if not compact:
             return {**snapshot_to_dict(s), "run": runs.get(s.snapshot_id)}
-        counter = next((c for c in ("lines", "statements", "regions", "instructions") if c in s.totals), None)
-        hit, total = (s.totals[counter].hit, s.totals[counter].found) if counter else (0, 0)
+        head = s.headline
         return [
             s.snapshot_id,
             s.created_at.isoformat(timespec="seconds"),
@@ -84,11 +85,12 @@ def snapshots(call: Call, budget: Budget) -> dict[str, Any]:
             s.branch,
             s.dirty,
             s.scope,
-            counter,
-            hit,
-            total,
+            head and head.counter,
+            head.hit if head else 0,
+            head.found if head else 0,
             s.provenance,
             provenance.compact(runs.get(s.snapshot_id)),
+            head.percent if head else "-",
         ]
 
     data: dict[str, Any] = {"task": "snapshots", "filter": wanted}
@@ -131,6 +133,8 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             f.functions.hit,
             f.functions.found,
             f.mapping,
+            *((f.headline.hit, f.headline.found) if f.headline else (f.lines.hit, f.lines.found)),
+            f.excluded,
         ]
         if compact
         else converter.unstructure(f)
@@ -178,6 +182,8 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "summary": converter.unstructure(detail.summary),
         "tests": list(detail.tests),
     }
+    if detail.excluded_lines:  # the whole file's, like its tests
+        head["excluded_lines"] = list(detail.excluded_lines)
     head.update(claim_for_file(call, sel.primary, detail.summary.path, claim_for_selection(call, sel)))
     # Every line that starts a record, in order: a page ends after the k-th of them.
     starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))

@@ -38,7 +38,7 @@ MAX_RANGES = 10
 MAX_LINES_PER_RANGE = 200
 MAX_LINE_CHARS = 160
 CONTEXT_LINES = 2
-MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "-": "not code"}
+MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "x": "excluded", "-": "not code"}
 # Formats whose executable lines are statement lines, so never blank; region
 # and block formats (llvm, go, regions-v1) spread a count over every line of a
 # block, blank ones included.
@@ -238,6 +238,12 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             [snap, fid, lo, hi],
         ):
             marks[int(line)] = "u" if hits == 0 else ("p" if partial else "c")
+        # Lines the tool excluded (coverage.py's "# pragma: no cover"): not code it counts, and said so.
+        for (line,) in call.rows(
+            "SELECT line FROM excluded_lines WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?",
+            [snap, fid, lo, hi],
+        ):
+            marks.setdefault(int(line), "x")
     data.update(claim)
     if representation == "compact":
         data["legend"] = {"lines": "[number, mark, text]", "marks": MARKS}

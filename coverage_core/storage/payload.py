@@ -88,6 +88,7 @@ KEPT = (
     "uncovered_targets",
     "test_signatures",
     "snapshot_payloads",
+    "excluded_lines",  # a few line numbers per file, read by the file and source answers without a restore
 )
 
 Columns = dict[str, np.ndarray]

@@ -27,6 +27,10 @@ History:
        ('compaction', or 'migration' for payloads compacted before revision 10,
        whose digest vouches only for their bytes as this migration found them);
        ``composite_snapshots.saturated`` (a region's summed hits were clamped).
+    11 the producing tool's numbers: ``files.headline_found``/``headline_hit`` (each
+       file's headline by its tool's rule, coverage_core.headline), ``files.excluded``
+       and ``excluded_lines`` (the lines the tool excluded, coverage.py's
+       ``excluded_lines``).
 
 Each migration runs with its revision bump in one transaction. A store whose
 revision is newer than ``SCHEMA_REVISION`` is refused, never downgraded.
@@ -48,7 +52,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 
-SCHEMA_REVISION = 10
+SCHEMA_REVISION = 11
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -434,6 +438,42 @@ def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+_REVISION_11 = """
+-- A file's headline by its producing tool's rule (coverage_core.headline): for
+-- coverage.py statements plus branches, for JaCoCo instructions, for Go
+-- statements, else lines. Filled for older rows by the step below from the
+-- columns they have: lines (plus branches for coverage.py), since JaCoCo's
+-- per-file instructions and Go's per-file statements were not kept before.
+ALTER TABLE files ADD COLUMN headline_found BIGINT;
+ALTER TABLE files ADD COLUMN headline_hit BIGINT;
+-- How many lines of the file the tool excluded (0: none, or not reported).
+ALTER TABLE files ADD COLUMN excluded INTEGER DEFAULT 0;
+
+-- The lines each file's tool excluded from measurement (coverage.py's
+-- excluded_lines: '# pragma: no cover' and the like), in (snap, file_id, line)
+-- order. A few rows per file: compaction leaves them in place, like files.
+CREATE TABLE excluded_lines (
+    snap    INTEGER NOT NULL,
+    file_id INTEGER NOT NULL,
+    line    INTEGER NOT NULL
+);
+"""
+
+# The formats whose headline adds branches to the lines (coverage.py's, coverage_core.headline).
+_COMBINED = "s.format = 'coveragepy' OR (s.format = 'cobertura' AND s.tool = 'coverage.py')"
+
+
+def _headline_of_old_files(con: duckdb.DuckDBPyConnection) -> None:
+    """Revision 11's data step: the headline of every file stored before it, from the columns it has."""
+    con.execute(_REVISION_11)
+    con.execute(
+        f"""UPDATE files SET
+              headline_found = files.lines_found + CASE WHEN {_COMBINED} THEN files.branches_found ELSE 0 END,
+              headline_hit = files.lines_hit + CASE WHEN {_COMBINED} THEN files.branches_hit ELSE 0 END
+            FROM snapshots s WHERE s.snap = files.snap"""
+    )
+
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1 (DDL text, or a step that runs it and
 # fills what DDL cannot compute).
 MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
@@ -447,6 +487,7 @@ MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
     _REVISION_8,
     _REVISION_9,
     _digest_old_payloads,
+    _headline_of_old_files,
 )
 assert len(MIGRATIONS) == SCHEMA_REVISION
 

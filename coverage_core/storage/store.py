@@ -33,6 +33,7 @@ import attrs
 import duckdb
 import numpy as np
 
+from .. import headline
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..git import Checkout
 from ..ids import is_snapshot_id, new_snapshot_id
@@ -342,6 +343,11 @@ class ProjectStore:
             pair = report.file_totals.get(counter)
             return zeros if pair is None else pair[i]
 
+        head_found, head_hit = headline.per_file(
+            headline.rule_for(report.format, report.tool), report.file_totals, n
+        )
+        excluded = report.excluded_lines
+
         _bulk(
             con,
             "files",
@@ -363,8 +369,13 @@ class ProjectStore:
                 "content_blob": np.array(
                     measured.blobs if measured is not None else [None] * n, dtype=object
                 ),
+                "headline_found": head_found,
+                "headline_hit": head_hit,
+                "excluded": np.bincount(excluded["file"], minlength=n).astype(np.int32),
             },
         )
+        if len(excluded):
+            _bulk(con, "excluded_lines", snap, {"file_id": excluded["file"], "line": excluded["line"]})
         if measured is not None and measured.texts:
             ids = sorted(measured.texts)
             _bulk(
@@ -835,7 +846,8 @@ class ProjectStore:
         orders = {
             "path": "path, file_id",
             "uncovered": "lines_found - lines_hit DESC, path, file_id",
-            "coverage": "CASE WHEN lines_found = 0 THEN 1.0 ELSE lines_hit / lines_found END, path, file_id",
+            "coverage": "CASE WHEN coalesce(headline_found, lines_found) = 0 THEN 1.0 "
+            "ELSE coalesce(headline_hit, lines_hit) / coalesce(headline_found, lines_found) END, path, file_id",
         }
         if order not in orders:
             raise CoverageError(
@@ -846,7 +858,7 @@ class ProjectStore:
         total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchall()[0][0]
         rows = con.execute(
             f"""SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
-                       functions_found, functions_hit
+                       functions_found, functions_hit, headline_found, headline_hit, excluded
                 FROM files WHERE snap = ? ORDER BY {orders[order]} LIMIT ? OFFSET ?""",
             [snap, int(limit), int(offset)],
         ).fetchall()
@@ -918,7 +930,7 @@ class ProjectStore:
         )
         row = con.execute(
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
-                      branches_hit, functions_found, functions_hit
+                      branches_hit, functions_found, functions_hit, headline_found, headline_hit, excluded
                FROM files WHERE snap = ? AND (path = ? OR report_path = ?) ORDER BY path = ? DESC LIMIT 1""",
             [snap, path, path, path],
         ).fetchone()
@@ -963,6 +975,13 @@ class ProjectStore:
                 "start_line, start_col",
             ),
             tests=tuple(t[0] for t in tests),
+            excluded_lines=tuple(
+                int(r[0])
+                for r in con.execute(
+                    "SELECT line FROM excluded_lines WHERE snap = ? AND file_id = ? ORDER BY line",
+                    [snap, file_id],
+                ).fetchall()
+            ),
         )
 
 
@@ -974,6 +993,8 @@ def _file_summary(r: Sequence[Any]) -> FileSummary:
         lines=Counter(int(r[3]), int(r[4])),
         branches=Counter(int(r[5]), int(r[6])),
         functions=Counter(int(r[7]), int(r[8])),
+        headline=None if r[9] is None else Counter(int(r[9]), int(r[10])),
+        excluded=int(r[11] or 0),
     )
 
 

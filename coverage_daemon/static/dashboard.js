@@ -19,8 +19,8 @@
   let data = null;
   let stream = null;
   // The file table's column and direction; the server orders (and cuts) the files by the same column.
-  const SERVER_ORDER = { "path": "path", "lines.missed": "uncovered", "lines.pct": "coverage" };
-  const ORDER_COLUMN = { path: ["path", 1], uncovered: ["lines.missed", -1], coverage: ["lines.pct", 1] };
+  const SERVER_ORDER = { "path": "path", "lines.missed": "uncovered", "headline.pct": "coverage" };
+  const ORDER_COLUMN = { path: ["path", 1], uncovered: ["lines.missed", -1], coverage: ["headline.pct", 1] };
   let [sortKey, sortDir] = ORDER_COLUMN[state.order] || ORDER_COLUMN.path;
   let focusSort = null;
   // Tests and benchmarks read these; nothing else does.
@@ -176,8 +176,9 @@
     }));
   }
   function snapLabel(point) {
-    const t = point.totals && point.totals.lines;
-    return short(point.commit) + " · " + when(point.created_at).slice(0, 16) + (t ? " · " + pct(t.percent) : "") +
+    // the producing tool's own total, as it rounds it (lines for a snapshot without one)
+    const h = point.totals && point.totals.headline, t = point.totals && point.totals.lines;
+    return short(point.commit) + " · " + when(point.created_at).slice(0, 16) + (h ? " · " + h.text : t ? " · " + pct(t.percent) : "") +
       " · " + point.snapshot_id.slice(5, 13);
   }
   function renderPickers(d) {
@@ -193,11 +194,14 @@
   }
 
   function renderMetrics(d) {
-    for (const name of COUNTERS) {
+    for (const name of ["headline", ...COUNTERS]) {
       const card = byId("metric-" + name);
       const m = d.metrics[name];
+      if (!card || !m) continue;
       const c = m.current;
-      card.querySelector(".percent").textContent = c ? pct(c.percent) : "—";
+      // the total card shows the producing tool's figure as it prints it (coverage.py: statements and branches)
+      if (name === "headline") card.querySelector(".counter").textContent = c ? "(" + c.counter + ")" : "";
+      card.querySelector(".percent").textContent = c ? (c.text || pct(c.percent)) : "—";
       card.querySelector(".counts").textContent = c ? c.hit + " of " + c.found + " covered" : "not measured";
       const delta = card.querySelector(".delta");
       delta.classList.remove("up", "down");
@@ -346,7 +350,7 @@
       const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
       return (va < vb ? -1 : va > vb ? 1 : a.path < b.path ? -1 : 1) * sortDir;
     });
-    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"]];
+    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"], ["headline.pct", "Total"]];
     const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
       el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
         class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
@@ -358,8 +362,10 @@
         el("td", { class: "num", text: f.lines.found - f.lines.hit }),
         counterCell(f.branches),
         counterCell(f.functions),
+        // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
+        el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
         el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
-    const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest line coverage" }[files.order || "path"];
+    const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest total coverage" }[files.order || "path"];
     fill("files-body", table, files.truncated ? note("Showing the " + files.rows.length + " of " + files.total + " files " + by +
       "; sorting by another column sorts these.") : null);
     if (focusSort) { table.querySelector('th button[data-sort="' + focusSort + '"]').focus(); focusSort = null; }
