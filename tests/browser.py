@@ -75,11 +75,11 @@ def store(repo: Path, reports: dict[str, tuple[Path, str]], *names: str) -> None
         project.close()
 
 
-def cli(repo: Path, *args: str) -> dict[str, Any]:
-    """A coverage-mcp command's --json answer (through the daemon when it holds the store)."""
+def cli(repo: Path, *args: str, process: bool = True) -> dict[str, Any]:
+    """A coverage-mcp command's --json answer (through the daemon when it holds the store). A child process
+    by default: called from a test's event loop, an in-process command would block the daemon it reaches."""
     cut = args.index("--") if "--" in args else len(args)  # our options go before a command's own words
-    # A child process: the daemon it reaches runs in the test's event loop (commandline.cli).
-    out = command(*args[:cut], "--json", "--repo", str(repo), *args[cut:], cwd=repo, process=True)
+    out = command(*args[:cut], "--json", "--repo", str(repo), *args[cut:], cwd=repo, process=process)
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)
 
@@ -89,7 +89,9 @@ class Live:
         self.running, self.repo, self.reports = running, repo, reports
 
     async def cli(self, *args: str) -> dict[str, Any]:
-        return await asyncio.to_thread(cli, self.repo, *args)
+        """In this process, on a thread: the daemon's event loop goes on serving while the command waits on
+        it. What the tests compare is the command's answer; routing has its own tests (test_cli_routing)."""
+        return await asyncio.to_thread(cli, self.repo, *args, process=False)
 
     async def sign_in(self, context: Any) -> Any:
         """``coverage-mcp dashboard`` as a person runs it; the browser opens the file it wrote."""

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import collections
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,6 +22,48 @@ SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 def pytest_configure(config: pytest.Config) -> None:
     """The run's environment is the suite's before any test or subprocess starts (``environment.scrub``)."""
     scrub(config._tmp_path_factory.getbasetemp() / "environment")
+
+
+# The files that take longest, longest first (measured: benchmarks/suite_durations.md). xdist hands out whole
+# files (--dist loadfile) in collection order (scripts/test passes --no-loadscope-reorder), so these start
+# first and no worker begins a long file while the others are finishing; every other file follows, those
+# with more tests first. The order changes what runs when, never what runs.
+LONGEST_FIRST = (
+    "tests/test_runs_daemon.py",
+    "tests/test_compaction.py",
+    "tests/test_hermetic.py",
+    "tests/test_trust_fuzz.py",
+    "tests/test_dashboard_browser.py",
+    "tests/test_fresh_clone.py",
+    "tests/test_dashboard_review_browser.py",
+    "tests/test_composite.py",
+    "tests/test_review.py",
+    "tests/test_daemon_lifecycle.py",
+    "tests/test_trust_auth.py",
+    "tests/test_faults.py",
+    "tests/test_dashboard_api.py",
+    "tests/test_analysis_daemon.py",
+    "tests/test_report_identity.py",
+    "tests/test_cli_wait.py",
+    "tests/test_preserved_wal.py",
+    "tests/test_branch_identity.py",
+    "tests/test_compaction_daemon.py",
+    "tests/test_connector_lifecycle.py",
+    "tests/test_store_corpus.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first (``LONGEST_FIRST``), then the rest by their number of tests; a file's own tests
+    keep their order (the sort is stable)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    counts = collections.Counter(item.nodeid.split("::")[0] for item in items)
+
+    def file_order(item: pytest.Item) -> tuple[int, int]:
+        name = item.nodeid.split("::")[0]
+        return (rank.get(name, len(rank)), -counts[name])
+
+    items.sort(key=file_order)
 
 
 @pytest.fixture(autouse=True)

@@ -58,9 +58,14 @@ def _compacted(repo: Path) -> set[str]:
         }
 
 
-def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A child process: a daemon or another process holds the store in these tests."""
-    return commandline.cli(*args, repo=repo, process=True)
+def _cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A child process: a daemon in this test's event loop or another process holds the store."""
+    return commandline.cli(*args, repo=repo, env=env, process=True)
+
+
+def _cli_here(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """In this process: nothing holds the store, and what is checked is the code, message and exit code."""
+    return commandline.cli(*args, repo=repo)
 
 
 def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:
@@ -250,7 +255,7 @@ async def test_the_settings_route_validates_compaction_policy_ranges(
 @pytest.mark.parametrize("age", ["garbage", "-3", "3w", "1.5d", ""])
 def test_an_age_that_is_not_one_is_refused_before_the_store_is_touched(sample_repo: Path, age: str) -> None:
     _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
-    done = _cli(sample_repo, "compact", "--older-than", age, "--json")
+    done = _cli_here(sample_repo, "compact", "--older-than", age, "--json")
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stderr)["error"]["code"] == "invalid_argument"
     assert _compacted(sample_repo) == set()
@@ -260,7 +265,15 @@ def test_compact_on_a_store_another_process_holds_says_who_holds_it(sample_repo:
     _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
     holder = StoreHolder(sample_repo)
     try:
-        done = _cli(sample_repo, "compact", "--older-than", "0", "--json")
+        # A short wait for the holder (its length and expiry are test_cli_wait's subject).
+        done = _cli(
+            sample_repo,
+            "compact",
+            "--older-than",
+            "0",
+            "--json",
+            env={"COVERAGE_MCP_CLI_STORE_WAIT_MS": "300"},
+        )
         assert json.loads(done.stderr)["error"]["code"] == "store_locked"
         assert done.returncode != 0
     finally:
@@ -274,7 +287,7 @@ def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sam
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE lines (x INTEGER)")
     con.close()
-    done = _cli(sample_repo, "compact", "--older-than", "0", "--json")
+    done = _cli_here(sample_repo, "compact", "--older-than", "0", "--json")
     assert done.returncode != 0
     assert json.loads(done.stderr)["error"]["code"] in (
         "store_unavailable",
@@ -300,7 +313,7 @@ def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sam
 def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(
     sample_repo: Path, setting: str, mention: str
 ) -> None:
-    done = _cli(sample_repo, "compact", "--set", setting, "--json")
+    done = _cli_here(sample_repo, "compact", "--set", setting, "--json")
     assert done.returncode == 2
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "invalid_argument" and mention in error["message"]

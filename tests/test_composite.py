@@ -10,6 +10,7 @@ code under test.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -106,10 +107,27 @@ def _as_counter(pair: tuple[int, int]) -> dict[str, int]:
     return {"found": pair[0], "hit": pair[1]}
 
 
+@pytest.fixture(scope="module")
+def measured_product(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Path]]:
+    """The product built and measured once for this file (two clang builds, coverage.py, c8): its checkout,
+    a pristine copy of it and the reports."""
+    base = tmp_path_factory.mktemp("composite")
+    root = make_product(base / "product")
+    reports = measure(root)
+    pristine = base / "pristine"
+    shutil.copytree(root, pristine, symlinks=True)
+    return root, pristine, reports
+
+
 @pytest.fixture
-def product(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
-    root = make_product(tmp_path / "product")
-    return root, measure(root)
+def product(measured_product: tuple[Path, Path, dict[str, Path]]) -> tuple[Path, dict[str, Path]]:
+    """A fresh measured product for each test: the pristine checkout and reports put back where they were
+    measured (the reports name their sources by absolute path), so what one test edits, commits or stores
+    never reaches the next."""
+    root, pristine, reports = measured_product
+    shutil.rmtree(root)
+    shutil.copytree(pristine, root, symlinks=True)
+    return root, reports
 
 
 def _build(root: Path, reports, **kw):

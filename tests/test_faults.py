@@ -22,19 +22,17 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import opening
 from coverage_core.service import Service
 
+from . import commandline
 from .daemons import in_process
 from .test_connector_support import free_port
 
 STORE = Path(".coverage-mcp") / "coverage.duckdb"
 
 
-def cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+def cli(repo: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
+    """``coverage-mcp ARGS --repo REPO``, in this process (what these cells check is the code, the message and
+    the exit code) or, with ``process``, as a child (``dashboard`` starts a daemon and leaves it running)."""
+    return commandline.cli(*args, repo=repo, process=process)
 
 
 def _error(done: subprocess.CompletedProcess) -> dict:
@@ -247,7 +245,7 @@ def _refused_naming(done: subprocess.CompletedProcess, store: Path) -> dict:
 
 
 def _stop_daemon(repo: Path) -> None:
-    subprocess.run([sys.executable, "-m", "coverage_cli", "stop"], capture_output=True, cwd=repo, timeout=60)
+    commandline.cli("stop", cwd=repo)
 
 
 @pytest.mark.parametrize("how", ["truncated", "garbage"])
@@ -263,16 +261,11 @@ def test_on_a_damaged_store_compact_report_dashboard_and_token_rotate_answer_cod
     _refused_naming(cli(sample_repo, "report", "--html", str(html), "--json"), store)
     assert not html.exists() or not any(html.iterdir())  # nothing partial
     try:
-        _refused_naming(cli(sample_repo, "dashboard", "--no-open", "--json"), store)
+        _refused_naming(cli(sample_repo, "dashboard", "--no-open", "--json", process=True), store)
     finally:
         _stop_daemon(sample_repo)
     # The store is not token rotate's business: it succeeds, from inside the checkout too.
-    rotated = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "token", "rotate", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=sample_repo,
-    )
+    rotated = commandline.cli("token", "rotate", "--json", cwd=sample_repo)
     assert rotated.returncode == 0 and "Traceback" not in rotated.stderr, rotated.stderr
     assert store.read_bytes() == damaged
     store.write_bytes(good)  # replaced by a good one: every operation works again
@@ -280,7 +273,7 @@ def test_on_a_damaged_store_compact_report_dashboard_and_token_rotate_answer_cod
     done = cli(sample_repo, "report", "--html", str(html), "--json")
     assert done.returncode == 0 and (html / "index.html").is_file(), done.stderr
     try:
-        signed = cli(sample_repo, "dashboard", "--no-open", "--json")
+        signed = cli(sample_repo, "dashboard", "--no-open", "--json", process=True)
         assert signed.returncode == 0, signed.stderr
     finally:
         _stop_daemon(sample_repo)

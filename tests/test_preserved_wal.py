@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from coverage_core import open_project
 from coverage_core.errors import ErrorCode
 from coverage_core.service import Service
 
+from . import commandline
 from .daemons import Running
 from .gitrepo import make_repo
 from .test_trust_storage import SOURCES, ingest_leaving_wal, refused, two_reports
@@ -54,17 +54,14 @@ def test_project_context_says_a_preserved_copy_exists_once_the_store_opens_again
     with open_project(repo) as project:
         context = Service(project).call("project_context", {})
     assert context["data"]["preserved_wal"]["copies"] == [str(copy)]
-    human = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "context"], capture_output=True, text=True, cwd=repo
-    )
+    human = commandline.cli("context", cwd=repo)
     assert human.returncode == 0 and f"preserved WAL copies: {copy}" in human.stdout, human.stderr
     assert copy.exists()
 
 
 def _status(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "status", *args], capture_output=True, text=True, cwd=repo
-    )
+    """``coverage-mcp status`` in ``repo``, in this process (on a thread when a daemon runs in the loop)."""
+    return commandline.cli("status", *args, cwd=repo)
 
 
 def test_status_in_a_checkout_names_its_preserved_wal_copy_without_opening_the_store(tmp_path: Path) -> None:

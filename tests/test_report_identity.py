@@ -12,11 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from . import commandline
 from .gitrepo import git, write
 from .realcov import measure
 from .sidesfixture import build
@@ -39,14 +39,8 @@ def repo(history: tuple[Path, dict[str, str], Path], tmp_path: Path) -> Path:
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    """``coverage-mcp ARGS --repo REPO`` in this process: these tests check answers and exit codes."""
+    return commandline.cli(*args, repo=repo)
 
 
 def older_than_head(repo: Path, report: Path) -> None:

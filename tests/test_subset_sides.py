@@ -16,7 +16,6 @@ import contextlib
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from fractions import Fraction
 from pathlib import Path
@@ -31,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
+from . import commandline
 from .daemons import Running, in_process
 from .sidesfixture import MEASURE_COMMAND, ONE_TEST, build
 from .test_dashboard_api import jar, signed_in
@@ -47,15 +47,9 @@ def repo(history: tuple[Path, dict[str, str], Path], tmp_path: Path) -> Path:
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The console script on ``repo`` (routed to the daemon that holds the store)."""
-    return subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--repo", str(repo)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    """The command line on ``repo`` (routed to the daemon that holds the store), in this process: the tests
+    call it on a thread (``asyncio.to_thread``), so the daemon's loop keeps serving."""
+    return commandline.cli(*args, repo=repo)
 
 
 @contextlib.asynccontextmanager
