@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 LONGEST_FIRST = (
     "tests/test_runs_daemon.py",
     "tests/test_compaction.py",
+    "tests/test_real_package_sides.py",
     "tests/test_hermetic.py",
     "tests/test_trust_fuzz.py",
     "tests/test_dashboard_browser.py",

@@ -79,3 +79,9 @@ def test_the_contributors_guide_is_linked_from_the_readme_and_names_only_files_t
     }
     assert "coverage_core/service.py" in named and "tests/test_surface_drift.py" in named
     assert sorted(token for token in named if not (ROOT / token).exists()) == []
+
+
+def test_every_file_the_suite_starts_first_exists() -> None:
+    from .conftest import LONGEST_FIRST
+
+    assert [name for name in LONGEST_FIRST if not (ROOT / name).is_file()] == []
