@@ -629,8 +629,9 @@ def render_file(envelope: dict[str, Any]) -> None:
     )
     missed = [n for n, h in zip(data["lines"]["line"], data["lines"]["hits"]) if h == 0]
     click.echo(f"  uncovered lines: {_ranges(missed) or 'none'}")
-    if data["tests"]:
-        click.echo(f"  named tests that ran it: {len(data['tests'])}")
+    if data.get("test_count"):
+        shown = f" ({len(data['tests'])} on this page)" if data.get("tests_truncated") else ""
+        click.echo(f"  named tests that ran it: {data['test_count']}{shown}")
     _more(envelope)
 
 

@@ -28,7 +28,7 @@ from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
-from .select import Selection, line_range
+from .select import Selection, file_id, line_range
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")
@@ -150,7 +150,8 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 
 
 def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
-    """One file's exact detail as named columns, one line window per page."""
+    """One file's exact detail as named columns, one line window per page, then the named tests that
+    ran those lines (``test_count`` of them, paged by name)."""
     snapshot_id = _one(sel, "file")
     path = call.args.get("file")
     if not path:
@@ -159,11 +160,26 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "task=file needs file",
             "Name the file: a repository-relative path as the files listing shows it.",
         )
+    fid, _ = file_id(call, sel.snaps[0], path, snapshot_id)
     window = line_range(call.args.get("lines"))
+    first, last = window or (1, 2**31 - 1)
     scope = f"{snapshot_id}:{path}"
-    start = max(cursors.decode(call, "file", scope, call.args.get("cursor")), window[0] if window else 1)
-    last = window[1] if window else 2**62
+    # Position: [first line still to show, first test still to show]; past ``last``, only tests are left.
+    key = cursors.decode_key(call, "file", scope, call.args.get("cursor")) or [first, 0]
+    if len(key) != 2 or not all(isinstance(k, int) for k in key):
+        raise cursors.invalid("it carries no valid position")
+    start, test_at = max(key[0], first), key[1]
     detail = call.project.store.file_detail(snapshot_id, path, call.con, lines=(start, last))
+    tests = [
+        r[0]
+        for r in call.rows(
+            """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
+                 (SELECT DISTINCT test_id FROM test_observations
+                  WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?)
+               ORDER BY n.name""",
+            [sel.snaps[0], sel.snaps[0], fid, first, last],
+        )
+    ]
     tables = {
         "lines": detail.lines,
         "branches": detail.branches,
@@ -176,8 +192,13 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "task": "file",
         "snapshot_id": snapshot_id,
         "summary": converter.unstructure(detail.summary),
-        "tests": list(detail.tests),
+        "test_count": len(tests),
+        # "false" is no shorter than "true": the fit holds whatever it ends as.
+        "tests_truncated": False,
+        "tests": [],
     }
+    if window:
+        head["lines_asked"] = call.args["lines"]
     head.update(claim_for_file(call, sel.primary, detail.summary.path, claim_for_selection(call, sel)))
     # Every line that starts a record, in order: a page ends after the k-th of them.
     starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))
@@ -210,12 +231,22 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         if records > RECORD_CAP:
             raise record_cap_exceeded("one line of this file", records)
         raise budget.too_small(*size(body))
-    data, _ = page_through(lo)
-    more = lo < len(starts)
+    data, records = page_through(lo)
+    shown_tests = 0
+    if lo == len(starts):  # every line shown: the tests follow, as many as fit (one at least, alone)
+        rest = tests[test_at : test_at + RECORD_CAP - records]
+        fit = budget.fit_page if not records else budget.fit_list
+        shown_tests = fit(data, "tests", rest) if rest else 0
+    more_lines = lo < len(starts)
+    more_tests = test_at + shown_tests < len(tests)
+    data["tests_truncated"] = more_tests
     next_start = int(starts[lo - 1]) + 1 if lo else start
+    following = [next_start, 0] if more_lines else [last + 1, test_at + shown_tests]
     page = {
         "from_line": start,
         "to_line": int(starts[lo - 1]) if lo else None,
-        "next_cursor": cursors.encode(call, "file", scope, next_start) if more else None,
+        "next_cursor": cursors.encode_key(call, "file", scope, following)
+        if more_lines or more_tests
+        else None,
     }
     return {"data": data, "page": page}

@@ -15,11 +15,13 @@ file's lines within it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from ..composite import review as composite_review
 from ..errors import CoverageError, ErrorCode
+from . import baseline as baselines
 from . import source as sources
 from .audit import audit
 from .budget import Budget, size
@@ -42,6 +44,25 @@ ALL_SHARES_NO_BASELINE = {"insight": 0.6, "history": 0.4}
 
 
 def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
+    """One part under its share of the budget. A part too small for its share fails with what the whole
+    budget needs for that share to hold it (the remedy of task=all is a budget, not a part's)."""
+    try:
+        return _run_part(call, name, sel, budget, share)
+    except CoverageError as error:
+        if error.code is not ErrorCode.BUDGET_TOO_SMALL or "needed_words" not in error.details:
+            raise
+        # At a larger budget the change part may fit and take its share: the part's smallest share counts.
+        least = min(
+            share, ALL_SHARES[name] * share / max(ALL_SHARES[name], ALL_SHARES_NO_BASELINE.get(name, 0))
+        )
+        need = error.details
+        raise budget.too_small(
+            max(budget.max_words, math.ceil((need["needed_words"] + 1) / least)),
+            max(budget.max_bytes, math.ceil((need["needed_bytes"] + 1) / least)),
+        ) from None
+
+
+def _run_part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
     part_budget = Budget(
         {
             **(call.args.get("limits") or {}),
@@ -177,6 +198,8 @@ def check_arguments(args: dict[str, Any]) -> None:
             f"Drop {name}, or ask task " + " or ".join(users) + " instead." if users else f"Drop {name}.",
             {"argument": name, "task": task, "used_by": users},
         )
+    if isinstance(args.get("baseline"), dict):
+        baselines.check_spec(args["baseline"])
     for name, needed in NEEDS.items():
         if name in args and needed not in args:
             raise CoverageError(
