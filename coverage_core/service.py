@@ -33,7 +33,7 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .review import baseline, budget, context, listing, tasks
+from .review import baseline, budget, context, cursors, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
@@ -542,7 +542,11 @@ class Service:
                 except CoverageError as error:
                     if error.remedy is None:
                         error.remedy = remedy_for(
-                            op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed))
+                            op,
+                            args,
+                            error,
+                            lambda fixed: op.handler(Call(self.project, con, fixed)),
+                            self._rebind,
                         )
                     raise
                 except (OSError, duckdb.Error) as exc:
@@ -551,6 +555,9 @@ class Service:
             if own:
                 con.close()
         return envelope(call, result, started)
+
+    def _rebind(self, cursor: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
+        return cursors.rebind(self.project.store.cursor_secret, cursor, old, new)
 
     def _budget_remedy(self, op: Operation, raised: dict[str, Any]) -> Remedy:
         """The remedy of a budget below its minimum: the call at the minimum when that answers, else
@@ -576,14 +583,19 @@ class Service:
 
 
 def remedy_for(
-    op: Operation, args: dict[str, Any], error: CoverageError, attempt: Callable[[dict[str, Any]], Any]
+    op: Operation,
+    args: dict[str, Any],
+    error: CoverageError,
+    attempt: Callable[[dict[str, Any]], Any],
+    rebind: Callable[[str, dict[str, Any], dict[str, Any]], str | None] | None = None,
 ) -> Remedy | None:
     """The call that fixes a failed one, where the failure says what it needs.
 
     A budget too small gets the same call with the words and bytes the failure
     measured (read-only operations only), checked by one call; should that
     still fail, with what it measured in turn. A cursor that does not continue
-    this query gets the same call without it.
+    this query gets the same call without it. A cursor is bound to its call's budget: the remedy of a
+    page carries the same position re-bound to the new budget (``rebind``).
     """
     if error.code is ErrorCode.BUDGET_TOO_SMALL and op.read_only and "needed_words" in error.details:
         nested = "limits" in op.input_schema["properties"]
@@ -597,6 +609,11 @@ def remedy_for(
                 fixed = {**args, "limits": {**given, **need}}
             else:
                 fixed = {**args, **need}
+            if "cursor" in args and rebind is not None:
+                moved = rebind(args["cursor"], args, fixed)
+                if moved is None:
+                    return None
+                fixed["cursor"] = moved
             try:
                 attempt(fixed)
             except CoverageError as again:

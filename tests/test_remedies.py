@@ -1,0 +1,89 @@
+"""Every remedy works on the first try: the call a refusal names succeeds when made as it is written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from coverage_core import open_project
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.service import Service
+
+from .commandline import cli
+from .gitrepo import make_repo
+
+
+@pytest.fixture
+def service(sample_repo: Path):
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+        yield svc
+
+
+def _refused(svc: Service, args: dict) -> CoverageError:
+    with pytest.raises(CoverageError) as caught:
+        svc.call("coverage_review", args)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"task": "insight", "limits": {"max_words": 5}},  # below the minimum
+        {"task": "insight", "limits": {"max_words": 40, "max_bytes": 512}},
+        {"task": "source", "file": "inventory/pricing.py", "lines": "1-40", "limits": {"max_words": 40}},
+        {"task": "file", "file": "inventory/pricing.py", "limits": {"max_words": 40}},
+        {"task": "history", "limits": {"max_words": 40}},
+        {"task": "source", "file": "inventory/pricng.py", "lines": "1-3"},  # one letter off
+        {"task": "file", "file": "inventory/stok.py"},
+    ],
+)
+def test_a_refusal_with_a_remedy_names_a_call_that_succeeds_as_written(service: Service, args: dict) -> None:
+    error = _refused(service, args)
+    assert error.remedy is not None, error
+    fixed = error.remedy.to_dict()
+    assert fixed["operation"] == "coverage_review"
+    service.call(fixed["operation"], fixed["arguments"])  # the first try works
+
+
+def test_a_budget_remedy_asks_for_what_the_page_needs_not_twice_that(service: Service) -> None:
+    error = _refused(
+        service,
+        {"task": "source", "file": "inventory/pricing.py", "lines": "1-40", "limits": {"max_words": 40}},
+    )
+    need = error.remedy.to_dict()["arguments"]["limits"]["max_words"]
+    assert need == error.details["needed_words"]
+    with pytest.raises(CoverageError):  # one word less does not answer
+        service.call(
+            "coverage_review", {**error.remedy.to_dict()["arguments"], "limits": {"max_words": need - 1}}
+        )
+
+
+def test_a_path_one_letter_off_is_not_found_and_names_the_tracked_one(service: Service) -> None:
+    error = _refused(service, {"task": "source", "file": "inventory/pricng.py"})
+    assert error.code is ErrorCode.NOT_FOUND and "did you mean 'inventory/pricing.py'" in error.message
+    assert error.details["nearest"][0] == "inventory/pricing.py"
+
+
+def test_a_ref_baseline_without_a_ref_is_refused_before_any_measurement_is_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "empty", {"a.py": "x = 1\n"})
+    with open_project(repo) as project:  # nothing stored: a store read would answer not_measured
+        with pytest.raises(CoverageError) as caught:
+            Service(project).call("coverage_review", {"task": "change", "baseline": {"kind": "ref"}})
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT and "baseline.ref" in caught.value.message
+
+
+def test_the_command_line_remedy_of_a_budget_is_a_command_that_succeeds(
+    service: Service, sample_repo: Path
+) -> None:
+    service.project.close()
+    done = cli("review", "file", "--file", "inventory/pricing.py", "--max-words", "40", repo=sample_repo)
+    assert done.returncode == 2
+    command = re.search(r"Run: coverage-mcp (.+)", done.stderr).group(1)
+    assert "--max-bytes" in command or "--max-words" in command
+    again = cli(*shlex.split(command), repo=sample_repo)
+    assert again.returncode == 0, again.stderr
