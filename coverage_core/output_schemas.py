@@ -168,7 +168,6 @@ TASK_DATA: dict[str, dict[str, Any]] = {
         test_count=INTEGER,
         tests_truncated=BOOLEAN,
         tests=ARRAY,
-        lines_asked=STRING,
         lines=OBJECT,
         branches=OBJECT,
         functions=OBJECT,

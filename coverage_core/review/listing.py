@@ -197,8 +197,6 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "tests_truncated": False,
         "tests": [],
     }
-    if window:
-        head["lines_asked"] = call.args["lines"]
     head.update(claim_for_file(call, sel.primary, detail.summary.path, claim_for_selection(call, sel)))
     # Every line that starts a record, in order: a page ends after the k-th of them.
     starts = np.unique(np.concatenate([np.asarray(t[line_of[n]], dtype=np.int64) for n, t in tables.items()]))
