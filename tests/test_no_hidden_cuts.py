@@ -19,7 +19,10 @@ from coverage_core.review.budget import MAX_BYTES, MAX_WORDS, MIN_WORDS
 from coverage_core.service import Service
 
 from .commandline import cli
+from .daemons import Running
 from .gitrepo import make_repo
+from .test_daemon_rest import register
+from .test_mcp_sdk import sdk_client
 
 FUNCTIONS, BODY = 300, 9  # 300 functions of 10 lines: 3,000 lines
 LINES = FUNCTIONS * (BODY + 1)
@@ -225,3 +228,33 @@ def test_the_dashboards_file_view_carries_every_line_of_a_long_file(service: Ser
     view = dashboard.file_source(project, project.store.cursor(), snap.snapshot_id, "big.py")
     assert [line["line"] for line in view["lines"]] == list(range(1, LINES + 1))
     assert view["truncated"] is False and view["file_lines"] == LINES
+
+
+async def test_over_mcp_a_file_run_by_many_tests_pages_at_default_limits_and_a_remedy_works_as_written(
+    daemon: Running, repo: Path
+) -> None:
+    pid = await register(daemon, repo)
+    async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
+        args: dict[str, Any] = {"task": "file", "file": "big.py"}
+        lines, tests = [], []
+        while True:
+            answer = await client.call_tool("coverage_review", args)
+            assert not answer.is_error, answer.content[0].text
+            lines += answer.structured_content["data"]["lines"]["line"]
+            tests += answer.structured_content["data"]["tests"]
+            following = answer.structured_content["page"]["next_cursor"]
+            if not following:
+                break
+            args = {**args, "cursor": following}
+        assert lines == list(range(1, LINES + 1))
+        assert tests == sorted({f"test_{i % TESTS:02d}" for i in range(FUNCTIONS) if not _uncovered(i)})
+        for wrong in (
+            {"task": "insight", "limits": {"max_words": 10}},  # below the minimum
+            {"task": "insight", "limits": {"max_words": 40, "max_bytes": 512}},
+            {"task": "source", "file": "bg.py"},  # one letter off
+        ):
+            refused = await client.call_tool("coverage_review", wrong)
+            assert refused.is_error
+            remedy = refused.structured_content["error"]["remedy"]
+            fixed = await client.call_tool(remedy["operation"], remedy["arguments"])
+            assert not fixed.is_error, (wrong, fixed.content[0].text)
