@@ -8,6 +8,7 @@ tests (TN:), for a file committed in a real git repository.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,26 @@ async def test_over_mcp_a_file_run_by_many_tests_pages_at_default_limits_and_a_r
             remedy = refused.structured_content["error"]["remedy"]
             fixed = await client.call_tool(remedy["operation"], remedy["arguments"])
             assert not fixed.is_error, (wrong, fixed.content[0].text)
+
+
+def test_the_insight_text_says_when_a_targets_ranges_are_cut_and_its_cursor_brings_the_rest(
+    tmp_path: Path,
+) -> None:
+    body = "def f(x):\n" + "".join(f"    x{j} = {j}\n" for j in range(11))
+    repo = make_repo(tmp_path / "alt", {"alt.py": body})
+    # Lines 2, 4, ..., 12 never ran: six one-line ranges in f, of which a page shows three.
+    (repo / "alt.info").write_text(
+        "TN:\nSF:alt.py\nFN:1,12,f\nFNDA:1,f\n"
+        + "".join(f"DA:{n},{n % 2}\n" for n in range(1, 13))
+        + "end_of_record\n"
+    )
+    assert cli("ingest", "alt.info", repo=repo).returncode == 0
+    done = cli("review", "insight", "--file", "alt.py", repo=repo)
+    assert done.returncode == 0, done.stderr
+    assert "alt.py:f: 6 uncovered lines, 0 partial lines" in done.stdout
+    cursor = re.search(r"3 of 6 ranges shown; more: --cursor (\S+)", done.stdout).group(1)
+    shown = re.search(r"uncovered: (.+)", done.stdout).group(1).split(", ")
+    rest = cli("review", "insight", "--file", "alt.py", "--cursor", cursor, repo=repo)
+    assert rest.returncode == 0, rest.stderr
+    shown += re.search(r"uncovered: (.+)", rest.stdout).group(1).split(", ")
+    assert sorted(map(int, shown)) == [2, 4, 6, 8, 10, 12]
