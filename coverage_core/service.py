@@ -559,7 +559,7 @@ class Service:
     def _rebind(self, cursor: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
         return cursors.rebind(self.project.store.cursor_secret, cursor, old, new)
 
-    def _budget_remedy(self, op: Operation, raised: dict[str, Any]) -> Remedy:
+    def _budget_remedy(self, op: Operation, raised: dict[str, Any]) -> Remedy | None:
         """The remedy of a budget below its minimum: the call at the minimum when that answers, else
         with what that call measured it needs (one more call checks it)."""
         con = self.project.store.cursor()
@@ -572,9 +572,8 @@ class Service:
                 try:
                     attempt(raised)
                 except CoverageError as error:
-                    return remedy_for(op, raised, error, attempt) or Remedy(
-                        operation=op.name, arguments=raised
-                    )
+                    # Another mistake in the call as well: no remedy, rather than one that fails.
+                    return remedy_for(op, raised, error, attempt, self._rebind)
         except (OSError, duckdb.Error):
             pass  # the store cannot answer now: the call at the minimum is the remedy, as the schema says
         finally:
@@ -629,8 +628,8 @@ def remedy_for(
     return None
 
 
-# A measured need is checked by one call; a second one only if the first measured more.
-REMEDY_TRIES = 2
+# A measured need is checked by one call: a remedy is never a guess.
+REMEDY_TRIES = 1
 # Budget arguments whose minimum a call may be below: the remedy is the same call with what it needs.
 BUDGET_PATHS = {
     "$.limits.max_words": ("limits", "max_words", budget.MIN_WORDS),

@@ -13,7 +13,7 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
 
 from .commandline import cli
-from .gitrepo import make_repo
+from .gitrepo import commit, make_repo, write
 
 
 @pytest.fixture
@@ -87,3 +87,48 @@ def test_the_command_line_remedy_of_a_budget_is_a_command_that_succeeds(
     assert "--max-bytes" in command or "--max-words" in command
     again = cli(*shlex.split(command), repo=sample_repo)
     assert again.returncode == 0, again.stderr
+
+
+SWEEP = [
+    ("insight", {}),
+    ("change", {}),
+    ("history", {}),
+    ("source", {}),
+    ("tests", {}),
+    ("tests", {"file": "inventory/pricing.py"}),
+    ("audit", {}),
+    ("all", {}),
+    ("all", {"baseline": {"kind": "previous_snapshot"}}),
+    ("files", {}),
+    ("file", {"file": "inventory/pricing.py"}),
+    ("snapshots", {}),
+]
+
+
+@pytest.fixture
+def two_snapshots(sample_repo: Path):
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step1.coverage.json"})
+        write(sample_repo, {"NEWS": "x\n"})
+        commit(sample_repo, "later")
+        svc.call("coverage_import", {"report_path": "step3.coverage.json"})
+        yield svc
+
+
+@pytest.mark.parametrize("limits", [{"max_words": 40}, {"max_words": 40, "max_bytes": 512}, {"max_words": 3}])
+@pytest.mark.parametrize("task, extra", SWEEP)
+def test_every_task_at_a_tiny_budget_answers_or_names_a_budget_that_answers_at_once(
+    two_snapshots: Service, task: str, extra: dict, limits: dict
+) -> None:
+    args = {"task": task, **extra, "limits": limits}
+    try:
+        two_snapshots.call("coverage_review", args)
+        return
+    except CoverageError as error:
+        assert error.code in (ErrorCode.BUDGET_TOO_SMALL, ErrorCode.INVALID_ARGUMENT), error
+        assert error.remedy is not None, error
+        remedy = error.remedy.to_dict()
+    kept = {k: v for k, v in remedy["arguments"].items() if k != "limits"}
+    assert kept == {k: v for k, v in args.items() if k != "limits"}  # only the budget changes
+    two_snapshots.call(remedy["operation"], remedy["arguments"])

@@ -216,8 +216,11 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         return records <= RECORD_CAP and budget.fits(body)
 
     lo, hi = 0, len(starts)
-    if not fits(lo):
-        raise budget.too_small(*size(page_through(0)[0]))
+    if not fits(lo):  # what a page needs: the fixed part and its first record (a line's, else a test)
+        body = page_through(min(1, len(starts)))[0]
+        if not len(starts):
+            body["tests"] = tests[test_at : test_at + 1]
+        raise budget.too_small(*size(body))
     while lo < hi:  # the largest page that fits: sizes grow with k
         mid = (lo + hi + 1) // 2
         if fits(mid):

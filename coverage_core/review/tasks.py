@@ -116,8 +116,19 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
             raise
         notes.append(f"change omitted: {error.message}")
         shares = ALL_SHARES_NO_BASELINE
+    # Every part is measured before a failure is raised: the need is the largest, so its remedy answers.
+    short: list[CoverageError] = []
     for name in ("insight", "history"):
-        parts[name] = _part(call, name, sel, budget, shares[name] * scale)
+        try:
+            parts[name] = _part(call, name, sel, budget, shares[name] * scale)
+        except CoverageError as error:
+            if error.code is not ErrorCode.BUDGET_TOO_SMALL:
+                raise
+            short.append(error)
+    if short:
+        raise budget.too_small(
+            max(e.details["needed_words"] for e in short), max(e.details["needed_bytes"] for e in short)
+        )
     data: dict[str, Any] = {"task": "all"}
     status, reasons, codes = "supported", [], []
     more: dict[str, Any] = {}
