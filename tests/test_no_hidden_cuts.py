@@ -8,6 +8,7 @@ tests (TN:), for a file committed in a real git repository.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,13 @@ def test_the_insight_text_says_when_a_targets_ranges_are_cut_and_its_cursor_brin
     assert rest.returncode == 0, rest.stderr
     shown += re.search(r"uncovered: (.+)", rest.stdout).group(1).split(", ")
     assert sorted(map(int, shown)) == [2, 4, 6, 8, 10, 12]
+
+
+def test_the_static_report_carries_every_line_of_a_long_file(repo: Path, tmp_path: Path) -> None:
+    done = cli("report", "--html", str(tmp_path / "out"), "--baseline", "none", "--json", repo=repo)
+    assert done.returncode == 0, done.stderr
+    page = Path(json.loads(done.stdout)["report"]).read_text()
+    raw = page.split('<script type="application/json" id="dashboard-data">', 1)[1].split("</script>", 1)[0]
+    source = json.loads(raw)["sources"]["big.py"]
+    assert [line["line"] for line in source["lines"]] == list(range(1, LINES + 1))
+    assert source["truncated"] is False
