@@ -69,14 +69,6 @@ def test_a_path_one_letter_off_is_not_found_and_names_the_tracked_one(service: S
     assert error.details["nearest"][0] == "inventory/pricing.py"
 
 
-def test_a_ref_baseline_without_a_ref_is_refused_before_any_measurement_is_read(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "empty", {"a.py": "x = 1\n"})
-    with open_project(repo) as project:  # nothing stored: a store read would answer not_measured
-        with pytest.raises(CoverageError) as caught:
-            Service(project).call("coverage_review", {"task": "change", "baseline": {"kind": "ref"}})
-    assert caught.value.code is ErrorCode.INVALID_ARGUMENT and "baseline.ref" in caught.value.message
-
-
 def test_the_command_line_remedy_of_a_budget_is_a_command_that_succeeds(
     service: Service, sample_repo: Path
 ) -> None:
@@ -132,3 +124,24 @@ def test_every_task_at_a_tiny_budget_answers_or_names_a_budget_that_answers_at_o
     kept = {k: v for k, v in remedy["arguments"].items() if k != "limits"}
     assert kept == {k: v for k, v in args.items() if k != "limits"}  # only the budget changes
     two_snapshots.call(remedy["operation"], remedy["arguments"])
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ({"task": "change", "baseline": {"kind": "ref"}}, "baseline.ref"),
+        ({"task": "change", "baseline": {"kind": "merge_base"}}, "baseline.ref"),
+        ({"task": "change", "baseline": {"kind": "explicit"}}, "snapshot_id"),
+        ({"task": "source", "file": "a.py", "lines": "9-3"}, "'9-3'"),
+        ({"task": "source", "file": "a.py", "ranges": ["1-2", "0"]}, "'0'"),
+        ({"task": "file"}, "needs file"),
+    ],
+)
+def test_an_argument_error_that_needs_no_store_is_refused_even_with_nothing_stored(
+    tmp_path: Path, args: dict, says: str
+) -> None:
+    repo = make_repo(tmp_path / "empty", {"a.py": "x = 1\n"})
+    with open_project(repo) as project:  # nothing stored: any store read would answer not_measured
+        with pytest.raises(CoverageError) as caught:
+            Service(project).call("coverage_review", args)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT and says in caught.value.message

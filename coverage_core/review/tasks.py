@@ -209,8 +209,19 @@ def check_arguments(args: dict[str, Any]) -> None:
             f"Drop {name}, or ask task " + " or ".join(users) + " instead." if users else f"Drop {name}.",
             {"argument": name, "task": task, "used_by": users},
         )
+    # What needs no store is refused before any store work: a baseline naming no side, an empty line
+    # range, task=file without its file.
     if isinstance(args.get("baseline"), dict):
         baselines.check_spec(args["baseline"])
+    for text in [args.get("lines"), *(args.get("ranges") or [])]:
+        line_range(text)
+    if task == "file" and not args.get("file"):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "task=file needs file",
+            "Name the file: a repository-relative path as the files listing shows it.",
+            {"argument": "file"},
+        )
     for name, needed in NEEDS.items():
         if name in args and needed not in args:
             raise CoverageError(
