@@ -145,3 +145,19 @@ def test_an_argument_error_that_needs_no_store_is_refused_even_with_nothing_stor
         with pytest.raises(CoverageError) as caught:
             Service(project).call("coverage_review", args)
     assert caught.value.code is ErrorCode.INVALID_ARGUMENT and says in caught.value.message
+
+
+def test_source_of_a_file_git_has_but_the_snapshot_does_not_measure_is_not_measured(service: Service) -> None:
+    data = service.call("coverage_review", {"task": "source", "file": "tests/test_stock.py", "lines": "1-3"})[
+        "data"
+    ]
+    assert (
+        data["claim_status"] == "not_measured"
+        and "has no coverage for 'tests/test_stock.py'" in data["reasons"][0]
+    )
+    assert [line[1] for r in data["ranges"] for line in r["lines"]] == ["-", "-", "-"]
+
+
+def test_source_of_a_path_neither_git_nor_the_snapshot_has_is_not_found(service: Service) -> None:
+    error = _refused(service, {"task": "source", "file": "inventory/nowhere.py", "lines": "1-3"})
+    assert error.code is ErrorCode.NOT_FOUND and error.remedy is not None
