@@ -251,48 +251,47 @@ def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[s
 
 
 def target_count(call: Call, sel: Selection, path: str | None) -> int:
-    """How many targets the files with gaps (or ``path``) have in all: the (file, innermost function)
-    pairs of their uncovered and partial lines, as ``_file_targets`` groups them, counted in one query
-    so the figure never depends on how much of it a page shows. The innermost function of a line is the
-    greatest (start, -end, name) among those enclosing it, the order ``_Innermost`` pushes them in."""
+    """How many targets the files with gaps (or ``path``) have in all, whatever a page shows: the distinct
+    innermost functions (``_Innermost``, as ``_file_targets`` groups them) of their uncovered and partial
+    lines, read as two sorted columns and walked once per file."""
     if len(sel.snaps) == 1:
-        key, only = "file_id", "AND (f.path = $path OR f.report_path = $path)" if path is not None else ""
-        gaps = f"""SELECT u.file_id, u.start_line AS line FROM uncovered_ranges u
+        only = "AND (f.path = $path OR f.report_path = $path)" if path is not None else ""
+        gaps = f"""SELECT u.file_id AS k, u.start_line AS line FROM uncovered_ranges u
                    JOIN files f ON f.snap = u.snap AND f.file_id = u.file_id
                    WHERE u.snap = $snap AND u.kind = 1 {only}
                    UNION ALL SELECT l.file_id, l.line FROM lines l
                    JOIN files f ON f.snap = l.snap AND f.file_id = l.file_id
                    WHERE l.snap = $snap AND l.hits = 0 {only}"""
-        functions = (
-            "SELECT file_id, start_line, end_line, name FROM functions WHERE snap = $snap AND start_line > 0"
-        )
+        functions = """SELECT file_id AS k, start_line, end_line, name FROM functions
+                       WHERE snap = $snap AND start_line > 0"""
         params: dict[str, Any] = {"snap": sel.snaps[0]}
     else:
         snaps = ",".join(str(s) for s in sel.snaps)
-        key, only = "path", "WHERE path = $path" if path is not None else ""
-        gaps = f"""SELECT path, line FROM (
+        only = "WHERE path = $path" if path is not None else ""
+        gaps = f"""SELECT path AS k, line FROM (
                        SELECT path, line FROM ({_union_partials(sel)})
                        UNION ALL SELECT path, line FROM ({_union_view(sel)}) WHERE hits = 0) {only}"""
-        functions = f"""SELECT DISTINCT f.path, fn.start_line, fn.end_line, fn.name FROM functions fn
+        functions = f"""SELECT DISTINCT f.path AS k, fn.start_line, fn.end_line, fn.name FROM functions fn
                         JOIN files f ON f.snap = fn.snap AND f.file_id = fn.file_id
                         WHERE fn.snap IN ({snaps}) AND fn.start_line > 0"""
         params = {}
     if path is not None:
         params["path"] = path
-    return int(
-        call.rows(
-            f"""WITH g AS ({gaps}),
-                fn AS (SELECT {key}, start_line,
-                              CASE WHEN end_line >= start_line THEN end_line ELSE {_OPEN_END} END AS end_line,
-                              name FROM ({functions})),
-                innermost AS (
-                    SELECT g.{key}, g.line, max({{'s': fn.start_line, 'e': -fn.end_line, 'n': fn.name}}).n AS name
-                    FROM g LEFT JOIN fn ON fn.{key} = g.{key} AND fn.start_line <= g.line AND g.line <= fn.end_line
-                    GROUP BY g.{key}, g.line)
-                SELECT count(*) FROM (SELECT DISTINCT {key}, name FROM innermost)""",
-            params,
-        )[0][0]
-    )
+    lines: dict[Any, list[int]] = {}
+    for k, line in call.rows(f"SELECT k, line FROM ({gaps}) ORDER BY k, line", params):
+        lines.setdefault(k, []).append(int(line))
+    by_file: dict[Any, list[tuple[int, int, str]]] = {k: [] for k in lines}
+    for k, start, end, name in call.rows(
+        f"SELECT * FROM ({functions}) WHERE k IN (SELECT DISTINCT k FROM ({gaps}))", params
+    ):
+        start, end = int(start), int(end)
+        by_file[k].append((start, end if end >= start else _OPEN_END, str(name)))
+    count = 0
+    for k, numbers in lines.items():
+        fns = sorted(by_file[k], key=lambda f: (f[0], -f[1], f[2]))
+        inner = _Innermost(fns)
+        count += len({inner.at(n) for n in numbers})
+    return count
 
 
 def _rank(t: dict[str, Any]) -> tuple:

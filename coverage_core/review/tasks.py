@@ -215,13 +215,6 @@ def check_arguments(args: dict[str, Any]) -> None:
         baselines.check_spec(args["baseline"])
     for text in [args.get("lines"), *(args.get("ranges") or [])]:
         line_range(text)
-    if task == "file" and not args.get("file"):
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "task=file needs file",
-            "Name the file: a repository-relative path as the files listing shows it.",
-            {"argument": "file"},
-        )
     for name, needed in NEEDS.items():
         if name in args and needed not in args:
             raise CoverageError(
@@ -230,6 +223,13 @@ def check_arguments(args: dict[str, Any]) -> None:
                 f"Name the {needed} (repository-relative) together with the {name}.",
                 {"argument": name, "needs": needed},
             )
+    if task == "file" and not args.get("file"):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "task=file needs file",
+            "Name the file: a repository-relative path as the files listing shows it.",
+            {"argument": "file"},
+        )
 
 
 def _check_lines_in_file(call: Call, sel: Selection) -> None:
