@@ -29,6 +29,8 @@ with it answers that target with its following ranges.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from . import cursors, missed
@@ -137,10 +139,15 @@ def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str
             [snap, ids],
         )
         functions = [(by_id[r[0]], *r[1:]) for r in functions]
+        # The untaken branches of partial lines only, each with its line's branch count.
         branches = call.rows(
-            """SELECT file_id, line, block, branch, taken FROM branches
-               WHERE snap = ? AND list_contains(?, file_id) ORDER BY file_id, line, block""",
-            [snap, ids],
+            """SELECT b.file_id, b.line, b.block, b.branch, b.taken, b.total FROM (
+                   SELECT *, count(*) OVER (PARTITION BY file_id, line) AS total FROM branches
+                   WHERE snap = ? AND list_contains(?, file_id)) b
+               SEMI JOIN uncovered_ranges u
+                 ON u.snap = ? AND u.kind = 1 AND u.file_id = b.file_id AND u.start_line = b.line
+               WHERE b.taken <= 0 ORDER BY b.file_id, b.line, b.block""",
+            [snap, ids, snap],
         )
         branches = [(by_id[r[0]], *r[1:]) for r in branches]
     else:
@@ -162,13 +169,17 @@ def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str
             [paths],
         )
         branches = call.rows(
-            f"""SELECT f.path, br.line, br.block, br.branch, max(br.taken) FROM branches br
-                JOIN files f ON f.snap = br.snap AND f.file_id = br.file_id
-                WHERE br.snap IN ({snaps}) AND list_contains(?, f.path) GROUP BY ALL ORDER BY ALL""",
+            f"""SELECT b.* FROM (
+                    SELECT *, count(*) OVER (PARTITION BY path, line) AS total FROM (
+                        SELECT f.path, br.line, br.block, br.branch, max(br.taken) AS taken FROM branches br
+                        JOIN files f ON f.snap = br.snap AND f.file_id = br.file_id
+                        WHERE br.snap IN ({snaps}) AND list_contains(?, f.path) GROUP BY ALL)) b
+                SEMI JOIN ({_union_partials(sel)}) p ON p.path = b.path AND p.line = b.line
+                WHERE b.taken <= 0 ORDER BY ALL""",
             [paths],
         )
-    for path, line, block, branch, taken in branches:
-        out[path]["branches"].append((int(line), int(block), str(branch), int(taken)))
+    for path, line, block, branch, taken, total in branches:
+        out[path]["branches"].append((int(line), int(block), str(branch), int(taken), int(total)))
     for path, start, end, name in functions:
         start, end = int(start), int(end)
         out[path]["functions"].append((start, end if end >= start else _OPEN_END, str(name)))
@@ -205,9 +216,10 @@ def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[s
     uncovered lines, 1 a partial line with ``missed`` untaken branches, described in ``missing``."""
     partial = dict(d["partial"])
     on_line: dict[int, list[tuple[int, str, int]]] = {}
-    for line, block, branch, taken in d["branches"]:
-        if line in partial:
-            on_line.setdefault(line, []).append((block, branch, taken))
+    totals: dict[int, int] = {}
+    for line, block, branch, taken, total in d["branches"]:  # the untaken branches of partial lines
+        on_line.setdefault(line, []).append((block, branch, taken))
+        totals[line] = total
     inner = _Innermost(d["functions"])
     groups: dict[str | None, list[tuple]] = {}
     run: list[Any] | None = None  # [function, start, end, count]
@@ -222,9 +234,8 @@ def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[s
             run = None
             if line in partial:
                 function = inner.at(line)
-                rows = on_line.get(line, [])
-                untaken = sorted((r for r in rows if r[2] <= 0), key=lambda r: (r[0], len(r[1]), r[1]))
-                missing = missed.describe(fmt, untaken, len(rows), function)
+                untaken = sorted(on_line.get(line, []), key=lambda r: (r[0], len(r[1]), r[1]))
+                missing = missed.describe(fmt, untaken, totals.get(line, len(untaken)), function)
                 groups.setdefault(function, []).append((line, line, 1, 1, partial[line], missing))
             continue
         function = inner.at(line)
@@ -250,7 +261,28 @@ def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[s
     return targets
 
 
+# Target counts by (repository, snapshot ids, file): a snapshot never changes, and counting walks every
+# gap line of the snapshot.
+_COUNTS: OrderedDict[tuple[str, str, str | None], int] = OrderedDict()
+_COUNTS_SIZE = 64
+_counts_lock = threading.Lock()
+
+
 def target_count(call: Call, sel: Selection, path: str | None) -> int:
+    key = (call.project.checkout.repo_key, sel.scope_key, path)
+    with _counts_lock:
+        if key in _COUNTS:
+            _COUNTS.move_to_end(key)
+            return _COUNTS[key]
+    count = _count_targets(call, sel, path)
+    with _counts_lock:
+        _COUNTS[key] = count
+        while len(_COUNTS) > _COUNTS_SIZE:
+            _COUNTS.popitem(last=False)
+    return count
+
+
+def _count_targets(call: Call, sel: Selection, path: str | None) -> int:
     """How many targets the files with gaps (or ``path``) have in all, whatever a page shows: the distinct
     innermost functions (``_Innermost``, as ``_file_targets`` groups them) of their uncovered and partial
     lines, read as two sorted columns and walked once per file."""
