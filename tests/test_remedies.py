@@ -69,14 +69,15 @@ def test_a_path_one_letter_off_is_not_found_and_names_the_tracked_one(service: S
     assert error.details["nearest"][0] == "inventory/pricing.py"
 
 
+@pytest.mark.parametrize("words", ["40", "3"])  # at the minimum, and below it
 def test_the_command_line_remedy_of_a_budget_is_a_command_that_succeeds(
-    service: Service, sample_repo: Path
+    service: Service, sample_repo: Path, words: str
 ) -> None:
     service.project.close()
-    done = cli("review", "file", "--file", "inventory/pricing.py", "--max-words", "40", repo=sample_repo)
+    done = cli("review", "file", "--file", "inventory/pricing.py", "--max-words", words, repo=sample_repo)
     assert done.returncode == 2
     command = re.search(r"Run: coverage-mcp (.+)", done.stderr).group(1)
-    assert "--max-bytes" in command or "--max-words" in command
+    assert "--max-bytes" in command and "--max-words" in command
     again = cli(*shlex.split(command), repo=sample_repo)
     assert again.returncode == 0, again.stderr
 
