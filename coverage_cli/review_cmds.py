@@ -327,7 +327,7 @@ def _cell(value: Any) -> str:
     return ", ".join(_cell(v) for v in value) or "none"
 
 
-_SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges", "shown"), "history": ("points",)}
+_SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges",), "history": ("points",)}
 
 
 def _insight(data: dict[str, Any], pad: str) -> list[str]:
@@ -363,8 +363,6 @@ def _count(n: int, what: str) -> str:
 
 def _source(data: dict[str, Any], pad: str) -> list[str]:
     out = []
-    if data.get("shown"):
-        out.append(f"{pad}shown: {data['shown']} (the file has {data.get('file_lines')} lines)")
     for r in data.get("ranges", []):
         for line in r["lines"]:
             n, mark, text = (

@@ -629,9 +629,10 @@ def render_file(envelope: dict[str, Any]) -> None:
     )
     missed = [n for n, h in zip(data["lines"]["line"], data["lines"]["hits"]) if h == 0]
     click.echo(f"  uncovered lines: {_ranges(missed) or 'none'}")
-    if data.get("test_count"):
-        shown = f" ({len(data['tests'])} on this page)" if data.get("tests_truncated") else ""
-        click.echo(f"  named tests that ran it: {data['test_count']}{shown}")
+    page = envelope.get("page") or {}
+    if page.get("total"):
+        shown = f" ({len(data['tests'])} on this page)" if len(data["tests"]) < page["total"] else ""
+        click.echo(f"  named tests that ran it: {page['total']}{shown}")
     _more(envelope)
 
 

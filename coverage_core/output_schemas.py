@@ -132,8 +132,6 @@ TASK_DATA: dict[str, dict[str, Any]] = {
         snapshot_id=STRING,
         commit=NULLABLE_STRING,
         file=STRING,
-        file_lines=INTEGER,
-        shown=STRING,
         ranges=ARRAY,
         lines_truncated=BOOLEAN,
         legend=OBJECT,
@@ -165,8 +163,6 @@ TASK_DATA: dict[str, dict[str, Any]] = {
         "file",
         snapshot_id=STRING,
         summary=OBJECT,
-        test_count=INTEGER,
-        tests_truncated=BOOLEAN,
         tests=ARRAY,
         lines=OBJECT,
         branches=OBJECT,
@@ -181,14 +177,14 @@ TASK_PAGE: dict[str, tuple[str, ...]] = {
     "change": ("offset", "files", "total_files"),
     "incremental": ("offset", "files", "total_files"),
     "history": ("offset", "rows", "total_rows", "snapshots"),
-    "source": (),
+    "source": ("total",),
     "tests": ("offset", "groups", "total_groups"),
     "audit": ("offset", "records", "total"),
     # insight's page, and which parts have more (parts_truncated: part -> true)
     "all": ("offset", "files", "total_files", "target_offset", "targets", "total_targets", "parts_truncated"),
     "snapshots": ("offset", "returned"),
     "files": ("offset", "returned"),
-    "file": ("from_line", "to_line"),
+    "file": ("from_line", "to_line", "offset", "records", "total"),
 }
 
 

@@ -126,7 +126,7 @@ def test_source_of_a_wide_range_pages_every_line_once_at_the_smallest_budget(
     assert pages[-1]["data"]["lines_truncated"] is False
     marks = _marks()
     for env in pages:
-        assert env["data"]["file_lines"] == LINES
+        assert env["page"]["total"] == LINES  # the file's length, on every page
         for r in env["data"]["ranges"]:
             for line in r["lines"]:
                 n, mark = (line[0], line[1]) if isinstance(line, list) else (line["line"], line["status"][0])
@@ -140,10 +140,11 @@ def test_source_of_a_wide_range_pages_every_line_once_at_the_smallest_budget(
 
 def test_source_without_lines_says_it_shows_windows_and_how_long_the_file_is(repo: Path) -> None:
     with open_project(repo) as project:
-        data = Service(project).call("coverage_review", {"task": "source", "file": "big.py"})["data"]
-    assert data["file_lines"] == LINES and "windows" in data["shown"]
+        env = Service(project).call("coverage_review", {"task": "source", "file": "big.py"})
+    assert env["page"]["total"] == LINES and "windows" in env["data"]["next"]
+    assert f"lines=A-B (1-{LINES})" in env["data"]["next"]
     done = cli("review", "source", "--file", "big.py", repo=repo)
-    assert done.returncode == 0 and f"the file has {LINES} lines" in done.stdout
+    assert done.returncode == 0 and "next: these are windows" in done.stdout
 
 
 def _insight_lines(svc: Service, args: dict[str, Any]) -> tuple[list[tuple], set[int], list[int]]:
@@ -202,7 +203,7 @@ def test_file_walks_every_line_then_every_test_that_ran_it_once(service: Service
     for env in walk(service, args):
         lines += env["data"]["lines"]["line"]
         tests += env["data"]["tests"]
-        counts.add(env["data"]["test_count"])
+        counts.add(env["page"]["total"])
     assert lines == list(range(1, LINES + 1))
     ran = sorted({f"test_{i % TESTS:02d}" for i in range(FUNCTIONS) if not _uncovered(i)})
     assert tests == ran and counts == {len(ran)}

@@ -710,13 +710,14 @@ def file_source(
         if not following:
             break
         args["cursor"] = following
-    truncated = bool(data.get("lines_truncated")) or (data.get("file_lines") or 0) > MAX_SOURCE_LINES
+    total = (answer.get("page") or {}).get("total", len(lines))
+    truncated = bool(data.get("lines_truncated")) or total > MAX_SOURCE_LINES
     return {
         "snapshot_id": snap.snapshot_id,
         "file": path,
         "commit": data.get("commit"),
         "lines": lines,
-        "file_lines": data.get("file_lines", len(lines)),
+        "file_lines": total,
         "truncated": truncated,
         "claim_status": data.get("claim_status"),
         "reasons": data.get("reasons") or [],

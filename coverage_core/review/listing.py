@@ -151,7 +151,7 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 
 def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     """One file's exact detail as named columns, one line window per page, then the named tests that
-    ran those lines (``test_count`` of them, paged by name)."""
+    ran those lines, paged by name (the page's ``offset``, ``records`` and ``total`` count them)."""
     snapshot_id = _one(sel, "file")
     path = call.args.get("file")
     if not path:
@@ -192,9 +192,6 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "task": "file",
         "snapshot_id": snapshot_id,
         "summary": converter.unstructure(detail.summary),
-        "test_count": len(tests),
-        # "false" is no shorter than "true": the fit holds whatever it ends as.
-        "tests_truncated": False,
         "tests": [],
     }
     head.update(claim_for_file(call, sel.primary, detail.summary.path, claim_for_selection(call, sel)))
@@ -240,12 +237,14 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         shown_tests = fit(data, "tests", rest) if rest else 0
     more_lines = lo < len(starts)
     more_tests = test_at + shown_tests < len(tests)
-    data["tests_truncated"] = more_tests
     next_start = int(starts[lo - 1]) + 1 if lo else start
     following = [next_start, 0] if more_lines else [last + 1, test_at + shown_tests]
     page = {
         "from_line": start,
-        "to_line": int(starts[lo - 1]) if lo else None,
+        "to_line": int(starts[lo - 1]) if lo else start - 1,  # no line on this page: an empty window
+        "offset": test_at,
+        "records": shown_tests,
+        "total": len(tests),
         "next_cursor": cursors.encode_key(call, "file", scope, following)
         if more_lines or more_tests
         else None,

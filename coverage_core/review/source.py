@@ -13,8 +13,8 @@ no lines rather than annotating other text.
 Each line is ``c`` covered, ``u`` uncovered, ``p`` partial (executed with an
 untaken branch) or ``-`` not code. Up to ten ranges of any length; with none
 given, windows around the top insight target's gaps of ``file`` (or of the
-snapshot), which the answer says (``shown``) beside the file's length
-(``file_lines``). A page carries at most ``MAX_LINES_PER_PAGE`` lines and what
+snapshot), which the answer says (``next``: how to ask for other lines); the
+page's ``total`` is the file's length in lines. A page carries at most ``MAX_LINES_PER_PAGE`` lines and what
 the budget allows: lines left out are flagged (``lines_truncated``) and
 continue with ``page.next_cursor``, never dropped. A file the snapshot does not
 measure but git has at that commit is ``not_measured``; a path neither knows is
@@ -235,9 +235,17 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         return {"data": data, "page": None}
     if note:
         claim = {**claim, "reasons": claim["reasons"] + [note]}
-    data["file_lines"] = len(src)
     if windows:  # not the whole file: say so, so a reader never takes the windows for all of it
-        data["shown"] = "windows around the top insight target's gaps; lines=A-B for others"
+        data["next"] = (
+            f"these are windows around the top insight target's gaps; lines=A-B (1-{len(src)}) shows others"
+        )
+
+    def page(following: int | None) -> dict[str, Any]:
+        return {
+            "total": len(src),
+            "next_cursor": None if following is None else cursors.encode(call, "source", scope, following),
+        }
+
     ranges = _merge([(a, min(b, len(src))) for a, b in asked if a <= len(src)])
     marks: dict[int, str] = {}
     # A cursor continues the same ranges from the line after the last one shown.
@@ -300,9 +308,6 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         if kept < len(r["lines"]):
             following = r["start"] + kept
             data["lines_truncated"] = True
-            return {"data": data, "page": {"next_cursor": cursors.encode(call, "source", scope, following)}}
+            return {"data": data, "page": page(following)}
     data["lines_truncated"] = more_after
-    if more_after:
-        following = page_ranges[-1][1] + 1
-        return {"data": data, "page": {"next_cursor": cursors.encode(call, "source", scope, following)}}
-    return {"data": data, "page": {"next_cursor": None}}
+    return {"data": data, "page": page(page_ranges[-1][1] + 1 if more_after else None)}
