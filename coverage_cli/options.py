@@ -41,8 +41,15 @@ def float_range(schema: dict[str, Any]) -> click.FloatRange:
     return click.FloatRange(schema["minimum"], schema["maximum"])
 
 
-MAX_WORDS = int_range(REVIEW["limits"]["properties"]["max_words"])
-CONTEXT_MAX_WORDS = int_range(CONTEXT["max_words"])
+def budget_range(schema: dict[str, Any]) -> click.IntRange:
+    """A budget's range without its minimum: a budget below it reaches the operation, whose refusal
+    carries the measured budget the call needs (a range alone would send people to a minimum that fails)."""
+    return click.IntRange(1, schema["maximum"])
+
+
+MAX_WORDS = budget_range(REVIEW["limits"]["properties"]["max_words"])
+MAX_BYTES = budget_range(REVIEW["limits"]["properties"]["max_bytes"])
+CONTEXT_MAX_WORDS = budget_range(CONTEXT["max_words"])
 PAGE_SIZE = int_range(REVIEW["page_size"])
 PERCENT = float_range(GATE_SCHEMA["properties"]["fail_under_total"])
 
@@ -58,6 +65,7 @@ REVIEW_OPTIONS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]
     "--lines": (("lines",), None),
     "--baseline": (("baseline",), None),
     "--max-words": (("limits", "max_words"), ("limits", "max_words")),
+    "--max-bytes": (("limits", "max_bytes"), ("limits", "max_bytes")),
     "--representation": (("representation",), ("representation",)),
     "--page-size": (("page_size",), ("page_size",)),
     "--order": (("order",), None),

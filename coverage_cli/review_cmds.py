@@ -16,6 +16,7 @@ from coverage_daemon.client import call, open_project
 from .options import (
     CONTEXT_MAX_WORDS,
     FILE_ORDERS,
+    MAX_BYTES,
     MAX_WORDS,
     PAGE_SIZE,
     REPRESENTATIONS,
@@ -89,6 +90,7 @@ Example: coverage-mcp review change --baseline main --max-words 300
 @click.option("--lines", help="A line or range A-B within --file.")
 @baseline_options(required=False)
 @click.option("--max-words", type=MAX_WORDS, help="Word budget of the answer.")
+@click.option("--max-bytes", type=MAX_BYTES, help="Byte budget of the answer (its compact JSON).")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), help="Shape of the answer.")
 @click.option("--page-size", type=PAGE_SIZE, help="snapshots, files: records per page.")
 @click.option("--order", type=click.Choice(FILE_ORDERS), help="files: the order of the files.")
@@ -107,6 +109,7 @@ def review_command(
     baseline,
     merge_base,
     max_words,
+    max_bytes,
     representation,
     page_size,
     order,
@@ -126,6 +129,7 @@ def review_command(
             "--lines": lines,
             "--baseline": baseline_spec(baseline, merge_base),
             "--max-words": max_words,
+            "--max-bytes": max_bytes,
             "--representation": representation,
             "--page-size": page_size,
             "--order": order,
@@ -327,22 +331,34 @@ _SPECIAL_KEYS = {"insight": ("targets",), "source": ("ranges",), "history": ("po
 
 
 def _insight(data: dict[str, Any], pad: str) -> list[str]:
+    """Each target: its uncovered ranges, its partial lines with what they missed, and what is left out."""
     out = []
     for t in data.get("targets", []):
-        path, fn, unc, part, ranges = (
-            (t[0], t[1], t[2], t[3], t[4])
-            if isinstance(t, list)
-            else (
-                t["path"],
-                t["function"],
-                t["uncovered_lines"],
-                t["partial_lines"],
-                [[r["start"], r["end"], r["line_count"]] for r in t["ranges"]],
-            )
-        )
+        if isinstance(t, list):
+            path, fn, unc, part, shown, count, cut, more = t
+            ranges = [
+                (r[0], r[1], "partial" if len(r) > 3 else "uncovered", r[4] if len(r) > 4 else [])
+                for r in shown
+            ]
+        else:
+            path, fn, unc, part = t["path"], t["function"], t["uncovered_lines"], t["partial_lines"]
+            count, cut, more = t["region_count"], t["regions_truncated"], t["ranges_cursor"]
+            ranges = [(r["start"], r["end"], r["kind"], r.get("missing") or []) for r in t["ranges"]]
         where = f"{path}:{fn}" if fn else path
-        out.append(f"{pad}{where}: {unc} uncovered, {part} partial, lines {_cell(ranges) if ranges else '-'}")
+        out.append(f"{pad}{where}: {_count(unc, 'uncovered line')}, {_count(part, 'partial line')}")
+        spans = [str(a) if a == b else f"{a}-{b}" for a, b, kind, _ in ranges if kind == "uncovered"]
+        if spans:
+            out.append(f"{pad}  uncovered: {', '.join(spans)}")
+        for a, _, kind, missing in ranges:
+            if kind == "partial":
+                out.append(f"{pad}  partial {a}: {'; '.join(missing) or 'a branch not taken'}")
+        if cut:
+            out.append(f"{pad}  {len(ranges)} of {count} ranges shown; more: --cursor {more}")
     return out
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _source(data: dict[str, Any], pad: str) -> list[str]:

@@ -684,8 +684,10 @@ def render_file(envelope: dict[str, Any]) -> None:
     click.echo(f"  uncovered lines: {_ranges(missed) or 'none'}")
     if data.get("excluded_lines"):
         click.echo(f"  excluded lines: {_ranges(data['excluded_lines'])} ({len(data['excluded_lines'])})")
-    if data["tests"]:
-        click.echo(f"  named tests that ran it: {len(data['tests'])}")
+    page = envelope.get("page") or {}
+    if page.get("total"):
+        shown = f" ({len(data['tests'])} on this page)" if len(data["tests"]) < page["total"] else ""
+        click.echo(f"  named tests that ran it: {page['total']}{shown}")
     _more(envelope)
 
 

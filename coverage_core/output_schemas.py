@@ -238,14 +238,14 @@ TASK_PAGE: dict[str, tuple[str, ...]] = {
     "change": ("offset", "files", "total_files"),
     "incremental": ("offset", "files", "total_files"),
     "history": ("offset", "rows", "total_rows", "snapshots"),
-    "source": (),
+    "source": ("total",),
     "tests": ("offset", "groups", "total_groups"),
     "audit": ("offset", "records", "total"),
     # insight's page, and which parts have more (parts_truncated: part -> true)
     "all": ("offset", "files", "total_files", "target_offset", "targets", "total_targets", "parts_truncated"),
     "snapshots": ("offset", "returned"),
     "files": ("offset", "returned"),
-    "file": ("from_line", "to_line"),
+    "file": ("from_line", "to_line", "offset", "records", "total"),
 }
 
 
@@ -290,6 +290,8 @@ SUITE_BRIEF = obj(
     dirty=unlisted(BOOLEAN),
     scope=DETAIL_STRING,
     covered=unlisted(HIT_FOUND),
+    percent=STRING,  # the headline, as the producing tool computes and prints it
+    counter=DETAIL_STRING,  # which counters it sums
     claim_status=STRING,  # its values are listed once, at data.claim_status
     # Counts per freshness state, and the files that are not fresh ([path, state]).
     content=obj(

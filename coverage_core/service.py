@@ -33,7 +33,7 @@ from .model import snapshot_to_dict
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .review import baseline, budget, context, listing, tasks
+from .review import baseline, budget, context, cursors, listing, tasks
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
@@ -521,7 +521,13 @@ class Service:
                 f"Use one of: {', '.join(OPERATIONS)}.",
             )
         args = {} if arguments is None else arguments
-        _VALIDATORS[name].check(args, what=name)
+        try:
+            _VALIDATORS[name].check(args, what=name)
+        except CoverageError as error:
+            raised = budget_below_minimum(op, args, error)
+            if raised is not None:  # the remedy: the same call with the budget it needs, measured
+                error.remedy = self._budget_remedy(op, raised)
+            raise
         started = time.perf_counter()
         own = con is None
         con = self.project.store.cursor() if own else con
@@ -535,7 +541,11 @@ class Service:
                 except CoverageError as error:
                     if error.remedy is None:
                         error.remedy = remedy_for(
-                            op, args, error, lambda fixed: op.handler(Call(self.project, con, fixed))
+                            op,
+                            args,
+                            error,
+                            lambda fixed: op.handler(Call(self.project, con, fixed)),
+                            self._rebind,
                         )
                     raise
                 except (OSError, duckdb.Error) as exc:
@@ -545,16 +555,45 @@ class Service:
                 con.close()
         return envelope(call, result, started)
 
+    def _rebind(self, cursor: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
+        return cursors.rebind(self.project.store.cursor_secret, cursor, old, new)
+
+    def _budget_remedy(self, op: Operation, raised: dict[str, Any]) -> Remedy | None:
+        """The remedy of a budget below its minimum: the call at the minimum when that answers, else
+        with what that call measured it needs (one more call checks it)."""
+        con = self.project.store.cursor()
+        try:
+            with self.project.store.gate.reading():
+
+                def attempt(fixed: dict[str, Any]) -> Any:
+                    return op.handler(Call(self.project, con, fixed))
+
+                try:
+                    attempt(raised)
+                except CoverageError as error:
+                    # Another mistake in the call as well: no remedy, rather than one that fails.
+                    return remedy_for(op, raised, error, attempt, self._rebind)
+        except (OSError, duckdb.Error):
+            pass  # the store cannot answer now: the call at the minimum is the remedy, as the schema says
+        finally:
+            con.close()
+        return Remedy(operation=op.name, arguments=raised)
+
 
 def remedy_for(
-    op: Operation, args: dict[str, Any], error: CoverageError, attempt: Callable[[dict[str, Any]], Any]
+    op: Operation,
+    args: dict[str, Any],
+    error: CoverageError,
+    attempt: Callable[[dict[str, Any]], Any],
+    rebind: Callable[[str, dict[str, Any], dict[str, Any]], str | None] | None = None,
 ) -> Remedy | None:
     """The call that fixes a failed one, where the failure says what it needs.
 
-    A budget too small gets the same call with a budget that was tried and
-    fits (read-only operations only; doubling from what the failure measured,
-    a few times at most); a cursor that does not continue this query gets the
-    same call without it.
+    A budget too small gets the same call with the words and bytes the failure
+    measured (read-only operations only), checked by one call; should that
+    still fail, with what it measured in turn. A cursor that does not continue
+    this query gets the same call without it. A cursor is bound to its call's budget: the remedy of a
+    page carries the same position re-bound to the new budget (``rebind``).
     """
     if error.code is ErrorCode.BUDGET_TOO_SMALL and op.read_only and "needed_words" in error.details:
         nested = "limits" in op.input_schema["properties"]
@@ -568,12 +607,18 @@ def remedy_for(
                 fixed = {**args, "limits": {**given, **need}}
             else:
                 fixed = {**args, **need}
+            if "cursor" in args and rebind is not None:
+                moved = rebind(args["cursor"], args, fixed)
+                if moved is None:
+                    return None
+                fixed["cursor"] = moved
             try:
                 attempt(fixed)
             except CoverageError as again:
-                if again.code is not ErrorCode.BUDGET_TOO_SMALL:
+                if again.code is not ErrorCode.BUDGET_TOO_SMALL or "needed_words" not in again.details:
                     return None
-                words, size = 2 * words, 2 * size
+                words = max(words, again.details["needed_words"])
+                size = max(size, again.details["needed_bytes"])
                 continue
             return Remedy(operation=op.name, arguments=fixed)
         return None
@@ -582,7 +627,27 @@ def remedy_for(
     return None
 
 
-REMEDY_TRIES = 4
+# A measured need is checked by one call: a remedy is never a guess.
+REMEDY_TRIES = 1
+# Budget arguments whose minimum a call may be below: the remedy is the same call with what it needs.
+BUDGET_PATHS = {
+    "$.limits.max_words": ("limits", "max_words", budget.MIN_WORDS),
+    "$.limits.max_bytes": ("limits", "max_bytes", budget.MIN_BYTES),
+    "$.max_words": (None, "max_words", budget.MIN_WORDS),
+}
+
+
+def budget_below_minimum(op: Operation, args: dict[str, Any], error: CoverageError) -> dict[str, Any] | None:
+    """The arguments with a budget below its minimum raised to it, when that is the only thing wrong."""
+    where = BUDGET_PATHS.get(error.details.get("path", ""))
+    if where is None or error.details.get("errors") != 1 or not op.read_only:
+        return None
+    parent, key, least = where
+    holder = args.get(parent) if parent else args
+    if not isinstance(holder, dict) or not isinstance(holder.get(key), int) or holder[key] >= least:
+        return None
+    fixed = {**holder, key: least}
+    return {**args, parent: fixed} if parent else fixed
 
 
 # The store owner's own import (the CLI reaching a daemon that holds the store,

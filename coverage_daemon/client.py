@@ -328,7 +328,7 @@ class DaemonClient:
             branches=table("branches"),
             functions=table("functions"),
             regions=table("regions"),
-            tests=tuple(first["tests"]),
+            tests=tuple(name for page in pages for name in page["tests"]),
             excluded_lines=tuple(first.get("excluded_lines", ())),
         )
 

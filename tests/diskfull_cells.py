@@ -135,7 +135,7 @@ def cell_composite(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, A
 
                 env_ = Service(project).call(
                     "coverage_import",
-                    {"inventory_path": "inventory.json", "reports": ["gpu:vulkan=vk.json"]},
+                    {"inventory_path": "inventory.json", "reports": [f"gpu:vulkan=vk{i}.json"]},
                 )
                 return {"rc": 0, "composite": env_["data"]["composite"]["composite_snapshot_id"]}
         except CoverageError as error:

@@ -262,13 +262,14 @@ def test_the_connector_loads_only_the_standard_library_and_its_own_modules(
         and m.split(".")[0] not in ("coverage_daemon", "coverage_cli", "coverage_core")
     )
     assert foreign == []
-    # Of coverage_core, only its stdlib-only modules: the error type, the JSON depth check, the settings
-    # table, the version.
+    # Of coverage_core, only its stdlib-only modules: the error type, the JSON depth check, the no-follow file
+    # opener (the daemon log it starts with), the settings table, the version.
     core = {m for m in loaded if m.split(".")[0] == "coverage_core"}
     assert core <= {
         "coverage_core",
         "coverage_core.errors",
         "coverage_core.nesting",
+        "coverage_core.safefs",
         "coverage_core.settings_table",
         "coverage_core.version",
     }

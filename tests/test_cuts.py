@@ -209,7 +209,7 @@ def test_audit_honours_max_files(service: Service) -> None:
 def _insight_records(env: dict[str, Any]) -> list[Any]:
     out = [("file", f[0]) for f in env["data"]["files"]]
     for t in env["data"]["targets"]:
-        out += [(t[0], t[1], *r) for r in t[4]]
+        out += [(t[0], t[1], *r[:3]) for r in t[4]]  # a partial range adds its kind and missed branches
     return out
 
 

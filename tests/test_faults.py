@@ -168,15 +168,18 @@ def _composite_sample(root: Path) -> Path:
         ],
     }
     repo = make_repo(root, {"shaders/main.wgsl": shader.decode(), "inventory.json": json.dumps(inventory)})
-    region = {"start_line": 1, "start_col": 1, "end_line": 5, "end_col": 2, "hits": 1}
-    f = {
-        "path": "shaders/main.wgsl",
-        "source_sha256": hashlib.sha256(shader).hexdigest(),
-        "regions": [region],
-    }
-    (repo / "vk.json").write_text(
-        json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "files": [f]})
-    )
+    # vk.json, and vk0-vk2.json for the disk-full cell's three imports: other evidence each time, since an
+    # identical composite is a duplicate and writes nothing.
+    for name, hits in (("vk", 1), ("vk0", 1), ("vk1", 2), ("vk2", 3)):
+        region = {"start_line": 1, "start_col": 1, "end_line": 5, "end_col": 2, "hits": hits}
+        f = {
+            "path": "shaders/main.wgsl",
+            "source_sha256": hashlib.sha256(shader).hexdigest(),
+            "regions": [region],
+        }
+        (repo / f"{name}.json").write_text(
+            json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "files": [f]})
+        )
     return repo
 
 

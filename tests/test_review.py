@@ -116,11 +116,6 @@ def test_source_without_a_range_shows_the_top_insight_target(service: Service) -
     assert {24, 25, 26, 27} <= set(numbers)
 
 
-def test_source_of_a_file_git_lacks_at_that_commit_is_not_measured(service: Service) -> None:
-    data = review(service, task="source", file="inventory/nowhere.py", lines="1-3")["data"]
-    assert data["claim_status"] == "not_measured" and "git has no file" in data["reasons"][0]
-
-
 def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> None:
     with open_project(sample_repo) as project:
         svc = Service(project)
@@ -346,7 +341,7 @@ def test_every_declared_operation_has_a_strict_object_schema() -> None:
         assert op.description and op.title
 
 
-def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_dropping_lines(
+def test_a_source_request_over_the_record_cap_pages_with_a_flag_and_a_cursor_instead_of_dropping_lines(
     tmp_path: Path,
 ) -> None:
     body = "".join(f"x{i} = {i}\n" for i in range(1, 3001))
@@ -356,23 +351,22 @@ def test_a_source_request_over_the_record_cap_fails_explicitly_instead_of_droppi
         svc = Service(project)
         svc.call("coverage_import", {"report_path": "c.info"})
         ranges = [f"{a}-{a + 199}" for a in range(1, 2001, 200)]
-        with pytest.raises(CoverageError) as err:
-            review(
-                svc,
-                task="source",
-                file="big.py",
-                ranges=ranges,
-                limits={"max_words": 50_000, "max_bytes": 2_000_000},
-            )
-        assert err.value.code is ErrorCode.RECORD_CAP_EXCEEDED and "fewer" in err.value.suggestion
-        within = review(
+        limits = {"max_words": 50_000, "max_bytes": 2_000_000}
+        first = review(svc, task="source", file="big.py", ranges=ranges, limits=limits)
+        assert first["data"]["lines_truncated"] is True and first["page"]["next_cursor"]
+        rest = review(
             svc,
             task="source",
             file="big.py",
-            ranges=ranges[:5],
-            limits={"max_words": 50_000, "max_bytes": 2_000_000},
+            ranges=ranges,
+            limits=limits,
+            cursor=first["page"]["next_cursor"],
         )
-        assert sum(len(r["lines"]) for r in within["data"]["ranges"]) == 1000
+        assert rest["data"]["lines_truncated"] is False
+        seen = [
+            line["line"] for answer in (first, rest) for r in answer["data"]["ranges"] for line in r["lines"]
+        ]
+        assert seen == list(range(1, 2001)), "every requested line exactly once, in order"
 
 
 TASK_ARGS = {

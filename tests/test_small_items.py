@@ -98,8 +98,13 @@ def test_history_rows_name_their_snapshot_and_scope_and_the_change_has_a_unit(sa
         "run_id",
     ]
     text = cli("review", "history", repo=sample_repo).stdout
-    change = data["window"]["change"]
-    assert f"change: {change:+} covered lines" in text
+    # The unit is the headline's counter: coverage.py's statements and branches together (its own reports).
+    def covered(report: str) -> int:
+        totals = json.loads((SAMPLE_REPORTS / f"{report}.coverage.json").read_text())["totals"]
+        return int(totals["covered_lines"] + totals["covered_branches"])
+
+    assert data["window"]["change"] == covered("step3") - covered("step1")
+    assert f"change: {covered('step3') - covered('step1'):+} covered statements+branches" in text
     assert "snapshot id" in text and row[0] in text
 
 

@@ -203,6 +203,28 @@ def _baseline(
     return Baseline(kind, found, snaps, commit, ref, tuple(notes))
 
 
+def check_spec(spec: dict[str, Any]) -> None:
+    """Refuse a baseline that names no side by its own shape, before anything is read from the store."""
+    kind = spec.get("kind")
+    if kind in ("ref", "merge_base") and not spec.get("ref"):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"baseline.kind={kind!r} needs baseline.ref",
+            "Name a branch, tag or commit as the baseline's ref (for example main).",
+            {"argument": "baseline.ref"},
+        )
+    if kind == "explicit" and not (
+        spec.get("snapshot_id") or spec.get("snapshot_ids") or spec.get("composite_snapshot_id")
+    ):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "baseline.kind='explicit' needs snapshot_id or snapshot_ids",
+            "Name the baseline snapshot by its id (the snapshots listing shows them).",
+            {"argument": "baseline.snapshot_id"},
+            Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
+        )
+
+
 def _explicit(call: Call, spec: dict[str, Any]) -> tuple[Snapshot, ...]:
     ids = (
         [spec["snapshot_id"]]

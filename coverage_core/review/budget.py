@@ -70,7 +70,11 @@ class Budget:
         data[key] = []
         w, b = size(whole)
         if w > self.max_words or b > self.max_bytes:
-            raise self.too_small(w, b)
+            # What a page needs is its fixed part and one record: measured so, a remedy works at once.
+            data[key] = items[:1]
+            need = size(whole)
+            data[key] = []
+            raise self.too_small(*need)
         # Binary search on the prefix length: sizes grow monotonically with it.
         lo, hi = 0, len(items)
         while lo < hi:

@@ -117,3 +117,22 @@ def invalid(why: str) -> CoverageError:
         "Repeat the same call with the same arguments and page.next_cursor from its answer, "
         "or drop the cursor to start from the first page.",
     )
+
+
+def rebind(secret: bytes, cursor: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """The same position as a cursor of the query ``new`` (a remedy's: the same call with another budget),
+    or None when ``cursor`` is not a valid cursor of ``old``. Only the server's secret re-signs it."""
+    try:
+        body, mac = cursor.rsplit(".", 1)
+        payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        data = json.loads(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    expected = hmac.new(secret, payload, hashlib.sha256).hexdigest()[:32]
+    if not hmac.compare_digest(expected.encode(), mac.encode("utf-8", "surrogateescape")):
+        return None
+    if not isinstance(data, dict) or data.get("q") != query_digest(str(data.get("o")), old):
+        return None
+    fresh = json.dumps({**data, "q": query_digest(str(data["o"]), new)}, separators=(",", ":")).encode()
+    signed = hmac.new(secret, fresh, hashlib.sha256).hexdigest()[:32]
+    return base64.urlsafe_b64encode(fresh).decode().rstrip("=") + "." + signed

@@ -706,9 +706,11 @@ def file_source(
     project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str
 ) -> dict[str, Any]:
     """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
-    review = _service_call(project, con)
+    from ..service import Service
+
+    service = Service(project)
     snap = _snapshot(project, con, snapshot_id, "snapshot")
-    args = {
+    args: dict[str, Any] = {
         "task": "source",
         "representation": "review",
         "limits": WHOLE,
@@ -716,19 +718,30 @@ def file_source(
         "measurement": {"snapshot_id": snap.snapshot_id},
         "lines": f"1-{MAX_SOURCE_LINES}",
     }
-    try:
-        data = review(args)
-    except CoverageError as error:
-        if error.details.get("file_lines") != 0:
-            raise
-        data = {"ranges": [], "commit": error.details.get("commit")}  # an empty file: no line to show
-    lines = [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
+    # Pages of source (each at most the record cap) until the file or MAX_SOURCE_LINES ends.
+    lines: list[Any] = []
+    while True:
+        try:
+            answer = service.call("coverage_review", args, con=con)
+        except CoverageError as error:
+            if error.details.get("file_lines") != 0:
+                raise
+            answer = {"data": {"ranges": [], "commit": error.details.get("commit")}, "page": None}
+        data = answer["data"]
+        lines += [line for r in data.get("ranges") or [] for line in r.get("lines", [])]
+        following = (answer.get("page") or {}).get("next_cursor")
+        if not following:
+            break
+        args["cursor"] = following
+    total = (answer.get("page") or {}).get("total", len(lines))
+    truncated = bool(data.get("lines_truncated")) or total > MAX_SOURCE_LINES
     return {
         "snapshot_id": snap.snapshot_id,
         "file": path,
         "commit": data.get("commit"),
         "lines": lines,
-        "truncated": bool(data.get("lines_truncated")),
+        "file_lines": total,
+        "truncated": truncated,
         "claim_status": data.get("claim_status"),
         "reasons": data.get("reasons") or [],
     }

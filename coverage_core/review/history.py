@@ -188,7 +188,7 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         else [r[0], (r[2] or "")[:12], int(r[3]), int(r[4]), r[6], (runs.get(r[0]) or {}).get("run_id")]
         for r in paged[offset : offset + RECORD_CAP]
     ]
-    data["rows_truncated"] = True  # no shorter than false: the fit holds whatever it ends as
+    data["rows_truncated"] = False  # "false" is no shorter than "true": the fit holds whatever it ends as
     shown = budget.fit_page(data, key, items)
     following = offset + shown
     data["rows_truncated"] = following < len(paged)

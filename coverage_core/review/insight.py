@@ -29,14 +29,15 @@ with it answers that target with its following ranges.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
-from ..errors import CoverageError, ErrorCode
-from . import cursors
+from . import cursors, missed
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_selection
-from .select import Selection
+from .select import Selection, unknown_file
 
 RANGES_PER_TARGET = 3
 KIND_NAMES = {0: "uncovered", 1: "partial"}
@@ -75,22 +76,24 @@ def ranked_files(
     ``path`` keeps only that file (matched by repository or report path).
     """
     if len(sel.snaps) == 1:
+        # Uncovered and partial lines as the detail holds them (the stored runs), so a file's figures are
+        # the sums of its targets' figures.
         only = "AND (f.path = $path OR f.report_path = $path)" if path is not None else ""
         rows = call.rows(
-            f"""SELECT f.file_id, f.path, f.lines_found, f.lines_hit, coalesce(p.partial, 0) AS partial,
-                       count(*) OVER () AS total
-                FROM files f LEFT JOIN (
-                    SELECT file_id, count(*) AS partial FROM uncovered_ranges
-                    WHERE snap = $snap AND kind = 1 GROUP BY file_id) p ON p.file_id = f.file_id
-                WHERE f.snap = $snap AND (f.lines_found > f.lines_hit OR p.partial > 0) {only}
-                ORDER BY f.lines_found - f.lines_hit DESC, partial DESC, f.path, f.file_id
+            f"""SELECT f.file_id, f.path, f.lines_found, p.uncovered, p.partial, count(*) OVER () AS total
+                FROM files f JOIN (
+                    SELECT file_id, coalesce(sum(line_count) FILTER (WHERE kind = 0), 0) AS uncovered,
+                           count(*) FILTER (WHERE kind = 1) AS partial
+                    FROM uncovered_ranges WHERE snap = $snap GROUP BY file_id) p ON p.file_id = f.file_id
+                WHERE f.snap = $snap {only}
+                ORDER BY p.uncovered DESC, p.partial DESC, f.path, f.file_id
                 LIMIT $limit OFFSET $offset""",
             {"snap": sel.snaps[0], "limit": limit, "offset": offset, **({"path": path} if path else {})},
         )
     else:
         only = "WHERE l.path = $path" if path is not None else ""
         rows = call.rows(
-            f"""SELECT NULL, l.path, count(*) AS found, count(*) FILTER (WHERE l.hits > 0) AS hit,
+            f"""SELECT NULL, l.path, count(*) AS found, count(*) FILTER (WHERE l.hits = 0) AS uncovered,
                        coalesce(any_value(p.partial), 0) AS partial, count(*) OVER () AS total
                 FROM ({_union_view(sel)}) l
                 LEFT JOIN (SELECT path, count(*) AS partial FROM ({_union_partials(sel)}) GROUP BY path) p
@@ -98,12 +101,12 @@ def ranked_files(
                 {only}
                 GROUP BY l.path
                 HAVING count(*) > count(*) FILTER (WHERE l.hits > 0) OR coalesce(any_value(p.partial), 0) > 0
-                ORDER BY found - hit DESC, partial DESC, l.path LIMIT $limit OFFSET $offset""",
+                ORDER BY uncovered DESC, partial DESC, l.path LIMIT $limit OFFSET $offset""",
             {"limit": limit, "offset": offset, **({"path": path} if path else {})},
         )
     total = int(rows[0][5]) if rows else 0
     return [
-        {"file_id": r[0], "path": r[1], "found": int(r[2]), "hit": int(r[3]), "partial": int(r[4])}
+        {"file_id": r[0], "path": r[1], "found": int(r[2]), "uncovered": int(r[3]), "partial": int(r[4])}
         for r in rows
     ], total
 
@@ -112,7 +115,7 @@ def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str
     """Per path: its executable lines (line, hits), partial lines (line, missed) and
     functions (start, end, name), each sorted by line."""
     out: dict[str, dict[str, list[tuple]]] = {
-        f["path"]: {"lines": [], "partial": [], "functions": []} for f in files
+        f["path"]: {"lines": [], "partial": [], "functions": [], "branches": []} for f in files
     }
     paths = list(out)
     if len(sel.snaps) == 1:
@@ -136,6 +139,17 @@ def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str
             [snap, ids],
         )
         functions = [(by_id[r[0]], *r[1:]) for r in functions]
+        # The untaken branches of partial lines only, each with its line's branch count.
+        branches = call.rows(
+            """SELECT b.file_id, b.line, b.block, b.branch, b.taken, b.total FROM (
+                   SELECT *, count(*) OVER (PARTITION BY file_id, line) AS total FROM branches
+                   WHERE snap = ? AND list_contains(?, file_id)) b
+               SEMI JOIN uncovered_ranges u
+                 ON u.snap = ? AND u.kind = 1 AND u.file_id = b.file_id AND u.start_line = b.line
+               WHERE b.taken <= 0 ORDER BY b.file_id, b.line, b.block""",
+            [snap, ids, snap],
+        )
+        branches = [(by_id[r[0]], *r[1:]) for r in branches]
     else:
         for path, line, hits in call.rows(
             f"SELECT path, line, hits FROM ({_union_view(sel)}) WHERE list_contains(?, path) ORDER BY path, line",
@@ -154,6 +168,18 @@ def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str
                 WHERE fn.snap IN ({snaps}) AND fn.start_line > 0 AND list_contains(?, f.path)""",
             [paths],
         )
+        branches = call.rows(
+            f"""SELECT b.* FROM (
+                    SELECT *, count(*) OVER (PARTITION BY path, line) AS total FROM (
+                        SELECT f.path, br.line, br.block, br.branch, max(br.taken) AS taken FROM branches br
+                        JOIN files f ON f.snap = br.snap AND f.file_id = br.file_id
+                        WHERE br.snap IN ({snaps}) AND list_contains(?, f.path) GROUP BY ALL)) b
+                SEMI JOIN ({_union_partials(sel)}) p ON p.path = b.path AND p.line = b.line
+                WHERE b.taken <= 0 ORDER BY ALL""",
+            [paths],
+        )
+    for path, line, block, branch, taken, total in branches:
+        out[path]["branches"].append((int(line), int(block), str(branch), int(taken), int(total)))
     for path, start, end, name in functions:
         start, end = int(start), int(end)
         out[path]["functions"].append((start, end if end >= start else _OPEN_END, str(name)))
@@ -185,23 +211,32 @@ class _Innermost:
         return self.stack[-1][2] if self.stack else None
 
 
-def _file_targets(path: str, d: dict[str, list[tuple]]) -> list[dict[str, Any]]:
-    """One file's targets; each range is (start, end, line_count, kind, missed)."""
+def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[str, Any]]:
+    """One file's targets; each range is (start, end, line_count, kind, missed, missing): kind 0 a run of
+    uncovered lines, 1 a partial line with ``missed`` untaken branches, described in ``missing``."""
     partial = dict(d["partial"])
+    on_line: dict[int, list[tuple[int, str, int]]] = {}
+    totals: dict[int, int] = {}
+    for line, block, branch, taken, total in d["branches"]:  # the untaken branches of partial lines
+        on_line.setdefault(line, []).append((block, branch, taken))
+        totals[line] = total
     inner = _Innermost(d["functions"])
     groups: dict[str | None, list[tuple]] = {}
     run: list[Any] | None = None  # [function, start, end, count]
 
     def close() -> None:
         if run is not None:
-            groups.setdefault(run[0], []).append((run[1], run[2], run[3], 0, run[3]))
+            groups.setdefault(run[0], []).append((run[1], run[2], run[3], 0, run[3], None))
 
     for line, hits in d["lines"]:
         if hits > 0:
             close()
             run = None
             if line in partial:
-                groups.setdefault(inner.at(line), []).append((line, line, 1, 1, partial[line]))
+                function = inner.at(line)
+                untaken = sorted(on_line.get(line, []), key=lambda r: (r[0], len(r[1]), r[1]))
+                missing = missed.describe(fmt, untaken, totals.get(line, len(untaken)), function)
+                groups.setdefault(function, []).append((line, line, 1, 1, partial[line], missing))
             continue
         function = inner.at(line)
         if run is not None and run[0] == function:
@@ -226,6 +261,71 @@ def _file_targets(path: str, d: dict[str, list[tuple]]) -> list[dict[str, Any]]:
     return targets
 
 
+# Target counts by (repository, snapshot ids, file): a snapshot never changes, and counting walks every
+# gap line of the snapshot.
+_COUNTS: OrderedDict[tuple[str, str, str | None], int] = OrderedDict()
+_COUNTS_SIZE = 64
+_counts_lock = threading.Lock()
+
+
+def target_count(call: Call, sel: Selection, path: str | None) -> int:
+    key = (call.project.checkout.repo_key, sel.scope_key, path)
+    with _counts_lock:
+        if key in _COUNTS:
+            _COUNTS.move_to_end(key)
+            return _COUNTS[key]
+    count = _count_targets(call, sel, path)
+    with _counts_lock:
+        _COUNTS[key] = count
+        while len(_COUNTS) > _COUNTS_SIZE:
+            _COUNTS.popitem(last=False)
+    return count
+
+
+def _count_targets(call: Call, sel: Selection, path: str | None) -> int:
+    """How many targets the files with gaps (or ``path``) have in all, whatever a page shows: the distinct
+    innermost functions (``_Innermost``, as ``_file_targets`` groups them) of their uncovered and partial
+    lines, read as two sorted columns and walked once per file."""
+    if len(sel.snaps) == 1:
+        only = "AND (f.path = $path OR f.report_path = $path)" if path is not None else ""
+        gaps = f"""SELECT u.file_id AS k, u.start_line AS line FROM uncovered_ranges u
+                   JOIN files f ON f.snap = u.snap AND f.file_id = u.file_id
+                   WHERE u.snap = $snap AND u.kind = 1 {only}
+                   UNION ALL SELECT l.file_id, l.line FROM lines l
+                   JOIN files f ON f.snap = l.snap AND f.file_id = l.file_id
+                   WHERE l.snap = $snap AND l.hits = 0 {only}"""
+        functions = """SELECT file_id AS k, start_line, end_line, name FROM functions
+                       WHERE snap = $snap AND start_line > 0"""
+        params: dict[str, Any] = {"snap": sel.snaps[0]}
+    else:
+        snaps = ",".join(str(s) for s in sel.snaps)
+        only = "WHERE path = $path" if path is not None else ""
+        gaps = f"""SELECT path AS k, line FROM (
+                       SELECT path, line FROM ({_union_partials(sel)})
+                       UNION ALL SELECT path, line FROM ({_union_view(sel)}) WHERE hits = 0) {only}"""
+        functions = f"""SELECT DISTINCT f.path AS k, fn.start_line, fn.end_line, fn.name FROM functions fn
+                        JOIN files f ON f.snap = fn.snap AND f.file_id = fn.file_id
+                        WHERE fn.snap IN ({snaps}) AND fn.start_line > 0"""
+        params = {}
+    if path is not None:
+        params["path"] = path
+    lines: dict[Any, list[int]] = {}
+    for k, line in call.rows(f"SELECT k, line FROM ({gaps}) ORDER BY k, line", params):
+        lines.setdefault(k, []).append(int(line))
+    by_file: dict[Any, list[tuple[int, int, str]]] = {k: [] for k in lines}
+    for k, start, end, name in call.rows(
+        f"SELECT * FROM ({functions}) WHERE k IN (SELECT DISTINCT k FROM ({gaps}))", params
+    ):
+        start, end = int(start), int(end)
+        by_file[k].append((start, end if end >= start else _OPEN_END, str(name)))
+    count = 0
+    for k, numbers in lines.items():
+        fns = sorted(by_file[k], key=lambda f: (f[0], -f[1], f[2]))
+        inner = _Innermost(fns)
+        count += len({inner.at(n) for n in numbers})
+    return count
+
+
 def _rank(t: dict[str, Any]) -> tuple:
     return (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or "")
 
@@ -235,7 +335,8 @@ def all_targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list
     if not files:
         return []
     detail = _detail(call, sel, files)
-    targets = [t for f in files for t in _file_targets(f["path"], detail[f["path"]])]
+    fmt = sel.primary.format
+    targets = [t for f in files for t in _file_targets(f["path"], detail[f["path"]], fmt)]
     targets.sort(key=_rank)
     return targets
 
@@ -259,7 +360,7 @@ def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], m
             t["function"],
             t["uncovered_lines"],
             t["partial_lines"],
-            [[r[0], r[1], r[2]] for r in sorted(shown)],
+            [_compact_range(r) for r in sorted(shown)],
             t["region_count"],
             truncated,
             more,
@@ -273,22 +374,20 @@ def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], m
         "regions_truncated": truncated,
         "ranges_cursor": more,
     }
-    if representation == "review":
-        out["ranges"] = [
-            {"start": r[0], "end": r[1], "line_count": r[2], "kind": KIND_NAMES[r[3]]} for r in sorted(shown)
-        ]
-    else:
-        out["ranges"] = [
-            {
-                "start": r[0],
-                "end": r[1],
-                "line_count": r[2],
-                "kind": KIND_NAMES[r[3]],
-                "missed_branches": r[4] if r[3] else 0,
-            }
-            for r in sorted(shown)
-        ]
+    out["ranges"] = []
+    for r in sorted(shown):
+        entry: dict[str, Any] = {"start": r[0], "end": r[1], "line_count": r[2], "kind": KIND_NAMES[r[3]]}
+        if representation != "review":
+            entry["missed_branches"] = r[4] if r[3] else 0
+        if r[3]:
+            entry["missing"] = r[5]
+        out["ranges"].append(entry)
     return out
+
+
+def _compact_range(r: tuple) -> list[Any]:
+    """[start, end, line_count] for uncovered lines; [line, line, 1, "partial", missing] for a partial one."""
+    return [r[0], r[1], r[2]] if r[3] == 0 else [r[0], r[1], r[2], "partial", r[5]]
 
 
 def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[str, Any]:
@@ -304,8 +403,9 @@ def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[s
     if representation == "compact":
         data["legend"] = {
             "files": "[path, uncovered_lines, executable_lines, partial_lines]",
-            "targets": "[path, function, uncovered_lines, partial_lines, [[start,end,line_count]...], region_count, "
-            "regions_truncated, ranges_cursor]",
+            "targets": "[path, function, uncovered_lines, partial_lines, ranges, region_count, regions_truncated, "
+            "ranges_cursor]",
+            "ranges": "[start,end,line_count] uncovered; [line,line,1,partial,[missed branches]] partial",
         }
     data.update(claim_for_selection(call, sel))
     return data
@@ -313,10 +413,10 @@ def _head(call: Call, sel: Selection, total: int, representation: str) -> dict[s
 
 def _file_item(f: dict[str, Any], representation: str) -> Any:
     if representation == "compact":
-        return [f["path"], f["found"] - f["hit"], f["found"], f["partial"]]
+        return [f["path"], f["uncovered"], f["found"], f["partial"]]
     return {
         "path": f["path"],
-        "uncovered_lines": f["found"] - f["hit"],
+        "uncovered_lines": f["uncovered"],
         "executable_lines": f["found"],
         "partial_lines": f["partial"],
     }
@@ -345,9 +445,9 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     files, total = ranked_files(call, sel, first, group or budget.max_files, path)
     data = _head(call, sel, total, representation)
     data["files"] = []
-    # Placeholders at least as long as their final values: fitting the files first keeps the fit.
-    data["target_count"] = 999_999
-    data["targets_truncated"] = True
+    data["target_count"] = target_count(call, sel, path) if total else 0
+    # "false" is no shorter than "true": fitting the files first keeps the fit.
+    data["targets_truncated"] = False
     data["targets"] = []
     continuing = group > 0
     if continuing:
@@ -357,10 +457,9 @@ def insight(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         files = files[:shown_files]
         group = shown_files
     if group == 0 or first >= total:
-        data["files"], data["target_count"], data["targets_truncated"] = [], 0, False
+        data["files"], data["targets_truncated"] = [], False
         return {"data": data, "page": _page(first, 0, 0, 0, 0, total, None)}
     targets = all_targets(call, sel, files)
-    data["target_count"] = len(targets)
     per_target = None if representation == "audit" else RANGES_PER_TARGET
     rendered = []
     for t in targets[skip : skip + budget.max_regions]:
@@ -407,12 +506,7 @@ def _known_file(call: Call, sel: Selection, path: str) -> None:
         )
         is None
     ):
-        raise CoverageError(
-            ErrorCode.NOT_FOUND,
-            f"{path!r} is not a file of snapshot {sel.scope_key}",
-            "Use a repository-relative path as listed by coverage_review task=files or task=insight.",
-            {"path": path},
-        )
+        raise unknown_file(call, sel.snaps, path, sel.scope_key)
 
 
 def _ranges_page(
@@ -425,7 +519,7 @@ def _ranges_page(
         raise cursors.invalid("it carries no valid position")
     data = _head(call, sel, total, representation)
     data["files"] = []
-    data["target_count"] = 1
+    data["target_count"] = target_count(call, sel, call.args.get("file"))
     data["targets_truncated"] = False
     rest = target["ranges"][skip:]
     if representation != "audit":

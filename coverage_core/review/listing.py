@@ -28,7 +28,7 @@ from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
-from .select import Selection, line_range
+from .select import Selection, file_id, line_range
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")
@@ -154,7 +154,8 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 
 
 def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
-    """One file's exact detail as named columns, one line window per page."""
+    """One file's exact detail as named columns, one line window per page, then the named tests that
+    ran those lines, paged by name (the page's ``offset``, ``records`` and ``total`` count them)."""
     snapshot_id = _one(sel, "file")
     path = call.args.get("file")
     if not path:
@@ -163,11 +164,26 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             "task=file needs file",
             "Name the file: a repository-relative path as the files listing shows it.",
         )
+    fid, _ = file_id(call, sel.snaps[0], path, snapshot_id)
     window = line_range(call.args.get("lines"))
+    first, last = window or (1, 2**31 - 1)
     scope = f"{snapshot_id}:{path}"
-    start = max(cursors.decode(call, "file", scope, call.args.get("cursor")), window[0] if window else 1)
-    last = window[1] if window else 2**62
+    # Position: [first line still to show, first test still to show]; past ``last``, only tests are left.
+    key = cursors.decode_key(call, "file", scope, call.args.get("cursor")) or [first, 0]
+    if len(key) != 2 or not all(isinstance(k, int) for k in key):
+        raise cursors.invalid("it carries no valid position")
+    start, test_at = max(key[0], first), key[1]
     detail = call.project.store.file_detail(snapshot_id, path, call.con, lines=(start, last))
+    tests = [
+        r[0]
+        for r in call.rows(
+            """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
+                 (SELECT DISTINCT test_id FROM test_observations
+                  WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?)
+               ORDER BY n.name""",
+            [sel.snaps[0], sel.snaps[0], fid, first, last],
+        )
+    ]
     tables = {
         "lines": detail.lines,
         "branches": detail.branches,
@@ -180,7 +196,7 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "task": "file",
         "snapshot_id": snapshot_id,
         "summary": converter.unstructure(detail.summary),
-        "tests": list(detail.tests),
+        "tests": [],
     }
     if detail.excluded_lines:  # the whole file's, like its tests
         head["excluded_lines"] = list(detail.excluded_lines)
@@ -203,8 +219,11 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         return records <= RECORD_CAP and budget.fits(body)
 
     lo, hi = 0, len(starts)
-    if not fits(lo):
-        raise budget.too_small(*size(page_through(0)[0]))
+    if not fits(lo):  # what a page needs: the fixed part and its first record (a line's, else a test)
+        body = page_through(min(1, len(starts)))[0]
+        if not len(starts):
+            body["tests"] = tests[test_at : test_at + 1]
+        raise budget.too_small(*size(body))
     while lo < hi:  # the largest page that fits: sizes grow with k
         mid = (lo + hi + 1) // 2
         if fits(mid):
@@ -216,12 +235,24 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         if records > RECORD_CAP:
             raise record_cap_exceeded("one line of this file", records)
         raise budget.too_small(*size(body))
-    data, _ = page_through(lo)
-    more = lo < len(starts)
+    data, records = page_through(lo)
+    shown_tests = 0
+    if lo == len(starts):  # every line shown: the tests follow, as many as fit (one at least, alone)
+        rest = tests[test_at : test_at + RECORD_CAP - records]
+        fit = budget.fit_page if not records else budget.fit_list
+        shown_tests = fit(data, "tests", rest) if rest else 0
+    more_lines = lo < len(starts)
+    more_tests = test_at + shown_tests < len(tests)
     next_start = int(starts[lo - 1]) + 1 if lo else start
+    following = [next_start, 0] if more_lines else [last + 1, test_at + shown_tests]
     page = {
         "from_line": start,
-        "to_line": int(starts[lo - 1]) if lo else None,
-        "next_cursor": cursors.encode(call, "file", scope, next_start) if more else None,
+        "to_line": int(starts[lo - 1]) if lo else start - 1,  # no line on this page: an empty window
+        "offset": test_at,
+        "records": shown_tests,
+        "total": len(tests),
+        "next_cursor": cursors.encode_key(call, "file", scope, following)
+        if more_lines or more_tests
+        else None,
     }
     return {"data": data, "page": page}

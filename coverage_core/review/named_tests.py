@@ -127,7 +127,7 @@ def _for_file(
     at = cursors.decode(call, "tests", scope, call.args.get("cursor"))
     data["tests"] = []
     data["only_one_test"] = []
-    data["truncated"] = True  # no shorter than false: the fit holds whatever it ends as
+    data["truncated"] = False  # "false" is no shorter than "true": the fit holds whatever it ends as
     from_tests = tests_list[at : at + RECORD_CAP]
     shown_tests = budget.fit_page(data, "tests", from_tests) if from_tests else 0
     shown_only = 0

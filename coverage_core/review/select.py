@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import attrs
 
-from ..errors import CoverageError, ErrorCode
+from ..errors import CoverageError, ErrorCode, Remedy
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE
 from ..storage.store import chosen_side
@@ -139,10 +140,47 @@ def file_id(call: Call, snap: int, path: str, snapshot_id: str) -> tuple[int, st
         [snap, path, path, path],
     )
     if row is None:
-        raise CoverageError(
-            ErrorCode.NOT_FOUND,
-            f"{path!r} is not a file of snapshot {snapshot_id}",
-            "Use a repository-relative path as listed by coverage_review task=audit or task=insight.",
-            {"path": path},
-        )
+        raise unknown_file(call, snap, path, snapshot_id)
     return int(row[0]), row[1]
+
+
+NEAREST = 3
+
+
+def nearest_paths(call: Call, snaps: tuple[int, ...] | list[int], path: str) -> list[str]:
+    """The measured paths of ``snaps`` closest to ``path`` (a typo, a missing folder), best first."""
+    paths = [
+        r[0]
+        for r in call.rows(
+            "SELECT DISTINCT path FROM files WHERE list_contains(?, snap) ORDER BY path", [list(snaps)]
+        )
+    ]
+    close = difflib.get_close_matches(path, paths, n=NEAREST, cutoff=0.6)
+    if not close:  # the right name in another folder
+        name = path.rsplit("/", 1)[-1]
+        close = [p for p in paths if p.rsplit("/", 1)[-1] == name][:NEAREST]
+    return close
+
+
+def unknown_file(call: Call, snap: int | tuple[int, ...], path: str, snapshot_id: str) -> CoverageError:
+    """``not_found`` for a path the snapshot(s) do not measure, naming the nearest measured paths; the
+    remedy is the same call with the nearest one."""
+    snaps = (snap,) if isinstance(snap, int) else snap
+    close = nearest_paths(call, snaps, path)
+    fixed = {k: v for k, v in call.args.items() if k != "cursor"}
+    remedy = (
+        Remedy(operation="coverage_review", arguments={**fixed, "file": close[0]})
+        if close
+        else Remedy(
+            operation="coverage_review",
+            arguments={"task": "files", "measurement": {"snapshot_id": snapshot_id.split(",")[0]}},
+        )
+    )
+    return CoverageError(
+        ErrorCode.NOT_FOUND,
+        f"{path!r} is not a file of snapshot {snapshot_id}"
+        + (f"; did you mean {', '.join(map(repr, close))}?" if close else ""),
+        f"Use {close[0]!r}." if close else "Use a repository-relative path as task=files lists it.",
+        {"path": path, "nearest": close},
+        remedy,
+    )

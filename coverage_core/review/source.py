@@ -11,10 +11,14 @@ or on a blank line for coverage.py) the answer says so for the file and shows
 no lines rather than annotating other text.
 
 Each line is ``c`` covered, ``u`` uncovered, ``p`` partial (executed with an
-untaken branch) or ``-`` not code. Up to ten ranges; with none given, the top
-insight target of ``file`` (or of the snapshot). Lines the budget cuts are
-flagged (``lines_truncated``) and continue with ``page.next_cursor``. A file git does not have at
-that commit is ``not_measured``, not an error.
+untaken branch) or ``-`` not code. Up to ten ranges of any length; with none
+given, windows around the top insight target's gaps of ``file`` (or of the
+snapshot), which the answer says (``next``: how to ask for other lines); the
+page's ``total`` is the file's length in lines. A page carries at most ``MAX_LINES_PER_PAGE`` lines and what
+the budget allows: lines left out are flagged (``lines_truncated``) and
+continue with ``page.next_cursor``, never dropped. A file the snapshot does not
+measure but git has at that commit is ``not_measured``; a path neither knows is
+``not_found``, naming the nearest measured paths.
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ import zstandard
 from ..errors import CoverageError, ErrorCode
 from ..model import Snapshot
 from . import cursors
-from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
+from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
-from .select import Selection, file_id, line_range
+from .select import Selection, file_id, line_range, unknown_file
 
 MAX_RANGES = 10
-MAX_LINES_PER_RANGE = 200
+# The record cap bounds a page; a longer range continues on the next page (the cursor).
+MAX_LINES_PER_PAGE = RECORD_CAP
 MAX_LINE_CHARS = 160
 CONTEXT_LINES = 2
 MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "x": "excluded", "-": "not code"}
@@ -162,7 +167,7 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
         if out and a <= out[-1][1] + 1:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
-            out.append((a, min(b, a + MAX_LINES_PER_RANGE - 1)))
+            out.append((a, b))
     return out
 
 
@@ -192,7 +197,8 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         "snapshot_id": primary.snapshot_id,
         "commit": (primary.commit or "")[:12],
     }
-    if not asked:
+    windows = not asked
+    if windows:
         target = _default_target(call, sel, path)
         if target is None:
             data.update(claim_for_selection(call, sel))
@@ -209,9 +215,12 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     except CoverageError:
         fid = None
     if fid is None:
-        # Not in the snapshot: the commit's text, every line not code, and the claim says so.
+        # Not in the snapshot: the commit's text, every line not code, and the claim says so; a path git
+        # does not have either is a mistyped one.
         src = source_lines(call, primary.commit, path) if primary.commit else None
-        why = f"git has no file {path!r} at commit {(primary.commit or 'none')[:12]}"
+        if src is None:
+            raise unknown_file(call, snap, path, primary.snapshot_id)
+        why = ""
         note = None
         claim = {
             "claim_status": "not_measured",
@@ -226,10 +235,33 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         return {"data": data, "page": None}
     if note:
         claim = {**claim, "reasons": claim["reasons"] + [note]}
+    if windows:  # not the whole file: say so, so a reader never takes the windows for all of it
+        data["next"] = (
+            f"these are windows around the top insight target's gaps; lines=A-B (1-{len(src)}) shows others"
+        )
+
+    def page(following: int | None) -> dict[str, Any]:
+        return {
+            "total": len(src),
+            "next_cursor": None if following is None else cursors.encode(call, "source", scope, following),
+        }
+
     ranges = _merge([(a, min(b, len(src))) for a, b in asked if a <= len(src)])
     marks: dict[int, str] = {}
-    if fid is not None and ranges:
-        lo, hi = ranges[0][0], ranges[-1][1]
+    # A cursor continues the same ranges from the line after the last one shown.
+    scope = f"{primary.snapshot_id}:{path}"
+    resume = cursors.decode(call, "source", scope, call.args.get("cursor"))
+    ranges = [(max(a, resume), b) for a, b in ranges if b >= resume]
+    # A page holds at most MAX_LINES_PER_PAGE lines: the first ones of the ranges left.
+    room, page_ranges = MAX_LINES_PER_PAGE, []
+    for a, b in ranges:
+        if room == 0:
+            break
+        page_ranges.append((a, min(b, a + room - 1)))
+        room -= page_ranges[-1][1] - a + 1
+    more_after = sum(b - a + 1 for a, b in ranges) > sum(b - a + 1 for a, b in page_ranges)
+    if fid is not None and page_ranges:
+        lo, hi = page_ranges[0][0], page_ranges[-1][1]
         for line, hits, partial in call.rows(
             """SELECT l.line, l.hits, u.start_line IS NOT NULL
                FROM lines l LEFT JOIN uncovered_ranges u
@@ -247,12 +279,8 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     data.update(claim)
     if representation == "compact":
         data["legend"] = {"lines": "[number, mark, text]", "marks": MARKS}
-    # A cursor continues the same ranges from the line after the last one shown.
-    scope = f"{primary.snapshot_id}:{path}"
-    resume = cursors.decode(call, "source", scope, call.args.get("cursor"))
-    ranges = [(max(a, resume), b) for a, b in ranges if b >= resume]
     out_ranges: list[dict[str, Any]] = []
-    for a, b in ranges:
+    for a, b in page_ranges:
         rows: list[list[Any] | dict[str, Any]] = []
         for n in range(a, b + 1):
             line = src[n - 1][:MAX_LINE_CHARS]
@@ -263,31 +291,29 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                 else {"line": n, "status": MARKS[mark], "text": line}
             )
         out_ranges.append({"start": a, "end": b, "lines": rows})
-    requested = sum(len(r["lines"]) for r in out_ranges)
-    if requested > RECORD_CAP:
-        raise record_cap_exceeded(
-            "source lines", requested, f"Ask for fewer or shorter ranges (at most {RECORD_CAP} lines in all)."
-        )
     data["ranges"] = []
+    # "false" is no shorter than "true": whatever it ends as, the fit holds.
     data["lines_truncated"] = False
-    if size(data)[0] > budget.max_words or size(data)[1] > budget.max_bytes:
-        raise budget.too_small(*size(data))
+    if out_ranges:
+        # The fixed part and one line: what a page needs to make progress.
+        first = out_ranges[0]
+        data["ranges"] = [{"start": first["start"], "end": first["end"], "lines": first["lines"][:1]}]
+        if not budget.fits(data):
+            raise budget.too_small(*size(data))
+        data["ranges"] = []
     # Fill ranges in order, cutting the last one to what the budget allows.
     for r in out_ranges:
         # "end" starts at its largest value so shrinking it later keeps the fit.
         entry = {"start": r["start"], "end": r["end"], "lines": []}
         data["ranges"].append(entry)
         kept = budget.fit_list(entry, "lines", r["lines"], whole=data)
-        if kept == 0 and len(data["ranges"]) == 1 and r["lines"]:
-            # Not one line fits: say what a page with one line needs, never answer an empty page.
-            entry["lines"] = r["lines"][:1]
-            raise budget.too_small(*size(data))
         if kept == 0:
             data["ranges"].pop()
         else:
             entry["end"] = r["start"] + kept - 1
         if kept < len(r["lines"]):
-            data["lines_truncated"] = True
             following = r["start"] + kept
-            return {"data": data, "page": {"next_cursor": cursors.encode(call, "source", scope, following)}}
-    return {"data": data, "page": {"next_cursor": None}}
+            data["lines_truncated"] = True
+            return {"data": data, "page": page(following)}
+    data["lines_truncated"] = more_after
+    return {"data": data, "page": page(page_ranges[-1][1] + 1 if more_after else None)}

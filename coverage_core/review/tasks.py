@@ -15,11 +15,13 @@ file's lines within it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from ..composite import review as composite_review
 from ..errors import CoverageError, ErrorCode
+from . import baseline as baselines
 from . import source as sources
 from .audit import audit
 from .budget import Budget, size
@@ -42,6 +44,25 @@ ALL_SHARES_NO_BASELINE = {"insight": 0.6, "history": 0.4}
 
 
 def _part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
+    """One part under its share of the budget. A part too small for its share fails with what the whole
+    budget needs for that share to hold it (the remedy of task=all is a budget, not a part's)."""
+    try:
+        return _run_part(call, name, sel, budget, share)
+    except CoverageError as error:
+        if error.code is not ErrorCode.BUDGET_TOO_SMALL or "needed_words" not in error.details:
+            raise
+        # At a larger budget the change part may fit and take its share: the part's smallest share counts.
+        least = min(
+            share, ALL_SHARES[name] * share / max(ALL_SHARES[name], ALL_SHARES_NO_BASELINE.get(name, 0))
+        )
+        need = error.details
+        raise budget.too_small(
+            max(budget.max_words, math.ceil((need["needed_words"] + 1) / least)),
+            max(budget.max_bytes, math.ceil((need["needed_bytes"] + 1) / least)),
+        ) from None
+
+
+def _run_part(call: Call, name: str, sel: Selection, budget: Budget, share: float) -> dict[str, Any]:
     part_budget = Budget(
         {
             **(call.args.get("limits") or {}),
@@ -95,8 +116,19 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
             raise
         notes.append(f"change omitted: {error.message}")
         shares = ALL_SHARES_NO_BASELINE
+    # Every part is measured before a failure is raised: the need is the largest, so its remedy answers.
+    short: list[CoverageError] = []
     for name in ("insight", "history"):
-        parts[name] = _part(call, name, sel, budget, shares[name] * scale)
+        try:
+            parts[name] = _part(call, name, sel, budget, shares[name] * scale)
+        except CoverageError as error:
+            if error.code is not ErrorCode.BUDGET_TOO_SMALL:
+                raise
+            short.append(error)
+    if short:
+        raise budget.too_small(
+            max(e.details["needed_words"] for e in short), max(e.details["needed_bytes"] for e in short)
+        )
     data: dict[str, Any] = {"task": "all"}
     status, reasons, codes = "supported", [], []
     more: dict[str, Any] = {}
@@ -177,6 +209,12 @@ def check_arguments(args: dict[str, Any]) -> None:
             f"Drop {name}, or ask task " + " or ".join(users) + " instead." if users else f"Drop {name}.",
             {"argument": name, "task": task, "used_by": users},
         )
+    # What needs no store is refused before any store work: a baseline naming no side, an empty line
+    # range, task=file without its file.
+    if isinstance(args.get("baseline"), dict):
+        baselines.check_spec(args["baseline"])
+    for text in [args.get("lines"), *(args.get("ranges") or [])]:
+        line_range(text)
     for name, needed in NEEDS.items():
         if name in args and needed not in args:
             raise CoverageError(
@@ -185,6 +223,13 @@ def check_arguments(args: dict[str, Any]) -> None:
                 f"Name the {needed} (repository-relative) together with the {name}.",
                 {"argument": name, "needs": needed},
             )
+    if task == "file" and not args.get("file"):
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            "task=file needs file",
+            "Name the file: a repository-relative path as the files listing shows it.",
+            {"argument": "file"},
+        )
 
 
 def _check_lines_in_file(call: Call, sel: Selection) -> None:

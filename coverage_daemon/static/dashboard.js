@@ -392,7 +392,9 @@
         el("span", { class: "no", text: line.line }), line.text)));
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
       el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }), close),
-      pre, ...(source.reasons || []).map((r) => note(r)));
+      pre, ...(source.truncated ? [note("Showing the first " + source.lines.length + " of " + source.file_lines +
+        " lines; the rest: coverage-mcp review source --file " + path + " --lines A-B.")] : []),
+      ...(source.reasons || []).map((r) => note(r)));
     box.scrollIntoView({ block: "nearest" });
     close.focus();
   }

@@ -1,0 +1,164 @@
+"""Every remedy works on the first try: the call a refusal names succeeds when made as it is written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from coverage_core import open_project
+from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.service import Service
+
+from .commandline import cli
+from .gitrepo import commit, make_repo, write
+
+
+@pytest.fixture
+def service(sample_repo: Path):
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+        yield svc
+
+
+def _refused(svc: Service, args: dict) -> CoverageError:
+    with pytest.raises(CoverageError) as caught:
+        svc.call("coverage_review", args)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"task": "insight", "limits": {"max_words": 5}},  # below the minimum
+        {"task": "insight", "limits": {"max_words": 40, "max_bytes": 512}},
+        {"task": "source", "file": "inventory/pricing.py", "lines": "1-40", "limits": {"max_words": 40}},
+        {"task": "file", "file": "inventory/pricing.py", "limits": {"max_words": 40}},
+        {"task": "history", "limits": {"max_words": 40}},
+        {"task": "source", "file": "inventory/pricng.py", "lines": "1-3"},  # one letter off
+        {"task": "file", "file": "inventory/stok.py"},
+    ],
+)
+def test_a_refusal_with_a_remedy_names_a_call_that_succeeds_as_written(service: Service, args: dict) -> None:
+    error = _refused(service, args)
+    assert error.remedy is not None, error
+    fixed = error.remedy.to_dict()
+    assert fixed["operation"] == "coverage_review"
+    service.call(fixed["operation"], fixed["arguments"])  # the first try works
+
+
+def test_a_budget_remedy_asks_for_what_the_page_needs_not_twice_that(service: Service) -> None:
+    error = _refused(
+        service,
+        {"task": "source", "file": "inventory/pricing.py", "lines": "1-40", "limits": {"max_words": 40}},
+    )
+    need = error.remedy.to_dict()["arguments"]["limits"]["max_words"]
+    assert need == error.details["needed_words"]
+    with pytest.raises(CoverageError):  # one word less does not answer
+        service.call(
+            "coverage_review", {**error.remedy.to_dict()["arguments"], "limits": {"max_words": need - 1}}
+        )
+
+
+def test_a_path_one_letter_off_is_not_found_and_names_the_tracked_one(service: Service) -> None:
+    error = _refused(service, {"task": "source", "file": "inventory/pricng.py"})
+    assert error.code is ErrorCode.NOT_FOUND and "did you mean 'inventory/pricing.py'" in error.message
+    assert error.details["nearest"][0] == "inventory/pricing.py"
+
+
+@pytest.mark.parametrize("words", ["40", "3"])  # at the minimum, and below it
+def test_the_command_line_remedy_of_a_budget_is_a_command_that_succeeds(
+    service: Service, sample_repo: Path, words: str
+) -> None:
+    service.project.close()
+    done = cli("review", "file", "--file", "inventory/pricing.py", "--max-words", words, repo=sample_repo)
+    assert done.returncode == 2
+    command = re.search(r"Run: coverage-mcp (.+)", done.stderr).group(1)
+    assert "--max-bytes" in command and "--max-words" in command
+    again = cli(*shlex.split(command), repo=sample_repo)
+    assert again.returncode == 0, again.stderr
+
+
+SWEEP = [
+    ("insight", {}),
+    ("change", {}),
+    ("history", {}),
+    ("source", {}),
+    ("tests", {}),
+    ("tests", {"file": "inventory/pricing.py"}),
+    ("audit", {}),
+    ("all", {}),
+    ("all", {"baseline": {"kind": "previous_snapshot"}}),
+    ("files", {}),
+    ("file", {"file": "inventory/pricing.py"}),
+    ("snapshots", {}),
+]
+
+
+@pytest.fixture
+def two_snapshots(sample_repo: Path):
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step1.coverage.json"})
+        write(sample_repo, {"NEWS": "x\n"})
+        commit(sample_repo, "later")
+        svc.call("coverage_import", {"report_path": "step3.coverage.json"})
+        yield svc
+
+
+@pytest.mark.parametrize("limits", [{"max_words": 40}, {"max_words": 40, "max_bytes": 512}, {"max_words": 3}])
+@pytest.mark.parametrize("task, extra", SWEEP)
+def test_every_task_at_a_tiny_budget_answers_or_names_a_budget_that_answers_at_once(
+    two_snapshots: Service, task: str, extra: dict, limits: dict
+) -> None:
+    args = {"task": task, **extra, "limits": limits}
+    try:
+        two_snapshots.call("coverage_review", args)
+        return
+    except CoverageError as error:
+        assert error.code in (ErrorCode.BUDGET_TOO_SMALL, ErrorCode.INVALID_ARGUMENT), error
+        assert error.remedy is not None, error
+        remedy = error.remedy.to_dict()
+    kept = {k: v for k, v in remedy["arguments"].items() if k != "limits"}
+    assert kept == {k: v for k, v in args.items() if k != "limits"}  # only the budget changes
+    two_snapshots.call(remedy["operation"], remedy["arguments"])
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ({"task": "change", "baseline": {"kind": "ref"}}, "baseline.ref"),
+        ({"task": "change", "baseline": {"kind": "merge_base"}}, "baseline.ref"),
+        ({"task": "change", "baseline": {"kind": "explicit"}}, "snapshot_id"),
+        ({"task": "source", "file": "a.py", "lines": "9-3"}, "'9-3'"),
+        ({"task": "source", "file": "a.py", "ranges": ["1-2", "0"]}, "'0'"),
+        ({"task": "file"}, "needs file"),
+    ],
+)
+def test_an_argument_error_that_needs_no_store_is_refused_even_with_nothing_stored(
+    tmp_path: Path, args: dict, says: str
+) -> None:
+    repo = make_repo(tmp_path / "empty", {"a.py": "x = 1\n"})
+    with open_project(repo) as project:  # nothing stored: any store read would answer not_measured
+        with pytest.raises(CoverageError) as caught:
+            Service(project).call("coverage_review", args)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT and says in caught.value.message
+
+
+def test_source_of_a_file_git_has_but_the_snapshot_does_not_measure_is_not_measured(service: Service) -> None:
+    data = service.call("coverage_review", {"task": "source", "file": "tests/test_stock.py", "lines": "1-3"})[
+        "data"
+    ]
+    assert (
+        data["claim_status"] == "not_measured"
+        and "has no coverage for 'tests/test_stock.py'" in data["reasons"][0]
+    )
+    assert [line[1] for r in data["ranges"] for line in r["lines"]] == ["-", "-", "-"]
+
+
+def test_source_of_a_path_neither_git_nor_the_snapshot_has_is_not_found(service: Service) -> None:
+    error = _refused(service, {"task": "source", "file": "inventory/nowhere.py", "lines": "1-3"})
+    assert error.code is ErrorCode.NOT_FOUND and error.remedy is not None
