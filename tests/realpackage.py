@@ -101,6 +101,11 @@ class Measured:
         totals = self.data["totals"]
         return totals["covered_lines"], totals["num_statements"]
 
+    def total_display(self) -> str:
+        """coverage.py's own total (statements and branches with --branch), as `coverage report
+        --precision 2` prints it."""
+        return f"{self.data['totals']['percent_covered']:.2f}%"
+
     def executed(self, path: str) -> set[int]:
         return set(self.data["files"][path]["executed_lines"])
 

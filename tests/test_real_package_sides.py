@@ -31,7 +31,6 @@ from mcp.client.streamable_http import streamable_http_client
 from coverage_core import coverage_loss, file_history, history, open_project
 from coverage_core.analysis import to_columns
 from coverage_core.config import Settings
-from coverage_core.display import percent
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import registry
 from coverage_core.project import Project
@@ -232,9 +231,9 @@ async def test_a_subset_run_of_one_test_file_is_chosen_by_no_default_over_mcp_th
             assert listed[complete_id][7] == "complete"
 
         # The command line. A whole percent the complete run meets and the subset does not, from coverage.py.
-        hit, found = c2.statements()
-        threshold = str(hit * 100 // found)
-        assert subset.statements()[0] * 100 < int(threshold) * found
+        # (coverage.py's --fail-under: round(total) >= P passes.)
+        threshold = str(int(c2.data["totals"]["percent_covered"]))
+        assert round(subset.data["totals"]["percent_covered"]) < int(threshold)
         gate = await command_line(repo, "gate", "--fail-under-total", threshold, "--suite", "unit")
         assert gate.returncode == 0, gate.stdout + gate.stderr
         assert "PASS total" in gate.stdout
@@ -254,7 +253,7 @@ async def test_a_subset_run_of_one_test_file_is_chosen_by_no_default_over_mcp_th
             repo, "diff", "--baseline", "HEAD~1", "--suite", "unit", "--format", "markdown"
         )
         assert markdown.returncode == 0, markdown.stderr
-        assert f"→ {percent(hit, found)} " in markdown.stdout  # coverage.py's total of the complete run
+        assert f"→ {c2.total_display()} " in markdown.stdout  # coverage.py's total of the complete run
         named_md = await command_line(
             repo, "diff", "--baseline", complete_id, "--current", subset_id, "--format", "markdown"
         )

@@ -98,6 +98,7 @@ def test_history_rows_name_their_snapshot_and_scope_and_the_change_has_a_unit(sa
         "run_id",
     ]
     text = cli("review", "history", repo=sample_repo).stdout
+
     # The unit is the headline's counter: coverage.py's statements and branches together (its own reports).
     def covered(report: str) -> int:
         totals = json.loads((SAMPLE_REPORTS / f"{report}.coverage.json").read_text())["totals"]
