@@ -363,9 +363,7 @@ def test_a_source_request_over_the_record_cap_pages_with_a_flag_and_a_cursor_ins
             cursor=first["page"]["next_cursor"],
         )
         assert rest["data"]["lines_truncated"] is False
-        seen = [
-            line[0] for answer in (first, rest) for r in answer["data"]["ranges"] for line in r["lines"]
-        ]
+        seen = [line[0] for answer in (first, rest) for r in answer["data"]["ranges"] for line in r["lines"]]
         assert seen == list(range(1, 2001)), "every requested line exactly once, in order"
 
 
