@@ -27,7 +27,8 @@ from coverage_core.service import Service
 from coverage_core.storage import compaction, payload
 from coverage_core.storage.store import snap_tables
 
-from .gitrepo import commit, write
+from .conftest import SAMPLE
+from .gitrepo import commit, make_repo, write
 from .realcov import copy_checkout, make_package, measure
 
 TASKS = (
@@ -392,19 +393,41 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
         return out
 
 
+@pytest.fixture(scope="module")
+def three_snapshots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str], list[Any]]:
+    """The sample with three relational snapshots (step1 JSON and step3 LCOV, eligible; step3 JSON, the
+    newest) and every call's answer before any compaction, built once for the kill -9 cells: the
+    checkout with its store, a pristine copy of both, the snapshot ids and the answers."""
+    base = tmp_path_factory.mktemp("killed")
+    repo = base / "inventory"
+    shutil.copytree(SAMPLE / "project", repo)
+    make_repo(repo, {})
+    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
+        shutil.copy(SAMPLE / "reports" / name, repo / name)
+    ids = [
+        _ingest(repo, name) for name in ("step1.coverage.json", "step3.coverage.lcov", "step3.coverage.json")
+    ]
+    with open_project(repo) as project:
+        before = _answers(project, _calls(ids[0], ids[2], "inventory/pricing.py"))
+    pristine = base / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    return repo, pristine, ids, before
+
+
 @pytest.mark.parametrize("stage", compaction.STAGES)
 @pytest.mark.parametrize("nth", [1, 2])
 def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
-    sample_repo: Path, stage: str, nth: int
+    three_snapshots: tuple[Path, Path, list[str], list[Any]], stage: str, nth: int
 ) -> None:
     import subprocess
     import sys
 
-    ids = [_ingest(sample_repo, "step1.coverage.json"), _ingest(sample_repo, "step3.coverage.lcov")]
-    newest = _ingest(sample_repo, "step3.coverage.json")
+    # The pristine checkout and store put back where they were ingested (the store names its worktree by
+    # path), so each cell starts from the same three relational snapshots and nothing of the last kill.
+    sample_repo, pristine, [*ids, newest], before = three_snapshots
+    shutil.rmtree(sample_repo)
+    shutil.copytree(pristine, sample_repo, symlinks=True)
     calls = _calls(ids[0], newest, "inventory/pricing.py")
-    with open_project(sample_repo) as project:
-        before = _answers(project, calls)
     child = subprocess.Popen(
         [sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
         stdout=subprocess.PIPE,
