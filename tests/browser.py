@@ -39,8 +39,9 @@ def playwright_api() -> Any:
 
 
 @asynccontextmanager
-async def chromium(**context_options: Any) -> AsyncIterator[Any]:
-    """A fresh browser context of headless Chromium (its own cookies), closed after."""
+async def launched() -> AsyncIterator[Any]:
+    """Headless Chromium (the system's), closed after: one per browser-test file (the ``chromium`` fixture of
+    conftest.py), as its driver and launch cost more than a test's page."""
     executable = require("chromium")
     api = playwright_api()
     async with api.async_playwright() as driver:
@@ -48,13 +49,27 @@ async def chromium(**context_options: Any) -> AsyncIterator[Any]:
         args = ["--no-sandbox"] if os.geteuid() == 0 else []
         browser = await driver.chromium.launch(executable_path=executable, args=args, headless=True)
         try:
-            context = await browser.new_context(viewport={"width": 1280, "height": 900}, **context_options)
-            try:
-                yield context
-            finally:
-                await context.close()
+            yield browser
         finally:
             await browser.close()
+
+
+@asynccontextmanager
+async def fresh_context(browser: Any, **context_options: Any) -> AsyncIterator[Any]:
+    """A fresh browser context (its own cookies, storage, cache and permissions), closed after: what one test
+    does in it never reaches the next test's, though both use the same Chromium."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 900}, **context_options)
+    try:
+        yield context
+    finally:
+        await context.close()
+
+
+@asynccontextmanager
+async def chromium(**context_options: Any) -> AsyncIterator[Any]:
+    """A fresh browser context of a Chromium of its own, for a file that does not share one."""
+    async with launched() as browser, fresh_context(browser, **context_options) as context:
+        yield context
 
 
 def shots_dir(factory: pytest.TempPathFactory) -> Path:

@@ -1,15 +1,19 @@
 from __future__ import annotations
 
 import collections
+import functools
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from coverage_core.config import Settings
 from coverage_core.execution.worker import running_runtimes
 
+from .browser import fresh_context, launched
 from .daemons import Running, ServeProcess, StoreHolder, in_process
 from .environment import scrub
 from .gitrepo import commit, git, make_repo, write
@@ -152,3 +156,22 @@ def shop_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     out = measure(repo)
     reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
     return repo, reports
+
+
+# -- Chromium ------------------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_chromium() -> AsyncIterator[Any]:
+    """One headless Chromium for a browser-test file. Playwright answers only on the event loop that started
+    it, so a file that uses it runs its tests and async fixtures in one loop of its own
+    (``pytestmark = pytest.mark.asyncio(loop_scope="module")``, fixtures with ``loop_scope="module"``)."""
+    async with launched() as browser:
+        yield browser
+
+
+@pytest.fixture
+def chromium(shared_chromium: Any) -> Callable[..., Any]:
+    """``async with chromium(**context_options) as context``: a fresh context of the file's Chromium (its
+    own cookies, storage and cache), closed after."""
+    return functools.partial(fresh_context, shared_chromium)

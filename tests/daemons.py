@@ -20,6 +20,7 @@ from coverage_daemon.secrets import bearer, client_token
 from coverage_daemon.server import running, take_daemon_lock
 from coverage_daemon.state import Daemon
 
+from . import commandline
 from .environment import test_env
 
 ACCEPT = "application/json, text/event-stream"
@@ -105,15 +106,11 @@ class ServeProcess:
     def lock_metadata(self) -> dict[str, Any]:
         return json.loads((self.home / "daemon.lock").read_text())
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "coverage_cli", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,  # generous: a run followed to its end on a loaded machine is no failure
-            check=False,
-        )
+    def cli(self, *args: str, process: bool = True) -> subprocess.CompletedProcess[str]:
+        """``coverage-mcp ARGS`` with this daemon's home: a child process, or in this process
+        (``process=False``) where the process boundary is not what the test checks."""
+        # generous: a run followed to its end on a loaded machine is no failure
+        return commandline.cli(*args, env=self.env, process=process, timeout=120)
 
     def stop(self) -> int:
         if self.proc.poll() is None:

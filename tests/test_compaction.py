@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -27,7 +27,8 @@ from coverage_core.service import Service
 from coverage_core.storage import compaction, payload
 from coverage_core.storage.store import snap_tables
 
-from .gitrepo import commit, write
+from .conftest import SAMPLE
+from .gitrepo import commit, make_repo, write
 from .realcov import copy_checkout, make_package, measure
 
 TASKS = (
@@ -168,14 +169,57 @@ def _ingest(repo: Path, report: str, **kwargs: Any) -> str:
         return env["data"]["snapshot"]["snapshot_id"]
 
 
+class Stored(NamedTuple):
+    """The sample with reports ingested once for the file, and a pristine copy of its checkout and store."""
+
+    repo: Path
+    pristine: Path
+    ids: list[str]
+    before: list[Any]  # with answered=True: every call of _calls(first, newest) before any compaction
+
+    def fresh(self) -> tuple[Path, list[str]]:
+        """The pristine checkout and store put back where they were ingested (the store names its worktree
+        by path): each test starts from the same relational snapshots, with nothing of the last test."""
+        shutil.rmtree(self.repo)
+        shutil.copytree(self.pristine, self.repo, symlinks=True)
+        return self.repo, self.ids
+
+
+def _stored(base: Path, *reports: str, answered: bool = False) -> Stored:
+    repo = base / "inventory"
+    shutil.copytree(SAMPLE / "project", repo)
+    make_repo(repo, {})
+    for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
+        shutil.copy(SAMPLE / "reports" / name, repo / name)
+    ids = [_ingest(repo, name) for name in reports]
+    before = []
+    if answered:
+        with open_project(repo) as project:
+            before = _answers(project, _calls(ids[0], ids[-1], "inventory/pricing.py"))
+    shutil.copytree(repo, base / "pristine", symlinks=True)
+    return Stored(repo, base / "pristine", ids, before)
+
+
+@pytest.fixture(scope="module")
+def two_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Stored:
+    """step1 JSON (eligible for compaction) and step3 JSON (the newest, with named tests)."""
+    return _stored(tmp_path_factory.mktemp("two"), "step1.coverage.json", "step3.coverage.json")
+
+
+@pytest.fixture(scope="module")
+def three_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Stored:
+    """step1 JSON and step3 LCOV (both eligible) and step3 JSON (the newest), with every call's answer."""
+    names = ("step1.coverage.json", "step3.coverage.lcov", "step3.coverage.json")
+    return _stored(tmp_path_factory.mktemp("three"), *names, answered=True)
+
+
 # -- equivalence ---------------------------------------------------------------------------------
 
 
 def test_every_task_and_representation_of_the_sample_answers_the_same_after_compaction(
-    sample_repo: Path,
+    two_snapshots: Stored,
 ) -> None:
-    old = _ingest(sample_repo, "step1.coverage.json")
-    new = _ingest(sample_repo, "step3.coverage.json")
+    sample_repo, [old, new] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         assert project.snapshot(new).tests > 0  # named tests are part of what must survive
     _assert_equivalent(
@@ -230,10 +274,9 @@ def test_a_measured_package_with_named_tests_and_branches_answers_the_same_after
 
 
 def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_observations(
-    sample_repo: Path,
+    two_snapshots: Stored,
 ) -> None:
-    _ingest(sample_repo, "step1.coverage.json")
-    new = _ingest(sample_repo, "step3.coverage.json")
+    sample_repo, [_, new] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         before = project.store.con.execute("SELECT * FROM test_signatures ORDER BY ALL").fetchall()
         _compact_all(project)
@@ -250,10 +293,9 @@ def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_o
 
 
 def test_a_snapshot_key_reused_after_deleting_a_compacted_snapshot_never_mixes_restored_rows(
-    sample_repo: Path,
+    two_snapshots: Stored,
 ) -> None:
-    _ingest(sample_repo, "step1.coverage.json")
-    compacted = _ingest(sample_repo, "step3.coverage.json")
+    sample_repo, [_, compacted] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         _compact_all(project)
         con = project.store.cursor()  # one connection across the whole story, as a pooled one is
@@ -276,9 +318,8 @@ def test_every_snapshot_keyed_table_is_either_in_the_payload_or_kept_relational(
     assert tables == set(payload.DETAIL) | set(payload.KEPT)
 
 
-def test_deleting_a_compacted_snapshot_deletes_its_payload(sample_repo: Path) -> None:
-    old = _ingest(sample_repo, "step1.coverage.json")
-    _ingest(sample_repo, "step3.coverage.json")
+def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored) -> None:
+    sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         project.compact(older_than="0")
         assert project.compaction_inventory()["compacted"] == 1
@@ -287,9 +328,8 @@ def test_deleting_a_compacted_snapshot_deletes_its_payload(sample_repo: Path) ->
         assert project.store.con.execute("SELECT count(*) FROM snapshot_payloads").fetchall()[0][0] == 0
 
 
-def test_a_damaged_payload_is_a_clear_error_and_compact_answers_still_work(sample_repo: Path) -> None:
-    old = _ingest(sample_repo, "step1.coverage.json")
-    _ingest(sample_repo, "step3.coverage.json")
+def test_a_damaged_payload_is_a_clear_error_and_compact_answers_still_work(two_snapshots: Stored) -> None:
+    sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         project.compact(older_than="0")
         frame = project.store.con.execute("SELECT payload FROM snapshot_payloads").fetchall()[0][0]
@@ -395,16 +435,13 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize("stage", compaction.STAGES)
 @pytest.mark.parametrize("nth", [1, 2])
 def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
-    sample_repo: Path, stage: str, nth: int
+    three_snapshots: Stored, stage: str, nth: int
 ) -> None:
     import subprocess
     import sys
 
-    ids = [_ingest(sample_repo, "step1.coverage.json"), _ingest(sample_repo, "step3.coverage.lcov")]
-    newest = _ingest(sample_repo, "step3.coverage.json")
-    calls = _calls(ids[0], newest, "inventory/pricing.py")
-    with open_project(sample_repo) as project:
-        before = _answers(project, calls)
+    sample_repo, [*ids, newest] = three_snapshots.fresh()
+    calls, before = _calls(ids[0], newest, "inventory/pricing.py"), three_snapshots.before
     child = subprocess.Popen(
         [sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
         stdout=subprocess.PIPE,
@@ -463,12 +500,12 @@ def test_integer_columns_round_trip_through_every_encoding_exactly() -> None:
     assert list(payload.decode(frame, max_bytes=size, only=["branches"])) == ["branches"]
 
 
-def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail(sample_repo: Path) -> None:
+def test_reads_running_while_snapshots_are_compacted_always_see_the_whole_detail(
+    three_snapshots: Stored,
+) -> None:
     import threading
 
-    old = _ingest(sample_repo, "step1.coverage.json")
-    lcov = _ingest(sample_repo, "step3.coverage.lcov")
-    new = _ingest(sample_repo, "step3.coverage.json")
+    sample_repo, [old, lcov, new] = three_snapshots.fresh()
     calls = [
         {"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": sid}}
         for sid in (old, lcov)

@@ -19,17 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from coverage_core.config import Settings
 
-from .browser import WAIT_MS, Live, chromium, ready, shots_dir, store, text, until
+from .browser import WAIT_MS, Live, ready, shots_dir, store, text, until
 from .daemons import in_process
 from .realcov import copy_checkout
+
+# One Chromium for the file (conftest.py `chromium`): its tests and fixtures share the module's event loop.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 VIEWS = ("overview", "timeline", "change", "files", "tests", "runs", "approvals", "compaction", "composite")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def live(
     shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
 ) -> AsyncIterator[Live]:
@@ -39,7 +43,7 @@ async def live(
         yield Live(running, repo, shop_history[1])
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def live_c0(
     shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
 ) -> AsyncIterator[Live]:
@@ -63,7 +67,7 @@ async def assert_metrics_match(page: Any, totals: dict[str, dict[str, int]]) -> 
 
 
 async def test_the_page_shows_the_numbers_the_cli_shows_for_the_same_snapshots(
-    live: Live, tmp_path_factory: pytest.TempPathFactory
+    live: Live, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
@@ -111,7 +115,9 @@ async def test_the_page_shows_the_numbers_the_cli_shows_for_the_same_snapshots(
             await page.locator(f"#{view}").screenshot(path=str(shots / f"view-{view}.png"))
 
 
-async def test_choosing_another_baseline_changes_the_comparison_and_none_removes_it(live: Live) -> None:
+async def test_choosing_another_baseline_changes_the_comparison_and_none_removes_it(
+    live: Live, chromium: Any
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         await page.select_option("#pick-baseline", "none")
@@ -121,7 +127,7 @@ async def test_choosing_another_baseline_changes_the_comparison_and_none_removes
 
 
 async def test_a_file_drills_down_to_its_annotated_source(
-    live: Live, tmp_path_factory: pytest.TempPathFactory
+    live: Live, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
@@ -154,7 +160,7 @@ async def test_a_file_drills_down_to_its_annotated_source(
         await page.locator("#source").screenshot(path=str(shots_dir(tmp_path_factory) / "view-source.png"))
 
 
-async def test_the_file_table_sorts_from_the_keyboard(live: Live) -> None:
+async def test_the_file_table_sorts_from_the_keyboard(live: Live, chromium: Any) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         missed = page.locator("#files-table th button", has_text="Missed lines")
@@ -175,6 +181,7 @@ async def test_the_file_table_sorts_from_the_keyboard(live: Live) -> None:
 
 async def test_a_new_ingest_reaches_the_open_page_through_the_event_stream_without_a_reload(
     live_c0: Live,
+    chromium: Any,
 ) -> None:
     async with chromium() as context:
         page = await live_c0.sign_in(context)
@@ -209,6 +216,7 @@ async def wait_server(live: Live, predicate: Any) -> None:
 
 async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_sees_it_close(
     live: Live,
+    chromium: Any,
 ) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
@@ -231,7 +239,7 @@ async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_s
 
 
 async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_log_appear(
-    live_c0: Live, tmp_path_factory: pytest.TempPathFactory
+    live_c0: Live, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     report, _ = live_c0.reports["c1"]
     script = (
@@ -294,7 +302,9 @@ async def test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_l
         assert page.errors == []
 
 
-async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_nothing(live: Live) -> None:
+async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_nothing(
+    live: Live, chromium: Any
+) -> None:
     answer = await live.cli("dashboard", "--no-open")
     opener = Path(answer["open_file"])
     assert oct(opener.stat().st_mode & 0o777) == "0o600"
@@ -327,7 +337,7 @@ async def test_a_sign_in_link_works_once_and_a_browser_without_the_session_gets_
 
 
 async def test_the_static_report_opens_from_disk_with_the_network_off(
-    live: Live, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    live: Live, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     out = tmp_path / "report"
     answer = await live.cli("report", "--html", str(out))
@@ -366,7 +376,9 @@ LAYOUT_SHIFTS = """() => new Promise((resolve) => {
 })"""
 
 
-async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels(live: Live) -> None:
+async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels(
+    live: Live, chromium: Any
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         shifts = await page.evaluate(LAYOUT_SHIFTS)
@@ -378,7 +390,7 @@ async def test_the_page_does_not_shift_while_its_data_loads_and_fits_1280_pixels
 
 
 async def test_the_page_follows_the_system_s_dark_and_light_preference(
-    live: Live, tmp_path_factory: pytest.TempPathFactory
+    live: Live, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     backgrounds = {}
     for scheme in ("light", "dark"):
@@ -390,7 +402,9 @@ async def test_the_page_follows_the_system_s_dark_and_light_preference(
     assert sum(light) > 600 and sum(dark) < 150, backgrounds
 
 
-async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_snapshot(live: Live) -> None:
+async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_snapshot(
+    live: Live, chromium: Any
+) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
         listed = (await live.cli("snapshots"))["data"]["snapshots"]
@@ -407,7 +421,7 @@ async def test_a_timeline_point_picked_from_the_keyboard_becomes_the_current_sna
 
 
 async def test_the_compaction_view_shows_the_inventory_the_cli_shows(
-    live: Live, tmp_path_factory: pytest.TempPathFactory
+    live: Live, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     done = await live.cli("compact", "--older-than", "0")
     inventory = (await live.cli("compact", "--status"))["data"]

@@ -10,25 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from coverage_core.config import Settings
 from coverage_core.execution import registry
 from coverage_core.project import open_project
 
-from .browser import (
-    WAIT_MS,
-    Live,
-    chromium,
-    cli,
-    ready,
-    shots_dir,
-    store,
-    text,
-    until,
-)
+from .browser import WAIT_MS, Live, cli, ready, shots_dir, store, text, until
 from .daemons import in_process
 from .gitrepo import commit, git, lcov, make_repo, write
 from .realcov import copy_checkout, make_package, measure
+
+# One Chromium for the file (conftest.py `chromium`): its tests and fixtures share the module's event loop.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SECRET = "s3cr3t-value-never-in-a-report"
 
@@ -50,7 +44,7 @@ def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
         project.close()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def pending(
     shop_history: tuple[Path, dict[str, tuple[Path, str]]],
     tmp_path: Path,
@@ -75,7 +69,7 @@ async def pending(
 
 
 async def test_approve_shows_exactly_what_runs_and_asks_to_confirm_then_keeps_the_keyboard_s_place(
-    pending: tuple[Live, list[str]], tmp_path_factory: pytest.TempPathFactory
+    pending: tuple[Live, list[str]], tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     live, (spaced, split) = pending
     async with chromium() as context:
@@ -140,6 +134,7 @@ async def test_the_sign_in_link_opens_the_repository_the_command_ran_in_and_the_
     shop_history: tuple[Path, dict[str, tuple[Path, str]]],
     tmp_path: Path,
     isolated_home: Path,
+    chromium: Any,
 ) -> None:
     first = copy_checkout(shop_history[0], tmp_path / "a")
     second = copy_checkout(shop_history[0], tmp_path / "b")
@@ -172,7 +167,7 @@ def big_lcov(root: Path, count: int) -> Path:
 
 
 async def test_the_worst_file_of_a_large_project_comes_first_on_the_first_click_on_missed_lines(
-    tmp_path: Path, isolated_home: Path
+    tmp_path: Path, isolated_home: Path, chromium: Any
 ) -> None:
     files = {f"pkg/m{i:04d}.py": "a = 1\nb = 2\nc = 3\nd = 4\n" for i in range(2999)}
     files["zz/worst.py"] = "x = 1\n" * 40
@@ -208,7 +203,9 @@ async def test_the_worst_file_of_a_large_project_comes_first_on_the_first_click_
 HOSTILE = "<!-- <script src=a.js>"
 
 
-async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(tmp_path: Path) -> None:
+async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(
+    tmp_path: Path, chromium: Any
+) -> None:
     path = "evil<!--<script>.py"
     repo = make_repo(
         tmp_path / "hostile", {path: f'x = "{HOSTILE}"\ny = "</script><script>alert(1)</script>"\n'}
@@ -267,6 +264,7 @@ async def test_the_change_view_says_in_plain_words_what_changed_and_fits_1280_pi
     tmp_path: Path,
     isolated_home: Path,
     tmp_path_factory: pytest.TempPathFactory,
+    chromium: Any,
 ) -> None:
     repo = copy_checkout(outside[0], tmp_path)
     store(repo, outside[1], "c0", "c1")

@@ -1,4 +1,10 @@
-"""Managed execution through the daemon: the CLI approves, agents cannot, runs survive and recover (issue 13)."""
+"""Managed execution through the daemon: the CLI approves, agents cannot, runs survive and recover (issue 13).
+
+Every daemon here is a real ``coverage-mcp serve`` child (or an in-process daemon for the MCP client) and
+every run a real child process; the command line runs in this process (``process=False``) and reaches the
+daemon over HTTP exactly as the installed command does: what is checked is its routing, its answers and
+exit codes, not an interpreter start.
+"""
 
 from __future__ import annotations
 
@@ -60,30 +66,38 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     pid = client.register(repo)["project_id"]
     command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
     assert command["status"] == "pending"
-    refused = serve_process.cli("run", command["id"], "--repo", str(repo), "--json")
+    refused = serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
     assert refused.returncode == 1 and json.loads(refused.stderr)["error"]["code"] == "not_approved"
-    listed = serve_process.cli("command", "list", "--status", "pending", "--repo", str(repo))
+    listed = serve_process.cli("command", "list", "--status", "pending", "--repo", str(repo), process=False)
     assert listed.returncode == 0 and command["id"] in listed.stdout and "command approve" in listed.stdout
     approved = serve_process.cli(
-        "command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo)
+        "command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo), process=False
     )
     assert approved.returncode == 0, approved.stderr
     shown = client.command(pid, command["id"])
     assert shown["status"] == "approved" and shown["decisions"][0]["via"] == "cli"
     assert shown["decisions"][0]["note"] == "read the argv"
-    ran = serve_process.cli("run", command["id"], "--repo", str(repo), "--json")
+    ran = serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
     assert ran.returncode == 0, ran.stderr
     run = json.loads(ran.stdout)["data"]["run"]
     assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
-    runs = serve_process.cli("runs", "--status", "succeeded", "--repo", str(repo), "--json")
+    runs = serve_process.cli("runs", "--status", "succeeded", "--repo", str(repo), "--json", process=False)
     assert [r["id"] for r in json.loads(runs.stdout)["data"]["runs"]] == [run["id"]]
     logs = serve_process.cli(
-        "runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo)
+        "runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo), process=False
     )
     assert logs.returncode == 0 and "generated 1" in logs.stdout
     # `run --json` prints exactly the run_test envelope (the same run, by its idempotency key).
     keyed = serve_process.cli(
-        "run", command["id"], "--idempotency-key", "k2", "--no-reuse", "--repo", str(repo), "--json"
+        "run",
+        command["id"],
+        "--idempotency-key",
+        "k2",
+        "--no-reuse",
+        "--repo",
+        str(repo),
+        "--json",
+        process=False,
     )
     assert keyed.returncode == 0, keyed.stderr
     over_rest = client.call(
@@ -95,7 +109,7 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     for envelope in (printed, over_rest):
         envelope["context"].pop("stats")
     assert printed == over_rest and printed["data"]["run"]["id"] != run["id"]
-    rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo))
+    rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo), process=False)
     assert rejected.returncode == 0 and client.command(pid, command["id"])["status"] == "rejected"
 
 
@@ -220,7 +234,9 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
         client = first.client(repo=str(repo))
         pid = client.register(repo)["project_id"]
         command = client.call(pid, "register_test_command", SLOW_COMMAND)["data"]["command"]
-        assert first.cli("command", "approve", command["id"], "--repo", str(repo)).returncode == 0
+        assert (
+            first.cli("command", "approve", command["id"], "--repo", str(repo), process=False).returncode == 0
+        )
         run = client.call(pid, "run_test", {"command_id": command["id"]})["data"]["run"]
         # The run's leader and its grandchild, which ignores TERM and would outlive the leader's parent-death signal.
         leader, grandchild = wait_for(lambda: pids_of(repo), "the run starting its grandchild")
@@ -236,9 +252,9 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
     finally:
         first.stop()
     # No daemon runs: the command line, holding the store itself, says what the run is (its daemon died).
-    listed = first.cli("runs", "--repo", str(repo), "--json")
+    listed = first.cli("runs", "--repo", str(repo), "--json", process=False)
     assert [r["state"] for r in json.loads(listed.stdout)["data"]["runs"]] == ["interrupted"]
-    shown = first.cli("runs", "show", run["id"], "--repo", str(repo), "--json")
+    shown = first.cli("runs", "show", run["id"], "--repo", str(repo), "--json", process=False)
     assert shown.returncode == 0, shown.stderr
     status = json.loads(shown.stdout)["data"]["run"]
     assert status["state"] == "interrupted" and "died" in status["reason"]
@@ -274,13 +290,16 @@ def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_e
         }
         ids = [client.call(pid, "register_test_command", c)["data"]["command"]["id"] for c in (late, failing)]
         for command_id in ids:
-            assert serve.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0
-        done = serve.cli("run", ids[0], "--repo", str(repo), "--json")
+            assert (
+                serve.cli("command", "approve", command_id, "--repo", str(repo), process=False).returncode
+                == 0
+            )
+        done = serve.cli("run", ids[0], "--repo", str(repo), "--json", process=False)
         assert done.returncode == 0, done.stderr
         run = json.loads(done.stdout)["data"]["run"]
         assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
         assert "following it until it ends" in done.stderr
-        failed = serve.cli("run", ids[1], "--repo", str(repo))
+        failed = serve.cli("run", ids[1], "--repo", str(repo), process=False)
         assert failed.returncode == 1, failed.stderr
         assert "failed, exit code 2" in failed.stdout
     finally:
@@ -297,7 +316,10 @@ def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queue
         slow = client.call(pid, "register_test_command", SLOW_COMMAND)["data"]["command"]["id"]
         gen = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]["id"]
         for command_id in (slow, gen):
-            assert first.cli("command", "approve", command_id, "--repo", str(repo)).returncode == 0
+            assert (
+                first.cli("command", "approve", command_id, "--repo", str(repo), process=False).returncode
+                == 0
+            )
         running = client.call(pid, "run_test", {"command_id": slow})["data"]["run"]
         queued = client.call(pid, "run_test", {"command_id": gen})["data"]["run"]
         pids = wait_for(lambda: pids_of(repo), "the run starting")

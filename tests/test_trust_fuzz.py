@@ -243,6 +243,14 @@ REPO_VALUES = st.one_of(
 )
 
 
+CONTENT_TYPES = st.sampled_from(["text/plain", "application/json; charset=latin-1", ""])
+HEADER_NAMES = st.lists(
+    st.sampled_from(["MCP-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name", "Accept", "Origin"]),
+    max_size=2,
+    unique=True,
+)
+
+
 @st.composite
 def extra_headers(draw: st.DrawFn, live: Live, admin: bool) -> dict[str, str | bytes]:
     headers: dict[str, str | bytes] = {}
@@ -258,18 +266,8 @@ def extra_headers(draw: st.DrawFn, live: Live, admin: bool) -> dict[str, str | b
     if draw(st.booleans()):
         headers[CAPABILITY_HEADER] = live.capability if admin and draw(st.booleans()) else draw(HEADER_BYTES)
     if draw(st.integers(0, 4)) == 0:
-        headers["Content-Type"] = draw(
-            st.sampled_from(["text/plain", "application/json; charset=latin-1", ""])
-        )
-    for name in draw(
-        st.lists(
-            st.sampled_from(
-                ["MCP-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name", "Accept", "Origin"]
-            ),
-            max_size=2,
-            unique=True,
-        )
-    ):
+        headers["Content-Type"] = draw(CONTENT_TYPES)
+    for name in draw(HEADER_NAMES):
         headers[name] = draw(st.sampled_from([MODERN, HANDSHAKE, live.session]) | HEADER_BYTES)
     headers.pop("Origin", None)  # a foreign Origin is refused before anything else: nothing to learn there
     return headers
@@ -348,23 +346,44 @@ def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
     return _PARAM.sub(value, template)
 
 
+QUERY_PAIRS = st.lists(
+    st.tuples(
+        st.sampled_from(QUERY_NAMES) | st.text(max_size=6),
+        st.text(max_size=20)
+        | st.sampled_from(["-1", "0", "1", "9" * 30, "1e3", "asc", "desc", "NaN", "\x00"]),
+    ),
+    max_size=4,
+)
+
+
 @st.composite
 def query_string(draw: st.DrawFn) -> str:
-    pairs = draw(
-        st.lists(
-            st.tuples(
-                st.sampled_from(QUERY_NAMES) | st.text(max_size=6),
-                st.text(max_size=20)
-                | st.sampled_from(["-1", "0", "1", "9" * 30, "1e3", "asc", "desc", "NaN", "\x00"]),
-            ),
-            max_size=4,
-        )
-    )
+    pairs = draw(QUERY_PAIRS)
     if not pairs:
         return ""
     return "?" + "&".join(
         f"{quote(k, safe='')}={quote(v, safe='', errors='surrogateescape')}" for k, v in pairs
     )
+
+
+_ALL_TOOL_PROPERTIES: dict[str, Any] = {
+    key: sub for op in OPERATIONS.values() for key, sub in op.input_schema.get("properties", {}).items()
+}
+# Built once: Hypothesis caches what it learns about a strategy on the strategy object, so building these
+# (hundreds of nested strategies) again for each example cost more than the daemon's answers.
+REST_BODY = JSON | from_schema(
+    {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "settings": {
+                "type": "object",
+                "properties": {"approval_mode": {"enum": ["out_of_band", "attested"]}},
+            },
+            **_ALL_TOOL_PROPERTIES,
+        },
+    }
+)
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=_route_id)
@@ -380,32 +399,10 @@ def test_generated_requests_to_every_rest_route_never_get_a_server_error(
     body = (
         None
         if route.method in ("GET", "DELETE") and data.draw(st.booleans())
-        else _body_bytes(
-            data.draw(
-                JSON
-                | from_schema(
-                    {
-                        "type": "object",
-                        "properties": {
-                            "path": {"type": "string"},
-                            "settings": {
-                                "type": "object",
-                                "properties": {"approval_mode": {"enum": ["out_of_band", "attested"]}},
-                            },
-                            **_ALL_TOOL_PROPERTIES,
-                        },
-                    }
-                )
-            )
-        )
+        else _body_bytes(data.draw(REST_BODY))
     )
     status, _, answer = live.request(route.method, path, body, headers)
     assert_rest_answer(status, answer, f"{route.method} {path}")
-
-
-_ALL_TOOL_PROPERTIES: dict[str, Any] = {
-    key: sub for op in OPERATIONS.values() for key, sub in op.input_schema.get("properties", {}).items()
-}
 
 
 # -- MCP: every method, both eras --------------------------------------------------------------------------
@@ -452,15 +449,20 @@ MCP_TARGETS = [
 ]
 
 
+# Each tool's arguments near its schema, built once (as REST_BODY).
+TOOL_ARGUMENTS = {name: from_schema(op.input_schema) for name, op in OPERATIONS.items()}
+ANY_ARGUMENTS = from_schema({})
+
+
 @st.composite
 def mcp_params(draw: st.DrawFn, target: str, live: Live) -> tuple[str, Any]:
     """(method, params) for one target, near what the method expects."""
     if target.startswith("tools/call "):
         name = target.split(" ", 1)[1]
-        schema = OPERATIONS[name].input_schema if name in OPERATIONS else {}
         tool = name if name in OPERATIONS else draw(st.text(max_size=20) | JSON)
+        arguments = TOOL_ARGUMENTS.get(name, ANY_ARGUMENTS)
         return "tools/call", draw(
-            st.fixed_dictionaries({"name": st.just(tool)}, optional={"arguments": from_schema(schema)}) | JSON
+            st.fixed_dictionaries({"name": st.just(tool)}, optional={"arguments": arguments}) | JSON
         )
     if target == "initialize":
         return target, draw(
