@@ -33,10 +33,11 @@ def pytest_configure(config: pytest.Config) -> None:
 # first and no worker begins a long file while the others are finishing; every other file follows, those
 # with more tests first. The order changes what runs when, never what runs.
 LONGEST_FIRST = (
-    "tests/test_runs_daemon.py",
-    "tests/test_compaction.py",
+    "tests/test_no_hidden_cuts.py",
     "tests/test_real_package_sides.py",
     "tests/test_hermetic.py",
+    "tests/test_runs_daemon.py",
+    "tests/test_compaction.py",
     "tests/test_trust_fuzz.py",
     "tests/test_dashboard_browser.py",
     "tests/test_fresh_clone.py",
