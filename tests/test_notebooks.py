@@ -45,7 +45,9 @@ def _run(name: str, folder: Path, **parameters: object) -> list[dict]:
 
 
 def _printed(outputs: list[dict]) -> str:
-    return "\n".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    """What the notebook printed, exactly: the kernel may split one cell's output into several stream
+    messages depending on timing, so the pieces are joined as they came (each print ends its own line)."""
+    return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
 
 
 def _tables(outputs: list[dict]) -> list[str]:
