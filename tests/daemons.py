@@ -4,14 +4,19 @@ built on them (``daemon``, ``serve_process``, ``store_holder``) are in conftest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.config import Settings
 from coverage_daemon.client import DaemonClient
@@ -155,3 +160,22 @@ class StoreHolder:
         self.proc.wait()
         self.proc.stdin.close()
         self.proc.stdout.close()
+
+
+@contextlib.asynccontextmanager
+async def sdk_client(
+    daemon: Running, url: str, mode: str = "auto", timeout_s: float = 300.0, **headers: str
+) -> AsyncIterator[Client]:
+    """The official SDK's client over streamable HTTP with the client token, as a person configures it; it
+    reads for as long as a run_test(wait=true) or a large answer may take on a loaded machine (the HTTP
+    client's default of 5 s is shorter)."""
+    async with (
+        httpx2.AsyncClient(headers={**daemon.auth, **headers}, timeout=httpx2.Timeout(timeout_s)) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+def project_client(daemon: Running, pid: str) -> contextlib.AbstractAsyncContextManager[Client]:
+    """The SDK's client on one registered project's MCP endpoint."""
+    return sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp")

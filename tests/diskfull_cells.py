@@ -163,9 +163,8 @@ def _big_lcov(repo: Path) -> Path:
 def _daemon_cell(folder: Path, repo: Path, env: dict[str, str], kind: str) -> dict[str, Any]:
     os.environ.update(env)
     from coverage_core.config import Settings
-    from tests.daemons import in_process
+    from tests.daemons import in_process, sdk_client
     from tests.test_daemon_rest import register
-    from tests.test_mcp_sdk import sdk_client
 
     async def main() -> dict[str, Any]:
         async with in_process(Settings.from_env(port=0)) as d:

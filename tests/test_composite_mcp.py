@@ -8,10 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from .daemons import Running
+from .daemons import Running, sdk_client
 from .gitrepo import make_repo
 from .test_daemon_rest import register
-from .test_mcp_sdk import sdk_client
 
 SHADER = b"fn main() {\n  if (x) {\n    y();\n  }\n}\n"
 INVENTORY = {

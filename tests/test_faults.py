@@ -312,8 +312,8 @@ def test_a_composite_build_on_a_damaged_store_is_store_damaged_and_builds_again_
 async def test_an_mcp_import_and_a_daemon_compaction_on_a_damaged_store_are_store_damaged(
     sample_repo: Path, how: str
 ) -> None:
+    from .daemons import sdk_client
     from .test_daemon_rest import register
-    from .test_mcp_sdk import sdk_client
 
     async with in_process(Settings.from_env(port=0)) as d:
         pid = await register(d, sample_repo)  # the registry knows it; the next daemon opens it afresh

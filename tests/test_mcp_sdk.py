@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
@@ -15,20 +13,10 @@ from mcp.client.streamable_http import streamable_http_client
 from coverage_core.output_schemas import published
 from coverage_core.service import OPERATIONS
 
-from .daemons import Running
+from .daemons import Running, sdk_client
 from .test_daemon_rest import register
 
 ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
-
-
-@contextlib.asynccontextmanager
-async def sdk_client(daemon: Running, url: str, mode: str, **headers: str) -> AsyncIterator[Client]:
-    """The SDK's client over streamable HTTP, configured with the client token as a person would."""
-    async with (
-        httpx2.AsyncClient(headers={**daemon.auth, **headers}) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
-    ):
-        yield client
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -24,9 +24,8 @@ from coverage_core.validation import Validator
 from coverage_daemon import mcp
 from coverage_daemon.identity import REPO_HEADER
 
-from .daemons import Running, post_mcp
+from .daemons import Running, post_mcp, sdk_client
 from .test_mcp_http import META, Session, modern
-from .test_mcp_sdk import sdk_client
 
 # Arguments that reach each operation's handler; a new operation without an
 # entry here fails test_every_listed_tool_dispatches_and_every_operation_is_listed.

@@ -21,10 +21,9 @@ from coverage_core.review.budget import MAX_BYTES, MAX_WORDS, MIN_WORDS
 from coverage_core.service import Service
 
 from .commandline import cli
-from .daemons import Running
+from .daemons import Running, sdk_client
 from .gitrepo import make_repo
 from .test_daemon_rest import register
-from .test_mcp_sdk import sdk_client
 
 FUNCTIONS, BODY = 300, 9  # 300 functions of 10 lines: 3,000 lines
 LINES = FUNCTIONS * (BODY + 1)

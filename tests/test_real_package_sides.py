@@ -13,23 +13,19 @@ module an agent adds without committing it is new code, fresh or stale by its te
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from coverage_core import coverage_loss, file_history, history, open_project
-from coverage_core.analysis import to_columns
+from coverage_core import coverage_loss, history, open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import registry
@@ -39,7 +35,7 @@ from coverage_daemon.client import DaemonProject
 from coverage_daemon.client import open_project as routed_open_project
 
 from .commandline import cli
-from .daemons import Running, ServeProcess, in_process
+from .daemons import ServeProcess, in_process, project_client
 from .gitrepo import git, write
 from .realpackage import (
     MEASURE_COMMAND,
@@ -53,6 +49,7 @@ from .realpackage import (
     build,
     measure,
 )
+from .test_analysis_daemon import answers
 from .test_dashboard_api import jar, signed_in
 from .test_notebooks import _printed, _run, _tables
 
@@ -106,15 +103,6 @@ def cli_json(repo: Path, *args: str) -> dict[str, Any]:
     return json.loads(done.stdout)["data"]
 
 
-@contextlib.asynccontextmanager
-async def mcp_client(daemon: Running, pid: str) -> AsyncIterator[Client]:
-    async with (
-        httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(300.0)) as http,
-        Client(streamable_http_client(f"{daemon.url}/p/{pid}/mcp", http_client=http), mode="auto") as client,
-    ):
-        yield client
-
-
 async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(name, args)
     assert not result.is_error, result.content[0].text
@@ -143,7 +131,7 @@ async def test_a_subset_run_of_one_test_file_is_chosen_by_no_default_over_mcp_th
     lost = lost_lines(c1_report, c2)
     async with in_process(Settings.from_env(port=0)) as daemon:
         pid = (await asyncio.to_thread(daemon.client().register, repo))["project_id"]
-        async with mcp_client(daemon, pid) as client:
+        async with project_client(daemon, pid) as client:
             c1 = await tool(
                 client,
                 "coverage_import",
@@ -436,15 +424,6 @@ def stored(repo: Path, toolz: History) -> Path:
             report = toolz.reports[step]
             project.ingest(placed(repo, report, f"{step}.coverage.json"), suite="unit", commit=report.commit)
     return repo
-
-
-def answers(project: object) -> dict[str, dict]:
-    return {
-        "history": to_columns(history(project, suite="unit")),
-        "file_history": to_columns(file_history(project, last_commits=3, suite="unit")),
-        "coverage_loss": to_columns(coverage_loss(project, last=3, suite="unit")),
-        "branches": to_columns(history(project, suite="unit", counter="branches")),
-    }
 
 
 def test_the_analysis_helpers_and_the_loss_notebook_answer_the_same_while_a_daemon_holds_the_store(

@@ -8,18 +8,13 @@ exit codes, not an interpreter start.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import registry
@@ -27,24 +22,12 @@ from coverage_core.service import OPERATIONS
 from coverage_daemon.projects import Target
 from coverage_daemon.secrets import client_token
 
-from .daemons import Running, ServeProcess
+from .daemons import Running, ServeProcess, sdk_client
 from .gitrepo import make_repo
 from .realcov import PACKAGE
 from .test_daemon_rest import call, register
 from .test_runs import FILES, PY, alive, pids_of, wait_for
 from .test_trust_auth import as_nobody
-
-
-@contextlib.asynccontextmanager
-async def sdk_client(daemon: Running, url: str, mode: str) -> AsyncIterator[Client]:
-    """The SDK's client with the client token, reading for as long as a run_test(wait=true) may take (the HTTP
-    client's default of 5 s is shorter than a real pytest run on a loaded machine)."""
-    async with (
-        httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(120.0)) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
-    ):
-        yield client
-
 
 GEN_COMMAND = {"name": "gen", "argv": [PY, "gen.py"], "artifacts": [{"path": "cov.info", "suite": "unit"}]}
 SLOW_COMMAND = {

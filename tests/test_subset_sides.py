@@ -12,26 +12,22 @@ where it is named, and then its misses are ``not_observed``, never LBC.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.config import Settings
 from coverage_core.display import percent
 
 from . import commandline
-from .daemons import Running, in_process
+from .daemons import in_process, project_client
 from .sidesfixture import MEASURE_COMMAND, ONE_TEST, build
 from .test_dashboard_api import jar, signed_in
 
@@ -52,15 +48,6 @@ def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return commandline.cli(*args, repo=repo)
 
 
-@contextlib.asynccontextmanager
-async def mcp_client(daemon: Running, pid: str) -> AsyncIterator[Client]:
-    async with (
-        httpx2.AsyncClient(headers=daemon.auth, timeout=httpx2.Timeout(180.0)) as http,
-        Client(streamable_http_client(f"{daemon.url}/p/{pid}/mcp", http_client=http), mode="auto") as client,
-    ):
-        yield client
-
-
 async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(name, args)
     assert not result.is_error, result.content[0].text
@@ -79,7 +66,7 @@ async def test_a_subset_run_newer_than_the_complete_one_is_chosen_nowhere_and_re
     shutil.copy(c0_report, repo / "c0.coverage.json")
     async with in_process(Settings.from_env(port=0)) as daemon:
         pid = (await asyncio.to_thread(daemon.client().register, repo))["project_id"]
-        async with mcp_client(daemon, pid) as client:
+        async with project_client(daemon, pid) as client:
             c0 = await tool(
                 client,
                 "coverage_import",

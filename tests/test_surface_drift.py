@@ -31,9 +31,8 @@ from coverage_core.service import OPERATIONS, Service
 from coverage_daemon import mcp
 from coverage_daemon.projects import Target
 
-from .daemons import Running
+from .daemons import Running, sdk_client
 from .test_daemon_rest import call, register
-from .test_mcp_sdk import sdk_client
 
 FILE = "inventory/stock.py"
 
