@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from common import (
     WORK,
     commit_all,
     corpus_file,
+    launch_connector,
     load_average,
     machine,
     median,
@@ -105,14 +105,7 @@ class Connectors:
 
     def exit_after_close(self) -> float:
         """Seconds from closing a connector's input, a review call in flight, to its exit."""
-        process = subprocess.Popen(
-            [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(self.repo)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=self.env,
-            cwd=self.repo,
-        )
+        process = launch_connector(self.repo, self.env)
         assert process.stdin is not None and process.stdout is not None
 
         def send(message: dict) -> None:

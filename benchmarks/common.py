@@ -153,3 +153,17 @@ def commit_all(repo: Path, env: dict[str, str]) -> None:
     }
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sample"]):
         subprocess.run(["git", "-C", str(repo), *args], env=git, check=True)
+
+
+def launch_connector(repo: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``coverage-mcp connect`` on ``repo`` as an MCP client launches it: JSON-RPC lines on its pipes."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(repo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=repo,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    return process

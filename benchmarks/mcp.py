@@ -33,7 +33,16 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import WORK, commit_all, corpus_file, machine, median, shutdown_daemon, write_section
+from common import (
+    WORK,
+    commit_all,
+    corpus_file,
+    launch_connector,
+    machine,
+    median,
+    shutdown_daemon,
+    write_section,
+)
 
 from coverage_daemon.identity import REPO_HEADER
 from coverage_daemon.secrets import (
@@ -119,14 +128,7 @@ def interpreter_start() -> float:
 def first_response(bench: Bench) -> float:
     """Seconds from launching ``coverage-mcp connect`` to its answer to ``initialize``."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "coverage_cli", "connect", "--repo", str(bench.repo)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=bench.env,
-        cwd=bench.repo,
-    )
+    process = launch_connector(bench.repo, bench.env)
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
     process.stdin.flush()
