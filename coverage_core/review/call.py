@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import duckdb
@@ -28,6 +28,13 @@ class Call:
         measurement = args.get("measurement") or {}
         self.suite: str = measurement.get("suite") or args.get("suite") or DEFAULT_SUITE
         self.rows_scanned = 0
+        self._once: dict[Hashable, Any] = {}
+
+    def once(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value, computed once per call: one answer reads one view of the checkout."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]
 
     def detail(self, tables: Sequence[str] | None = None) -> None:
         """Make ``tables`` (default: all) of the detail of the snapshots this call resolved readable,

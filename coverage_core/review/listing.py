@@ -174,16 +174,23 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         raise cursors.invalid("it carries no valid position")
     start, test_at = max(key[0], first), key[1]
     detail = call.project.store.file_detail(snapshot_id, path, call.con, lines=(start, last))
-    tests = [
-        r[0]
-        for r in call.rows(
-            """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
-                 (SELECT DISTINCT test_id FROM test_observations
-                  WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?)
-               ORDER BY n.name""",
-            [sel.snaps[0], sel.snaps[0], fid, first, last],
-        )
-    ]
+
+    def tests_of_window() -> list[str]:
+        return [
+            r[0]
+            for r in call.rows(
+                """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
+                     (SELECT DISTINCT test_id FROM test_observations
+                      WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?)
+                   ORDER BY n.name""",
+                [sel.snaps[0], sel.snaps[0], fid, first, last],
+            )
+        ]
+
+    # The same for every page of the window, and for the snapshot's life.
+    tests = call.project.store.derived.get(
+        ("tests_of_lines", snapshot_id, sel.snaps[0], fid, first, last), tests_of_window
+    )
     tables = {
         "lines": detail.lines,
         "branches": detail.branches,
@@ -218,7 +225,8 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         body, records = page_through(k)
         return records <= RECORD_CAP and budget.fits(body)
 
-    lo, hi = 0, len(starts)
+    # Each line that starts a record adds a word (its number): no more of them than the budget's words fit.
+    lo, hi = 0, min(len(starts), budget.max_words)
     if not fits(lo):  # what a page needs: the fixed part and its first record (a line's, else a test)
         body = page_through(min(1, len(starts)))[0]
         if not len(starts):

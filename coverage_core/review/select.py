@@ -135,13 +135,20 @@ def line_range(text: str | None) -> tuple[int, int] | None:
 
 
 def file_id(call: Call, snap: int, path: str, snapshot_id: str) -> tuple[int, str]:
-    row = call.one(
-        "SELECT file_id, path FROM files WHERE snap = ? AND (path = ? OR report_path = ?) ORDER BY path = ? DESC LIMIT 1",
-        [snap, path, path, path],
-    )
-    if row is None:
+    """(file_id, repository path) of ``path`` (a repository or a report path) in the snapshot."""
+
+    def lookup() -> tuple[int, str] | None:
+        row = call.one(
+            "SELECT file_id, path FROM files WHERE snap = ? AND (path = ? OR report_path = ?) "
+            "ORDER BY path = ? DESC LIMIT 1",
+            [snap, path, path, path],
+        )
+        return None if row is None else (int(row[0]), row[1])
+
+    found = call.project.store.derived.get(("file_id", snapshot_id, snap, path), lookup)
+    if found is None:
         raise unknown_file(call, snap, path, snapshot_id)
-    return int(row[0]), row[1]
+    return found
 
 
 NEAREST = 3

@@ -27,6 +27,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 import zstandard
 
 from ..errors import CoverageError, ErrorCode
@@ -82,8 +83,21 @@ def measured_lines(
 ) -> tuple[list[str] | None, str | None]:
     """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
 
-    The note says where the text came from when it is not the commit's.
+    The note says where the text came from when it is not the commit's. A text found (or proven not the
+    measured one) stays so for the snapshot's life; a text git lacks today may be committed tomorrow.
     """
+    key = ("measured_lines", primary.snapshot_id, snap, fid, path)
+    derived = call.project.store.derived
+    lines, note, lasting = derived.get(key, lambda: _measured_lines(call, snap, fid, primary, path))
+    if not lasting:
+        derived.drop(key)
+    return lines, note
+
+
+def _measured_lines(
+    call: Call, snap: int, fid: int, primary: Snapshot, path: str
+) -> tuple[list[str] | None, str | None, bool]:
+    """measured_lines' answer, and whether it lasts (False: git lacks a text it may have tomorrow)."""
     repo = call.project.checkout.repo_key
     blob, packed = call.project.store.measured_text(snap, fid, call.con)
     call.rows_scanned += 1
@@ -102,16 +116,20 @@ def measured_lines(
     elif blob is not None:
         lines = _cached((repo, "blob", blob), lambda: call.project.git.read_blob(blob))
         if lines is None:
-            return None, f"its measured text (blob {blob[:12]}) was neither committed nor kept at ingest"
+            return (
+                None,
+                f"its measured text (blob {blob[:12]}) was neither committed nor kept at ingest",
+                False,
+            )
     elif primary.dirty:
-        return None, "it was measured on a tree with uncommitted edits and its text was not recorded"
+        return None, "it was measured on a tree with uncommitted edits and its text was not recorded", True
     else:  # identity not recorded (a snapshot stored before content identities): the commit's text
         lines = source_lines(call, primary.commit, path) if primary.commit else None
         if lines is None:
-            return None, f"git has no file {path!r} at commit {commit}"
+            return None, f"git has no file {path!r} at commit {commit}", False
     assert lines is not None  # every branch without a text returned; a kept text always decompresses
     misfit = _contradiction(call, snap, fid, primary, lines)
-    return (None, misfit) if misfit else (lines, note)
+    return (None, misfit, True) if misfit else (lines, note, True)
 
 
 def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
@@ -140,6 +158,37 @@ def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: li
         if blank:
             return f"the report has code on {len(blank)} blank lines of the text (first: line {blank[0]})"
     return None
+
+
+# Mark codes of line_marks, in the order its query numbers them.
+_MARK_OF = "ucpx"
+
+
+def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """(line numbers ascending, their mark codes in ``_MARK_OF``) of every line of the file the snapshot
+    measured or the tool excluded; a measured line's mark wins over excluded. Kept for the snapshot's life,
+    so the pages of one file read it once."""
+
+    def load() -> tuple[np.ndarray, np.ndarray]:
+        measured = call.numpy(
+            """SELECT l.line, CASE WHEN l.hits = 0 THEN 0 WHEN bool_or(u.start_line IS NOT NULL) THEN 2
+                                   ELSE 1 END AS code
+               FROM lines l LEFT JOIN uncovered_ranges u
+                 ON u.snap = l.snap AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line
+               WHERE l.snap = ? AND l.file_id = ? GROUP BY l.line, l.hits""",
+            [snap, fid],
+        )
+        # Lines the tool excluded (coverage.py's "# pragma: no cover"): not code it counts, and said so.
+        excluded = call.numpy(
+            "SELECT DISTINCT line FROM excluded_lines WHERE snap = ? AND file_id = ?", [snap, fid]
+        )["line"]
+        excluded = np.setdiff1d(excluded, measured["line"])
+        lines_at = np.concatenate([measured["line"], excluded]).astype(np.int64)
+        codes = np.concatenate([measured["code"], np.full(len(excluded), 3)]).astype(np.int8)
+        order = np.argsort(lines_at, kind="stable")
+        return lines_at[order], codes[order]
+
+    return call.project.store.derived.get(("line_marks", snapshot_id, snap, fid), load)
 
 
 def _default_target(
@@ -252,8 +301,9 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     scope = f"{primary.snapshot_id}:{path}"
     resume = cursors.decode(call, "source", scope, call.args.get("cursor"))
     ranges = [(max(a, resume), b) for a, b in ranges if b >= resume]
-    # A page holds at most MAX_LINES_PER_PAGE lines: the first ones of the ranges left.
-    room, page_ranges = MAX_LINES_PER_PAGE, []
+    # A page holds at most MAX_LINES_PER_PAGE lines: the first ones of the ranges left. Every line record
+    # has a word (its number), so no more lines than the budget has words can fit: none more are built.
+    room, page_ranges = min(MAX_LINES_PER_PAGE, budget.max_words), []
     for a, b in ranges:
         if room == 0:
             break
@@ -261,21 +311,10 @@ def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         room -= page_ranges[-1][1] - a + 1
     more_after = sum(b - a + 1 for a, b in ranges) > sum(b - a + 1 for a, b in page_ranges)
     if fid is not None and page_ranges:
+        lines_at, codes = line_marks(call, snap, fid, primary.snapshot_id)
         lo, hi = page_ranges[0][0], page_ranges[-1][1]
-        for line, hits, partial in call.rows(
-            """SELECT l.line, l.hits, u.start_line IS NOT NULL
-               FROM lines l LEFT JOIN uncovered_ranges u
-                 ON u.snap = l.snap AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line
-               WHERE l.snap = ? AND l.file_id = ? AND l.line BETWEEN ? AND ?""",
-            [snap, fid, lo, hi],
-        ):
-            marks[int(line)] = "u" if hits == 0 else ("p" if partial else "c")
-        # Lines the tool excluded (coverage.py's "# pragma: no cover"): not code it counts, and said so.
-        for (line,) in call.rows(
-            "SELECT line FROM excluded_lines WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?",
-            [snap, fid, lo, hi],
-        ):
-            marks.setdefault(int(line), "x")
+        i, j = np.searchsorted(lines_at, [lo, hi + 1])
+        marks = {int(n): _MARK_OF[int(c)] for n, c in zip(lines_at[i:j], codes[i:j])}
     data.update(claim)
     if representation == "compact":
         data["legend"] = {"lines": "[number, mark, text]", "marks": MARKS}

@@ -38,6 +38,7 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..git import Checkout
 from ..ids import is_snapshot_id, new_snapshot_id
 from ..locks import Lease, how_to_release, instance_metadata, this_process
+from ..memo import Memo
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import COUNTERS, Counter, NormalizedReport, Table
 from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
@@ -159,6 +160,11 @@ class ProjectStore:
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
         self.generation = 0
+        # Values the reads derive from one snapshot's content alone (a file's id, its measured text), keyed
+        # by the snapshot's id and key: cleared when snapshots are deleted, since a key is then reused.
+        self.derived: Memo[Any] = Memo(256)
+        # Whole-file details (NumPy columns, megabytes for a file of 100,000 lines): the last few files read.
+        self.details: Memo[FileDetail] = Memo(4)
         # Called first by close() (managed execution stops its runs and closes its connection).
         self.on_close: list[Callable[[], None]] = []
         # The execution runtime running this store's runs in this process (execution.worker.Runtime), kept on
@@ -618,6 +624,8 @@ class ProjectStore:
             for k in keys:
                 self._compacted.pop(k, None)
             self._latest = {}
+            self.derived.clear()
+            self.details.clear()
             self.generation += 1
             return deletion
 
@@ -925,6 +933,29 @@ class ProjectStore:
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
+        whole = self.details.get(
+            ("file_detail", snapshot_id, snap, path),
+            lambda: self._whole_file_detail(snapshot_id, snap, path, con),
+        )
+        if lines is None:
+            return whole
+        low, high = lines
+
+        def window(table: dict[str, np.ndarray], line: str) -> dict[str, np.ndarray]:
+            keep = (table[line] >= low) & (table[line] <= high)
+            return {column: values[keep] for column, values in table.items()}
+
+        return attrs.evolve(
+            whole,
+            lines=window(whole.lines, "line"),
+            branches=window(whole.branches, "line"),
+            functions=window(whole.functions, "start_line"),
+            regions=window(whole.regions, "start_line"),
+        )
+
+    def _whole_file_detail(
+        self, snapshot_id: str, snap: int, path: str, con: duckdb.DuckDBPyConnection
+    ) -> FileDetail:
         self.materialize(
             con, ("lines", "branches", "functions", "regions", "test_names", "test_observations")
         )
@@ -947,14 +978,14 @@ class ProjectStore:
             )
         file_id = row[0]
 
-        low, high = lines or (0, 2**62)
-
-        def table(columns: str, name: str, line: str, order: str) -> dict[str, np.ndarray]:
-            return con.execute(
-                f"SELECT {columns} FROM {name} WHERE snap = ? AND file_id = ? AND {line} BETWEEN ? AND ? "
-                f"ORDER BY {order}",
-                [snap, file_id, low, high],
+        def table(columns: str, name: str, order: str) -> dict[str, np.ndarray]:
+            out = con.execute(
+                f"SELECT {columns} FROM {name} WHERE snap = ? AND file_id = ? ORDER BY {order}",
+                [snap, file_id],
             ).fetchnumpy()
+            for values in out.values():  # kept for the snapshot's life and shared: never changed in place
+                values.flags.writeable = False
+            return out
 
         tests = con.execute(
             """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
@@ -965,14 +996,11 @@ class ProjectStore:
         return FileDetail(
             snapshot_id=snapshot_id,
             summary=_file_summary(row[1:]),
-            lines=table("line, hits", "lines", "line", "line"),
-            branches=table("line, block, branch, taken", "branches", "line", "line, block"),
-            functions=table("name, start_line, end_line, hits", "functions", "start_line", "start_line"),
+            lines=table("line, hits", "lines", "line"),
+            branches=table("line, block, branch, taken", "branches", "line, block"),
+            functions=table("name, start_line, end_line, hits", "functions", "start_line"),
             regions=table(
-                "start_line, start_col, end_line, end_col, hits, kind",
-                "regions",
-                "start_line",
-                "start_line, start_col",
+                "start_line, start_col, end_line, end_col, hits, kind", "regions", "start_line, start_col"
             ),
             tests=tuple(t[0] for t in tests),
             excluded_lines=tuple(
