@@ -316,6 +316,44 @@ def test_approval_binds_the_executable_argv0_resolves_to_through_path_with_its_i
     assert run(project, command_id=command["id"], wait=True, reuse_if_unchanged=False)["state"] == "succeeded"
 
 
+def test_an_executable_found_earlier_on_path_or_through_a_retargeted_link_is_not_the_approved_one(
+    project: Project, repo: Path
+) -> None:
+    # The same bytes are not the same approval: a copy placed earlier on the run's PATH, or the link argv[0]
+    # resolves through pointed at another file, is refused, each with its own reason.
+    folder, first = repo / "bin", repo / "first"
+    folder.mkdir()
+    first.mkdir()
+    for name in ("tool.a", "tool.b"):
+        (folder / name).write_text("#!/bin/sh\nexit 0\n")
+        (folder / name).chmod(0o755)
+    (folder / "tool").symlink_to("tool.a")
+    command = register(project, argv=["tool"], env={"PATH": f"{first}:{folder}:{os.environ['PATH']}"})
+    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    assert run(project, command_id=command["id"], wait=True)["state"] == "succeeded"
+
+    retarget = folder / "tool.tmp"
+    retarget.symlink_to("tool.b")
+    os.replace(retarget, folder / "tool")
+    with pytest.raises(CoverageError) as caught:
+        run(project, command_id=command["id"], wait=True, reuse_if_unchanged=False)
+    assert caught.value.code == ErrorCode.NOT_APPROVED, caught.value
+    assert "now leads to" in caught.value.message and "tool.b" in caught.value.message, caught.value.message
+
+    (folder / "tool").unlink()
+    (folder / "tool").symlink_to("tool.a")
+    shadow = first / "tool"
+    shadow.write_bytes((folder / "tool.a").read_bytes())
+    shadow.chmod(0o755)
+    with pytest.raises(CoverageError) as caught:
+        run(project, command_id=command["id"], wait=True, reuse_if_unchanged=False)
+    assert caught.value.code == ErrorCode.NOT_APPROVED, caught.value
+    assert "now resolves to" in caught.value.message and str(shadow) in caught.value.message
+
+    shadow.unlink()  # back to the approved one: it runs again
+    assert run(project, command_id=command["id"], wait=True, reuse_if_unchanged=False)["state"] == "succeeded"
+
+
 def test_an_approval_made_before_executables_were_recorded_must_be_made_again(project: Project) -> None:
     command = register(project)
     registry.approve(project, command["id"], approved_by="ann", via="cli")
