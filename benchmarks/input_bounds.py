@@ -2,8 +2,9 @@
 
 A linear check doubles (ratio about 2); a quadratic one quadruples. Inputs
 are built here in memory (no git, no daemon): the inventory checks at and
-past its documented 100,000 entries, the JSON depth count and path-map usage.
-(The brute-force import race is benchmarks/import_races.py.)
+past its documented 100,000 entries (literal files and a glob), the JSON
+depth count and path-map usage. (The brute-force import race is
+benchmarks/import_races.py.)
 
     python benchmarks/input_bounds.py [--n 50000]
 """
@@ -47,6 +48,20 @@ def _loader(variants: int, files: int) -> Callable[[], object]:
     return lambda: load(data, "inv.json", tracked)
 
 
+def _globbed(files: int) -> Callable[[], object]:
+    """One component whose source is a ``**`` glob, matched against ``files`` tracked files."""
+    tracked = [f"src/d{i % 100}/f{i}.c" for i in range(files)]
+    component = {
+        "id": "c",
+        "language": "native",
+        "format": "llvm",
+        "sources": ["src/**/f*.c"],
+        "variants": ["v"],
+    }
+    data = json.dumps({"inventory_version": 1, "components": [component]}).encode()
+    return lambda: load(data, "inv.json", tracked)
+
+
 CASES: dict[str, Callable[[int], Callable[[], object]]] = {
     "inventory: n variants of one file": lambda n: _loader(n, 1),
     "inventory: n duplicate variants": lambda n: (
@@ -68,6 +83,7 @@ CASES: dict[str, Callable[[int], Callable[[], object]]] = {
         )
     ),
     "inventory: n literal files, n/2 aliases": lambda n: _loader(1, n),
+    "inventory: a ** glob over n tracked files": _globbed,
     "json depth: n nested lists": lambda n: lambda text=b"[" * n + b"]" * n: nesting.depth(text),
     "path maps: 100 maps over n report paths": lambda n: (
         lambda paths=[f"/build/src/f{i}.c" for i in range(n)]: unused_path_maps(

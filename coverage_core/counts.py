@@ -2,9 +2,10 @@
 
 A count past 2**63 - 1 means only "hit very often", but a wrapped one reads
 as negative or, after a second wrap, as a small number (a covered region
-"hit 0"). Every place that adds hit counts (LCOV record merges, composite
-aggregation) goes through these, which clamp at ``MAX`` and say whether they
-did, so the answer can carry ``saturated: true``.
+"hit 0"). Every place that adds hit counts (LCOV record merges, Go block and
+llvm-cov region merges, composite aggregation) goes through these, which
+clamp at ``MAX`` and say whether they did, so the answer can carry
+``saturated: true``.
 
 The inputs are non-negative int64 counts (callers clamp "not evaluated" -1
 first). Grouped sums are exact: each value is split into its high and low 32

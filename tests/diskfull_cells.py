@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +60,14 @@ def cli(repo: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
     return seen
 
 
+def _contents(folder: Path) -> dict[str, str]:
+    """Each entry directly in ``folder``: a file's name and the SHA-256 of its bytes, a folder's name."""
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+        for p in sorted(folder.iterdir())
+    }
+
+
 def snapshots(repo: Path, env: dict[str, str]) -> int:
     listed = cli(repo, "snapshots", env=env)
     return len(listed["out"]["data"]["snapshots"]) if "out" in listed else -1
@@ -94,7 +103,8 @@ def cell_report_html(folder: Path, repo: Path, env: dict[str, str]) -> dict[str,
         return seen
 
     (folder / "html").mkdir()
-    return _three(folder, op, lambda: sorted(p.name for p in out.iterdir()))
+    # Names and contents: a page rewritten in place and cut short would keep every name.
+    return _three(folder, op, lambda: _contents(out))
 
 
 def cell_token_rotate(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -105,7 +115,11 @@ def cell_token_rotate(folder: Path, repo: Path, env: dict[str, str]) -> dict[str
         seen["token_bytes"] = len(token.read_bytes()) if token.exists() else None
         return seen
 
-    return _three(folder, op, lambda: sorted(p.name for p in token.parent.iterdir() if p.name != FILLER))
+    def count() -> dict[str, str]:
+        # The token itself too: a rotation that failed keeps the previous token whole.
+        return {k: v for k, v in _contents(token.parent).items() if k != FILLER}
+
+    return _three(folder, op, count)
 
 
 def cell_dashboard(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:

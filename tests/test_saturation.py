@@ -141,3 +141,40 @@ def test_composite_shards_below_the_maximum_are_not_flagged(tmp_path: Path) -> N
     with open_project(root) as project:
         comp = build(project, "inv.json", [f"gpu:vulkan={root}/one.json", f"gpu:vulkan={root}/one.json"])
     assert comp.saturated is False and comp.totals["code"] == {"found": 2, "hit": 1}
+
+
+def test_llvm_instantiations_whose_counts_sum_past_the_maximum_keep_the_maximum_and_say_saturated() -> None:
+    from .test_parse_llvm import export, parse_doc
+
+    doc = export()
+    # h.h's static inline helper, instantiated in two translation units: its one region and its one
+    # function are each the sum of the two instantiations' counts.
+    for function in doc["data"][0]["functions"][1:]:
+        function["count"] = BIG
+        function["regions"][0][4] = BIG
+    report = parse_doc(doc)
+    helper = next(i for i, f in enumerate(report.files) if f.path.endswith("h.h"))
+    at = report.regions["file"] == helper
+    assert report.regions["hits"][at].tolist() == [MAX]
+    assert report.functions["hits"][report.functions["file"] == helper].tolist() == [MAX]
+    assert report.metadata["saturated"] is True
+    assert [w.code for w in report.warnings].count("counts_saturated") == 1
+
+
+def test_cobertura_classes_of_one_file_whose_line_hits_sum_past_the_maximum_say_saturated() -> None:
+    # Two <class> elements naming one file (a file compiled into two targets): its lines' hits add up.
+    classes = "".join(
+        f'<class name="a{i}" filename="src/a.c"><methods/><lines>'
+        f'<line number="3" hits="{BIG}" branch="false"/><line number="9" hits="0" branch="false"/>'
+        "</lines></class>"
+        for i in range(2)
+    )
+    text = (
+        '<?xml version="1.0" ?>\n<coverage version="gcovr 8.8" line-rate="0.5" lines-valid="2" '
+        'lines-covered="1" branches-valid="0" branches-covered="0"><sources><source>/build</source></sources>'
+        f'<packages><package name="src"><classes>{classes}</classes></package></packages></coverage>\n'
+    )
+    report = parse_bytes(_bytes(text.encode(), "coverage.xml"))
+    assert report.lines["hits"].tolist() == [MAX, 0]
+    assert report.metadata["saturated"] is True
+    assert report.totals["lines"].hit == 1

@@ -170,6 +170,24 @@ async def test_the_largest_exact_integer_id_and_string_ids_are_still_answered(cl
         assert (status, body["id"], body["result"]) == (200, request_id, {})
 
 
+async def test_a_body_nested_past_the_depth_limit_is_refused_before_it_is_parsed_on_mcp_and_rest(
+    client: Client,
+) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    ping = b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": ' + deep + b"}"
+    status, body = await client.post("/mcp", raw=ping, headers=client.in_session())
+    assert (status, body["id"], body["error"]["code"]) == (400, None, -32700), body
+    assert "nested deeper than 64 levels" in body["error"]["message"]
+    status, body = await client.post("/api/projects", raw=b'{"path": ' + deep + b"}")
+    assert (status, body["error"]["code"]) == (400, "invalid_argument"), body
+    assert "nests 100001 levels deep" in body["error"]["message"]
+    assert body["error"]["details"] == {"depth": 100_001, "max_depth": 64}
+    status, body = await client.post(
+        "/mcp", {"jsonrpc": "2.0", "id": 6, "method": "ping"}, headers=client.in_session()
+    )
+    assert (status, body["result"]) == (200, {})  # the session goes on
+
+
 @pytest.mark.parametrize("request_id", [{"a": 1}, [1], None, 1.5, True])
 async def test_a_cancellation_naming_no_possible_request_is_ignored_and_the_session_goes_on(
     client: Client, request_id: Any

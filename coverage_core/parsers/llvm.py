@@ -33,7 +33,9 @@ Totals are ``data[].totals`` (``llvm-cov report``'s TOTAL row), summed over
   same file into one function (static inline functions of a header, one copy
   per translation unit; C++ templates), and so do we.
 - regions: function regions, identical ones (several instantiations of the
-  same code) merged by summing counts, as llvm-cov's file view does.
+  same code) merged by summing counts, as llvm-cov's file view does; a sum
+  past 2^63-1 stays at that maximum and the report says ``saturated: true``
+  (as a function's sum over its instantiations does).
 
 Exports reach hundreds of MB, nearly all of it expansions' ``target_regions``
 (a copy of the expanding function's regions per macro use, which nothing here
@@ -52,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import counts as sums
 from ..report import I32, I64, REGION_KINDS, Counter, NormalizedReport, ReportBuilder
 from .numbers import count
 from .source import ReportBytes, excerpt, malformed
@@ -546,9 +549,10 @@ class _FunctionRecords:
                 f"{self.path}[{fn}].regions[{k - self.region_start[fn]}][7]: region kind "
                 f"{int(r[k, 7])} is not one llvm-cov writes (0 to 4)",
             )
-        counts = r[order, 4]
-        if np.add.reduceat(counts.astype(np.float64), first).max() >= 2.0**63:
-            raise malformed(self.origin, f"{self.path}: region counts add up past a 64-bit counter")
+        # Identical regions of several instantiations add up; past 2^63-1 the sum stays at that maximum
+        # and the report says saturated (coverage_core.counts), as LCOV merges do.
+        hits, over = sums.reduceat(r[order, 4], first)
+        builder.saturated |= over
         rows = order[first]
         builder.add(
             "regions",
@@ -557,7 +561,7 @@ class _FunctionRecords:
             start_col=r[rows, 1],
             end_line=r[rows, 2],
             end_col=r[rows, 3],
-            hits=np.add.reduceat(counts, first),
+            hits=hits,
             kind=r[rows, 7],
         )
 
@@ -579,9 +583,9 @@ class _FunctionRecords:
             body.setdefault(key, row)
         if not groups:
             return
-        hits = [sum(int(self.hits[m]) for m in members) for members in groups.values()]
-        if max(hits) > INT64_MAX:
-            raise malformed(self.origin, f"{self.path}: instantiation counts add up past a 64-bit counter")
+        summed = [sum(int(self.hits[m]) for m in members) for members in groups.values()]
+        hits = [min(h, INT64_MAX) for h in summed]  # clamped and flagged, never refused or wrapped
+        builder.saturated |= hits != summed
         files = np.array([file for file, _, _ in groups], I32)
         names = np.array(
             [_group_name([self.names[m] for m in members]) for members in groups.values()], object

@@ -170,7 +170,7 @@ def _restore(
 
     def one(job: tuple[int, list[str]]) -> dict[str, Columns]:
         frame, detail, digest = found[job[0]]
-        # No digest ('') matches no content: a payload the revision-9 migration could not read stays refused.
+        # No digest ('') matches no content: a payload the revision-10 migration could not read stays refused.
         return decode(
             frame,
             max_bytes=max(_FLOOR, int(detail * _SLACK)),
