@@ -124,9 +124,9 @@ def library_revision() -> str:
 def shutdown_daemon(home: Path, *, wait: bool = False) -> None:
     """Stop the daemon that holds ``home``'s lease, if any, through the home's private socket (the capability
     and client token travel nowhere else); with ``wait``, until its lease is released."""
+    from coverage_daemon.credentials import UnixHTTPConnection, bearer, client_token, socket_path
     from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
     from coverage_daemon.launcher import read_lease
-    from coverage_daemon.secrets import UnixHTTPConnection, bearer, client_token, socket_path
 
     lease = read_lease(home / DAEMON_LOCK)
     if not lease.held:

@@ -44,8 +44,8 @@ from compare import sqlite_repo
 
 from coverage_core import open_project
 from coverage_daemon.client import DaemonClient
+from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER
-from coverage_daemon.secrets import bearer, client_token
 
 GOAL_MS = 50.0
 

@@ -44,11 +44,11 @@ from common import (
     write_section,
 )
 
-from coverage_daemon.identity import REPO_HEADER
-from coverage_daemon.secrets import (
+from coverage_daemon.credentials import (
     bearer,
     client_token,
 )
+from coverage_daemon.identity import REPO_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "coverage_core" / "sample"

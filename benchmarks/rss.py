@@ -189,7 +189,7 @@ files of 1 GiB decompressed (about {bomb.stat().st_size / MIB:.1f} MB each) impo
 | before the parse budget | | {BEFORE["peak"]} | {BEFORE["idle"]} | |
 
 Target: peak under {TARGET["peak"]} MB, idle under {TARGET["idle"]} MB ({verdict}). What bounds it: one
-process-wide budget of report bytes in flight (`coverage_core/parsers/budget.py`, 512 MiB by default,
+process-wide budget of report bytes in flight (`coverage_core/parsers/memory_budget.py`, 512 MiB by default,
 `COVERAGE_MCP_PARSE_BUDGET_BYTES`; a compressed report claims the whole cap, so two bombs inflate at
 a time), the refused chunks dropped before the error travels, and glibc's `malloc_trim(0)` after each
 large claim.

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import machine, median, write_section
 
 from coverage_core.config import Settings
-from coverage_core.execution import queue, registry
+from coverage_core.execution import commands, runs
 from coverage_core.execution.db import exec_db
 from coverage_core.project import open_project
 from coverage_core.service import Service
@@ -69,7 +69,7 @@ def overhead(repo: Path, repeat: int) -> tuple[float, float, float]:
             "register_test_command",
             {"name": "true", "argv": [true], "artifacts": [{"path": "bench.info", "suite": "bench"}]},
         )["data"]["command"]["id"]
-        registry.approve(project, command_id, approved_by="bench", via="cli")
+        commands.approve(project, command_id, approved_by="bench", via="cli")
         args = {"command_id": command_id, "wait": True, "reuse_if_unchanged": False}
         service.call("run_test", args)  # warm: the runtime starts, the log folder exists
         queued = []
@@ -93,7 +93,7 @@ def hundred(repo: Path, n: int = 100, concurrency: int = 2) -> dict[str, float]:
                 "artifacts": [{"path": "bench.info", "suite": "bench"}],
             },
         )["data"]["command"]["id"]
-        registry.approve(project, command_id, approved_by="bench", via="cli")
+        commands.approve(project, command_id, approved_by="bench", via="cli")
         t = time.perf_counter()
         ids = [
             service.call(
@@ -104,8 +104,8 @@ def hundred(repo: Path, n: int = 100, concurrency: int = 2) -> dict[str, float]:
         ]
         assert len(set(ids)) == n
         while True:
-            states = [queue.get(project.store, i)["state"] for i in ids]
-            if all(s not in queue.ACTIVE for s in states):
+            states = [runs.get(project.store, i)["state"] for i in ids]
+            if all(s not in runs.ACTIVE for s in states):
                 break
             time.sleep(0.1)
         wall = time.perf_counter() - t

@@ -125,7 +125,7 @@ def stdio_configs(repo: str = REPO_PLACEHOLDER, settings: Settings | None = None
 
 def client_configs(url: str, settings: Settings) -> str:
     """How to point an MCP client at this daemon; HTTP configs name the token, never contain it."""
-    from coverage_daemon.secrets import TOKEN_FILE
+    from coverage_daemon.credentials import TOKEN_FILE
 
     token_file = settings.home / TOKEN_FILE
     stdio = stdio_configs(settings=settings)
@@ -337,7 +337,7 @@ def token_rotate_command(as_json: bool) -> None:
     Example: coverage-mcp token rotate
     """
     settings = Settings.from_env()
-    from coverage_daemon.secrets import TOKEN_FILE, HomeError, rotate_client_token
+    from coverage_daemon.credentials import TOKEN_FILE, HomeError, rotate_client_token
 
     try:
         rotate_client_token(settings.home)

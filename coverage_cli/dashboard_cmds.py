@@ -27,7 +27,7 @@ _OPENER = """<!doctype html>
 
 def write_opener(home: Path, url: str, ttl: int) -> Path:
     """The one-time link in a 0600 file of the 0700 home: the browser opens the file, not a URL on a command line."""
-    from coverage_daemon.secrets import private_home, write_private
+    from coverage_daemon.credentials import private_home, write_private
 
     path = private_home(home) / OPEN_FILE
     write_private(path, _OPENER.format(url=html.escape(url, quote=True), ttl=ttl))
@@ -191,7 +191,7 @@ def _report_data(
     project: Any, chosen: dict[str, str | None], *, include_logs: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
-    from coverage_core.review import dashboard as projection
+    from coverage_core.review import dashboard_view as projection
     from coverage_daemon import static_report
 
     if hasattr(

@@ -110,11 +110,11 @@ def command_list(status, repo, as_json) -> None:
 
     Example: coverage-mcp command list --status pending
     """
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     with open_project(repo) as project:
         if isinstance(project, Project):
-            found = registry.list_commands(project, status)
+            found = commands.list_commands(project, status)
         else:
             found = project.client.commands(project.project_id, status)
     if as_json:
@@ -139,25 +139,25 @@ def command_show(command_id, repo, as_json) -> None:
 
     Example: coverage-mcp command show cmd-0123456789abcdef
     """
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     with open_project(repo) as project:
         if isinstance(project, Project):
-            found = registry.show_command(project, command_id)
+            found = commands.show_command(project, command_id)
         else:
             found = project.client.command(project.project_id, command_id)
     _show_command(found, as_json)
 
 
 def _decide(repo: str, command_id: str, decision: str, by: str | None, note: str | None) -> dict[str, Any]:
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     who = by or getpass.getuser()
     with open_project(repo) as project:
         if isinstance(project, Project):
             if decision == "approve":
-                return registry.approve(project, command_id, approved_by=who, via="cli", note=note)
-            return registry.reject(project, command_id, rejected_by=who, via="cli", note=note)
+                return commands.approve(project, command_id, approved_by=who, via="cli", note=note)
+            return commands.reject(project, command_id, rejected_by=who, via="cli", note=note)
         if not project.capability:
             raise CoverageError(
                 ErrorCode.FORBIDDEN,
@@ -188,9 +188,9 @@ def command_approve(command_id, by, note, repo, as_json) -> None:
         if error.code == ErrorCode.NOT_APPROVED and not as_json:  # show what was refused, escaped, then why
             with open_project(repo) as project:
                 if isinstance(project, Project):
-                    from coverage_core.execution import registry
+                    from coverage_core.execution import commands
 
-                    _render_command(registry.show_command(project, command_id))
+                    _render_command(commands.show_command(project, command_id))
                 else:
                     _render_command(project.client.command(project.project_id, command_id))
         raise
@@ -455,13 +455,13 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from coverage_core.execution import queue
+    from coverage_core.execution import runs
     from coverage_core.execution.worker import settle_orphans
 
     with open_project(repo) as project:
         if isinstance(project, Project):
             settle_orphans(project.store)  # no daemon holds the store: a run left running lost its daemon
-            found = queue.list_runs(project, status, limit=limit)
+            found = runs.list_runs(project, status, limit=limit)
         else:
             found = project.client.runs(project.project_id, status, limit)
     if as_json:
@@ -557,14 +557,14 @@ CANCEL_PAGE = 1000
 
 def _cancel_queued(repo: str, command_id: str) -> list[str]:
     """Cancel every queued run of ``command_id`` (cancel_run on each, page by page); the ids cancelled."""
-    from coverage_core.execution import queue, registry
+    from coverage_core.execution import commands, runs
 
     cancelled: list[str] = []
     with open_project(repo) as project:
         while True:
             if isinstance(project, Project):
-                registry.spec_of(project, command_id)  # an unknown command is an error, not "0 cancelled"
-                found = queue.queued_of(project.store, command_id)[:CANCEL_PAGE]
+                commands.spec_of(project, command_id)  # an unknown command is an error, not "0 cancelled"
+                found = runs.queued_of(project.store, command_id)[:CANCEL_PAGE]
             else:
                 listed = project.client.runs(project.project_id, "queued", CANCEL_PAGE)
                 found = [r["id"] for r in listed if r["command_id"] == command_id]

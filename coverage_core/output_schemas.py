@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .execution.queue import STATES
-from .execution.registry import STATUSES
+from .execution.commands import STATUSES
+from .execution.runs import STATES
 from .review.context import CLAIM_ORDER
 from .review.listing import FILE_ORDERS
 

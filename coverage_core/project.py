@@ -34,9 +34,9 @@ from .git import Checkout, Git, discover
 from .locks import describe_holder, how_to_release
 from .model import FileDetail, FilesPage, Snapshot
 from .parsers import Limits, parse_bytes, read_report
-from .parsers.budget import PARSE_BUDGET
+from .parsers.memory_budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
-from .parsers.source import claim_bytes
+from .parsers.reading import claim_bytes
 from .report import ReportWarning
 from .storage import compaction
 from .storage.paths import MAPPED, Mapping, map_paths
@@ -450,7 +450,7 @@ class Project:
 
     def active_run_baseline_snaps(self) -> dict[str, str]:
         """Snapshot id -> why, for every snapshot a queued or running run uses as its baseline."""
-        from .execution.queue import active_baselines
+        from .execution.runs import active_baselines
 
         return active_baselines(self.store)
 

@@ -35,8 +35,8 @@ from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
 
+from .credentials import AUTHORIZATION, TOKEN_FILE, client_token
 from .identity import CAPABILITY_HEADER
-from .secrets import AUTHORIZATION, TOKEN_FILE, client_token
 
 
 class Access(enum.Enum):

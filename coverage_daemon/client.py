@@ -33,9 +33,9 @@ from coverage_core.project import open_project as open_direct
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
 
+from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 from .errors_http import error_from_body
 from .identity import CAPABILITY_HEADER, REPO_HEADER
-from .secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 
 class DaemonClient:

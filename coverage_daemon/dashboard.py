@@ -3,7 +3,7 @@
 The page (``static/``) is plain HTML, CSS and JavaScript shipped in the
 package, served at ``/`` under its own Content-Security-Policy: scripts,
 styles and connections from this daemon only, no inline script. It reads one
-bounded projection, ``GET /api/dashboard`` (``coverage_core.review.dashboard``),
+bounded projection, ``GET /api/dashboard`` (``coverage_core.review.dashboard_view``),
 and listens to ``GET /api/dashboard/events``: every
 ``COVERAGE_MCP_DASHBOARD_REFRESH_S`` seconds the server compares the project's
 revision and sends a ``refresh`` event only when it changed. The page keeps
@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.review import dashboard as projection
+from coverage_core.review import dashboard_view as projection
 
 from . import dashboard_streams, rest
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
@@ -352,12 +352,12 @@ async def approve(request: web.Request) -> web.Response:
 
 
 async def approve_command(request: web.Request, project_id: str, command_id: str, who: str) -> dict[str, Any]:
-    """A person's approval, recorded with who and ``via dashboard`` (``execution.registry.approve``)."""
-    from coverage_core.execution import registry
+    """A person's approval, recorded with who and ``via dashboard`` (``execution.commands.approve``)."""
+    from coverage_core.execution import commands
 
     projects = request.app[DAEMON].projects
     _, project = await projects.resolve(Target(project_id=project_id))
-    return await projects.run(lambda: registry.approve(project, command_id, approved_by=who, via="dashboard"))
+    return await projects.run(lambda: commands.approve(project, command_id, approved_by=who, via="dashboard"))
 
 
 __all__ = [

@@ -41,7 +41,7 @@ from coverage_core.storage.store import ProjectStore, store_path
 
 from .maintenance import Maintenance
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
-from .registry import Registry
+from .project_registry import Registry
 
 log = logging.getLogger("coverage_daemon")
 

@@ -312,7 +312,7 @@ async def _with_project(request: web.Request, fn: Any) -> Any:
 
 async def list_commands(request: web.Request) -> web.Response:
     """GET .../commands?status=: the registered commands (approved, pending, then rejected)."""
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     unknown = set(request.query) - {"status"}
     if unknown:
@@ -322,22 +322,22 @@ async def list_commands(request: web.Request) -> web.Response:
             "This route takes status=pending|approved|rejected.",
         )
     status = request.query.get("status")
-    found = await _with_project(request, lambda project: registry.list_commands(project, status))
+    found = await _with_project(request, lambda project: commands.list_commands(project, status))
     return json_response({"data": {"commands": found}, "page": None})
 
 
 async def show_command(request: web.Request) -> web.Response:
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     _no_query(request)
     command_id = request.match_info[_COMMAND_ID]
-    found = await _with_project(request, lambda project: registry.show_command(project, command_id))
+    found = await _with_project(request, lambda project: commands.show_command(project, command_id))
     return json_response({"data": {"command": found}, "page": None})
 
 
 async def _decide(request: web.Request, decision: str) -> web.Response:
     """An admin route: a person's approval or rejection (the CLI, or the dashboard's session)."""
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     _no_query(request)
     body = await read_object(request, frozenset({"by", "via", "note"}))
@@ -356,8 +356,8 @@ async def _decide(request: web.Request, decision: str) -> web.Response:
 
     def decide(project: Project) -> dict[str, Any]:
         if decision == "approved":
-            return registry.approve(project, command_id, approved_by=by, via=via, note=note)
-        return registry.reject(project, command_id, rejected_by=by, via=via, note=note)
+            return commands.approve(project, command_id, approved_by=by, via=via, note=note)
+        return commands.reject(project, command_id, rejected_by=by, via=via, note=note)
 
     found = await _with_project(request, decide)
     return json_response({"data": {"command": found}, "page": None})
@@ -373,7 +373,7 @@ async def reject_command(request: web.Request) -> web.Response:
 
 async def list_runs(request: web.Request) -> web.Response:
     """GET .../runs?status=&limit=: runs, newest first."""
-    from coverage_core.execution import queue
+    from coverage_core.execution import runs
 
     unknown = set(request.query) - {"status", "limit"}
     if unknown:
@@ -391,7 +391,7 @@ async def list_runs(request: web.Request) -> web.Response:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT, "limit must be an integer from 1 to 1000", "e.g. limit=50"
         )
-    found = await _with_project(request, lambda project: queue.list_runs(project, status, limit=limit))
+    found = await _with_project(request, lambda project: runs.list_runs(project, status, limit=limit))
     return json_response({"data": {"runs": found}, "page": None})
 
 

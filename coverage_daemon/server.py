@@ -44,8 +44,8 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import Lease, instance_metadata
 
+from .credentials import MAX_SOCKET_PATH, HomeError, private_home, socket_path
 from .identity import VERSION, build_fingerprint, is_loopback_host
-from .secrets import MAX_SOCKET_PATH, HomeError, private_home, socket_path
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -114,8 +114,8 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     from .app import create_app
     from .auth import Authorizer
     from .mcp_http import Sessions
+    from .project_registry import Registry
     from .projects import Projects
-    from .registry import Registry
     from .state import Daemon
 
     listeners = _bind(settings)  # first: a port in use must leave nothing behind

@@ -21,8 +21,8 @@ from coverage_core.storage.schema import SCHEMA_REVISION
 from .auth import Authorizer
 from .errors_http import compact
 from .identity import REPO_HEADER, VERSION
+from .project_registry import Registry
 from .projects import Projects, Target
-from .registry import Registry
 
 if TYPE_CHECKING:
     from .mcp_http import Sessions

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coverage_core.execution import queue, registry
+from coverage_core.execution import commands, runs
 from coverage_core.execution.db import exec_db
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
@@ -92,7 +92,7 @@ def _case(project: Project, repo: Path, how: str, timeout_s: int) -> dict[str, A
         "timeout_s": timeout_s,
     }
     command_id = service.call("register_test_command", args)["data"]["command"]["id"]
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     started = service.call("run_test", {"command_id": command_id, "reuse_if_unchanged": False})["data"]["run"]
     run_id = started["id"]
     _wait(lambda: (repo / "printed").exists(), "the disk filled and the output printed")
@@ -100,7 +100,7 @@ def _case(project: Project, repo: Path, how: str, timeout_s: int) -> dict[str, A
     if how == "cancel":
         service.call("cancel_run", {"run_id": run_id})
     answered = _wait(
-        lambda: (lambda r: r if r["state"] not in queue.ACTIVE else None)(queue.get(project.store, run_id)),
+        lambda: (lambda r: r if r["state"] not in runs.ACTIVE else None)(runs.get(project.store, run_id)),
         "the run's end",
     )
     read = service.call("run_review", {"run_id": run_id, "view": "status"})["data"]["run"]
@@ -113,7 +113,7 @@ def _case(project: Project, repo: Path, how: str, timeout_s: int) -> dict[str, A
     hog.close()
     _free(repo)
     stored = _wait(
-        lambda: (lambda s: s if s and s["state"] not in queue.ACTIVE else None)(_stored(project, run_id)),
+        lambda: (lambda s: s if s and s["state"] not in runs.ACTIVE else None)(_stored(project, run_id)),
         "the stored end",
     )
     out["stored"] = stored or _stored(project, run_id)

@@ -435,7 +435,7 @@ DRIFT_COMMAND = {
 
 def finished_run(repo: Path) -> str:
     """A finished run of an approved command in ``repo``'s store (the approval a person's, on the store)."""
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     with open_project(repo) as project:
         service = Service(project)
@@ -445,7 +445,7 @@ def finished_run(repo: Path) -> str:
             "register_test_command",
             {**DRIFT_COMMAND, "name": "ran", "argv": [sys.executable, "-c", "print('ran')"]},
         )["data"]["command"]["id"]
-        registry.approve(project, command_id, approved_by="tester", via="cli")
+        commands.approve(project, command_id, approved_by="tester", via="cli")
         return service.call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]["id"]
 
 

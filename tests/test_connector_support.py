@@ -20,9 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from coverage_daemon.credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 from coverage_daemon.identity import CAPABILITY_HEADER, DAEMON_LOCK
 from coverage_daemon.launcher import read_lease
-from coverage_daemon.secrets import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 
 from .environment import test_env
 from .gitrepo import commit, make_repo

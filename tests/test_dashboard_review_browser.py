@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from coverage_core.config import Settings
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.project import open_project
 
 from .browser import WAIT_MS, Live, cli, ready, shots_dir, store, text, until
@@ -30,7 +30,7 @@ SECRET = "s3cr3t-value-never-in-a-report"
 def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
     project = open_project(repo)
     try:
-        record, _ = registry.register(
+        record, _ = commands.register(
             project,
             {
                 "name": name,

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from coverage_core import headline
 from coverage_core.parsers import parse
 from coverage_core.project import open_project
-from coverage_core.review.dashboard import dashboard
+from coverage_core.review.dashboard_view import dashboard
 from coverage_core.storage import schema
 
 from . import corpus

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from coverage_daemon.secrets import client_token
+from coverage_daemon.credentials import client_token
 
 from .daemons import ServeProcess
 from .environment import test_env

@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 
 from coverage_core.config import Settings
+from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.projects import Target
-from coverage_daemon.secrets import bearer, client_token
 
 from .daemons import ACCEPT, Running, in_process, post_mcp
 

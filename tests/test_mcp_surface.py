@@ -193,7 +193,7 @@ async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
 
 async def _with_a_finished_run(daemon: Running, repo: Path) -> dict[str, dict[str, Any]]:
     """SAMPLE_ARGUMENTS with an approved command's id and its finished run's id filled in."""
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
     from coverage_core.service import Service
     from coverage_daemon.projects import Target
 
@@ -207,7 +207,7 @@ async def _with_a_finished_run(daemon: Running, repo: Path) -> dict[str, dict[st
     command_id = (await asyncio.to_thread(service.call, "register_test_command", command))["data"]["command"][
         "id"
     ]
-    await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
+    await asyncio.to_thread(commands.approve, project, command_id, approved_by="tester", via="cli")
     run_test = {**SAMPLE_ARGUMENTS["run_test"], "command_id": command_id}
     run = (await asyncio.to_thread(service.call, "run_test", run_test))["data"]["run"]
     return {

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
 
@@ -64,7 +64,7 @@ def test_a_run_on_a_dirty_tree_against_an_import_of_the_same_edit_counts_only_th
     # Then only shop/__init__.py changes, and a managed run measures the tree again.
     write(repo, {"shop/__init__.py": "VERSION = 1\n"})
     command_id = Service(project).call("register_test_command", MEASURE_COMMAND)["data"]["command"]["id"]
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     run = call(project, "run_test", command_id=command_id, wait=True)["run"]
     assert run["state"] == "succeeded", run
     current = run["artifacts"][0]["snapshot_id"]

@@ -250,9 +250,9 @@ def test_a_clean_snapshot_stored_before_identities_shows_the_commits_text_and_un
 
 
 def test_line_numbers_are_checked_against_the_measured_text_by_text_of(repo: Path) -> None:
+    from coverage_core.review.annotated_source import text_of
     from coverage_core.review.call import Call
-    from coverage_core.review.select import select
-    from coverage_core.review.source import text_of
+    from coverage_core.review.selection import select
 
     with open_project(repo) as project:
         project.ingest(repo / "coverage.json")

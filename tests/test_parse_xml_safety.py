@@ -12,7 +12,7 @@ import pytest
 from lxml import etree
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.parsers import parse, xml
+from coverage_core.parsers import parse, safe_xml
 
 SECRET = "the-content-of-a-private-file"
 
@@ -181,14 +181,14 @@ def test_the_safe_parser_leaves_an_external_file_entity_unread(tmp_path: Path) -
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRET)
     doc = f'<!DOCTYPE r [<!ENTITY xxe SYSTEM "{secret.as_uri()}">]><r>&xxe;</r>'.encode()
-    assert etree.tostring(etree.fromstring(doc, xml.safe_parser())) == b"<r>&xxe;</r>"
+    assert etree.tostring(etree.fromstring(doc, safe_xml.safe_parser())) == b"<r>&xxe;</r>"
     # An lxml parser that resolves entities does read it.
     assert SECRET in etree.tostring(etree.fromstring(doc, etree.XMLParser(resolve_entities=True))).decode()
 
 
 def test_the_safe_parser_leaves_an_external_entity_unexpanded_and_offline(server: Server) -> None:
     doc = f'<!DOCTYPE r [<!ENTITY xxe SYSTEM "{server.url}/entity">]><r>&xxe;</r>'.encode()
-    root = etree.fromstring(doc, xml.safe_parser())
+    root = etree.fromstring(doc, safe_xml.safe_parser())
     assert etree.tostring(root) == b"<r>&xxe;</r>"
     assert server.requests == []
 
@@ -196,10 +196,10 @@ def test_the_safe_parser_leaves_an_external_entity_unexpanded_and_offline(server
 def test_the_safe_parser_refuses_a_billion_laughs_without_expanding_it() -> None:
     doc = billion_laughs("r") + b"<r>&lol9;</r>"
     with pytest.raises(etree.XMLSyntaxError, match="amplification"):
-        etree.fromstring(doc, xml.safe_parser())
+        etree.fromstring(doc, safe_xml.safe_parser())
 
 
 def test_the_safe_parser_never_loads_a_dtd_from_the_network(server: Server) -> None:
     doc = f'<!DOCTYPE report SYSTEM "{server.url}/report.dtd"><report/>'.encode()
-    etree.fromstring(doc, xml.safe_parser())
+    etree.fromstring(doc, safe_xml.safe_parser())
     assert server.requests == []

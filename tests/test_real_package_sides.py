@@ -28,7 +28,7 @@ from mcp import Client
 from coverage_core import coverage_loss, history, open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.project import Project
 from coverage_core.service import Service
 from coverage_daemon.client import DaemonProject
@@ -293,7 +293,7 @@ def test_a_managed_run_on_a_dirty_tree_against_an_import_of_the_same_tree_loses_
     utils = (repo / "toolz/utils.py").read_text()
     write(repo, {"toolz/utils.py": utils + "\nUNSET = no_default\n"})  # then only utils.py changes
     command_id = Service(project).call("register_test_command", MEASURE_COMMAND)["data"]["command"]["id"]
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     run = Service(project).call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]
     assert run["state"] == "succeeded", run
     # coverage.py's reports of the two sides: the dirty file's text and lines are the same on both.

@@ -19,13 +19,13 @@ import pyte
 import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.execution.db import exec_db
 from coverage_core.execution.display import registration_lines
 from coverage_core.execution.ops import ensure_runtime
 from coverage_core.execution.words import quoted
 from coverage_core.project import Project, open_project
-from coverage_core.review.dashboard import dashboard
+from coverage_core.review.dashboard_view import dashboard
 from coverage_core.service import Service
 
 from .test_selectors import held, make_selector_repo, run
@@ -93,7 +93,7 @@ def test_control_format_bidi_and_invisible_characters_are_refused_in_every_part_
             error = refused_registration(project, **changes)
             assert error.code == ErrorCode.INVALID_ARGUMENT, (bad, changes)
             assert bad not in error.message, (bad, changes)  # the message shows it escaped too
-    assert registry.list_commands(project) == []
+    assert commands.list_commands(project) == []
 
 
 def test_lf_and_tab_are_allowed_only_in_argv_words_and_env_values(project: Project) -> None:
@@ -145,7 +145,7 @@ def test_the_dashboard_shows_a_pending_registration_through_the_same_display(pro
         item = dashboard(project, con)["approvals"]["items"][0]
     finally:
         con.close()
-    assert item["display"] == registry.show_command(project, command["id"])["display"]
+    assert item["display"] == commands.show_command(project, command["id"])["display"]
     assert any("\\n" + "\\x20" * 30 + "import os" in line for line in item["display"])
 
 
@@ -169,7 +169,7 @@ def stored_before_the_rule(project: Project) -> str:
         "artifacts": [{"path": "cov.info", "format": None, "suite": "unit", "scope": "complete"}],
         "args_policy": "none",
     }
-    digest = registry.content_hash(spec)
+    digest = commands.content_hash(spec)
     command_id = "cmd-" + digest[:16]
     with exec_db(project.store).transaction() as con:
         con.execute(
@@ -183,11 +183,11 @@ def test_a_stored_registration_holding_now_refused_characters_cannot_be_approved
     project: Project,
 ) -> None:
     command_id = stored_before_the_rule(project)
-    shown = registry.show_command(project, command_id)
+    shown = commands.show_command(project, command_id)
     assert "register it again" in shown["not_runnable"]
     assert all(line.isascii() and line.isprintable() for line in shown["display"])
     with pytest.raises(CoverageError) as caught:
-        registry.approve(project, command_id, approved_by="ann", via="cli")
+        commands.approve(project, command_id, approved_by="ann", via="cli")
     assert caught.value.code == ErrorCode.NOT_APPROVED and "register" in caught.value.suggestion
     # approved anyway (a decision row written before the rule): still not runnable
     with exec_db(project.store).transaction() as con:
@@ -274,8 +274,8 @@ def test_command_approve_on_a_terminal_shows_every_word_escaped_and_refuses_a_no
     every_word_escaped(screen, HOSTILE_ARGV, HOSTILE_ENV, HOSTILE_NAME)
     assert any("register" in line for line in screen), screen
     with open_project(repo) as opened:
-        assert registry.show_command(opened, hostile)["status"] == "pending"
-        assert registry.show_command(opened, plain)["status"] == "approved"
+        assert commands.show_command(opened, hostile)["status"] == "pending"
+        assert commands.show_command(opened, plain)["status"] == "approved"
 
 
 # -- the approved executable ------------------------------------------------------------------------------------
@@ -295,9 +295,9 @@ def test_approval_binds_the_executable_argv0_resolves_to_through_path_with_its_i
 ) -> None:
     path = tool(repo)
     command = register(project, argv=["tool"], env={"PATH": f"{repo / 'bin'}:{os.environ['PATH']}"})
-    pending = registry.show_command(project, command["id"])
+    pending = commands.show_command(project, command["id"])
     assert pending["executable"]["path"] == str(path) and not pending["executable"]["approved"]
-    approved = registry.approve(project, command["id"], approved_by="ann", via="cli")
+    approved = commands.approve(project, command["id"], approved_by="ann", via="cli")
     identity = approved["executable"]
     assert identity == {
         "path": str(path),
@@ -312,7 +312,7 @@ def test_approval_binds_the_executable_argv0_resolves_to_through_path_with_its_i
     with pytest.raises(CoverageError) as caught:
         run(project, command_id=command["id"], wait=True)
     assert caught.value.code == ErrorCode.NOT_APPROVED and "changed since approval" in caught.value.message
-    registry.approve(project, command["id"], approved_by="ann", via="cli", note="checked the new tool")
+    commands.approve(project, command["id"], approved_by="ann", via="cli", note="checked the new tool")
     assert run(project, command_id=command["id"], wait=True, reuse_if_unchanged=False)["state"] == "succeeded"
 
 
@@ -329,7 +329,7 @@ def test_an_executable_found_earlier_on_path_or_through_a_retargeted_link_is_not
         (folder / name).chmod(0o755)
     (folder / "tool").symlink_to("tool.a")
     command = register(project, argv=["tool"], env={"PATH": f"{first}:{folder}:{os.environ['PATH']}"})
-    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    commands.approve(project, command["id"], approved_by="ann", via="cli")
     assert run(project, command_id=command["id"], wait=True)["state"] == "succeeded"
 
     retarget = folder / "tool.tmp"
@@ -356,13 +356,13 @@ def test_an_executable_found_earlier_on_path_or_through_a_retargeted_link_is_not
 
 def test_an_approval_made_before_executables_were_recorded_must_be_made_again(project: Project) -> None:
     command = register(project)
-    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    commands.approve(project, command["id"], approved_by="ann", via="cli")
     with exec_db(project.store).transaction() as con:
         con.execute("UPDATE command_decisions SET executable = NULL WHERE command_id = ?", [command["id"]])
     with pytest.raises(CoverageError) as caught:
         run(project, command_id=command["id"], wait=True)
     assert caught.value.code == ErrorCode.NOT_APPROVED and "approve" in caught.value.suggestion
-    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    commands.approve(project, command["id"], approved_by="ann", via="cli")
     assert run(project, command_id=command["id"], wait=True)["state"] == "succeeded"
 
 
@@ -371,7 +371,7 @@ def test_an_executable_changed_while_the_run_was_queued_is_refused_when_it_start
 ) -> None:
     tool(repo)
     command = register(project, argv=["./bin/tool"])
-    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    commands.approve(project, command["id"], approved_by="ann", via="cli")
     first = held(project, repo)
     queued = run(project, command_id=command["id"], wait=False)
     assert queued["state"] == "queued"
@@ -391,7 +391,7 @@ def test_a_cwd_or_artifact_folder_swapped_for_a_link_while_the_run_was_queued_is
     in_sub = register(project, cwd="sub")["id"]
     into_out = register(project, artifacts=[{"path": "out/cov.info", "suite": "unit"}])["id"]
     for command_id in (in_sub, into_out):
-        registry.approve(project, command_id, approved_by="ann", via="cli")
+        commands.approve(project, command_id, approved_by="ann", via="cli")
     first = held(project, repo)
     queued = [run(project, command_id=c, wait=False) for c in (in_sub, into_out)]
     elsewhere = tmp_path / "elsewhere"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from coverage_cli.main import cli
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import logs, queue
+from coverage_core.execution import logs, runs
 from coverage_core.project import Project, open_project
 
 from .daemons import in_process
@@ -49,7 +49,7 @@ def _queue_sleepers(project: Project, count: int) -> tuple[str, list[str]]:
 
 def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(limited: Project) -> None:
     command_id, ids = _queue_sleepers(limited, 1)
-    wait_for(lambda: queue.get(limited.store, ids[0])["state"] == "running", "the first run's start")
+    wait_for(lambda: runs.get(limited.store, ids[0])["state"] == "running", "the first run's start")
     ids += [run(limited, command_id=command_id, reuse_if_unchanged=False)["id"] for _ in range(2)]
     with pytest.raises(CoverageError) as refused:
         run(limited, command_id=command_id, reuse_if_unchanged=False)
@@ -57,15 +57,15 @@ def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(l
     assert "COVERAGE_MCP_RUN_QUEUE_LIMIT" in refused.value.message + refused.value.suggestion
     assert "runs cancel --command" in refused.value.suggestion
     for run_id in ids:
-        queue.request_cancel(limited.store, run_id)
+        runs.request_cancel(limited.store, run_id)
 
 
 def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
     with open_project(repo) as project:
         command_id, ids = _queue_sleepers(project, 4)
-        wait_for(lambda: queue.get(project.store, ids[0])["state"] == "running", "the first run's start")
+        wait_for(lambda: runs.get(project.store, ids[0])["state"] == "running", "the first run's start")
         other = approved(project, [PY, "gen.py"], name="gen")
-        kept = queue.enqueue(
+        kept = runs.enqueue(
             project.store,
             command_id=other,
             command_hash="x",
@@ -80,8 +80,8 @@ def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "cancelled 3 queued runs" in done.output
     with open_project(repo) as project:
-        assert [queue.get(project.store, i)["state"] for i in ids[1:]] == ["cancelled"] * 3
-        queue.request_cancel(project.store, kept)
+        assert [runs.get(project.store, i)["state"] for i in ids[1:]] == ["cancelled"] * 3
+        runs.request_cancel(project.store, kept)
 
 
 def test_run_logs_are_kept_for_the_newest_runs_only(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

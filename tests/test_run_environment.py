@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from coverage_cli.main import cli
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.execution.db import exec_db
 from coverage_core.project import Project, open_project
 
@@ -123,7 +123,7 @@ def test_runners_and_the_inherit_list_are_part_of_the_content_hash_and_shown_at_
     more = register(project, [PY, "envdump.py"], runners=["python"], inherit=["MY_TOOL_HOME"])
     other = register(project, [PY, "envdump.py"], runners=["node"])
     assert len({plain, more, other}) == 3
-    shown = registry.show_command(project, more)
+    shown = commands.show_command(project, more)
     assert shown["runners"] == ["python"] and shown["inherit"] == ["MY_TOOL_HOME"]
     assert "PYTHONPATH" in shown["environment"]["runner_variables"]
     assert "PATH" in shown["environment"]["base"]
@@ -143,7 +143,7 @@ def test_an_unknown_runner_or_a_coverage_mcp_name_in_the_inherit_list_is_refused
 def test_a_go_command_and_a_node_command_run_with_their_own_preset_only(project: Project, repo: Path) -> None:
     what = "go run"
     go = approved(project, [systemtools.require("go"), "run", "envdump.go"], name="go")
-    assert registry.show_command(project, go)["runners"] == ["go"], "go is detected from the program's name"
+    assert commands.show_command(project, go)["runners"] == ["go"], "go is detected from the program's name"
     done = run(project, command_id=go, wait=True)
     assert done["state"] == "succeeded", (what, done)
     env = _env_of(repo)
@@ -158,7 +158,7 @@ def test_a_go_command_and_a_node_command_run_with_their_own_preset_only(project:
 
     node = systemtools.require("node")
     js = approved(project, [node, "-e", NODE_ENVDUMP], name="node")
-    assert registry.show_command(project, js)["runners"] == ["node"]
+    assert commands.show_command(project, js)["runners"] == ["node"]
     done = run(project, command_id=js, wait=True)
     assert done["state"] == "succeeded", done
     env = _env_of(repo)
@@ -192,14 +192,14 @@ def _legacy(project: Project, argv: list[str]) -> str:
         "artifacts": [{"path": "cov.info", "format": None, "suite": "unit", "scope": "complete"}],
         "args_policy": "none",
     }
-    digest = registry.content_hash(spec)
+    digest = commands.content_hash(spec)
     command_id = "cmd-" + digest[:16]
     with exec_db(project.store).transaction() as con:
         con.execute(
             "INSERT INTO commands VALUES (?, ?, ?, ?, ?)",
             [command_id, digest, "legacy", json.dumps(spec), dt.datetime.now(dt.UTC)],
         )
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     return command_id
 
 
@@ -213,7 +213,7 @@ def test_a_registration_from_the_inherit_everything_era_runs_with_the_base_and_s
     env = _env_of(repo)
     assert "PATH" in env and "LANG" in env
     assert not {"AWS_SECRET_ACCESS_KEY", "PYTHONPATH", "MY_TOOL_HOME", "UNRELATED_SETTING"} & set(env)
-    shown = registry.show_command(project, command_id)
+    shown = commands.show_command(project, command_id)
     assert "re-register" in shown["environment"]["note"]
 
 
@@ -240,7 +240,7 @@ def test_a_command_that_fails_to_start_says_which_variables_it_did_not_get(proje
 async def test_no_variable_carrying_the_daemons_token_or_capability_reaches_a_run_whatever_its_name(
     daemon: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coverage_daemon.secrets import client_token
+    from coverage_daemon.credentials import client_token
 
     from .test_daemon_rest import call
     from .test_daemon_rest import register as register_project

@@ -16,7 +16,7 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import queue, registry
+from coverage_core.execution import commands, runs
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
 
@@ -94,7 +94,7 @@ def register(project: Project, argv: list[str], **extra: Any) -> str:
 
 def approved(project: Project, argv: list[str], **extra: Any) -> str:
     command_id = register(project, argv, **extra)
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     return command_id
 
 
@@ -137,7 +137,7 @@ def pids_of(repo: Path) -> list[int]:
 
 def test_a_pending_command_cannot_run(project: Project) -> None:
     command_id = register(project, [PY, "gen.py"])
-    answer = registry.show_command(project, command_id)
+    answer = commands.show_command(project, command_id)
     assert (
         answer["status"] == "pending"
         and answer["approve_with"] == f"coverage-mcp command approve {command_id}"
@@ -146,7 +146,7 @@ def test_a_pending_command_cannot_run(project: Project) -> None:
         run(project, command_id=command_id, wait=True)
     assert caught.value.code == ErrorCode.NOT_APPROVED
     assert caught.value.details["approve_with"] == f"coverage-mcp command approve {command_id}"
-    assert queue.list_runs(project) == []  # nothing was queued
+    assert runs.list_runs(project) == []  # nothing was queued
 
 
 def test_a_registration_is_immutable_and_the_same_content_finds_the_same_command(project: Project) -> None:
@@ -154,11 +154,11 @@ def test_a_registration_is_immutable_and_the_same_content_finds_the_same_command
     assert register(project, [PY, "gen.py"], name="other name") == first
     changed = register(project, [PY, "gen.py", "2"])
     assert changed != first
-    registry.approve(project, first, approved_by="ann", via="cli", note="read it")
-    assert registry.show_command(project, changed)["status"] == "pending"
-    shown = registry.show_command(project, first)
+    commands.approve(project, first, approved_by="ann", via="cli", note="read it")
+    assert commands.show_command(project, changed)["status"] == "pending"
+    shown = commands.show_command(project, first)
     assert shown["decisions"][0]["by"] == "ann" and shown["decisions"][0]["via"] == "cli"
-    registry.reject(project, first, rejected_by="ann", via="dashboard")
+    commands.reject(project, first, rejected_by="ann", via="dashboard")
     with pytest.raises(CoverageError) as caught:
         run(project, command_id=first)
     assert caught.value.code == ErrorCode.NOT_APPROVED
@@ -201,7 +201,7 @@ def test_a_registration_outside_the_checkout_or_as_a_shell_string_is_refused(pro
         with pytest.raises(CoverageError) as caught:
             service.call("register_test_command", args)
         assert caught.value.code == code, bad
-    assert registry.list_commands(project) == []
+    assert commands.list_commands(project) == []
     with pytest.raises(CoverageError) as caught:
         service.call(
             "register_test_command",
@@ -245,7 +245,7 @@ def test_attested_mode_records_the_agents_human_approval_only_with_who_and_a_not
         {**other, "human_approved": True, "approved_by": "bob", "approval_note": "reviewed the argv"},
     )["data"]
     assert answer["command"]["status"] == "approved"
-    decision = registry.show_command(project, answer["command"]["id"])["decisions"][0]
+    decision = commands.show_command(project, answer["command"]["id"])["decisions"][0]
     assert (decision["by"], decision["via"], decision["note"]) == ("bob", "attested", "reviewed the argv")
 
 
@@ -264,7 +264,7 @@ def test_args_outside_the_policy_are_refused_and_shell_metacharacters_arrive_lit
         with pytest.raises(CoverageError) as caught:
             run(project, command_id=selectors, args=[bad])
         assert caught.value.details["args_policy"] == "selectors", bad
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
     (repo / "tests").mkdir()
     (repo / "tests" / "test_x.py").write_text("")
     hostile = [
@@ -306,7 +306,7 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT, bad
         assert caught.value.details == {"args_policy": "selectors", "argument": bad}, bad
         assert "args_policy selectors" in caught.value.message, bad
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
     # A pytest parameter id (brackets after the test name, '=' in it) is still a selector, in canonical form.
     done = run(
         project, command_id=selectors, args=["tests/x.py::test_y[1-2]", "tests/x.py::t[a=1]"], wait=True
@@ -469,7 +469,7 @@ def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fin
     assert run(project, command_id=command_id, wait=True)["id"] == fresh["id"]
     (repo / "app.py").write_text("a = 1\nb = 2\nc = 4\n")
     assert run(project, command_id=command_id, wait=True)["id"] not in (first["id"], fresh["id"])
-    assert len(queue.list_runs(project)) == 3
+    assert len(runs.list_runs(project)) == 3
 
 
 # -- ingest and review ----------------------------------------------------------------------------
@@ -491,7 +491,7 @@ def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_a
         "run_id": base["id"],
         "command_id": command_id,
         "args": [],
-        "command_hash": registry.show_command(project, command_id)["content_hash"],
+        "command_hash": commands.show_command(project, command_id)["content_hash"],
     }
     misses = approved(project, [PY, "gen.py", "0"])  # the whole suite again, now missing line 2
     done = run(project, command_id=misses, wait=True, baseline={"snapshot_id": snap.snapshot_id})
@@ -573,7 +573,7 @@ def test_runs_are_durable_rows_with_every_transition(project: Project) -> None:
     status = Service(project).call("run_review", {"run_id": done["id"]})["data"]["run"]
     assert [e["state"] for e in status["events"]] == ["queued", "running", "succeeded"]
     assert status["exit_code"] == 0 and status["duration_ms"] is not None
-    assert [r["id"] for r in queue.list_runs(project, "succeeded")] == [done["id"]]
+    assert [r["id"] for r in runs.list_runs(project, "succeeded")] == [done["id"]]
 
 
 def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo: Path) -> None:
@@ -586,7 +586,7 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
     assert [p for p in pids if alive(p)] == []
     with open_project(repo) as project:
         # Reopening without a runner reads the rows as the closing owner left them.
-        states = {r["id"]: r["state"] for r in queue.list_runs(project)}
+        states = {r["id"]: r["state"] for r in runs.list_runs(project)}
         assert states == {running["id"]: "cancelled", queued["id"]: "queued"}
         # A new owner's runtime takes the queued run.
         from coverage_core.execution.ops import ensure_runtime
@@ -594,8 +594,8 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
         ensure_runtime(project)
         finished = wait_for(
             lambda: (
-                queue.get(project.store, queued["id"])["state"] not in queue.ACTIVE
-                and queue.get(project.store, queued["id"])
+                runs.get(project.store, queued["id"])["state"] not in runs.ACTIVE
+                and runs.get(project.store, queued["id"])
             ),
             "the queued run ending",
         )
@@ -609,12 +609,12 @@ import sys, time
 sys.path[:0] = {sys.path!r}
 from coverage_core.project import open_project
 from coverage_core.service import Service
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 with open_project({str(repo)!r}) as p:
     s = Service(p)
     cid = s.call("register_test_command", {{"name": "slow", "argv": [{PY!r}, "stubborn.py"],
         "artifacts": [{{"path": "cov.info", "suite": "unit"}}]}})["data"]["command"]["id"]
-    registry.approve(p, cid, approved_by="t", via="cli")
+    commands.approve(p, cid, approved_by="t", via="cli")
     print(s.call("run_test", {{"command_id": cid}})["data"]["run"]["id"], flush=True)
     time.sleep(600)
 """
@@ -641,7 +641,7 @@ with open_project({str(repo)!r}) as p:
         from coverage_core.execution.ops import ensure_runtime
 
         ensure_runtime(project)  # the new owner's recovery finds nothing left to do
-        found = queue.get(project.store, run_id)
+        found = runs.get(project.store, run_id)
         assert found["state"] == "interrupted"
     assert not alive(grandchild)
 
@@ -651,8 +651,8 @@ def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and
 ) -> None:
     ids = [register(project, [PY, "gen.py", str(i)]) for i in range(10)]
     for command_id in ids[:3]:
-        registry.approve(project, command_id, approved_by="ann", via="cli")
-    registry.reject(project, ids[9], rejected_by="ann", via="cli")
+        commands.approve(project, command_id, approved_by="ann", via="cli")
+    commands.reject(project, ids[9], rejected_by="ann", via="cli")
     slow = approved(project, [PY, "sleepy.py"], artifacts=[{"path": "cov.info", "suite": "slow"}])
     active = run(project, command_id=slow)
     service = Service(project)
@@ -731,4 +731,4 @@ def test_racing_calls_with_one_idempotency_key_make_one_run(project: Project) ->
                 range(8),
             )
         )
-    assert len(set(ids)) == 1 and len(queue.list_runs(project)) == 1
+    assert len(set(ids)) == 1 and len(runs.list_runs(project)) == 1

@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 
 from coverage_core import composite
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import queue, registry
+from coverage_core.execution import commands, runs
 from coverage_core.output_schemas import RUN_ARTIFACT
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
@@ -85,7 +85,7 @@ def approved_composite(
     )
     command = answer["data"]["command"]
     assert command["status"] == "pending"
-    registry.approve(project, command["id"], approved_by="ann", via="cli")
+    commands.approve(project, command["id"], approved_by="ann", via="cli")
     return command["id"]
 
 
@@ -127,7 +127,7 @@ def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_buil
         "run_id": done["id"],
         "command_id": command_id,
         "args": [],
-        "command_hash": registry.show_command(project, command_id)["content_hash"],
+        "command_hash": commands.show_command(project, command_id)["content_hash"],
     }
     # The same reports through the build `coverage-mcp composite build` makes.
     by_role = {
@@ -230,7 +230,7 @@ def test_a_composite_artifact_is_part_of_the_content_hash(project: Project) -> N
         [{"component": "shaders", "variant": "default", "path": "reports/shaders.json"}],
     )
     assert first != second
-    shown = registry.show_command(project, first)
+    shown = commands.show_command(project, first)
     assert shown["artifacts"] == [
         {
             "composite": {
@@ -295,7 +295,7 @@ def test_a_bad_composite_artifact_is_refused_with_a_clear_error_and_nothing_regi
         )
     assert caught.value.code == code, caught.value.message
     assert caught.value.details["argument"] in ("artifacts", "composite inventory", "composite report path")
-    assert registry.list_commands(project) == []
+    assert commands.list_commands(project) == []
 
 
 def test_a_composite_beside_an_ordinary_artifact_of_the_same_path_is_refused(project: Project) -> None:
@@ -336,4 +336,4 @@ def test_a_composite_beside_an_ordinary_artifact_of_the_same_path_is_refused(pro
             },
         )
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-    assert registry.list_commands(project) == [] and queue.list_runs(project) == []
+    assert commands.list_commands(project) == [] and runs.list_runs(project) == []

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import registry
+from coverage_core.execution import commands
 from coverage_core.service import OPERATIONS
+from coverage_daemon.credentials import client_token
 from coverage_daemon.projects import Target
-from coverage_daemon.secrets import client_token
 
 from .daemons import Running, ServeProcess, sdk_client
 from .gitrepo import make_repo
@@ -364,7 +364,7 @@ async def test_a_real_pytest_and_coverage_suite_runs_end_to_end_over_the_officia
         assert command["status"] == "pending"
         # The person's approval, on the daemon's own store (what `coverage-mcp command approve` reaches).
         _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
-        registry.approve(project, command["id"], approved_by="ann", via="cli")
+        commands.approve(project, command["id"], approved_by="ann", via="cli")
         full = (
             await client.call_tool("run_test", {"command_id": command["id"], "wait": True})
         ).structured_content

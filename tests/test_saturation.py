@@ -17,7 +17,7 @@ import numpy as np
 from coverage_core import counts, open_project
 from coverage_core.composite import build
 from coverage_core.parsers import parse_bytes
-from coverage_core.parsers.source import ReportBytes
+from coverage_core.parsers.reading import ReportBytes
 from tests.gitrepo import make_repo
 
 MAX = 2**63 - 1

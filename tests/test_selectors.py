@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import queue, registry
+from coverage_core.execution import commands, runs
 from coverage_core.execution.ops import ensure_runtime
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
@@ -89,7 +89,7 @@ def project(repo: Path) -> Iterator[Project]:
 def approved(project: Project, argv: list[str], **extra: Any) -> str:
     args = {"name": "pytest", "argv": argv, "artifacts": [{"path": "cov.info", "suite": "unit"}], **extra}
     command_id = Service(project).call("register_test_command", args)["data"]["command"]["id"]
-    registry.approve(project, command_id, approved_by="tester", via="cli")
+    commands.approve(project, command_id, approved_by="tester", via="cli")
     return command_id
 
 
@@ -110,8 +110,10 @@ def refused(project: Project, command_id: str, args: list[Any]) -> CoverageError
 
 def logs_of(project: Project) -> bytes:
     """Every byte of every run's logs in this store."""
-    runs = project.store.path.parent / "runs"
-    return b"".join(p.read_bytes() for p in sorted(runs.rglob("*")) if p.is_file()) if runs.exists() else b""
+    folder = project.store.path.parent / "runs"
+    return (
+        b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()) if folder.exists() else b""
+    )
 
 
 def stdout_of(project: Project, run_id: str) -> str:
@@ -146,7 +148,7 @@ def test_an_argument_file_selector_is_refused_and_the_secret_it_names_never_reac
     assert b"SECRET-7f3a9c" not in logs_of(project)
     assert isinstance(outcome, CoverageError), outcome
     assert outcome.code == ErrorCode.INVALID_ARGUMENT
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
 
 
 def test_a_module_planted_by_another_user_is_never_imported_through_an_argument_file(
@@ -207,7 +209,7 @@ def test_an_empty_or_malformed_case_argument_is_invalid_argument_never_internal(
         error = refused(project, selectors, bad)
         assert error.code == ErrorCode.INVALID_ARGUMENT, bad
         assert error.details["args_policy"] == "selectors", bad
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
 
 
 # -- links and the registered cwd --------------------------------------------------------------------------
@@ -224,7 +226,7 @@ def test_a_selector_naming_a_link_inside_the_checkout_to_an_outside_file_is_refu
     error = refused(project, selectors, ["tests/test_link.py::test_planted"])
     assert error.code == ErrorCode.PATH_OUTSIDE_CHECKOUT
     assert not marker.exists()
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
 
 
 def test_a_selector_through_a_link_is_refused_even_when_the_link_stays_inside_the_checkout(
@@ -236,7 +238,7 @@ def test_a_selector_through_a_link_is_refused_even_when_the_link_stays_inside_th
         error = refused(project, selectors, [bad])
         assert error.code == ErrorCode.INVALID_ARGUMENT, bad
         assert "link" in error.message, bad
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
 
 
 def test_a_selector_is_resolved_against_the_registered_cwd_not_the_checkout_root(
@@ -247,7 +249,7 @@ def test_a_selector_is_resolved_against_the_registered_cwd_not_the_checkout_root
     error = refused(project, in_sub, ["tests/test_ok.py"])
     assert error.code == ErrorCode.INVALID_ARGUMENT
     assert "sub" in error.message
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
     done = run(project, command_id=in_sub, args=["../tests/test_ok.py::test_plain", "test_sub.py"], wait=True)
     assert done["state"] == "succeeded", stdout_of(project, done["id"])
     assert done["args"] == ["./../tests/test_ok.py::test_plain", "./test_sub.py"]
@@ -260,7 +262,7 @@ def test_selector_roots_bound_where_selectors_point_and_are_part_of_the_registra
     bounded = approved(project, PYTEST, args_policy="selectors", selector_roots=["tests"])
     unbounded = approved(project, PYTEST, args_policy="selectors")
     assert bounded != unbounded  # selector_roots is part of the content hash
-    shown = registry.show_command(project, bounded)
+    shown = commands.show_command(project, bounded)
     assert shown["selector_roots"] == ["tests"]
     assert any("'tests'" in line for line in shown["display"] if "selector_roots" in line)
     for bad in ("setup.py", "sub/test_sub.py", "."):
@@ -310,7 +312,7 @@ def test_a_parameter_id_a_word_splitting_wrapper_would_turn_into_an_option_or_a_
         "tests/test_ok.py::test_x[a\u00a0b]",
     ):
         assert refused(project, selectors, [bad]).code == ErrorCode.INVALID_ARGUMENT, bad
-    assert queue.list_runs(project) == []
+    assert runs.list_runs(project) == []
 
 
 # -- checked again when the run starts --------------------------------------------------------------------

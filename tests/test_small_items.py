@@ -18,7 +18,7 @@ from coverage_core.config import Settings
 from coverage_core.display import counted
 from coverage_core.errors import ErrorCode
 from coverage_core.project import Project, open_project
-from coverage_core.review import dashboard
+from coverage_core.review import dashboard_view
 from coverage_core.service import Service
 
 from .commandline import cli, cli_json
@@ -345,7 +345,7 @@ def test_the_dashboard_opens_on_the_default_suite_when_a_newer_snapshot_is_of_an
         service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "integration"})
         con = project.store.cursor()
         try:
-            shown = dashboard.dashboard(project, con)
+            shown = dashboard_view.dashboard(project, con)
         finally:
             con.close()
     assert shown["suite"] == "default"

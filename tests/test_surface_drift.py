@@ -159,7 +159,7 @@ async def stored(daemon: Running, sample_repo: Path) -> tuple[str, str, str]:
 
 async def ran(daemon: Running, pid: str) -> tuple[str, str]:
     """An approved command (a person's approval, on the daemon's store) and its finished run."""
-    from coverage_core.execution import registry
+    from coverage_core.execution import commands
 
     _, project = await daemon.daemon.projects.resolve(Target(project_id=pid))
     service = Service(project)
@@ -168,7 +168,7 @@ async def ran(daemon: Running, pid: str) -> tuple[str, str]:
     command_id = (await asyncio.to_thread(service.call, "register_test_command", APPROVED))["data"][
         "command"
     ]["id"]
-    await asyncio.to_thread(registry.approve, project, command_id, approved_by="tester", via="cli")
+    await asyncio.to_thread(commands.approve, project, command_id, approved_by="tester", via="cli")
     run = (
         await asyncio.to_thread(
             service.call, "run_test", {"command_id": command_id, "idempotency_key": "drift", "wait": True}

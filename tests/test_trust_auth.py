@@ -24,8 +24,8 @@ from coverage_core.storage.compaction import POLICY_DEFAULTS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.auth import Access
 from coverage_daemon.client import DaemonClient
+from coverage_daemon.credentials import TOKEN_FILE, bearer, client_token, socket_path
 from coverage_daemon.identity import CAPABILITY_HEADER
-from coverage_daemon.secrets import TOKEN_FILE, bearer, client_token, socket_path
 
 from .daemons import Running, ServeProcess, in_process
 from .environment import checkout_cli, test_env

@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 
 from coverage_core.service import OPERATIONS
 from coverage_daemon.app import ROUTES
+from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER, REPO_HEADER
 from coverage_daemon.mcp import METHODS
-from coverage_daemon.secrets import bearer, client_token
 
 from .gitrepo import make_repo
 

@@ -20,8 +20,8 @@ import aiohttp
 import pytest
 
 from coverage_core.git import discover
+from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.projects import Target
-from coverage_daemon.secrets import bearer, client_token
 
 from .daemons import ACCEPT, Running
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from coverage_daemon.credentials import SOCKET_FILE
 from coverage_daemon.identity import is_loopback_host
 from coverage_daemon.launcher import Settings, UsageError
-from coverage_daemon.secrets import SOCKET_FILE
 
 from .test_connector_support import (
     INITIALIZE,

@@ -14,8 +14,8 @@ import pytest
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.parsers import FORMATS, parse
-from coverage_core.parsers.budget import PARSE_BUDGET, ByteBudget
-from coverage_core.parsers.source import EXCERPT_CHARS
+from coverage_core.parsers.memory_budget import PARSE_BUDGET, ByteBudget
+from coverage_core.parsers.reading import EXCERPT_CHARS
 from coverage_core.service import Service
 from coverage_core.storage.paths import map_paths
 

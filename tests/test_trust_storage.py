@@ -15,7 +15,7 @@ import pytest
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_daemon.registry import Registry
+from coverage_daemon.project_registry import Registry
 from coverage_daemon.server import take_daemon_lock
 
 from .environment import test_env

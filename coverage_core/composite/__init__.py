@@ -7,7 +7,7 @@ each format), ``aggregate`` (exact counts and completeness), ``store`` (immutabl
 """
 
 from .build import ReportSpec, build, parse_spec
+from .persistence import Composite, get, latest
 from .regions import MAPPING_VERSION
-from .store import Composite, get, latest
 
 __all__ = ["MAPPING_VERSION", "Composite", "ReportSpec", "build", "get", "latest", "parse_spec"]

@@ -26,11 +26,11 @@ import attrs
 from ..errors import CoverageError, ErrorCode
 from ..git import Git
 from ..parsers import Limits, detect, parse_bytes, read_report
-from ..parsers.budget import PARSE_BUDGET
+from ..parsers.memory_budget import PARSE_BUDGET
 from ..storage.paths import MAPPED, map_paths
 from . import inventory as inv_mod
 from .aggregate import MALFORMED, STALE, UNSUPPORTED, Evidence, aggregate
-from .store import Composite, CompositeProvenance, carry_from_earlier, identical, save
+from .persistence import Composite, CompositeProvenance, carry_from_earlier, identical, save
 
 
 @attrs.frozen

@@ -19,9 +19,9 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..review.budget import Budget
 from ..review.call import Call
 from ..review.context import checkout_state
+from . import persistence as cstore
 from . import regions as rg
-from . import store as cstore
-from .store import Composite
+from .persistence import Composite
 
 CATEGORIES = (
     "covered_both",

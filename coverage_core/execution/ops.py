@@ -18,7 +18,7 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
 from ..review import cursors
 from ..review.call import Call
-from . import queue, registry, runner, selectors
+from . import case_selectors, commands, runner, runs
 from .fingerprint import fingerprint
 from .worker import Runtime, command_env, runtime_of, settle_orphans
 
@@ -47,7 +47,7 @@ def ensure_runtime(project: Project) -> Runtime:
 
 
 def register_test_command(call: Call) -> dict[str, Any]:
-    record, _ = registry.register(call.project, call.args)
+    record, _ = commands.register(call.project, call.args)
     if record["status"] == "pending":
         nxt = (
             f"A person approves it out of band: `{record['approve_with']}` (or in the dashboard); "
@@ -57,7 +57,7 @@ def register_test_command(call: Call) -> dict[str, Any]:
         nxt = "Call run_test with command_id (wait=true to get the result in the same call)."
     else:
         nxt = "This command was rejected; register a different command and ask a person to approve it."
-    return {"data": {"command": record, "approval_mode": registry.approval_mode(call.project), "next": nxt}}
+    return {"data": {"command": record, "approval_mode": commands.approval_mode(call.project), "next": nxt}}
 
 
 # -- run_test --------------------------------------------------------------------------
@@ -82,8 +82,8 @@ def _not_approved(command_id: str, status: str) -> CoverageError:
         return CoverageError(
             ErrorCode.NOT_APPROVED,
             f"command {command_id} is pending: a person has not approved it, so it cannot run",
-            f"Ask a person to run `{registry.approve_line(command_id)}` (or approve it in the dashboard), then retry.",
-            {"command_id": command_id, "status": status, "approve_with": registry.approve_line(command_id)},
+            f"Ask a person to run `{commands.approve_line(command_id)}` (or approve it in the dashboard), then retry.",
+            {"command_id": command_id, "status": status, "approve_with": commands.approve_line(command_id)},
         )
     return CoverageError(
         ErrorCode.NOT_APPROVED,
@@ -96,16 +96,16 @@ def _not_approved(command_id: str, status: str) -> CoverageError:
 def run_test(call: Call) -> dict[str, Any]:
     project, store, a = call.project, call.project.store, call.args
     command_id = a["command_id"]
-    spec, command_hash, status = registry.spec_of(project, command_id)
+    spec, command_hash, status = commands.spec_of(project, command_id)
     if status != "approved":
         raise _not_approved(command_id, status)
-    program = registry.runnable_executable(project, command_id, spec, cached=True)  # again when it starts
+    program = commands.runnable_executable(project, command_id, spec, cached=True)  # again when it starts
     root = Path(os.path.realpath(project.checkout.worktree_path))
-    args = selectors.canonical_args(root, spec, a.get("args", []))
+    args = case_selectors.canonical_args(root, spec, a.get("args", []))
     baseline = _baseline(call)
     key = a.get("idempotency_key")
     if key is not None:
-        existing = queue.by_idempotency_key(store, key)
+        existing = runs.by_idempotency_key(store, key)
         if existing is not None:
             same = (
                 existing["command_id"] == command_id
@@ -130,13 +130,13 @@ def run_test(call: Call) -> dict[str, Any]:
         args=args,
         env=env,
         baseline=baseline,
-        artifacts=registry.artifact_paths(spec),
+        artifacts=commands.artifact_paths(spec),
     )
     if a.get("reuse_if_unchanged", True):
-        previous = queue.last_success(store, digest)
+        previous = runs.last_success(store, digest)
         if previous is not None:
             return _answer(call, previous, reused=True)
-    run_id, created = queue.enqueue(
+    run_id, created = runs.enqueue(
         store,
         command_id=command_id,
         command_hash=command_hash,
@@ -151,7 +151,7 @@ def run_test(call: Call) -> dict[str, Any]:
         return run_test(call)
     runtime = ensure_runtime(project)
     runtime.wake()
-    run = queue.get(store, run_id)
+    run = runs.get(store, run_id)
     if a.get("wait"):
         run = _waited(call, run)
     return _answer(call, run, reused=False)
@@ -163,9 +163,9 @@ def _waited(call: Call, run: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = False) -> dict[str, Any]:
-    out = queue.brief(run)
+    out = runs.brief(run)
     out["reused"] = reused
-    out["artifacts"] = queue.artifacts(store, run["run_id"])
+    out["artifacts"] = runs.artifacts(store, run["run_id"])
     out["logs"] = {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]} for s in STREAMS}
     review = run["incremental_review"]
     out["incremental_review"] = None if review is None else json.loads(review)
@@ -184,7 +184,7 @@ def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = Fals
 
 def _answer(call: Call, run: dict[str, Any], *, reused: bool) -> dict[str, Any]:
     view = run_view(call.project.store, run, reused=reused)
-    if run["state"] in queue.ACTIVE:
+    if run["state"] in runs.ACTIVE:
         nxt = f"Poll with run_review run_id={run['run_id']} view=status (or cancel_run)."
     elif view["artifacts"] and any(x["status"] == "ingested" for x in view["artifacts"]):
         nxt = (
@@ -214,7 +214,7 @@ def _read_page(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
 def run_review(call: Call) -> dict[str, Any]:
     store, a = call.project.store, call.args
     settle_orphans(store)  # a run a dead daemon left running reads as interrupted, not running
-    run = queue.get(store, a["run_id"])
+    run = runs.get(store, a["run_id"])
     if a.get("view", "status") == "status":
         return {"data": {"view": "status", "run": run_view(store, run, reused=False, full=True)}}
     folder = store.path.parent / "runs" / run["run_id"]
@@ -302,16 +302,16 @@ def run_review(call: Call) -> dict[str, Any]:
 def cancel_run(call: Call) -> dict[str, Any]:
     store, run_id = call.project.store, call.args["run_id"]
     settle_orphans(store)
-    run = queue.get(store, run_id)
-    if run["state"] in queue.ACTIVE:
+    run = runs.get(store, run_id)
+    if run["state"] in runs.ACTIVE:
         runtime = runtime_of(store)
         if runtime is not None and runtime.cancel(run_id):  # running here: signalled in memory
             run = runtime.wait(run_id, runner.KILL_GRACE_S + 15)
         else:
-            state = queue.request_cancel(store, run_id)
+            state = runs.request_cancel(store, run_id)
             if runtime is not None and state != "running":
                 runtime.forget_cancel(run_id)
-            run = runtime.wait(run_id, runner.KILL_GRACE_S + 15) if runtime else queue.get(store, run_id)
+            run = runtime.wait(run_id, runner.KILL_GRACE_S + 15) if runtime else runs.get(store, run_id)
     return {
         "data": {
             "run": run_view(store, run, reused=False),
@@ -322,8 +322,8 @@ def cancel_run(call: Call) -> dict[str, Any]:
 
 def measurement_snapshots(call: Call, run_id: str) -> list[str]:
     """The snapshots a run ingested (``measurement: {"run_id"}``); an error when it has none (yet)."""
-    run = queue.get(call.project.store, run_id)
-    ids = queue.snapshot_ids(call.project.store, run_id)
+    run = runs.get(call.project.store, run_id)
+    ids = runs.snapshot_ids(call.project.store, run_id)
     if not ids:
         raise CoverageError(
             ErrorCode.NOT_FOUND,

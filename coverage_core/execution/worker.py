@@ -51,7 +51,7 @@ from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.store import ProjectStore
-from . import containment, environment, queue, registry, runner, selectors, terminal
+from . import case_selectors, commands, containment, environment, runner, runs, terminal
 from .db import exec_db
 from .watchdog import WATCHDOG
 
@@ -108,15 +108,15 @@ def recover(store: ProjectStore) -> list[str]:
     ``interrupted`` (detail ``recovered``). Their ids. Only a store's owner calls it, for runs no runtime of its
     own executes."""
     done = []
-    for run_id, pgid in queue.stale_running(store):
+    for run_id, pgid in runs.stale_running(store):
         runner.kill_group(pgid, run_id, grace=0.5)
         containment.remove(containment.path_for(run_id))  # the cgroup a dead owner made for it, if any
-        if queue.transition(
+        if runs.transition(
             store,
             run_id,
             "interrupted",
             expect=("running",),
-            ended_at=queue.now(),
+            ended_at=runs.now(),
             reason=ORPHAN_REASON,
             detail="recovered",
         ):
@@ -129,7 +129,7 @@ def settle_orphans(store: ProjectStore) -> list[str]:
     store without a runtime): a run still ``running`` is an orphan, since the store's lease is exclusive and no
     runtime of this process runs it, so its owner died. It is recovered now (``recover``), so the read says what
     it is rather than what a dead daemon left. Nothing when this process runs the store's runs."""
-    if runtime_of(store) is not None or not queue.stale_running(store):
+    if runtime_of(store) is not None or not runs.stale_running(store):
         return []
     return recover(store)
 
@@ -242,9 +242,9 @@ class Runtime:
         give_up = time.monotonic() + timeout
         while True:
             with self._cv:  # read under the lock the worker notifies with: no wake-up is lost
-                run = queue.get(self.store, run_id)
+                run = runs.get(self.store, run_id)
                 left = give_up - time.monotonic()
-                if run["state"] not in queue.ACTIVE or left <= 0:
+                if run["state"] not in runs.ACTIVE or left <= 0:
                     return run
                 self._cv.wait(min(left, IDLE_POLL_S))
 
@@ -266,7 +266,7 @@ class Runtime:
                 if self._stopping:
                     return
             try:
-                run = queue.claim(self.store)
+                run = runs.claim(self.store)
             except Exception:  # the store is closing, or a transient store failure
                 log.exception("claiming a queued run failed")
                 run = None
@@ -294,7 +294,7 @@ class Runtime:
                     self._cv.notify_all()
 
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
-        self._end(run_id, terminal.settle("failed", reason, []), ended_at=queue.now(), **fields)
+        self._end(run_id, terminal.settle("failed", reason, []), ended_at=runs.now(), **fields)
 
     def _end(self, run_id: str, ended: terminal.Ended, **fields: Any) -> None:
         """Write the run's end; known (and read) at once, written as soon as the store takes a write.
@@ -308,7 +308,7 @@ class Runtime:
         delay, said, give_up = 0.05, False, None
         while True:
             try:
-                queue.transition(
+                runs.transition(
                     self.store, run_id, ended.state, detail=ended.detail, reason=ended.reason, **fields
                 )
                 terminal.forget(run_id)
@@ -332,7 +332,7 @@ class Runtime:
         run_id = run["run_id"]
         try:
             project = self._project(run["worktree_path"])
-            spec, _, status = registry.spec_of(project, run["command_id"])
+            spec, _, status = commands.spec_of(project, run["command_id"])
         except CoverageError as error:
             self._fail(run_id, f"setup failed: {error.message}")
             return
@@ -345,13 +345,13 @@ class Runtime:
         # characters, the approved executable, the cwd and artifact paths, the selectors.
         real_root = Path(os.path.realpath(root))
         try:
-            program = registry.runnable_executable(project, run["command_id"], spec)
+            program = commands.runnable_executable(project, run["command_id"], spec)
         except CoverageError as error:
             self._fail(run_id, f"not started: {error.message}")
             return
-        problem = selectors.recheck_paths(
-            real_root, spec, registry.artifact_paths(spec)
-        ) or selectors.recheck(real_root, spec, args)
+        problem = case_selectors.recheck_paths(
+            real_root, spec, commands.artifact_paths(spec)
+        ) or case_selectors.recheck(real_root, spec, args)
         if problem is not None:
             self._fail(run_id, f"not started: {problem}")
             return
@@ -360,7 +360,7 @@ class Runtime:
             safefs.private_dir(runs_dir)
             log_dir = runs_dir / run_id
             safefs.private_dir(log_dir)
-            before = {path: _identity(root / path) for path in registry.artifact_paths(spec)}
+            before = {path: _identity(root / path) for path in commands.artifact_paths(spec)}
             WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
             started = False
             cgroup = None if self.settings.run_force_subreaper else containment.create(run_id)
@@ -388,7 +388,7 @@ class Runtime:
         state, reason, code = "", None, None
         try:
             WATCHDOG.group(run_id, process.pgid)
-            queue.record_pgid(self.store, run_id, process.pgid)
+            runs.record_pgid(self.store, run_id, process.pgid)
             deadline = time.monotonic() + spec["timeout_s"]
             while True:
                 code = process.wait(POLL_S)
@@ -422,7 +422,7 @@ class Runtime:
             process.finish()
             containment.remove(process.cgroup)  # a second layer: cgroup.kill of whatever is left, then rmdir
             WATCHDOG.end(run_id)
-        ended = queue.now()
+        ended = runs.now()
         outputs: dict[str, Any] = {
             "stdout_bytes": process.stdout.total,
             "stderr_bytes": process.stderr.total,
@@ -635,7 +635,7 @@ class Runtime:
 
         try:
             for item in composite["reports"]:  # still inside the checkout (no link placed since registration)
-                registry.inside_checkout(root, item["path"], "composite report path")
+                commands.inside_checkout(root, item["path"], "composite report path")
             self._write(
                 lambda: build(
                     project, inventory, specs, provenance="run", registration=registration, also=also

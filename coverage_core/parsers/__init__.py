@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape as xml_escape
 
 from ..errors import CoverageError, ErrorCode
 from ..report import MAX_PATH_BYTES, NormalizedReport, PathTooLong
-from .source import Limits, ReportBytes, Source, excerpt, malformed, read_report
+from .reading import Limits, ReportBytes, Source, excerpt, malformed, read_report
 
 # Detection order: the most specific signatures first.
 FORMATS: dict[str, str] = {

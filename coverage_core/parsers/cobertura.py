@@ -30,8 +30,8 @@ import re
 import numpy as np
 
 from ..report import Counter, NormalizedReport, ReportBuilder
-from . import xml
-from .source import ReportBytes, excerpt, malformed
+from . import safe_xml
+from .reading import ReportBytes, excerpt, malformed
 
 FORMAT = "cobertura"
 TOOL = None
@@ -46,13 +46,13 @@ _NO_FILE = -1  # the owner of <line> elements outside any <class>
 def sniff(head: bytes, tail: bytes) -> bool:
     # line-rate is required by coverage-04.dtd; it tells Cobertura apart from
     # other <coverage> roots (Clover, SonarQube's generic coverage).
-    root = xml.root_element(head)
+    root = safe_xml.root_element(head)
     return root is not None and root.name == b"coverage" and b"line-rate=" in root.attributes
 
 
 def parse_bytes(report: ReportBytes) -> NormalizedReport:
     collector = _Collector(report)
-    xml.stream(report, collector)
+    safe_xml.stream(report, collector)
     return collector.report()
 
 
@@ -71,7 +71,7 @@ class _Collector:
     Every ``<line>`` element, a method's included, is appended to the same
     lists in document order, so a list index is also the element's ordinal
     among ``<line>`` elements, which is how an error found after the stream
-    still names its line (``xml.sourceline``). ``runs`` says who owns each
+    still names its line (``safe_xml.sourceline``). ``runs`` says who owns each
     stretch of them: a class, one of its methods, or nobody.
     """
 
@@ -127,7 +127,7 @@ class _Collector:
         self._runs.append((len(self._numbers), self._file, None))
 
     def _line_of(self, tag: str, ordinal: int) -> int | None:
-        return xml.sourceline(self._report, tag, ordinal)
+        return safe_xml.sourceline(self._report, tag, ordinal)
 
     # -- result ------------------------------------------------------------
     def report(self) -> NormalizedReport:
@@ -142,8 +142,8 @@ class _Collector:
         def line_of(i: int) -> int | None:
             return self._line_of("line", i)
 
-        numbers = xml.int_column(self._numbers, "line number", origin, line_of, maximum=xml.I32_MAX)
-        hits = xml.int_column(self._hits, "hits", origin, line_of)
+        numbers = safe_xml.int_column(self._numbers, "line number", origin, line_of, maximum=safe_xml.I32_MAX)
+        hits = safe_xml.int_column(self._hits, "hits", origin, line_of)
         runs = _Runs(self._runs, len(numbers))
         if len(outside := np.flatnonzero(runs.line_file < 0)):
             raise malformed(origin, "<line> outside a <class>", line_of(int(outside[0])))
@@ -157,7 +157,7 @@ class _Collector:
         has_branches = np.array([c is not None for c in self._conditions], dtype=bool)
         with_branches = own[has_branches[own]]
         covered, total = self._parse_conditions(with_branches)
-        xml.add_branch_outcomes(
+        safe_xml.add_branch_outcomes(
             builder, self._report, runs.line_file[with_branches], numbers[with_branches], covered, total
         )
         self._add_functions(runs, numbers, hits)
@@ -177,7 +177,7 @@ class _Collector:
         texts: list[str] = []
         if not self._n_sources:
             return texts
-        for n, element in enumerate(xml.elements(self._report, "source"), 1):
+        for n, element in enumerate(safe_xml.elements(self._report, "source"), 1):
             if text := (element.text or "").strip():
                 texts.append(text)
             if n == self._n_sources:
@@ -267,7 +267,9 @@ class _Collector:
         value = self._root.get(name)
         if value is None:
             return None
-        column = xml.int_column([value], name, self._report.origin, lambda _: self._line_of("coverage", 0))
+        column = safe_xml.int_column(
+            [value], name, self._report.origin, lambda _: self._line_of("coverage", 0)
+        )
         return int(column[0])
 
 

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from ..report import I64, OBS_LINE, Counter, NormalizedReport, ReportBuilder
-from .numbers import INT64_MAX
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import INT64_MAX
 
 FORMAT = "coveragepy"
 TOOL = "coverage.py"

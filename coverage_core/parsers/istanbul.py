@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..report import I32, I64, REGION_CODE, NormalizedReport, ReportBuilder
-from .numbers import count
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import count
 
 FORMAT = "istanbul"
 TOOL = "nyc"

@@ -32,9 +32,9 @@ import io
 import numpy as np
 
 from ..report import Counter, NormalizedReport, ReportBuilder
-from . import xml
-from .numbers import count
-from .source import ReportBytes, excerpt, malformed
+from . import safe_xml
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import count
 
 FORMAT = "jacoco"
 TOOL = "jacoco"
@@ -59,7 +59,7 @@ _NO_FILE = -1
 def sniff(head: bytes, tail: bytes) -> bool:
     if head.startswith(CSV_HEADER) and head[len(CSV_HEADER) : len(CSV_HEADER) + 1] in (b"\r", b"\n", b""):
         return True
-    root = xml.root_element(head)
+    root = safe_xml.root_element(head)
     if root is None or root.name != b"report":
         return False
     # JaCoCo always writes its DOCTYPE; without one, its first child tells it
@@ -74,7 +74,7 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
     if report.data.lstrip(b"\xef\xbb\xbf").startswith(CSV_HEADER):
         return _parse_csv(report)
     collector = _Collector(report)
-    xml.stream(report, collector)
+    safe_xml.stream(report, collector)
     return collector.report()
 
 
@@ -85,7 +85,7 @@ class _Collector:
     stay strings until the end and become integer columns in one step. Every
     element that can be refused later is remembered with its ordinal among
     same-named elements, which is how an error found after the stream still
-    names its line (``xml.sourceline``); for ``<line>`` that is its list index.
+    names its line (``safe_xml.sourceline``); for ``<line>`` that is its list index.
     """
 
     def __init__(self, report: ReportBytes) -> None:
@@ -160,7 +160,7 @@ class _Collector:
         """lxml calls this when the document ends; ``report()`` builds the result."""
 
     def _line_of(self, tag: str, ordinal: int) -> int | None:
-        return xml.sourceline(self._report, tag, ordinal)
+        return safe_xml.sourceline(self._report, tag, ordinal)
 
     def _counter(self, parent: str | None, attrib: dict[str, str]) -> None:
         ordinal = self._n_counters
@@ -205,9 +205,9 @@ class _Collector:
         def line_of(i: int) -> int | None:
             return self._line_of("line", i)
 
-        nr = xml.int_column(self._nr, "<line> nr", origin, line_of, xml.I32_MAX)
+        nr = safe_xml.int_column(self._nr, "<line> nr", origin, line_of, safe_xml.I32_MAX)
         _mi, ci, mb, cb = (
-            xml.int_column(values, f"<line> {name}", origin, line_of)
+            safe_xml.int_column(values, f"<line> {name}", origin, line_of)
             for name, values in (("mi", self._mi), ("ci", self._ci), ("mb", self._mb), ("cb", self._cb))
         )
         starts = np.array([start for start, _ in self._runs], dtype=np.int64)
@@ -220,7 +220,7 @@ class _Collector:
         in_order = bool(np.all(keys[1:] > keys[:-1]))
         branches = mb + cb
         at = np.flatnonzero(branches)
-        xml.add_branch_outcomes(builder, self._report, file[at], nr[at], cb[at], branches[at])
+        safe_xml.add_branch_outcomes(builder, self._report, file[at], nr[at], cb[at], branches[at])
         self._add_functions()
         totals = self._totals()
         self._check_detail(totals["lines"], Counter(len(nr), int((ci > 0).sum())), "lines")
@@ -240,14 +240,14 @@ class _Collector:
         origin, methods = self._report.origin, self._methods
         # A method without a METHOD counter has no recorded coverage: it counts as not run.
         covered_at = [entry or ("0", -1) for entry in self._method_covered]
-        start = xml.int_column(
+        start = safe_xml.int_column(
             [line for _, _, line, _ in methods],
             "<method> line",
             origin,
             lambda i: self._line_of("method", methods[i][3]),
-            xml.I32_MAX,
+            safe_xml.I32_MAX,
         )
-        covered = xml.int_column(
+        covered = safe_xml.int_column(
             [covered for covered, _ in covered_at],
             "METHOD counter covered",
             origin,
@@ -271,8 +271,8 @@ class _Collector:
         def line_of(i: int) -> int | None:
             return self._line_of("counter", entries[i][2])
 
-        missed = xml.int_column([m for m, _, _ in entries], f"{owner} counter missed", origin, line_of)
-        covered = xml.int_column([c for _, c, _ in entries], f"{owner} counter covered", origin, line_of)
+        missed = safe_xml.int_column([m for m, _, _ in entries], f"{owner} counter missed", origin, line_of)
+        covered = safe_xml.int_column([c for _, c, _ in entries], f"{owner} counter covered", origin, line_of)
         return missed.tolist(), covered.tolist()
 
     def _totals(self) -> dict[str, Counter]:

@@ -62,8 +62,8 @@ from ..report import (
     NormalizedReport,
     ReportBuilder,
 )
-from .numbers import INT64_MAX, count
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import INT64_MAX, count
 
 FORMAT = "lcov"
 TOOL = None

@@ -56,8 +56,8 @@ import numpy as np
 
 from .. import counts as sums
 from ..report import I32, I64, REGION_KINDS, Counter, NormalizedReport, ReportBuilder
-from .numbers import count
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import count
 
 FORMAT = "llvm"
 TOOL = "llvm-cov"

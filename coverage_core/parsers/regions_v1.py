@@ -36,7 +36,7 @@ from ..report import (
     NormalizedReport,
     ReportBuilder,
 )
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
 
 FORMAT = "regions-v1"
 TOOL = None

@@ -28,7 +28,7 @@ from typing import BinaryIO
 from ..config import MIB
 from ..errors import CoverageError, ErrorCode
 from .opening import check_path_text
-from .source import too_large
+from .reading import too_large
 
 STDIN = "-"
 _PROCESS_LOCAL = ("/dev/fd/", "/dev/stdin", "/proc/self/", "/proc/thread-self/")

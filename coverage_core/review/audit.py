@@ -17,7 +17,7 @@ from . import cursors
 from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_selection
-from .select import Selection, file_id
+from .selection import Selection, file_id
 
 FILES_PAGE = 100
 

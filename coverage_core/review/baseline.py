@@ -45,7 +45,7 @@ from ..ids import SNAPSHOT_PREFIX
 from ..model import Snapshot
 from ..storage.store import chosen_side
 from .call import Call
-from .select import Selection
+from .selection import Selection
 
 if TYPE_CHECKING:
     from ..git import Git

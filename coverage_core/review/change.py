@@ -66,7 +66,7 @@ from .comparing import Compared, compared, scope_key
 from .context import claim_for
 from .evidence import REPORT_IDENTITY_UNPROVEN
 from .freshness import file_freshness
-from .select import Selection, current_at_head, names_current
+from .selection import Selection, current_at_head, names_current
 
 DEFAULT_BASELINE = {"kind": "previous_snapshot"}
 # The reason code of a comparison whose current side is not HEAD's measurement (data.reason_codes).

@@ -58,6 +58,7 @@ from ..report import COUNTERS
 from ..service import OPERATIONS, Service, envelope
 from ..validation import Validator
 from . import baseline as baselines
+from .annotated_source import MAX_LINE_CHARS
 from .budget import MAX_BYTES, MAX_WORDS, Budget
 from .call import Call
 from .change import CURRENT_NOT_MEASURED, change_of_report
@@ -71,7 +72,6 @@ from .gate import (
     Summary,
     evaluate,
 )
-from .source import MAX_LINE_CHARS
 
 if TYPE_CHECKING:
     from ..git import Checkout

@@ -33,7 +33,7 @@ from . import evidence, measured
 from .baseline import Baseline, one_commit
 from .call import Call
 from .categories import Comparison, Side, compare, load_side, side_from_report
-from .select import Selection
+from .selection import Selection
 
 _CACHE: OrderedDict[tuple, Compared] = OrderedDict()
 _CACHE_SIZE = 2  # a 1,000,000-line comparison holds about 40 MB

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..display import counted
-from ..execution import queue, registry
+from ..execution import commands, runs
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
@@ -145,7 +145,9 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
-    from ..composite import store as composite_store  # the composite package imports this module's claims
+    from ..composite import (
+        persistence as composite_store,
+    )  # the composite package imports this module's claims
 
     found = composite_store.latest(call.project.store, call.con)
     return None if found is None else found.compact()
@@ -198,7 +200,7 @@ def project_context(call: Call) -> dict[str, Any]:
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are
     # paged into whatever budget remains (no approved commands exist yet).
-    active = queue.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=queue.ACTIVE)
+    active = runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE)
     data["active_runs"] = [
         {k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]
     ]
@@ -209,7 +211,7 @@ def project_context(call: Call) -> dict[str, Any]:
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
     listed = [
         {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
-        for c in registry.list_commands(
+        for c in commands.list_commands(
             call.project,
             None,
             limit=MAX_COMMANDS + 1,

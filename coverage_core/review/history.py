@@ -32,7 +32,7 @@ from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_selection, main_counter
-from .select import Selection, line_range
+from .selection import Selection, line_range
 
 
 def _series(call: Call, sel: Selection) -> list[tuple]:

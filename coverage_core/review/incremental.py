@@ -64,7 +64,7 @@ from .categories import (
 )
 from .comparing import Compared, compared, scope_key
 from .context import claim_for
-from .select import Selection
+from .selection import Selection
 
 GROUPS = (
     "kept",

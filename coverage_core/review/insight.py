@@ -37,7 +37,7 @@ from . import cursors, missed
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_selection
-from .select import Selection, unknown_file
+from .selection import Selection, unknown_file
 
 RANGES_PER_TARGET = 3
 KIND_NAMES = {0: "uncovered", 1: "partial"}

@@ -28,7 +28,7 @@ from . import cursors, provenance
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
-from .select import Selection, file_id, line_range
+from .selection import Selection, file_id, line_range
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 FILE_ORDERS = ("path", "uncovered", "coverage")

@@ -20,7 +20,7 @@ from . import cursors
 from .budget import RECORD_CAP, Budget
 from .call import Call
 from .context import claim_for_selection
-from .select import Selection, file_id, line_range
+from .selection import Selection, file_id, line_range
 
 MAX_GROUPS_SCAN = 1000
 

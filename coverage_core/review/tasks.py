@@ -21,8 +21,9 @@ from typing import Any
 
 from ..composite import review as composite_review
 from ..errors import CoverageError, ErrorCode
+from . import annotated_source as sources
 from . import baseline as baselines
-from . import source as sources
+from .annotated_source import source
 from .audit import audit
 from .budget import Budget, size
 from .call import Call
@@ -33,8 +34,7 @@ from .incremental import incremental
 from .insight import insight
 from .listing import file, files, snapshots
 from .named_tests import tests
-from .select import Selection, line_range, select
-from .source import source
+from .selection import Selection, line_range, select
 
 Task = Callable[[Call, Selection, Budget], dict[str, Any]]
 

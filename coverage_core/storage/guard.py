@@ -238,9 +238,9 @@ def _check_newest(con: duckdb.DuckDBPyConnection, path: Path, preserved: Path | 
     )
 
 
-def record_committed(path: Path, snap: str | None) -> None:
-    """Note ``snap`` (a snapshot id just committed; None: none yet) as the newest one the database must hold."""
-    body = json.dumps({"snapshot_id": snap, "recorded_at": dt.datetime.now(dt.UTC).isoformat()})
+def record_committed(path: Path, snapshot_id: str | None) -> None:
+    """Note ``snapshot_id`` (just committed; None: none yet) as the newest one the database must hold."""
+    body = json.dumps({"snapshot_id": snapshot_id, "recorded_at": dt.datetime.now(dt.UTC).isoformat()})
     try:
         safefs.write_atomic(path.with_name(path.name + COMMITTED), body.encode())
     except (OSError, CoverageError):

@@ -279,12 +279,12 @@ class ProjectStore:
         with self._write_lock:
             con = self.con
             with transaction(con):
-                snap = self._insert(con, report, mapping, prov, progress, measured)
+                snapshot_id = self._insert(con, report, mapping, prov, progress, measured)
                 if also is not None:
-                    also(con, snap)
+                    also(con, snapshot_id)
             self.generation += 1
-            record_committed(self.path, snap)
-        return self.snapshot(snap)
+            record_committed(self.path, snapshot_id)
+        return self.snapshot(snapshot_id)
 
     def _insert(self, con, report, mapping, prov, progress, measured: MeasuredText | None = None) -> str:
         now = dt.datetime.now(dt.UTC)

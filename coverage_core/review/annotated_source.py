@@ -37,7 +37,7 @@ from .budget import RECORD_CAP, Budget, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
-from .select import Selection, file_id, line_range, unknown_file
+from .selection import Selection, file_id, line_range, unknown_file
 
 MAX_RANGES = 10
 # The record cap bounds a page; a longer range continues on the next page (the cursor).

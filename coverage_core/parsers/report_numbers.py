@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .source import excerpt, malformed
+from .reading import excerpt, malformed
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1

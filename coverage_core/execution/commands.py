@@ -34,7 +34,7 @@ from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
-from . import display, environment, selectors, words
+from . import case_selectors, display, environment, words
 from .db import exec_db
 from .executable import Executable, difference, resolve, search_path
 
@@ -77,7 +77,7 @@ def inside_checkout(root: Path, text: Any, what: str, *, allow_root: bool = Fals
             "Pass a path relative to the checkout root.",
             argument=what,
         )
-    return selectors.checkout_path(Path(os.path.realpath(root)), text, what, allow_root=allow_root)
+    return case_selectors.checkout_path(Path(os.path.realpath(root)), text, what, allow_root=allow_root)
 
 
 def outside_store(project: Project, path: str, what: str) -> str:
@@ -210,7 +210,7 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
                 "Register it with args_policy selectors, or drop selector_roots.",
                 argument="selector_roots",
             )
-        spec["selector_roots"] = selectors.selector_roots(
+        spec["selector_roots"] = case_selectors.selector_roots(
             Path(os.path.realpath(root)), args["selector_roots"]
         )
     return spec
@@ -694,6 +694,6 @@ def list_runs(
     project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0
 ) -> list[dict[str, Any]]:
     """Runs, newest first (``queue.list_runs``; here too for callers that list commands and runs together)."""
-    from .queue import list_runs as listed
+    from .runs import list_runs as listed
 
     return listed(project, status, limit=limit, offset=offset)

@@ -359,7 +359,7 @@ def _composite(
 ) -> dict[str, Any]:
     """Composite production coverage: the chosen composite snapshot (default: the newest) and its baseline
     (default: the one stored before it, ``none`` for no comparison), chosen independently of the ordinary ones."""
-    from ..composite import store as composites
+    from ..composite import persistence as composites
 
     rows = con.execute(
         "SELECT composite_id, created_at, commit_sha, status, totals FROM composite_snapshots "
@@ -448,11 +448,11 @@ def _unavailable(what: str) -> dict[str, Any]:
 
 
 def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
-    """Managed runs, newest first (``execution.registry.list_runs``); their logs are read on demand."""
-    from ..execution import registry
+    """Managed runs, newest first (``execution.commands.list_runs``); their logs are read on demand."""
+    from ..execution import commands
     from ..execution.db import exec_db
 
-    runs = registry.list_runs(project, limit=MAX_RUNS + 1)
+    runs = commands.list_runs(project, limit=MAX_RUNS + 1)
     ids = sorted({r["command_id"] for r in runs[:MAX_RUNS]})
     names = (
         dict(
@@ -490,12 +490,12 @@ def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot 
 def _approvals(
     project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None
 ) -> dict[str, Any]:
-    """Registered commands waiting for a person's approval (``execution.registry.list_commands``)."""
-    from ..execution import registry
+    """Registered commands waiting for a person's approval (``execution.commands.list_commands``)."""
+    from ..execution import commands
 
-    pending = registry.list_commands(project, "pending", limit=MAX_PENDING + 1)
+    pending = commands.list_commands(project, "pending", limit=MAX_PENDING + 1)
     # Each shown as `coverage-mcp command show` shows it (with the executable argv[0] resolves to now).
-    pending = [registry.show_command(project, c["id"]) for c in pending[:MAX_PENDING]] + pending[MAX_PENDING:]
+    pending = [commands.show_command(project, c["id"]) for c in pending[:MAX_PENDING]] + pending[MAX_PENDING:]
     items = [
         {
             "command_id": c["id"],

@@ -35,8 +35,8 @@ from lxml import etree
 
 from ..errors import CoverageError
 from ..report import ReportBuilder
-from .numbers import INT64_MAX, count
-from .source import ReportBytes, excerpt, malformed
+from .reading import ReportBytes, excerpt, malformed
+from .report_numbers import INT64_MAX, count
 
 if TYPE_CHECKING:
     from lxml.etree._parser import CustomTargetParser  # the stubs' name for a parser with a target
