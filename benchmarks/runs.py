@@ -34,9 +34,9 @@ from common import machine, median, write_section
 
 from coverage_core.config import Settings
 from coverage_core.execution import commands, runs
-from coverage_core.execution.db import exec_db
 from coverage_core.project import open_project
 from coverage_core.service import Service
+from coverage_core.storage.exec_db import exec_db
 
 
 def fresh_repo(root: Path) -> Path:

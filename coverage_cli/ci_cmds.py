@@ -1,6 +1,6 @@
 """``diff`` and ``gate``: comparisons against a baseline, rendered for people, pull requests and CI.
 
-Each command is one call of ``coverage_core.review.ci`` (``diff`` / ``gate``)
+Each command is one call of ``coverage_core.usecases.ci`` (``diff`` / ``gate``)
 on whichever owns the store (this process, or the daemon when it holds it);
 ``--json`` prints that call's envelope, and the table, Markdown and GitHub
 annotations are renderings of it. ``--baseline`` is read by the one parser
@@ -39,9 +39,9 @@ from coverage_core.ids import SNAPSHOT_PREFIX
 from coverage_core.project import DEFAULT_SUITE
 from coverage_core.report import COUNTERS
 from coverage_core.review import baseline as baselines
-from coverage_core.review import ci
 from coverage_core.review.categories import CATEGORIES, NAMES
 from coverage_core.review.gate import DEFAULT_CRITERIA, Summary
+from coverage_core.usecases import ci
 from coverage_daemon.client import open_project
 
 from .options import (

@@ -191,7 +191,7 @@ def _report_data(
     project: Any, chosen: dict[str, str | None], *, include_logs: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
-    from coverage_core.review import dashboard_view as projection
+    from coverage_core.usecases import dashboard_view as projection
     from coverage_daemon import static_report
 
     if hasattr(

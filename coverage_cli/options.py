@@ -17,8 +17,8 @@ import click
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.ids import is_snapshot_id
 from coverage_core.review import baseline as baselines
-from coverage_core.review.ci import GATE_SCHEMA
 from coverage_core.service import OPERATIONS
+from coverage_core.usecases.ci import GATE_SCHEMA
 
 F = Callable[..., Any]
 

@@ -38,7 +38,7 @@ from .parsers.memory_budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
 from .parsers.reading import claim_bytes
 from .report import ReportWarning
-from .storage import compaction
+from .storage import compaction, run_index
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
 from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
@@ -450,9 +450,7 @@ class Project:
 
     def active_run_baseline_snaps(self) -> dict[str, str]:
         """Snapshot id -> why, for every snapshot a queued or running run uses as its baseline."""
-        from .execution.runs import active_baselines
-
-        return active_baselines(self.store)
+        return run_index.active_baselines(self.store)
 
     def relation(self, sql: str, params: Sequence[object] = ()):
         """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""

@@ -25,15 +25,15 @@ import attrs
 import duckdb
 
 from . import faults, output_schemas
-from .composite import importing as composite_import
 from .errors import CoverageError, ErrorCode, Remedy
-from .execution import ops as execution
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
+from .operations import composite_import, review_tasks
+from .operations import execution_ops as execution
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
 from .project import SCOPES, Project
-from .review import baseline, budget, context, cursors, listing, tasks
+from .review import baseline, budget, context, cursors, listing
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
@@ -239,7 +239,7 @@ OPERATIONS: dict[str, Operation] = {
                 "additionalProperties": False,
                 "required": ["task"],
                 "properties": {
-                    "task": {"enum": list(tasks.TASK_NAMES)},
+                    "task": {"enum": list(review_tasks.TASK_NAMES)},
                     "measurement": _MEASUREMENT,
                     "baseline": _BASELINE,
                     "limits": _LIMITS,
@@ -290,7 +290,7 @@ OPERATIONS: dict[str, Operation] = {
                     },
                 },
             },
-            handler=tasks.coverage_review,
+            handler=review_tasks.coverage_review,
             output_schema=output_schemas.COVERAGE_REVIEW,
         ),
         Operation(
@@ -535,7 +535,7 @@ class Service:
         gate = self.project.store.gate.reading() if op.read_only else contextlib.nullcontext()
         try:
             with gate:
-                call = Call(self.project, con, args)
+                call = Call(self.project, con, args, review=answer_review)
                 try:
                     result = op.handler(call)
                 except CoverageError as error:
@@ -544,7 +544,7 @@ class Service:
                             op,
                             args,
                             error,
-                            lambda fixed: op.handler(Call(self.project, con, fixed)),
+                            lambda fixed: op.handler(Call(self.project, con, fixed, review=answer_review)),
                             self._rebind,
                         )
                     raise
@@ -566,7 +566,7 @@ class Service:
             with self.project.store.gate.reading():
 
                 def attempt(fixed: dict[str, Any]) -> Any:
-                    return op.handler(Call(self.project, con, fixed))
+                    return op.handler(Call(self.project, con, fixed, review=answer_review))
 
                 try:
                     attempt(raised)
@@ -671,6 +671,13 @@ OWNER_IMPORT_SCHEMA: dict[str, Any] = {
     },
 }
 _OWNER_IMPORT = Validator(OWNER_IMPORT_SCHEMA)
+
+
+def answer_review(
+    project: Project, arguments: dict[str, Any], con: duckdb.DuckDBPyConnection
+) -> dict[str, Any]:
+    """coverage_review's envelope for ``project``: how the execution runtime answers a run's attached review."""
+    return Service(project).call("coverage_review", arguments, con=con)
 
 
 def owner_import(

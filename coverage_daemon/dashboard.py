@@ -3,7 +3,7 @@
 The page (``static/``) is plain HTML, CSS and JavaScript shipped in the
 package, served at ``/`` under its own Content-Security-Policy: scripts,
 styles and connections from this daemon only, no inline script. It reads one
-bounded projection, ``GET /api/dashboard`` (``coverage_core.review.dashboard_view``),
+bounded projection, ``GET /api/dashboard`` (``coverage_core.usecases.dashboard_view``),
 and listens to ``GET /api/dashboard/events``: every
 ``COVERAGE_MCP_DASHBOARD_REFRESH_S`` seconds the server compares the project's
 revision and sends a ``refresh`` event only when it changed. The page keeps
@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.review import dashboard_view as projection
+from coverage_core.usecases import dashboard_view as projection
 
 from . import dashboard_streams, rest
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S

@@ -36,6 +36,7 @@ from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.project import Project
+from coverage_core.service import answer_review
 from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
 
@@ -327,7 +328,9 @@ class Projects:
 
         # Recovery (killing what a dead daemon's runs left, marking them interrupted) runs here, once.
         await self.run(
-            lambda: Runtime(store, self.settings, write=through_gate, secrets=self.run_secrets).start()
+            lambda: Runtime(
+                store, self.settings, write=through_gate, secrets=self.run_secrets, review=answer_review
+            ).start()
         )
         self.maintenance.start(handle, checkout)
         return handle

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from coverage_core.execution import commands, runs
-from coverage_core.execution.db import exec_db
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
+from coverage_core.storage.exec_db import exec_db
 
 from .gitrepo import make_repo
 

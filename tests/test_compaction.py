@@ -22,10 +22,10 @@ import pytest
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import Project
-from coverage_core.review import ci
 from coverage_core.service import Service
 from coverage_core.storage import compaction, payload
 from coverage_core.storage.store import snap_tables
+from coverage_core.usecases import ci
 
 from .conftest import SAMPLE
 from .gitrepo import commit, make_repo, write

@@ -22,7 +22,7 @@ from coverage_core.config import Settings
 from coverage_core.display import delta as delta_text
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import open_project
-from coverage_core.review.dashboard_view import dashboard, file_source, revision
+from coverage_core.usecases.dashboard_view import dashboard, file_source, revision
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 

@@ -15,7 +15,7 @@ from coverage_cli.ci_cmds import before_after
 from coverage_core.config import Settings
 from coverage_core.display import delta as cli_delta
 from coverage_core.project import open_project
-from coverage_core.review.dashboard_view import dashboard
+from coverage_core.usecases.dashboard_view import dashboard
 
 from . import commandline
 from .daemons import in_process

@@ -85,3 +85,28 @@ def test_every_file_the_suite_starts_first_exists() -> None:
     from .conftest import LONGEST_FIRST
 
     assert [name for name in LONGEST_FIRST if not (ROOT / name).is_file()] == []
+
+
+def test_the_architecture_page_names_only_modules_that_exist_and_every_floor_of_the_contract() -> None:
+    import tomllib
+
+    page = (ROOT / "docs/architecture.md").read_text()
+    named = set(re.findall(r"`(coverage_(?:core|daemon|cli)/[^`\s]*)`", page))
+    assert "coverage_core/service.py" in named and "coverage_core/storage/" in named
+    assert sorted(path for path in named if not (ROOT / path).exists()) == []
+    # Every module or package the floors contract lists is named on the page, so the two cannot drift apart.
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (floors,) = [c for c in contracts if c.get("containers") == ["coverage_core"]]
+    listed = {m.strip() for layer in floors["layers"] for m in re.split(r"[:|]", layer)}
+    on_page = {p.removeprefix("coverage_core/").split("/")[0].removesuffix(".py") for p in named}
+    small = {
+        "counts",
+        "faults",
+        "ids",
+        "memo",
+        "nesting",
+        "settings_table",
+        "version",
+    }  # "the other small modules"
+    assert sorted(listed - on_page - small) == []
+    assert (ROOT / "docs/architecture.md").name in (ROOT / "CONTRIBUTING.md").read_text()

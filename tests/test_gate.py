@@ -14,9 +14,9 @@ from coverage_cli.main import cli
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.review import ci
 from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
+from coverage_core.usecases import ci
 
 from .daemons import in_process
 from .gitrepo import commit, git, lcov, make_repo, write

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from coverage_core import headline
 from coverage_core.parsers import parse
 from coverage_core.project import open_project
-from coverage_core.review.dashboard_view import dashboard
 from coverage_core.storage import schema
+from coverage_core.usecases.dashboard_view import dashboard
 
 from . import corpus
 from .realcov import REPORTS, cli, make_package, measure

@@ -223,7 +223,7 @@ def test_tests_of_a_file_walk_every_test_once(service: Service) -> None:
 
 
 def test_the_dashboards_file_view_carries_every_line_of_a_long_file(service: Service) -> None:
-    from coverage_core.review import dashboard_view
+    from coverage_core.usecases import dashboard_view
 
     project = service.project
     snap = project.store.latest("default", project.store.con)

@@ -20,13 +20,13 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands
-from coverage_core.execution.db import exec_db
 from coverage_core.execution.display import registration_lines
-from coverage_core.execution.ops import ensure_runtime
 from coverage_core.execution.words import quoted
+from coverage_core.operations.execution_ops import ensure_runtime
 from coverage_core.project import Project, open_project
-from coverage_core.review.dashboard_view import dashboard
-from coverage_core.service import Service
+from coverage_core.service import Service, answer_review
+from coverage_core.storage.exec_db import exec_db
+from coverage_core.usecases.dashboard_view import dashboard
 
 from .test_selectors import held, make_selector_repo, run
 
@@ -377,7 +377,7 @@ def test_an_executable_changed_while_the_run_was_queued_is_refused_when_it_start
     assert queued["state"] == "queued"
     tool(repo, "touch PWNED")
     (repo / "go").touch()
-    runtime = ensure_runtime(project)
+    runtime = ensure_runtime(project, answer_review)
     assert runtime.wait(first["id"], 60)["state"] == "succeeded"
     done = runtime.wait(queued["id"], 60)
     assert done["state"] == "failed" and "changed since approval" in done["reason"], done
@@ -401,7 +401,7 @@ def test_a_cwd_or_artifact_folder_swapped_for_a_link_while_the_run_was_queued_is
     (repo / "out").rmdir()
     (repo / "out").symlink_to(elsewhere)
     (repo / "go").touch()
-    runtime = ensure_runtime(project)
+    runtime = ensure_runtime(project, answer_review)
     assert runtime.wait(first["id"], 60)["state"] == "succeeded"
     for run_ in queued:
         done = runtime.wait(run_["id"], 60)

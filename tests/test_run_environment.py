@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from coverage_cli.main import cli
 from coverage_core.execution import commands
-from coverage_core.execution.db import exec_db
 from coverage_core.project import Project, open_project
+from coverage_core.storage.exec_db import exec_db
 
 from . import systemtools
 from .gitrepo import make_repo

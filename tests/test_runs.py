@@ -18,7 +18,7 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands, runs
 from coverage_core.project import Project, open_project
-from coverage_core.service import Service
+from coverage_core.service import Service, answer_review
 
 from .gitrepo import make_repo
 
@@ -589,9 +589,9 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
         states = {r["id"]: r["state"] for r in runs.list_runs(project)}
         assert states == {running["id"]: "cancelled", queued["id"]: "queued"}
         # A new owner's runtime takes the queued run.
-        from coverage_core.execution.ops import ensure_runtime
+        from coverage_core.operations.execution_ops import ensure_runtime
 
-        ensure_runtime(project)
+        ensure_runtime(project, answer_review)
         finished = wait_for(
             lambda: (
                 runs.get(project.store, queued["id"])["state"] not in runs.ACTIVE
@@ -608,7 +608,7 @@ def test_a_dead_owners_running_run_becomes_interrupted_and_its_processes_are_kil
 import sys, time
 sys.path[:0] = {sys.path!r}
 from coverage_core.project import open_project
-from coverage_core.service import Service
+from coverage_core.service import Service, answer_review
 from coverage_core.execution import commands
 with open_project({str(repo)!r}) as p:
     s = Service(p)
@@ -638,9 +638,9 @@ with open_project({str(repo)!r}) as p:
         status = Service(project).call("run_review", {"run_id": run_id})["data"]["run"]
         assert status["state"] == "interrupted" and "died" in status["reason"]
         assert status["events"][-1]["detail"] == "recovered"
-        from coverage_core.execution.ops import ensure_runtime
+        from coverage_core.operations.execution_ops import ensure_runtime
 
-        ensure_runtime(project)  # the new owner's recovery finds nothing left to do
+        ensure_runtime(project, answer_review)  # the new owner's recovery finds nothing left to do
         found = runs.get(project.store, run_id)
         assert found["state"] == "interrupted"
     assert not alive(grandchild)

@@ -17,9 +17,9 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands, runs
-from coverage_core.execution.ops import ensure_runtime
+from coverage_core.operations.execution_ops import ensure_runtime
 from coverage_core.project import Project, open_project
-from coverage_core.service import Service
+from coverage_core.service import Service, answer_review
 
 from .gitrepo import make_repo
 from .test_runs import wait_for
@@ -338,7 +338,7 @@ def test_a_selector_file_swapped_for_a_link_while_the_run_was_queued_is_refused_
     link.symlink_to(tmp_path / "test_evil.py")
     os.replace(link, repo / "tests" / "test_swap.py")
     (repo / "go").touch()
-    runtime = ensure_runtime(project)
+    runtime = ensure_runtime(project, answer_review)
     assert runtime.wait(first["id"], 60)["state"] == "succeeded"
     done = runtime.wait(queued["id"], 60)
     assert done["state"] == "failed", done

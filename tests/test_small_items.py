@@ -18,8 +18,8 @@ from coverage_core.config import Settings
 from coverage_core.display import counted
 from coverage_core.errors import ErrorCode
 from coverage_core.project import Project, open_project
-from coverage_core.review import dashboard_view
 from coverage_core.service import Service
+from coverage_core.usecases import dashboard_view
 
 from .commandline import cli, cli_json
 from .daemons import Running, ServeProcess

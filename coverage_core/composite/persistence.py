@@ -256,10 +256,6 @@ def _con(store: ProjectStore, con: duckdb.DuckDBPyConnection | None) -> duckdb.D
     return con if con is not None else store.con
 
 
-def is_composite_id(text: str) -> bool:
-    return bool(_ID.match(text))
-
-
 def key(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection | None = None) -> int:
     """The internal key of the composite ``composite_id`` names (a full id or a unique prefix)."""
     if (

@@ -34,8 +34,8 @@ from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
+from ..storage.exec_db import exec_db
 from . import case_selectors, display, environment, words
-from .db import exec_db
 from .executable import Executable, difference, resolve, search_path
 
 STATUSES = ("pending", "approved", "rejected")
@@ -544,13 +544,6 @@ def list_commands(
     return [_record(r, full=not brief) for r in exec_db(project.store).rows(sql, params)]
 
 
-def count_commands(project: Project, statuses: tuple[str, ...]) -> int:
-    row = exec_db(project.store).one(
-        "SELECT count(*) FROM (" + _LIST_SQL + ") WHERE list_contains(?, status)", [list(statuses)]
-    )
-    return int(row[0]) if row else 0
-
-
 def _load(project: Project, command_id: str) -> tuple[Any, ...]:
     if not isinstance(command_id, str) or not COMMAND_ID.match(command_id):
         raise _bad(
@@ -688,12 +681,3 @@ def reject(
 ) -> dict[str, Any]:
     """Reject (or withdraw the approval of) a registered command; its queued runs stay queued but cannot start."""
     return _decision(project, command_id, "rejected", rejected_by, via, note)
-
-
-def list_runs(
-    project: Project, status: str | None = None, *, limit: int = 50, offset: int = 0
-) -> list[dict[str, Any]]:
-    """Runs, newest first (``queue.list_runs``; here too for callers that list commands and runs together)."""
-    from .runs import list_runs as listed
-
-    return listed(project, status, limit=limit, offset=offset)

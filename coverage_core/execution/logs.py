@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import MIB
 from ..project import Project
-from .db import exec_db
+from ..storage.exec_db import exec_db
 
 
 def folder(project: Project) -> Path:

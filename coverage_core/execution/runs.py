@@ -17,9 +17,9 @@ from typing import Any
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
+from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import terminal
-from .db import exec_db
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
 ACTIVE = ("queued", "running")
@@ -226,17 +226,6 @@ def stale_running(store: ProjectStore) -> list[tuple[str, int | None]]:
     ]
 
 
-def active_baselines(store: ProjectStore) -> dict[str, str]:
-    """Snapshot id -> why, for each incremental baseline of a queued or running run."""
-    out: dict[str, str] = {}
-    for run_id, state, baseline in exec_db(store).rows(
-        "SELECT run_id, state, baseline FROM runs WHERE state IN ('queued', 'running') AND baseline IS NOT NULL"
-    ):
-        for snapshot_id in json.loads(baseline):
-            out.setdefault(snapshot_id, f"incremental baseline of {state} run {run_id}")
-    return out
-
-
 def list_runs(
     project: Project,
     status: str | None = None,
@@ -327,3 +316,19 @@ def snapshot_ids(store: ProjectStore, run_id: str) -> list[str]:
             [run_id],
         )
     ]
+
+
+def measured_by(store: ProjectStore, run_id: str) -> list[str]:
+    """The snapshots a run ingested (``measurement: {"run_id"}``); an error when it has none (yet)."""
+    run = get(store, run_id)
+    ids = snapshot_ids(store, run_id)
+    if not ids:
+        raise CoverageError(
+            ErrorCode.NOT_FOUND,
+            f"run {run_id} ({run['state']}) has no ingested snapshot",
+            "Wait for it to end (run_review view=status) or read its logs (view=logs): an artifact it did not "
+            "refresh is skipped_stale, one that failed to parse is failed.",
+            {"run_id": run_id, "state": run["state"]},
+            Remedy(operation="run_review", arguments={"run_id": run_id, "view": "status"}),
+        )
+    return ids

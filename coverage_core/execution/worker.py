@@ -44,15 +44,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import duckdb
+
 from .. import safefs
+from ..composite.build import ReportSpec, build
 from ..config import Settings
 from ..errors import CoverageError, ErrorCode
 from ..git import discover
 from ..parsers.opening import open_within
 from ..project import Project
+from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import case_selectors, commands, containment, environment, runner, runs, terminal
-from .db import exec_db
 from .watchdog import WATCHDOG
 
 log = logging.getLogger("coverage_core.execution")
@@ -145,6 +148,11 @@ def running_runtimes() -> list[Runtime]:
         return list(_STARTED)
 
 
+# How the runtime answers a finished run's attached review: (project, coverage_review arguments, read
+# connection) -> coverage_review's envelope. The service passes its own: the runtime imports no projection.
+ReviewAnswer = Callable[[Project, dict[str, Any], duckdb.DuckDBPyConnection], dict[str, Any]]
+
+
 class Runtime:
     """Executes one store's queued runs on ``concurrency`` threads."""
 
@@ -156,8 +164,11 @@ class Runtime:
         write: Callable[[Callable[[], Any]], Any] | None = None,
         concurrency: int | None = None,
         secrets: Callable[[], Iterable[str]] | None = None,
+        review: ReviewAnswer,
     ) -> None:
         self.store = store
+        # How a finished run's incremental review is answered (the service's coverage_review, injected).
+        self._answer_review = review
         # The daemon's secrets (client token, capability): no variable carrying one reaches a run, whatever its name.
         self.secrets = secrets or (lambda: ())
         self.settings = settings
@@ -570,8 +581,6 @@ class Runtime:
         an absent one leaves its entries ``missing``. No report refreshed (or the run did not finish): the
         artifact is ``skipped_stale`` and nothing is built. An inventory or assignment error: ``failed`` with its
         code. The composite and its artifact row commit in one transaction."""
-        from ..composite.build import ReportSpec, build
-
         root = project.checkout.worktree_path
         run_id, inventory = run["run_id"], composite["inventory"]
         db = exec_db(self.store)
@@ -646,19 +655,17 @@ class Runtime:
 
     def _review(self, project: Project, run: dict[str, Any], ingested: list[str]) -> dict[str, Any]:
         """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots."""
-        from ..service import Service
-
         con = self.store.con.cursor()
         try:
-            answer = Service(project).call(
-                "coverage_review",
+            answer = self._answer_review(
+                project,
                 {
                     "task": "incremental",
                     "measurement": {"snapshot_ids": ingested},
                     "baseline": {"kind": "explicit", "snapshot_ids": json.loads(run["baseline"])},
                     "limits": REVIEW_LIMITS,
                 },
-                con=con,
+                con,
             )
             return answer["data"]
         except CoverageError as error:

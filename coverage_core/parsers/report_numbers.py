@@ -11,8 +11,6 @@ import math
 import re
 from typing import Any
 
-import numpy as np
-
 from .reading import excerpt, malformed
 
 INT64_MAX = 2**63 - 1
@@ -47,10 +45,3 @@ def count(value: Any, origin: str, what: str, line: int | None = None) -> int:
     if n > INT64_MAX:
         raise malformed(origin, f"{what} overflows a 64-bit counter ({n})", line)
     return n
-
-
-def check_array(values: np.ndarray, origin: str, what: str) -> np.ndarray:
-    """Refuse negative entries of an already-integer array."""
-    if len(values) and values.min() < 0:
-        raise malformed(origin, f"{what} is negative ({int(values.min())})")
-    return values

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from ..project import DEFAULT_SUITE, Project
+
+if TYPE_CHECKING:
+    from ..execution.worker import ReviewAnswer
 
 # A query naming a detail table: compacted snapshots resolved on this connection are restored first.
 DETAIL_SQL = re.compile(
@@ -21,8 +24,18 @@ DETAIL_SQL = re.compile(
 class Call:
     """What a handler needs. Queries go through ``rows`` so telemetry stays honest."""
 
-    def __init__(self, project: Project, con: duckdb.DuckDBPyConnection, args: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        project: Project,
+        con: duckdb.DuckDBPyConnection,
+        args: dict[str, Any],
+        *,
+        review: ReviewAnswer | None = None,
+    ) -> None:
         self.project = project
+        # How coverage_review is answered for work this call starts (a managed run's attached review): the
+        # service passes its own, so nothing below the service imports it.
+        self.review = review
         self.con = con
         self.args = args
         measurement = args.get("measurement") or {}

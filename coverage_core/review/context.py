@@ -14,6 +14,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from ..composite import persistence as composite_store
 from ..display import counted
 from ..execution import commands, runs
 from ..model import Snapshot
@@ -145,10 +146,6 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
-    from ..composite import (
-        persistence as composite_store,
-    )  # the composite package imports this module's claims
-
     found = composite_store.latest(call.project.store, call.con)
     return None if found is None else found.compact()
 

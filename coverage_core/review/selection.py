@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..execution import runs
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE
 from ..storage.store import chosen_side
@@ -48,9 +49,7 @@ def select(call: Call) -> Selection | None:
     ids: list[str] = []
     notes: list[str] = []
     if "run_id" in m:  # the union of the snapshots the run ingested
-        from ..execution.ops import measurement_snapshots
-
-        ids = measurement_snapshots(call, m["run_id"])
+        ids = runs.measured_by(store, m["run_id"])
     elif "snapshot_id" in m:
         ids = [m["snapshot_id"]]
     elif "snapshot_ids" in m:

@@ -51,6 +51,7 @@ from collections.abc import Callable
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
+from .payload import _FLOOR, _SLACK, digest
 
 SCHEMA_REVISION = 11
 
@@ -422,8 +423,6 @@ ALTER TABLE composite_snapshots ADD COLUMN saturated BOOLEAN DEFAULT false;
 
 def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
     """Revision 10's data step: the digest of every payload compacted before it, marked 'migration'."""
-    from .payload import _FLOOR, _SLACK, digest  # payload imports errors only; no cycle
-
     con.execute(_REVISION_10)
     for snap, frame, detail in con.execute(
         "SELECT snap, payload, detail_bytes FROM snapshot_payloads ORDER BY snap"

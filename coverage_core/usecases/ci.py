@@ -55,23 +55,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import DEFAULT_SUITE, SCOPES, Project
 from ..report import COUNTERS
+from ..review import baseline as baselines
+from ..review.annotated_source import MAX_LINE_CHARS
+from ..review.budget import MAX_BYTES, MAX_WORDS, Budget
+from ..review.call import Call
+from ..review.change import CURRENT_NOT_MEASURED, change_of_report
+from ..review.comparing import unstored
+from ..review.evidence import REPORT_IDENTITY_UNPROVEN
+from ..review.gate import DEFAULT_CRITERIA, MAX_CRITERIA_CHARS, Check, Criteria, Summary, evaluate
 from ..service import OPERATIONS, Service, envelope
 from ..validation import Validator
-from . import baseline as baselines
-from .annotated_source import MAX_LINE_CHARS
-from .budget import MAX_BYTES, MAX_WORDS, Budget
-from .call import Call
-from .change import CURRENT_NOT_MEASURED, change_of_report
-from .comparing import unstored
-from .evidence import REPORT_IDENTITY_UNPROVEN
-from .gate import (
-    DEFAULT_CRITERIA,
-    MAX_CRITERIA_CHARS,
-    Check,
-    Criteria,
-    Summary,
-    evaluate,
-)
 
 if TYPE_CHECKING:
     from ..git import Checkout

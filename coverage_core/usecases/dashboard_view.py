@@ -43,16 +43,21 @@ from typing import Any
 import duckdb
 
 from .. import headline as headlines
+from ..composite import persistence as composites
 from ..display import delta as delta_text
 from ..display import delta_hundredths
 from ..errors import CoverageError, ErrorCode
+from ..execution import commands, runs
 from ..execution.words import quoted_line
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
+from ..review import provenance
+from ..review.budget import MAX_BYTES, MAX_WORDS
+from ..review.composite_view import summary
+from ..review.listing import FILE_ORDERS
+from ..service import Service
+from ..storage.exec_db import exec_db
 from ..storage.store import chosen_side
-from . import provenance
-from .budget import MAX_BYTES, MAX_WORDS
-from .listing import FILE_ORDERS
 
 MAX_TIMELINE = 200
 MAX_FILES = 2000
@@ -226,9 +231,6 @@ def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str
 def _service_call(
     project: Project, con: duckdb.DuckDBPyConnection
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    # The service imports the review modules: import it when used.
-    from ..service import Service
-
     service = Service(project)
     return lambda args: service.call("coverage_review", args, con=con)["data"]
 
@@ -349,8 +351,6 @@ def _tests(
 
 
 def _composite_record(comp: Any) -> dict[str, Any]:
-    from ..composite.review import summary
-
     return summary(comp)
 
 
@@ -359,8 +359,6 @@ def _composite(
 ) -> dict[str, Any]:
     """Composite production coverage: the chosen composite snapshot (default: the newest) and its baseline
     (default: the one stored before it, ``none`` for no comparison), chosen independently of the ordinary ones."""
-    from ..composite import persistence as composites
-
     rows = con.execute(
         "SELECT composite_id, created_at, commit_sha, status, totals FROM composite_snapshots "
         "ORDER BY comp DESC LIMIT ?",
@@ -443,17 +441,10 @@ def _composite(
     }
 
 
-def _unavailable(what: str) -> dict[str, Any]:
-    return {"available": False, "reason": f"{what} is not part of this build", "items": []}
-
-
 def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None) -> dict[str, Any]:
-    """Managed runs, newest first (``execution.commands.list_runs``); their logs are read on demand."""
-    from ..execution import commands
-    from ..execution.db import exec_db
-
-    runs = commands.list_runs(project, limit=MAX_RUNS + 1)
-    ids = sorted({r["command_id"] for r in runs[:MAX_RUNS]})
+    """Managed runs, newest first (``execution.runs.list_runs``); their logs are read on demand."""
+    listed = runs.list_runs(project, limit=MAX_RUNS + 1)
+    ids = sorted({r["command_id"] for r in listed[:MAX_RUNS]})
     names = (
         dict(
             exec_db(project.store).rows(
@@ -477,12 +468,12 @@ def _runs(project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot 
             "exit_code": r["exit_code"],
             "reason": r["reason"],
         }
-        for r in runs[:MAX_RUNS]
+        for r in listed[:MAX_RUNS]
     ]
     return {
         "available": True,
         "items": items,
-        "truncated": len(runs) > MAX_RUNS,
+        "truncated": len(listed) > MAX_RUNS,
         "empty": "No managed run yet: run_test (or `coverage-mcp run`) starts one of an approved command.",
     }
 
@@ -491,8 +482,6 @@ def _approvals(
     project: Project, _con: duckdb.DuckDBPyConnection, _current: Snapshot | None
 ) -> dict[str, Any]:
     """Registered commands waiting for a person's approval (``execution.commands.list_commands``)."""
-    from ..execution import commands
-
     pending = commands.list_commands(project, "pending", limit=MAX_PENDING + 1)
     # Each shown as `coverage-mcp command show` shows it (with the executable argv[0] resolves to now).
     pending = [commands.show_command(project, c["id"]) for c in pending[:MAX_PENDING]] + pending[MAX_PENDING:]
@@ -688,8 +677,6 @@ def dashboard(
 
 def run_logs(project: Project, con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """One run's status and the first page of its logs (``run_review``), for the runs view."""
-    from ..service import Service
-
     service = Service(project)
     status = service.call("run_review", {"run_id": run_id, "view": "status"}, con=con)["data"]["run"]
     logs = service.call("run_review", {"run_id": run_id, "view": "logs"}, con=con)
@@ -706,8 +693,6 @@ def file_source(
     project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str
 ) -> dict[str, Any]:
     """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
-    from ..service import Service
-
     service = Service(project)
     snap = _snapshot(project, con, snapshot_id, "snapshot")
     args: dict[str, Any] = {

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from ..composite import persistence as cstore
+from ..composite import regions as rg
+from ..composite.persistence import Composite
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..review.budget import Budget
-from ..review.call import Call
-from ..review.context import checkout_state
-from . import persistence as cstore
-from . import regions as rg
-from .persistence import Composite
+from .budget import Budget
+from .call import Call
+from .context import checkout_state
 
 CATEGORIES = (
     "covered_both",

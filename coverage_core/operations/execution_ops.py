@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import safefs
-from ..errors import CoverageError, ErrorCode, Remedy
+from ..errors import CoverageError, ErrorCode
+from ..execution import case_selectors, commands, runner, runs
+from ..execution.fingerprint import fingerprint
+from ..execution.worker import ReviewAnswer, Runtime, command_env, runtime_of, settle_orphans
 from ..project import Project
 from ..review import cursors
 from ..review.call import Call
-from . import case_selectors, commands, runner, runs
-from .fingerprint import fingerprint
-from .worker import Runtime, command_env, runtime_of, settle_orphans
+from ..storage.exec_db import exec_db
 
 # run_test wait=true answers this long before the HTTP deadline at the latest, with state running.
 WAIT_MARGIN_S = 3.0
@@ -30,17 +31,23 @@ SEARCH_MAX_S = 0.5
 STREAMS = ("stdout", "stderr")
 
 
-def ensure_runtime(project: Project) -> Runtime:
-    """This store's runtime; started here (in-process) when no daemon started one."""
+def ensure_runtime(project: Project, review: ReviewAnswer) -> Runtime:
+    """This store's runtime; started here (in-process, answering its runs' reviews with ``review``) when no
+    daemon started one."""
     found = runtime_of(project.store)
     if found is None:
         try:
-            found = Runtime(project.store, project.settings).start()
+            found = Runtime(project.store, project.settings, review=review).start()
         except RuntimeError:  # started meanwhile
             found = runtime_of(project.store)
             assert found is not None
     found.add_project(project)
     return found
+
+
+def _review_of(call: Call) -> ReviewAnswer:
+    assert call.review is not None, "the service passes its coverage_review to every call"
+    return call.review
 
 
 # -- register_test_command -------------------------------------------------------------
@@ -149,7 +156,7 @@ def run_test(call: Call) -> dict[str, Any]:
     )
     if not created:  # the same key, queued by a call that raced this one
         return run_test(call)
-    runtime = ensure_runtime(project)
+    runtime = ensure_runtime(project, _review_of(call))
     runtime.wake()
     run = runs.get(store, run_id)
     if a.get("wait"):
@@ -159,7 +166,7 @@ def run_test(call: Call) -> dict[str, Any]:
 
 def _waited(call: Call, run: dict[str, Any]) -> dict[str, Any]:
     budget = max(1.0, call.project.settings.http_timeout_s - WAIT_MARGIN_S)
-    return ensure_runtime(call.project).wait(run["run_id"], budget)
+    return ensure_runtime(call.project, _review_of(call)).wait(run["run_id"], budget)
 
 
 def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = False) -> dict[str, Any]:
@@ -170,8 +177,6 @@ def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = Fals
     review = run["incremental_review"]
     out["incremental_review"] = None if review is None else json.loads(review)
     if full:
-        from .db import exec_db
-
         out["events"] = [
             {"state": r[0], "at": r[1].isoformat(), "detail": r[2]}
             for r in exec_db(store).rows(
@@ -318,19 +323,3 @@ def cancel_run(call: Call) -> dict[str, Any]:
             "next": "run_review view=logs shows what it printed before it stopped.",
         }
     }
-
-
-def measurement_snapshots(call: Call, run_id: str) -> list[str]:
-    """The snapshots a run ingested (``measurement: {"run_id"}``); an error when it has none (yet)."""
-    run = runs.get(call.project.store, run_id)
-    ids = runs.snapshot_ids(call.project.store, run_id)
-    if not ids:
-        raise CoverageError(
-            ErrorCode.NOT_FOUND,
-            f"run {run_id} ({run['state']}) has no ingested snapshot",
-            "Wait for it to end (run_review view=status) or read its logs (view=logs): an artifact it did not "
-            "refresh is skipped_stale, one that failed to parse is failed.",
-            {"run_id": run_id, "state": run["state"]},
-            Remedy(operation="run_review", arguments={"run_id": run_id, "view": "status"}),
-        )
-    return ids

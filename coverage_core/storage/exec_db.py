@@ -15,8 +15,8 @@ from typing import Any
 
 import duckdb
 
-from ..storage.store import ProjectStore
-from ..storage.transactions import transaction
+from .store import ProjectStore
+from .transactions import transaction
 
 _MADE = threading.Lock()
 

@@ -19,22 +19,22 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..composite import review as composite_review
 from ..errors import CoverageError, ErrorCode
-from . import annotated_source as sources
-from . import baseline as baselines
-from .annotated_source import source
-from .audit import audit
-from .budget import Budget, size
-from .call import Call
-from .change import change
-from .context import CLAIM_ORDER
-from .history import history
-from .incremental import incremental
-from .insight import insight
-from .listing import file, files, snapshots
-from .named_tests import tests
-from .selection import Selection, line_range, select
+from ..review import annotated_source as sources
+from ..review import baseline as baselines
+from ..review import composite_view as composite_review
+from ..review.annotated_source import source
+from ..review.audit import audit
+from ..review.budget import Budget, size
+from ..review.call import Call
+from ..review.change import change
+from ..review.context import CLAIM_ORDER
+from ..review.history import history
+from ..review.incremental import incremental
+from ..review.insight import insight
+from ..review.listing import file, files, snapshots
+from ..review.named_tests import tests
+from ..review.selection import Selection, line_range, select
 
 Task = Callable[[Call, Selection, Budget], dict[str, Any]]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..composite.build import ReportSpec, build, report_spec
 from ..errors import CoverageError, ErrorCode
 from ..parsers.opening import check_path_text
 from ..review.call import Call
-from .build import ReportSpec, build, report_spec
-from .review import claim
+from ..review.composite_view import claim
 
 COMPOSITE_ARGUMENTS = frozenset({"inventory_path", "reports"})
 
