@@ -22,6 +22,7 @@ from coverage_core import safefs
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import Checkout
 from coverage_core.storage.guard import check_duckdb_paths, open_database
+from coverage_core.storage.transactions import transaction
 
 REGISTRY_REVISION = 1
 
@@ -79,10 +80,9 @@ class Registry:
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'registry_revision'"
         ).fetchall()[0][0]
         if not exists:
-            con.execute("BEGIN TRANSACTION")
-            con.execute(_SCHEMA)
-            con.execute("INSERT INTO registry_revision VALUES (?)", [REGISTRY_REVISION])
-            con.execute("COMMIT")
+            with transaction(con):  # all of the schema or none of it
+                con.execute(_SCHEMA)
+                con.execute("INSERT INTO registry_revision VALUES (?)", [REGISTRY_REVISION])
             return
         revision = con.execute("SELECT max(revision) FROM registry_revision").fetchall()[0][0]
         if revision > REGISTRY_REVISION:

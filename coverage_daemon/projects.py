@@ -39,6 +39,7 @@ from coverage_core.project import Project
 from coverage_core.service import answer_review
 from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
+from coverage_core.storage.transactions import transaction
 
 from .maintenance import Maintenance
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
@@ -452,17 +453,12 @@ class Projects:
 
         def apply() -> dict[str, Any]:
             con = project.store.con
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
                 for key, value in checked.items():
                     con.execute(
                         "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                         [key, json.dumps(value)],
                     )
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
             return read_project_settings(con)
 
         return await self.write(handle, apply)

@@ -52,6 +52,7 @@ import duckdb
 
 from ..errors import CoverageError, ErrorCode
 from .payload import _FLOOR, _SLACK, digest
+from .transactions import transaction
 
 SCHEMA_REVISION = 11
 
@@ -527,16 +528,11 @@ def migrate(con: duckdb.DuckDBPyConnection, *, target: int = SCHEMA_REVISION, wh
             {"store_revision": revision, "supported_revision": SCHEMA_REVISION},
         )
     for step in range(revision, target):
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             migration = MIGRATIONS[step]
             if callable(migration):
                 migration(con)
             else:
                 con.execute(migration)
             con.execute("INSERT INTO schema_revision VALUES (?, now())", [step + 1])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
     return max(revision, target)

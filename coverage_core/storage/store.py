@@ -19,7 +19,6 @@ program's store and is refused unopened for writing.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import secrets
@@ -591,22 +590,21 @@ class ProjectStore:
                 return deletion
             before = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
             moved = False
-            con.execute("BEGIN TRANSACTION")
             try:
-                # Detail first, the snapshot rows last: an id is never left without its rows' owner.
-                for table in tables:
-                    con.execute(f"DELETE FROM {table} WHERE list_contains(?, snap)", [keys])
-                con.execute("DELETE FROM snapshots WHERE list_contains(?, snap)", [keys])
-                after = con.execute("SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1").fetchone()
-                # The newest-snapshot marker moves back before the commit: a crash in between leaves it
-                # naming a snapshot that is still there (note_latest brings it forward at the next open).
-                if after != before:
-                    record_committed(self.path, None if after is None else after[0])
-                    moved = True
-                con.execute("COMMIT")
+                with transaction(con):
+                    # Detail first, the snapshot rows last: an id is never left without its rows' owner.
+                    for table in tables:
+                        con.execute(f"DELETE FROM {table} WHERE list_contains(?, snap)", [keys])
+                    con.execute("DELETE FROM snapshots WHERE list_contains(?, snap)", [keys])
+                    after = con.execute(
+                        "SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1"
+                    ).fetchone()
+                    # The newest-snapshot marker moves back before the commit: a crash in between leaves it
+                    # naming a snapshot that is still there (note_latest brings it forward at the next open).
+                    if after != before:
+                        record_committed(self.path, None if after is None else after[0])
+                        moved = True
             except BaseException as error:
-                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already ended the transaction
-                    con.execute("ROLLBACK")
                 if moved and before is not None:
                     record_committed(self.path, before[0])
                 if isinstance(error, duckdb.Error):
