@@ -16,9 +16,6 @@ import base64
 import binascii
 import json
 import re
-import secrets
-import time
-from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -87,56 +84,8 @@ class RepoBackend:
             return await self.daemon.projects.call(self.target, name, arguments)
 
     async def snapshot_summary(self, snapshot_id: str) -> dict[str, Any]:
-        from .rest import snapshot_envelope
-
         async with self.daemon.mcp_slots:
-            return await snapshot_envelope(self.daemon.projects, self.target, snapshot_id)
-
-
-class Sessions:
-    """Handshake-era sessions: bounded in number, dropped after an idle hour."""
-
-    MAX = 1024
-    IDLE_S = 3600.0
-
-    def __init__(self) -> None:
-        self._conns: OrderedDict[str, tuple[Conn, float]] = OrderedDict()
-
-    def open(self, conn: Conn) -> str:
-        self._expire()
-        while len(self._conns) >= self.MAX:
-            _, (oldest, _) = self._conns.popitem(last=False)
-            oldest.cancel_all()
-        session_id = secrets.token_hex(16)
-        self._conns[session_id] = (conn, time.monotonic())
-        return session_id
-
-    def get(self, session_id: str) -> Conn | None:
-        entry = self._conns.get(session_id)
-        if entry is None or time.monotonic() - entry[1] > self.IDLE_S:
-            return None
-        self._conns[session_id] = (entry[0], time.monotonic())
-        self._conns.move_to_end(session_id)
-        return entry[0]
-
-    def close(self, session_id: str) -> bool:
-        entry = self._conns.pop(session_id, None)
-        if entry is not None:
-            entry[0].cancel_all()
-        return entry is not None
-
-    def close_all(self) -> None:
-        for session_id in list(self._conns):
-            self.close(session_id)
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for session_id, (_conn, seen) in list(self._conns.items()):
-            if now - seen > self.IDLE_S:
-                self.close(session_id)
-
-    def __len__(self) -> int:
-        return len(self._conns)
+            return await self.daemon.projects.snapshot_summary(self.target, snapshot_id)
 
 
 def _rpc(status: int, answer: dict[str, Any] | None, headers: dict[str, str] | None = None) -> web.Response:
@@ -196,7 +145,7 @@ async def post(request: web.Request) -> web.Response:
 
 
 async def _handshake(request: web.Request, message: dict[str, Any], backend: RepoBackend) -> web.Response:
-    sessions: Sessions = backend.daemon.sessions
+    sessions = backend.daemon.sessions
     request_id = request_id_of(message)
     if declared_modern_version(message) is not None:
         return _reject(

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 import duckdb
@@ -35,13 +35,13 @@ from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
+from coverage_core.model import snapshot_to_dict
 from coverage_core.project import Project
-from coverage_core.service import answer_review
+from coverage_core.service import answer_review, envelope_for
 from coverage_core.storage import compaction
 from coverage_core.storage.store import ProjectStore, store_path
 from coverage_core.storage.transactions import transaction
 
-from .maintenance import Maintenance
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .project_registry import Registry
 
@@ -161,17 +161,33 @@ def no_repository_selected() -> CoverageError:
     )
 
 
+class Upkeep(Protocol):
+    """What the projects ask of their background workers: start one per opened project, stop them all."""
+
+    def start(self, handle: ProjectHandle, checkout: Checkout) -> None: ...
+
+    async def stop(self, grace_s: float) -> None: ...
+
+
 class Projects:
     """Lazily opened project stores of one daemon."""
 
-    def __init__(self, settings: Settings, registry: Registry, executor: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        executor: ThreadPoolExecutor,
+        *,
+        maintenance: Callable[[Projects], Upkeep],
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self._executor = executor
         self._handles: dict[str, ProjectHandle] = {}
         self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
-        self.maintenance = Maintenance(self)
+        # The workers of open projects: the server chooses them (maintenance.Maintenance), built on these projects.
+        self.maintenance = maintenance(self)
         self.run_secrets: Callable[[], Iterable[str]] = lambda: ()  # the server sets its token and capability
         self._watchdog: asyncio.Task[None] | None = None
 
@@ -429,6 +445,18 @@ class Projects:
         except asyncio.CancelledError:
             token.interrupt(CANCELLED)
             raise
+
+    async def snapshot_summary(self, target: Target, snapshot_id: str) -> dict[str, Any]:
+        """One snapshot's record and totals in the envelope (the MCP resource ``coverage://snapshot/{id}/summary``)."""
+        started = time.perf_counter()
+
+        def read(project: Project, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            snap = project.store.snapshot(snapshot_id, con)
+            return envelope_for(
+                project, {"snapshot": snapshot_to_dict(snap)}, None, suite=snap.suite, started=started, rows=1
+            )
+
+        return await self.read(target, read)
 
     async def read(self, target: Target, fn: Callable[[Project, duckdb.DuckDBPyConnection], T]) -> T:
         """``fn(project, connection)`` on a worker thread with a pooled read connection."""

@@ -12,35 +12,19 @@ canonical error body in the app's middleware.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from aiohttp import web
 
 from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.model import snapshot_to_dict
 from coverage_core.project import Project
-from coverage_core.service import OPERATIONS, envelope_for
+from coverage_core.service import OPERATIONS
 from coverage_core.storage.schema import SCHEMA_REVISION
 
 from .auth import forbidden
-from .projects import Projects, Target, validate_project_settings
+from .projects import Target, validate_project_settings
 from .state import DAEMON, json_response, target_of
-
-
-async def snapshot_envelope(projects: Projects, target: Target, snapshot_id: str) -> dict[str, Any]:
-    """One snapshot's record and totals (the MCP resource ``coverage://snapshot/{id}/summary``)."""
-    started = time.perf_counter()
-
-    def read(project: Project, con: Any) -> dict[str, Any]:
-        snap = project.store.snapshot(snapshot_id, con)
-        return envelope_for(
-            project, {"snapshot": snapshot_to_dict(snap)}, None, suite=snap.suite, started=started, rows=1
-        )
-
-    return await projects.read(target, read)
-
 
 # -- inputs ----------------------------------------------------------------------------
 

@@ -113,7 +113,8 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
 
     from .app import create_app
     from .auth import Authorizer
-    from .mcp_http import Sessions
+    from .maintenance import Maintenance
+    from .mcp_sessions import Sessions
     from .project_registry import Registry
     from .projects import Projects
     from .state import Daemon
@@ -124,7 +125,7 @@ async def running(settings: Settings, lease: Lease, fingerprint: str) -> AsyncIt
     )
     loop = asyncio.get_running_loop()
     registry = await loop.run_in_executor(executor, Registry, settings.common_db)
-    projects = Projects(settings, registry, executor)
+    projects = Projects(settings, registry, executor, maintenance=Maintenance)
     authorizer = await loop.run_in_executor(executor, Authorizer, settings.home, lease.metadata["capability"])
     # No variable carrying the client token or the capability reaches a run, whatever its name.
     projects.run_secrets = lambda: (authorizer.token(), authorizer.capability)

@@ -25,7 +25,7 @@ from .project_registry import Registry
 from .projects import Projects, Target
 
 if TYPE_CHECKING:
-    from .mcp_http import Sessions
+    from .mcp_sessions import Sessions
 
 
 @attrs.define(eq=False)
