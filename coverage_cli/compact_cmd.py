@@ -14,13 +14,13 @@ import click
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import Project
-from coverage_core.storage import compaction
+from coverage_core.storage import compaction, project_settings
 from coverage_daemon.client import DaemonProject, open_project
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
 
-FIELDS = {f.key.removeprefix("compaction_"): f for f in compaction.POLICY_FIELDS}
+FIELDS = {s.key.removeprefix("compaction_"): s for s in project_settings.COMPACTION}
 
 
 def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
@@ -39,8 +39,8 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
         try:
             number = int(text.strip())
         except ValueError:
-            number = text  # check_policy_value says what a valid value is
-        values[field.key] = compaction.check_policy_value(field.key, number)
+            number = text  # the setting's check says what a valid value is
+        values[field.key] = field.check(number)
     return values
 
 

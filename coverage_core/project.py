@@ -38,7 +38,7 @@ from .parsers.memory_budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
 from .parsers.reading import claim_bytes
 from .report import ReportWarning
-from .storage import compaction, run_index
+from .storage import compaction, project_settings, run_index
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
 from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
@@ -414,7 +414,7 @@ class Project:
 
     def set_compaction_policy(self, **values: int) -> compaction.Policy:
         """Persist policy values, e.g. ``project.set_compaction_policy(after_days=14, batch_size=4)``."""
-        keys = {f.key.removeprefix("compaction_"): f.key for f in compaction.POLICY_FIELDS}
+        keys = {s.key.removeprefix("compaction_"): s.key for s in project_settings.COMPACTION}
         unknown = sorted(set(values) - set(keys))
         if unknown:
             raise CoverageError(

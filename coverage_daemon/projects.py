@@ -18,7 +18,6 @@ interrupts everything, waits for it, and closes stores and leases.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -38,9 +37,8 @@ from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.model import snapshot_to_dict
 from coverage_core.project import Project
 from coverage_core.service import answer_review, envelope_for
-from coverage_core.storage import compaction
+from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore, store_path
-from coverage_core.storage.transactions import transaction
 
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .project_registry import Registry
@@ -54,45 +52,6 @@ T = TypeVar("T")
 WATCHDOG_INTERVAL_S = 0.05
 SHUTDOWN_GRACE_S = 5.0
 _STORE_RETRY_S = 0.05
-
-
-@attrs.frozen
-class ProjectSetting:
-    """A per-repository setting kept in the project store's ``settings`` table."""
-
-    key: str
-    default: Any
-    choices: tuple[Any, ...]
-    help: str
-    check: Callable[[str, Any], Any] | None = (
-        None  # a range check instead of choices: raises invalid_argument
-    )
-
-
-# Declared once: PATCH validates against it, GET shows exactly these keys,
-# and a store gets the defaults the first time the daemon opens it.
-PROJECT_SETTINGS: dict[str, ProjectSetting] = {
-    s.key: s
-    for s in (
-        ProjectSetting(
-            "approval_mode",
-            "out_of_band",
-            ("out_of_band", "attested"),
-            "How a registered test command is approved: by a person out of band (default), "
-            "or by the agent's attested human approval.",
-        ),
-        *(
-            ProjectSetting(
-                f.key,
-                f.default,
-                (),
-                f"{f.help} A whole number from {f.low} to {f.high}.",
-                compaction.check_policy_value,
-            )
-            for f in compaction.POLICY_FIELDS
-        ),
-    )
-}
 
 
 @attrs.frozen
@@ -379,11 +338,7 @@ class Projects:
             query_timeout_ms=s.db_query_timeout_ms,
         )
         try:
-            for setting in PROJECT_SETTINGS.values():
-                store.con.execute(
-                    "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                    [setting.key, json.dumps(setting.default)],
-                )
+            project_settings.write_defaults(store.con)
             self.registry.record(checkout, path)
         except BaseException:
             store.close()
@@ -473,21 +428,16 @@ class Projects:
 
     # -- project settings -------------------------------------------------------
     async def settings_of(self, target: Target) -> dict[str, Any]:
-        return await self.read(target, lambda _project, con: read_project_settings(con))
+        return await self.read(target, lambda _project, con: project_settings.read(con))
 
     async def update_settings(self, target: Target, values: Any) -> dict[str, Any]:
-        checked = validate_project_settings(values)
+        checked = project_settings.validate(values)
         handle, project = await self.resolve(target)
 
         def apply() -> dict[str, Any]:
             con = project.store.con
-            with transaction(con):
-                for key, value in checked.items():
-                    con.execute(
-                        "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        [key, json.dumps(value)],
-                    )
-            return read_project_settings(con)
+            project_settings.write(con, checked)
+            return project_settings.read(con)
 
         return await self.write(handle, apply)
 
@@ -500,41 +450,3 @@ def _on_own_connection(
         return service.call(name, arguments, con=con)
     finally:
         con.close()
-
-
-def read_project_settings(con: Any) -> dict[str, Any]:
-    rows = con.execute(
-        "SELECT key, value FROM settings WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(PROJECT_SETTINGS)]
-    ).fetchall()
-    stored = {key: json.loads(value) for key, value in rows}
-    return {key: stored.get(key, spec.default) for key, spec in PROJECT_SETTINGS.items()}
-
-
-def validate_project_settings(values: Any) -> dict[str, Any]:
-    """Check a settings object against ``PROJECT_SETTINGS``: unknown keys and bad values are refused."""
-    if not isinstance(values, dict) or not values:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "settings must be a non-empty JSON object",
-            f'Send {{"settings": {{...}}}} with any of: {", ".join(PROJECT_SETTINGS)}.',
-        )
-    unknown = sorted(set(values) - set(PROJECT_SETTINGS))
-    if unknown:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"unknown project setting(s): {', '.join(map(repr, unknown))}",
-            f"Project settings are: {', '.join(PROJECT_SETTINGS)}.",
-            {"unknown": unknown},
-        )
-    for key, value in values.items():
-        spec = PROJECT_SETTINGS[key]
-        if spec.check is not None:
-            spec.check(key, value)
-        elif value not in spec.choices:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"{key} cannot be {value!r}",
-                f"Use one of: {', '.join(map(str, spec.choices))}. {spec.help}",
-                {"setting": key},
-            )
-    return dict(values)

@@ -20,10 +20,11 @@ from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import Project
 from coverage_core.service import OPERATIONS
+from coverage_core.storage import project_settings
 from coverage_core.storage.schema import SCHEMA_REVISION
 
 from .auth import forbidden
-from .projects import Target, validate_project_settings
+from .projects import Target
 from .state import DAEMON, json_response, target_of
 
 # -- inputs ----------------------------------------------------------------------------
@@ -142,7 +143,7 @@ async def register_project(request: web.Request) -> web.Response:
         )
     if "settings" in body:
         _require_admin(request, "settings")
-    overrides = validate_project_settings(body["settings"]) if "settings" in body else None
+    overrides = project_settings.validate(body["settings"]) if "settings" in body else None
     target = Target(path=path)
     checkout = await daemon.projects.checkout_for(target)
     known = await daemon.projects.run(daemon.registry.get, checkout.project_id) is not None

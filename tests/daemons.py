@@ -179,3 +179,12 @@ async def sdk_client(
 def project_client(daemon: Running, pid: str) -> contextlib.AbstractAsyncContextManager[Client]:
     """The SDK's client on one registered project's MCP endpoint."""
     return sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp")
+
+
+# The documented defaults of the compaction policy's project settings (README "Compaction"), written out
+# here so the settings tests check them rather than read them back from the code.
+COMPACTION_DEFAULTS = {
+    "compaction_after_days": 30,
+    "compaction_cadence_minutes": 60,
+    "compaction_batch_size": 8,
+}

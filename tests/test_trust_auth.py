@@ -20,14 +20,13 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.storage.compaction import POLICY_DEFAULTS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.auth import Access
 from coverage_daemon.client import DaemonClient
 from coverage_daemon.credentials import TOKEN_FILE, bearer, client_token, socket_path
 from coverage_daemon.identity import CAPABILITY_HEADER
 
-from .daemons import Running, ServeProcess, in_process
+from .daemons import COMPACTION_DEFAULTS, Running, ServeProcess, in_process
 from .environment import checkout_cli, test_env
 
 PID = "0123456789abcdef"
@@ -153,7 +152,7 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
             assert "secret.info" not in json.dumps(answer) and "shadow" not in json.dumps(answer)
     assert (await asyncio.to_thread(client.project, pid))["settings"] == {
         "approval_mode": "out_of_band",
-        **POLICY_DEFAULTS,
+        **COMPACTION_DEFAULTS,
     }
     assert await asyncio.to_thread(client.snapshots, pid) == []
     assert not daemon.daemon.stop.is_set()
@@ -161,7 +160,7 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     changed = await asyncio.to_thread(
         client.update_settings, pid, {"approval_mode": "attested"}, capability=daemon.daemon.capability
     )
-    assert changed["settings"] == {"approval_mode": "attested", **POLICY_DEFAULTS}
+    assert changed["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
 
 
 def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(

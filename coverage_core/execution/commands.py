@@ -34,6 +34,7 @@ from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
+from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from . import case_selectors, display, environment, words
 from .executable import Executable, difference, resolve, search_path
@@ -41,7 +42,6 @@ from .executable import Executable, difference, resolve, search_path
 STATUSES = ("pending", "approved", "rejected")
 VIAS = ("cli", "dashboard", "attested")
 ARGS_POLICIES = ("none", "selectors")
-APPROVAL_MODES = ("out_of_band", "attested")
 DEFAULT_TIMEOUT_S = 600
 MAX_TIMEOUT_S = 24 * 3600
 MAX_ARGV = 256
@@ -327,10 +327,10 @@ def content_hash(spec: dict[str, Any]) -> str:
 
 
 def approval_mode(project: Project) -> str:
-    """The project's ``approval_mode`` setting (stored by the daemon's project settings), default out_of_band."""
-    row = exec_db(project.store).one("SELECT value FROM settings WHERE key = 'approval_mode'")
-    mode = json.loads(row[0]) if row else "out_of_band"
-    return mode if mode in APPROVAL_MODES else "out_of_band"
+    """The project's ``approval_mode`` setting (``storage.project_settings``), default out_of_band."""
+    db, key = exec_db(project.store), project_settings.APPROVAL.key
+    with db.lock:
+        return str(project_settings.read(db.con, [key])[key])
 
 
 def approve_line(command_id: str) -> str:

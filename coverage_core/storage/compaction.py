@@ -28,46 +28,13 @@ import attrs
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
+from . import project_settings
 from .payload import DETAIL, FORMAT_VERSION, digest, encode
 from .transactions import transaction
 
 # How long a commit waits for readers to finish before it leaves the snapshot for a later pass.
 GATE_TIMEOUT_S = 30.0
 STAGES = ("encoded", "payload_written", "rows_deleted", "committed")
-
-
-@attrs.frozen
-class PolicyField:
-    key: str  # the project setting
-    default: int
-    low: int
-    high: int
-    help: str
-
-
-POLICY_FIELDS: tuple[PolicyField, ...] = (
-    PolicyField(
-        "compaction_after_days",
-        30,
-        1,
-        36500,
-        "Snapshots older than this many days are compacted (their detail kept as one zstd payload).",
-    ),
-    PolicyField(
-        "compaction_cadence_minutes",
-        60,
-        1,
-        10080,
-        "How often the daemon's maintenance worker looks for snapshots to compact.",
-    ),
-    PolicyField(
-        "compaction_batch_size", 8, 1, 1000, "At most this many snapshots are compacted per worker tick."
-    ),
-)
-
-
-# The policy's project settings with their defaults (what a store gets the first time the daemon opens it).
-POLICY_DEFAULTS: dict[str, int] = {f.key: f.default for f in POLICY_FIELDS}
 
 
 @attrs.frozen
@@ -84,42 +51,15 @@ class Policy:
         }
 
 
-def check_policy_value(key: str, value: Any) -> int:
-    """A policy setting's value, checked against its range; ``invalid_argument`` otherwise."""
-    field = next(f for f in POLICY_FIELDS if f.key == key)
-    if isinstance(value, bool) or not isinstance(value, int) or not field.low <= value <= field.high:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{key} must be a whole number from {field.low} to {field.high}, got {value!r}",
-            f"{field.help} Give a whole number from {field.low} to {field.high}.",
-            {"setting": key, "low": field.low, "high": field.high},
-        )
-    return value
-
-
 def read_policy(con: duckdb.DuckDBPyConnection) -> Policy:
     """The project's persisted policy (defaults for keys never set; a bad stored value falls back too)."""
-    import json
-
-    rows = dict(
-        con.execute(
-            "SELECT key, value FROM settings WHERE list_contains(?, key)", [[f.key for f in POLICY_FIELDS]]
-        ).fetchall()
-    )
-    values = []
-    for f in POLICY_FIELDS:
-        try:
-            values.append(check_policy_value(f.key, json.loads(rows[f.key])) if f.key in rows else f.default)
-        except (CoverageError, ValueError):
-            values.append(f.default)
-    return Policy(*values)
+    values = project_settings.read(con, [s.key for s in project_settings.COMPACTION])
+    return Policy(*(values[s.key] for s in project_settings.COMPACTION))
 
 
 def write_policy(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> Policy:
-    """Check and persist policy settings (keys of ``POLICY_FIELDS``) in one transaction."""
-    import json
-
-    known = {f.key for f in POLICY_FIELDS}
+    """Check and persist policy settings (keys of ``project_settings.COMPACTION``) in one transaction."""
+    known = {s.key for s in project_settings.COMPACTION}
     unknown = sorted(set(values) - known)
     if unknown:
         raise CoverageError(
@@ -128,13 +68,7 @@ def write_policy(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> Poli
             f"Compaction settings are: {', '.join(sorted(known))}.",
             {"unknown": unknown},
         )
-    checked = {k: check_policy_value(k, v) for k, v in values.items()}
-    with transaction(con):
-        for key, value in checked.items():
-            con.execute(
-                "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [key, json.dumps(value)],
-            )
+    project_settings.write(con, {k: project_settings.SETTINGS[k].check(v) for k, v in values.items()})
     return read_policy(con)
 
 
