@@ -510,9 +510,17 @@ class Service:
     def __init__(self, project: Project) -> None:
         self.project = project
 
-    def call(self, name: str, arguments: dict[str, Any] | None = None, *, con: Any = None) -> dict[str, Any]:
+    def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        con: Any = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
         """Validate, dispatch and wrap one operation. ``con`` is an optional
-        pooled read connection of this project's store (one is made otherwise)."""
+        pooled read connection of this project's store (one is made otherwise); ``deadline``
+        (``time.monotonic()``) is when the caller needs the answer by, if it must have it by then."""
         op = OPERATIONS.get(name)
         if op is None:
             raise CoverageError(
@@ -535,7 +543,7 @@ class Service:
         gate = self.project.store.gate.reading() if op.read_only else contextlib.nullcontext()
         try:
             with gate:
-                call = Call(self.project, con, args, review=answer_review)
+                call = Call(self.project, con, args, review=answer_review, deadline=deadline)
                 try:
                     result = op.handler(call)
                 except CoverageError as error:
@@ -544,7 +552,9 @@ class Service:
                             op,
                             args,
                             error,
-                            lambda fixed: op.handler(Call(self.project, con, fixed, review=answer_review)),
+                            lambda fixed: op.handler(
+                                Call(self.project, con, fixed, review=answer_review, deadline=deadline)
+                            ),
                             self._rebind,
                         )
                     raise

@@ -36,7 +36,7 @@ from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.model import snapshot_to_dict
 from coverage_core.project import Project
-from coverage_core.service import answer_review, envelope_for
+from coverage_core.service import OPERATIONS, Service, answer_review, envelope_for, owner_import
 from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore, store_path
 
@@ -359,23 +359,21 @@ class Projects:
     # -- operations ---------------------------------------------------------------
     async def call(self, target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One declared operation (``coverage_core.service``) on the target's project: its envelope."""
-        from coverage_core.service import OPERATIONS, Service
-
         handle, project = await self.resolve(target)
         op = OPERATIONS.get(name)
         service = Service(project)
         if op is not None and op.own_writes:
             # Managed execution writes on its own connection and may wait for a run: never under the
             # write gate (the run's ingest needs it) and never on a pooled read connection.
-            return await self.run(_on_own_connection, handle.store, service, name, arguments)
+            # The request's deadline (the HTTP timeout), which the call keeps to where it can answer early.
+            deadline = time.monotonic() + self.settings.http_timeout_s
+            return await self.run(_on_own_connection, handle.store, service, name, arguments, deadline)
         if op is None or op.read_only:
             return await self.run(service.call, name, arguments)
         return await self.write(handle, service.call, name, arguments)
 
     async def owner_import(self, target: Target, arguments: dict[str, Any]) -> dict[str, Any]:
         """The store owner's import (``coverage_core.service.owner_import``), under the write gate."""
-        from coverage_core.service import owner_import
-
         handle, project = await self.resolve(target)
         return await self.write(handle, owner_import, project, arguments)
 
@@ -443,10 +441,10 @@ class Projects:
 
 
 def _on_own_connection(
-    store: ProjectStore, service: Any, name: str, arguments: dict[str, Any]
+    store: ProjectStore, service: Any, name: str, arguments: dict[str, Any], deadline: float
 ) -> dict[str, Any]:
     con = store.con.cursor()
     try:
-        return service.call(name, arguments, con=con)
+        return service.call(name, arguments, con=con, deadline=deadline)
     finally:
         con.close()

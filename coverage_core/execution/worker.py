@@ -248,13 +248,13 @@ class Runtime:
         with self._cv:
             self._early_cancels.discard(run_id)
 
-    def wait(self, run_id: str, timeout: float) -> dict[str, Any]:
-        """The run once it is terminal, or as it is after ``timeout`` seconds."""
-        give_up = time.monotonic() + timeout
+    def wait(self, run_id: str, timeout: float | None) -> dict[str, Any]:
+        """The run once it is terminal, or as it is after ``timeout`` seconds (None: once it is terminal)."""
+        give_up = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._cv:  # read under the lock the worker notifies with: no wake-up is lost
                 run = runs.get(self.store, run_id)
-                left = give_up - time.monotonic()
+                left = IDLE_POLL_S if give_up is None else give_up - time.monotonic()
                 if run["state"] not in runs.ACTIVE or left <= 0:
                     return run
                 self._cv.wait(min(left, IDLE_POLL_S))

@@ -23,7 +23,7 @@ from ..review import cursors
 from ..review.call import Call
 from ..storage.exec_db import exec_db
 
-# run_test wait=true answers this long before the HTTP deadline at the latest, with state running.
+# run_test wait=true answers this long before the caller's deadline at the latest, with state running.
 WAIT_MARGIN_S = 3.0
 LOG_PAGE_BYTES = 16 * 1024
 SEARCH_MAX_MATCHES = 50
@@ -165,7 +165,8 @@ def run_test(call: Call) -> dict[str, Any]:
 
 
 def _waited(call: Call, run: dict[str, Any]) -> dict[str, Any]:
-    budget = max(1.0, call.project.settings.http_timeout_s - WAIT_MARGIN_S)
+    # By the caller's deadline, less a margin for the answer itself; with none, until the run ends.
+    budget = None if call.deadline is None else max(1.0, call.deadline - time.monotonic() - WAIT_MARGIN_S)
     return ensure_runtime(call.project, _review_of(call)).wait(run["run_id"], budget)
 
 

@@ -31,11 +31,15 @@ class Call:
         args: dict[str, Any],
         *,
         review: ReviewAnswer | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.project = project
         # How coverage_review is answered for work this call starts (a managed run's attached review): the
         # service passes its own, so nothing below the service imports it.
         self.review = review
+        # When the caller needs the answer by (time.monotonic()); None: whenever it is ready. The daemon sets it
+        # from its request deadline; work that can end early with a partial answer (run_test wait) keeps to it.
+        self.deadline = deadline
         self.con = con
         self.args = args
         measurement = args.get("measurement") or {}
