@@ -132,7 +132,7 @@ _COLUMNS = (
 )
 
 
-def _record(row: tuple) -> Composite:
+def _record(row: tuple[Any, ...]) -> Composite:
     def j(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 

@@ -37,6 +37,7 @@ an unstored report. Nothing here creates a Python object per line.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import duckdb
@@ -400,7 +401,7 @@ def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], o
     return _per_category(rows)
 
 
-def _per_category(rows: list[tuple]) -> np.ndarray:
+def _per_category(rows: list[tuple[Any, ...]]) -> np.ndarray:
     """``(category, count)`` rows as one count per category (absent ones zero)."""
     out = np.zeros(N, dtype=np.int64)
     for cat, count in rows:

@@ -638,7 +638,7 @@ class ProjectStore:
         FROM snapshots s JOIN worktrees w USING (worktree_id)
     """
 
-    def _row_to_snapshot(self, row: tuple) -> Snapshot:
+    def _row_to_snapshot(self, row: tuple[Any, ...]) -> Snapshot:
         totals = {t["c"]: Counter(int(t["f"]), int(t["h"])) for t in (row[22] or [])}
         return Snapshot(
             snapshot_id=row[1],
