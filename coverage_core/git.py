@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 import attrs
 import pygit2
@@ -177,7 +177,9 @@ def _serialized(method: Callable[Concatenate[Git, P], R]) -> Callable[Concatenat
         with self.lock:
             return method(self, *args, **kwargs)
 
-    return wrapper
+    # functools.wraps types its result by the wrapper's signature, whose ``self`` a caller could also name; the
+    # decorated method keeps the method's own signature.
+    return cast("Callable[Concatenate[Git, P], R]", wrapper)
 
 
 class Git:

@@ -26,7 +26,7 @@ The display rules, each as its tool prints a total:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -204,7 +204,7 @@ def _istanbul(hit: int, found: int) -> str:
     return text + "%"
 
 
-_STYLES = {
+_STYLES: dict[str, Callable[[int, int], str]] = {
     "coveragepy": _coveragepy,
     "lcov": _lcov,
     "gcovr": lambda h, f: f"{_gcovr_value(h, f):.1f}%",

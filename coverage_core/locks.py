@@ -149,7 +149,8 @@ def read_metadata(path: Path) -> dict[str, Any]:
     """What the (last) holder wrote; ``{}`` when absent or unreadable."""
     try:
         with os.fdopen(safefs.open_file(path, os.O_RDONLY), "r") as handle:
-            return json.loads(handle.read() or "{}")
+            metadata: dict[str, Any] = json.loads(handle.read() or "{}")
+            return metadata
     except (OSError, ValueError, CoverageError):
         return {}
 

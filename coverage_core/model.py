@@ -102,7 +102,7 @@ def _totals(t: dict[str, Counter]) -> dict[str, Any]:
 
 def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     """The JSON shape of a snapshot record (CLI ``--json``, REST and MCP)."""
-    body = converter.unstructure(snapshot)
+    body: dict[str, Any] = converter.unstructure(snapshot)
     body["totals"] = _totals(snapshot.totals)
     head = snapshot.headline
     body["headline"] = head.to_dict() if head else None

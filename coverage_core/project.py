@@ -452,7 +452,7 @@ class Project:
         """Snapshot id -> why, for every snapshot a queued or running run uses as its baseline."""
         return run_index.active_baselines(self.store)
 
-    def relation(self, sql: str, params: Sequence[object] = ()):
+    def relation(self, sql: str, params: Sequence[object] = ()) -> duckdb.DuckDBPyRelation:
         """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""
         if self._analysis is None:
             self._analysis = self.store.cursor()

@@ -196,7 +196,9 @@ def _concat(name: str, chunks: list[dict[str, np.ndarray]]) -> Table:
     return Table(name, cols)
 
 
-def _group_sum(keys: list[np.ndarray], values: np.ndarray, *, how: str = "sum"):
+def _group_sum(
+    keys: list[np.ndarray], values: np.ndarray, *, how: str = "sum"
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Sort by ``keys`` (last key most significant... as np.lexsort) and reduce duplicates.
 
     Returns (index of the first row of each group in sorted order, reduced values, whether a sum
@@ -370,7 +372,9 @@ class ReportBuilder:
         )
 
 
-def detail_file_totals(table: Table, n_files: int, *, hit_column: str):
+def detail_file_totals(
+    table: Table, n_files: int, *, hit_column: str
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-file (found, hit) counts of a detail table, or None when it is empty."""
     if not len(table):
         return None

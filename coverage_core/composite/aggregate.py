@@ -168,7 +168,9 @@ def aggregate(
         weak_keys.append(key[weak])
         weak_cols.append(rg.take(rows, np.flatnonzero(weak)))
 
-    def cat(keys, cols):
+    def cat(
+        keys: list[np.ndarray], cols: list[dict[str, np.ndarray]]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         if not keys:
             return np.zeros(0, np.int64), _empty()
         return np.concatenate(keys), {c: np.concatenate([x[c] for x in cols]) for c in rg.COLUMNS}

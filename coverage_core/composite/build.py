@@ -19,7 +19,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -31,6 +31,9 @@ from ..storage.paths import MAPPED, map_paths
 from . import inventory as inv_mod
 from .aggregate import MALFORMED, STALE, UNSUPPORTED, Evidence, aggregate
 from .persistence import Composite, CompositeProvenance, carry_from_earlier, identical, save
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 
 @attrs.frozen
@@ -82,7 +85,7 @@ def report_spec(item: Any) -> ReportSpec:
     return ReportSpec(item["path"], item.get("component"), item.get("variant"))
 
 
-def _inside(project, path: str | os.PathLike[str]) -> tuple[Path, str]:
+def _inside(project: Project, path: str | os.PathLike[str]) -> tuple[Path, str]:
     root = Path(project.checkout.worktree_path)
     p = Path(path)
     full = p if p.is_absolute() else root / p
@@ -144,7 +147,7 @@ def _check_variant(comp: inv_mod.Component, variant: str, where: str) -> None:
 
 
 def build(
-    project,
+    project: Project,
     inventory_path: str | os.PathLike[str],
     reports: Sequence[ReportSpec | str],
     *,
@@ -228,7 +231,7 @@ def build(
 
 
 def _evidence(
-    project,
+    project: Project,
     spec: ReportSpec,
     inv: inv_mod.Inventory,
     revision: str,

@@ -22,7 +22,7 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..storage.store import ProjectStore, bulk_insert
 from ..storage.transactions import transaction
 from . import regions as rg
-from .aggregate import Aggregate
+from .aggregate import Aggregate, Carry
 from .inventory import Entry
 
 COMPOSITE_PREFIX = "comp-"
@@ -132,7 +132,7 @@ _COLUMNS = (
 )
 
 
-def _record(row: tuple) -> Composite:
+def _record(row: tuple[Any, ...]) -> Composite:
     def j(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 
@@ -381,7 +381,7 @@ def regions(
     return {k: np.asarray(v) for k, v in rel.fetchnumpy().items()}
 
 
-def carry_from_earlier(store: ProjectStore, inventory_sha256: str):
+def carry_from_earlier(store: ProjectStore, inventory_sha256: str) -> Carry:
     """The ``carry`` callback of ``aggregate``: for each entry, the canonical regions of the newest composite of
     the same inventory and mapping version that measured it on the same text (same content identities). One
     query for all entries."""

@@ -68,7 +68,16 @@ def _ordinal(file: np.ndarray, line: np.ndarray) -> np.ndarray:
     return out
 
 
-def _block(kind: int, file, sl, sc, el, ec, item, hits) -> dict[str, np.ndarray]:
+def _block(
+    kind: int,
+    file: np.ndarray,
+    sl: np.ndarray,
+    sc: np.ndarray,
+    el: np.ndarray,
+    ec: np.ndarray,
+    item: np.ndarray,
+    hits: np.ndarray,
+) -> dict[str, np.ndarray]:
     n = len(file)
     return {
         "file": np.asarray(file, np.int32),

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import attrs
 
@@ -83,7 +84,7 @@ class Stream:
     fd: int = -1
 
 
-def _drain(pipe, stream: Stream, done: threading.Event) -> None:
+def _drain(pipe: IO[bytes], stream: Stream, done: threading.Event) -> None:
     """Read ``pipe`` into ``stream`` until end of file, or until ``done`` is set and nothing is left to read."""
     fd = pipe.fileno()
     try:

@@ -36,6 +36,7 @@ import time
 TYPE_CHECKING = False  # typing's own would cost its import; type checkers take any TYPE_CHECKING as true
 if TYPE_CHECKING:
     import signal  # the same names, typed (typeshed has no stub for _signal)
+    from collections.abc import Callable
 else:
     import _signal as signal  # the C module: ``signal`` would import enum, 4 ms of the start-up
 
@@ -57,7 +58,7 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stop(signum)
 
 
-_PRCTL: list = []
+_PRCTL: list[Callable[..., int] | None] = []
 
 
 def _prctl(option: int, value: int) -> bool:

@@ -41,7 +41,7 @@ KILL_GRACE_S = 2.0
 # exits by itself as soon as no child is left, and killing it earlier would hand its orphans to init.
 SUPERVISOR_WAIT_S = 120.0
 WAIT_ON_CLOSE_S = 30.0
-Target = tuple  # (pgid or None, marker or None)
+Target = tuple[int | None, str | None]  # (pgid or None, marker or None)
 
 
 # -- the kill ---------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def _is_supervisor(pid: int) -> bool:
 
 
 def kill_runs(
-    targets: list[Target], grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None
+    targets: list[Target], grace: float = KILL_GRACE_S, leader: subprocess.Popen[bytes] | None = None
 ) -> None:
     """SIGTERM, ``grace`` seconds for everyone to go, then SIGKILL until nobody of the runs is left.
 
@@ -148,7 +148,10 @@ def kill_runs(
 
 
 def kill_group(
-    pgid: int | None, marker: str | None, grace: float = KILL_GRACE_S, leader: subprocess.Popen | None = None
+    pgid: int | None,
+    marker: str | None,
+    grace: float = KILL_GRACE_S,
+    leader: subprocess.Popen[bytes] | None = None,
 ) -> None:
     """One run's kill: its group and its marked processes."""
     kill_runs([(pgid, marker)], grace, leader)
@@ -202,7 +205,7 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._write: int | None = None
         self._users = 0
         self._runs: dict[str, int | None] = {}

@@ -139,7 +139,8 @@ def settle_orphans(store: ProjectStore) -> list[str]:
 
 def runtime_of(store: ProjectStore) -> Runtime | None:
     """The runtime executing this store's runs in this process, if one was started."""
-    return store.runtime
+    runtime: Runtime | None = store.runtime
+    return runtime
 
 
 def running_runtimes() -> list[Runtime]:
@@ -667,7 +668,8 @@ class Runtime:
                 },
                 con,
             )
-            return answer["data"]
+            data: dict[str, Any] = answer["data"]
+            return data
         except CoverageError as error:
             return {"error": {"code": str(error.code), "message": error.message}}
         finally:

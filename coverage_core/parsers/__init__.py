@@ -103,7 +103,8 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
         _check_forced(report, fmt)
     mod = module(fmt)
     try:
-        return mod.parse_bytes(report)
+        parsed: NormalizedReport = mod.parse_bytes(report)
+        return parsed
     except CoverageError:
         raise
     except PathTooLong as exc:

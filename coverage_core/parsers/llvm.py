@@ -419,7 +419,7 @@ class _Export:
         self._functions(builder, files, tallies)
 
     def _lines(
-        self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str, budget: int
+        self, builder: ReportBuilder, tallies: _Tallies, f: dict[str, Any], file: int, path: str, budget: int
     ) -> int:
         """Add the file's lines; how many lines its segments span (counted against ``budget``)."""
         if "segments" not in f:  # -summary-only
@@ -443,7 +443,9 @@ class _Export:
         tallies.detail["lines"].append((file, Counter(len(lines), int((counts > 0).sum()))))
         return span
 
-    def _branches(self, builder: ReportBuilder, tallies: _Tallies, f: dict, file: int, path: str) -> None:
+    def _branches(
+        self, builder: ReportBuilder, tallies: _Tallies, f: dict[str, Any], file: int, path: str
+    ) -> None:
         parts = [_matrix(self._list("branches", f, path), 9, self.origin, f"{path}.branches", 4)]
         for j, ex in enumerate(self._list("expansions", f, path)):
             xpath = f"{path}.expansions[{j}]"

@@ -18,7 +18,7 @@ import ctypes
 import ctypes.util
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..config import MIB, setting
@@ -68,7 +68,7 @@ class ByteBudget:
 PARSE_BUDGET = ByteBudget(setting("parse_budget_bytes"))
 
 
-def _malloc_trim():
+def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:

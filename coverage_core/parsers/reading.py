@@ -10,7 +10,7 @@ import gzip
 import io
 import os
 import zlib
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 import attrs
 import zstandard
@@ -18,6 +18,9 @@ import zstandard
 from ..config import MIB
 from ..errors import CoverageError, ErrorCode, Remedy
 from .opening import OpenedReport, open_report
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -153,7 +156,13 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
     return buf
 
 
-def _bounded(stream, origin: str, cap: int) -> bytes:
+class _Readable(Protocol):
+    """What the readers here need of a stream: a plain file, a gzip or zstd reader, another reader here."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
+def _bounded(stream: _Readable, origin: str, cap: int) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
@@ -191,14 +200,15 @@ class _Prefixed(io.RawIOBase):
             return out
         return self._rest.read(n) or b""
 
-    def readinto(self, b) -> int:
-        data = self.read(len(b))
-        b[: len(data)] = data
+    def readinto(self, b: WriteableBuffer) -> int:
+        buf = cast("bytearray | memoryview", b)  # the writable buffer io hands a raw stream, typed as one
+        data = self.read(len(buf))
+        buf[: len(data)] = data
         return len(data)
 
 
 class _CountingReader(io.RawIOBase):
-    def __init__(self, inner) -> None:
+    def __init__(self, inner: _Readable) -> None:
         self._inner = inner
         self.count = 0
 
@@ -210,7 +220,8 @@ class _CountingReader(io.RawIOBase):
         self.count += len(data)
         return data
 
-    def readinto(self, b) -> int:
-        data = self.read(len(b))
-        b[: len(data)] = data
+    def readinto(self, b: WriteableBuffer) -> int:
+        buf = cast("bytearray | memoryview", b)  # the writable buffer io hands a raw stream, typed as one
+        data = self.read(len(buf))
+        buf[: len(data)] = data
         return len(data)

@@ -99,7 +99,9 @@ def parse_bytes(report: ReportBytes) -> NormalizedReport:
 # -- checks of single values ---------------------------------------------------
 
 
-def _object(value: Any, path: str, allowed: frozenset[str], required: frozenset[str] = frozenset()) -> dict:
+def _object(
+    value: Any, path: str, allowed: frozenset[str], required: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _Invalid(path, f"must be an object, got {_kind(value)}")
     unknown = value.keys() - allowed
@@ -117,7 +119,7 @@ def _string(value: Any, path: str) -> str:
     return value
 
 
-def _list(value: Any, path: str) -> list:
+def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise _Invalid(path, f"must be a list, got {_kind(value)}")
     return value
@@ -217,7 +219,7 @@ class _Reader:
         return len(tests)
 
     @staticmethod
-    def _file_info(f: dict, path: str) -> dict[str, str]:
+    def _file_info(f: dict[str, Any], path: str) -> dict[str, str]:
         info = {}
         if "source_sha256" in f:
             digest = _string(f["source_sha256"], f"{path}.source_sha256")
@@ -229,7 +231,7 @@ class _Reader:
                 info[key] = _string(f[key], f"{path}.{key}")
         return info
 
-    def _file(self, file: int, f: dict, path: str, declared: int) -> dict[str, tuple[int, int]]:
+    def _file(self, file: int, f: dict[str, Any], path: str, declared: int) -> dict[str, tuple[int, int]]:
         """Add one file's detail; its (found, hit) regions and lines."""
         regions = _list(f["regions"], f"{path}.regions")
         for j, region in enumerate(regions):
@@ -289,7 +291,7 @@ class _Reader:
     def _observations(
         self,
         file: int,
-        regions: list,
+        regions: list[Any],
         sl: np.ndarray,
         el: np.ndarray,
         hits: np.ndarray,

@@ -188,7 +188,10 @@ def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.nd
         order = np.argsort(lines_at, kind="stable")
         return lines_at[order], codes[order]
 
-    return call.project.store.derived.get(("line_marks", snapshot_id, snap, fid), load)
+    marks: tuple[np.ndarray, np.ndarray] = call.project.store.derived.get(
+        ("line_marks", snapshot_id, snap, fid), load
+    )
+    return marks
 
 
 def _default_target(

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import pygit2
@@ -110,13 +110,13 @@ def parse_selector(text: str, *, merge_base: bool = False) -> dict[str, Any]:
 
 def selector_text(spec: dict[str, Any]) -> str:
     """The ``--baseline`` text of a spec (``parse_selector``'s inverse, for spec kinds a command line can name)."""
-    kind = spec["kind"]
+    kind: str = spec["kind"]
     if kind == "explicit" and "snapshot_id" in spec:
-        return spec["snapshot_id"]
+        return cast(str, spec["snapshot_id"])
     if kind == "merge_base":
-        return MERGE_BASE_PREFIX + spec.get("ref", "")
+        return MERGE_BASE_PREFIX + cast(str, spec.get("ref", ""))
     if kind == "ref":
-        return spec.get("ref", "")
+        return cast(str, spec.get("ref", ""))
     return kind
 
 

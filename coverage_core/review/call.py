@@ -63,13 +63,13 @@ class Call:
         if names:
             self.detail([n.lower() for n in names])
 
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         self._detail_of(sql)
         out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
 
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         self._detail_of(sql)
         row = self.con.execute(sql, list(params)).fetchone()
         self.rows_scanned += row is not None
@@ -81,7 +81,7 @@ class Call:
         assert row is not None, "an aggregate query answers one row"
         return row[0]
 
-    def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict:
+    def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any]:
         self._detail_of(sql)
         out = self.con.execute(sql, list(params)).fetchnumpy()
         self.rows_scanned += len(next(iter(out.values()), ()))

@@ -37,6 +37,7 @@ an unstored report. Nothing here creates a Python object per line.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import duckdb
@@ -173,7 +174,8 @@ def _relabel(keys: np.ndarray, lut: np.ndarray) -> np.ndarray:
     """Keys ``a << 32 | line`` as ``lut[a] << 32 | line`` (file ids to path ids, path ids to files)."""
     if not len(keys):
         return keys
-    return (lut[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
+    relabelled: np.ndarray = (lut[keys >> KEY_SHIFT] << KEY_SHIFT) | (keys & LINE_MASK)
+    return relabelled
 
 
 def _sorted_union(keys: list[np.ndarray], hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -236,7 +238,8 @@ class Comparison:
 
     @property
     def totals(self) -> np.ndarray:
-        return self.per_file.sum(axis=0)
+        totals: np.ndarray = self.per_file.sum(axis=0)
+        return totals
 
 
 # Category of a current line by (new, matched, hit in the baseline, hit now), as 8*new + 4*m + 2*b + c.
@@ -366,7 +369,8 @@ def _rekey_lines(pid: np.ndarray, line: np.ndarray, pid_to_file: np.ndarray) -> 
     pid = np.asarray(pid, dtype=np.int64)
     if not len(pid):
         return np.empty(0, dtype=np.int64)
-    return (pid_to_file[pid] << KEY_SHIFT) | np.asarray(line, dtype=np.int64)
+    keys: np.ndarray = (pid_to_file[pid] << KEY_SHIFT) | np.asarray(line, dtype=np.int64)
+    return keys
 
 
 _CATEGORY_SQL = f"""
@@ -400,7 +404,7 @@ def _count_categories(base: dict[str, np.ndarray], cur: dict[str, np.ndarray], o
     return _per_category(rows)
 
 
-def _per_category(rows: list[tuple]) -> np.ndarray:
+def _per_category(rows: list[tuple[Any, ...]]) -> np.ndarray:
     """``(category, count)`` rows as one count per category (absent ones zero)."""
     out = np.zeros(N, dtype=np.int64)
     for cat, count in rows:

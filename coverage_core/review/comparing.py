@@ -20,6 +20,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -35,7 +36,7 @@ from .call import Call
 from .categories import Comparison, Side, compare, load_side, side_from_report
 from .selection import Selection
 
-_CACHE: OrderedDict[tuple, Compared] = OrderedDict()
+_CACHE: OrderedDict[tuple[Any, ...], Compared] = OrderedDict()
 _CACHE_SIZE = 2  # a 1,000,000-line comparison holds about 40 MB
 _lock = threading.Lock()
 

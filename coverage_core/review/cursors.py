@@ -18,7 +18,7 @@ import base64
 import hashlib
 import hmac
 import json
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from ..errors import CoverageError, ErrorCode
 from .call import Call
@@ -81,10 +81,10 @@ def decode_key(call: Call, operation: str, scope: str, cursor: str | None) -> li
     )
     if not valid:
         raise invalid("it carries no valid position")
-    return key
+    return cast("list[Any]", key)  # checked above: a short list of offsets, None and short strings
 
 
-def _offset(value: Any) -> bool:
+def _offset(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_OFFSET
 
 

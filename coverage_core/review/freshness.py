@@ -46,13 +46,16 @@ def _states(recorded: dict[str, str | None], now: dict[str, str | None]) -> dict
     }
 
 
-def _checkout_now(call: Call, head: str | None) -> tuple[dict[str, str | None], tuple]:
+def _checkout_now(call: Call, head: str | None) -> tuple[dict[str, str | None], tuple[Any, ...]]:
     """Path -> blob id of every tracked file as the checkout has it now (HEAD's, the working tree's where it
     has uncommitted changes), and a key that changes whenever that view does. Read once per call."""
-    return call.once(("checkout_now", head), lambda: _read_checkout(call, head))
+    now: tuple[dict[str, str | None], tuple[Any, ...]] = call.once(
+        ("checkout_now", head), lambda: _read_checkout(call, head)
+    )
+    return now
 
 
-def _read_checkout(call: Call, head: str | None) -> tuple[dict[str, str | None], tuple]:
+def _read_checkout(call: Call, head: str | None) -> tuple[dict[str, str | None], tuple[Any, ...]]:
     git = call.project.git
     at_head: dict[str, str | None] = dict(git.blob_ids(head)) if head else {}
     # Read now, not through the checkout state's short cache: an edit made a moment ago makes a file stale.

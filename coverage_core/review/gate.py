@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import operator
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -41,7 +41,11 @@ _COMPARE = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+_ARITH: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+}
 
 
 @attrs.frozen
@@ -66,7 +70,8 @@ class Summary:
 
     @property
     def subset(self) -> bool:
-        return self.data["current"]["scope"] == "subset"
+        scope: str = self.data["current"]["scope"]
+        return scope == "subset"
 
     def evidence(self) -> dict[str, int]:
         """Category counts as gates read them (LBC is 0 from a subset run)."""

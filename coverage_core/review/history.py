@@ -35,7 +35,7 @@ from .context import claim_for_selection, main_counter
 from .selection import Selection, line_range
 
 
-def _series(call: Call, sel: Selection) -> list[tuple]:
+def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
     """(snapshot_id, created_at, commit, hit, found, snap, scope) of the whole series, newest ingest first."""
     primary = sel.primary
     file = call.args.get("file")
@@ -76,7 +76,9 @@ def _series(call: Call, sel: Selection) -> list[tuple]:
     return call.rows(sql, params)
 
 
-def by_ancestry(call: Call, reference: str | None, rows: list[tuple], commit_of: Any) -> list[tuple]:
+def by_ancestry(
+    call: Call, reference: str | None, rows: list[tuple[Any, ...]], commit_of: Any
+) -> list[tuple[Any, ...]]:
     """``rows`` (newest ingest first) ordered along the line of commits through ``reference``."""
     git = call.project.git
     known = reference if reference is not None and git.has_commit(reference) else None
@@ -125,7 +127,7 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     # Scope and provenance per snapshot: a subset run shown in a series says so, with its run and command.
     runs = provenance.runs_of(call.con, [r[0] for r in rows])
 
-    def point(r: tuple) -> Any:
+    def point(r: tuple[Any, ...]) -> Any:
         run = runs.get(r[0])
         if representation == "compact":
             return [

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..diffmap import KEY_SHIFT
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..model import Snapshot
 from . import baseline as baselines
 from . import cursors
 from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
@@ -265,7 +266,7 @@ def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     return _paged(call, sel, base, c, per_group, keep, subset, data, budget, representation)
 
 
-def _side(snapshots: tuple, commit: str | None) -> dict[str, Any]:
+def _side(snapshots: tuple[Snapshot, ...], commit: str | None) -> dict[str, Any]:
     return {
         "snapshot_ids": [s.snapshot_id for s in snapshots],
         "suites": sorted({s.suite for s in snapshots}),

@@ -111,10 +111,12 @@ def ranked_files(
     ], total
 
 
-def _detail(call: Call, sel: Selection, files: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple]]]:
+def _detail(
+    call: Call, sel: Selection, files: list[dict[str, Any]]
+) -> dict[str, dict[str, list[tuple[Any, ...]]]]:
     """Per path: its executable lines (line, hits), partial lines (line, missed) and
     functions (start, end, name), each sorted by line."""
-    out: dict[str, dict[str, list[tuple]]] = {
+    out: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         f["path"]: {"lines": [], "partial": [], "functions": [], "branches": []} for f in files
     }
     paths = list(out)
@@ -211,7 +213,7 @@ class _Innermost:
         return self.stack[-1][2] if self.stack else None
 
 
-def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[str, Any]]:
+def _file_targets(path: str, d: dict[str, list[tuple[Any, ...]]], fmt: str) -> list[dict[str, Any]]:
     """One file's targets; each range is (start, end, line_count, kind, missed, missing): kind 0 a run of
     uncovered lines, 1 a partial line with ``missed`` untaken branches, described in ``missing``."""
     partial = dict(d["partial"])
@@ -221,7 +223,7 @@ def _file_targets(path: str, d: dict[str, list[tuple]], fmt: str) -> list[dict[s
         on_line.setdefault(line, []).append((block, branch, taken))
         totals[line] = total
     inner = _Innermost(d["functions"])
-    groups: dict[str | None, list[tuple]] = {}
+    groups: dict[str | None, list[tuple[Any, ...]]] = {}
     run: list[Any] | None = None  # [function, start, end, count]
 
     def close() -> None:
@@ -326,7 +328,7 @@ def _count_targets(call: Call, sel: Selection, path: str | None) -> int:
     return count
 
 
-def _rank(t: dict[str, Any]) -> tuple:
+def _rank(t: dict[str, Any]) -> tuple[Any, ...]:
     return (-(t["uncovered_lines"] + t["partial_lines"]), t["path"], t["function"] or "")
 
 
@@ -351,7 +353,9 @@ def targets_for(
     return targets
 
 
-def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], more: str | None) -> Any:
+def _render_target(
+    t: dict[str, Any], representation: str, shown: list[tuple[Any, ...]], more: str | None
+) -> Any:
     """``shown``: the target's ranges on this page; ``more``: the cursor to its following ranges."""
     truncated = more is not None
     if representation == "compact":
@@ -385,7 +389,7 @@ def _render_target(t: dict[str, Any], representation: str, shown: list[tuple], m
     return out
 
 
-def _compact_range(r: tuple) -> list[Any]:
+def _compact_range(r: tuple[Any, ...]) -> list[Any]:
     """[start, end, line_count] for uncovered lines; [line, line, 1, "partial", missing] for a partial one."""
     return [r[0], r[1], r[2]] if r[3] == 0 else [r[0], r[1], r[2], "partial", r[5]]
 

@@ -25,7 +25,7 @@ from .selection import Selection, file_id, line_range
 MAX_GROUPS_SCAN = 1000
 
 
-def _ranges_by_test(rows: list[tuple]) -> list[list[Any]]:
+def _ranges_by_test(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
     """[(line, test)] sorted by line -> [[start, end, line_count, test], ...] of consecutive lines."""
     out: list[list[Any]] = []
     for line, test in rows:

@@ -144,7 +144,9 @@ def file_id(call: Call, snap: int, path: str, snapshot_id: str) -> tuple[int, st
         )
         return None if row is None else (int(row[0]), row[1])
 
-    found = call.project.store.derived.get(("file_id", snapshot_id, snap, path), lookup)
+    found: tuple[int, str] | None = call.project.store.derived.get(
+        ("file_id", snapshot_id, snap, path), lookup
+    )
     if found is None:
         raise unknown_file(call, snap, path, snapshot_id)
     return found

@@ -54,7 +54,7 @@ class ExecDB:
 
 def exec_db(store: ProjectStore) -> ExecDB:
     """The execution connection of ``store``, made on first use and closed with the store."""
-    found = getattr(store, "_exec_db", None)
+    found: ExecDB | None = getattr(store, "_exec_db", None)
     if found is not None:
         return found
     with _MADE:

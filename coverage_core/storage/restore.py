@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import duckdb
 
@@ -47,7 +48,7 @@ _SQL = {
 }
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> list[tuple]:
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> list[tuple[Any, ...]]:
     """Execute and drain: DuckDB refuses more work on a connection with an unfinished result."""
     return con.execute(sql, params).fetchall() if params is not None else con.execute(sql).fetchall()
 

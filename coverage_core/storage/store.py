@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import duckdb
@@ -232,7 +232,8 @@ class ProjectStore:
             [json.dumps(secrets.token_hex(32))],
         )
         row = self.con.execute("SELECT value FROM settings WHERE key = 'cursor_secret'").fetchall()[0]
-        return json.loads(row[0]).encode()
+        secret: str = json.loads(row[0])  # stored as a JSON string of hex digits
+        return secret.encode()
 
     def close(self) -> None:
         while self.on_close:
@@ -285,9 +286,20 @@ class ProjectStore:
             record_committed(self.path, snapshot_id)
         return self.snapshot(snapshot_id)
 
-    def _insert(self, con, report, mapping, prov, progress, measured: MeasuredText | None = None) -> str:
+    def _insert(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        report: NormalizedReport,
+        mapping: Mapping,
+        prov: Provenance,
+        progress: Callable[[str], None] | None,
+        measured: MeasuredText | None = None,
+    ) -> str:
         now = dt.datetime.now(dt.UTC)
-        snap = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()[0]
+        # An aggregate: always one row.
+        snap = cast("tuple[int]", con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone())[
+            0
+        ]
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()
         con.execute(
@@ -638,7 +650,7 @@ class ProjectStore:
         FROM snapshots s JOIN worktrees w USING (worktree_id)
     """
 
-    def _row_to_snapshot(self, row: tuple) -> Snapshot:
+    def _row_to_snapshot(self, row: tuple[Any, ...]) -> Snapshot:
         totals = {t["c"]: Counter(int(t["f"]), int(t["h"])) for t in (row[22] or [])}
         return Snapshot(
             snapshot_id=row[1],
