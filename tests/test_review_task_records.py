@@ -8,6 +8,8 @@ input schema's argument shapes, the CLI's option table) to the records.
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -97,3 +99,27 @@ def test_review_help_shows_each_tasks_summary_from_its_record() -> None:
     flat = "".join(result.output.split())  # the help wraps each summary at its own width
     for task in REVIEW_TASKS:
         assert "".join(f"{task.name} {task.summary}".split()) in flat, task.name
+
+
+def _named_tasks(text: str | None) -> set[str] | None:
+    """The tasks a help text opens with ("snapshots, files: records per page"), or None when it names none."""
+    match = re.match(r"([a-z_]+(?:, [a-z_]+)*)[:( ]", text or "")
+    names = set(match.group(1).split(", ")) if match else set()
+    return names if names and names <= set(TASK_NAMES) else None
+
+
+def test_an_input_argument_whose_description_names_tasks_is_read_by_exactly_those_tasks() -> None:
+    described = {name: _named_tasks(schema.get("description")) for name, schema in REVIEW.items()}
+    assert {"ranges", "filter", "page_size", "order"} <= {n for n, tasks in described.items() if tasks}
+    for name, tasks in described.items():
+        if tasks is not None:
+            assert tasks == {t.name for t in REVIEW_TASKS if name in t.reads}, name
+
+
+def test_a_review_option_whose_help_names_tasks_sends_an_argument_exactly_those_tasks_read() -> None:
+    helps = {p.opts[0]: _named_tasks(getattr(p, "help", None)) for p in review_command.params}
+    assert {"--branch", "--commit", "--page-size", "--order"} <= {f for f, tasks in helps.items() if tasks}
+    for flag, tasks in helps.items():
+        if tasks is not None:
+            readers = {t.name for t in REVIEW_TASKS if _reached(t.name).get(flag) in t.reads}
+            assert tasks == readers, flag
