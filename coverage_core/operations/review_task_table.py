@@ -37,21 +37,24 @@ from ..review.listing import FILE_ORDERS
 
 @attrs.frozen
 class Task:
-    """One coverage_review task as every surface declares it."""
+    """One coverage_review task as every surface declares it.
+
+    ``reads``: the arguments it reads, besides ``task``; ``summary``: what it answers, for ``review --help``;
+    ``data``: its own ``data`` keys and their schemas (each may be absent when nothing is measured);
+    ``page``: what its page counts (all integers) beside next_cursor, null when there is one page;
+    ``measured``: it reads ``measurement`` (False: a listing across snapshots, read through ``filter``).
+    """
 
     name: str
-    reads: frozenset[str]  # the arguments it reads, besides ``task``
-    summary: str  # what it answers, for ``review --help``
-    data: dict[
-        str, Any
-    ]  # its own ``data`` keys and their schemas (each may be absent when nothing is measured)
-    page: tuple[str, ...]  # what its page counts (all integers), beside next_cursor; null when one page
-    measured: bool = (
-        True  # reads ``measurement`` (False: a listing across snapshots, read through ``filter``)
-    )
+    reads: frozenset[str]
+    summary: str
+    data: dict[str, Any]
+    page: tuple[str, ...]
+    measured: bool = True
 
 
 def keys(**properties: Any) -> dict[str, Any]:
+    """A task's data keys, written as keywords."""
     return properties
 
 
