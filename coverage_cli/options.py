@@ -16,6 +16,7 @@ import click
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.ids import is_snapshot_id
+from coverage_core.operations import review_task_table
 from coverage_core.review import baseline as baselines
 from coverage_core.service import OPERATIONS
 from coverage_core.usecases.ci import GATE_SCHEMA
@@ -53,8 +54,9 @@ CONTEXT_MAX_WORDS = budget_range(CONTEXT["max_words"])
 PAGE_SIZE = int_range(REVIEW["page_size"])
 PERCENT = float_range(GATE_SCHEMA["properties"]["fail_under_total"])
 
-# option flag -> where its value goes in coverage_review's arguments: for every
-# task, and for task=snapshots (whose measurement is its filter). None: the
+# option flag -> where its value goes in coverage_review's arguments: for a
+# task that reads a measurement, and for one that does not (a listing across
+# snapshots, whose measurement is its filter: ``Task.measured``). None: the
 # option means nothing there.
 REVIEW_OPTIONS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
     "--snapshot": (("measurement", "snapshot_id"), ("filter", "snapshot_id")),
@@ -86,8 +88,8 @@ def snapshot_id(text: str) -> str:
 
 
 def _where(flag: str, task: str) -> tuple[str, ...] | None:
-    every, snapshots = REVIEW_OPTIONS[flag]
-    return snapshots if task == "snapshots" else every
+    measured, listing = REVIEW_OPTIONS[flag]
+    return measured if review_task_table.BY_NAME[task].measured else listing
 
 
 def review_arguments(task: str, values: dict[str, Any]) -> dict[str, Any]:

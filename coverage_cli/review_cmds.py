@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from coverage_core.operations import review_task_table
 from coverage_daemon.client import call, open_project
 
 from .options import (
@@ -37,22 +38,8 @@ def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return call(project, name, args)
 
 
-# What each task answers, for `review --help` (a test checks every task of the schema is here).
-TASK_HELP: dict[str, str] = {
-    "insight": "where the untested code is: files and functions ranked by uncovered and partly covered lines",
-    "change": "what a change did to coverage against a baseline (--baseline; default: the previous snapshot): "
-    "new lines uncovered (UNC), baseline coverage lost (LBC), ... in lcov's categories, and patch "
-    "coverage",
-    "incremental": "one run's snapshots (--snapshot) against an explicit baseline snapshot (--baseline snap-...)",
-    "history": "the coverage of a suite (or a --file) over its stored snapshots, newest first",
-    "source": "a --file's source lines (or --lines A-B), each marked covered, uncovered, partial, excluded or not code",
-    "tests": "which named tests ran (per-test contexts), and tests whose coverage is identical",
-    "audit": "the snapshot's exact stored records: totals and every file's counts, paged",
-    "all": "change, insight and history in one answer (change when a baseline is found)",
-    "files": "one snapshot's files with their counts (as `show` lists them)",
-    "file": "one --file's exact lines, branches, functions, regions and tests (as `show --file`)",
-    "snapshots": "the stored snapshots, newest first (filter with --suite, --branch, --commit, --snapshot)",
-}
+# What each task answers, for `review --help`: its record's summary (a test checks every task is here).
+TASK_HELP: dict[str, str] = {name: review_task_table.BY_NAME[name].summary for name in TASKS}
 
 
 def _review_help() -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import MEANINGS
-from .output_schemas import TASK_DATA, TASK_PAGE
+from .operations.review_task_table import TASK_DATA, TASK_PAGE
 from .service import OPERATIONS, Operation
 
 HEADER = """\

@@ -1,4 +1,4 @@
-"""What each operation answers: one JSON Schema (2020-12) per operation, and per ``coverage_review`` task.
+"""What each operation answers: one JSON Schema (2020-12) per operation (coverage_review's: its tasks' records).
 
 Every answer is the envelope ``{context, data, page}`` (``service.envelope_for``);
 what differs is ``data`` and ``page``. Each schema lists the keys an operation
@@ -20,7 +20,6 @@ from typing import Any
 from .execution.commands import STATUSES
 from .execution.runs import STATES
 from .review.context import CLAIM_ORDER
-from .review.listing import FILE_ORDERS
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -115,140 +114,6 @@ CLAIM = {
 PLAIN_CLAIM = {**CLAIM, "reason_codes": unlisted(STRINGS)}
 
 
-def _task(name: str, **properties: Any) -> dict[str, Any]:
-    """One coverage_review task's own data keys (each may be absent when nothing is measured)."""
-    return {"properties": {"task": {"const": name}, **properties}}
-
-
-TASK_DATA: dict[str, dict[str, Any]] = {
-    "insight": _task(
-        "insight",
-        snapshot_ids=ARRAY,
-        commit=unlisted(NULLABLE_STRING),
-        files_with_gaps=DETAIL_INTEGER,
-        targets=ARRAY,
-        target_count=INTEGER,
-        targets_truncated=BOOLEAN,
-        files=ARRAY,
-        legend=OBJECT,
-        composite=OBJECT,
-    ),
-    "change": _task(
-        "change",
-        baseline=OBJECT,
-        current=OBJECT,
-        diff=OBJECT,
-        categories=OBJECT,
-        branches=OBJECT,
-        functions=OBJECT,
-        patch=OBJECT,
-        regression=OBJECT,
-        not_measured=OBJECT,
-        outside_scope=OBJECT,
-        files=ARRAY,
-        ranges=ARRAY,
-        ranges_truncated=BOOLEAN,
-        ranges_cursor=NULLABLE_STRING,
-        legend=OBJECT,
-        comparison=OBJECT,
-    ),
-    "incremental": _task(
-        "incremental",
-        projection=DETAIL_STRING,
-        baseline=OBJECT,
-        current=OBJECT,
-        lines=OBJECT,
-        branches=OBJECT,
-        functions=OBJECT,
-        categories=OBJECT,
-        regression=OBJECT,
-        tests=OBJECT,
-        attribution=OBJECT,
-        diff=OBJECT,
-        files=ARRAY,
-        ranges=ARRAY,
-        ranges_truncated=BOOLEAN,
-        legend=OBJECT,
-        comparison=OBJECT,
-    ),
-    "history": _task(
-        "history",
-        suite=DETAIL_STRING,
-        subject=DETAIL_STRING,
-        counter=DETAIL_STRING,
-        points=ARRAY,
-        rows=ARRAY,
-        rows_truncated=BOOLEAN,
-        all_points=ARRAY,
-        window=OBJECT,
-        legend=OBJECT,
-    ),
-    "source": _task(
-        "source",
-        snapshot_id=STRING,
-        commit=unlisted(NULLABLE_STRING),
-        file=DETAIL_STRING,
-        ranges=ARRAY,
-        lines_truncated=BOOLEAN,
-        legend=OBJECT,
-    ),
-    "tests": _task(
-        "tests",
-        snapshot_id=STRING,
-        named_tests=DETAIL_INTEGER,
-        status=DETAIL_STRING,
-        duplicate_groups=DETAIL_INTEGER,
-        duplicates=ARRAY,
-        duplicates_truncated=BOOLEAN,
-        legend=OBJECT,
-    ),
-    "audit": _task(
-        "audit",
-        snapshot_id=STRING,
-        commit=unlisted(NULLABLE_STRING),
-        totals=OBJECT,
-        files=ARRAY,
-        legend=OBJECT,
-    ),
-    "all": _task("all", change=OBJECT, insight=OBJECT, history=OBJECT),
-    "snapshots": _task("snapshots", filter=OBJECT, snapshots=ARRAY, legend=OBJECT),
-    "files": _task(
-        "files",
-        snapshot_id=STRING,
-        order=unlisted({"enum": list(FILE_ORDERS)}),
-        total=DETAIL_INTEGER,
-        files=ARRAY,
-        legend=OBJECT,
-    ),
-    "file": _task(
-        "file",
-        snapshot_id=STRING,
-        summary=OBJECT,
-        tests=ARRAY,
-        lines=OBJECT,
-        branches=OBJECT,
-        functions=OBJECT,
-        regions=OBJECT,
-    ),
-}
-
-# What each task's page counts (all integers), beside next_cursor; null when there is one page only.
-TASK_PAGE: dict[str, tuple[str, ...]] = {
-    "insight": ("offset", "files", "total_files", "target_offset", "targets", "total_targets"),
-    "change": ("offset", "files", "total_files"),
-    "incremental": ("offset", "files", "total_files"),
-    "history": ("offset", "rows", "total_rows", "snapshots"),
-    "source": ("total",),
-    "tests": ("offset", "groups", "total_groups"),
-    "audit": ("offset", "records", "total"),
-    # insight's page, and which parts have more (parts_truncated: part -> true)
-    "all": ("offset", "files", "total_files", "target_offset", "targets", "total_targets", "parts_truncated"),
-    "snapshots": ("offset", "returned"),
-    "files": ("offset", "returned"),
-    "file": ("from_line", "to_line", "offset", "records", "total"),
-}
-
-
 def page(*counts: str, nullable: bool = True) -> dict[str, Any]:
     """A page: its counts, and ``next_cursor`` (pass it as cursor to continue; null on the last page)."""
     schema = obj(
@@ -263,21 +128,6 @@ def page(*counts: str, nullable: bool = True) -> dict[str, Any]:
 
 def envelope(data: dict[str, Any], page_schema: dict[str, Any]) -> dict[str, Any]:
     return obj("context", "data", "page", context=CONTEXT, data=data, page=page_schema)
-
-
-def _union(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Every task's keys in one object: a key two tasks share has one schema, or is unlisted in both."""
-    keys: dict[str, Any] = {}
-    for data in tasks.values():
-        for key, schema in data["properties"].items():
-            if key == "task" or keys.get(key, schema) == schema:
-                keys[key] = schema
-            elif keys[key].get("$comment") == schema.get("$comment") == UNLISTED:
-                keys[key] = unlisted({})
-            else:
-                raise AssertionError(f"task key {key!r} has two published shapes")
-    keys.pop("task")
-    return keys
 
 
 SUITE_BRIEF = obj(
@@ -339,20 +189,6 @@ PROJECT_CONTEXT = envelope(
             "omitted": STRINGS,
         },
     },
-)
-
-# One schema for every task (the declared keys of all of them); ``task_envelope`` is one task's, exact.
-COVERAGE_REVIEW = envelope(
-    # task: the one the call named
-    obj(
-        "task",
-        "claim_status",
-        "reasons",
-        task=unlisted({"enum": list(TASK_DATA)}),
-        **CLAIM,
-        **_union(TASK_DATA),
-    ),
-    page(*dict.fromkeys(count for counts in TASK_PAGE.values() for count in counts)),
 )
 
 SNAPSHOT = record(
@@ -452,9 +288,3 @@ RUN_REVIEW = envelope(
 CANCEL_RUN = envelope(
     obj("run", run=record("id", "state", id=STRING, state=STRING), next=STRING), {"type": "null"}
 )
-
-
-def task_envelope(task: str) -> dict[str, Any]:
-    """The envelope of one coverage_review task alone, its page exact (for tests and documentation)."""
-    data = obj("task", "claim_status", "reasons", **CLAIM, **TASK_DATA[task]["properties"])
-    return envelope(data, page(*TASK_PAGE[task]))

@@ -28,7 +28,7 @@ from . import faults, output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
 from .ids import SNAPSHOT_ID_PATTERN
 from .model import snapshot_to_dict
-from .operations import composite_import, review_tasks
+from .operations import composite_import, review_task_table, review_tasks
 from .operations import execution_ops as execution
 from .parsers import FORMATS
 from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
@@ -239,7 +239,7 @@ OPERATIONS: dict[str, Operation] = {
                 "additionalProperties": False,
                 "required": ["task"],
                 "properties": {
-                    "task": {"enum": list(review_tasks.TASK_NAMES)},
+                    "task": {"enum": list(review_task_table.TASK_NAMES)},
                     "measurement": _MEASUREMENT,
                     "baseline": _BASELINE,
                     "limits": _LIMITS,
@@ -291,7 +291,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             handler=review_tasks.coverage_review,
-            output_schema=output_schemas.COVERAGE_REVIEW,
+            output_schema=review_task_table.COVERAGE_REVIEW,
         ),
         Operation(
             name="coverage_import",

@@ -16,7 +16,7 @@ import pytest
 
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.operations.review_tasks import ARGUMENTS, NEEDS, TASK_NAMES
+from coverage_core.operations.review_task_table import ARGUMENTS, NEEDS, TASK_NAMES
 from coverage_core.review.budget import DEFAULT_MAX_BYTES, MIN_WORDS
 from coverage_core.service import OPERATIONS, Service
 

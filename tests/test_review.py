@@ -12,7 +12,7 @@ import pytest
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.model import snapshot_to_dict
-from coverage_core.operations.review_tasks import ARGUMENTS
+from coverage_core.operations.review_task_table import ARGUMENTS
 from coverage_core.project import CHECKOUT_STATE_TTL_S
 from coverage_core.review.budget import words
 from coverage_core.service import OPERATIONS, Service

@@ -24,8 +24,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from coverage_core.errors import CoverageError
-from coverage_core.operations.review_tasks import TASK_NAMES
-from coverage_core.output_schemas import TASK_DATA, task_envelope
+from coverage_core.operations.review_task_table import TASK_DATA, TASK_NAMES, task_envelope
 from coverage_core.project import open_project
 from coverage_core.service import OPERATIONS, Service
 from coverage_daemon import mcp

@@ -5,8 +5,8 @@ run): it resolves ``measurement`` to snapshots, applies ``limits`` as one
 budget over ``data`` and states its ``claim_status``. With nothing stored yet
 the answer is ``not_measured`` and says how to get a measurement.
 
-``ARGUMENTS`` declares, once, which arguments each task reads. Any other
-argument is refused before dispatch (``invalid_argument`` naming the tasks
+Each task's record (``review_task_table``) declares, once, which arguments
+it reads. Any other argument is refused before dispatch (``invalid_argument`` naming the tasks
 that read it), never silently dropped; so are ``lines``/``ranges`` without
 ``file``, and a line range that starts past the last line of the file at the
 snapshot's commit (it names no line; a range that runs past the end is the
@@ -35,8 +35,9 @@ from ..review.insight import insight
 from ..review.listing import file, files, snapshots
 from ..review.named_tests import tests
 from ..review.selection import Selection, line_range, select
+from .review_task_table import ARGUMENTS, BY_NAME, NEEDS, TASK_NAMES, tasks_using
 
-Task = Callable[[Call, Selection, Budget], dict[str, Any]]
+Handler = Callable[[Call, Selection, Budget], dict[str, Any]]
 
 # Share of the budget each part of task=all gets, with and without a change part.
 ALL_SHARES = {"change": 0.4, "insight": 0.35, "history": 0.25}
@@ -153,7 +154,8 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
     return {"data": data, "page": page}
 
 
-TASKS: dict[str, Task] = {
+# Each task's handler, by its record's name.
+TASKS: dict[str, Handler] = {
     "insight": insight,
     "change": change,
     "incremental": incremental,
@@ -167,32 +169,8 @@ TASKS: dict[str, Task] = {
 }
 # Tasks that read no measurement (listings across snapshots).
 UNSELECTED = {"snapshots": snapshots}
-TASK_NAMES = (*TASKS, *UNSELECTED)
-
-# The arguments each task reads, besides ``task``: the one declaration the
-# refusal of unused arguments, its message and the tests derive from.
-_READ = ("measurement", "limits", "representation", "cursor")
-ARGUMENTS: dict[str, frozenset[str]] = {
-    "insight": frozenset({*_READ, "file"}),
-    "change": frozenset({*_READ, "baseline", "file"}),
-    "incremental": frozenset({*_READ, "baseline"}),
-    "history": frozenset({*_READ, "file", "lines"}),
-    "source": frozenset({"measurement", "limits", "representation", "file", "lines", "ranges", "cursor"}),
-    "tests": frozenset({*_READ, "file", "lines"}),
-    "audit": frozenset({"measurement", "limits", "cursor", "file"}),
-    "all": frozenset({*_READ, "baseline", "file"}),
-    "snapshots": frozenset({"filter", "page_size", "representation", "cursor", "limits"}),
-    "files": frozenset({*_READ, "order", "page_size"}),
-    "file": frozenset({"measurement", "limits", "cursor", "file", "lines"}),
-}
-# Arguments that only mean something beside another one.
-NEEDS = {"lines": "file", "ranges": "file"}
-assert set(ARGUMENTS) == set(TASK_NAMES)
-
-
-def tasks_using(argument: str) -> list[str]:
-    """The tasks that read ``argument``, in TASK_NAMES order."""
-    return [t for t in TASK_NAMES if argument in ARGUMENTS[t]]
+assert set(TASKS) == {n for n in TASK_NAMES if BY_NAME[n].measured}
+assert set(UNSELECTED) == {n for n in TASK_NAMES if not BY_NAME[n].measured}
 
 
 def check_arguments(args: dict[str, Any]) -> None:
