@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coverage_core import open_project
-from coverage_core.project import DEFAULT_SUITE
+from coverage_core.project import DEFAULT_SUITE, Project
 from coverage_core.review.call import Call
 from coverage_core.service import Service
 from coverage_core.storage import compaction
@@ -20,8 +20,8 @@ from coverage_core.storage import compaction
 from .detail_reads import UNDECLARED
 
 
-def _ingest(project: object, report: str) -> str:
-    env = Service(project).call("coverage_import", {"report_path": report})  # type: ignore[arg-type]
+def _ingest(project: Project, report: str) -> str:
+    env = Service(project).call("coverage_import", {"report_path": report})
     return str(env["data"]["snapshot"]["snapshot_id"])
 
 
@@ -43,8 +43,8 @@ def test_a_query_through_a_call_reading_detail_it_does_not_declare_fails_the_sui
             with pytest.raises(AssertionError, match=r"\['test_names', 'test_observations'\]"):
                 call.numpy(
                     "SELECT n.name FROM test_observations o JOIN test_names n ON n.test_id = o.test_id "
-                    "WHERE o.snap = $snap AND n.snap = $snap",
-                    {"snap": snap},  # type: ignore[arg-type]
+                    "WHERE o.snap = ? AND n.snap = o.snap",
+                    [snap],
                 )
             assert len(UNDECLARED) == 3  # each would also fail the test that ran it, after the test
             UNDECLARED.clear()
