@@ -250,7 +250,7 @@ def restore_case(root: Path, repeat: int) -> dict[str, Any]:
             con = project.store.cursor()
             try:
                 started = time.perf_counter()
-                project.store.ensure_detail(con, which)
+                project.store.materialize(con, snaps=which)
                 seconds = time.perf_counter() - started
                 got = con.execute(
                     "SELECT count(*) FROM lines WHERE list_contains(?, snap)", [list(which)]

@@ -15,6 +15,7 @@ from coverage_core.execution.worker import running_runtimes
 
 from .browser import fresh_context, launched
 from .daemons import Running, ServeProcess, StoreHolder, in_process
+from .detail_reads import UNDECLARED, install
 from .environment import scrub
 from .gitrepo import commit, git, make_repo, write
 from .realcov import make_package, measure
@@ -26,6 +27,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 def pytest_configure(config: pytest.Config) -> None:
     """The run's environment is the suite's before any test or subprocess starts (``environment.scrub``)."""
     scrub(config._tmp_path_factory.getbasetemp() / "environment")
+    install()  # every query through Call names the detail it reads (detail_reads)
 
 
 # The files that take longest, longest first (measured: benchmarks/suite_durations.md). xdist hands out whole
@@ -81,6 +83,14 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("COVERAGE_MCP_HOME", str(home))
     monkeypatch.setenv("COVERAGE_MCP_PORT", "0")
     return home
+
+
+@pytest.fixture(autouse=True)
+def detail_declared() -> Iterator[None]:
+    """No query of the test read detail without declaring it, even where the answer swallowed the failure."""
+    UNDECLARED.clear()
+    yield
+    assert not UNDECLARED, f"queries read detail without declaring it: {UNDECLARED}"
 
 
 @pytest.fixture(autouse=True)

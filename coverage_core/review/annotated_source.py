@@ -147,7 +147,9 @@ def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
 
 def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
     """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
-    measured = call.numpy("SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])["line"]
+    measured = call.numpy(
+        "SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap, fid], detail=("lines",)
+    )["line"]
     if not len(measured):
         return None
     last = int(measured.max())
@@ -177,6 +179,7 @@ def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.nd
                  ON u.snap = l.snap AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line
                WHERE l.snap = ? AND l.file_id = ? GROUP BY l.line, l.hits""",
             [snap, fid],
+            detail=("lines",),
         )
         # Lines the tool excluded (coverage.py's "# pragma: no cover"): not code it counts, and said so.
         excluded = call.numpy(

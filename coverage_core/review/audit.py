@@ -30,14 +30,19 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     if call.args.get("file"):
         fid, path = file_id(call, snap, call.args["file"], primary.snapshot_id)
         data["file"] = path
-        total = call.value("SELECT count(*) FROM lines WHERE snap = ? AND file_id = ?", [snap, fid])
+        total = call.value(
+            "SELECT count(*) FROM lines WHERE snap = ? AND file_id = ?", [snap, fid], detail=("lines",)
+        )
         last_line = _key(after, (int,))[0] if after is not None else 0
         done = call.value(
-            "SELECT count(*) FROM lines WHERE snap = ? AND file_id = ? AND line <= ?", [snap, fid, last_line]
+            "SELECT count(*) FROM lines WHERE snap = ? AND file_id = ? AND line <= ?",
+            [snap, fid, last_line],
+            detail=("lines",),
         )
         rows = call.rows(
             "SELECT line, hits FROM lines WHERE snap = ? AND file_id = ? AND line > ? ORDER BY line LIMIT ?",
             [snap, fid, last_line, RECORD_CAP],
+            detail=("lines",),
         )
         records: list[Any] = [[int(r[0]), int(r[1])] for r in rows]
         data["legend"] = {
@@ -56,6 +61,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                 "SELECT line, block, branch, taken FROM branches WHERE snap = ? AND file_id = ? "
                 "AND line > ? ORDER BY line, block, branch",
                 [snap, fid, last_line],
+                detail=("branches",),
             )
         ]
         functions: list[list[Any]] = [
@@ -64,6 +70,7 @@ def audit(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                 "SELECT name, start_line, end_line, hits FROM functions WHERE snap = ? AND file_id = ? "
                 "AND start_line > ? ORDER BY start_line, name",
                 [snap, fid, last_line],
+                detail=("functions",),
             )
         ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,16 +12,10 @@ from ..project import DEFAULT_SUITE, Project
 if TYPE_CHECKING:
     from ..execution.worker import ReviewAnswer
 
-# A query naming a detail table: compacted snapshots resolved on this connection are restored first.
-DETAIL_SQL = re.compile(
-    r"\b(?:FROM|JOIN)\s+(lines|branches|functions|regions|test_names|test_observations|"
-    r"file_texts)\b",
-    re.IGNORECASE,
-)
-
 
 class Call:
-    """What a handler needs. Queries go through ``rows`` so telemetry stays honest."""
+    """What a handler needs. Queries go through ``rows`` so telemetry stays honest, each naming the detail
+    tables it reads (``detail=``) so compacted snapshots are restored first."""
 
     def __init__(
         self,
@@ -53,36 +46,39 @@ class Call:
             self._once[key] = compute()
         return self._once[key]
 
-    def detail(self, tables: Sequence[str] | None = None) -> None:
-        """Make ``tables`` (default: all) of the detail of the snapshots this call resolved readable,
-        restoring compacted ones."""
-        self.project.store.materialize(self.con, tables)
+    def restore(self, tables: Sequence[str], snaps: dict[int, str] | None = None) -> None:
+        """Make the detail ``tables`` of the snapshots this call resolved on its connection (or of ``snaps``,
+        snap -> snapshot id) readable, restoring compacted ones (``ProjectStore.materialize``). A query that
+        reads detail names its tables: ``detail=`` of ``rows``, ``one``, ``value`` and ``numpy``, or this
+        before a query run on ``con`` itself. An undeclared table would read a compacted snapshot's detail as
+        empty; the suite checks every query through ``Call`` (tests/detail_reads.py)."""
+        if tables:
+            self.project.store.materialize(self.con, tables, snaps)
 
-    def _detail_of(self, sql: str) -> None:
-        names = DETAIL_SQL.findall(sql)
-        if names:
-            self.detail([n.lower() for n in names])
-
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
-        self._detail_of(sql)
+    def rows(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, detail: Sequence[str] = ()
+    ) -> list[tuple[Any, ...]]:
+        self.restore(detail)
         out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
 
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        self._detail_of(sql)
+    def one(
+        self, sql: str, params: Sequence[Any] = (), *, detail: Sequence[str] = ()
+    ) -> tuple[Any, ...] | None:
+        self.restore(detail)
         row = self.con.execute(sql, list(params)).fetchone()
         self.rows_scanned += row is not None
         return row
 
-    def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def value(self, sql: str, params: Sequence[Any] = (), *, detail: Sequence[str] = ()) -> Any:
         """The one value of a query that always answers one row (an aggregate such as ``count(*)``)."""
-        row = self.one(sql, params)
+        row = self.one(sql, params, detail=detail)
         assert row is not None, "an aggregate query answers one row"
         return row[0]
 
-    def numpy(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any]:
-        self._detail_of(sql)
+    def numpy(self, sql: str, params: Sequence[Any] = (), *, detail: Sequence[str] = ()) -> dict[str, Any]:
+        self.restore(detail)
         out = self.con.execute(sql, list(params)).fetchnumpy()
         self.rows_scanned += len(next(iter(out.values()), ()))
         return out

@@ -134,6 +134,10 @@ def path_ids(
     }
 
 
+# The detail tables ``load_side`` reads: its caller restores them on the connection first (``Call.restore``).
+SIDE_READS = ("lines", "branches", "functions")
+
+
 def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
     """The lines, branches and functions of stored snapshots, unioned by repository path."""
     ids = ",".join(str(int(s)) for s in snaps)

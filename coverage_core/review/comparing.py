@@ -33,7 +33,7 @@ from ..storage.paths import AMBIGUOUS, MAPPED, UNMAPPED, map_paths
 from . import evidence, measured
 from .baseline import Baseline, one_commit
 from .call import Call
-from .categories import Comparison, Side, compare, load_side, side_from_report
+from .categories import SIDE_READS, Comparison, Side, compare, load_side, side_from_report
 from .selection import Selection
 
 _CACHE: OrderedDict[tuple[Any, ...], Compared] = OrderedDict()
@@ -194,7 +194,7 @@ def compared(
         diff = DiffMap.empty(cur_commit)
     else:
         diff = diff_trees(git, baseline.commit, None if worktree else cur_commit)
-    call.detail(("lines", "branches", "functions"))  # what load_side reads on this connection
+    call.restore(SIDE_READS)  # load_side reads on the connection itself
     base = load_side(call.con, baseline.snaps) if baseline.snaps else empty_side()
     cur = current_side if current_side is not None else load_side(call.con, current.snaps)
     if baseline.snaps and (current.primary.dirty or any(s.dirty for s in baseline.snapshots)):

@@ -46,6 +46,7 @@ def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
     # (a named one is its own first point).
     base = f"SELECT s.snap FROM snapshots s WHERE s.suite = ? AND s.snap <= ? AND ({chosen_side('s')} OR s.snap = ?)"
     params: list[Any] = [primary.suite, sel.snaps[0], sel.snaps[0]]
+    reads: tuple[str, ...] = ()  # the detail tables the query reads
     if file is None:
         # The headline of each point: the primary's rule's counters summed (coverage.py: statements and
         # branches), the first of them required.
@@ -63,8 +64,10 @@ def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
             WHERE s.snap IN ({base}) ORDER BY s.snap DESC"""
         params = [file, *params]
     else:
-        # Line-level history reads every snapshot's lines: compacted ones are restored first.
-        call.project.store.ensure_suite_detail(call.con, primary.suite, sel.snaps[0])
+        # Line-level history reads the lines of every snapshot of the series, not only those the call
+        # resolved: compacted ones among them are restored first.
+        reads = ("lines",)
+        call.restore(reads, call.project.store.series(call.con, primary.suite, sel.snaps[0]))
         sql = f"""
             SELECT s.snapshot_id, s.created_at, s.commit_sha,
                    count(*) FILTER (WHERE l.hits > 0), count(l.line), s.snap, s.scope
@@ -73,7 +76,7 @@ def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
             WHERE s.snap IN ({base}) GROUP BY s.snap, s.snapshot_id, s.created_at, s.commit_sha, s.scope
             ORDER BY s.snap DESC"""
         params = [file, lines[0], lines[1], *params]
-    return call.rows(sql, params)
+    return call.rows(sql, params, detail=reads)
 
 
 def by_ancestry(

@@ -165,7 +165,12 @@ def _named(secret: bytes, names: set[str], limit: int) -> dict[str, Any]:
 def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
     def names(snaps: tuple[int, ...]) -> set[str]:
         ids = ",".join(str(s) for s in snaps)
-        return {r[0] for r in call.rows(f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})")}
+        return {
+            r[0]
+            for r in call.rows(
+                f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})", detail=("test_names",)
+            )
+        }
 
     b, c = names(base.snaps), names(sel.snaps)
     secret = call.project.store.cursor_secret
@@ -194,7 +199,7 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
     ids = ",".join(str(s) for s in sel.snaps)
     # Keys in the current side's path index, as load_side gave them.
     _paths, mapping = path_ids(call.con, sel.snaps)
-    call.detail(("test_observations", "test_names"))
+    call.restore(("test_names", "test_observations"))  # the query below runs on the connection itself
     call.con.register("_attribution_files", mapping)
     try:
         obs = call.con.execute(

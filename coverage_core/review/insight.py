@@ -45,6 +45,10 @@ KIND_NAMES = {0: "uncovered", 1: "partial"}
 _OPEN_END = 2**62
 
 
+# The detail tables ``_union_view`` and ``_union_partials`` read, for the queries built on them to declare.
+UNION_READS = ("lines", "branches")
+
+
 def _union_view(sel: Selection) -> str:
     """SQL for (path, line, hits) over the selected snapshots, unioned by path."""
     snaps = ",".join(str(s) for s in sel.snaps)
@@ -103,6 +107,7 @@ def ranked_files(
                 HAVING count(*) > count(*) FILTER (WHERE l.hits > 0) OR coalesce(any_value(p.partial), 0) > 0
                 ORDER BY uncovered DESC, partial DESC, l.path LIMIT $limit OFFSET $offset""",
             {"limit": limit, "offset": offset, **({"path": path} if path else {})},
+            detail=UNION_READS,
         )
     total = int(rows[0][5]) if rows else 0
     return [
@@ -127,6 +132,7 @@ def _detail(
         for fid, line, hits in call.rows(
             "SELECT file_id, line, hits FROM lines WHERE snap = ? AND list_contains(?, file_id) ORDER BY file_id, line",
             [snap, ids],
+            detail=("lines",),
         ):
             out[by_id[fid]]["lines"].append((int(line), int(hits)))
         for fid, line, missed in call.rows(
@@ -139,6 +145,7 @@ def _detail(
             """SELECT file_id, start_line, end_line, name FROM functions
                WHERE snap = ? AND start_line > 0 AND list_contains(?, file_id)""",
             [snap, ids],
+            detail=("functions",),
         )
         functions = [(by_id[r[0]], *r[1:]) for r in functions]
         # The untaken branches of partial lines only, each with its line's branch count.
@@ -150,17 +157,20 @@ def _detail(
                  ON u.snap = ? AND u.kind = 1 AND u.file_id = b.file_id AND u.start_line = b.line
                WHERE b.taken <= 0 ORDER BY b.file_id, b.line, b.block""",
             [snap, ids, snap],
+            detail=("branches",),
         )
         branches = [(by_id[r[0]], *r[1:]) for r in branches]
     else:
         for path, line, hits in call.rows(
             f"SELECT path, line, hits FROM ({_union_view(sel)}) WHERE list_contains(?, path) ORDER BY path, line",
             [paths],
+            detail=UNION_READS,
         ):
             out[path]["lines"].append((int(line), int(hits)))
         for path, line, missed in call.rows(
             f"SELECT path, line, missed FROM ({_union_partials(sel)}) WHERE list_contains(?, path) ORDER BY path, line",
             [paths],
+            detail=UNION_READS,
         ):
             out[path]["partial"].append((int(line), int(missed)))
         snaps = ",".join(str(s) for s in sel.snaps)
@@ -169,6 +179,7 @@ def _detail(
                 JOIN files f ON f.snap = fn.snap AND f.file_id = fn.file_id
                 WHERE fn.snap IN ({snaps}) AND fn.start_line > 0 AND list_contains(?, f.path)""",
             [paths],
+            detail=("functions",),
         )
         branches = call.rows(
             f"""SELECT b.* FROM (
@@ -179,6 +190,7 @@ def _detail(
                 SEMI JOIN ({_union_partials(sel)}) p ON p.path = b.path AND p.line = b.line
                 WHERE b.taken <= 0 ORDER BY ALL""",
             [paths],
+            detail=UNION_READS,
         )
     for path, line, block, branch, taken, total in branches:
         out[path]["branches"].append((int(line), int(block), str(branch), int(taken), int(total)))
@@ -312,11 +324,13 @@ def _count_targets(call: Call, sel: Selection, path: str | None) -> int:
     if path is not None:
         params["path"] = path
     lines: dict[Any, list[int]] = {}
-    for k, line in call.rows(f"SELECT k, line FROM ({gaps}) ORDER BY k, line", params):
+    for k, line in call.rows(f"SELECT k, line FROM ({gaps}) ORDER BY k, line", params, detail=UNION_READS):
         lines.setdefault(k, []).append(int(line))
     by_file: dict[Any, list[tuple[int, int, str]]] = {k: [] for k in lines}
     for k, start, end, name in call.rows(
-        f"SELECT * FROM ({functions}) WHERE k IN (SELECT DISTINCT k FROM ({gaps}))", params
+        f"SELECT * FROM ({functions}) WHERE k IN (SELECT DISTINCT k FROM ({gaps}))",
+        params,
+        detail=(*UNION_READS, "functions"),
     ):
         start, end = int(start), int(end)
         by_file[k].append((start, end if end >= start else _OPEN_END, str(name)))

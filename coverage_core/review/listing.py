@@ -184,6 +184,7 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
                       WHERE snap = ? AND file_id = ? AND line BETWEEN ? AND ?)
                    ORDER BY n.name""",
                 [sel.snaps[0], sel.snaps[0], fid, first, last],
+                detail=("test_names", "test_observations"),
             )
         ]
 

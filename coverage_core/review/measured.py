@@ -73,12 +73,12 @@ class Texts:
     def get(self, path: str, blob: str) -> bytes | None:
         call = self.call
         if self.snaps:
-            call.detail(("file_texts",))
             row = call.one(
                 "SELECT t.text FROM files f JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id "
                 f"WHERE f.snap IN ({','.join(str(int(s)) for s in self.snaps)}) AND f.path = ? "
                 "AND f.content_blob = ? LIMIT 1",
                 [path, blob],
+                detail=("file_texts",),
             )
             if row is not None:
                 return zstandard.ZstdDecompressor().decompressobj().decompress(row[0])

@@ -65,6 +65,7 @@ def tests(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
            WHERE s.snap = ? GROUP BY s.dup_group HAVING count(*) > 1
            ORDER BY count(*) DESC, any_value(s.item_count) DESC, min(n.name) LIMIT ? OFFSET ?""",
         [snap, page_size, offset],
+        detail=("test_names",),
     )
     data["duplicate_groups"] = int(total_groups)
     if representation == "compact":
@@ -104,6 +105,7 @@ def _for_file(
            WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
            GROUP BY n.name ORDER BY lines DESC, n.name""",
         [snap, fid, lo, hi],
+        detail=("test_names", "test_observations"),
     )
     unique = call.rows(
         """SELECT o.line, min(n.name)
@@ -111,6 +113,7 @@ def _for_file(
            WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
            GROUP BY o.line HAVING count(DISTINCT o.test_id) = 1 ORDER BY o.line""",
         [snap, fid, lo, hi],
+        detail=("test_names", "test_observations"),
     )
     data["covering_tests"] = len(covering)
     data["single_test_lines"] = len(unique)

@@ -744,24 +744,22 @@ class ProjectStore:
         return found[0]
 
     # -- compaction -------------------------------------------------------------
-    def ensure_detail(
+    def materialize(
         self,
         con: duckdb.DuckDBPyConnection | None,
-        snaps: dict[int, str],
         tables: Iterable[str] | None = None,
+        snaps: dict[int, str] | None = None,
     ) -> None:
-        """Make ``tables`` (default: all) of the detail of ``snaps`` (snap -> snapshot id) readable on the
-        read connection ``con``, restoring compacted ones there (``restore``). The store's own connection is
-        never given restored rows: its callers read no detail of an old snapshot."""
+        """The one way detail is restored: before a query of detail ``tables`` (default: all) on the read
+        connection ``con``, make them readable for the compacted snapshots among ``snaps`` (snap -> snapshot
+        id; default: those its caller resolved there, ``snap_key``), restoring them there (``restore``).
+        Compact answers never get here, so they never pay for a restore; a table already restored on ``con``
+        for this caller costs no query. The store's own connection is never given restored rows: its callers
+        read no detail of an old snapshot."""
         if con is None or con is self.con or not self._ever_compacted:
             return
-        ensure(con, snaps, self._compacted, tables)
-
-    def materialize(self, con: duckdb.DuckDBPyConnection | None, tables: Iterable[str] | None = None) -> None:
-        """Before a query of detail ``tables`` (default: all) on ``con``: restore them for the compacted
-        snapshots its caller resolved there (``snap_key``). Compact answers never get here, so they never
-        pay for a restore; a table already restored on ``con`` for this caller costs no query."""
-        if con is None or not self._pending:
+        if snaps is not None:
+            ensure(con, snaps, self._compacted, tables)
             return
         with self._pending_lock:
             entry = self._pending.get(con)
@@ -773,16 +771,13 @@ class ProjectStore:
             return
         done |= ensure(con, dict(wanted), self._compacted, asked)
 
-    def ensure_suite_detail(
-        self, con: duckdb.DuckDBPyConnection, suite: str, upto: int, tables: Iterable[str] = ("lines",)
-    ) -> None:
-        """``ensure_detail`` of ``tables`` for every snapshot of ``suite`` up to ``upto`` (a history series)."""
-        if not self._ever_compacted or con is self.con:
-            return
+    def series(self, con: duckdb.DuckDBPyConnection, suite: str, upto: int) -> dict[int, str]:
+        """Every snapshot of ``suite`` up to the key ``upto`` (snap -> snapshot id): a history series, whose
+        detail a caller restores with ``materialize(con, tables, snaps=...)``."""
         rows = con.execute(
             "SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?", [suite, upto]
         ).fetchall()
-        self.ensure_detail(con, dict(rows), tables)
+        return {int(snap): str(snapshot_id) for snap, snapshot_id in rows}
 
     def compacted_now(self, snap: int, snapshot_id: str) -> None:
         """Called by compaction after its commit (under the write lock and the read gate)."""

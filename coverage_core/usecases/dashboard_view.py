@@ -324,6 +324,7 @@ def _tests(
     snap = project.store.snap_key(current.snapshot_id, con)
     # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
     # a read of one row per test, never a scan of the observations.
+    project.store.materialize(con, ("test_names",))
     rows = con.execute(
         """SELECT n.name, coalesce(s.item_count, 0) AS items, s.dup_group
            FROM test_names n LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
