@@ -677,14 +677,17 @@ def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and
 RUN_WAIT_DEADLINE_S = 60  # generous, and still far below the 600 s the run sleeps
 
 
-def test_wait_answers_shortly_before_the_request_deadline_with_the_run_still_running(repo: Path) -> None:
-    settings = Settings.from_env(http_timeout_s=4, db_query_timeout_ms=1000)
-    with open_project(repo, settings=settings) as project:
-        command_id = approved(project, [PY, "sleepy.py"])
-        started = time.monotonic()
-        answer = run(project, command_id=command_id, wait=True)
-        assert answer["state"] == "running" and time.monotonic() - started < RUN_WAIT_DEADLINE_S
-        Service(project).call("cancel_run", {"run_id": answer["id"]})
+def test_wait_answers_shortly_before_the_callers_deadline_with_the_run_still_running(
+    project: Project,
+) -> None:
+    command_id = approved(project, [PY, "sleepy.py"])
+    started = time.monotonic()
+    # The caller's deadline (the daemon passes its request's): the wait answers before it, the run going on.
+    answer = Service(project).call(
+        "run_test", {"command_id": command_id, "wait": True}, deadline=started + 4
+    )["data"]["run"]
+    assert answer["state"] == "running" and time.monotonic() - started < RUN_WAIT_DEADLINE_S
+    Service(project).call("cancel_run", {"run_id": answer["id"]})
 
 
 def test_logs_come_in_bounded_pages_that_a_cursor_continues(project: Project) -> None:
