@@ -184,7 +184,11 @@ def report_error(error: CoverageError, as_json: bool) -> None:
     shown = body["error"]
     click.echo(f"error [{shown['code']}]: {shown['message']}", err=True)
     if shown["suggestion"]:
-        click.echo(f"  suggestion: {shown['suggestion']}", err=True)
+        # The remedy's command line first, alone on its line (to copy), then the rest of the advice.
+        first, *rest = shown["suggestion"].splitlines()
+        click.echo(f"  suggestion: {first}", err=True)
+        for line in rest:
+            click.echo(f"              {line}", err=True)
 
 
 def handles_errors(func: Callable[..., Any]) -> Callable[..., Any]:

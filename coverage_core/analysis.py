@@ -32,7 +32,7 @@ import duckdb
 
 from . import headline as headlines
 from .diffmap import diff_trees
-from .errors import CoverageError, ErrorCode
+from .errors import CoverageError, ErrorCode, Remedy
 from .report import COUNTERS
 from .storage.store import chosen_side
 
@@ -237,9 +237,9 @@ def coverage_loss(
             f"{measured} of the last {last} commits of {ref} measured"
             + (f" by suite {suite!r}" if suite else "")
             + "; a loss compares two",
-            "Look further back (a larger `last`), or ingest a report on an older commit "
-            "(coverage-mcp ingest REPORT --commit SHA).",
+            "Look further back (a larger `last`), or store a report of an older commit with its commit.",
             {"last": last, "ref": ref, "suite": suite, "measured_commits": measured},
+            Remedy(operation="coverage_import", arguments={"report_path": "REPORT", "commit": "<its sha>"}),
         )
     # The two ends are small; join them in the store's connection, then detach the answer.
     first_rows = rows.filter(f"commits_ago = {int(first)}").set_alias("a")

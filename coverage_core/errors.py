@@ -3,7 +3,9 @@
 Every failure a user or an agent can see is a ``CoverageError`` with a stable
 ``code``, a one-line ``message``, a ``suggestion`` that says what to do next,
 optional structured ``details`` and an optional structured ``remedy`` (the
-operation and arguments that fix the call, or a setting). Adapters (CLI exit
+operation and arguments that fix the call, or a setting). Core text speaks for
+no one surface: a suggestion never spells a command line or a tool call where a
+remedy can say it; the approval line addressed to a person is the exception. Adapters (CLI exit
 codes, HTTP statuses, MCP ``isError`` results) map the *code*, in one table
 each, never the message text; each surface renders a remedy in its own terms
 (an MCP call for agents, a command line for people) through ``error_body``.
@@ -188,13 +190,16 @@ class CoverageError(Exception):
 def error_body(error: CoverageError, render: Callable[[Remedy], str] | None = None) -> dict[str, Any]:
     """``{"error": {code, message, suggestion, details, remedy}}``, the one error shape of every surface.
 
-    ``render`` turns the remedy into the surface's own suggestion (an MCP call
-    for agents, a command line for people); without one, or without a remedy,
-    the suggestion is the error's own.
+    ``render`` turns the remedy into the surface's own terms (an MCP call for
+    agents, a command line for people): the suggestion is that line, then the
+    error's own suggestion on the next line (worded for every surface: what the
+    remedy does and the other ways out), so no surface loses what it says.
+    Without a render, or without a remedy, the suggestion is the error's own.
     """
     body = error.to_dict()
     if render is not None and error.remedy is not None:
-        body["suggestion"] = render(error.remedy)
+        shown = render(error.remedy)
+        body["suggestion"] = f"{shown}\n{error.suggestion}" if error.suggestion else shown
     return {"error": body}
 
 

@@ -625,6 +625,7 @@ def _coverage_data_file(path: Path | None) -> CoverageError:
         ErrorCode.UNKNOWN_FORMAT,
         f"{name} is a SQLite database, most likely coverage.py's data file (.coverage), not a report",
         "Write a report from it first: `coverage json --show-contexts` (the contexts name the tests that ran "
-        "each line), then `coverage-mcp ingest coverage.json`.",
+        "each line), then import coverage.json.",
         {"path": name, "reason": "coverage_data_file"},
+        Remedy(operation="coverage_import", arguments={"report_path": "coverage.json"}),
     )

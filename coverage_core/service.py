@@ -548,15 +548,7 @@ class Service:
                     result = op.handler(call)
                 except CoverageError as error:
                     if error.remedy is None:
-                        error.remedy = remedy_for(
-                            op,
-                            args,
-                            error,
-                            lambda fixed: op.handler(
-                                Call(self.project, con, fixed, review=answer_review, deadline=deadline)
-                            ),
-                            self._rebind,
-                        )
+                        error.remedy = remedy_for(op, args, error, self._rebind)
                     raise
                 except (OSError, duckdb.Error) as exc:
                     _raise_fault(exc, self.project)
@@ -570,19 +562,16 @@ class Service:
 
     def _budget_remedy(self, op: Operation, raised: dict[str, Any]) -> Remedy | None:
         """The remedy of a budget below its minimum: the call at the minimum when that answers, else
-        with what that call measured it needs (one more call checks it)."""
+        with what that call measured it needs. The validator refused before any handler ran, so
+        nothing was measured yet: this one call at the minimum is the measurement."""
         con = self.project.store.cursor()
         try:
             with self.project.store.gate.reading():
-
-                def attempt(fixed: dict[str, Any]) -> Any:
-                    return op.handler(Call(self.project, con, fixed, review=answer_review))
-
                 try:
-                    attempt(raised)
+                    op.handler(Call(self.project, con, raised, review=answer_review))
                 except CoverageError as error:
                     # Another mistake in the call as well: no remedy, rather than one that fails.
-                    return remedy_for(op, raised, error, attempt, self._rebind)
+                    return remedy_for(op, raised, error, self._rebind)
         except (OSError, duckdb.Error):
             pass  # the store cannot answer now: the call at the minimum is the remedy, as the schema says
         finally:
@@ -594,51 +583,43 @@ def remedy_for(
     op: Operation,
     args: dict[str, Any],
     error: CoverageError,
-    attempt: Callable[[dict[str, Any]], Any],
     rebind: Callable[[str, dict[str, Any], dict[str, Any]], str | None] | None = None,
 ) -> Remedy | None:
-    """The call that fixes a failed one, where the failure says what it needs.
+    """The call that fixes a failed one, from what the failure measured; the handler is not run again.
 
     A budget too small gets the same call with the words and bytes the failure
-    measured (read-only operations only), checked by one call; should that
-    still fail, with what it measured in turn. A cursor that does not continue
-    this query gets the same call without it. A cursor is bound to its call's budget: the remedy of a
-    page carries the same position re-bound to the new budget (``rebind``).
+    measured (``details.needed_words``/``needed_bytes``: the size of the page it
+    would have answered, so that budget holds it; read-only operations only). A
+    cursor that does not continue this query gets the same call without it. A
+    cursor is bound to its call's budget: the remedy of a page carries the same
+    position re-bound to the new budget (``rebind``).
     """
     if error.code is ErrorCode.BUDGET_TOO_SMALL and op.read_only and "needed_words" in error.details:
         nested = "limits" in op.input_schema["properties"]
         given = (args.get("limits") or {}) if nested else args
         words = max(error.details["needed_words"], given.get("max_words", budget.DEFAULT_MAX_WORDS))
         size = max(error.details["needed_bytes"], given.get("max_bytes", budget.DEFAULT_MAX_BYTES))
-        for _ in range(REMEDY_TRIES):
-            need: dict[str, Any] = {"max_words": min(words, budget.MAX_WORDS)}
-            if nested:
-                need["max_bytes"] = min(size, budget.MAX_BYTES)
-                fixed = {**args, "limits": {**given, **need}}
-            else:
-                fixed = {**args, **need}
-            if "cursor" in args and rebind is not None:
-                moved = rebind(args["cursor"], args, fixed)
-                if moved is None:
-                    return None
-                fixed["cursor"] = moved
-            try:
-                attempt(fixed)
-            except CoverageError as again:
-                if again.code is not ErrorCode.BUDGET_TOO_SMALL or "needed_words" not in again.details:
-                    return None
-                words = max(words, again.details["needed_words"])
-                size = max(size, again.details["needed_bytes"])
-                continue
-            return Remedy(operation=op.name, arguments=fixed)
-        return None
+        # A need past what a call may ask for (or, without limits, past the fixed byte budget) has no
+        # remedy in the budget: none, rather than one that fails.
+        if words > budget.MAX_WORDS or size > (budget.MAX_BYTES if nested else budget.DEFAULT_MAX_BYTES):
+            return None
+        need: dict[str, Any] = {"max_words": words}
+        if nested:
+            need["max_bytes"] = size
+            fixed = {**args, "limits": {**given, **need}}
+        else:
+            fixed = {**args, **need}
+        if "cursor" in args and rebind is not None:
+            moved = rebind(args["cursor"], args, fixed)
+            if moved is None:
+                return None
+            fixed["cursor"] = moved
+        return Remedy(operation=op.name, arguments=fixed)
     if error.code is ErrorCode.INVALID_CURSOR and "cursor" in args:
         return Remedy(operation=op.name, arguments={k: v for k, v in args.items() if k != "cursor"})
     return None
 
 
-# A measured need is checked by one call: a remedy is never a guess.
-REMEDY_TRIES = 1
 # Budget arguments whose minimum a call may be below: the remedy is the same call with what it needs.
 BUDGET_PATHS = {
     "$.limits.max_words": ("limits", "max_words", budget.MIN_WORDS),

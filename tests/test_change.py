@@ -483,10 +483,20 @@ def test_baseline_errors_name_the_commit_and_say_how_to_get_one(history) -> None
         change(svc, measurement={"suite": "later"}, baseline={"kind": "parent_commit"})
     assert err.value.code is ErrorCode.BASELINE_UNAVAILABLE
     assert commits["c4"][:12] in err.value.message and "later" in err.value.message
-    assert f"coverage-mcp ingest REPORT --suite later --commit {commits['c4']}" in err.value.suggestion
+    assert f"store the report with commit {commits['c4']}" in err.value.suggestion
+    assert "coverage-mcp" not in err.value.suggestion  # the remedy says it, in each surface's terms
+    assert err.value.remedy.to_dict() == {
+        "operation": "coverage_import",
+        "arguments": {"report_path": "REPORT", "suite": "later", "commit": commits["c4"]},
+    }
     with pytest.raises(CoverageError) as err:
         change(svc, measurement={"suite": "later"})  # previous_snapshot: none in that suite
-    assert err.value.code is ErrorCode.BASELINE_UNAVAILABLE and "--commit <sha>" in err.value.suggestion
+    assert err.value.code is ErrorCode.BASELINE_UNAVAILABLE and "earlier commit" in err.value.suggestion
+    assert err.value.remedy.to_dict()["arguments"] == {
+        "report_path": "REPORT",
+        "suite": "later",
+        "commit": "<its sha>",
+    }
     with pytest.raises(CoverageError) as err:
         change(svc, measurement={"suite": "later"}, baseline={"kind": "explicit", "snapshot_id": ids["A"]})
     assert err.value.code is ErrorCode.INCOMPATIBLE_SNAPSHOTS and "incremental" in err.value.suggestion

@@ -285,16 +285,20 @@ def test_a_failed_gate_prints_its_envelope_and_the_canonical_error_body_with_a_c
             "measurement": {"suite": "unit"},
         },
     }
-    assert error["suggestion"] == (
-        "Run: coverage-mcp review change --suite unit --baseline 'HEAD~1' --representation review"
+    # The remedy as a command line, alone on its line, then the error's own advice: nothing lost.
+    command, advice = error["suggestion"].split("\n")
+    assert (
+        command == "Run: coverage-mcp review change --suite unit --baseline 'HEAD~1' --representation review"
     )
+    assert advice.startswith("Cover the listed lines")
     human = run(changed, "gate", "--baseline", "HEAD~1", "--suite", "unit", "--fail-under-total", "99.5")
     assert human.returncode == 3
     assert human.stderr.splitlines() == [
         "error [threshold_not_met]: 1 of 1 checks failed: total",
-        f"  suggestion: {error['suggestion']}",
+        f"  suggestion: {command}",
+        f"              {advice}",
     ]
-    suggested = run(changed, *shlex.split(error["suggestion"].removeprefix("Run: coverage-mcp ")))
+    suggested = run(changed, *shlex.split(command.removeprefix("Run: coverage-mcp ")))
     assert suggested.returncode == 0 and suggested.stdout.startswith("change: "), suggested.stderr
 
 

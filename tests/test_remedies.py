@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from pathlib import Path
 
 import pytest
 
+import coverage_core
 from coverage_core import open_project
-from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.errors import CoverageError, ErrorCode, Remedy, error_body
 from coverage_core.service import Service
 
 from .commandline import cli
@@ -162,3 +164,55 @@ def test_source_of_a_file_git_has_but_the_snapshot_does_not_measure_is_not_measu
 def test_source_of_a_path_neither_git_nor_the_snapshot_has_is_not_found(service: Service) -> None:
     error = _refused(service, {"task": "source", "file": "inventory/nowhere.py", "lines": "1-3"})
     assert error.code is ErrorCode.NOT_FOUND and error.remedy is not None
+
+
+def test_a_remedy_leads_the_suggestion_and_the_errors_own_advice_follows_on_every_surface() -> None:
+    from coverage_cli.output import render_remedy as as_command
+    from coverage_daemon.mcp import tool_error
+
+    error = CoverageError(
+        ErrorCode.NOT_FOUND,
+        "no snapshot of suite 'unit'",
+        "Store a report of that suite first, or review an unstored report as the current measurement.",
+        remedy=Remedy(operation="coverage_import", arguments={"report_path": "cov.json", "suite": "unit"}),
+    )
+    person = error_body(error, render=as_command)["error"]["suggestion"].splitlines()
+    assert person == ["Run: coverage-mcp ingest cov.json --suite unit", error.suggestion]
+    agent = tool_error(error)["structuredContent"]["error"]["suggestion"].splitlines()
+    assert agent == [
+        'Call coverage_import with {"report_path": "cov.json", "suite": "unit"}.',
+        error.suggestion,
+    ]
+    assert error_body(error)["error"]["suggestion"] == error.suggestion  # REST: the remedy is its own key
+
+
+# Advice that names a command no operation runs yet (the daemon's lifecycle, the runs listing, deleting
+# snapshots, a stream on standard input) stays text, as does the approval line addressed to a person
+# (written without quotes). The dashboard's page text is read on the dashboard, by a person.
+WITHOUT_AN_OPERATION = ("stop", "serve", "runs", "snapshots rm", "ingest -")
+
+
+def test_no_core_suggestion_spells_a_command_line_that_a_remedy_could_carry() -> None:
+    spelled = []
+    for path in sorted(Path(coverage_core.__file__).parent.rglob("*.py")):
+        if path.name == "dashboard_view.py":
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+        texts = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+        ]
+        for match in re.finditer(r"[`(]coverage-mcp ([a-z][a-z -]*)", "\n".join(texts)):
+            if not match.group(1).startswith(WITHOUT_AN_OPERATION):
+                spelled.append((path.name, match.group(0)))
+    assert spelled == []
+
+
+def test_a_review_of_nothing_stored_on_the_command_line_names_the_import_that_stores_one(
+    sample_repo: Path,
+) -> None:
+    done = cli("diff", "--baseline", "HEAD~1", "--suite", "nothing-here", repo=sample_repo)
+    assert done.returncode != 0
+    assert "suggestion: Run: coverage-mcp ingest REPORT --suite nothing-here" in done.stderr, done.stderr

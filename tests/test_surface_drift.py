@@ -231,10 +231,8 @@ async def test_a_failing_call_has_the_same_code_details_and_remedy_on_every_surf
             remedies += 1
             # For an agent, the remedy reads as the MCP call that fixes it.
             remedy = here["remedy"]
-            assert (
-                over_mcp["suggestion"]
-                == f"Call {remedy['operation']} with {json.dumps(remedy['arguments'])}."
-            )
+            said = f"Call {remedy['operation']} with {json.dumps(remedy['arguments'])}."
+            assert over_mcp["suggestion"] == (f"{said}\n{here['suggestion']}" if here["suggestion"] else said)
         else:
             assert over_mcp["suggestion"] == here["suggestion"]
     assert remedies >= 3  # the budgets and the cursor

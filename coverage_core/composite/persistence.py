@@ -266,8 +266,9 @@ def key(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection |
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"{composite_id!r} is not a composite snapshot id (comp-<hex>)",
-            "Use an id from `coverage-mcp composite show` or project_context's latest_composite.",
+            "Use the id of a stored composite: the project's context names the latest one.",
             {"composite_snapshot_id": composite_id},
+            Remedy(operation="project_context", arguments={}),
         )
     rows = (
         _con(store, con)
@@ -283,7 +284,7 @@ def key(store: ProjectStore, composite_id: str, con: duckdb.DuckDBPyConnection |
             f"no composite snapshot {composite_id!r} in this repository's store"
             if not rows
             else f"composite id prefix {composite_id!r} is ambiguous",
-            "List composites with `coverage-mcp composite show` and use a full id.",
+            "Use the full id of a stored composite: the project's context names the latest one.",
             {"composite_snapshot_id": composite_id},
             Remedy(operation="project_context", arguments={}),
         )

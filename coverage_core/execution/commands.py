@@ -546,17 +546,19 @@ def list_commands(
 
 def _load(project: Project, command_id: str) -> tuple[Any, ...]:
     if not isinstance(command_id, str) or not COMMAND_ID.match(command_id):
-        raise _bad(
+        error = _bad(
             f"{command_id!r} is not a command id",
-            "Command ids look like cmd-0123456789abcdef (`coverage-mcp command list`).",
+            "Command ids look like cmd-0123456789abcdef; the project's context lists the registered ones.",
             argument="command_id",
         )
+        error.remedy = Remedy(operation="project_context", arguments={})
+        raise error
     row = exec_db(project.store).one(_LIST_SQL + " WHERE c.command_id = ?", [command_id])
     if row is None:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
             f"no registered command {command_id!r} in this repository's store",
-            "List them with `coverage-mcp command list` (or project_context).",
+            "List the registered commands and use one of their ids.",
             {"command_id": command_id},
             Remedy(operation="project_context", arguments={}),
         )

@@ -179,8 +179,8 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
             raise CoverageError(
                 ErrorCode.BASELINE_UNAVAILABLE,
                 f"no snapshot of suite {suite!r} was stored before {current.primary.snapshot_id}",
-                f"Store a report of an earlier commit: `coverage-mcp ingest REPORT --suite {suite} --commit <sha>` "
-                "(or coverage_import with commit), or choose baseline.kind='ref' with a ref that has one.",
+                "Store a report of an earlier commit with its commit, or compare with a git ref whose commit "
+                "has a snapshot of this suite.",
                 {"suite": suite},
                 Remedy(
                     operation="coverage_import",
@@ -383,7 +383,10 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
         raise CoverageError(
             ErrorCode.BASELINE_UNAVAILABLE,
             f"{what} records no commit, so its lines cannot be followed to the current commit",
-            "Compare snapshots that record their commit (coverage-mcp ingest --commit <sha>).",
+            "Compare snapshots that record their commit: store their reports with their commit.",
+            remedy=Remedy(
+                operation="coverage_import", arguments={"report_path": "REPORT", "commit": "<its sha>"}
+            ),
         )
     if not git.has_commit(base):
         raise CoverageError(
@@ -422,9 +425,8 @@ def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int,
         raise CoverageError(
             ErrorCode.BASELINE_UNAVAILABLE,
             f"no snapshot of suite {suite!r} measures the baseline commit: {how}",
-            f"Measure that commit and store it: check out {commit[:12]}, run the tests, then "
-            f"`coverage-mcp ingest REPORT --suite {suite} --commit {commit}` (or coverage_import with "
-            f"commit='{commit}'); or import a CI report of that commit.",
+            f"Measure that commit and store it: check out {commit[:12]}, run the tests, then store the report "
+            f"with commit {commit}; or import a CI report of that commit.",
             {"commit": commit, "suite": suite, "format": current.format, "missing": UNMEASURED_COMMIT},
             Remedy(
                 operation="coverage_import",

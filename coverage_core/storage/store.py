@@ -576,8 +576,8 @@ class ProjectStore:
                     ErrorCode.INVALID_ARGUMENT,
                     f"{', '.join(latest)} {'is the newest snapshot of its suite' if len(latest) == 1 else 'are the newest snapshots of their suites'}"
                     "; nothing was deleted",
-                    "Comparisons and `coverage-mcp diff` use the newest snapshot of a suite: keep it, or delete it "
-                    "anyway with --force (the library's force=True).",
+                    "Comparisons use the newest snapshot of a suite: keep it, or delete it anyway with force "
+                    "(--force; the library's force=True).",
                     {"latest": latest, "reason": "latest_of_suite"},
                 )
             busy = (in_use or (lambda _: {}))(chosen)
@@ -624,9 +624,10 @@ class ProjectStore:
                         ErrorCode.STORE_UNAVAILABLE,
                         f"deleting {len(keys)} snapshot(s) failed ({type(error).__name__}: "
                         f"{str(error).splitlines()[0][:300]}); the transaction was rolled back and nothing was deleted",
-                        "Nothing was changed. Check the store with `coverage-mcp snapshots`; retry, or report this "
-                        "as a bug if it fails again.",
+                        "Nothing was changed. Check the store's snapshots; retry, or report this as a bug if it "
+                        "fails again.",
                         {"snapshot_ids": full},
+                        Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
                     ) from None
                 raise
             for i in full:
@@ -711,8 +712,7 @@ class ProjectStore:
             raise CoverageError(
                 ErrorCode.NOT_FOUND,
                 f"no snapshot {snapshot_id!r} in this repository's store",
-                "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids "
-                "(a unique prefix such as snap-1a2b is enough).",
+                "List the snapshots and use one of their ids (a unique prefix such as snap-1a2b is enough).",
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
@@ -734,7 +734,7 @@ class ProjectStore:
             raise CoverageError(
                 ErrorCode.NOT_FOUND,
                 f"no snapshot {snapshot_id!r} in this repository's store",
-                "List the snapshots with `coverage-mcp snapshots` (or project_context) and use one of their ids.",
+                "List the snapshots and use one of their ids.",
                 {"snapshot_id": snapshot_id},
                 Remedy(operation="coverage_review", arguments={"task": "snapshots"}),
             )
@@ -974,7 +974,7 @@ class ProjectStore:
             raise CoverageError(
                 ErrorCode.NOT_FOUND,
                 f"{path!r} is not a file of snapshot {snapshot_id}",
-                "Use a repository-relative path as listed by `coverage-mcp show SNAPSHOT`.",
+                "Use a repository-relative path as the snapshot's file listing shows it.",
                 {"path": path, "snapshot_id": snapshot_id},
                 Remedy(
                     operation="coverage_review",

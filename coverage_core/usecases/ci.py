@@ -346,9 +346,13 @@ def _runner(owner: Project | Owner, args: dict[str, Any]) -> Run:
         raise CoverageError(
             ErrorCode.STORE_LOCKED,
             "the daemon holds the store, and an unstored report needs the store itself",
-            f"Ingest the report (coverage-mcp ingest {report} --suite {args.get('suite') or DEFAULT_SUITE}) and "
-            "pass its snapshot id as --current, or stop the daemon (coverage-mcp stop) and retry.",
+            "Store the report through the daemon and review its snapshot as the current measurement, or stop "
+            "the daemon and retry.",
             {"report_path": report},
+            Remedy(
+                operation="coverage_import",
+                arguments={"report_path": report, "suite": args.get("suite") or DEFAULT_SUITE},
+            ),
         )
     sel, side = unstored(
         owner,
@@ -521,8 +525,9 @@ def _whole(owner: Project | Owner, args: dict[str, Any]) -> dict[str, Any]:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
             "; ".join(pages[0]["data"]["reasons"]),
-            f"Store a report first (coverage-mcp ingest REPORT --suite {suite}), or pass --current REPORT.",
+            "Store a report of that suite first, or review an unstored report as the current measurement.",
             {"suite": suite},
+            Remedy(operation="coverage_import", arguments={"report_path": "REPORT", "suite": suite}),
         )
     while pages[-1]["page"]["next_cursor"]:
         pages.append(run("coverage_review", {**review, "cursor": pages[-1]["page"]["next_cursor"]}))
