@@ -34,6 +34,14 @@ class Memo(Generic[V]):
                 self._values.popitem(last=False)
         return value
 
+    def peek(self, key: Hashable) -> V | None:
+        """The value kept for ``key``, or None: for a caller that decides after computing whether to keep it."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        return None
+
     def drop(self, key: Hashable) -> None:
         with self._lock:
             self._values.pop(key, None)

@@ -23,14 +23,14 @@ measure but git has at that commit is ``not_measured``; a path neither knows is
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import zstandard
 
 from ..errors import CoverageError, ErrorCode
+from ..memo import Memo
 from ..model import Snapshot
 from . import cursors
 from .budget import RECORD_CAP, Budget, size
@@ -51,23 +51,15 @@ MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "x": "excluded", "-":
 _STATEMENT_LINES = frozenset({"coveragepy"})
 # Decoded sources by (repository, what names the text): a blob or a commit's
 # file never changes, and splitting a 9 MB file costs more than the rest of an answer.
-_CACHE: OrderedDict[tuple[str, ...], list[str] | None] = OrderedDict()
-_CACHE_SIZE = 8
-_cache_lock = threading.Lock()
+_TEXTS: Memo[list[str] | None] = Memo(8)
 
 
-def _cached(key: tuple[str, ...], load: Any) -> list[str] | None:
-    with _cache_lock:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    data = load()
-    lines = None if data is None else data.decode("utf-8", "replace").splitlines()
-    with _cache_lock:
-        _CACHE[key] = lines
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return lines
+def _cached(key: tuple[str, ...], load: Callable[[], bytes | None]) -> list[str] | None:
+    def decoded() -> list[str] | None:
+        data = load()
+        return None if data is None else data.decode("utf-8", "replace").splitlines()
+
+    return _TEXTS.get(key, decoded)
 
 
 def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
@@ -87,7 +79,7 @@ def measured_lines(
     measured one) stays so for the snapshot's life; a text git lacks today may be committed tomorrow.
     """
     key = ("measured_lines", primary.snapshot_id, snap, fid, path)
-    derived = call.project.store.derived
+    derived = call.project.store.whole_files
     lines, note, lasting = derived.get(key, lambda: _measured_lines(call, snap, fid, primary, path))
     if not lasting:
         derived.drop(key)
@@ -191,7 +183,7 @@ def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.nd
         order = np.argsort(lines_at, kind="stable")
         return lines_at[order], codes[order]
 
-    marks: tuple[np.ndarray, np.ndarray] = call.project.store.derived.get(
+    marks: tuple[np.ndarray, np.ndarray] = call.project.store.whole_files.get(
         ("line_marks", snapshot_id, snap, fid), load
     )
     return marks

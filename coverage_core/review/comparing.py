@@ -17,15 +17,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import attrs
 import numpy as np
 
 from ..diffmap import DiffMap, diff_trees
+from ..memo import Memo
 from ..model import MappingSummary, Snapshot
 from ..parsers import Limits, parse_bytes, read_report
 from ..project import Project
@@ -36,9 +34,9 @@ from .call import Call
 from .categories import SIDE_READS, Comparison, Side, compare, load_side, side_from_report
 from .selection import Selection
 
-_CACHE: OrderedDict[tuple[Any, ...], Compared] = OrderedDict()
-_CACHE_SIZE = 2  # a 1,000,000-line comparison holds about 40 MB
-_lock = threading.Lock()
+# Comparisons of stored sides by (store, scope, both commits): immutable, so kept; a 1,000,000-line
+# comparison holds about 40 MB, so only the last two.
+_COMPARED: Memo[Compared] = Memo(2)
 
 
 @attrs.frozen(eq=False)
@@ -182,13 +180,24 @@ def compared(
             "the current measurement was taken on uncommitted changes: lines are followed into "
             "the working tree as it is now"
         )
+    if worktree:  # the working tree moves on: compared anew each time
+        return _compare(call, current, baseline, current_side, cur_commit, worktree, notes)
     key = (str(call.project.store.path), scope_key(current, baseline), baseline.commit, cur_commit)
-    if not worktree:
-        with _lock:
-            hit = _CACHE.get(key)
-            if hit is not None:
-                _CACHE.move_to_end(key)
-                return hit
+    return _COMPARED.get(
+        key, lambda: _compare(call, current, baseline, current_side, cur_commit, worktree, notes)
+    )
+
+
+def _compare(
+    call: Call,
+    current: Selection,
+    baseline: Baseline,
+    current_side: Side | None,
+    cur_commit: str | None,
+    worktree: bool,
+    notes: list[str],
+) -> Compared:
+    git = call.project.git
     if baseline.commit is None or cur_commit is None or (baseline.commit == cur_commit and not worktree):
         # No baseline, no history to follow lines along, or nothing changed between the two.
         diff = DiffMap.empty(cur_commit)
@@ -207,10 +216,4 @@ def compared(
                 + (", ..." if len(corrected) > 5 else "")
             )
     call.rows_scanned += len(base.keys) + len(cur.keys)
-    result = Compared(compare(base, cur, diff), diff, cur, tuple(notes))
-    if not worktree:
-        with _lock:
-            _CACHE[key] = result
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    return result
+    return Compared(compare(base, cur, diff), diff, cur, tuple(notes))

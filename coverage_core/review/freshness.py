@@ -20,12 +20,11 @@ A snapshot's claim keeps DESIGN.md's rule (another commit than HEAD is
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import CoverageError
+from ..memo import Memo
 from ..model import Snapshot
 from .call import Call
 
@@ -33,10 +32,8 @@ FRESH, STALE, UNKNOWN = "fresh", "stale", "unknown"
 ORDER = (STALE, UNKNOWN, FRESH)
 # project_context lists at most this many files per suite that are not fresh, stale ones first.
 MAX_LISTED_FILES = 10
-# Whole-snapshot answers by (repository, snapshot, HEAD): both sides are immutable.
-_CACHE: OrderedDict[tuple[str, str, str | None, tuple[Any, ...]], dict[str, str]] = OrderedDict()
-_CACHE_SIZE = 32
-_lock = threading.Lock()
+# Whole-snapshot answers by (repository, snapshot, HEAD, uncommitted edits): both sides are immutable.
+_WHOLE: Memo[dict[str, str]] = Memo(32)
 
 
 def _states(recorded: dict[str, str | None], now: dict[str, str | None]) -> dict[str, str]:
@@ -75,8 +72,7 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
     head = call.project.state().head
     now, edits = _checkout_now(call, head)
     key = (call.project.checkout.repo_key, snapshot.snapshot_id, head, edits)
-    with _lock:
-        whole = _CACHE.get(key)
+    whole = _WHOLE.peek(key)
     if whole is None:
         try:
             recorded = call.project.store.content_blobs(snapshot.snapshot_id, call.con, paths)
@@ -84,17 +80,13 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
             return {}
         call.rows_scanned += len(recorded)
         # A measured file HEAD lacks (a module not committed yet) is judged by the working tree's text;
-        # git's status does not track an untracked file, so an answer that read one is never cached.
+        # git's status does not track an untracked file, so an answer that read one is never kept.
         git = call.project.git
         added = {p: data for p in recorded if p not in now and (data := git.worktree_file(p)) is not None}
         states = _states(recorded, {**now, **{p: git.blob_id(data) for p, data in added.items()}})
         if paths is not None or added:
             return states
-        whole = states
-        with _lock:
-            _CACHE[key] = whole
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
+        whole = _WHOLE.get(key, lambda: states)
     return whole if paths is None else {p: whole[p] for p in paths if p in whole}
 
 

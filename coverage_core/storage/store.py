@@ -162,8 +162,9 @@ class ProjectStore:
         # Values the reads derive from one snapshot's content alone (a file's id, its measured text), keyed
         # by the snapshot's id and key: cleared when snapshots are deleted, since a key is then reused.
         self.derived: Memo[Any] = Memo(256)
-        # Whole-file details (NumPy columns, megabytes for a file of 100,000 lines): the last few files read.
-        self.details: Memo[FileDetail] = Memo(4)
+        # The same for whole-file values (a measured text, its marks, its detail as NumPy columns: megabytes
+        # for a file of 100,000 lines): the last few only, so a daemon's memory does not grow with the files read.
+        self.whole_files: Memo[Any] = Memo(12)
         # Called first by close() (managed execution stops its runs and closes its connection).
         self.on_close: list[Callable[[], None]] = []
         # The execution runtime running this store's runs in this process (execution.worker.Runtime), kept on
@@ -636,7 +637,7 @@ class ProjectStore:
                 self._compacted.pop(k, None)
             self._latest = {}
             self.derived.clear()
-            self.details.clear()
+            self.whole_files.clear()
             self.generation += 1
             return deletion
 
@@ -938,7 +939,7 @@ class ProjectStore:
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
         snap = self.snap_key(snapshot_id, con)
-        whole = self.details.get(
+        whole: FileDetail = self.whole_files.get(
             ("file_detail", snapshot_id, snap, path),
             lambda: self._whole_file_detail(snapshot_id, snap, path, con),
         )
