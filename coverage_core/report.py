@@ -43,7 +43,6 @@ REGION_KINDS = {
 
 # Kinds of named-test observations.
 OBS_LINE, OBS_BRANCH, OBS_FUNCTION = 0, 1, 2
-OBS_KINDS = {OBS_LINE: "line", OBS_BRANCH: "branch", OBS_FUNCTION: "function"}
 
 I32, I64, I8, OBJ = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.int8), np.dtype(object)
 

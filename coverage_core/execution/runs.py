@@ -23,7 +23,6 @@ from . import terminal
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
 ACTIVE = ("queued", "running")
-TERMINAL = tuple(s for s in STATES if s not in ACTIVE)
 
 _COLUMNS = (
     "run_id, command_id, command_hash, args, baseline, idempotency_key, fingerprint, worktree_path, state, "
