@@ -104,7 +104,7 @@ def hundred(repo: Path, n: int = 100, concurrency: int = 2) -> dict[str, float]:
         ]
         assert len(set(ids)) == n
         while True:
-            states = [runs.get(project.store, i)["state"] for i in ids]
+            states = [runs.get(project.store, i).state for i in ids]
             if all(s not in runs.ACTIVE for s in states):
                 break
             time.sleep(0.1)

@@ -100,7 +100,7 @@ def _case(project: Project, repo: Path, how: str, timeout_s: int) -> dict[str, A
     if how == "cancel":
         service.call("cancel_run", {"run_id": run_id})
     answered = _wait(
-        lambda: (lambda r: r if r["state"] not in runs.ACTIVE else None)(runs.get(project.store, run_id)),
+        lambda: (lambda r: r if r.state not in runs.ACTIVE else None)(runs.get(project.store, run_id)),
         "the run's end",
     )
     read = service.call("run_review", {"run_id": run_id, "view": "status"})["data"]["run"]

@@ -21,6 +21,7 @@ import pytest
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands
 from coverage_core.execution.display import registration_lines
+from coverage_core.execution.records import spec_of_json
 from coverage_core.execution.words import quoted
 from coverage_core.operations.execution_ops import ensure_runtime
 from coverage_core.project import Project, open_project
@@ -169,7 +170,7 @@ def stored_before_the_rule(project: Project) -> str:
         "artifacts": [{"path": "cov.info", "format": None, "suite": "unit", "scope": "complete"}],
         "args_policy": "none",
     }
-    digest = commands.content_hash(spec)
+    digest = commands.content_hash(spec_of_json(spec))
     command_id = "cmd-" + digest[:16]
     with exec_db(project.store).transaction() as con:
         con.execute(
@@ -378,9 +379,9 @@ def test_an_executable_changed_while_the_run_was_queued_is_refused_when_it_start
     tool(repo, "touch PWNED")
     (repo / "go").touch()
     runtime = ensure_runtime(project, answer_review)
-    assert runtime.wait(first["id"], 60)["state"] == "succeeded"
+    assert runtime.wait(first["id"], 60).state == "succeeded"
     done = runtime.wait(queued["id"], 60)
-    assert done["state"] == "failed" and "changed since approval" in done["reason"], done
+    assert done.state == "failed" and "changed since approval" in done.reason, done
     assert not (repo / "PWNED").exists()
 
 
@@ -402,8 +403,8 @@ def test_a_cwd_or_artifact_folder_swapped_for_a_link_while_the_run_was_queued_is
     (repo / "out").symlink_to(elsewhere)
     (repo / "go").touch()
     runtime = ensure_runtime(project, answer_review)
-    assert runtime.wait(first["id"], 60)["state"] == "succeeded"
+    assert runtime.wait(first["id"], 60).state == "succeeded"
     for run_ in queued:
         done = runtime.wait(run_["id"], 60)
-        assert done["state"] == "failed" and "when the run starts" in done["reason"], done
+        assert done.state == "failed" and "when the run starts" in done.reason, done
     assert not (elsewhere / "cov.info").exists()

@@ -49,7 +49,7 @@ def _queue_sleepers(project: Project, count: int) -> tuple[str, list[str]]:
 
 def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(limited: Project) -> None:
     command_id, ids = _queue_sleepers(limited, 1)
-    wait_for(lambda: runs.get(limited.store, ids[0])["state"] == "running", "the first run's start")
+    wait_for(lambda: runs.get(limited.store, ids[0]).state == "running", "the first run's start")
     ids += [run(limited, command_id=command_id, reuse_if_unchanged=False)["id"] for _ in range(2)]
     with pytest.raises(CoverageError) as refused:
         run(limited, command_id=command_id, reuse_if_unchanged=False)
@@ -63,7 +63,7 @@ def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(l
 def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
     with open_project(repo) as project:
         command_id, ids = _queue_sleepers(project, 4)
-        wait_for(lambda: runs.get(project.store, ids[0])["state"] == "running", "the first run's start")
+        wait_for(lambda: runs.get(project.store, ids[0]).state == "running", "the first run's start")
         other = approved(project, [PY, "gen.py"], name="gen")
         kept = runs.enqueue(
             project.store,
@@ -80,7 +80,7 @@ def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "cancelled 3 queued runs" in done.output
     with open_project(repo) as project:
-        assert [runs.get(project.store, i)["state"] for i in ids[1:]] == ["cancelled"] * 3
+        assert [runs.get(project.store, i).state for i in ids[1:]] == ["cancelled"] * 3
         runs.request_cancel(project.store, kept)
 
 

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from coverage_cli.main import cli
 from coverage_core.execution import commands
+from coverage_core.execution.records import spec_of_json
 from coverage_core.project import Project, open_project
 from coverage_core.storage.exec_db import exec_db
 
@@ -192,7 +193,7 @@ def _legacy(project: Project, argv: list[str]) -> str:
         "artifacts": [{"path": "cov.info", "format": None, "suite": "unit", "scope": "complete"}],
         "args_policy": "none",
     }
-    digest = commands.content_hash(spec)
+    digest = commands.content_hash(spec_of_json(spec))
     command_id = "cmd-" + digest[:16]
     with exec_db(project.store).transaction() as con:
         con.execute(

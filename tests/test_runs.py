@@ -594,12 +594,12 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
         ensure_runtime(project, answer_review)
         finished = wait_for(
             lambda: (
-                runs.get(project.store, queued["id"])["state"] not in runs.ACTIVE
+                runs.get(project.store, queued["id"]).state not in runs.ACTIVE
                 and runs.get(project.store, queued["id"])
             ),
             "the queued run ending",
         )
-        assert finished["state"] == "succeeded"
+        assert finished.state == "succeeded"
 
 
 def test_a_dead_owners_running_run_becomes_interrupted_and_its_processes_are_killed(repo: Path) -> None:
@@ -642,7 +642,7 @@ with open_project({str(repo)!r}) as p:
 
         ensure_runtime(project, answer_review)  # the new owner's recovery finds nothing left to do
         found = runs.get(project.store, run_id)
-        assert found["state"] == "interrupted"
+        assert found.state == "interrupted"
     assert not alive(grandchild)
 
 

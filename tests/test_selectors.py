@@ -339,8 +339,8 @@ def test_a_selector_file_swapped_for_a_link_while_the_run_was_queued_is_refused_
     os.replace(link, repo / "tests" / "test_swap.py")
     (repo / "go").touch()
     runtime = ensure_runtime(project, answer_review)
-    assert runtime.wait(first["id"], 60)["state"] == "succeeded"
+    assert runtime.wait(first["id"], 60).state == "succeeded"
     done = runtime.wait(queued["id"], 60)
-    assert done["state"] == "failed", done
-    assert "tests/test_swap.py" in done["reason"] and "checkout" in done["reason"], done["reason"]
+    assert done.state == "failed", done
+    assert "tests/test_swap.py" in done.reason and "checkout" in done.reason, done.reason
     assert not marker.exists(), "the swapped-in module ran"

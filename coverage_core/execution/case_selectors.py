@@ -38,6 +38,7 @@ from typing import Any
 
 from ..errors import CoverageError, ErrorCode
 from . import words
+from .records import CommandSpec
 
 MAX_ARGS = 64
 MAX_WORD = 4096
@@ -196,9 +197,9 @@ def _check_param(param: str | None) -> None:
         )
 
 
-def canonical_args(root: Path, spec: dict[str, Any], args: Any) -> list[str]:
+def canonical_args(root: Path, spec: CommandSpec, args: Any) -> list[str]:
     """The case arguments a run gets, each in canonical form, or an error naming the command's policy."""
-    policy = spec["args_policy"]
+    policy = spec.args_policy
     if args is None or args == []:
         return []
     if policy == "none":
@@ -218,7 +219,7 @@ def canonical_args(root: Path, spec: dict[str, Any], args: Any) -> list[str]:
     out = []
     for arg in args:
         try:
-            out.append(canonical(arg, root=root, cwd=spec["cwd"], roots=spec.get("selector_roots")))
+            out.append(canonical(arg, root=root, cwd=spec.cwd, roots=spec.selector_roots))
         except CoverageError as error:
             shown = words.quoted(arg[:200]) if isinstance(arg, str) else repr(arg)[:100]
             raise CoverageError(
@@ -230,12 +231,12 @@ def canonical_args(root: Path, spec: dict[str, Any], args: Any) -> list[str]:
     return out
 
 
-def recheck(root: Path, spec: dict[str, Any], args: list[str]) -> str | None:
+def recheck(root: Path, spec: CommandSpec, args: list[str]) -> str | None:
     """When the run starts: why its canonical selectors no longer hold (a file swapped for a link, removed,
     moved outside the roots), or None."""
     for arg in args:
         try:
-            again = canonical(arg, root=root, cwd=spec["cwd"], roots=spec.get("selector_roots"))
+            again = canonical(arg, root=root, cwd=spec.cwd, roots=spec.selector_roots)
         except CoverageError as error:
             return f"case argument {words.quoted(arg)} no longer holds when the run starts: {error.message}"
         if again != arg:
@@ -243,13 +244,13 @@ def recheck(root: Path, spec: dict[str, Any], args: list[str]) -> str | None:
     return None
 
 
-def recheck_paths(root: Path, spec: dict[str, Any], artifact_paths: Sequence[str]) -> str | None:
+def recheck_paths(root: Path, spec: CommandSpec, artifact_paths: Sequence[str]) -> str | None:
     """When the run starts: why the registered cwd or an artifact path is no longer inside the checkout without
     a link (or the cwd no folder), or None."""
     try:
-        cwd = real_inside(root, root, spec["cwd"], "cwd")
+        cwd = real_inside(root, root, spec.cwd, "cwd")
         if not cwd.is_dir():
-            return f"its cwd {words.quoted(spec['cwd'])} is no longer a folder of the checkout"
+            return f"its cwd {words.quoted(spec.cwd)} is no longer a folder of the checkout"
         for path in artifact_paths:
             real_inside(root, root, path, "artifact path")
     except CoverageError as error:

@@ -32,12 +32,24 @@ from typing import Any
 
 from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..model import converter
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
 from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from . import case_selectors, display, environment, words
 from .executable import Executable, difference, resolve, search_path
+from .records import (
+    Command,
+    CommandSpec,
+    CompositeArtifact,
+    CompositeReport,
+    Decision,
+    ReportArtifact,
+    SpecArtifact,
+    spec_json,
+    spec_of_json,
+)
 
 STATUSES = ("pending", "approved", "rejected")
 VIAS = ("cli", "dashboard", "attested")
@@ -96,7 +108,7 @@ def outside_store(project: Project, path: str, what: str) -> str:
     return path
 
 
-def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
+def canonical_spec(project: Project, args: dict[str, Any]) -> CommandSpec:
     """The registration's canonical content from ``register_test_command``'s arguments (validated)."""
     root = project.checkout.worktree_path
     argv = args.get("argv")
@@ -151,7 +163,7 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
             '[{"path": "coverage.json", "suite": "unit"}]',
             argument="artifacts",
         )
-    artifacts = []
+    artifacts: list[SpecArtifact] = []
     for item in artifacts_in:
         if isinstance(item, dict) and "composite" in item:
             artifacts.append(_composite(project, item))
@@ -177,8 +189,8 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
         scope = item.get("scope", "complete")
         if scope not in SCOPES:
             raise _bad(f"artifact scope must be one of {SCOPES}", "complete or subset", argument="artifacts")
-        artifacts.append({"path": path, "format": fmt, "suite": suite, "scope": scope})
-    named = [a["composite"]["inventory"] if "composite" in a else a["path"] for a in artifacts]
+        artifacts.append(ReportArtifact(path, fmt, suite, scope))
+    named = [a.inventory if isinstance(a, CompositeArtifact) else a.path for a in artifacts]
     if len(set(named)) != len(named):
         raise _bad(
             "an artifact path (or a composite's inventory) is listed twice",
@@ -192,17 +204,7 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
             "none (default) or selectors",
             argument="args_policy",
         )
-    spec = {
-        "argv": argv_words,
-        "cwd": cwd,
-        "timeout_s": timeout,
-        "env": dict(sorted(env.items())),
-        **environment.canonical(
-            args, argv_words
-        ),  # runners and inherit: what a run takes from its daemon's env
-        "artifacts": artifacts,
-        "args_policy": policy,
-    }
+    roots = None
     if "selector_roots" in args:  # only when declared: registrations without it keep their content hash
         if policy != "selectors":
             raise _bad(
@@ -210,10 +212,19 @@ def canonical_spec(project: Project, args: dict[str, Any]) -> dict[str, Any]:
                 "Register it with args_policy selectors, or drop selector_roots.",
                 argument="selector_roots",
             )
-        spec["selector_roots"] = case_selectors.selector_roots(
-            Path(os.path.realpath(root)), args["selector_roots"]
-        )
-    return spec
+        roots = tuple(case_selectors.selector_roots(Path(os.path.realpath(root)), args["selector_roots"]))
+    runners, inherit = environment.canonical(args, argv_words)  # what a run takes from its daemon's env
+    return CommandSpec(
+        argv=tuple(argv_words),
+        cwd=cwd,
+        timeout_s=timeout,
+        env=dict(sorted(env.items())),
+        runners=tuple(runners),
+        inherit=tuple(inherit),
+        artifacts=tuple(artifacts),
+        args_policy=policy,
+        selector_roots=roots,
+    )
 
 
 COMPOSITE_EXAMPLE = (
@@ -224,7 +235,7 @@ MAX_COMPOSITE_REPORTS = 64
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # an inventory's component and variant ids
 
 
-def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
+def _composite(project: Project, item: dict[str, Any]) -> CompositeArtifact:
     """A composite artifact: the inventory (inside the checkout) and the reports the command writes, each naming
     the component (and variant) it measures. Components and variants are checked against the inventory when a
     run ends (the inventory is the checkout's, then)."""
@@ -251,7 +262,7 @@ def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
             COMPOSITE_EXAMPLE,
             argument="artifacts",
         )
-    reports = []
+    reports: list[CompositeReport] = []
     for given in reports_in:
         # The spelling coverage_import takes is one here too: COMPONENT[:VARIANT]=PATH is the same report.
         report = _as_record(given)
@@ -286,15 +297,15 @@ def _composite(project: Project, item: dict[str, Any]) -> dict[str, Any]:
                 "Name the report the command writes.",
                 argument="artifacts",
             )
-        reports.append({"component": report["component"], "variant": report.get("variant"), "path": path})
-    keys = [(r["component"], r["variant"], r["path"]) for r in reports]
+        reports.append(CompositeReport(report["component"], report.get("variant"), path))
+    keys = [(r.component, r.variant, r.path) for r in reports]
     if len(set(keys)) != len(keys):
         raise _bad(
             "a composite report (component, variant, path) is listed twice",
             "List each report once.",
             argument="artifacts",
         )
-    return {"composite": {"inventory": inventory, "reports": reports}}
+    return CompositeArtifact(inventory, tuple(reports))
 
 
 def _as_record(report: Any) -> Any:
@@ -310,19 +321,8 @@ def _as_record(report: Any) -> Any:
     return record
 
 
-def artifact_paths(spec: dict[str, Any]) -> list[str]:
-    """Every report path the command writes: ordinary artifacts and the reports of composite ones."""
-    out: list[str] = []
-    for artifact in spec["artifacts"]:
-        if "composite" in artifact:
-            out.extend(r["path"] for r in artifact["composite"]["reports"])
-        else:
-            out.append(artifact["path"])
-    return list(dict.fromkeys(out))
-
-
-def content_hash(spec: dict[str, Any]) -> str:
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def content_hash(spec: CommandSpec) -> str:
+    text = json.dumps(spec_json(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -378,7 +378,7 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
         if new:
             con.execute(
                 "INSERT INTO commands VALUES (?, ?, ?, ?, ?)",
-                [command_id, digest, name.strip(), json.dumps(spec), now],
+                [command_id, digest, name.strip(), json.dumps(spec_json(spec)), now],
             )
         if attested and mode == "attested" and _status(con, command_id) == "pending":
             _decide(
@@ -436,11 +436,11 @@ def _decide(
     )
 
 
-def executable_now(project: Project, spec: dict[str, Any], *, cached: bool = False) -> Executable:
+def executable_now(project: Project, spec: CommandSpec, *, cached: bool = False) -> Executable:
     """What ``argv[0]`` resolves to now, as the run would resolve it (its PATH, its cwd), with its identity
     (``cached``: a content hash remembered for the same file status, for displays only)."""
     root = Path(os.path.realpath(project.checkout.worktree_path))
-    return resolve(spec["argv"][0], cwd=root / spec["cwd"], path=search_path(spec), cached=cached)
+    return resolve(spec.argv[0], cwd=root / spec.cwd, path=search_path(spec), cached=cached)
 
 
 def approved_executable(project: Project, command_id: str) -> Executable | None:
@@ -455,21 +455,20 @@ def approved_executable(project: Project, command_id: str) -> Executable | None:
     return Executable.of(json.loads(row[1]))
 
 
-def stored_problem(name: str, spec: dict[str, Any]) -> str | None:
+def stored_problem(name: str, spec: CommandSpec) -> str | None:
     """Why a stored registration can no longer run: a character registration now refuses (it was stored
     before the rule), or None. Such a registration is shown escaped and must be registered again."""
-    parts: list[tuple[str, str, bool]] = [("name", name, False), ("cwd", spec["cwd"], False)]
-    parts += [(f"argv[{i}]", w, True) for i, w in enumerate(spec["argv"])]
-    for key, value in spec["env"].items():
+    parts: list[tuple[str, str, bool]] = [("name", name, False), ("cwd", spec.cwd, False)]
+    parts += [(f"argv[{i}]", w, True) for i, w in enumerate(spec.argv)]
+    for key, value in spec.env.items():
         parts += [("env name", key, False), (f"env {key}", value, True)]
-    parts += [("artifact path", p, False) for p in artifact_paths(spec)]
-    parts += [("artifact suite", a["suite"], False) for a in spec["artifacts"] if "suite" in a]
-    parts += [
-        ("composite inventory", a["composite"]["inventory"], False)
-        for a in spec["artifacts"]
-        if "composite" in a
-    ]
-    parts += [("selector root", r, False) for r in spec.get("selector_roots", [])]
+    parts += [("artifact path", p, False) for p in spec.artifact_paths()]
+    for a in spec.artifacts:
+        if isinstance(a, CompositeArtifact):
+            parts.append(("composite inventory", a.inventory, False))
+        else:
+            parts.append(("artifact suite", a.suite, False))
+    parts += [("selector root", r, False) for r in spec.selector_roots or ()]
     for what, text, multiline in parts:
         found = words.refused_char(text, multiline=multiline)
         if found is not None:
@@ -498,19 +497,30 @@ _LIST_SQL = """
 """
 
 
-def _record(row: tuple[Any, ...], *, full: bool) -> dict[str, Any]:
-    spec = json.loads(row[3])
-    out: dict[str, Any] = {"id": row[0], "name": row[1], "status": row[5]}
+def _command(row: tuple[Any, ...]) -> Command:
+    """A command record from a ``_LIST_SQL`` row."""
+    latest = None if row[6] is None else Decision(row[5], row[6], row[7], row[8], row[9])
+    return Command(row[0], row[1], row[2], spec_of_json(json.loads(row[3])), row[4], row[5], latest)
+
+
+def view(command: Command, *, full: bool) -> dict[str, Any]:
+    """A command's JSON view: brief (a listing's item) or ``full`` (its registration, decision, display)."""
+    spec = spec_json(command.spec)
+    out: dict[str, Any] = {"id": command.id, "name": command.name, "status": command.status}
     if full:
-        out.update({"content_hash": row[2], **spec, "registered_at": row[4].isoformat()})
+        out.update(
+            {"content_hash": command.content_hash, **spec, "registered_at": command.registered_at.isoformat()}
+        )
     else:
         out.update({"argv": spec["argv"], "args_policy": spec["args_policy"]})
-    if row[5] == "pending":
-        out["approve_with"] = approve_line(row[0])
-    elif full:
-        out["decision"] = {"by": row[6], "via": row[7], "note": row[8], "at": row[9].isoformat()}
+    if command.status == "pending":
+        out["approve_with"] = approve_line(command.id)
+    elif full and command.decision is not None:
+        latest = converter.unstructure(command.decision)
+        del latest["decision"]  # the status says it
+        out["decision"] = latest
     if full:
-        problem = stored_problem(row[1], spec)
+        problem = stored_problem(command.name, command.spec)
         if problem is not None:
             out["not_runnable"] = problem + "; register it again"
         out["display"] = display.registration_lines(out)
@@ -541,7 +551,7 @@ def list_commands(
         " c.registered_at DESC, c.command_id LIMIT ? OFFSET ?"
     )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
-    return [_record(r, full=not brief) for r in exec_db(project.store).rows(sql, params)]
+    return [view(_command(r), full=not brief) for r in exec_db(project.store).rows(sql, params)]
 
 
 def _load(project: Project, command_id: str) -> tuple[Any, ...]:
@@ -565,27 +575,37 @@ def _load(project: Project, command_id: str) -> tuple[Any, ...]:
     return row
 
 
-def show_command(project: Project, command_id: str) -> dict[str, Any]:
-    """One command: its full registration, status, decision history, its executable (the approved one, or
-    what argv[0] resolves to now while it waits for a decision) and its ``display`` lines."""
-    row = _load(project, command_id)
-    record = _record(row, full=True)
-    rows = exec_db(project.store).rows(
-        "SELECT decision, decided_by, via, note, decided_at FROM command_decisions WHERE command_id = ? ORDER BY seq",
-        [command_id],
-    )
-    record["environment"] = environment.describe(json.loads(row[3]))
-    record["decisions"] = [
-        {"decision": r[0], "by": r[1], "via": r[2], "note": r[3], "at": r[4].isoformat()} for r in rows
+def command(project: Project, command_id: str) -> Command:
+    """One registered command (``not_found`` when none has this id)."""
+    return _command(_load(project, command_id))
+
+
+def decisions(project: Project, command_id: str) -> list[Decision]:
+    """A command's decisions, oldest first."""
+    return [
+        Decision(*r)
+        for r in exec_db(project.store).rows(
+            "SELECT decision, decided_by, via, note, decided_at FROM command_decisions WHERE command_id = ? "
+            "ORDER BY seq",
+            [command_id],
+        )
     ]
-    spec = json.loads(row[3])
-    approved = approved_executable(project, command_id) if record["status"] == "approved" else None
+
+
+def show_command(project: Project, command_id: str) -> dict[str, Any]:
+    """One command's full JSON view: its registration, status, decision history, its executable (the approved
+    one, or what argv[0] resolves to now while it waits for a decision) and its ``display`` lines."""
+    found = command(project, command_id)
+    record = view(found, full=True)
+    record["environment"] = environment.describe(found.spec)
+    record["decisions"] = converter.unstructure(decisions(project, command_id))
+    approved = approved_executable(project, command_id) if found.status == "approved" else None
     if approved is not None:
         record["executable"] = {**approved.as_dict(), "approved": True}
     else:
         try:
-            found = executable_now(project, spec, cached=True)
-            record["executable"] = {**found.as_dict(), "approved": False}
+            now = executable_now(project, found.spec, cached=True)
+            record["executable"] = {**now.as_dict(), "approved": False}
         except CoverageError as error:
             record["executable"] = {"error": error.message, "approved": False}
     record["display"] = display.registration_lines(record)
@@ -598,7 +618,7 @@ def show_name(project: Project, command_id: str) -> str:
 
 
 def runnable_executable(
-    project: Project, command_id: str, spec: dict[str, Any], *, cached: bool = False
+    project: Project, command_id: str, spec: CommandSpec, *, cached: bool = False
 ) -> Executable:
     """The approved executable of an approved command, resolved now, the one its run spawns; ``not_approved``
     when the command cannot run now: its stored registration holds now-refused characters, its approval
@@ -638,10 +658,10 @@ def runnable_executable(
     return now
 
 
-def spec_of(project: Project, command_id: str) -> tuple[dict[str, Any], str, str]:
+def spec_of(project: Project, command_id: str) -> tuple[CommandSpec, str, str]:
     """(canonical spec, content hash, status) of a command."""
-    row = _load(project, command_id)
-    return json.loads(row[3]), str(row[2]), str(row[5])
+    found = command(project, command_id)
+    return found.spec, found.content_hash, found.status
 
 
 def _decision(
@@ -654,14 +674,13 @@ def _decision(
     words.check(who, "who decided")
     if note is not None:
         words.check(note, "note", multiline=True)
-    row = _load(project, command_id)
+    found = command(project, command_id)
     executable = None
     if decision == "approved":
-        spec = json.loads(row[3])
-        problem = stored_problem(row[1], spec)
+        problem = stored_problem(found.name, found.spec)
         if problem is not None:
             raise not_runnable(command_id, problem)
-        executable = executable_now(project, spec)
+        executable = executable_now(project, found.spec)
     with exec_db(project.store).transaction() as con:
         # Approving again records the executable again (it changed, or the approval predates its record).
         if _status(con, command_id) != decision or (

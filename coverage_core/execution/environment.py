@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import CoverageError, ErrorCode
+from .records import CommandSpec
 
 BASE: tuple[str, ...] = (
     "PATH",
@@ -154,8 +155,8 @@ def detect_runners(argv: list[str]) -> list[str]:
     return [runner for runner, pattern in _DETECT if pattern.match(name)][:1]
 
 
-def canonical(args: Mapping[str, Any], argv: list[str]) -> dict[str, list[str]]:
-    """``runners`` and ``inherit`` of a registration, validated and sorted (both enter the content hash)."""
+def canonical(args: Mapping[str, Any], argv: list[str]) -> tuple[list[str], list[str]]:
+    """(``runners``, ``inherit``) of a registration, validated and sorted (both enter the content hash)."""
     runners = args.get("runners")
     if runners is None:
         runners = detect_runners(argv)
@@ -179,28 +180,24 @@ def canonical(args: Mapping[str, Any], argv: list[str]) -> dict[str, list[str]]:
                 "Name variables like MY_TOOL_HOME, or a prefix like MYAPP_* (COVERAGE_MCP_ names never pass).",
                 "inherit",
             )
-    return {"runners": sorted(set(runners)), "inherit": sorted(set(inherit))}
+    return sorted(set(runners)), sorted(set(inherit))
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
 
 
-def allowed(spec: Mapping[str, Any]) -> list[str]:
+def allowed(spec: CommandSpec) -> list[str]:
     """Every name or prefix a run of ``spec`` may take from its daemon's environment."""
     out = list(BASE)
-    for runner in spec.get("runners", ()):
+    for runner in spec.runners or ():
         out.extend(PRESETS.get(runner, ()))
-    out.extend(spec.get("inherit", ()))
+    out.extend(spec.inherit or ())
     return out
 
 
-def is_legacy(spec: Mapping[str, Any]) -> bool:
-    return "runners" not in spec
-
-
 def build(
-    spec: Mapping[str, Any], source: Mapping[str, str] | None = None, withheld: Iterable[str] = ()
+    spec: CommandSpec, source: Mapping[str, str] | None = None, withheld: Iterable[str] = ()
 ) -> dict[str, str]:
     """The environment a run of ``spec`` gets from ``source`` (default: this process's), without the marker."""
     source = os.environ if source is None else source
@@ -211,33 +208,33 @@ def build(
         for k, v in source.items()
         if not k.upper().startswith(OWN_PREFIX) and _matches(k, patterns) and not any(s in v for s in secrets)
     }
-    env.update(spec["env"])
+    env.update(spec.env)
     return env
 
 
-def not_passed(spec: Mapping[str, Any], source: Mapping[str, str] | None = None) -> list[str]:
+def not_passed(spec: CommandSpec, source: Mapping[str, str] | None = None) -> list[str]:
     """Names of ``source``'s variables a run of ``spec`` does not get (names only: values may be secrets)."""
     source = os.environ if source is None else source
     given = build(spec, source)
     return sorted(k for k in source if k not in given)
 
 
-def describe(spec: Mapping[str, Any], source: Mapping[str, str] | None = None) -> dict[str, Any]:
+def describe(spec: CommandSpec, source: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What ``command show`` and the approval views say about a registration's environment."""
     out: dict[str, Any] = {
         "base": list(BASE),
-        "runners": list(spec.get("runners", ())),
-        "runner_variables": [n for r in spec.get("runners", ()) for n in PRESETS.get(r, ())],
-        "inherit": list(spec.get("inherit", ())),
-        "env": sorted(spec["env"]),
+        "runners": list(spec.runners or ()),
+        "runner_variables": [n for r in spec.runners or () for n in PRESETS.get(r, ())],
+        "inherit": list(spec.inherit or ()),
+        "env": sorted(spec.env),
         "not_passed": not_passed(spec, source),
     }
-    if is_legacy(spec):
+    if spec.legacy:
         out["note"] = LEGACY_NOTE
     return out
 
 
-def missing_line(spec: Mapping[str, Any], source: Mapping[str, str] | None = None) -> str:
+def missing_line(spec: CommandSpec, source: Mapping[str, str] | None = None) -> str:
     """A start failure's addendum: which of the daemon's variables the run did not get (names only)."""
     names = not_passed(spec, source)
     if not names:

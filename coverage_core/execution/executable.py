@@ -24,6 +24,7 @@ import attrs
 
 from ..errors import CoverageError, ErrorCode
 from . import words
+from .records import CommandSpec
 
 
 @attrs.frozen
@@ -42,10 +43,10 @@ class Executable:
         return cls(str(value["path"]), str(value["real_path"]), str(value["sha256"]))
 
 
-def search_path(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str:
+def search_path(spec: CommandSpec, environ: Mapping[str, str] = os.environ) -> str:
     """The PATH a run of ``spec`` gets (its registered PATH, else this process's): the one approval resolves
     through, the same ``worker.command_env`` hands the run."""
-    return str(spec["env"].get("PATH", environ.get("PATH", os.defpath)))
+    return str(spec.env.get("PATH", environ.get("PATH", os.defpath)))
 
 
 # Displays (the dashboard lists up to 50 pending commands on every refresh) reuse a file's hash while its status

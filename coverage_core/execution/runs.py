@@ -1,7 +1,9 @@
 """The durable run queue: runs and their state transitions are rows of the project store.
 
-A run is mutable only while ``queued`` or ``running``; every transition is
-also a ``run_events`` row. ``claim`` moves the oldest queued run of an
+A run is mutable only while ``queued`` or ``running``; which state may follow
+which is one table (``TRANSITIONS``), checked wherever a state is written, and
+every transition is also a ``run_events`` row. Runs, their artifacts and
+transitions are records (``records``); ``brief`` is a run's JSON view. ``claim`` moves the oldest queued run of an
 approved command to ``running`` in one transaction (one writer per store:
 the execution connection's lock). ``recover`` is what a store's new owner
 does first: runs left ``running`` by a process that died become
@@ -20,9 +22,17 @@ from ..project import Project
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import terminal
+from .records import Artifact, ReportUse, Run, Transition
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
 ACTIVE = ("queued", "running")
+# Which state may follow which. A queued run starts (claim) or is cancelled before it starts; a running one ends
+# by its exit, a cancel or shutdown, its timeout, or its owner's death (recover). An ended run never changes.
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    "queued": ("running", "cancelled"),
+    "running": ("succeeded", "failed", "cancelled", "timed_out", "interrupted"),
+    **{state: () for state in STATES if state not in ACTIVE},
+}
 
 _COLUMNS = (
     "run_id, command_id, command_hash, args, baseline, idempotency_key, fingerprint, worktree_path, state, "
@@ -40,10 +50,26 @@ def new_run_id() -> str:
 
 
 def _event(con: Any, run_id: str, state: str, detail: str | None) -> None:
+    """The transition's ``run_events`` row, after ``_check`` allowed it."""
     con.execute(
         "INSERT INTO run_events SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM run_events WHERE run_id = ?",
         [run_id, now(), state, detail, run_id],
     )
+
+
+def _check(run_id: str, current: str, state: str) -> None:
+    """Refuse a transition ``TRANSITIONS`` does not allow (raised inside the write's transaction: nothing of it
+    is written)."""
+    if state not in TRANSITIONS.get(current, ()):
+        allowed = TRANSITIONS.get(current, ())
+        raise CoverageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"run {run_id} is {current}; it cannot become {state}",
+            f"A {current} run can only become {' or '.join(allowed)}."
+            if allowed
+            else f"A {current} run has ended and never changes; start a new run with run_test.",
+            {"run_id": run_id, "state": current, "refused": state, "reason": "illegal_transition"},
+        )
 
 
 def enqueue(
@@ -100,19 +126,32 @@ def enqueue(
     return run_id, True
 
 
-def row(store: ProjectStore, run_id: str) -> dict[str, Any] | None:
-    """The run's columns; an end this process knows and has not written yet (a full disk) is shown as written."""
+_NAMES = [c.strip() for c in _COLUMNS.split(",")]
+_JSON_COLUMNS = ("args", "baseline", "incremental_review")
+
+
+def _run(columns: dict[str, Any]) -> Run:
+    """A run record from its columns (the JSON ones as stored, text)."""
+    decoded = {k: (None if columns[k] is None else json.loads(columns[k])) for k in _JSON_COLUMNS}
+    decoded["args"] = tuple(decoded["args"] or ())
+    if decoded["baseline"] is not None:
+        decoded["baseline"] = tuple(decoded["baseline"])
+    return Run(**{**columns, **decoded, "cancel_requested": bool(columns["cancel_requested"])})
+
+
+def row(store: ProjectStore, run_id: str) -> Run | None:
+    """The run; an end this process knows and has not written yet (a full disk) is shown as written."""
     found = exec_db(store).one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", [run_id])
     if found is None:
         return None
-    out = dict(zip([c.strip() for c in _COLUMNS.split(",")], found))
+    out = dict(zip(_NAMES, found))
     ended = terminal.unwritten(run_id)
     if ended is not None and out["state"] in ACTIVE:
         out.update(ended)
-    return out
+    return _run(out)
 
 
-def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
+def get(store: ProjectStore, run_id: str) -> Run:
     if not isinstance(run_id, str) or not run_id.startswith("run-") or len(run_id) > 64:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -132,14 +171,14 @@ def get(store: ProjectStore, run_id: str) -> dict[str, Any]:
     return found
 
 
-def by_idempotency_key(store: ProjectStore, key: str) -> dict[str, Any] | None:
+def by_idempotency_key(store: ProjectStore, key: str) -> Run | None:
     found = exec_db(store).one(
         "SELECT run_id FROM runs WHERE idempotency_key = ? ORDER BY queued_at LIMIT 1", [key]
     )
     return None if found is None else row(store, found[0])
 
 
-def last_success(store: ProjectStore, fingerprint: str) -> dict[str, Any] | None:
+def last_success(store: ProjectStore, fingerprint: str) -> Run | None:
     found = exec_db(store).one(
         "SELECT run_id FROM runs WHERE fingerprint = ? AND state = 'succeeded' ORDER BY ended_at DESC LIMIT 1",
         [fingerprint],
@@ -156,15 +195,17 @@ def transition(
     expect: tuple[str, ...] = ACTIVE,
     **fields: Any,
 ) -> bool:
-    """Move an active run to ``state`` (with column ``fields``); False when it was not in ``expect`` any more."""
+    """Move an active run to ``state`` (with column ``fields``); False when it was not in ``expect`` any more
+    (another writer moved it first). A move ``TRANSITIONS`` does not allow is refused (``invalid_argument``) and
+    nothing is written."""
     sets = ", ".join(["state = ?"] + [f"{k} = ?" for k in fields])
     with exec_db(store).transaction() as con:
         current = con.execute("SELECT state FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if current is None or current[0] not in expect:
             return False
+        _check(run_id, current[0], state)
         con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [state, *fields.values(), run_id])
-        if current[0] != state:
-            _event(con, run_id, state, detail)
+        _event(con, run_id, state, detail)
     return True
 
 
@@ -183,6 +224,7 @@ def request_cancel(store: ProjectStore, run_id: str) -> str:
                 ErrorCode.NOT_FOUND, f"no run {run_id!r}", "List runs with `coverage-mcp runs`."
             )
         if current[0] == "queued":
+            _check(run_id, "queued", "cancelled")
             con.execute(
                 "UPDATE runs SET state = 'cancelled', reason = 'cancelled before it started', ended_at = ?, "
                 "cancel_requested = TRUE WHERE run_id = ?",
@@ -206,7 +248,7 @@ def queued_of(store: ProjectStore, command_id: str) -> list[str]:
     ]
 
 
-def claim(store: ProjectStore) -> dict[str, Any] | None:
+def claim(store: ProjectStore) -> Run | None:
     """The oldest queued run, now ``running``; None when nothing is queued."""
     with exec_db(store).transaction() as con:
         found = con.execute(
@@ -214,6 +256,7 @@ def claim(store: ProjectStore) -> dict[str, Any] | None:
         ).fetchone()
         if found is None:
             return None
+        _check(found[0], "queued", "running")
         con.execute("UPDATE runs SET state = 'running', started_at = ? WHERE run_id = ?", [now(), found[0]])
         _event(con, found[0], "running", None)
     return row(store, found[0])
@@ -248,35 +291,32 @@ def list_runs(
         + " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
     )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
-    found = [brief(row(project.store, r[0])) for r in exec_db(project.store).rows(sql, params)]
-    return [r for r in found if not wanted or r["state"] in wanted]  # an unwritten end is no longer active
+    found = [row(project.store, r[0]) for r in exec_db(project.store).rows(sql, params)]
+    # An unwritten end is no longer active.
+    return [brief(r) for r in found if r is not None and (not wanted or r.state in wanted)]
 
 
 def _iso(value: dt.datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def brief(run: dict[str, Any] | None) -> dict[str, Any]:
-    assert run is not None
-    started, ended = run["started_at"], run["ended_at"]
-    out: dict[str, Any] = {
-        "id": run["run_id"],
-        "state": run["state"],
-        "command_id": run["command_id"],
-        "args": json.loads(run["args"]),
-        "exit_code": run["exit_code"],
-        "reason": run["reason"],
-        "queued_at": _iso(run["queued_at"]),
-        "started_at": _iso(started),
-        "ended_at": _iso(ended),
-        "duration_ms": None
-        if started is None or ended is None
-        else round((ended - started).total_seconds() * 1000),
+def brief(run: Run) -> dict[str, Any]:
+    """A run's brief JSON view (``output_schemas``' run item): what ``list_runs`` and every run answer start with."""
+    return {
+        "id": run.run_id,
+        "state": run.state,
+        "command_id": run.command_id,
+        "args": list(run.args),
+        "exit_code": run.exit_code,
+        "reason": run.reason,
+        "queued_at": _iso(run.queued_at),
+        "started_at": _iso(run.started_at),
+        "ended_at": _iso(run.ended_at),
+        "duration_ms": run.duration_ms,
     }
-    return out
 
 
-def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
+def artifacts(store: ProjectStore, run_id: str) -> list[Artifact]:
     """A run's artifacts (``output_schemas.RUN_ARTIFACT``); a composite one also says ``kind``, its
     ``composite_snapshot_id`` and status, and each report's status (used or skipped_stale)."""
     rows = exec_db(store).rows(
@@ -285,24 +325,30 @@ def artifacts(store: ProjectStore, run_id: str) -> list[dict[str, Any]]:
         "WHERE a.run_id = ? ORDER BY a.kind DESC, a.path",
         [run_id],
     )
-    out = []
-    for path, status, snapshot_id, code, detail, kind, composite_id, reports, composite_status in rows:
-        item: dict[str, Any] = {"path": path, "status": status, "snapshot_id": snapshot_id}
-        if kind == "composite":
-            item.update(
-                {
-                    "kind": "composite",
-                    "composite_snapshot_id": composite_id,
-                    "composite_status": composite_status,
-                    "reports": json.loads(reports or "[]"),
-                }
-            )
-        if code:
-            item["error_code"] = code
-        if detail:
-            item["detail"] = detail
-        out.append(item)
-    return out
+    return [
+        Artifact(
+            path=path,
+            status=status,
+            snapshot_id=snapshot_id,
+            kind="composite" if kind == "composite" else "report",
+            composite_snapshot_id=composite_id,
+            composite_status=composite_status,
+            reports=tuple(ReportUse(**r) for r in json.loads(reports or "[]")),
+            error_code=code,
+            detail=detail,
+        )
+        for path, status, snapshot_id, code, detail, kind, composite_id, reports, composite_status in rows
+    ]
+
+
+def events(store: ProjectStore, run_id: str) -> list[Transition]:
+    """A run's transitions, oldest first."""
+    return [
+        Transition(state, at, detail)
+        for state, at, detail in exec_db(store).rows(
+            "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq", [run_id]
+        )
+    ]
 
 
 def snapshot_ids(store: ProjectStore, run_id: str) -> list[str]:
@@ -324,10 +370,10 @@ def measured_by(store: ProjectStore, run_id: str) -> list[str]:
     if not ids:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
-            f"run {run_id} ({run['state']}) has no ingested snapshot",
+            f"run {run_id} ({run.state}) has no ingested snapshot",
             "Wait for it to end (run_review view=status) or read its logs (view=logs): an artifact it did not "
             "refresh is skipped_stale, one that failed to parse is failed.",
-            {"run_id": run_id, "state": run["state"]},
+            {"run_id": run_id, "state": run.state},
             Remedy(operation="run_review", arguments={"run_id": run_id, "view": "status"}),
         )
     return ids

@@ -56,6 +56,7 @@ from ..project import Project
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import case_selectors, commands, containment, environment, runner, runs, terminal
+from .records import CommandSpec, CompositeArtifact, ReportArtifact, ReportUse, Run, to_json
 from .watchdog import WATCHDOG
 
 log = logging.getLogger("coverage_core.execution")
@@ -85,15 +86,15 @@ def _identity(path: Path) -> tuple[int, int, str] | None:
         return None
 
 
-def command_env(spec: dict[str, Any], withheld: Iterable[str] = ()) -> dict[str, str]:
+def command_env(spec: CommandSpec, withheld: Iterable[str] = ()) -> dict[str, str]:
     """The environment a registered command gets (``environment.build``; the runner adds the run's marker)."""
     return environment.build(spec, os.environ, withheld)
 
 
-def scope_of(run: dict[str, Any], artifact: dict[str, Any]) -> str:
+def scope_of(run: Run, artifact: ReportArtifact) -> str:
     """The scope a run's report is stored with: ``subset`` when the run was given case arguments (it ran a
     selection of the suite, so what it did not reach is not observed, never lost), else the registration's."""
-    return "subset" if json.loads(run["args"]) else artifact["scope"]
+    return "subset" if run.args else artifact.scope
 
 
 # Which runtime executes a store's runs is the store's own attribute (``ProjectStore.runtime``); the lock makes
@@ -249,14 +250,14 @@ class Runtime:
         with self._cv:
             self._early_cancels.discard(run_id)
 
-    def wait(self, run_id: str, timeout: float | None) -> dict[str, Any]:
+    def wait(self, run_id: str, timeout: float | None) -> Run:
         """The run once it is terminal, or as it is after ``timeout`` seconds (None: once it is terminal)."""
         give_up = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._cv:  # read under the lock the worker notifies with: no wake-up is lost
                 run = runs.get(self.store, run_id)
                 left = IDLE_POLL_S if give_up is None else give_up - time.monotonic()
-                if run["state"] not in runs.ACTIVE or left <= 0:
+                if run.state not in runs.ACTIVE or left <= 0:
                     return run
                 self._cv.wait(min(left, IDLE_POLL_S))
 
@@ -290,19 +291,19 @@ class Runtime:
                 continue
             event = threading.Event()
             with self._cv:
-                self._cancels[run["run_id"]] = event
-                if self._stopping or run["run_id"] in self._early_cancels:
+                self._cancels[run.run_id] = event
+                if self._stopping or run.run_id in self._early_cancels:
                     event.set()
             try:
                 self._execute(run, event)
             except BaseException as exc:  # never leave a run running behind a dead worker
-                log.exception("run %s failed in its worker", run["run_id"])
+                log.exception("run %s failed in its worker", run.run_id)
                 with contextlib.suppress(Exception):
-                    self._fail(run["run_id"], f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
+                    self._fail(run.run_id, f"internal failure: {type(exc).__name__}: {str(exc)[:300]}")
             finally:
                 with self._cv:
-                    self._cancels.pop(run["run_id"], None)
-                    self._early_cancels.discard(run["run_id"])
+                    self._cancels.pop(run.run_id, None)
+                    self._early_cancels.discard(run.run_id)
                     self._cv.notify_all()
 
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
@@ -340,29 +341,29 @@ class Runtime:
                 time.sleep(delay)
                 delay = min(delay * 2, END_RETRY_MAX_S)
 
-    def _execute(self, run: dict[str, Any], cancel: threading.Event) -> None:
-        run_id = run["run_id"]
+    def _execute(self, run: Run, cancel: threading.Event) -> None:
+        run_id = run.run_id
         try:
-            project = self._project(run["worktree_path"])
-            spec, _, status = commands.spec_of(project, run["command_id"])
+            project = self._project(run.worktree_path)
+            spec, _, status = commands.spec_of(project, run.command_id)
         except CoverageError as error:
             self._fail(run_id, f"setup failed: {error.message}")
             return
         if status != "approved":
-            self._fail(run_id, f"its command {run['command_id']} is {status}, no longer approved")
+            self._fail(run_id, f"its command {run.command_id} is {status}, no longer approved")
             return
         root = project.checkout.worktree_path
-        args = json.loads(run["args"])
+        args = list(run.args)
         # What was checked when the run was queued is checked again now that it starts: the registration's
         # characters, the approved executable, the cwd and artifact paths, the selectors.
         real_root = Path(os.path.realpath(root))
         try:
-            program = commands.runnable_executable(project, run["command_id"], spec)
+            program = commands.runnable_executable(project, run.command_id, spec)
         except CoverageError as error:
             self._fail(run_id, f"not started: {error.message}")
             return
         problem = case_selectors.recheck_paths(
-            real_root, spec, commands.artifact_paths(spec)
+            real_root, spec, spec.artifact_paths()
         ) or case_selectors.recheck(real_root, spec, args)
         if problem is not None:
             self._fail(run_id, f"not started: {problem}")
@@ -372,14 +373,14 @@ class Runtime:
             safefs.private_dir(runs_dir)
             log_dir = runs_dir / run_id
             safefs.private_dir(log_dir)
-            before = {path: _identity(root / path) for path in commands.artifact_paths(spec)}
+            before = {path: _identity(root / path) for path in spec.artifact_paths()}
             WATCHDOG.begin(run_id)  # from here a kill -9 of this process still stops the run's processes
             started = False
             cgroup = None if self.settings.run_force_subreaper else containment.create(run_id)
             try:
                 process = runner.Process(
-                    [program.path, *spec["argv"][1:], *args],  # the approved executable, by its absolute path
-                    cwd=root / spec["cwd"],
+                    [program.path, *spec.argv[1:], *args],  # the approved executable, by its absolute path
+                    cwd=root / spec.cwd,
                     env=command_env(spec, self.secrets()),
                     marker=run_id,
                     log_dir=log_dir,
@@ -394,14 +395,14 @@ class Runtime:
         except (OSError, CoverageError) as exc:
             message = exc.message if isinstance(exc, CoverageError) else f"{type(exc).__name__}: {exc}"
             self._fail(
-                run_id, f"could not start {spec['argv'][0]!r}: {message}; {environment.missing_line(spec)}"
+                run_id, f"could not start {spec.argv[0]!r}: {message}; {environment.missing_line(spec)}"
             )
             return
         state, reason, code = "", None, None
         try:
             WATCHDOG.group(run_id, process.pgid)
             runs.record_pgid(self.store, run_id, process.pgid)
-            deadline = time.monotonic() + spec["timeout_s"]
+            deadline = time.monotonic() + spec.timeout_s
             while True:
                 code = process.wait(POLL_S)
                 if code is not None:
@@ -423,7 +424,7 @@ class Runtime:
                     reason = "the daemon shut down" if self._stopping else "cancel_run"
                     break
                 if time.monotonic() >= deadline:
-                    state, reason = "timed_out", f"still running after timeout_s={spec['timeout_s']}"
+                    state, reason = "timed_out", f"still running after timeout_s={spec.timeout_s}"
                     break
         finally:
             # The leader has exited or is being stopped: nothing of the run may outlive it.
@@ -450,7 +451,7 @@ class Runtime:
         try:
             ingested, lost = self._ingest(project, run_id, run, spec, before, finished)
             failures.extend(lost)
-            review = self._review(project, run, ingested) if run["baseline"] and ingested else None
+            review = self._review(project, run, ingested) if run.baseline and ingested else None
         except Exception as exc:
             log.exception("ingesting the artifacts of %s failed", run_id)
             failures.append(f"persisting its results failed: {type(exc).__name__}: {str(exc)[:300]}")
@@ -467,8 +468,8 @@ class Runtime:
         self,
         project: Project,
         run_id: str,
-        run: dict[str, Any],
-        spec: dict[str, Any],
+        run: Run,
+        spec: CommandSpec,
         before: dict[str, Any],
         finished: bool,
     ) -> tuple[list[str], list[str]]:
@@ -492,11 +493,11 @@ class Runtime:
                     [run_id, path, status, snapshot_id, code, detail],
                 )
 
-        for artifact in spec["artifacts"]:
-            if "composite" in artifact:
-                self._composite(project, run, artifact["composite"], before, finished)
+        for artifact in spec.artifacts:
+            if isinstance(artifact, CompositeArtifact):
+                self._composite(project, run, artifact, before, finished)
                 continue
-            path = artifact["path"]
+            path = artifact.path
             after = _identity(root / path)
             if not finished:
                 record(path, "skipped_stale", detail="the run did not finish; nothing it wrote is ingested")
@@ -513,7 +514,7 @@ class Runtime:
             why = (
                 "stored with scope subset: the run was given case arguments, so it measured a selection of the "
                 "suite"
-                if scope == "subset" and artifact["scope"] != "subset"
+                if scope == "subset" and artifact.scope != "subset"
                 else None
             )
 
@@ -527,25 +528,16 @@ class Runtime:
                 con.execute(
                     "UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
                     [
-                        json.dumps(
-                            {
-                                "run": {
-                                    "run_id": run_id,
-                                    "command_id": run["command_id"],
-                                    "command_hash": run["command_hash"],
-                                    "args": json.loads(run["args"]),
-                                }
-                            }
-                        ),
+                        json.dumps({"run": run.registration()}),
                         snapshot_id,
                     ],
                 )
 
-            def ingest(artifact: dict[str, Any] = artifact, scope: str = scope) -> Any:
+            def ingest(artifact: ReportArtifact = artifact, scope: str = scope) -> Any:
                 return project.ingest(
-                    open_within(root, root / artifact["path"]),
-                    suite=artifact["suite"],
-                    format=artifact["format"],
+                    open_within(root, root / artifact.path),
+                    suite=artifact.suite,
+                    format=artifact.format,
                     scope=scope,
                     provenance="run",
                     require_mapped=True,
@@ -572,8 +564,8 @@ class Runtime:
     def _composite(
         self,
         project: Project,
-        run: dict[str, Any],
-        composite: dict[str, Any],
+        run: Run,
+        composite: CompositeArtifact,
         before: dict[str, Any],
         finished: bool,
     ) -> None:
@@ -583,44 +575,42 @@ class Runtime:
         artifact is ``skipped_stale`` and nothing is built. An inventory or assignment error: ``failed`` with its
         code. The composite and its artifact row commit in one transaction."""
         root = project.checkout.worktree_path
-        run_id, inventory = run["run_id"], composite["inventory"]
+        run_id, inventory = run.run_id, composite.inventory
         db = exec_db(self.store)
 
         def record(
-            status: str, reports: list[dict[str, Any]], code: str | None = None, detail: str | None = None
+            status: str, reports: list[ReportUse], code: str | None = None, detail: str | None = None
         ) -> None:
             with db.transaction() as con:
                 con.execute(
                     "INSERT INTO run_artifacts (run_id, path, status, error_code, detail, kind, reports) "
                     "VALUES (?, ?, ?, ?, ?, 'composite', ?)",
-                    [run_id, inventory, status, code, detail, json.dumps(reports)],
+                    [run_id, inventory, status, code, detail, json.dumps(to_json(reports))],
                 )
 
-        reports: list[dict[str, Any]] = []
+        reports: list[ReportUse] = []
         specs: list[ReportSpec] = []
-        for item in composite["reports"]:
-            view = {"component": item["component"], "variant": item["variant"], "path": item["path"]}
-            after = _identity(root / item["path"])
+        for item in composite.reports:
+            view = (item.component, item.variant, item.path)
+            after = _identity(root / item.path)
             if not finished:
-                reports.append({**view, "status": "skipped_stale", "detail": "the run did not finish"})
+                reports.append(ReportUse(*view, "skipped_stale", "the run did not finish"))
             elif after is None:
-                reports.append({**view, "status": "skipped_stale", "detail": "absent"})
-            elif after == before[item["path"]]:
-                reports.append(
-                    {**view, "status": "skipped_stale", "detail": "not created or modified by the run"}
-                )
+                reports.append(ReportUse(*view, "skipped_stale", "absent"))
+            elif after == before[item.path]:
+                reports.append(ReportUse(*view, "skipped_stale", "not created or modified by the run"))
                 specs.append(
                     ReportSpec(
-                        str(root / item["path"]),
-                        item["component"],
-                        item["variant"],
+                        str(root / item.path),
+                        item.component,
+                        item.variant,
                         stale=f"not refreshed by run {run_id}",
                     )
                 )
             else:
-                reports.append({**view, "status": "used"})
-                specs.append(ReportSpec(str(root / item["path"]), item["component"], item["variant"]))
-        if not any(r["status"] == "used" for r in reports):
+                reports.append(ReportUse(*view, "used"))
+                specs.append(ReportSpec(str(root / item.path), item.component, item.variant))
+        if not any(r.status == "used" for r in reports):
             record(
                 "skipped_stale",
                 reports,
@@ -629,23 +619,18 @@ class Runtime:
                 else "the run refreshed none of its reports",
             )
             return
-        registration = {
-            "run_id": run_id,
-            "command_id": run["command_id"],
-            "command_hash": run["command_hash"],
-            "args": json.loads(run["args"]),
-        }
+        registration = run.registration()
 
         def also(con: Any, composite_id: str) -> None:
             con.execute(
                 "INSERT INTO run_artifacts (run_id, path, status, kind, composite_snapshot_id, reports) "
                 "VALUES (?, ?, 'ingested', 'composite', ?, ?)",
-                [run_id, inventory, composite_id, json.dumps(reports)],
+                [run_id, inventory, composite_id, json.dumps(to_json(reports))],
             )
 
         try:
-            for item in composite["reports"]:  # still inside the checkout (no link placed since registration)
-                commands.inside_checkout(root, item["path"], "composite report path")
+            for item in composite.reports:  # still inside the checkout (no link placed since registration)
+                commands.inside_checkout(root, item.path, "composite report path")
             self._write(
                 lambda: build(
                     project, inventory, specs, provenance="run", registration=registration, also=also
@@ -654,7 +639,7 @@ class Runtime:
         except CoverageError as error:
             record("failed", reports, code=str(error.code), detail=error.message[:500])
 
-    def _review(self, project: Project, run: dict[str, Any], ingested: list[str]) -> dict[str, Any]:
+    def _review(self, project: Project, run: Run, ingested: list[str]) -> dict[str, Any]:
         """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots."""
         con = self.store.con.cursor()
         try:
@@ -663,7 +648,7 @@ class Runtime:
                 {
                     "task": "incremental",
                     "measurement": {"snapshot_ids": ingested},
-                    "baseline": {"kind": "explicit", "snapshot_ids": json.loads(run["baseline"])},
+                    "baseline": {"kind": "explicit", "snapshot_ids": list(run.baseline or ())},
                     "limits": REVIEW_LIMITS,
                 },
                 con,

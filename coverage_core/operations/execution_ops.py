@@ -7,7 +7,6 @@ command that is not approved, naming the CLI line a person runs.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -17,11 +16,11 @@ from .. import safefs
 from ..errors import CoverageError, ErrorCode
 from ..execution import case_selectors, commands, runner, runs
 from ..execution.fingerprint import fingerprint
+from ..execution.records import Run, to_json
 from ..execution.worker import ReviewAnswer, Runtime, command_env, runtime_of, settle_orphans
 from ..project import Project
 from ..review import cursors
 from ..review.call import Call
-from ..storage.exec_db import exec_db
 
 # run_test wait=true answers this long before the caller's deadline at the latest, with state running.
 WAIT_MARGIN_S = 3.0
@@ -115,17 +114,17 @@ def run_test(call: Call) -> dict[str, Any]:
         existing = runs.by_idempotency_key(store, key)
         if existing is not None:
             same = (
-                existing["command_id"] == command_id
-                and json.loads(existing["args"]) == args
-                and (json.loads(existing["baseline"]) if existing["baseline"] else None) == baseline
+                existing.command_id == command_id
+                and list(existing.args) == args
+                and (list(existing.baseline) if existing.baseline else None) == baseline
             )
             if not same:
                 raise CoverageError(
                     ErrorCode.INVALID_ARGUMENT,
-                    f"idempotency_key {key!r} was used for run {existing['run_id']} with another command, args or "
+                    f"idempotency_key {key!r} was used for run {existing.run_id} with another command, args or "
                     "baseline",
                     "Use a new idempotency_key for a different run.",
-                    {"run_id": existing["run_id"], "idempotency_key": key},
+                    {"run_id": existing.run_id, "idempotency_key": key},
                 )
             run = _waited(call, existing) if a.get("wait") else existing
             return _answer(call, run, reused=False)
@@ -137,7 +136,7 @@ def run_test(call: Call) -> dict[str, Any]:
         args=args,
         env=env,
         baseline=baseline,
-        artifacts=commands.artifact_paths(spec),
+        artifacts=spec.artifact_paths(),
     )
     if a.get("reuse_if_unchanged", True):
         previous = runs.last_success(store, digest)
@@ -164,41 +163,42 @@ def run_test(call: Call) -> dict[str, Any]:
     return _answer(call, run, reused=False)
 
 
-def _waited(call: Call, run: dict[str, Any]) -> dict[str, Any]:
+def _waited(call: Call, run: Run) -> Run:
     # By the caller's deadline, less a margin for the answer itself; with none, until the run ends.
     budget = None if call.deadline is None else max(1.0, call.deadline - time.monotonic() - WAIT_MARGIN_S)
-    return ensure_runtime(call.project, _review_of(call)).wait(run["run_id"], budget)
+    return ensure_runtime(call.project, _review_of(call)).wait(run.run_id, budget)
 
 
-def run_view(store: Any, run: dict[str, Any], *, reused: bool, full: bool = False) -> dict[str, Any]:
+def _logs(run: Run) -> dict[str, Any]:
+    return {
+        "stdout": {"bytes": run.stdout_bytes, "truncated": run.stdout_truncated},
+        "stderr": {"bytes": run.stderr_bytes, "truncated": run.stderr_truncated},
+    }
+
+
+def run_view(store: Any, run: Run, *, reused: bool, full: bool = False) -> dict[str, Any]:
+    """A run's JSON answer (``output_schemas``' run): the edge where its records become JSON."""
     out = runs.brief(run)
     out["reused"] = reused
-    out["artifacts"] = runs.artifacts(store, run["run_id"])
-    out["logs"] = {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]} for s in STREAMS}
-    review = run["incremental_review"]
-    out["incremental_review"] = None if review is None else json.loads(review)
+    out["artifacts"] = to_json(runs.artifacts(store, run.run_id))
+    out["logs"] = _logs(run)
+    out["incremental_review"] = run.incremental_review
     if full:
-        out["events"] = [
-            {"state": r[0], "at": r[1].isoformat(), "detail": r[2]}
-            for r in exec_db(store).rows(
-                "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq",
-                [run["run_id"]],
-            )
-        ]
+        out["events"] = to_json(runs.events(store, run.run_id))
     return out
 
 
-def _answer(call: Call, run: dict[str, Any], *, reused: bool) -> dict[str, Any]:
+def _answer(call: Call, run: Run, *, reused: bool) -> dict[str, Any]:
     view = run_view(call.project.store, run, reused=reused)
-    if run["state"] in runs.ACTIVE:
-        nxt = f"Poll with run_review run_id={run['run_id']} view=status (or cancel_run)."
+    if run.state in runs.ACTIVE:
+        nxt = f"Poll with run_review run_id={run.run_id} view=status (or cancel_run)."
     elif view["artifacts"] and any(x["status"] == "ingested" for x in view["artifacts"]):
         nxt = (
-            f'coverage_review with measurement {{"run_id": "{run["run_id"]}"}} reads what it measured; '
+            f'coverage_review with measurement {{"run_id": "{run.run_id}"}} reads what it measured; '
             "run_review view=logs shows its output."
         )
     else:
-        nxt = f"run_review run_id={run['run_id']} view=logs shows its output."
+        nxt = f"run_review run_id={run.run_id} view=logs shows its output."
     return {"data": {"run": view, "next": nxt}}
 
 
@@ -223,8 +223,8 @@ def run_review(call: Call) -> dict[str, Any]:
     run = runs.get(store, a["run_id"])
     if a.get("view", "status") == "status":
         return {"data": {"view": "status", "run": run_view(store, run, reused=False, full=True)}}
-    folder = store.path.parent / "runs" / run["run_id"]
-    position = cursors.decode_key(call, "run_review", run["run_id"], a.get("cursor")) or [0, 0]
+    folder = store.path.parent / "runs" / run.run_id
+    position = cursors.decode_key(call, "run_review", run.run_id, a.get("cursor")) or [0, 0]
     stream_index, offset = int(position[0]), int(position[1])
     if stream_index not in (0, 1) or offset < 0:
         raise cursors.invalid("the cursor's position is out of range")
@@ -286,8 +286,8 @@ def run_review(call: Call) -> dict[str, Any]:
             break
     data: dict[str, Any] = {
         "view": "logs",
-        "run": {"id": run["run_id"], "state": run["state"]},
-        "logs": {s: {"bytes": run[f"{s}_bytes"], "truncated": run[f"{s}_truncated"]} for s in STREAMS},
+        "run": {"id": run.run_id, "state": run.state},
+        "logs": _logs(run),
     }
     if needle is None:
         data["text"] = text_parts
@@ -295,9 +295,7 @@ def run_review(call: Call) -> dict[str, Any]:
         data["search"] = search
         data["matches"] = matches
     cursor = (
-        None
-        if next_position is None
-        else cursors.encode_key(call, "run_review", run["run_id"], next_position)
+        None if next_position is None else cursors.encode_key(call, "run_review", run.run_id, next_position)
     )
     return {"data": data, "page": {"next_cursor": cursor}}
 
@@ -309,7 +307,7 @@ def cancel_run(call: Call) -> dict[str, Any]:
     store, run_id = call.project.store, call.args["run_id"]
     settle_orphans(store)
     run = runs.get(store, run_id)
-    if run["state"] in runs.ACTIVE:
+    if run.state in runs.ACTIVE:
         runtime = runtime_of(store)
         if runtime is not None and runtime.cancel(run_id):  # running here: signalled in memory
             run = runtime.wait(run_id, runner.KILL_GRACE_S + 15)
