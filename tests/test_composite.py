@@ -143,17 +143,17 @@ def test_the_combined_percentage_is_the_hand_count_over_every_report(product) ->
     comp = _build(root, specs(reports))
     fast, safe = _llvm(reports["native-fast"]), _llvm(reports["native-safe"])
     py, js = _coveragepy(reports["python"]), _istanbul_aliased(reports["js"])
-    assert comp.status == "complete" and comp.blocking == [] and comp.denominator_known
+    assert comp.status == "complete" and comp.blocking == () and comp.denominator_known
     assert comp.totals["combined"] == _combined(fast, safe, py, js, SHADER)
     for kind in ("code", "branch", "function"):
         assert comp.totals[kind] == _as_counter(
             tuple(sum(c[kind][i] for c in (fast, safe, py, js, SHADER)) for i in (0, 1))
         )
-    by_id = {c["id"]: c for c in comp.components}
-    assert by_id["native"]["totals"]["combined"] == _combined(fast, safe)
-    assert by_id["python"]["totals"]["combined"] == _combined(py)
-    assert by_id["js"]["totals"]["combined"] == _combined(js)
-    assert by_id["shaders"]["totals"]["combined"] == _combined(SHADER)
+    by_id = {c.id: c for c in comp.components}
+    assert by_id["native"].totals["combined"] == _combined(fast, safe)
+    assert by_id["python"].totals["combined"] == _combined(py)
+    assert by_id["js"].totals["combined"] == _combined(js)
+    assert by_id["shaders"].totals["combined"] == _combined(SHADER)
     # Facts of the sources themselves: three C functions, never_called never runs; the safe
     # variant has one more decision (b == 0) than the fast one.
     assert fast["function"] == (3, 2) and safe["function"] == (3, 2)
@@ -161,7 +161,7 @@ def test_the_combined_percentage_is_the_hand_count_over_every_report(product) ->
     c = comp.totals["combined"]
     assert comp.percent() == round(100.0 * c["hit"] / c["found"], 2)
     assert comp.commit == git(root, "rev-parse", "HEAD") and comp.dirty is False
-    assert {a["sha256"] for a in comp.artifacts} == {
+    assert {a.sha256 for a in comp.artifacts} == {
         __import__("hashlib").sha256(p.read_bytes()).hexdigest() for p in reports.values()
     }
     assert comp.toolchains.get("llvm:llvm-cov") and comp.inventory_path == INVENTORY
@@ -171,7 +171,7 @@ def test_every_declared_variant_is_required_even_for_one_shared_source(product) 
     root, reports = product
     comp = _build(root, specs(reports, without="native-safe"))
     assert comp.status == "incomplete"
-    assert [(b["component"], b["variant"], b["logical_source_id"], b["reason"]) for b in comp.blocking] == [
+    assert [(b.component, b.variant, b.logical_source_id, b.reason) for b in comp.blocking] == [
         ("native", "safe", "native/src/mathlib.c", "missing")
     ]
 
@@ -186,24 +186,24 @@ def test_removing_one_component_report_is_incomplete_with_its_reason_and_the_sam
     whole = _build(root, specs(reports))
     part = _build(root, specs(reports, without="python"))
     assert part.status == "incomplete"
-    assert {(b["component"], b["reason"], b["denominator"]) for b in part.blocking} == {
+    assert {(b.component, b.reason, b.denominator) for b in part.blocking} == {
         ("python", "missing", "carried")
     }
-    assert sorted(b["logical_source_id"] for b in part.blocking) == [
+    assert sorted(b.logical_source_id for b in part.blocking) == [
         "py/fixpkg/__init__.py",
         "py/fixpkg/api.py",
     ]
     assert part.totals["combined"]["found"] == whole.totals["combined"]["found"]
     py = _coveragepy(reports["python"])
     assert part.totals["combined"]["hit"] == whole.totals["combined"]["hit"] - py["code"][1] - py["branch"][1]
-    assert part.remediation["measure"][0]["component"] == "python"
+    assert part.remediation.measure[0].component == "python"
 
 
 def test_without_any_earlier_measurement_an_unmeasured_entry_says_its_denominator_is_unknown(product) -> None:
     root, reports = product
     comp = _build(root, specs(reports, without="js"))
     assert comp.status == "incomplete" and comp.denominator_known is False
-    assert [(b["logical_source_id"], b["reason"], b["denominator"]) for b in comp.blocking] == [
+    assert [(b.logical_source_id, b.reason, b.denominator) for b in comp.blocking] == [
         ("js-shapes", "missing", "unknown")
     ]
 
@@ -216,9 +216,9 @@ def test_a_malformed_or_unsupported_report_blocks_its_entries_with_that_reason(p
     lcov.write_text("TN:\nSF:native/src/mathlib.c\nDA:4,1\nend_of_record\n")
     given = [s for s in specs(reports) if not s.startswith(("js=", "native:safe="))]
     comp = _build(root, [*given, f"js={broken}", f"native:safe={lcov}"])
-    reasons = {(b["component"], b["variant"]): b["reason"] for b in comp.blocking}
+    reasons = {(b.component, b.variant): b.reason for b in comp.blocking}
     assert reasons == {("js", "default"): "malformed", ("native", "safe"): "unsupported"}
-    assert "takes llvm evidence" in next(b["detail"] for b in comp.blocking if b["component"] == "native")
+    assert "takes llvm evidence" in next(b.detail for b in comp.blocking if b.component == "native")
 
 
 def test_a_report_of_another_commit_is_stale(product) -> None:
@@ -229,7 +229,7 @@ def test_a_report_of_another_commit_is_stale(product) -> None:
     given = [ReportSpec(str(reports["python"]), "python", commit=first)]
     given += [s for s in specs(reports) if not s.startswith("python=")]
     comp = _build(root, given)
-    assert {(b["component"], b["reason"]) for b in comp.blocking} == {("python", "stale")}
+    assert {(b.component, b.reason) for b in comp.blocking} == {("python", "stale")}
     assert comp.totals["combined"]["found"] == _build(root, specs(reports)).totals["combined"]["found"]
 
 
@@ -240,19 +240,19 @@ def test_an_alias_counts_a_shared_source_once(product) -> None:
     root, reports = product
     aliased = _build(root, specs(reports))
     js = _istanbul_aliased(reports["js"])
-    by_id = {c["id"]: c for c in aliased.components}
-    assert by_id["js"]["totals"]["combined"] == _combined(js)
+    by_id = {c.id: c for c in aliased.components}
+    assert by_id["js"].totals["combined"] == _combined(js)
     inventory = json.loads((root / INVENTORY).read_text())
     del inventory["aliases"]
     (root / INVENTORY).write_text(json.dumps(inventory))
     commit(root, "no alias")
     twice = _build(root, specs(reports))
-    by_id = {c["id"]: c for c in twice.components}
-    assert by_id["js"]["entries"] == 2
+    by_id = {c.id: c for c in twice.components}
+    assert by_id["js"].entries == 2
     # Without the alias the two copies are two sources, each with its own items.
     each = list(json.loads(reports["js"].read_text()).values())
     separately = sum(len(e["s"]) + sum(len(b) for b in e["b"].values()) for e in each)
-    assert by_id["js"]["totals"]["combined"]["found"] == separately > _combined(js)["found"]
+    assert by_id["js"].totals["combined"]["found"] == separately > _combined(js)["found"]
 
 
 def test_a_source_edited_after_its_report_is_source_mismatched(product) -> None:
@@ -261,9 +261,9 @@ def test_a_source_edited_after_its_report_is_source_mismatched(product) -> None:
     c_file = root / "native/src/mathlib.c"
     c_file.write_text(c_file.read_text().replace("return x * 3;", "return x * 4;"))
     comp = _build(root, specs(reports))
-    mismatched = {(b["component"], b["variant"]) for b in comp.blocking if b["reason"] == "source_mismatched"}
+    mismatched = {(b.component, b.variant) for b in comp.blocking if b.reason == "source_mismatched"}
     assert mismatched == {("native", "fast"), ("native", "safe")}
-    assert all(b["denominator"] == "zeroed_evidence" for b in comp.blocking)
+    assert all(b.denominator == "zeroed_evidence" for b in comp.blocking)
     assert comp.dirty is True
 
 
@@ -274,8 +274,8 @@ def test_a_regions_report_whose_source_sha256_differs_is_source_mismatched(produ
     shader.write_text(shader.read_text() + "// tuned\n")
     commit(root, "tune the shader")
     comp = _build(root, specs(reports))
-    assert [(b["component"], b["reason"]) for b in comp.blocking] == [("shaders", "source_mismatched")]
-    assert "source_sha256" in comp.blocking[0]["detail"]
+    assert [(b.component, b.reason) for b in comp.blocking] == [("shaders", "source_mismatched")]
+    assert "source_sha256" in comp.blocking[0].detail
     assert comp.totals["combined"]["found"] == whole.totals["combined"]["found"]
 
 

@@ -210,7 +210,7 @@ def test_both_variants_of_a_source_are_required(repo: Path) -> None:
     with open_project(repo) as project:
         comp = build(project, "inv.json", [f"gpu:vulkan={repo}/ev.json"])
         assert comp.status == "incomplete"
-        assert [(b["variant"], b["reason"]) for b in comp.blocking] == [("metal", "missing")]
+        assert [(b.variant, b.reason) for b in comp.blocking] == [("metal", "missing")]
         both = build(project, "inv.json", [f"gpu:vulkan={repo}/ev.json", f"gpu:metal={repo}/ev.json"])
     assert both.status == "complete" and both.totals["code"] == {"found": 2, "hit": 2}
     # The earlier composite's denominator now carries the metal entry: same denominator, no hits.
@@ -265,6 +265,6 @@ def test_a_malformed_report_names_its_path_once_in_the_blocking_reason(repo: Pat
     bad.write_text(json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "meta": 5, "files": []}))
     with open_project(repo) as project:
         comp = build(project, "inv.json", [f"gpu:vulkan={bad}", f"gpu:metal={repo}/ev.json"])
-    detail = next(b["detail"] for b in comp.blocking if b["reason"] == "malformed")
+    detail = next(b.detail for b in comp.blocking if b.reason == "malformed")
     assert detail.count("bad.json") == 1, detail
     assert "meta" in detail

@@ -20,6 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from coverage_core import composite
+from coverage_core.composite.records import to_json
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands, runs
 from coverage_core.output_schemas import RUN_ARTIFACT
@@ -123,7 +124,7 @@ def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_buil
     assert [(r["path"], r["status"]) for r in artifact["reports"]] == [(r["path"], "used") for r in REPORTS]
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
     assert stored.provenance == "run"
-    assert stored.registration == {
+    assert to_json(stored.registration) == {
         "run_id": done["id"],
         "command_id": command_id,
         "args": [],
@@ -171,7 +172,7 @@ def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_kee
         "reports/shaders.json": ("used", None),
     }
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
-    reasons = {(b["component"], b["variant"]): b["reason"] for b in stored.blocking}
+    reasons = {(b.component, b.variant): b.reason for b in stored.blocking}
     assert reasons == {
         ("native", "fast"): "stale",
         ("native", "safe"): "stale",
@@ -179,11 +180,11 @@ def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_kee
         ("js", "default"): "missing",
     }
     assert all(
-        "not refreshed by run " + done["id"] in b["detail"] for b in stored.blocking if b["reason"] == "stale"
+        "not refreshed by run " + done["id"] in b.detail for b in stored.blocking if b.reason == "stale"
     )
     # Never a lowered denominator: every entry keeps its regions (carried from the earlier composite).
     assert stored.totals["combined"]["found"] == whole.totals["combined"]["found"]
-    assert stored.denominator_known and {b["denominator"] for b in stored.blocking} == {"carried"}
+    assert stored.denominator_known and {b.denominator for b in stored.blocking} == {"carried"}
     assert stored.totals["combined"]["hit"] < whole.totals["combined"]["hit"]
     # A run that refreshes none of the reports builds nothing.
     nothing = approved_composite(project, "print('measured nothing')")

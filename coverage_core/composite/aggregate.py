@@ -13,7 +13,6 @@ exists is the entry's denominator unknown, which the composite states.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 import numpy as np
@@ -21,6 +20,7 @@ import numpy as np
 from ..report import NormalizedReport
 from . import regions as rg
 from .inventory import Entry, Inventory
+from .records import Blocking, ComponentSummary, EvidenceReport, MeasureHint, Remediation, TestHint
 
 # Entry statuses. ``measured`` is the only one that is not a blocking reason.
 MEASURED, MISSING, STALE, MALFORMED, UNSUPPORTED, SOURCE_MISMATCHED = (
@@ -56,21 +56,22 @@ class Evidence:
     mismatched: dict[int, str] = attrs.Factory(dict)  # report file index -> why its text differs
     toolchain: dict[str, str] = attrs.Factory(dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "component": self.component,
-            "variant": self.variant,
-            "path": self.label,
-            "sha256": self.sha256,
-            "bytes": self.bytes,
-            "commit": self.commit,
-            "format": self.format,
-            "status": self.status,
-            "message": self.message,
-            "files": len(self.paths),
-            "source_mismatched_files": len(self.mismatched),
-            "toolchain": self.toolchain,
-        }
+    def to_record(self) -> EvidenceReport:
+        """What a composite records of this report (its ``artifacts``)."""
+        return EvidenceReport(
+            component=self.component,
+            variant=self.variant,
+            path=self.label,
+            sha256=self.sha256,
+            bytes=self.bytes,
+            commit=self.commit,
+            format=self.format,
+            status=self.status,
+            message=self.message,
+            files=len(self.paths),
+            source_mismatched_files=len(self.mismatched),
+            toolchain=self.toolchain,
+        )
 
 
 @attrs.frozen
@@ -89,9 +90,9 @@ class Aggregate:
     regions: dict[str, np.ndarray]  # canonical columns; ``file`` indexes ``paths``
     paths: tuple[str, ...]
     totals: dict[str, dict[str, int]]
-    components: list[dict[str, Any]]
-    blocking: list[dict[str, Any]]
-    remediation: dict[str, list[dict[str, Any]]]
+    components: tuple[ComponentSummary, ...]
+    blocking: tuple[Blocking, ...]
+    remediation: Remediation
     complete: bool
     denominator_known: bool
     saturated: bool = False  # a region's summed hits were clamped at 2^63-1 (``regions.dedup``)
@@ -241,36 +242,36 @@ def _summarize(
         sel = comp_of_row == j
         mine = by_component[c.id]
         components.append(
-            {
-                "id": c.id,
-                "language": c.language,
-                "format": c.format,
-                "variants": list(c.variants),
-                "totals": rg.tally(cols["kind"][sel], cols["hits"][sel]),
-                "entries": len(mine),
-                "measured": sum(r.status == MEASURED for r in mine),
-                "denominator_known": all(r.denominator != "unknown" for r in mine),
-            }
+            ComponentSummary(
+                id=c.id,
+                language=c.language,
+                format=c.format,
+                variants=tuple(c.variants),
+                totals=rg.tally(cols["kind"][sel], cols["hits"][sel]),
+                entries=len(mine),
+                measured=sum(r.status == MEASURED for r in mine),
+                denominator_known=all(r.denominator != "unknown" for r in mine),
+            )
         )
-    blocking: list[dict[str, Any]] = [
-        {
-            "component": r.entry.component,
-            "variant": r.entry.variant,
-            "logical_source_id": r.entry.logical_source_id,
-            "paths": list(r.entry.paths),
-            "reason": r.status,
-            "detail": r.detail,
-            "denominator": r.denominator,
-        }
+    blocking = tuple(
+        Blocking(
+            r.entry.component,
+            r.entry.variant,
+            r.entry.logical_source_id,
+            tuple(r.entry.paths),
+            r.status,
+            r.detail,
+            r.denominator,
+        )
         for r in results
         if r.status != MEASURED
-    ]
+    )
     # What to measure: unmeasured entries grouped by (component, variant, reason).
     groups: dict[tuple[str, str, str], list[str]] = {}
     for b in blocking:
-        groups.setdefault((b["component"], b["variant"], b["reason"]), []).append(b["logical_source_id"])
+        groups.setdefault((b.component, b.variant, b.reason), []).append(b.logical_source_id)
     measure = [
-        {"component": c, "variant": v, "reason": r, "entries": len(ids), "examples": ids[:3]}
+        MeasureHint(c, v, r, len(ids), tuple(ids[:3]))
         for (c, v, r), ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))
     ][:REMEDIATION_LIMIT]
     # What to test: measured entries ranked by uncovered combined regions.
@@ -282,13 +283,13 @@ def _summarize(
         key=lambda i: (-int(uncovered[i]), results[i].entry.logical_source_id),
     )
     test = [
-        {
-            "component": results[i].entry.component,
-            "variant": results[i].entry.variant,
-            "logical_source_id": results[i].entry.logical_source_id,
-            "uncovered": int(uncovered[i]),
-            "found": int(found[i]),
-        }
+        TestHint(
+            results[i].entry.component,
+            results[i].entry.variant,
+            results[i].entry.logical_source_id,
+            int(uncovered[i]),
+            int(found[i]),
+        )
         for i in ranked[:REMEDIATION_LIMIT]
     ]
     return Aggregate(
@@ -297,9 +298,9 @@ def _summarize(
         cols,
         paths,
         totals,
-        components,
+        tuple(components),
         blocking,
-        {"measure": measure, "test": test},
+        Remediation(tuple(measure), tuple(test)),
         complete=not blocking,
         denominator_known=all(r.denominator != "unknown" for r in results),
     )

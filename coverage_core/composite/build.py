@@ -31,6 +31,7 @@ from ..storage.paths import MAPPED, map_paths
 from . import inventory as inv_mod
 from .aggregate import MALFORMED, STALE, UNSUPPORTED, Evidence, aggregate
 from .persistence import Composite, CompositeProvenance, carry_from_earlier, identical, save
+from .records import Registration
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -152,7 +153,7 @@ def build(
     reports: Sequence[ReportSpec | str],
     *,
     provenance: str = "import",
-    registration: dict[str, Any] | None = None,
+    registration: Registration | None = None,
     toolchains: dict[str, str] | None = None,
     also: Any = None,
 ) -> Composite:
@@ -221,7 +222,7 @@ def build(
         provenance=provenance,
         registration=registration,
         toolchains=tools,
-        artifacts=[ev.to_dict() for ev in evidence],
+        artifacts=tuple(ev.to_record() for ev in evidence),
     )
     if also is None:  # an import; a run's artifact row needs a composite of its own
         earlier = identical(project.store, agg, prov)

@@ -24,6 +24,16 @@ from ..storage.transactions import transaction
 from . import regions as rg
 from .aggregate import Aggregate, Carry
 from .inventory import Entry
+from .records import (
+    Blocking,
+    ComponentSummary,
+    EvidenceReport,
+    Registration,
+    Remediation,
+    Totals,
+    from_json,
+    to_json,
+)
 
 COMPOSITE_PREFIX = "comp-"
 COMPOSITE_ID_PATTERN = r"^comp-[0-9a-f]{1,64}$"
@@ -44,9 +54,9 @@ class CompositeProvenance:
     worktree_id: str
     worktree_path: str
     provenance: str = "import"
-    registration: dict[str, Any] | None = None
+    registration: Registration | None = None
     toolchains: dict[str, str] = attrs.Factory(dict)
-    artifacts: list[dict[str, Any]] = attrs.Factory(list)
+    artifacts: tuple[EvidenceReport, ...] = ()
 
 
 @attrs.frozen
@@ -63,15 +73,15 @@ class Composite:
     branch: str | None
     worktree_path: str
     provenance: str
-    registration: dict[str, Any] | None
+    registration: Registration | None
     toolchains: dict[str, str]
-    artifacts: list[dict[str, Any]]
+    artifacts: tuple[EvidenceReport, ...]
     status: str
     denominator_known: bool
-    totals: dict[str, dict[str, int]]
-    components: list[dict[str, Any]]
-    blocking: list[dict[str, Any]]
-    remediation: dict[str, list[dict[str, Any]]]
+    totals: Totals
+    components: tuple[ComponentSummary, ...]
+    blocking: tuple[Blocking, ...]
+    remediation: Remediation
     # Some region's hits summed past 2^63-1 and are kept at that maximum (coverage_core.counts).
     saturated: bool = False
     # Not stored: this answer is an earlier composite of the same evidence (``identical``), not a new one.
@@ -94,18 +104,18 @@ class Composite:
             "branch": self.branch,
             "worktree_path": self.worktree_path,
             "provenance": self.provenance,
-            "registration": self.registration,
+            "registration": to_json(self.registration),
             "toolchains": self.toolchains,
-            "artifacts": self.artifacts,
+            "artifacts": to_json(self.artifacts),
             "status": self.status,
             "denominator_known": self.denominator_known,
             "percent": self.percent(),
             "totals": self.totals,
-            "components": self.components,
-            "blocking": shown,
+            "components": to_json(self.components),
+            "blocking": to_json(shown),
             "blocking_total": len(self.blocking),
             "blocking_truncated": len(shown) < len(self.blocking),
-            "remediation": self.remediation,
+            "remediation": to_json(self.remediation),
             "saturated": self.saturated,
         }
 
@@ -138,15 +148,15 @@ def _record(row: tuple[Any, ...]) -> Composite:
 
     # The ten plain columns, then the decoded ones (one starred tuple: mypy cannot count a sliced row).
     decoded = (
-        j(row[10]),
+        from_json(j(row[10]), Registration | None),
         j(row[11]),
-        j(row[12]),
+        from_json(j(row[12]), tuple[EvidenceReport, ...]),
         row[13],
         bool(row[14]),
         j(row[15]),
-        j(row[16]),
-        j(row[17]),
-        j(row[18]),
+        from_json(j(row[16]), tuple[ComponentSummary, ...]),
+        from_json(j(row[17]), tuple[Blocking, ...]),
+        from_json(j(row[18]), Remediation),
         bool(row[19]),
     )
     return Composite(*(row[:10] + decoded))
@@ -177,15 +187,15 @@ def save(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance, *, also
                     prov.branch,
                     prov.worktree_path,
                     prov.provenance,
-                    None if prov.registration is None else json.dumps(prov.registration),
+                    None if prov.registration is None else json.dumps(to_json(prov.registration)),
                     json.dumps(prov.toolchains),
-                    json.dumps(prov.artifacts),
+                    json.dumps(to_json(prov.artifacts)),
                     "complete" if agg.complete else "incomplete",
                     agg.denominator_known,
                     json.dumps(agg.totals),
-                    json.dumps(agg.components),
-                    json.dumps(agg.blocking),
-                    json.dumps(agg.remediation),
+                    json.dumps(to_json(agg.components)),
+                    json.dumps(to_json(agg.blocking)),
+                    json.dumps(to_json(agg.remediation)),
                     agg.saturated,
                 ],
             )
@@ -318,10 +328,7 @@ def identical(store: ProjectStore, agg: Aggregate, prov: CompositeProvenance) ->
         .fetchall()
     )
 
-    def stored(value: Any) -> Any:  # as its JSON column gives it back (tuples read as lists)
-        return json.loads(json.dumps(value))
-
-    wanted = (stored(prov.artifacts), stored(agg.totals), stored(agg.components), stored(agg.blocking))
+    wanted = (prov.artifacts, agg.totals, agg.components, agg.blocking)
     for row in rows:
         found = _record(row)
         if (

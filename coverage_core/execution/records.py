@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ..composite.records import Registration
 from ..model import converter
 
 
@@ -137,14 +138,9 @@ class Run:
             return None
         return round((self.ended_at - self.started_at).total_seconds() * 1000)
 
-    def registration(self) -> dict[str, Any]:
+    def registration(self) -> Registration:
         """Which run made a snapshot: its id, its command (and the command's content hash), its arguments."""
-        return {
-            "run_id": self.run_id,
-            "command_id": self.command_id,
-            "command_hash": self.command_hash,
-            "args": list(self.args),
-        }
+        return Registration(self.run_id, self.command_id, self.command_hash, self.args)
 
 
 @attrs.frozen

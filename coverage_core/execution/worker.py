@@ -528,7 +528,7 @@ class Runtime:
                 con.execute(
                     "UPDATE snapshots SET metadata = json_merge_patch(metadata, ?) WHERE snapshot_id = ?",
                     [
-                        json.dumps({"run": run.registration()}),
+                        json.dumps({"run": to_json(run.registration())}),
                         snapshot_id,
                     ],
                 )

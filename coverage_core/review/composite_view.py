@@ -18,6 +18,7 @@ import numpy as np
 from ..composite import persistence as cstore
 from ..composite import regions as rg
 from ..composite.persistence import Composite
+from ..composite.records import to_json
 from ..errors import CoverageError, ErrorCode, Remedy
 from .budget import Budget
 from .call import Call
@@ -61,7 +62,7 @@ def claim(call: Call, comp: Composite) -> dict[str, Any]:
         )
     limited = []
     if comp.status != "complete":
-        why = sorted({b["reason"] for b in comp.blocking})
+        why = sorted({b.reason for b in comp.blocking})
         limited.append(
             f"incomplete: {len(comp.blocking)} inventory entries lack usable evidence ({', '.join(why)})"
         )
@@ -80,7 +81,7 @@ def summary(comp: Composite) -> dict[str, Any]:
     d = comp.to_dict(blocking_limit=MAX_BLOCKING)
     for k in ("artifacts", "registration", "worktree_path", "created_at"):
         d.pop(k, None)
-    d["remediation"] = {k: v[:3] for k, v in comp.remediation.items()}
+    d["remediation"] = to_json(comp.remediation.first(3))
     return d
 
 
@@ -254,12 +255,12 @@ def _compare(
     }
     components = []
     for c in current.components:
-        b = next((x for x in base.components if x["id"] == c["id"]), None)
-        cc, bc = c["totals"]["combined"], (b["totals"]["combined"] if b else {"found": 0, "hit": 0})
+        b = next((x for x in base.components if x.id == c.id), None)
+        cc, bc = c.totals["combined"], (b.totals["combined"] if b else {"found": 0, "hit": 0})
         components.append(
             {
-                "id": c["id"],
-                "language": c["language"],
+                "id": c.id,
+                "language": c.language,
                 "current": cc,
                 "baseline": bc,
                 "delta": {"found": cc["found"] - bc["found"], "hit": cc["hit"] - bc["hit"]},
