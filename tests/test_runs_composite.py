@@ -20,9 +20,18 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from coverage_core import composite
-from coverage_core.composite.records import to_json
+from coverage_core.composite.records import (
+    Blocking,
+    ComponentSummary,
+    EvidenceReport,
+    Registration,
+    Remediation,
+    from_json,
+    to_json,
+)
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands, runs
+from coverage_core.execution.records import ReportUse
 from coverage_core.output_schemas import RUN_ARTIFACT
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
@@ -109,6 +118,38 @@ def comparable(record: composite.Composite) -> dict[str, Any]:
     return data
 
 
+def stored_parts_round_trip(project: Project, stored: composite.Composite) -> None:
+    """A stored composite's parts are records that unstructure to exactly its JSON columns and read back equal;
+    its run artifact's report uses likewise."""
+    columns = (
+        project.store.con.cursor()
+        .execute(
+            "SELECT registration, artifacts, components, blocking, remediation FROM composite_snapshots "
+            "WHERE composite_id = ?",
+            [stored.composite_id],
+        )
+        .fetchone()
+    )
+    parts = (stored.registration, stored.artifacts, stored.components, stored.blocking, stored.remediation)
+    kinds = (
+        Registration,
+        tuple[EvidenceReport, ...],
+        tuple[ComponentSummary, ...],
+        tuple[Blocking, ...],
+        Remediation,
+    )
+    for column, part, kind in zip(columns, parts, kinds, strict=True):
+        assert json.dumps(to_json(part)) == column
+        assert from_json(json.loads(column), kind) == part
+    [(reports,)] = (
+        project.store.con.cursor()
+        .execute("SELECT reports FROM run_artifacts WHERE composite_snapshot_id = ?", [stored.composite_id])
+        .fetchall()
+    )
+    uses = from_json(json.loads(reports), tuple[ReportUse, ...])
+    assert json.dumps(to_json(uses)) == reports
+
+
 def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_build_of_the_same_reports(
     project: Project, product: Path
 ) -> None:
@@ -124,6 +165,7 @@ def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_buil
     assert [(r["path"], r["status"]) for r in artifact["reports"]] == [(r["path"], "used") for r in REPORTS]
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
     assert stored.provenance == "run"
+    stored_parts_round_trip(project, stored)
     assert to_json(stored.registration) == {
         "run_id": done["id"],
         "command_id": command_id,
@@ -172,6 +214,7 @@ def test_reports_the_run_did_not_refresh_are_skipped_stale_and_the_composite_kee
         "reports/shaders.json": ("used", None),
     }
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
+    stored_parts_round_trip(project, stored)
     reasons = {(b.component, b.variant): b.reason for b in stored.blocking}
     assert reasons == {
         ("native", "fast"): "stale",
