@@ -30,7 +30,7 @@ SECRET = "s3cr3t-value-never-in-a-report"
 def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
     project = open_project(repo)
     try:
-        record, _ = commands.register(
+        registered = commands.register(
             project,
             {
                 "name": name,
@@ -39,7 +39,7 @@ def register(repo: Path, name: str, argv: list[str], **extra: Any) -> str:
                 **extra,
             },
         )
-        return record["id"]
+        return registered.command.id
     finally:
         project.close()
 

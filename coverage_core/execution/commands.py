@@ -30,6 +30,8 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import attrs
+
 from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..model import converter
@@ -337,8 +339,24 @@ def approve_line(command_id: str) -> str:
     return f"coverage-mcp command approve {command_id}"
 
 
-def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """Register (or find) the command ``args`` describe: (its record, whether it was new).
+@attrs.frozen
+class Registered:
+    """What a registration did: the command (new or found), and whether an agent's ``human_approved`` was
+    ignored (the project's approval_mode is out_of_band)."""
+
+    command: Command
+    new: bool
+    attestation_ignored: bool
+
+
+ATTESTATION_IGNORED = (
+    "human_approved was ignored: this project's approval_mode is out_of_band, so a person approves with the CLI "
+    "or the dashboard"
+)
+
+
+def register(project: Project, args: dict[str, Any]) -> Registered:
+    """Register (or find) the command ``args`` describe.
 
     Under ``attested`` mode ``human_approved: true`` with ``approved_by`` and
     ``approval_note`` is recorded as the approval (via ``attested``); under
@@ -391,13 +409,7 @@ def register(project: Project, args: dict[str, Any]) -> tuple[dict[str, Any], bo
                 now,
                 executable_now(project, spec),
             )
-    record = show_command(project, command_id)
-    if attested and mode != "attested":
-        record["note"] = (
-            "human_approved was ignored: this project's approval_mode is out_of_band, so a person "
-            "approves with the CLI or the dashboard"
-        )
-    return record, new
+    return Registered(command(project, command_id), new, attested and mode != "attested")
 
 
 def _status(con: Any, command_id: str) -> str:

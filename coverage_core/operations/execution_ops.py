@@ -53,7 +53,10 @@ def _review_of(call: Call) -> ReviewAnswer:
 
 
 def register_test_command(call: Call) -> dict[str, Any]:
-    record, _ = commands.register(call.project, call.args)
+    registered = commands.register(call.project, call.args)
+    record = commands.show_command(call.project, registered.command.id)
+    if registered.attestation_ignored:
+        record["note"] = commands.ATTESTATION_IGNORED
     if record["status"] == "pending":
         nxt = (
             f"A person approves it out of band: `{record['approve_with']}` (or in the dashboard); "
