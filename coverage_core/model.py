@@ -96,6 +96,16 @@ converter.register_unstructure_hook(Counter, Counter.to_dict)
 converter.register_structure_hook(Counter, lambda v, _: Counter(int(v["found"]), int(v["hit"])))
 
 
+def to_json(record: Any) -> Any:
+    """A record (or a sequence of them) as its JSON shape."""
+    return converter.unstructure(record)
+
+
+def from_json(value: Any, kind: Any) -> Any:
+    """The record of ``kind`` (e.g. ``tuple[Run, ...]``) a JSON shape holds."""
+    return converter.structure(value, kind)
+
+
 def _totals(t: dict[str, Counter]) -> dict[str, Any]:
     return {k: t[k].to_dict() for k in COUNTERS if k in t}
 

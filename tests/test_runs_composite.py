@@ -26,12 +26,11 @@ from coverage_core.composite.records import (
     EvidenceReport,
     Registration,
     Remediation,
-    from_json,
-    to_json,
 )
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands, runs
 from coverage_core.execution.records import ReportUse
+from coverage_core.model import from_json, to_json
 from coverage_core.output_schemas import RUN_ARTIFACT
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service

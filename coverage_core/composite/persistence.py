@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..model import from_json, to_json
 from ..storage.store import ProjectStore, bulk_insert
 from ..storage.transactions import transaction
 from . import regions as rg
@@ -31,8 +32,6 @@ from .records import (
     Registration,
     Remediation,
     Totals,
-    from_json,
-    to_json,
 )
 
 COMPOSITE_PREFIX = "comp-"

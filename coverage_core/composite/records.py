@@ -8,11 +8,7 @@ gives each exactly its stored and answered shape (field order is key order) and 
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
-
-from ..model import converter
 
 Totals = dict[str, dict[str, int]]  # kind -> {found, hit}, plus combined (``regions.tally``)
 
@@ -104,13 +100,3 @@ class Registration:
     command_id: str
     command_hash: str
     args: tuple[str, ...]
-
-
-def to_json(record: Any) -> Any:
-    """A record (or a sequence of them) as its JSON shape."""
-    return converter.unstructure(record)
-
-
-def from_json(value: Any, kind: Any) -> Any:
-    """The record of ``kind`` (e.g. ``tuple[Blocking, ...]``) a JSON shape holds."""
-    return converter.structure(value, kind)

@@ -192,7 +192,7 @@ def _spec(spec: CommandSpec) -> dict[str, Any]:
         "argv": list(spec.argv),
         "cwd": spec.cwd,
         "timeout_s": spec.timeout_s,
-        "env": spec.env,
+        "env": dict(spec.env),
     }
     if spec.runners is not None:
         out["runners"] = list(spec.runners)
@@ -239,11 +239,6 @@ def _artifact(a: Artifact) -> dict[str, Any]:
 
 
 converter.register_unstructure_hook(Artifact, _artifact)
-
-
-def to_json(record: Any) -> Any:
-    """A record (or a list of them) as its JSON shape."""
-    return converter.unstructure(record)
 
 
 def spec_json(spec: CommandSpec) -> dict[str, Any]:

@@ -51,12 +51,13 @@ from ..composite.build import ReportSpec, build
 from ..config import Settings
 from ..errors import CoverageError, ErrorCode
 from ..git import discover
+from ..model import to_json
 from ..parsers.opening import open_within
 from ..project import Project
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import case_selectors, commands, containment, environment, runner, runs, terminal
-from .records import CommandSpec, CompositeArtifact, ReportArtifact, ReportUse, Run, to_json
+from .records import CommandSpec, CompositeArtifact, ReportArtifact, ReportUse, Run
 from .watchdog import WATCHDOG
 
 log = logging.getLogger("coverage_core.execution")

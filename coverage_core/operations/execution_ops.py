@@ -16,8 +16,9 @@ from .. import safefs
 from ..errors import CoverageError, ErrorCode
 from ..execution import case_selectors, commands, runner, runs
 from ..execution.fingerprint import fingerprint
-from ..execution.records import Run, to_json
+from ..execution.records import Run
 from ..execution.worker import ReviewAnswer, Runtime, command_env, runtime_of, settle_orphans
+from ..model import to_json
 from ..project import Project
 from ..review import cursors
 from ..review.call import Call

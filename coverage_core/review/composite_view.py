@@ -18,8 +18,8 @@ import numpy as np
 from ..composite import persistence as cstore
 from ..composite import regions as rg
 from ..composite.persistence import Composite
-from ..composite.records import to_json
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..model import to_json
 from .budget import Budget
 from .call import Call
 from .context import checkout_state
