@@ -2,8 +2,9 @@
 canonical region model; missing or unusable evidence makes the composite incomplete and never lowers it.
 
 Modules: ``inventory`` (the declared production sources), ``regions`` (the canonical model and the mapping of
-each format), ``aggregate`` (exact counts and completeness), ``store`` (immutable composite snapshots),
-``build`` (the entry point the CLI, ``coverage_import`` and managed runs call), ``compare`` (review projections).
+each format), ``aggregate`` (exact counts and completeness), ``records`` (a composite's parts),
+``persistence`` (immutable composite snapshots), ``build`` (the entry point the CLI, ``coverage_import`` and
+managed runs call); the review projections over them live in ``review.composite_view``.
 """
 
 from .build import ReportSpec, build, parse_spec

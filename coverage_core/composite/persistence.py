@@ -348,32 +348,6 @@ def latest(store: ProjectStore, con: duckdb.DuckDBPyConnection | None = None) ->
     return None if row is None else _record(row)
 
 
-def entries(
-    store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None
-) -> list[dict[str, Any]]:
-    rows = (
-        _con(store, con)
-        .execute(
-            "SELECT entry_id, component, variant, logical_source_id, paths, identities, status, detail, denominator "
-            "FROM composite_entries WHERE comp = ? ORDER BY entry_id",
-            [comp],
-        )
-        .fetchall()
-    )
-    names = (
-        "entry_id",
-        "component",
-        "variant",
-        "logical_source_id",
-        "paths",
-        "identities",
-        "status",
-        "detail",
-        "denominator",
-    )
-    return [dict(zip(names, r)) for r in rows]
-
-
 def regions(
     store: ProjectStore, comp: int, con: duckdb.DuckDBPyConnection | None = None
 ) -> dict[str, np.ndarray]:

@@ -72,7 +72,10 @@ NOT_FOUND_EXIT = 127  # what a shell and the supervisor exit with when a program
 REVIEW_LIMITS = {"max_files": 5, "max_regions": 5, "max_words": 600}
 
 
-def _identity(path: Path) -> tuple[int, int, str] | None:
+Identity = tuple[int, int, str] | None  # (mtime_ns, size, sha256) of a report file, None when absent
+
+
+def _identity(path: Path) -> Identity:
     """(mtime_ns, size, sha256) of a regular file, None when absent or not a regular file."""
     try:
         st = os.lstat(path)
@@ -471,7 +474,7 @@ class Runtime:
         run_id: str,
         run: Run,
         spec: CommandSpec,
-        before: dict[str, Any],
+        before: dict[str, Identity],
         finished: bool,
     ) -> tuple[list[str], list[str]]:
         """The snapshots ingested, and the persistence failures met (a store error, never a bad report)."""
@@ -567,7 +570,7 @@ class Runtime:
         project: Project,
         run: Run,
         composite: CompositeArtifact,
-        before: dict[str, Any],
+        before: dict[str, Identity],
         finished: bool,
     ) -> None:
         """A composite artifact: built from the reports the run refreshed (provenance ``run``, the registration
