@@ -18,7 +18,7 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands
-from coverage_core.service import OPERATIONS
+from coverage_core.service import TOOLS
 from coverage_daemon.credentials import client_token
 from coverage_daemon.projects import Target
 
@@ -98,7 +98,7 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
 
 async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Running, repo: Path) -> None:
     pid = await register(daemon, repo)
-    assert not any("approv" in name for name in OPERATIONS)  # no tool approves
+    assert not any("approv" in name for name in TOOLS)  # no tool approves
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"register_test_command", "run_test", "run_review", "cancel_run"} <= tools

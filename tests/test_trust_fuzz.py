@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coverage_core.service import OPERATIONS
+from coverage_core.service import OPERATIONS, TOOLS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER, REPO_HEADER
@@ -340,7 +340,7 @@ def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
         if name == "command_id":  # a well-formed command id no store holds (the fuzz registers none)
             return draw(st.sampled_from(["cmd-" + "0" * 16, "cmd-0123456789abcdef"]))
         if name == "name":  # an operation of the table, or not
-            return draw(st.sampled_from([*OPERATIONS, "no_such_op"]))
+            return draw(st.sampled_from([*TOOLS, "no_such_op"]))
         return draw(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))
 
     return _PARAM.sub(value, template)
@@ -441,7 +441,7 @@ UNKNOWN = [
     "rpc.discover",
 ]
 MCP_TARGETS = [
-    *(f"tools/call {name}" for name in OPERATIONS),
+    *(f"tools/call {name}" for name in TOOLS),
     *(m for m in METHODS if m != "tools/call"),
     "tools/call ?",
     *NOTIFICATIONS,
@@ -450,7 +450,7 @@ MCP_TARGETS = [
 
 
 # Each tool's arguments near its schema, built once (as REST_BODY).
-TOOL_ARGUMENTS = {name: from_schema(op.input_schema) for name, op in OPERATIONS.items()}
+TOOL_ARGUMENTS = {name: from_schema(op.input_schema) for name, op in TOOLS.items()}
 ANY_ARGUMENTS = from_schema({})
 
 
@@ -459,7 +459,7 @@ def mcp_params(draw: st.DrawFn, target: str, live: Live) -> tuple[str, Any]:
     """(method, params) for one target, near what the method expects."""
     if target.startswith("tools/call "):
         name = target.split(" ", 1)[1]
-        tool = name if name in OPERATIONS else draw(st.text(max_size=20) | JSON)
+        tool = name if name in TOOLS else draw(st.text(max_size=20) | JSON)
         arguments = TOOL_ARGUMENTS.get(name, ANY_ARGUMENTS)
         return "tools/call", draw(
             st.fixed_dictionaries({"name": st.just(tool)}, optional={"arguments": arguments}) | JSON
