@@ -58,6 +58,9 @@ class Operation:
     # Writes only through managed execution's own connection (never the store's write gate), and may
     # wait for a run: a transport runs it like a read, on its own connection.
     own_writes: bool = False
+    # A success stores a new record (a snapshot, a registration, a run or its cancellation): REST answers
+    # 201 Created unless the answer says it was stored already (data.duplicate).
+    stores_new: bool = False
 
 
 SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN}
@@ -279,6 +282,7 @@ _AGENT_ROWS = (
         surfaces=AGENT_SURFACES,
         read_only=False,
         idempotent=True,
+        stores_new=True,
     ),
     Operation(
         name="register_test_command",
@@ -346,6 +350,7 @@ _AGENT_ROWS = (
         read_only=False,
         idempotent=True,
         own_writes=True,
+        stores_new=True,
     ),
     Operation(
         name="run_test",
@@ -391,6 +396,7 @@ _AGENT_ROWS = (
         idempotent=False,
         open_world=True,
         own_writes=True,
+        stores_new=True,
     ),
     Operation(
         name="run_review",
@@ -437,6 +443,7 @@ _AGENT_ROWS = (
         destructive=True,
         idempotent=True,
         own_writes=True,
+        stores_new=True,
     ),
 )
 
@@ -636,6 +643,7 @@ _OWNER_ROWS = (
         surfaces=OWNER_SURFACES,
         read_only=False,
         idempotent=True,
+        stores_new=True,
     ),
     Operation(
         name="project_settings",
@@ -676,7 +684,18 @@ _OWNER_ROWS = (
             "required": ["name"],
             "properties": {
                 "name": {"enum": list(admin_ops.ANALYSIS_ARGUMENTS)},
-                "arguments": {"type": "object", "description": "The helper's keyword arguments."},
+                "arguments": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "description": "The helper's keyword arguments (each takes some of these).",
+                    "properties": {
+                        "suite": {"type": ["string", "null"], "maxLength": 200},
+                        "counter": {"type": "string", "maxLength": 50},
+                        "ref": {"type": "string", "minLength": 1, "maxLength": 500},
+                        "last_commits": {"type": "integer", "minimum": 1, "maximum": 10000},
+                        "last": {"type": "integer", "minimum": 1, "maximum": 10000},
+                    },
+                },
             },
         },
         handler=admin_ops.analysis,

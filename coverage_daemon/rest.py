@@ -236,6 +236,6 @@ async def operation(request: web.Request) -> web.Response:
         _no_query(request)
         args = await read_object(request)
     answer = await daemon.projects.call(target_of(request), name, args, principals=principals)
-    # A write that stored something new is 201; a read, or a write that found it stored already, 200.
-    created = not op.read_only and not answer["data"].get("duplicate", False)
+    # A row that stored something new is 201; a read, another write, or one that found it stored already, 200.
+    created = op.stores_new and not answer["data"].get("duplicate", False)
     return json_response(answer, 201 if created else 200)
