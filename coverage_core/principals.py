@@ -28,7 +28,7 @@ class Surface(enum.Enum):
     DASHBOARD = "dashboard"
 
 
-# What a caller lacking a principal must do to have it: the suggestion of the ``forbidden`` refusal.
+# What a caller lacking a principal must do to have it: a ``forbidden`` refusal suggests each a row admits.
 HOW_TO_BE = {
     Principal.AGENT: "Call it as an MCP tool (tools/call) through the daemon's /mcp endpoint.",
     Principal.CLIENT: "Send the client token (Authorization: Bearer ...); `coverage-mcp connect` sets it up.",
@@ -36,7 +36,7 @@ HOW_TO_BE = {
     "from the daemon's lock file); MCP clients and the client token cannot do this.",
     Principal.SESSION_READ: "Open the dashboard with `coverage-mcp dashboard`.",
     Principal.SESSION_WRITE: "Do it from the dashboard `coverage-mcp dashboard` opens (its page sends the "
-    "session's CSRF token), or with the coverage-mcp command line.",
+    "session's CSRF token).",
 }
 
 # When a request proves several principals, the row runs as the first of these it admits.

@@ -821,12 +821,12 @@ def admitting(op: Operation, principals: frozenset[Principal]) -> Principal:
     for principal in PREFERENCE:
         if principal in principals and principal in op.principals:
             return principal
-    wanted = next(p for p in PREFERENCE if p in op.principals)
+    ways = [HOW_TO_BE[p] for p in PREFERENCE if p in op.principals]
     raise CoverageError(
         ErrorCode.FORBIDDEN,
         f"{op.name} admits {', '.join(sorted(p.value for p in op.principals))}; this caller is "
         f"{', '.join(sorted(p.value for p in principals)) or 'none of them'}",
-        HOW_TO_BE[wanted],
+        " Or: ".join(ways),
         {"operation": op.name, "admits": sorted(p.value for p in op.principals)},
     )
 
