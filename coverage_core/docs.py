@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import MEANINGS
 from .operations.review_task_table import TASK_DATA, TASK_PAGE
+from .principals import Principal, Surface
 from .service import OPERATIONS, Operation
 
 HEADER = """\
@@ -105,9 +106,9 @@ def _operation(op: Operation) -> str:
     return "\n".join(lines)
 
 
-def _names(members: frozenset[Any]) -> str:
-    """Enum members by value, in declaration order (the order the docs read them in)."""
-    every = list(type(next(iter(members))))
+def _names(members: frozenset[Principal] | frozenset[Surface]) -> str:
+    """Principals or surfaces by value, in declaration order (the order the docs read them in)."""
+    every: list[Principal | Surface] = [*Principal, *Surface]
     return ", ".join(f"`{m.value}`" for m in every if m in members)
 
 
