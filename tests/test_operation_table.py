@@ -305,3 +305,27 @@ def test_in_process_a_weaker_principal_is_refused_before_the_handler_runs(sample
         with pytest.raises(CoverageError) as caught:
             service.call("command_approve", {"command_id": "cmd-0000000000000000"})
         assert caught.value.code is ErrorCode.NOT_FOUND
+
+
+async def test_a_dashboard_session_reaches_only_the_rows_that_admit_a_session(
+    daemon: Running, sample_repo: Path
+) -> None:
+    pid = await register(daemon, sample_repo)
+    async with aiohttp.ClientSession(cookie_jar=jar()) as http:
+        csrf = await signed_in(http, daemon)
+        for name, op in OPERATIONS.items():
+            url = f"{daemon.url}/api/projects/{pid}/ops/{name}"
+            async with http.post(url, json={}, headers={CSRF_HEADER: csrf}) as response:
+                answer = await response.json()
+            if (
+                Principal.SESSION_WRITE in op.principals
+            ):  # admitted: the call itself is refused ({} is no call)
+                assert response.status == 400 and answer["error"]["code"] == "invalid_argument", (
+                    name,
+                    answer,
+                )
+            else:
+                assert response.status == 403 and answer["error"]["code"] == "forbidden", (name, answer)
+            if op.read_only:
+                async with http.get(url) as response:
+                    assert response.status == (200 if Principal.SESSION_READ in op.principals else 403), name
