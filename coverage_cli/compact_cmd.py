@@ -1,9 +1,9 @@
 """``compact``: a manual compaction pass, its inventory, and the policy the daemon's worker follows.
 
-On whichever owns the store (``coverage_daemon.client.open_project``): the
-library's project, or the daemon's admin routes (the pass and the policy,
-with the capability read from the daemon's lock file) and its client route
-(the inventory).
+The compact, compaction_inventory and project_settings_update rows, on
+whichever owns the store (``coverage_daemon.client.open_project``): the
+library's project, or the daemon (the pass and the policy with the capability
+read from the daemon's lock file).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from typing import Any
 import click
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.project import Project
 from coverage_core.storage import compaction, project_settings
-from coverage_daemon.client import DaemonProject, open_project
+from coverage_daemon.client import call, open_project
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
@@ -42,17 +41,6 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
             number = text  # the setting's check says what a valid value is
         values[field.key] = field.check(number)
     return values
-
-
-def _capability(project: DaemonProject, what: str) -> str:
-    """The admin capability for the daemon that holds the store; only its user can read it."""
-    if not project.capability:
-        raise CoverageError(
-            ErrorCode.STORE_LOCKED,
-            "the coverage-mcp daemon holds this repository's store",
-            f"Run {what} as the daemon's user, or stop it with `coverage-mcp stop` first.",
-        )
-    return project.capability
 
 
 @click.command("compact")
@@ -102,28 +90,19 @@ def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -
         raise click.UsageError("--set changes the policy only; run the pass or --status separately")
     with open_project(repo) as project:
         if values:
-            if isinstance(project, Project):
-                project.set_compaction_policy(**{k.removeprefix("compaction_"): v for k, v in values.items()})
-            else:
-                capability = _capability(project, "a policy change")
-                project.client.update_settings(project.project_id, values, capability=capability)
+            call(project, "project_settings_update", {"settings": values})
             data = _inventory(project)
         elif status:
             data = _inventory(project)
         else:
             if older_than is not None:
                 compaction.parse_age(older_than)  # garbage is refused here, before any store work
-            if isinstance(project, Project):
-                data = project.compact(older_than=older_than, dry_run=dry_run, limit=limit).to_dict()
-            else:
-                body = {
-                    k: v
-                    for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
-                    if v is not None
-                }
-                data = project.client.compact(
-                    project.project_id, body, capability=_capability(project, "compaction")
-                )
+            body = {
+                k: v
+                for k, v in (("older_than", older_than), ("dry_run", dry_run), ("limit", limit))
+                if v is not None
+            }
+            data = call(project, "compact", body)["data"]
     if as_json:
         emit_json({"data": data})
     elif values or status:
@@ -133,9 +112,7 @@ def compact_command(older_than, dry_run, limit, status, policy, repo, as_json) -
 
 
 def _inventory(project: Any) -> dict[str, Any]:
-    if isinstance(project, Project):
-        return project.compaction_inventory()
-    return project.client.compaction_inventory(project.project_id)
+    return call(project, "compaction_inventory")["data"]
 
 
 def _kb(n: int) -> str:

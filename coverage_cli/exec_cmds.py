@@ -1,8 +1,8 @@
 """``command``, ``run`` and ``runs``: managed execution from the command line.
 
-``command approve`` / ``reject`` are a person's decisions: on the store this
-command holds, or through the daemon's admin route with the capability read
-from its lock file; never through an operation an agent can call. ``run``
+``command approve`` / ``reject`` are a person's decisions (the command_approve
+and command_reject rows): on the store this command holds, or through the
+daemon with the capability read from its lock file; no agent's row decides. ``run``
 always goes through the daemon (started if none runs), so every run is owned
 by a daemon that drains, times out, cancels and recovers it. ``--json``
 prints the envelope (or, for ``command`` and ``runs``, ``{"data": ...}``).
@@ -22,7 +22,6 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution.display import registration_lines
 from coverage_core.execution.words import quoted_line
 from coverage_core.git import discover
-from coverage_core.project import Project
 from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
 
 from .options import json_option, repo_option
@@ -110,13 +109,8 @@ def command_list(status, repo, as_json) -> None:
 
     Example: coverage-mcp command list --status pending
     """
-    from coverage_core.execution import commands
-
     with open_project(repo) as project:
-        if isinstance(project, Project):
-            found = commands.list_commands(project, status)
-        else:
-            found = project.client.commands(project.project_id, status)
+        found = call(project, "command_list", {"status": status} if status else {})["data"]["commands"]
     if as_json:
         emit_json({"data": {"commands": found}})
         return
@@ -139,35 +133,16 @@ def command_show(command_id, repo, as_json) -> None:
 
     Example: coverage-mcp command show cmd-0123456789abcdef
     """
-    from coverage_core.execution import commands
-
     with open_project(repo) as project:
-        if isinstance(project, Project):
-            found = commands.show_command(project, command_id)
-        else:
-            found = project.client.command(project.project_id, command_id)
+        found = call(project, "command_show", {"command_id": command_id})["data"]["command"]
     _show_command(found, as_json)
 
 
 def _decide(repo: str, command_id: str, decision: str, by: str | None, note: str | None) -> dict[str, Any]:
-    from coverage_core.execution import commands
-
-    who = by or getpass.getuser()
+    """The command_approve or command_reject row, as the person running this command (or ``by``)."""
+    arguments = {"command_id": command_id, "by": by or getpass.getuser(), **({"note": note} if note else {})}
     with open_project(repo) as project:
-        if isinstance(project, Project):
-            if decision == "approve":
-                return commands.approve(project, command_id, approved_by=who, via="cli", note=note)
-            return commands.reject(project, command_id, rejected_by=who, via="cli", note=note)
-        if not project.capability:
-            raise CoverageError(
-                ErrorCode.FORBIDDEN,
-                "approving needs the daemon's admin capability",
-                "Run this as the user who runs the coverage-mcp daemon.",
-            )
-        body = {"by": who, "via": "cli", **({"note": note} if note else {})}
-        return project.client.decide(
-            project.project_id, command_id, decision, body, capability=project.capability
-        )
+        return call(project, f"command_{decision}", arguments)["data"]["command"]
 
 
 @command_group.command("approve")
@@ -187,12 +162,7 @@ def command_approve(command_id, by, note, repo, as_json) -> None:
     except CoverageError as error:
         if error.code == ErrorCode.NOT_APPROVED and not as_json:  # show what was refused, escaped, then why
             with open_project(repo) as project:
-                if isinstance(project, Project):
-                    from coverage_core.execution import commands
-
-                    _render_command(commands.show_command(project, command_id))
-                else:
-                    _render_command(project.client.command(project.project_id, command_id))
+                _render_command(call(project, "command_show", {"command_id": command_id})["data"]["command"])
         raise
     _show_command(found, as_json)
 
@@ -455,15 +425,9 @@ def runs_group(ctx, status, limit, repo, as_json) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from coverage_core.execution import runs
-    from coverage_core.execution.worker import settle_orphans
-
+    arguments: dict[str, Any] = {"limit": limit, **({"status": status} if status else {})}
     with open_project(repo) as project:
-        if isinstance(project, Project):
-            settle_orphans(project.store)  # no daemon holds the store: a run left running lost its daemon
-            found = runs.list_runs(project, status, limit=limit)
-        else:
-            found = project.client.runs(project.project_id, status, limit)
+        found = call(project, "run_list", arguments)["data"]["runs"]
     if as_json:
         emit_json({"data": {"runs": found}})
         return
@@ -557,17 +521,12 @@ CANCEL_PAGE = 1000
 
 def _cancel_queued(repo: str, command_id: str) -> list[str]:
     """Cancel every queued run of ``command_id`` (cancel_run on each, page by page); the ids cancelled."""
-    from coverage_core.execution import commands, runs
-
     cancelled: list[str] = []
     with open_project(repo) as project:
+        call(project, "command_show", {"command_id": command_id})  # an unknown command is an error, not "0"
         while True:
-            if isinstance(project, Project):
-                commands.spec_of(project, command_id)  # an unknown command is an error, not "0 cancelled"
-                found = runs.queued_of(project.store, command_id)[:CANCEL_PAGE]
-            else:
-                listed = project.client.runs(project.project_id, "queued", CANCEL_PAGE)
-                found = [r["id"] for r in listed if r["command_id"] == command_id]
+            listed = call(project, "run_list", {"status": "queued", "limit": CANCEL_PAGE})["data"]["runs"]
+            found = [r["id"] for r in listed if r["command_id"] == command_id]
             found = [r for r in found if r not in cancelled]
             if not found:
                 return cancelled

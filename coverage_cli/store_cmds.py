@@ -22,7 +22,7 @@ from coverage_core.display import counted
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.parsers.spool import local_report
-from coverage_core.project import USUAL_REPORTS, Project, find_reports, parse_path_map
+from coverage_core.project import USUAL_REPORTS, find_reports, parse_path_map
 from coverage_core.report import COUNTERS
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
@@ -353,24 +353,10 @@ def _deletion_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _delete(repo: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Delete on whichever holds the store: the library's project, or the daemon's admin route (the
+    """The snapshot_delete row on whichever holds the store: the library's project, or the daemon (the
     capability read from its lock file makes this command the store's owner)."""
     with open_project(repo) as project:
-        if isinstance(project, Project):
-            if "snapshot_ids" in body:
-                return project.delete_snapshots(
-                    body["snapshot_ids"], force=body["force"], dry_run=body["dry_run"]
-                ).to_dict()
-            return project.prune_snapshots(
-                body["suite"], body["keep"], force=body["force"], dry_run=body["dry_run"]
-            ).to_dict()
-        if not project.capability:
-            raise CoverageError(
-                ErrorCode.STORE_LOCKED,
-                "the coverage-mcp daemon holds this repository's store",
-                "Run the deletion as the daemon's user, or stop it with `coverage-mcp stop` first.",
-            )
-        return project.client.delete_snapshots(project.project_id, body, capability=project.capability)
+        return call(project, "snapshot_delete", body)["data"]
 
 
 @snapshots_command.command("rm")

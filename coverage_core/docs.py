@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import MEANINGS
 from .operations.review_task_table import TASK_DATA, TASK_PAGE
+from .principals import Principal, Surface
 from .service import OPERATIONS, Operation
 
 HEADER = """\
@@ -31,15 +32,27 @@ the CLI (`--json` prints the operation's envelope). Every answer is the
 envelope `{context, data, page}`; every failure is
 `{"error": {code, message, suggestion, details, remedy}}`, where `remedy`
 names the operation and arguments (or the setting) that fix the call.
+
+Each operation admits some principals, and a caller proving none of them is
+refused (`forbidden`, changing nothing): `agent` (an MCP client with the
+client token), `client` (the client token over REST: the CLI's reads,
+notebooks), `admin` (the daemon's admin capability, which the CLI reads from
+the daemon's lock file; in process, the store's owner), `session_read` (a
+dashboard session) and `session_write` (the session with its CSRF token).
+Its surfaces say where it appears: MCP lists only the `mcp` ones, the others
+are unknown tools there.
 """
 
 
 def operations_markdown() -> str:
     """The whole of ``docs/operations.md``."""
     parts = [HEADER]
-    parts.append("| Operation | Title | Read-only | Idempotent |\n|---|---|---|---|")
+    parts.append(
+        "| Operation | Title | Read-only | Idempotent | Principals | Surfaces |\n|---|---|---|---|---|---|"
+    )
     parts[-1] += "".join(
-        f"\n| [`{op.name}`](#{op.name}) | {op.title} | {_yes(op.read_only)} | {_yes(op.idempotent)} |"
+        f"\n| [`{op.name}`](#{op.name}) | {op.title} | {_yes(op.read_only)} | {_yes(op.idempotent)} | "
+        f"{_names(op.principals)} | {_names(op.surfaces)} |"
         for op in OPERATIONS.values()
     )
     for op in OPERATIONS.values():
@@ -57,7 +70,14 @@ def _operation(op: Operation) -> str:
     ]
     if op.destructive:
         hints.append("destructive")
-    lines += [f"Behaviour: {', '.join(hints)}.", "", "### Arguments", ""]
+    lines += [
+        f"Behaviour: {', '.join(hints)}.",
+        "",
+        f"Principals: {_names(op.principals)}. Surfaces: {_names(op.surfaces)}.",
+        "",
+        "### Arguments",
+        "",
+    ]
     rows = list(_arguments(schema, "", set(schema.get("required", ()))))
     if rows:
         lines += ["| Argument | Type | Required | Allowed | Description |", "|---|---|---|---|---|", *rows]
@@ -84,6 +104,12 @@ def _operation(op: Operation) -> str:
     else:
         lines += ["", "### Answer", "", _answer(op.output_schema)]
     return "\n".join(lines)
+
+
+def _names(members: frozenset[Principal] | frozenset[Surface]) -> str:
+    """Principals or surfaces by value, in declaration order (the order the docs read them in)."""
+    every: list[Principal | Surface] = [*Principal, *Surface]
+    return ", ".join(f"`{m.value}`" for m in every if m in members)
 
 
 def _codes() -> str:

@@ -288,3 +288,82 @@ RUN_REVIEW = envelope(
 CANCEL_RUN = envelope(
     obj("run", run=record("id", "state", id=STRING, state=STRING), next=STRING), {"type": "null"}
 )
+
+# The person's and the store owner's rows (operations/admin_ops): the same data their routes answered.
+_NO_PAGE = {"type": "null"}
+COMMAND_LIST = envelope(obj("commands", commands={"type": "array", "items": COMMAND}), _NO_PAGE)
+# command_show, command_approve and command_reject: the full registration and its decisions.
+COMMAND_ANSWER = envelope(obj("command", command=COMMAND), _NO_PAGE)
+RUN_LIST = envelope(
+    obj(
+        "runs", runs={"type": "array", "items": record("id", "state", id=STRING, state={"enum": RUN_STATES})}
+    ),
+    _NO_PAGE,
+)
+SNAPSHOT_DELETE = envelope(
+    obj(
+        "dry_run",
+        "deleted",
+        "snapshots",
+        "rows",
+        dry_run=BOOLEAN,
+        deleted=STRINGS,
+        snapshots={"type": "array", "items": record("snapshot_id", snapshot_id=STRING, suite=STRING)},
+        rows=OBJECT,
+    ),
+    _NO_PAGE,
+)
+COMPACT = envelope(
+    obj(
+        "dry_run",
+        "trigger",
+        "older_than_seconds",
+        "eligible",
+        "protected",
+        "compacted",
+        "left",
+        "detail_bytes",
+        "payload_bytes",
+        dry_run=BOOLEAN,
+        trigger=STRING,
+        older_than_seconds={"type": ["number", "null"]},
+        eligible=ARRAY,
+        protected=ARRAY,
+        compacted=ARRAY,
+        left=INTEGER,
+        detail_bytes=INTEGER,
+        payload_bytes=INTEGER,
+    ),
+    _NO_PAGE,
+)
+COMPACTION_INVENTORY = envelope(
+    obj(
+        "relational",
+        "compacted",
+        "detail_bytes",
+        "payload_bytes",
+        "eligible",
+        "protected",
+        "protected_past_threshold",
+        "policy",
+        "last_pass",
+        "inconsistent",
+        relational=INTEGER,
+        compacted=INTEGER,
+        detail_bytes=INTEGER,
+        payload_bytes=INTEGER,
+        eligible=INTEGER,
+        protected=INTEGER,
+        protected_past_threshold=INTEGER,
+        policy=OBJECT,
+        last_pass={"type": ["object", "null"]},
+        inconsistent=STRINGS,
+    ),
+    _NO_PAGE,
+)
+PROJECT_SETTINGS = envelope(obj("settings", settings=OBJECT), _NO_PAGE)
+# A relation as columns (coverage_core.analysis.to_columns): names, DuckDB types, one list of values each.
+ANALYSIS = envelope(
+    obj("names", "types", "values", names=STRINGS, types=STRINGS, values={"type": "array", "items": ARRAY}),
+    _NO_PAGE,
+)

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import attrs
@@ -26,12 +25,13 @@ import duckdb
 
 from . import faults, output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
+from .execution.commands import STATUSES
+from .execution.runs import STATES
 from .ids import SNAPSHOT_ID_PATTERN
-from .model import snapshot_to_dict
-from .operations import composite_import, review_task_table, review_tasks
+from .operations import admin_ops, imports, review_task_table, review_tasks
 from .operations import execution_ops as execution
 from .parsers import FORMATS
-from .parsers.opening import OpenedReport, check_path_text, open_report, open_within
+from .principals import HOW_TO_BE, PREFERENCE, Principal, Surface
 from .project import SCOPES, Project
 from .review import baseline, budget, context, cursors, listing
 from .review.call import Call
@@ -48,6 +48,9 @@ class Operation:
     handler: Callable[[Call], dict[str, Any]]
     # What a successful call answers: the envelope with this operation's data and page (output_schemas).
     output_schema: dict[str, Any]
+    # Who may call it (``Service.call`` refuses anyone else) and where it is listed and reachable.
+    principals: frozenset[Principal]
+    surfaces: frozenset[Surface]
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
@@ -55,78 +58,9 @@ class Operation:
     # Writes only through managed execution's own connection (never the store's write gate), and may
     # wait for a run: a transport runs it like a read, on its own connection.
     own_writes: bool = False
-
-
-def _import(call: Call) -> dict[str, Any]:
-    """The agent's import: a report inside the checkout only, opened from the checkout's descriptor."""
-    if composite_import.wants_composite(call.args):
-        if "report_path" in call.args:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                "pass report_path (an ordinary snapshot) or inventory_path with reports "
-                "(a composite), not both",
-                "Import the ordinary report and build the composite in two calls.",
-            )
-        return composite_import.import_answer(call)
-    if "report_path" not in call.args:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "coverage_import needs report_path (or inventory_path with reports)",
-            'Pass the report\'s path inside the checkout, e.g. {"report_path": "coverage.json"}.',
-        )
-    root = call.project.checkout.worktree_path
-    text = call.args["report_path"]
-    check_path_text(text)
-    raw = Path(text)
-    try:
-        path = (raw if raw.is_absolute() else root / raw).resolve()
-    except (
-        OSError,
-        RuntimeError,
-    ) as exc:  # a link swapped or looping while it is resolved (RuntimeError: 3.11)
-        raise CoverageError(
-            ErrorCode.REPORT_CHANGED,
-            f"report_path {text!r} could not be resolved: it changed while it was being read ({exc})",
-            "Import the report once nothing is moving or relinking it; pass its real path inside the checkout.",
-            {"path": str(raw if raw.is_absolute() else root / raw)},
-        ) from None
-    if not path.is_relative_to(root):
-        raise CoverageError(
-            ErrorCode.PATH_OUTSIDE_CHECKOUT,
-            f"report_path {text!r} is outside the checkout {root}",
-            "Pass a report inside the checkout, relative to its root (e.g. 'coverage.json').",
-            {"checkout_path": str(root)},
-        )
-    # Checked above by path, enforced below by descriptor: a directory swapped
-    # for a link between the two makes the open fail, never read outside.
-    return _ingest_answer(call, open_within(root, path), ())
-
-
-def _ingest_answer(
-    call: Call,
-    report: OpenedReport,
-    path_map: Sequence[tuple[str, str]],
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    args, project = call.args, call.project
-    with report:
-        if args.get("base_ref"):
-            project.git.resolve(args["base_ref"])  # refuse an unknown base early
-        snap = project.ingest(
-            report,
-            suite=args.get("suite", call.suite),
-            format=args.get("format"),
-            scope=args.get("scope", "complete"),
-            commit=args.get("commit"),
-            branch=args.get("branch"),
-            path_map=path_map,
-            progress=progress,
-            require_mapped=True,
-        )
-    body = snapshot_to_dict(snap)
-    body["base_ref"] = args.get("base_ref")
-    call.suite = snap.suite
-    return {"data": {"snapshot": body, "duplicate": snap.duplicate, **context.claim_for(call, snap)}}
+    # A success stores a new record (a snapshot, a registration, a run or its cancellation): REST answers
+    # 201 Created unless the answer says it was stored already (data.duplicate).
+    stores_new: bool = False
 
 
 SNAPSHOT_ID = {"type": "string", "pattern": SNAPSHOT_ID_PATTERN}
@@ -193,298 +127,587 @@ _BASELINE = {
     },
 }
 
-OPERATIONS: dict[str, Operation] = {
-    op.name: op
-    for op in (
-        Operation(
-            name="project_context",
-            title="Project context",
-            description=(
-                "Call this first. The checkout (HEAD, branch, dirty), each suite's latest snapshot (its "
-                "distance from HEAD, files changed since), active runs and commands."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "max_words": {
-                        "type": "integer",
-                        "minimum": budget.MIN_WORDS,
-                        "maximum": budget.MAX_WORDS,
-                        "description": f"Word budget over data (default {budget.DEFAULT_MAX_WORDS}).",
-                    },
-                    "cursor": {
-                        "type": "string",
-                        "maxLength": 2000,
-                        "description": "page.next_cursor of a previous answer.",
-                    },
+# Who may call an agent's row: the agent over MCP, the client token over REST (the CLI through a daemon,
+# notebooks), the store's owner; where it appears: every surface but the dashboard's actions.
+AGENT_ROW = frozenset({Principal.AGENT, Principal.CLIENT, Principal.ADMIN})
+AGENT_SURFACES = frozenset({Surface.MCP, Surface.REST, Surface.CLI})
+# A person's or the owner's read: the client token (the CLI through a daemon, notebooks) or the owner.
+READER = frozenset({Principal.CLIENT, Principal.ADMIN})
+# The owner's write: the daemon's admin capability, or the process holding the store.
+OWNER = frozenset({Principal.ADMIN})
+# A person's decision: the owner's CLI, or the dashboard's session with its CSRF token.
+PERSON = frozenset({Principal.ADMIN, Principal.SESSION_WRITE})
+OWNER_SURFACES = frozenset({Surface.REST, Surface.CLI})
+
+_AGENT_ROWS = (
+    Operation(
+        name="project_context",
+        title="Project context",
+        description=(
+            "Call this first. The checkout (HEAD, branch, dirty), each suite's latest snapshot (its "
+            "distance from HEAD, files changed since), active runs and commands."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_words": {
+                    "type": "integer",
+                    "minimum": budget.MIN_WORDS,
+                    "maximum": budget.MAX_WORDS,
+                    "description": f"Word budget over data (default {budget.DEFAULT_MAX_WORDS}).",
+                },
+                "cursor": {
+                    "type": "string",
+                    "maxLength": 2000,
+                    "description": "page.next_cursor of a previous answer.",
                 },
             },
-            handler=context.project_context,
-            output_schema=output_schemas.PROJECT_CONTEXT,
+        },
+        handler=context.project_context,
+        output_schema=output_schemas.PROJECT_CONTEXT,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+    ),
+    Operation(
+        name="coverage_review",
+        title="Review coverage",
+        description=(
+            "Answers about stored coverage. task: insight (ranked uncovered regions), change (against a "
+            "baseline, in lcov's categories, e.g. UNC uncovered new code; patch coverage), incremental (a "
+            "run against a baseline), history (trend), source (annotated lines of file), tests (which tests "
+            "cover what), audit (exact records), all (change, insight, history), snapshots (newest first), "
+            "files (a snapshot's files), file (one file's lines, branches and tests). data.claim_status says "
+            "how far the evidence goes; page.next_cursor continues."
         ),
-        Operation(
-            name="coverage_review",
-            title="Review coverage",
-            description=(
-                "Answers about stored coverage. task: insight (ranked uncovered regions), change (against a "
-                "baseline, in lcov's categories, e.g. UNC uncovered new code; patch coverage), incremental (a "
-                "run against a baseline), history (trend), source (annotated lines of file), tests (which tests "
-                "cover what), audit (exact records), all (change, insight, history), snapshots (newest first), "
-                "files (a snapshot's files), file (one file's lines, branches and tests). data.claim_status says "
-                "how far the evidence goes; page.next_cursor continues."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["task"],
-                "properties": {
-                    "task": {"enum": list(review_task_table.TASK_NAMES)},
-                    "measurement": _MEASUREMENT,
-                    "baseline": _BASELINE,
-                    "limits": _LIMITS,
-                    "representation": {
-                        "enum": ["review", "compact", "audit"],
-                        "description": "compact (default): tuples a legend names; review: records.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["task"],
+            "properties": {
+                "task": {"enum": list(review_task_table.TASK_NAMES)},
+                "measurement": _MEASUREMENT,
+                "baseline": _BASELINE,
+                "limits": _LIMITS,
+                "representation": {
+                    "enum": ["review", "compact", "audit"],
+                    "description": "compact (default): tuples a legend names; review: records.",
+                },
+                "cursor": {"type": "string", "maxLength": 2000},
+                "file": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 4096,
+                    "description": "Repository-relative path.",
+                },
+                "lines": {
+                    "type": "string",
+                    "pattern": "^[0-9]+(-[0-9]+)?$",
+                    "description": "A line or range 'A-B' of file.",
+                },
+                "ranges": {
+                    "type": "array",
+                    "maxItems": 10,
+                    "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+                    "description": "source: up to 10 line ranges 'A-B'.",
+                },
+                "filter": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "description": "snapshots: those matching all given.",
+                    "properties": {
+                        "snapshot_id": SNAPSHOT_ID,
+                        "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                        "branch": {"type": "string", "minLength": 1, "maxLength": 500},
+                        "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$"},  # or a prefix
+                        "chosen": {"type": "boolean", "description": "Only those a default side may be."},
                     },
-                    "cursor": {"type": "string", "maxLength": 2000},
-                    "file": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 4096,
-                        "description": "Repository-relative path.",
-                    },
-                    "lines": {
-                        "type": "string",
-                        "pattern": "^[0-9]+(-[0-9]+)?$",
-                        "description": "A line or range 'A-B' of file.",
-                    },
-                    "ranges": {
-                        "type": "array",
-                        "maxItems": 10,
-                        "items": {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
-                        "description": "source: up to 10 line ranges 'A-B'.",
-                    },
-                    "filter": {
+                },
+                "page_size": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": listing.MAX_PAGE_SIZE,
+                    "default": listing.DEFAULT_PAGE_SIZE,
+                    "description": "snapshots, files: records per page.",
+                },
+                "order": {
+                    "enum": list(listing.FILE_ORDERS),
+                    "description": "files (default path).",
+                },
+            },
+        },
+        handler=review_tasks.coverage_review,
+        output_schema=review_task_table.COVERAGE_REVIEW,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+    ),
+    Operation(
+        name="coverage_import",
+        title="Import a coverage report",
+        description=(
+            "Store a coverage report inside the checkout as an immutable snapshot (commit and branch from "
+            "git); the same report again is a success marked duplicate. With inventory_path and reports: "
+            "a composite snapshot."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "report_path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 4096,
+                    "description": "Inside the checkout.",
+                },
+                "format": {"enum": list(FORMATS)},
+                "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                "branch": {"type": "string", "minLength": 1, "maxLength": 500},
+                "commit": {"type": "string", "minLength": 4, "maxLength": 200},
+                "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
+                "scope": {"enum": list(SCOPES)},
+                "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                "reports": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 64,
+                    # A registered composite artifact's reports take the same two spellings.
+                    "items": {"type": ["object", "string"], "minLength": 1, "maxLength": 4200},
+                    "description": "{component, variant?, path} or 'COMPONENT[:VARIANT]=PATH' each.",
+                },
+            },
+        },
+        handler=imports.coverage_import,
+        output_schema=output_schemas.COVERAGE_IMPORT,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+        read_only=False,
+        idempotent=True,
+        stores_new=True,
+    ),
+    Operation(
+        name="register_test_command",
+        title="Register a test command",
+        description=(
+            "Propose an exact test command (argv, no shell) writing coverage reports in the checkout "
+            "(artifacts: {path, suite} or {composite: {inventory, reports: [{component, variant?, path}]}}). "
+            "It runs once a person approves it (status pending, with the CLI line that approves)."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "argv", "artifacts"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                "argv": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 256,
+                    "items": {"type": "string", "maxLength": 4096},
+                },
+                "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
+                "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
+                "env": {
+                    "type": "object",
+                    "maxProperties": 64,
+                    "additionalProperties": {"type": "string"},
+                },
+                "runners": {"type": "array", "items": {"type": "string"}},
+                "inherit": {"type": "array", "items": {"type": "string"}},
+                "artifacts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 16,
+                    "items": {
                         "type": "object",
                         "additionalProperties": False,
-                        "description": "snapshots: those matching all given.",
                         "properties": {
-                            "snapshot_id": SNAPSHOT_ID,
+                            "composite": {"type": "object"},
+                            "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                            "format": {"enum": list(FORMATS)},
                             "suite": {"type": "string", "minLength": 1, "maxLength": 200},
-                            "branch": {"type": "string", "minLength": 1, "maxLength": 500},
-                            "commit": {"type": "string", "pattern": "^[0-9a-f]{4,64}$"},  # or a prefix
-                            "chosen": {"type": "boolean", "description": "Only those a default side may be."},
+                            "scope": {"enum": list(SCOPES)},
                         },
                     },
-                    "page_size": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": listing.MAX_PAGE_SIZE,
-                        "default": listing.DEFAULT_PAGE_SIZE,
-                        "description": "snapshots, files: records per page.",
-                    },
-                    "order": {
-                        "enum": list(listing.FILE_ORDERS),
-                        "description": "files (default path).",
-                    },
                 },
-            },
-            handler=review_tasks.coverage_review,
-            output_schema=review_task_table.COVERAGE_REVIEW,
-        ),
-        Operation(
-            name="coverage_import",
-            title="Import a coverage report",
-            description=(
-                "Store a coverage report inside the checkout as an immutable snapshot (commit and branch from "
-                "git); the same report again is a success marked duplicate. With inventory_path and reports: "
-                "a composite snapshot."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "report_path": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 4096,
-                        "description": "Inside the checkout.",
-                    },
-                    "format": {"enum": list(FORMATS)},
-                    "suite": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "branch": {"type": "string", "minLength": 1, "maxLength": 500},
-                    "commit": {"type": "string", "minLength": 4, "maxLength": 200},
-                    "base_ref": {"type": "string", "minLength": 1, "maxLength": 500},
-                    "scope": {"enum": list(SCOPES)},
-                    "inventory_path": {"type": "string", "minLength": 1, "maxLength": 4096},
-                    "reports": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": 64,
-                        # A registered composite artifact's reports take the same two spellings.
-                        "items": {"type": ["object", "string"], "minLength": 1, "maxLength": 4200},
-                        "description": "{component, variant?, path} or 'COMPONENT[:VARIANT]=PATH' each.",
-                    },
+                "args_policy": {
+                    "enum": ["none", "selectors"],
+                    "description": "selectors: run_test may append test paths/ids (never options).",
                 },
-            },
-            handler=_import,
-            output_schema=output_schemas.COVERAGE_IMPORT,
-            read_only=False,
-            idempotent=True,
-        ),
-        Operation(
-            name="register_test_command",
-            title="Register a test command",
-            description=(
-                "Propose an exact test command (argv, no shell) writing coverage reports in the checkout "
-                "(artifacts: {path, suite} or {composite: {inventory, reports: [{component, variant?, path}]}}). "
-                "It runs once a person approves it (status pending, with the CLI line that approves)."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name", "argv", "artifacts"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "argv": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": 256,
-                        "items": {"type": "string", "maxLength": 4096},
-                    },
-                    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
-                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400},
-                    "env": {
-                        "type": "object",
-                        "maxProperties": 64,
-                        "additionalProperties": {"type": "string"},
-                    },
-                    "runners": {"type": "array", "items": {"type": "string"}},
-                    "inherit": {"type": "array", "items": {"type": "string"}},
-                    "artifacts": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": 16,
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "composite": {"type": "object"},
-                                "path": {"type": "string", "minLength": 1, "maxLength": 4096},
-                                "format": {"enum": list(FORMATS)},
-                                "suite": {"type": "string", "minLength": 1, "maxLength": 200},
-                                "scope": {"enum": list(SCOPES)},
-                            },
-                        },
-                    },
-                    "args_policy": {
-                        "enum": ["none", "selectors"],
-                        "description": "selectors: run_test may append test paths/ids (never options).",
-                    },
-                    # with args_policy selectors: the folders selectors must lie in, e.g. ["tests"] (README)
-                    "selector_roots": {"type": "array", "maxItems": 16, "items": {"type": "string"}},
-                    "human_approved": {
-                        "type": "boolean",
-                        "description": "Only under approval_mode attested.",
-                    },
-                    "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
+                # with args_policy selectors: the folders selectors must lie in, e.g. ["tests"] (README)
+                "selector_roots": {"type": "array", "maxItems": 16, "items": {"type": "string"}},
+                "human_approved": {
+                    "type": "boolean",
+                    "description": "Only under approval_mode attested.",
                 },
+                "approved_by": {"type": "string", "minLength": 1, "maxLength": 200},
+                "approval_note": {"type": "string", "minLength": 1, "maxLength": 2000},
             },
-            handler=execution.register_test_command,
-            output_schema=output_schemas.REGISTER_TEST_COMMAND,
-            read_only=False,
-            idempotent=True,
-            own_writes=True,
+        },
+        handler=execution.register_test_command,
+        output_schema=output_schemas.REGISTER_TEST_COMMAND,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+        read_only=False,
+        idempotent=True,
+        own_writes=True,
+        stores_new=True,
+    ),
+    Operation(
+        name="run_test",
+        title="Run an approved test command",
+        description=(
+            "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait: "
+            "answer at its end or at the request deadline (state running). reuse_if_unchanged (default "
+            "true): an unchanged fingerprint's last success answers (reused)."
         ),
-        Operation(
-            name="run_test",
-            title="Run an approved test command",
-            description=(
-                "Run an approved command; its reports are ingested when it ends (data.run.artifacts). wait: "
-                "answer at its end or at the request deadline (state running). reuse_if_unchanged (default "
-                "true): an unchanged fingerprint's last success answers (reused)."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["command_id"],
-                "properties": {
-                    "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
-                    "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096}},
-                    "wait": {"type": "boolean"},
-                    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "reuse_if_unchanged": {"type": "boolean"},
-                    "baseline": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "maxProperties": 1,
-                        "minProperties": 1,
-                        "description": "Attach an incremental review against it.",
-                        "properties": {
-                            "snapshot_id": SNAPSHOT_ID,
-                            "snapshot_ids": {
-                                "type": "array",
-                                "items": SNAPSHOT_ID,
-                                "minItems": 1,
-                                "maxItems": 32,
-                            },
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["command_id"],
+            "properties": {
+                "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
+                "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096}},
+                "wait": {"type": "boolean"},
+                "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
+                "reuse_if_unchanged": {"type": "boolean"},
+                "baseline": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "maxProperties": 1,
+                    "minProperties": 1,
+                    "description": "Attach an incremental review against it.",
+                    "properties": {
+                        "snapshot_id": SNAPSHOT_ID,
+                        "snapshot_ids": {
+                            "type": "array",
+                            "items": SNAPSHOT_ID,
+                            "minItems": 1,
+                            "maxItems": 32,
                         },
                     },
                 },
             },
-            handler=execution.run_test,
-            output_schema=output_schemas.RUN_TEST,
-            read_only=False,
-            idempotent=False,
-            open_world=True,
-            own_writes=True,
+        },
+        handler=execution.run_test,
+        output_schema=output_schemas.RUN_TEST,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+        read_only=False,
+        idempotent=False,
+        open_world=True,
+        own_writes=True,
+        stores_new=True,
+    ),
+    Operation(
+        name="run_review",
+        title="Review a run",
+        description=(
+            "A run's status (state, exit code, durations, artifacts, snapshots, review, transitions) or its "
+            "logs (bounded pages; search: a literal substring)."
         ),
-        Operation(
-            name="run_review",
-            title="Review a run",
-            description=(
-                "A run's status (state, exit code, durations, artifacts, snapshots, review, transitions) or its "
-                "logs (bounded pages; search: a literal substring)."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["run_id"],
-                "properties": {
-                    "run_id": {"type": "string", "minLength": 1, "maxLength": 64},
-                    "view": {"enum": ["status", "logs"]},
-                    "stream": {"enum": ["stdout", "stderr"]},
-                    "search": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "cursor": {"type": "string", "maxLength": 2000},
-                },
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["run_id"],
+            "properties": {
+                "run_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                "view": {"enum": ["status", "logs"]},
+                "stream": {"enum": ["stdout", "stderr"]},
+                "search": {"type": "string", "minLength": 1, "maxLength": 200},
+                "cursor": {"type": "string", "maxLength": 2000},
             },
-            handler=execution.run_review,
-            output_schema=output_schemas.RUN_REVIEW,
-            own_writes=True,
+        },
+        handler=execution.run_review,
+        output_schema=output_schemas.RUN_REVIEW,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+        own_writes=True,
+    ),
+    Operation(
+        name="cancel_run",
+        title="Cancel a run",
+        description=(
+            "Cancel a queued or running run: every process it started is stopped (TERM, then KILL)."
         ),
-        Operation(
-            name="cancel_run",
-            title="Cancel a run",
-            description=(
-                "Cancel a queued or running run: every process it started is stopped (TERM, then KILL)."
-            ),
-            input_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["run_id"],
-                "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 64}},
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["run_id"],
+            "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 64}},
+        },
+        handler=execution.cancel_run,
+        output_schema=output_schemas.CANCEL_RUN,
+        principals=AGENT_ROW,
+        surfaces=AGENT_SURFACES,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        own_writes=True,
+        stores_new=True,
+    ),
+)
+
+_IMPORT_INPUT = next(op.input_schema for op in _AGENT_ROWS if op.name == "coverage_import")
+
+# The store owner's own import (the CLI, in process or through the daemon with its capability): what
+# coverage_core.Project.ingest accepts, any readable report path and path maps included, so an ingest
+# gives the same result with and without a daemon.
+OWNER_IMPORT_SCHEMA: dict[str, Any] = {
+    **_IMPORT_INPUT,
+    "properties": {
+        **_IMPORT_INPUT["properties"],
+        "path_map": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "items": {"type": "string", "maxLength": 4096},
             },
-            handler=execution.cancel_run,
-            output_schema=output_schemas.CANCEL_RUN,
-            read_only=False,
-            destructive=True,
-            idempotent=True,
-            own_writes=True,
-        ),
-    )
+        },
+    },
 }
+
+_COMMAND_ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "cmd-... as listed."}
+_DECISION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["command_id"],
+    "properties": {
+        "command_id": _COMMAND_ID,
+        "by": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "Who decides (default: the user running the call; a dashboard session: the "
+            "daemon's user, and by is refused).",
+        },
+        "note": {"type": "string", "maxLength": 2000, "description": "What was checked, recorded."},
+    },
+}
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": {}}
+
+_OWNER_ROWS = (
+    Operation(
+        name="command_list",
+        title="List registered commands",
+        description="The registered test commands: approved, pending, then rejected, newest first in each.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"status": {"enum": list(STATUSES)}},
+        },
+        handler=admin_ops.command_list,
+        output_schema=output_schemas.COMMAND_LIST,
+        principals=READER,
+        surfaces=OWNER_SURFACES,
+        own_writes=True,
+    ),
+    Operation(
+        name="command_show",
+        title="Show a registered command",
+        description="One command: its exact argv, cwd, environment, artifacts, executable and decisions.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["command_id"],
+            "properties": {"command_id": _COMMAND_ID},
+        },
+        handler=admin_ops.command_show,
+        output_schema=output_schemas.COMMAND_ANSWER,
+        principals=READER,
+        surfaces=OWNER_SURFACES,
+        own_writes=True,
+    ),
+    Operation(
+        name="command_approve",
+        title="Approve a registered command",
+        description=(
+            "A person approves a command so run_test may run it, binding the executable argv[0] resolves to "
+            "now; recorded with who and via (cli, or dashboard for a session)."
+        ),
+        input_schema=_DECISION,
+        handler=admin_ops.command_approve,
+        output_schema=output_schemas.COMMAND_ANSWER,
+        principals=PERSON,
+        surfaces=frozenset({Surface.REST, Surface.CLI, Surface.DASHBOARD}),
+        read_only=False,
+        own_writes=True,
+    ),
+    Operation(
+        name="command_reject",
+        title="Reject a registered command",
+        description="A person rejects a command (or withdraws its approval); its queued runs cannot start.",
+        input_schema=_DECISION,
+        handler=admin_ops.command_reject,
+        output_schema=output_schemas.COMMAND_ANSWER,
+        principals=OWNER,
+        surfaces=OWNER_SURFACES,
+        read_only=False,
+        own_writes=True,
+    ),
+    Operation(
+        name="run_list",
+        title="List runs",
+        description="Managed runs, newest first, each a brief record.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "status": {"enum": list(STATES)},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
+            },
+        },
+        handler=admin_ops.run_list,
+        output_schema=output_schemas.RUN_LIST,
+        principals=READER,
+        surfaces=OWNER_SURFACES,
+        own_writes=True,
+    ),
+    Operation(
+        name="snapshot_delete",
+        title="Delete snapshots",
+        description=(
+            "Delete snapshots (snapshot_ids: ids or unique prefixes) or prune a suite to its keep newest, "
+            "with every detail row, in one transaction; the newest of a suite only with force."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "snapshot_ids": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 10000,
+                    "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                },
+                "suite": {"type": "string", "minLength": 1, "maxLength": 200},
+                "keep": {"type": "integer", "minimum": 0},
+                "force": {"type": "boolean"},
+                "dry_run": {"type": "boolean"},
+            },
+        },
+        handler=admin_ops.snapshot_delete,
+        output_schema=output_schemas.SNAPSHOT_DELETE,
+        principals=OWNER,
+        surfaces=OWNER_SURFACES,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    ),
+    Operation(
+        name="compact",
+        title="Compact old snapshots",
+        description=(
+            "One compaction pass: old snapshots' detail becomes zstd payloads (answers stay the same); "
+            "older_than an age such as 30d (default: the policy's after_days)."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "older_than": {"type": "string", "minLength": 1, "maxLength": 50},
+                "dry_run": {"type": "boolean"},
+                "limit": {"type": "integer", "minimum": 1},
+            },
+        },
+        handler=admin_ops.compact,
+        output_schema=output_schemas.COMPACT,
+        principals=OWNER,
+        surfaces=OWNER_SURFACES,
+        read_only=False,
+        idempotent=True,
+    ),
+    Operation(
+        name="compaction_inventory",
+        title="Compaction inventory",
+        description="Relational vs compacted snapshots, bytes before and after, the policy and the last pass.",
+        input_schema=_NO_ARGUMENTS,
+        handler=admin_ops.compaction_inventory,
+        output_schema=output_schemas.COMPACTION_INVENTORY,
+        principals=READER,
+        surfaces=OWNER_SURFACES,
+    ),
+    Operation(
+        name="owner_import",
+        title="Import as the store's owner",
+        description=(
+            "coverage_import for the store's owner: any readable report path (a final link is not followed) "
+            "and path maps."
+        ),
+        input_schema=OWNER_IMPORT_SCHEMA,
+        handler=imports.owner_import,
+        output_schema=output_schemas.COVERAGE_IMPORT,
+        principals=OWNER,
+        surfaces=OWNER_SURFACES,
+        read_only=False,
+        idempotent=True,
+        stores_new=True,
+    ),
+    Operation(
+        name="project_settings",
+        title="Per-repository settings",
+        description="Each per-repository setting's value (approval mode, compaction policy, run bounds).",
+        input_schema=_NO_ARGUMENTS,
+        handler=admin_ops.settings_read,
+        output_schema=output_schemas.PROJECT_SETTINGS,
+        principals=READER,
+        surfaces=frozenset({Surface.REST}),
+    ),
+    Operation(
+        name="project_settings_update",
+        title="Change per-repository settings",
+        description="Change some per-repository settings; every setting's value after the change.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["settings"],
+            "properties": {"settings": {"type": "object", "description": "Setting key -> value."}},
+        },
+        handler=admin_ops.settings_update,
+        output_schema=output_schemas.PROJECT_SETTINGS,
+        principals=OWNER,
+        surfaces=OWNER_SURFACES,
+        read_only=False,
+        idempotent=True,
+    ),
+    Operation(
+        name="analysis",
+        title="Run an analysis",
+        description=(
+            "One coverage_core.analysis helper (the notebooks') run where the store is: its relation's columns."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name"],
+            "properties": {
+                "name": {"enum": list(admin_ops.ANALYSIS_ARGUMENTS)},
+                "arguments": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "description": "The helper's keyword arguments (each takes some of these).",
+                    "properties": {
+                        "suite": {"type": ["string", "null"], "maxLength": 200},
+                        "counter": {"type": "string", "maxLength": 50},
+                        "ref": {"type": "string", "minLength": 1, "maxLength": 500},
+                        "last_commits": {"type": "integer", "minimum": 1, "maximum": 10000},
+                        "last": {"type": "integer", "minimum": 1, "maximum": 10000},
+                    },
+                },
+            },
+        },
+        handler=admin_ops.analysis,
+        output_schema=output_schemas.ANALYSIS,
+        principals=READER,
+        surfaces=frozenset({Surface.REST}),
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_AGENT_ROWS, *_OWNER_ROWS)}
+# The agent's tools: the rows MCP lists and dispatches (tools/list, in declaration order).
+TOOLS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if Surface.MCP in op.surfaces}
 
 # Bounds that protect the service (string lengths, list sizes) are checked on every call, with a message
 # naming the argument, and documented in docs/operations.md; tools/list, read by a model on every
@@ -517,10 +740,14 @@ class Service:
         *,
         con: Any = None,
         deadline: float | None = None,
+        principal: Principal = Principal.ADMIN,
+        progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Validate, dispatch and wrap one operation. ``con`` is an optional
         pooled read connection of this project's store (one is made otherwise); ``deadline``
-        (``time.monotonic()``) is when the caller needs the answer by, if it must have it by then."""
+        (``time.monotonic()``) is when the caller needs the answer by, if it must have it by then;
+        ``principal`` who calls (in process: the store's owner), refused where the row does not admit it;
+        ``progress`` hears the stages of an import."""
         op = OPERATIONS.get(name)
         if op is None:
             raise CoverageError(
@@ -528,6 +755,7 @@ class Service:
                 f"unknown operation {name!r}",
                 f"Use one of: {', '.join(OPERATIONS)}.",
             )
+        admitting(op, frozenset({principal}))
         args = {} if arguments is None else arguments
         try:
             _VALIDATORS[name].check(args, what=name)
@@ -543,7 +771,15 @@ class Service:
         gate = self.project.store.gate.reading() if op.read_only else contextlib.nullcontext()
         try:
             with gate:
-                call = Call(self.project, con, args, review=answer_review, deadline=deadline)
+                call = Call(
+                    self.project,
+                    con,
+                    args,
+                    review=answer_review,
+                    deadline=deadline,
+                    principal=principal,
+                    progress=progress,
+                )
                 try:
                     result = op.handler(call)
                 except CoverageError as error:
@@ -577,6 +813,22 @@ class Service:
         finally:
             con.close()
         return Remedy(operation=op.name, arguments=raised)
+
+
+def admitting(op: Operation, principals: frozenset[Principal]) -> Principal:
+    """The principal ``op`` runs as among those a caller proved (``PREFERENCE``); ``forbidden`` when it
+    admits none of them, saying how to become one it admits. A refusal changes nothing: nothing ran."""
+    for principal in PREFERENCE:
+        if principal in principals and principal in op.principals:
+            return principal
+    ways = [HOW_TO_BE[p] for p in PREFERENCE if p in op.principals]
+    raise CoverageError(
+        ErrorCode.FORBIDDEN,
+        f"{op.name} admits {', '.join(sorted(p.value for p in op.principals))}; this caller is "
+        f"{', '.join(sorted(p.value for p in principals)) or 'none of them'}",
+        " Or: ".join(ways),
+        {"operation": op.name, "admits": sorted(p.value for p in op.principals)},
+    )
 
 
 def remedy_for(
@@ -641,29 +893,6 @@ def budget_below_minimum(op: Operation, args: dict[str, Any], error: CoverageErr
     return {**args, parent: fixed} if parent else fixed
 
 
-# The store owner's own import (the CLI reaching a daemon that holds the store,
-# authenticated by the daemon's capability): what coverage_core.Project.ingest
-# accepts, any readable report path and path maps included, so an ingest gives
-# the same result with and without a daemon.
-OWNER_IMPORT_SCHEMA: dict[str, Any] = {
-    **OPERATIONS["coverage_import"].input_schema,
-    "properties": {
-        **OPERATIONS["coverage_import"].input_schema["properties"],
-        "path_map": {
-            "type": "array",
-            "maxItems": 100,
-            "items": {
-                "type": "array",
-                "minItems": 2,
-                "maxItems": 2,
-                "items": {"type": "string", "maxLength": 4096},
-            },
-        },
-    },
-}
-_OWNER_IMPORT = Validator(OWNER_IMPORT_SCHEMA)
-
-
 def answer_review(
     project: Project, arguments: dict[str, Any], con: duckdb.DuckDBPyConnection
 ) -> dict[str, Any]:
@@ -674,34 +903,8 @@ def answer_review(
 def owner_import(
     project: Project, arguments: dict[str, Any], *, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Ingest for the store's owner; the envelope coverage_import returns (``progress`` hears each stage)."""
-    _OWNER_IMPORT.check(arguments, what="owner import")
-    started = time.perf_counter()
-    con = project.store.cursor()
-    try:
-        call = Call(project, con, arguments)
-        if composite_import.wants_composite(arguments):
-            # The owner's reports may lie anywhere it can read; the inventory stays inside the checkout.
-            return envelope(call, composite_import.import_answer(call, inside_checkout=False), started)
-        if "report_path" not in arguments:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                "an import needs report_path (or inventory_path with reports)",
-                "Pass the report's path.",
-            )
-        check_path_text(arguments["report_path"])
-        # The owner's path, outside the checkout too; still opened once, without
-        # blocking, regular files only, and a final link is not followed (the
-        # CLI resolves its user's own links before sending the path).
-        path = Path(arguments["report_path"]).expanduser().absolute()
-        maps = [(old, new) for old, new in arguments.get("path_map", [])]
-        try:
-            result = _ingest_answer(call, open_report(path, follow_symlinks=False), maps, progress)
-        except (OSError, duckdb.Error) as exc:
-            _raise_fault(exc, project)
-    finally:
-        con.close()
-    return envelope(call, result, started)
+    """The owner_import row on a project this process holds (``progress`` hears each stage)."""
+    return Service(project).call("owner_import", arguments, progress=progress)
 
 
 def _raise_fault(exc: OSError | duckdb.Error, project: Project) -> NoReturn:

@@ -23,7 +23,7 @@ from aiohttp.typedefs import Handler
 from coverage_core import faults
 from coverage_core.errors import CoverageError, ErrorCode
 
-from . import compaction_routes, dashboard, mcp_http, rest
+from . import dashboard, mcp_http, rest
 from .auth import Access
 from .errors_http import error_body, status_of
 from .mcp import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
@@ -63,12 +63,12 @@ class Route:
 
 _PROJECT = "/api/projects/{project_id:[0-9a-f]{16}}"
 _OPERATION = _PROJECT + "/ops/{name:[a-z_]{1,64}}"
-_COMMAND = _PROJECT + "/commands/{command_id:cmd-[0-9a-f]{16}}"
-_CLIENT, _ADMIN = Access.CLIENT, Access.ADMIN
+_CLIENT, _ADMIN, _ROW = Access.CLIENT, Access.ADMIN, Access.ROW
 
-# The HTTP surface and who may use each route (``auth``). Every declared
-# operation is reached through ``_OPERATION``; nothing here names one.
-# ``register_project`` checks the capability itself for its settings option.
+# The HTTP surface and who may use each route (``auth``). Every row of the operation table is reached
+# through ``_OPERATION`` and decides who may call it (``Access.ROW``: the guard only refuses a request with
+# no credential at all); nothing here names one. A project's POST, GET and PATCH are aliases of its
+# settings rows.
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/health", health, Access.PUBLIC),
     Route("POST", "/api/shutdown", shutdown, _ADMIN),
@@ -79,20 +79,11 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/projects", rest.list_projects, _CLIENT),
     Route("POST", "/api/projects", rest.register_project, _CLIENT),
     Route("GET", _PROJECT, rest.get_project, _CLIENT),
-    Route("PATCH", _PROJECT, rest.patch_project, _ADMIN),
-    Route("GET", _OPERATION, rest.operation, _CLIENT),
-    Route("POST", _OPERATION, rest.operation, _CLIENT),
-    Route("POST", _PROJECT + "/owner-import", rest.owner_import, _ADMIN),
-    Route("POST", _PROJECT + "/snapshots/delete", rest.delete_snapshots, _ADMIN),
-    Route("GET", _PROJECT + "/commands", rest.list_commands, _CLIENT),
-    Route("GET", _COMMAND, rest.show_command, _CLIENT),
-    Route("POST", _COMMAND + "/approve", rest.approve_command, _ADMIN),
-    Route("POST", _COMMAND + "/reject", rest.reject_command, _ADMIN),
-    Route("GET", _PROJECT + "/runs", rest.list_runs, _CLIENT),
-    Route("POST", _PROJECT + "/compact", compaction_routes.compact, _ADMIN),
-    Route("GET", _PROJECT + "/compaction", compaction_routes.inventory, _CLIENT),
-    Route("POST", _PROJECT + "/analysis", rest.analysis, _CLIENT),
-    # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link.
+    Route("PATCH", _PROJECT, rest.patch_project, _ROW),
+    Route("GET", _OPERATION, rest.operation, _ROW),
+    Route("POST", _OPERATION, rest.operation, _ROW),
+    # The dashboard (coverage_daemon.dashboard): a browser session, started by a one-time link. Its
+    # Approve is the command_approve row (a session with its CSRF token).
     Route("POST", "/api/dashboard/ticket", dashboard.mint_ticket, _ADMIN),
     Route("GET", "/session", dashboard.start_session, Access.TICKET),
     Route("GET", "/", dashboard.page, Access.SESSION),
@@ -102,7 +93,6 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION_READ),
     Route("GET", "/api/dashboard/run", dashboard.run_logs, Access.SESSION_READ),
     Route("GET", "/api/dashboard/events", dashboard.events, Access.SESSION, streaming=True),
-    Route("POST", "/api/dashboard/approve", dashboard.approve, Access.SESSION_WRITE),
 )
 ACCESS = web.AppKey("access", dict)
 STREAMING = web.AppKey("streaming", set)
@@ -206,7 +196,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 _HTTP_SUGGESTIONS = {
-    404: "See the routes: /health, /mcp, /api/projects[/{id}[/ops/{operation}|/owner-import]].",
+    404: "See the routes: /health, /mcp, /api/projects[/{id}[/ops/{operation}]].",
     405: "Use the method the Allow header names.",
     413: "Send a smaller body, or raise COVERAGE_MCP_HTTP_MAX_BODY_BYTES.",
     415: "Send Content-Type: application/json.",

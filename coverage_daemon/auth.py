@@ -7,7 +7,9 @@ admin capability); the dashboard's routes use the browser session
 ``SESSION`` (the session cookie: the page, its assets, its event stream),
 ``SESSION_READ`` (the cookie or the client token: the data the page reads,
 which the CLI's static report reads too) and ``SESSION_WRITE`` (the session
-cookie *and* its CSRF token; never a token). ``Authorizer.check`` runs in the app's guard before every
+cookie *and* its CSRF token; never a token); ``ROW`` (an operation's route: the
+client token or a session gets past the guard, then ``principals`` tells the
+row what the request proves and the row admits it or not). ``Authorizer.check`` runs in the app's guard before every
 handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
 connection's peer is an extra layer: a loopback TCP peer owned by another uid
 is refused even with a stolen token (one netlink sock_diag lookup of the
@@ -34,6 +36,7 @@ from pathlib import Path
 from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.principals import Principal
 
 from .credentials import AUTHORIZATION, TOKEN_FILE, client_token
 from .identity import CAPABILITY_HEADER
@@ -47,6 +50,8 @@ class Access(enum.Enum):
     SESSION = "session"  # the dashboard session cookie only (the page, its assets, its event stream)
     SESSION_READ = "session_read"  # the session cookie, or the client token (the dashboard's data reads)
     SESSION_WRITE = "session_write"  # the session cookie and its CSRF token, nothing else
+    # An operation's row (``/ops/{name}``): any credential gets past the guard, the row's principals decide.
+    ROW = "row"
 
 
 def _same(offered: str, expected: str) -> bool:
@@ -92,6 +97,22 @@ class Authorizer:
         offered = request.headers.get(CAPABILITY_HEADER)
         return offered is not None and _same(offered, self.capability)
 
+    def principals(self, request: web.Request) -> frozenset[Principal]:
+        """What the request proves: the client token (CLIENT), with the admin capability too (ADMIN), a
+        session cookie (SESSION_READ), with its CSRF token on a POST (SESSION_WRITE)."""
+        found: set[Principal] = set()
+        if self.client_ok(request):
+            found.add(Principal.CLIENT)
+            if self.admin_ok(request):
+                found.add(Principal.ADMIN)
+        csrf = self.sessions.session_of(request)
+        if csrf is not None:
+            found.add(Principal.SESSION_READ)
+            offered = request.headers.get(CSRF_HEADER)
+            if request.method == "POST" and offered is not None and _same(offered, csrf):
+                found.add(Principal.SESSION_WRITE)
+        return frozenset(found)
+
     def check(self, request: web.Request, access: Access) -> None:
         if access is Access.PUBLIC:
             return
@@ -106,7 +127,7 @@ class Authorizer:
         if access is Access.SESSION_WRITE:
             self.sessions.check_write(request)
             return
-        if access in (Access.SESSION, Access.SESSION_READ) and self.sessions.session_of(request) is not None:
+        if access in (Access.SESSION, Access.SESSION_READ, Access.ROW) and self.sessions.session_of(request):
             return
         if access is Access.SESSION_READ and self.client_ok(request):
             return

@@ -28,10 +28,12 @@ from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, is_held, read_metadata, this_process
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
 from coverage_core.parsers.spool import local_report
+from coverage_core.principals import Principal
 from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
 from coverage_core.project import open_project as open_direct
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
+from coverage_core.service import OPERATIONS, Service
 
 from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 from .errors_http import error_from_body
@@ -70,6 +72,9 @@ class DaemonClient:
         self.timeout_s = timeout_s
         self._token = token
         self._socket = unix_socket
+        # The daemon's admin capability, read from its locked lease file by its own user (``DaemonProject``):
+        # sent only to the rows that need it.
+        self.capability: str | None = None
 
     @classmethod
     def of_home(cls, home: Path, base_url: str, **kwargs: Any) -> DaemonClient:
@@ -162,74 +167,15 @@ class DaemonClient:
     def project(self, project_id: str) -> dict[str, Any]:
         return self._get(f"/api/projects/{project_id}")["data"]["project"]
 
-    def update_settings(
-        self, project_id: str, settings: dict[str, Any], *, capability: str
-    ) -> dict[str, Any]:
-        """An admin call: the capability is read from the daemon's locked lease file by the CLI."""
-        return self.request(
-            "PATCH",
-            f"/api/projects/{project_id}",
-            body={"settings": settings},
-            headers={CAPABILITY_HEADER: capability},
-        )[1]["data"]["project"]
-
     # -- operations: the service's envelopes, from the one table --------------------------------
     def call(self, project_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Any declared operation (``coverage_core.service.OPERATIONS``): the envelope ``Service.call`` returns."""
-        return self.request("POST", f"/api/projects/{project_id}/ops/{name}", body=dict(arguments or {}))[1]
-
-    def owner_import(self, project_id: str, arguments: dict[str, Any], *, capability: str) -> dict[str, Any]:
-        """The store owner's import (any report path, path maps): an admin call, coverage_import's envelope."""
-        return self.request(
-            "POST",
-            f"/api/projects/{project_id}/owner-import",
-            body=arguments,
-            headers={CAPABILITY_HEADER: capability},
-        )[1]
-
-    def delete_snapshots(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
-        """An admin call: delete snapshots (``snapshot_ids``) or prune a suite (``suite``, ``keep``); the deletion."""
-        return self.request(
-            "POST",
-            f"/api/projects/{project_id}/snapshots/delete",
-            body=body,
-            headers={CAPABILITY_HEADER: capability},
-        )[1]["data"]
-
-    def commands(self, project_id: str, status: str | None = None) -> list[dict[str, Any]]:
-        return self._get(f"/api/projects/{project_id}/commands", status=status)["data"]["commands"]
-
-    def command(self, project_id: str, command_id: str) -> dict[str, Any]:
-        return self._get(f"/api/projects/{project_id}/commands/{command_id}")["data"]["command"]
-
-    def decide(
-        self, project_id: str, command_id: str, decision: str, body: dict[str, Any], *, capability: str
-    ) -> dict[str, Any]:
-        """``decision`` approve or reject: an admin route (the capability read from the daemon's lock file)."""
-        return self.request(
-            "POST",
-            f"/api/projects/{project_id}/commands/{command_id}/{decision}",
-            body=body,
-            headers={CAPABILITY_HEADER: capability},
-        )[1]["data"]["command"]
-
-    def runs(self, project_id: str, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        return self._get(f"/api/projects/{project_id}/runs", status=status, limit=limit)["data"]["runs"]
-
-    def compact(self, project_id: str, body: dict[str, Any], *, capability: str) -> dict[str, Any]:
-        """An admin call: one compaction pass (``older_than``, ``dry_run``, ``limit``); the pass."""
-        return self.request(
-            "POST", f"/api/projects/{project_id}/compact", body=body, headers={CAPABILITY_HEADER: capability}
-        )[1]["data"]
-
-    def analysis(self, project_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One ``coverage_core.analysis`` helper run by the daemon on the store it holds: its columns."""
-        body = {"name": name, "arguments": arguments}
-        return self.request("POST", f"/api/projects/{project_id}/analysis", body=body)[1]["data"]
-
-    def compaction_inventory(self, project_id: str) -> dict[str, Any]:
-        """The project's compaction inventory (a client call)."""
-        return self.request("GET", f"/api/projects/{project_id}/compaction")[1]["data"]
+        """Any row of the table (``coverage_core.service.OPERATIONS``): the envelope ``Service.call`` returns.
+        A row the client token does not reach is sent with the admin capability, when this client has it."""
+        op = OPERATIONS.get(name)
+        needs_admin = op is not None and Principal.CLIENT not in op.principals
+        headers = {CAPABILITY_HEADER: self.capability} if needs_admin and self.capability else None
+        path = f"/api/projects/{project_id}/ops/{name}"
+        return self.request("POST", path, body=dict(arguments or {}), headers=headers)[1]
 
     def _pages(
         self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None
@@ -361,8 +307,9 @@ class DaemonProject:
         self.settings = settings
         self.client = client
         # Read from the daemon's locked lease file: it makes this process the
-        # store's owner for ingests, exactly as if it held the store itself.
+        # store's owner (the admin rows), exactly as if it held the store itself.
         self.capability = capability
+        client.capability = capability
         self.project_id = checkout.project_id
         client.register(checkout.worktree_path)
 
@@ -424,7 +371,7 @@ class DaemonProject:
 
     def analysis(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """What ``coverage_core.analysis`` asks of a project the daemon owns: the helper's answer as columns."""
-        return self.client.analysis(self.project_id, name, arguments)
+        return self.call("analysis", {"name": name, "arguments": arguments})["data"]
 
     def files(
         self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
@@ -454,30 +401,24 @@ def owner_import(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The store owner's import on whichever owns the store: coverage_import's envelope either way.
-
-    Through the daemon it needs the capability ``open_project`` read from the
-    daemon's lock file; without one it is the agent's import (no path maps).
-    Stage progress is heard only in this process (the daemon's stages are its own).
-    """
-    if isinstance(project, DaemonProject):
-        if project.capability:
-            return project.client.owner_import(project.project_id, arguments, capability=project.capability)
-        return project.call("coverage_import", {k: v for k, v in arguments.items() if k != "path_map"})
-    from coverage_core.service import owner_import as local
-
-    return local(project, arguments, progress=progress)
+    """The store owner's import (the owner_import row) on whichever owns the store: coverage_import's
+    envelope either way. Stage progress is heard only in this process (the daemon's stages are its own)."""
+    return call(project, "owner_import", arguments, progress=progress)
 
 
 def call(
-    project: Project | DaemonProject, name: str, arguments: dict[str, Any] | None = None
+    project: Project | DaemonProject,
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a declared operation on whichever owns the store; identical envelopes either way."""
+    """Run a row of the table on whichever owns the store; identical envelopes either way. In process the
+    caller holds the store: it is its owner (``Principal.ADMIN``); through the daemon, the rows the client
+    token does not reach need the capability ``open_project`` read from the daemon's lock file."""
     if isinstance(project, DaemonProject):
         return project.call(name, arguments)
-    from coverage_core.service import Service
-
-    return Service(project).call(name, arguments)
+    return Service(project).call(name, arguments, principal=Principal.ADMIN, progress=progress)
 
 
 def open_project(

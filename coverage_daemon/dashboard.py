@@ -12,15 +12,15 @@ that stream open only while its tab is visible and never polls.
 Signing in (``auth.BrowserSessions``): ``POST /api/dashboard/ticket`` (admin:
 the CLI) mints a one-time ticket; ``GET /session?ticket=...`` redeems it for
 an HttpOnly, SameSite=Strict cookie and sends the browser on to ``/``.
-``POST /api/dashboard/approve`` also needs the session's CSRF token: it is
-how a person approves a pending command from the page (recorded ``via
-dashboard``); no token and no MCP call can reach it.
+The page's Approve is the ``command_approve`` row
+(``POST /api/projects/{id}/ops/command_approve``), which admits a session
+only with its CSRF token (recorded ``via dashboard``, by the daemon's user);
+no client token and no MCP call can approve.
 """
 
 from __future__ import annotations
 
 import asyncio
-import getpass
 import html
 import json
 import time
@@ -33,7 +33,7 @@ from aiohttp import web
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.usecases import dashboard_view as projection
 
-from . import dashboard_streams, rest
+from . import dashboard_streams
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
 from .projects import Target
 from .state import DAEMON, json_response
@@ -322,48 +322,9 @@ def _event(name: str, payload: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
 
 
-# -- approvals --------------------------------------------------------------------------------
-
-
-async def approve(request: web.Request) -> web.Response:
-    """POST /api/dashboard/approve {project, command_id}: a person approves a pending command.
-
-    Reached only with the session cookie and its CSRF token (``Access.SESSION_WRITE``):
-    the client token and the MCP surface can never approve.
-    """
-    if request.query:
-        raise CoverageError(ErrorCode.INVALID_ARGUMENT, "this route takes no query parameters", "Drop them.")
-    body = await rest.read_object(request, frozenset({"project", "command_id"}), limit=4096)
-    project_id, command_id = body.get("project"), body.get("command_id")
-    if not (
-        isinstance(project_id, str)
-        and len(project_id) == 16
-        and all(c in _ID for c in project_id)
-        and isinstance(command_id, str)
-        and 0 < len(command_id) <= 200
-    ):
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            'send {"project": <project id>, "command_id": <id>}',
-            "The dashboard's Approve button sends exactly this.",
-        )
-    result = await approve_command(request, project_id, command_id, getpass.getuser())
-    return json_response({"data": result})
-
-
-async def approve_command(request: web.Request, project_id: str, command_id: str, who: str) -> dict[str, Any]:
-    """A person's approval, recorded with who and ``via dashboard`` (``execution.commands.approve``)."""
-    from coverage_core.execution import commands
-
-    projects = request.app[DAEMON].projects
-    _, project = await projects.resolve(Target(project_id=project_id))
-    return await projects.run(lambda: commands.approve(project, command_id, approved_by=who, via="dashboard"))
-
-
 __all__ = [
     "CSRF_HEADER",
     "PAGE_CSP",
-    "approve",
     "asset",
     "data",
     "events",

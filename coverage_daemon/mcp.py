@@ -14,7 +14,7 @@ Two eras, as the specification allows a server to speak both:
   ``initialize``; results carry ``resultType`` (and ``ttlMs``/``cacheScope``
   where the schema makes them cacheable).
 
-The tool list derives from ``coverage_core.service.OPERATIONS`` and nothing
+The tool list derives from ``coverage_core.service.TOOLS`` (the MCP rows) and nothing
 else; tools/call runs the same operation table, so listing and dispatch cannot
 drift. A client's mistake (bad arguments, a missing repository, a store in use)
 is a ``CallToolResult`` with ``isError: true`` and a suggestion; only a
@@ -185,8 +185,8 @@ class Conn:
 @functools.cache
 @functools.cache
 def tools() -> list[dict[str, Any]]:
-    """``tools/list``: one entry per declared operation, in declaration order, in its listed form."""
-    from coverage_core.service import OPERATIONS, listed_input
+    """``tools/list``: one entry per agent's row (``service.TOOLS``), in declaration order, in its listed form."""
+    from coverage_core.service import TOOLS, listed_input
 
     return [
         {
@@ -197,7 +197,7 @@ def tools() -> list[dict[str, Any]]:
             "outputSchema": output_schema(op.output_schema),
             "annotations": tool_annotations(op),
         }
-        for op in OPERATIONS.values()
+        for op in TOOLS.values()
     ]
 
 

@@ -22,6 +22,7 @@ import attrs
 from aiohttp import web
 
 from coverage_core import nesting
+from coverage_core.principals import Principal
 
 from .mcp import (
     DEFAULT_NEGOTIATED,
@@ -72,6 +73,9 @@ _ACCEPTED = {"application/json", "application/*", "*/*"}
 _B64 = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
 
 
+AGENT = frozenset({Principal.AGENT})
+
+
 @attrs.frozen
 class RepoBackend:
     """``mcp.Backend`` for one request: its repository selection and the daemon's MCP concurrency bound."""
@@ -81,7 +85,8 @@ class RepoBackend:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         async with self.daemon.mcp_slots:
-            return await self.daemon.projects.call(self.target, name, arguments)
+            # Whatever else the request carries, an MCP caller is the agent: only the agent's rows admit it.
+            return await self.daemon.projects.call(self.target, name, arguments, principals=AGENT)
 
     async def snapshot_summary(self, snapshot_id: str) -> dict[str, Any]:
         async with self.daemon.mcp_slots:

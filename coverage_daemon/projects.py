@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -35,8 +36,9 @@ from coverage_core.execution.worker import Runtime, runtime_of
 from coverage_core.git import Checkout, discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.model import snapshot_to_dict
+from coverage_core.principals import Principal
 from coverage_core.project import Project
-from coverage_core.service import OPERATIONS, Service, answer_review, envelope_for, owner_import
+from coverage_core.service import OPERATIONS, Service, admitting, answer_review, envelope_for
 from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore, store_path
 
@@ -357,25 +359,28 @@ class Projects:
         )
 
     # -- operations ---------------------------------------------------------------
-    async def call(self, target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One declared operation (``coverage_core.service``) on the target's project: its envelope."""
-        handle, project = await self.resolve(target)
+    async def call(
+        self, target: Target, name: str, arguments: dict[str, Any], *, principals: frozenset[Principal]
+    ) -> dict[str, Any]:
+        """One row of the table (``coverage_core.service``) on the target's project, as the first of the
+        caller's ``principals`` it admits (a row admitting none is refused before the project is opened): its
+        envelope. A read runs on a pooled connection, a write under the store's write gate, managed
+        execution on its own connection."""
         op = OPERATIONS.get(name)
+        principal = admitting(op, principals) if op is not None else Principal.AGENT
+        handle, project = await self.resolve(target)
         service = Service(project)
         if op is not None and op.own_writes:
             # Managed execution writes on its own connection and may wait for a run: never under the
             # write gate (the run's ingest needs it) and never on a pooled read connection.
             # The request's deadline (the HTTP timeout), which the call keeps to where it can answer early.
             deadline = time.monotonic() + self.settings.http_timeout_s
-            return await self.run(_on_own_connection, handle.store, service, name, arguments, deadline)
+            return await self.run(
+                _on_own_connection, handle.store, service, name, arguments, deadline, principal
+            )
         if op is None or op.read_only:
-            return await self.run(service.call, name, arguments)
-        return await self.write(handle, service.call, name, arguments)
-
-    async def owner_import(self, target: Target, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The store owner's import (``coverage_core.service.owner_import``), under the write gate."""
-        handle, project = await self.resolve(target)
-        return await self.write(handle, owner_import, project, arguments)
+            return await self.run(partial(service.call, principal=principal), name, arguments)
+        return await self.write(handle, partial(service.call, principal=principal), name, arguments)
 
     async def write(self, handle: ProjectHandle, fn: Callable[..., T], *args: Any) -> T:
         """Run a write under the store's gate, held until the worker thread has finished."""
@@ -424,27 +429,17 @@ class Projects:
 
         return await self.run(work)
 
-    # -- project settings -------------------------------------------------------
-    async def settings_of(self, target: Target) -> dict[str, Any]:
-        return await self.read(target, lambda _project, con: project_settings.read(con))
-
-    async def update_settings(self, target: Target, values: Any) -> dict[str, Any]:
-        checked = project_settings.validate(values)
-        handle, project = await self.resolve(target)
-
-        def apply() -> dict[str, Any]:
-            con = project.store.con
-            project_settings.write(con, checked)
-            return project_settings.read(con)
-
-        return await self.write(handle, apply)
-
 
 def _on_own_connection(
-    store: ProjectStore, service: Any, name: str, arguments: dict[str, Any], deadline: float
+    store: ProjectStore,
+    service: Service,
+    name: str,
+    arguments: dict[str, Any],
+    deadline: float,
+    principal: Principal,
 ) -> dict[str, Any]:
     con = store.con.cursor()
     try:
-        return service.call(name, arguments, con=con, deadline=deadline)
+        return service.call(name, arguments, con=con, deadline=deadline, principal=principal)
     finally:
         con.close()

@@ -3,10 +3,11 @@
 ``/api/projects/{id}/ops/{name}`` dispatches any operation of
 ``coverage_core.service.OPERATIONS`` (POST with a JSON object; GET too for
 read-only ones, the query string coerced by the operation's schema), through
-``Projects.call`` like MCP's tools: same validation, same envelope. Nothing
-here re-declares an operation's arguments. ``owner-import`` is the store
-owner's import (an admin route). A ``CoverageError`` raised here becomes the
-canonical error body in the app's middleware.
+``Projects.call`` like MCP's tools: same validation, same envelope, the row's
+principals checked against what the request proves. Nothing here re-declares
+an operation's arguments; ``POST``/``GET``/``PATCH`` of a project are thin
+aliases of the project_settings rows. A ``CoverageError`` raised here becomes
+the canonical error body in the app's middleware.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ from aiohttp import web
 
 from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.project import Project
-from coverage_core.service import OPERATIONS
-from coverage_core.storage import project_settings
+from coverage_core.service import OPERATIONS, admitting
 from coverage_core.storage.schema import SCHEMA_REVISION
 
-from .auth import forbidden
 from .projects import Target
 from .state import DAEMON, json_response, target_of
 
@@ -131,7 +129,8 @@ async def list_projects(request: web.Request) -> web.Response:
 
 
 async def register_project(request: web.Request) -> web.Response:
-    """POST /api/projects {"path", "settings"?}: open (and register) a checkout's project."""
+    """POST /api/projects {"path", "settings"?}: open (and register) a checkout's project; settings at
+    creation are the project_settings_update row (the admin capability)."""
     daemon = request.app[DAEMON]
     body = await read_object(request, frozenset({"path", "settings"}))
     path = body.get("path")
@@ -141,24 +140,29 @@ async def register_project(request: web.Request) -> web.Response:
             "path must be an absolute path inside a git checkout",
             'Send {"path": "/abs/path/to/checkout"}.',
         )
-    if "settings" in body:
-        _require_admin(request, "settings")
-    overrides = project_settings.validate(body["settings"]) if "settings" in body else None
+    principals = daemon.authorizer.principals(request)
+    if "settings" in body:  # refused before anything is opened or registered
+        admitting(OPERATIONS["project_settings_update"], principals)
     target = Target(path=path)
     checkout = await daemon.projects.checkout_for(target)
     known = await daemon.projects.run(daemon.registry.get, checkout.project_id) is not None
-    if overrides and known:
+    if body.get("settings") and known:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
             f"project {checkout.project_id} already exists; settings here apply at creation",
             f'Change them with PATCH /api/projects/{checkout.project_id} {{"settings": {{...}}}}.',
         )
-    settings = (
-        await daemon.projects.update_settings(target, overrides)
-        if overrides
-        else await daemon.projects.settings_of(target)
+    name, args = (
+        ("project_settings_update", {"settings": body["settings"]})
+        if "settings" in body
+        else (
+            "project_settings",
+            {},
+        )
     )
-    return json_response(await _project_body(request, checkout.project_id, settings), 200 if known else 201)
+    answer = await daemon.projects.call(target, name, args, principals=principals)
+    body_out = await _project_body(request, checkout.project_id, answer["data"]["settings"])
+    return json_response(body_out, 200 if known else 201)
 
 
 async def _project_body(request: web.Request, project_id: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -183,32 +187,36 @@ async def _project_body(request: web.Request, project_id: str, settings: dict[st
 
 
 async def get_project(request: web.Request) -> web.Response:
+    """GET /api/projects/{id}: the registry's record and the project_settings row."""
     _no_query(request)
-    target = target_of(request)
-    settings = await request.app[DAEMON].projects.settings_of(target)
-    return json_response(await _project_body(request, request.match_info["project_id"], settings))
+    daemon = request.app[DAEMON]
+    answer = await daemon.projects.call(
+        target_of(request), "project_settings", {}, principals=daemon.authorizer.principals(request)
+    )
+    return json_response(
+        await _project_body(request, request.match_info["project_id"], answer["data"]["settings"])
+    )
 
 
 async def patch_project(request: web.Request) -> web.Response:
-    body = await read_object(request, frozenset({"settings"}))
-    settings = await request.app[DAEMON].projects.update_settings(target_of(request), body.get("settings"))
-    return json_response(await _project_body(request, request.match_info["project_id"], settings))
+    """PATCH /api/projects/{id} {"settings"}: the project_settings_update row."""
+    daemon = request.app[DAEMON]
+    body = await read_object(request)
+    answer = await daemon.projects.call(
+        target_of(request), "project_settings_update", body, principals=daemon.authorizer.principals(request)
+    )
+    return json_response(
+        await _project_body(request, request.match_info["project_id"], answer["data"]["settings"])
+    )
 
 
-def _require_admin(request: web.Request, what: str) -> None:
-    if not request.app[DAEMON].authorizer.admin_ok(request):
-        raise forbidden(
-            f"{what} needs the daemon's admin capability",
-            "Use the coverage-mcp command line (it reads the capability from the daemon's lock file), "
-            "or drop the option.",
-        )
-
-
-# -- declared operations -------------------------------------------------------------------
+# -- the rows ------------------------------------------------------------------------------------
 
 
 async def operation(request: web.Request) -> web.Response:
-    """Any operation of the table: POST /ops/{name} with a JSON object, or GET for a read-only one."""
+    """Any row of the table: POST /ops/{name} with a JSON object, or GET for a read-only one; the row admits
+    the principals the request proves (``Authorizer.principals``) or refuses it."""
+    daemon = request.app[DAEMON]
     name = request.match_info["name"]
     op = OPERATIONS.get(name)
     if op is None:
@@ -218,6 +226,8 @@ async def operation(request: web.Request) -> web.Response:
             f"Operations: {', '.join(OPERATIONS)}.",
             {"operation": name},
         )
+    principals = daemon.authorizer.principals(request)
+    admitting(op, principals)  # refused before its arguments are even read
     if request.method == "GET":
         if not op.read_only:
             raise web.HTTPMethodNotAllowed("GET", ["POST"])
@@ -225,192 +235,7 @@ async def operation(request: web.Request) -> web.Response:
     else:
         _no_query(request)
         args = await read_object(request)
-    answer = await request.app[DAEMON].projects.call(target_of(request), name, args)
-    # A write that stored something new is 201; a read, or a write that found it stored already, 200.
-    created = not op.read_only and not answer["data"].get("duplicate", False)
+    answer = await daemon.projects.call(target_of(request), name, args, principals=principals)
+    # A row that stored something new is 201; a read, another write, or one that found it stored already, 200.
+    created = op.stores_new and not answer["data"].get("duplicate", False)
     return json_response(answer, 201 if created else 200)
-
-
-async def owner_import(request: web.Request) -> web.Response:
-    """The store owner's import (an admin route): any report path, path maps; coverage_import's envelope."""
-    _no_query(request)
-    args = await read_object(request)
-    answer = await request.app[DAEMON].projects.owner_import(target_of(request), args)
-    return json_response(answer, 200 if answer["data"].get("duplicate") else 201)
-
-
-async def delete_snapshots(request: web.Request) -> web.Response:
-    """An admin route: ``Project.delete_snapshots`` (``snapshot_ids``) or ``prune_snapshots`` (``suite``,
-    ``keep``), with ``force`` and ``dry_run``, under the store's write gate; ``{"data": deletion}``."""
-    _no_query(request)
-    body = await read_object(request, frozenset({"snapshot_ids", "suite", "keep", "force", "dry_run"}))
-    force, dry_run = body.get("force", False), body.get("dry_run", False)
-    ids, suite, keep = body.get("snapshot_ids"), body.get("suite"), body.get("keep")
-    well_formed = (
-        isinstance(force, bool)
-        and isinstance(dry_run, bool)
-        and (
-            (
-                isinstance(ids, list)
-                and ids
-                and all(isinstance(i, str) for i in ids)
-                and suite is None
-                and keep is None
-            )
-            or (
-                ids is None
-                and isinstance(suite, str)
-                and isinstance(keep, int)
-                and not isinstance(keep, bool)
-            )
-        )
-    )
-    if not well_formed:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "send snapshot_ids (a list of ids), or suite and keep",
-            'e.g. {"snapshot_ids": ["snap-1a2b"], "dry_run": true} or {"suite": "unit", "keep": 10}',
-        )
-    projects = request.app[DAEMON].projects
-    handle, project = await projects.resolve(target_of(request))
-
-    def delete() -> Any:
-        if ids is not None:
-            return project.delete_snapshots(ids, force=force, dry_run=dry_run)
-        assert suite is not None and keep is not None  # well formed: ids, or suite and keep
-        return project.prune_snapshots(suite, keep, force=force, dry_run=dry_run)
-
-    deletion = await projects.write(handle, delete)
-    return json_response({"data": deletion.to_dict()})
-
-
-# -- managed execution: commands and runs (approval only on admin routes) ------------------------
-
-_COMMAND_ID = "command_id"
-
-
-async def _with_project(request: web.Request, fn: Any) -> Any:
-    projects = request.app[DAEMON].projects
-    _, project = await projects.resolve(target_of(request))
-    return await projects.run(fn, project)
-
-
-async def list_commands(request: web.Request) -> web.Response:
-    """GET .../commands?status=: the registered commands (approved, pending, then rejected)."""
-    from coverage_core.execution import commands
-
-    unknown = set(request.query) - {"status"}
-    if unknown:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"unknown query parameter(s): {', '.join(sorted(unknown))}",
-            "This route takes status=pending|approved|rejected.",
-        )
-    status = request.query.get("status")
-    found = await _with_project(request, lambda project: commands.list_commands(project, status))
-    return json_response({"data": {"commands": found}, "page": None})
-
-
-async def show_command(request: web.Request) -> web.Response:
-    from coverage_core.execution import commands
-
-    _no_query(request)
-    command_id = request.match_info[_COMMAND_ID]
-    found = await _with_project(request, lambda project: commands.show_command(project, command_id))
-    return json_response({"data": {"command": found}, "page": None})
-
-
-async def _decide(request: web.Request, decision: str) -> web.Response:
-    """An admin route: a person's approval or rejection (the CLI, or the dashboard's session)."""
-    from coverage_core.execution import commands
-
-    _no_query(request)
-    body = await read_object(request, frozenset({"by", "via", "note"}))
-    by, via, note = body.get("by"), body.get("via", "cli"), body.get("note")
-    if (
-        via not in ("cli", "dashboard")
-        or not isinstance(by, str)
-        or (note is not None and not isinstance(note, str))
-    ):
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            'send {"by": who, "via": "cli"|"dashboard", "note"?}',
-            "Name the person deciding; attested approvals come only with a registration.",
-        )
-    command_id = request.match_info[_COMMAND_ID]
-
-    def decide(project: Project) -> dict[str, Any]:
-        if decision == "approved":
-            return commands.approve(project, command_id, approved_by=by, via=via, note=note)
-        return commands.reject(project, command_id, rejected_by=by, via=via, note=note)
-
-    found = await _with_project(request, decide)
-    return json_response({"data": {"command": found}, "page": None})
-
-
-async def approve_command(request: web.Request) -> web.Response:
-    return await _decide(request, "approved")
-
-
-async def reject_command(request: web.Request) -> web.Response:
-    return await _decide(request, "rejected")
-
-
-async def list_runs(request: web.Request) -> web.Response:
-    """GET .../runs?status=&limit=: runs, newest first."""
-    from coverage_core.execution import runs
-
-    unknown = set(request.query) - {"status", "limit"}
-    if unknown:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"unknown query parameter(s): {', '.join(sorted(unknown))}",
-            "This route takes status and limit.",
-        )
-    status = request.query.get("status")
-    try:
-        limit = int(request.query.get("limit", "50"))
-    except ValueError:
-        limit = -1
-    if not 1 <= limit <= 1000:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "limit must be an integer from 1 to 1000", "e.g. limit=50"
-        )
-    found = await _with_project(request, lambda project: runs.list_runs(project, status, limit=limit))
-    return json_response({"data": {"runs": found}, "page": None})
-
-
-# -- analysis: the notebooks' relations, computed where the store is ---------------------------------
-
-# Each analysis helper's keyword arguments (coverage_core.analysis), checked before it runs.
-_ANALYSIS_ARGUMENTS = {
-    "history": frozenset({"suite", "counter"}),
-    "file_history": frozenset({"last_commits", "suite", "counter", "ref"}),
-    "coverage_loss": frozenset({"last", "suite", "counter", "ref"}),
-}
-
-
-async def analysis(request: web.Request) -> web.Response:
-    """POST .../analysis {name, arguments}: one ``coverage_core.analysis`` helper run on the project the
-    daemon holds; its answer's columns (``analysis.to_columns``), for the helper to rebuild in memory."""
-    from coverage_core import analysis as helpers
-
-    _no_query(request)
-    body = await read_object(request, frozenset({"name", "arguments"}))
-    name, arguments = body.get("name"), body.get("arguments", {})
-    if name not in _ANALYSIS_ARGUMENTS:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"unknown analysis {str(name)[:100]!r}",
-            f"Analyses: {', '.join(_ANALYSIS_ARGUMENTS)}.",
-        )
-    if not isinstance(arguments, dict) or set(arguments) - _ANALYSIS_ARGUMENTS[name]:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"analysis {name} takes the arguments {', '.join(sorted(_ANALYSIS_ARGUMENTS[name]))}",
-            "Pass only those, as a JSON object.",
-        )
-    columns = await _with_project(
-        request, lambda project: helpers.to_columns(helpers.ANALYSES[name](project, **arguments))
-    )
-    return json_response({"data": columns, "page": None})

@@ -200,7 +200,7 @@ def _daemon_cell(folder: Path, repo: Path, env: dict[str, str], kind: str) -> di
                 async with (
                     aiohttp.ClientSession() as http,
                     http.post(
-                        f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+                        f"{d.url}/api/projects/{pid}/ops/compact", json={"older_than": "0"}, headers=d.admin
                     ) as response,
                 ):
                     body = await response.json()
@@ -208,7 +208,7 @@ def _daemon_cell(folder: Path, repo: Path, env: dict[str, str], kind: str) -> di
 
             def count() -> Any:
                 listed = d.client().call(pid, "coverage_review", {"task": "snapshots"})
-                payloads = d.client().compaction_inventory(pid)
+                payloads = d.client().call(pid, "compaction_inventory")["data"]
                 return [len(listed["data"]["snapshots"]), payloads.get("compacted")]
 
             first = await op(0)

@@ -607,7 +607,8 @@ def test_snapshots_rm_goes_through_the_daemon_when_it_holds_the_store_and_needs_
         client = daemon.client()
         pid = client.register(sample_repo)["project_id"]  # the daemon now holds the store
         with pytest.raises(CoverageError) as caught:  # the client token alone cannot delete
-            client.delete_snapshots(pid, {"snapshot_ids": [old]}, capability="guess")
+            client.capability = "guess"
+            client.call(pid, "snapshot_delete", {"snapshot_ids": [old]})
         assert caught.value.code is ErrorCode.FORBIDDEN
         done = cli(sample_repo, "snapshots", "rm", old, "--json", process=True)  # routed to the daemon
         assert done.returncode == 0, done.stderr

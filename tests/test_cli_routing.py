@@ -108,7 +108,7 @@ def _forged_ingest(url: str, auth: dict[str, str], repo: Path, report: Path) -> 
     from coverage_core.git import discover
 
     request = urllib.request.Request(
-        f"{url}/api/projects/{discover(repo).project_id}/owner-import",
+        f"{url}/api/projects/{discover(repo).project_id}/ops/owner_import",
         method="POST",
         data=json.dumps({"report_path": str(report)}).encode(),
         headers={

@@ -24,7 +24,7 @@ from coverage_core import open_project
 from coverage_core.errors import Remedy
 from coverage_core.review import baseline as baselines
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
-from coverage_core.service import OPERATIONS, Service
+from coverage_core.service import OPERATIONS, TOOLS, Service
 
 from . import commandline
 from .gitrepo import commit, git
@@ -80,7 +80,7 @@ def test_every_cli_command_is_wrapped_by_the_one_error_handler() -> None:
 
 
 def test_every_operation_has_a_command_line_rendering_that_click_accepts() -> None:
-    assert set(OPERATION_COMMANDS) == set(OPERATIONS)
+    assert set(OPERATION_COMMANDS) == set(TOOLS)
     examples = {
         "project_context": {"max_words": 300},
         "coverage_review": {
@@ -120,7 +120,7 @@ def test_every_operation_has_a_command_line_rendering_that_click_accepts() -> No
         },
         "cancel_run": {"run_id": "run-0123456789abcdef"},
     }
-    assert set(examples) == set(OPERATIONS)
+    assert set(examples) == set(TOOLS)
     for name, arguments in examples.items():
         argv, rest = OPERATION_COMMANDS[name](arguments)
         assert rest == {}, name
@@ -456,7 +456,7 @@ def finished_run(repo: Path) -> str:
 def test_every_operation_answers_the_cli_json_exactly_as_the_service(changed: Path) -> None:
     latest = json.loads(run(changed, "snapshots", "--limit", "1", "--json").stdout)["data"]["snapshots"][0]
     table = cases(latest["snapshot_id"], str(changed / "step3.coverage.json"), finished_run(changed))
-    assert {name for name, _, _ in table} == set(OPERATIONS) - {"run_test"}
+    assert {name for name, _, _ in table} == set(TOOLS) - {"run_test"}
     printed = []
     for _name, words, _ in table:
         out = run(changed, *words, "--json")

@@ -99,7 +99,7 @@ async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_e
         await asyncio.to_thread(client.register, sample_repo)  # the daemon opens the store: its worker starts
 
         def passed() -> dict[str, Any] | None:
-            found = client.compaction_inventory(project_id)
+            found = client.call(project_id, "compaction_inventory")["data"]
             return found if found["last_pass"] else None
 
         inventory = await asyncio.to_thread(_wait_for, passed, "the worker's first pass")
@@ -231,24 +231,25 @@ async def test_the_settings_route_validates_compaction_policy_ranges(
         client = d.client()
         await asyncio.to_thread(client.register, sample_repo)
         project_id = discover(sample_repo).project_id
+        client.capability = d.daemon.capability
         for bad in (0, 36501, "7", 1.5, True, None):
             with pytest.raises(CoverageError) as caught:
                 await asyncio.to_thread(
-                    client.update_settings,
+                    client.call,
                     project_id,
-                    {"compaction_after_days": bad},
-                    capability=d.daemon.capability,
+                    "project_settings_update",
+                    {"settings": {"compaction_after_days": bad}},
                 )
             assert caught.value.code is ErrorCode.INVALID_ARGUMENT
-        project = await asyncio.to_thread(
-            client.update_settings,
+        answer = await asyncio.to_thread(
+            client.call,
             project_id,
-            {"compaction_cadence_minutes": 5, "compaction_batch_size": 3},
-            capability=d.daemon.capability,
+            "project_settings_update",
+            {"settings": {"compaction_cadence_minutes": 5, "compaction_batch_size": 3}},
         )
-        assert project["settings"]["compaction_cadence_minutes"] == 5
-        assert project["settings"]["compaction_batch_size"] == 3
-        inventory = await asyncio.to_thread(client.compaction_inventory, project_id)
+        assert answer["data"]["settings"]["compaction_cadence_minutes"] == 5
+        assert answer["data"]["settings"]["compaction_batch_size"] == 3
+        inventory = (await asyncio.to_thread(client.call, project_id, "compaction_inventory"))["data"]
         assert inventory["policy"] == {"after_days": 30, "cadence_minutes": 5, "batch_size": 3}
 
 

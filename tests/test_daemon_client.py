@@ -98,12 +98,13 @@ async def test_the_client_raises_the_daemons_errors_with_their_codes(
         with pytest.raises(CoverageError) as caught:
             client.snapshot(project_id, "snap-00")
         assert caught.value.code == ErrorCode.NOT_FOUND and caught.value.suggestion
+        client.capability = daemon.daemon.capability
         with pytest.raises(CoverageError) as caught:
-            client.update_settings(project_id, {"nope": 1}, capability=daemon.daemon.capability)
+            client.call(project_id, "project_settings_update", {"settings": {"nope": 1}})
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-        assert client.update_settings(
-            project_id, {"approval_mode": "attested"}, capability=daemon.daemon.capability
-        )["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
+        assert client.call(
+            project_id, "project_settings_update", {"settings": {"approval_mode": "attested"}}
+        )["data"]["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
         assert [p["project_id"] for p in client.projects()] == [project_id]
         envelope = client.call(project_id, "coverage_review", {"task": "insight"})
         assert envelope["data"]["claim_status"] == "not_measured"

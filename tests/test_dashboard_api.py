@@ -235,9 +235,12 @@ async def test_the_client_token_cannot_mint_a_ticket_open_the_page_or_its_stream
         for path in ("/", "/dashboard.js", "/api/dashboard/events"):
             async with http.get(live.url + path, headers=live.auth) as response:
                 assert response.status == 403, path
-        body = {"project": "0123456789abcdef", "command_id": "cmd-1"}
-        async with http.post(live.url + "/api/dashboard/approve", json=body, headers=live.admin) as approved:
-            assert approved.status == 403 and "session" in (await approved.json())["error"]["message"]
+        body = {"command_id": "cmd-0123456789abcdef"}
+        approve = live.url + "/api/projects/0123456789abcdef/ops/command_approve"
+        async with http.post(approve, json=body, headers=live.auth) as approved:
+            refusal = (await approved.json())["error"]
+            assert approved.status == 403 and refusal["code"] == "forbidden"
+            assert "session_write" in refusal["message"] and "dashboard" in refusal["suggestion"]
 
 
 async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo: Path) -> None:
@@ -246,16 +249,17 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
         cli, repo, "command", "register", "--name", "t", "--artifact", "coverage.json:default", "--", "true"
     )
     command_id = registered["data"]["command"]["id"]
-    body = {"project": pid, "command_id": command_id}
+    body = {"command_id": command_id}
+    approve = live.url + f"/api/projects/{pid}/ops/command_approve"  # the command_approve row
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         csrf = await signed_in(http, live)
         for headers in ({}, {CSRF_HEADER: "wrong"}, {CSRF_HEADER: csrf + "x"}, {CSRF_HEADER: "caf\u00e9"}):
-            async with http.post(live.url + "/api/dashboard/approve", json=body, headers=headers) as response:
+            async with http.post(approve, json=body, headers=headers) as response:
                 answer = await response.json()
                 assert response.status == 403 and answer["error"]["code"] == "forbidden", headers
         # a page of another origin is refused before anything else
         async with http.post(
-            live.url + "/api/dashboard/approve",
+            approve,
             json=body,
             headers={CSRF_HEADER: csrf, "Origin": "http://evil.example"},
         ) as response:
@@ -263,20 +267,16 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
         shown = await asyncio.to_thread(cli, repo, "command", "show", command_id)
         assert shown["data"]["command"]["status"] == "pending"  # nothing refused above approved it
         async with http.post(
-            live.url + "/api/dashboard/approve",
+            approve,
             json={**body, "command_id": "cmd-0123456789abcdef"},
             headers={CSRF_HEADER: csrf},
         ) as response:
             assert response.status == 404 and (await response.json())["error"]["code"] == "not_found"
-        async with http.post(
-            live.url + "/api/dashboard/approve", json=body, headers={CSRF_HEADER: csrf}
-        ) as response:
+        async with http.post(approve, json=body, headers={CSRF_HEADER: csrf}) as response:
             answer = await response.json()
-            assert response.status == 200 and answer["data"]["status"] == "approved"
-            assert answer["data"]["decisions"][-1]["via"] == "dashboard"
-        async with http.post(
-            live.url + "/api/dashboard/approve", json={"project": 1}, headers={CSRF_HEADER: csrf}
-        ) as response:
+            assert response.status == 200 and answer["data"]["command"]["status"] == "approved"
+            assert answer["data"]["command"]["decisions"][-1]["via"] == "dashboard"
+        async with http.post(approve, json={"project": 1}, headers={CSRF_HEADER: csrf}) as response:
             assert response.status == 400
 
 

@@ -11,7 +11,7 @@ from coverage_core.config import SETTINGS
 from coverage_core.docs import operations_markdown
 from coverage_core.errors import ErrorCode
 from coverage_core.parsers import FORMATS
-from coverage_core.service import OPERATIONS
+from coverage_core.service import OPERATIONS, TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -45,7 +45,7 @@ def test_every_cli_command_help_ends_with_an_example() -> None:
 
 
 def test_every_mcp_tool_and_format_is_documented_in_the_readme() -> None:
-    assert [name for name in OPERATIONS if f"`{name}`" not in README] == []
+    assert [name for name in TOOLS if f"`{name}`" not in README] == []
     assert [fmt for fmt in FORMATS if f"`{fmt}`" not in README] == []
 
 

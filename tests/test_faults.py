@@ -336,7 +336,7 @@ async def test_an_mcp_import_and_a_daemon_compaction_on_a_damaged_store_are_stor
             assert error["code"] == "store_damaged" and str(store) in error["message"], error
         async with aiohttp.ClientSession() as http:
             async with http.post(
-                f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+                f"{d.url}/api/projects/{pid}/ops/compact", json={"older_than": "0"}, headers=d.admin
             ) as response:
                 body = await response.json()
         assert response.status != 500 and body["error"]["code"] == "store_damaged", body
@@ -349,6 +349,6 @@ async def test_an_mcp_import_and_a_daemon_compaction_on_a_damaged_store_are_stor
         assert not result.is_error, result.structured_content
         async with aiohttp.ClientSession() as http:
             async with http.post(
-                f"{d.url}/api/projects/{pid}/compact", json={"older_than": "0"}, headers=d.admin
+                f"{d.url}/api/projects/{pid}/ops/compact", json={"older_than": "0"}, headers=d.admin
             ) as response:
                 assert response.status == 200, await response.text()

@@ -11,7 +11,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.output_schemas import published
-from coverage_core.service import OPERATIONS
+from coverage_core.service import OPERATIONS, TOOLS
 
 from .daemons import Running, sdk_client
 from .test_daemon_rest import register
@@ -31,7 +31,7 @@ async def test_the_sdk_client_connects_lists_imports_and_reviews(
         assert "project_context first" in client.instructions and "stale" in client.instructions
 
         listed = await client.list_tools()
-        assert [t.name for t in listed.tools] == list(OPERATIONS)
+        assert [t.name for t in listed.tools] == list(TOOLS)
         for tool in listed.tools:
             envelope, error = tool.output_schema["oneOf"]
             assert envelope == published(OPERATIONS[tool.name].output_schema) and error["required"] == [
@@ -94,7 +94,7 @@ async def test_client_mistakes_are_tool_errors_and_an_unknown_tool_is_a_protocol
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_without_a_repository_a_tool_says_how_to_select_one(daemon: Running, mode: str) -> None:
     async with sdk_client(daemon, f"{daemon.url}/mcp", mode) as client:
-        assert len((await client.list_tools()).tools) == len(OPERATIONS)
+        assert len((await client.list_tools()).tools) == len(TOOLS)
         answer = await client.call_tool("project_context", {})
         assert answer.is_error and answer.structured_content["error"]["code"] == "not_a_repository"
         assert "x-coverage-mcp-repo" in answer.structured_content["error"]["suggestion"]

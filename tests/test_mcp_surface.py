@@ -19,7 +19,7 @@ from mcp_types import version as sdk_version
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.output_schemas import published
-from coverage_core.service import OPERATIONS, listed_input
+from coverage_core.service import OPERATIONS, TOOLS, listed_input
 from coverage_core.validation import Validator
 from coverage_daemon import mcp
 from coverage_daemon.identity import REPO_HEADER
@@ -89,7 +89,7 @@ def test_protocol_constants_are_the_sdks() -> None:
 
 def test_tools_list_is_derived_and_self_contained() -> None:
     tools = mcp.tools()
-    assert [tool["name"] for tool in tools] == list(OPERATIONS)
+    assert [tool["name"] for tool in tools] == list(TOOLS)
     for tool in tools:
         op = OPERATIONS[tool["name"]]
         assert re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool["name"])
@@ -151,7 +151,7 @@ async def test_tools_list_fits_its_budgets_as_the_sdk_client_receives_it(
     async with sdk_client(daemon, f"{daemon.url}/mcp", "legacy", **{REPO_HEADER: str(sample_repo)}) as client:
         listed = await client.list_tools()
     received = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
-    assert [tool["name"] for tool in received["tools"]] == list(OPERATIONS)
+    assert [tool["name"] for tool in received["tools"]] == list(TOOLS)
     # Received as listed: the SDK dropped and added nothing.
     assert received["tools"] == json.loads(json.dumps(mcp.tools()))
     total = compact_size(received)
@@ -167,14 +167,14 @@ async def test_tools_list_fits_its_budgets_as_the_sdk_client_receives_it(
 async def test_every_listed_tool_dispatches_and_every_operation_is_listed(
     daemon: Running, sample_repo: Path
 ) -> None:
-    assert set(SAMPLE_ARGUMENTS) == set(OPERATIONS)
+    assert set(SAMPLE_ARGUMENTS) == set(TOOLS)
     samples = await _with_a_finished_run(daemon, sample_repo)
     async with aiohttp.ClientSession(headers=daemon.auth) as http:
         session = Session(http, daemon.url + "/mcp", repo=sample_repo)
         await session.open()
         _, _, listed = await session.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         names = [tool["name"] for tool in listed["result"]["tools"]]
-        assert names == list(OPERATIONS)
+        assert names == list(TOOLS)
         for number, name in enumerate(names, start=2):
             _, _, body = await session.send(
                 {

@@ -263,8 +263,8 @@ async def test_no_variable_carrying_the_daemons_token_or_capability_reaches_a_ru
     status, _, body = await call(
         daemon,
         "POST",
-        f"/api/projects/{pid}/commands/{command_id}/approve",
-        body={"by": "ann", "via": "dashboard"},
+        f"/api/projects/{pid}/ops/command_approve",
+        body={"command_id": command_id, "by": "ann"},
         headers=daemon.admin,
     )
     assert status == 200, body

@@ -18,7 +18,7 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands
-from coverage_core.service import OPERATIONS
+from coverage_core.service import TOOLS
 from coverage_daemon.credentials import client_token
 from coverage_daemon.projects import Target
 
@@ -57,7 +57,7 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
         "command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo), process=False
     )
     assert approved.returncode == 0, approved.stderr
-    shown = client.command(pid, command["id"])
+    shown = client.call(pid, "command_show", {"command_id": command["id"]})["data"]["command"]
     assert shown["status"] == "approved" and shown["decisions"][0]["via"] == "cli"
     assert shown["decisions"][0]["note"] == "read the argv"
     ran = serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
@@ -93,12 +93,16 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
         envelope["context"].pop("stats")
     assert printed == over_rest and printed["data"]["run"]["id"] != run["id"]
     rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo), process=False)
-    assert rejected.returncode == 0 and client.command(pid, command["id"])["status"] == "rejected"
+    assert (
+        rejected.returncode == 0
+        and client.call(pid, "command_show", {"command_id": command["id"]})["data"]["command"]["status"]
+        == "rejected"
+    )
 
 
 async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Running, repo: Path) -> None:
     pid = await register(daemon, repo)
-    assert not any("approv" in name for name in OPERATIONS)  # no tool approves
+    assert not any("approv" in name for name in TOOLS)  # no tool approves
     async with sdk_client(daemon, f"{daemon.url}/p/{pid}/mcp", "auto") as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"register_test_command", "run_test", "run_review", "cancel_run"} <= tools
@@ -110,19 +114,26 @@ async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Runnin
         assert command["status"] == "pending"  # approval_mode out_of_band: the agent's word is ignored
         refused = await client.call_tool("run_test", {"command_id": command["id"]})
         assert refused.is_error and refused.structured_content["error"]["code"] == "not_approved"
-    route = f"/api/projects/{pid}/commands/{command['id']}/approve"
-    status, _, body = await call(daemon, "POST", route, body={"by": "agent", "via": "cli"})
-    assert status == 403, body
+    route = f"/api/projects/{pid}/ops/command_approve"
+    status, _, body = await call(daemon, "POST", route, body={"command_id": command["id"], "by": "agent"})
+    assert status == 403 and body["error"]["code"] == "forbidden", body
     status, _, body = await call(
-        daemon, "POST", route, body={"by": "agent", "via": "attested"}, headers=daemon.admin
+        daemon,
+        "POST",
+        route,
+        body={"command_id": command["id"], "by": "agent", "via": "attested"},
+        headers=daemon.admin,
     )
     assert status == 400  # attested approvals come only with a registration under attested mode
-    status, _, body = await call(daemon, "GET", f"/api/projects/{pid}/commands/{command['id']}")
+    status, _, body = await call(
+        daemon, "GET", f"/api/projects/{pid}/ops/command_show?command_id={command['id']}"
+    )
     assert body["data"]["command"]["status"] == "pending"
     status, _, body = await call(
-        daemon, "POST", route, body={"by": "ann", "via": "dashboard"}, headers=daemon.admin
+        daemon, "POST", route, body={"command_id": command["id"], "by": "ann"}, headers=daemon.admin
     )
     assert status == 200 and body["data"]["command"]["status"] == "approved"
+    assert body["data"]["command"]["decisions"][-1]["via"] == "cli"
 
 
 def test_a_foreign_uid_can_neither_approve_nor_run(serve_process: ServeProcess, repo: Path) -> None:
@@ -135,9 +146,9 @@ def test_a_foreign_uid_can_neither_approve_nor_run(serve_process: ServeProcess, 
 import json, sys, urllib.request, urllib.error
 url, token, pid, cid = sys.argv[1:5]
 out = []
-for path, headers in ((f"/api/projects/{pid}/commands/{cid}/approve", {"x-coverage-mcp-capability": "guess"}),
+for path, headers in ((f"/api/projects/{pid}/ops/command_approve", {"x-coverage-mcp-capability": "guess"}),
                       (f"/api/projects/{pid}/ops/run_test", {})):
-    body = json.dumps({"by": "x"} if "approve" in path else {"command_id": cid}).encode()
+    body = json.dumps({"command_id": cid, **({"by": "x"} if "approve" in path else {})}).encode()
     request = urllib.request.Request(url + path, data=body, method="POST", headers={
         "Content-Type": "application/json", "Authorization": "Bearer " + token, **headers})
     try:
@@ -166,7 +177,10 @@ print(json.dumps(out))
         cwd="/",
     )
     assert peek.returncode != 0 and "PermissionError" in peek.stderr
-    assert client.command(pid, command["id"])["status"] == "pending"
+    assert (
+        client.call(pid, "command_show", {"command_id": command["id"]})["data"]["command"]["status"]
+        == "pending"
+    )
 
 
 def marked(run_id: str) -> list[int]:

@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from coverage_core.errors import CoverageError
 from coverage_core.operations.review_task_table import TASK_DATA, TASK_NAMES, task_envelope
 from coverage_core.project import open_project
-from coverage_core.service import OPERATIONS, Service
+from coverage_core.service import OPERATIONS, TOOLS, Service
 from coverage_daemon import mcp
 from coverage_daemon.projects import Target
 
@@ -200,7 +200,7 @@ async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_pr
         assert_matches_its_schema(name, over_rest)
     tasks_seen = {body["data"]["task"] for (name, _), body in zip(plan, rest) if name == "coverage_review"}
     assert tasks_seen == set(TASK_DATA)
-    assert {name for name, _ in plan} == set(OPERATIONS)
+    assert {name for name, _ in plan} == set(TOOLS)
 
 
 async def test_a_failing_call_has_the_same_code_details_and_remedy_on_every_surface(

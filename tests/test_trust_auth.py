@@ -20,6 +20,8 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.principals import Principal
+from coverage_core.service import OPERATIONS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.auth import Access
 from coverage_daemon.client import DaemonClient
@@ -34,6 +36,17 @@ SNAP = "snap-0123456789abcdef"
 CID = "cmd-0123456789abcdef"
 
 
+# Arguments each admin row would run with: refused for the client token before they are read.
+ADMIN_ROW_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "command_approve": {"command_id": CID, "by": "agent"},
+    "command_reject": {"command_id": CID, "by": "agent"},
+    "snapshot_delete": {"suite": "default", "keep": 0, "force": True},
+    "compact": {"older_than": "0"},
+    "owner_import": {"report_path": "/etc/hostname"},
+    "project_settings_update": {"settings": {"approval_mode": "attested"}},
+}
+
+
 def concrete(path: str) -> str:
     """A route's pattern with its variables filled in."""
     path = re.sub(r"\{project_id[^}]*\}\}?", PID, path)
@@ -42,7 +55,15 @@ def concrete(path: str) -> str:
 
 
 def every_route() -> list[tuple[str, str, Access]]:
-    return [(r.method, concrete(r.path), r.access) for r in ROUTES]
+    """Every route of the table, the operations' route once per row (GET too for a read-only one)."""
+    routes = [(r.method, concrete(r.path), r.access) for r in ROUTES if "/ops/" not in r.path]
+    return routes + [(method, f"/api/projects/{PID}/ops/{name}", Access.ROW) for method, name in every_row()]
+
+
+def every_row() -> list[tuple[str, str]]:
+    return [
+        (m, op.name) for op in OPERATIONS.values() for m in (("GET", "POST") if op.read_only else ("POST",))
+    ]
 
 
 async def status_of(d: Running, method: str, path: str, headers: dict[str, str]) -> tuple[int, Any]:
@@ -79,20 +100,15 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
     public = [(m, p) for m, p, access in every_route() if access is Access.PUBLIC]
     assert public == [("GET", "/health")]
     admin = {(m, p) for m, p, access in every_route() if access is Access.ADMIN}
-    assert admin == {
-        ("POST", "/api/shutdown"),
-        ("PATCH", f"/api/projects/{PID}"),
-        ("POST", f"/api/projects/{PID}/owner-import"),
-        ("POST", f"/api/projects/{PID}/snapshots/delete"),
-        ("POST", f"/api/projects/{PID}/commands/{CID}/approve"),
-        ("POST", f"/api/projects/{PID}/commands/{CID}/reject"),
-        ("POST", f"/api/projects/{PID}/compact"),
-        ("POST", "/api/dashboard/ticket"),
+    assert admin == {("POST", "/api/shutdown"), ("POST", "/api/dashboard/ticket")}
+    # the rows' route and the settings alias: the row decides (tests/test_operation_table.py names each row's
+    # principals); no route of its own is a session's write any more
+    assert {(r.method, r.path) for r in ROUTES if r.access is Access.ROW} == {
+        ("PATCH", "/api/projects/{project_id:[0-9a-f]{16}}"),
+        ("GET", "/api/projects/{project_id:[0-9a-f]{16}}/ops/{name:[a-z_]{1,64}}"),
+        ("POST", "/api/projects/{project_id:[0-9a-f]{16}}/ops/{name:[a-z_]{1,64}}"),
     }
-    # what only a person's browser session (cookie and CSRF token, never a token) may do
-    assert {(m, p) for m, p, access in every_route() if access is Access.SESSION_WRITE} == {
-        ("POST", "/api/dashboard/approve")
-    }
+    assert not [r for r in ROUTES if r.access is Access.SESSION_WRITE]
 
 
 async def test_without_the_client_token_every_route_but_health_is_forbidden(daemon: Running) -> None:
@@ -138,8 +154,14 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     asked = [
         ("PATCH", f"/api/projects/{pid}", {"settings": {"approval_mode": "attested"}}),
         ("POST", "/api/projects", {"path": str(sample_repo), "settings": {"approval_mode": "attested"}}),
-        ("POST", f"/api/projects/{pid}/owner-import", {"report_path": str(outside)}),
+        ("POST", f"/api/projects/{pid}/ops/owner_import", {"report_path": str(outside)}),
         ("POST", "/api/shutdown", {}),
+        # every row the client token does not reach, each with arguments it would run with
+        *(
+            ("POST", f"/api/projects/{pid}/ops/{op.name}", ADMIN_ROW_ARGUMENTS[op.name])
+            for op in OPERATIONS.values()
+            if Principal.CLIENT not in op.principals
+        ),
     ]
     for method, path, body in asked:
         headers = {**daemon.auth, CAPABILITY_HEADER: "not-the-capability", "Content-Type": "application/json"}
@@ -157,10 +179,11 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     assert await asyncio.to_thread(client.snapshots, pid) == []
     assert not daemon.daemon.stop.is_set()
     # the admin capability does what the client token cannot
+    client.capability = daemon.daemon.capability
     changed = await asyncio.to_thread(
-        client.update_settings, pid, {"approval_mode": "attested"}, capability=daemon.daemon.capability
+        client.call, pid, "project_settings_update", {"settings": {"approval_mode": "attested"}}
     )
-    assert changed["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
+    assert changed["data"]["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
 
 
 def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(

@@ -1,8 +1,9 @@
 """Generated input at every REST route and every MCP method of a live daemon: never a 5xx, never ``internal``.
 
-The routes come from ``coverage_daemon.app.ROUTES`` and the tools from
-``coverage_core.service.OPERATIONS``, so a new route or tool is fuzzed
-without touching this file. A server-side status (5xx, JSON-RPC -32603, a
+The routes come from ``coverage_daemon.app.ROUTES`` and the rows and tools from
+``coverage_core.service.OPERATIONS`` (every row, with and without the
+principals it admits), so a new route, row or tool is fuzzed without touching
+this file. A server-side status (5xx, JSON-RPC -32603, a
 tool's ``internal``) is allowed only for ``deadline_exceeded`` and
 ``store_unavailable``, where it can be the truth.
 """
@@ -27,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coverage_core.principals import Principal
 from coverage_core.service import OPERATIONS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.credentials import bearer, client_token
@@ -405,6 +407,32 @@ def test_generated_requests_to_every_rest_route_never_get_a_server_error(
     assert_rest_answer(status, answer, f"{route.method} {path}")
 
 
+# Each row's arguments near its schema, built once (as REST_BODY).
+ROW_BODIES = {name: JSON | from_schema(op.input_schema) for name, op in OPERATIONS.items()}
+
+
+@pytest.mark.parametrize("name", list(OPERATIONS))
+@settings(FUZZ, max_examples=15)
+@given(data=st.data())
+def test_generated_calls_of_every_row_never_get_a_server_error_and_a_caller_it_does_not_admit_is_refused(
+    live: Live, name: str, data: st.DataObject
+) -> None:
+    op = OPERATIONS[name]
+    admin = data.draw(st.booleans())
+    headers = data.draw(extra_headers(live, admin=False))
+    headers[CAPABILITY_HEADER] = live.capability if admin else data.draw(HEADER_BYTES)
+    project = data.draw(st.sampled_from([live.project_id, "0123456789abcdef"]))
+    method = "GET" if op.read_only and data.draw(st.booleans()) else "POST"
+    path = f"/api/projects/{project}/ops/{name}"
+    if method == "GET":
+        path += data.draw(query_string())
+    body = None if method == "GET" else _body_bytes(data.draw(ROW_BODIES[name]))
+    status, _, answer = live.request(method, path, body, headers)
+    assert_rest_answer(status, answer, f"{method} {path}")
+    if Principal.CLIENT not in op.principals and not admin:  # the client token alone: refused, whatever else
+        assert status == 403 and answer["error"]["code"] == "forbidden", (name, status, answer)
+
+
 # -- MCP: every method, both eras --------------------------------------------------------------------------
 
 
@@ -441,7 +469,7 @@ UNKNOWN = [
     "rpc.discover",
 ]
 MCP_TARGETS = [
-    *(f"tools/call {name}" for name in OPERATIONS),
+    *(f"tools/call {name}" for name in OPERATIONS),  # a row without the MCP surface is an unknown tool
     *(m for m in METHODS if m != "tools/call"),
     "tools/call ?",
     *NOTIFICATIONS,

@@ -14,8 +14,9 @@ append-only rows recording who, when and from where (``cli``, ``dashboard``,
 ``attested``).
 
 Approval is never reachable from the MCP surface or with the client token:
-``approve`` and ``reject`` are library functions the CLI calls on the store it
-holds, or through the daemon's admin routes. Only ``attested`` mode lets a
+``approve`` and ``reject`` run as the command_approve and command_reject rows,
+which admit only the store's owner (the admin capability) and, to approve, a
+dashboard session with its CSRF token. Only ``attested`` mode lets a
 registration carry its own approval, and only with ``approved_by`` and
 ``approval_note``.
 """

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from ..principals import Principal
 from ..project import DEFAULT_SUITE, Project
 
 if TYPE_CHECKING:
@@ -25,8 +26,14 @@ class Call:
         *,
         review: ReviewAnswer | None = None,
         deadline: float | None = None,
+        principal: Principal = Principal.ADMIN,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.project = project
+        # Who the service admitted this call as (a row's handler may record it: a decision's ``via``).
+        self.principal = principal
+        # Hears each stage of long work (an import), in the caller's own process only.
+        self.progress = progress
         # How coverage_review is answered for work this call starts (a managed run's attached review): the
         # service passes its own, so nothing below the service imports it.
         self.review = review

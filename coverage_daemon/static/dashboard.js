@@ -515,10 +515,11 @@
   async function approve(commandId, button, index) {
     button.disabled = true;
     const token = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
-    const response = await fetch("/api/dashboard/approve", {
+    // The command_approve row: a session with its CSRF token is the principal it admits besides the CLI.
+    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/command_approve", {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "x-coverage-mcp-csrf": token },
-      body: JSON.stringify({ project: data.project.project_id, command_id: commandId }),
+      body: JSON.stringify({ command_id: commandId }),
     });
     const body = await response.json().catch(() => null);
     if (!response.ok) {
