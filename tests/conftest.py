@@ -194,15 +194,20 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("corpus")
 
 
-@pytest.fixture
-def sample_repo(tmp_path: Path) -> Path:
-    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
-    repo = tmp_path / "inventory"
+def make_sample_repo(repo: Path) -> Path:
+    """The bundled sample project as a git repository at ``repo``, with real coverage.py reports inside it
+    (untracked)."""
     shutil.copytree(SAMPLE / "project", repo)
     make_repo(repo, {})
     for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
         shutil.copy(SAMPLE / "reports" / name, repo / name)
     return repo
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
+    return make_sample_repo(tmp_path / "inventory")
 
 
 # -- daemons ------------------------------------------------------------------------------
