@@ -86,11 +86,33 @@ class RunFolders:
             return
         for source in _package_modules():
             compileall.compile_file(source, quiet=2)
+        _rewrite_test_modules(config)
         late = hasattr(config, "_tmp_path_factory")  # this file was found after the run was configured
         if not late and config.option.basetemp is None and _memory_room() >= MEMORY_TMPFS_ROOM:
             own = Path(tempfile.mkdtemp(prefix=MEMORY_BASETEMP_PREFIX, dir=MEMORY_TMPFS))
             config.stash[_memory_basetemp] = own
             config.option.basetemp = str(own / "run")
+
+
+def _rewrite_test_modules(config: pytest.Config) -> None:
+    """The test modules' assertions rewritten once, into pytest's own cache files beside them, which every
+    xdist worker then reads at collection instead of rewriting all of them itself (measured: a collection
+    takes 11.5 s of CPU rewriting, 4.2 s reading the cache). pytest writes that cache only where
+    PYTHONDONTWRITEBYTECODE is unset; its rewriting functions are not public, so if they change this is
+    skipped and the workers rewrite as before."""
+    if config.getoption("assertmode") != "rewrite":
+        return
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        for source in sorted([*(CHECKOUT / "tests").glob("test_*.py"), CHECKOUT / "tests" / "conftest.py"]):
+            pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
+                source_hash, code = rewrite._rewrite_test(source, config)
+                rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
