@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import collections
+import compileall
 import functools
+import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,99 @@ from .realcov import make_package, measure
 SAMPLE = Path(__file__).resolve().parents[1] / "coverage_core" / "sample"
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+# What every child process of the suite imports: compiled once per run, before the first test, so the children
+# read .pyc files. A shell exporting PYTHONDONTWRITEBYTECODE (this project's machines and CI do) would otherwise
+# have every CLI, daemon and pytest child compile the sources again (measured: 1.0 s of imports without .pyc,
+# 0.8 s with). compileall writes whatever that variable says, and skips what is already up to date.
+PRECOMPILED = ("coverage_core", "coverage_daemon", "coverage_cli", "tests")
+# The run's temporary folder goes on a RAM-backed tmpfs where there is one with room: the suite writes a few
+# gigabytes of stores, checkouts and reports, and test_review.py alone spends 4 s less of system CPU there.
+MEMORY_TMPFS = Path("/dev/shm")
+MEMORY_TMPFS_ROOM = 8 << 30  # free in the tmpfs and in memory: a whole run's folder is about 3.5 GB
+MEMORY_BASETEMP_PREFIX = "coverage-mcp-tests-"
+
+
+def _memory_room() -> int:
+    """Bytes free on ``MEMORY_TMPFS`` and in memory (a tmpfs holds its files in memory), whichever is less;
+    0 where it is not a writable tmpfs."""
+    try:
+        with open("/proc/mounts") as mounts:
+            kinds = {fields[1]: fields[2] for fields in (line.split() for line in mounts) if len(fields) > 2}
+        if kinds.get(str(MEMORY_TMPFS)) != "tmpfs" or not os.access(MEMORY_TMPFS, os.W_OK | os.X_OK):
+            return 0
+        stat = os.statvfs(MEMORY_TMPFS)
+        with open("/proc/meminfo") as meminfo:
+            fields = dict(line.split(":", 1) for line in meminfo)
+        available = int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return 0
+    return min(stat.f_bavail * stat.f_frsize, available)
+
+
+_memory_basetemp = pytest.StashKey[Path]()
+
+
+def _package_modules() -> Iterator[Path]:
+    """The modules of ``PRECOMPILED``: files of folders that are packages all the way down, so the sample
+    project and other sources tests copy into repositories get no ``__pycache__`` to copy with them."""
+    for name in PRECOMPILED:
+        root = CHECKOUT / name
+        for init in sorted(root.rglob("__init__.py")):
+            folder = init.parent
+            within = [folder, *(p for p in folder.parents if p == root or root in p.parents)]
+            if all((part / "__init__.py").exists() for part in within):
+                yield from sorted(folder.glob("*.py"))
+
+
+class RunFolders:
+    """The run's sources compiled and its temporary folder chosen, before the tmp_path plugin reads
+    ``--basetemp``: a plugin of its own, since this file's ``pytest_configure`` runs after that plugin's
+    (it needs the folder made) and a historic hook takes no wrapper."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """In the run's first process (an xdist worker gets its folder from it): ``PRECOMPILED`` compiled,
+        and the temporary folder on ``MEMORY_TMPFS`` unless ``--basetemp`` names one. That folder is a
+        fresh one (``mkdtemp``) holding nothing else, so nothing pytest empties belongs to anyone else;
+        ``pytest_unconfigure`` removes it. Elsewhere, or without room, pytest's default folder is used."""
+        if hasattr(config, "workerinput"):
+            return
+        for source in _package_modules():
+            compileall.compile_file(source, quiet=2)
+        _rewrite_test_modules(config)
+        late = hasattr(config, "_tmp_path_factory")  # this file was found after the run was configured
+        if not late and config.option.basetemp is None and _memory_room() >= MEMORY_TMPFS_ROOM:
+            own = Path(tempfile.mkdtemp(prefix=MEMORY_BASETEMP_PREFIX, dir=MEMORY_TMPFS))
+            config.stash[_memory_basetemp] = own
+            config.option.basetemp = str(own / "run")
+
+
+def _rewrite_test_modules(config: pytest.Config) -> None:
+    """The test modules' assertions rewritten once, into pytest's own cache files beside them, which every
+    xdist worker then reads at collection instead of rewriting all of them itself (measured: a collection
+    takes 11.5 s of CPU rewriting, 4.2 s reading the cache). pytest writes that cache only where
+    PYTHONDONTWRITEBYTECODE is unset; its rewriting functions are not public, so if they change this is
+    skipped and the workers rewrite as before."""
+    if config.getoption("assertmode") != "rewrite":
+        return
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        for source in sorted([*(CHECKOUT / "tests").glob("test_*.py"), CHECKOUT / "tests" / "conftest.py"]):
+            pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
+                source_hash, code = rewrite._rewrite_test(source, config)
+                rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.register(RunFolders(), "coverage-mcp-run-folders")
+
+
 @pytest.hookimpl(trylast=True)  # after the tmp_path plugin has made this run's temporary folder
 def pytest_configure(config: pytest.Config) -> None:
     """The run's environment is the suite's before any test or subprocess starts (``environment.scrub``)."""
@@ -30,34 +126,45 @@ def pytest_configure(config: pytest.Config) -> None:
     install()  # every query through Call names the detail it reads (detail_reads)
 
 
-# The files that take longest, longest first (measured: benchmarks/suite_durations.md). xdist hands out whole
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's own folder on ``MEMORY_TMPFS`` is removed (it holds memory, not disk)."""
+    own = config.stash.get(_memory_basetemp, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+# The files that take longest, longest first (measured: benchmarks/suite_durations.md, the quiet run of the
+# evening of 2026-12-01: every file over 24 s of test time). xdist hands out whole
 # files (--dist loadfile) in collection order (scripts/test passes --no-loadscope-reorder), so these start
 # first and no worker begins a long file while the others are finishing; every other file follows, those
 # with more tests first. The order changes what runs when, never what runs.
 LONGEST_FIRST = (
-    "tests/test_no_hidden_cuts.py",
     "tests/test_real_package_sides.py",
-    "tests/test_hermetic.py",
-    "tests/test_runs_daemon.py",
     "tests/test_compaction.py",
     "tests/test_trust_fuzz.py",
+    "tests/test_review.py",
+    "tests/test_hermetic.py",
+    "tests/test_faults.py",
     "tests/test_dashboard_browser.py",
+    "tests/test_cli_conveniences.py",
+    "tests/test_runs_daemon.py",
+    "tests/test_dashboard_api.py",
+    "tests/test_trust_auth.py",
+    "tests/test_branch_identity.py",
+    "tests/test_store_corpus.py",
+    "tests/test_analysis_daemon.py",
+    "tests/test_daemon_lifecycle.py",
+    "tests/test_remedies.py",
+    "tests/test_runs.py",
+    "tests/test_compaction_daemon.py",
     "tests/test_fresh_clone.py",
     "tests/test_dashboard_review_browser.py",
-    "tests/test_composite.py",
-    "tests/test_review.py",
-    "tests/test_daemon_lifecycle.py",
-    "tests/test_trust_auth.py",
-    "tests/test_faults.py",
-    "tests/test_dashboard_api.py",
-    "tests/test_analysis_daemon.py",
-    "tests/test_report_identity.py",
-    "tests/test_cli_wait.py",
-    "tests/test_preserved_wal.py",
-    "tests/test_branch_identity.py",
-    "tests/test_compaction_daemon.py",
     "tests/test_connector_lifecycle.py",
-    "tests/test_store_corpus.py",
+    "tests/test_no_hidden_cuts.py",
+    "tests/test_connector_protocol.py",
+    "tests/test_cli_routing.py",
+    "tests/test_corpus_totals.py",
+    "tests/test_cli_wait.py",
 )
 
 
@@ -109,15 +216,20 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("corpus")
 
 
-@pytest.fixture
-def sample_repo(tmp_path: Path) -> Path:
-    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
-    repo = tmp_path / "inventory"
+def make_sample_repo(repo: Path) -> Path:
+    """The bundled sample project as a git repository at ``repo``, with real coverage.py reports inside it
+    (untracked)."""
     shutil.copytree(SAMPLE / "project", repo)
     make_repo(repo, {})
     for name in ("step3.coverage.lcov", "step3.coverage.json", "step1.coverage.json"):
         shutil.copy(SAMPLE / "reports" / name, repo / name)
     return repo
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """The bundled sample project as a git repository, with real coverage.py reports inside it (untracked)."""
+    return make_sample_repo(tmp_path / "inventory")
 
 
 # -- daemons ------------------------------------------------------------------------------

@@ -28,13 +28,17 @@ outcomes trade coverage (the last test).
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
+
+import attrs
+import pytest
 
 from coverage_core import open_project
 from coverage_core.service import Service
 
 from .gitrepo import commit, git, make_repo, write
-from .realcov import PACKAGE, make_package, measure
+from .realcov import PACKAGE, REPORTS, make_package, measure
 
 FORMATS = ("json", "lcov", "xml")
 CART = PACKAGE["shop/cart.py"]
@@ -58,12 +62,38 @@ def _import_all(repo: Path, reports: dict[str, Path], at: str) -> dict[str, str]
         }
 
 
+@attrs.frozen
+class MeasuredShop:
+    """The package measured at its first commit, once per module, at ``repo``; ``pristine`` is a copy of
+    that checkout. Cobertura names its source folder by absolute path, so each test gets the pristine
+    checkout put back at the path it was measured at (``fresh``): its edits, commits and store never reach
+    the next test."""
+
+    repo: Path
+    pristine: Path
+
+    def fresh(self) -> Path:
+        shutil.rmtree(self.repo, ignore_errors=True)
+        return Path(shutil.copytree(self.pristine, self.repo, symlinks=True))
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> MeasuredShop:
+    root = tmp_path_factory.mktemp("branch-identity")
+    repo = make_package(root / "shop")
+    measure(repo)
+    return MeasuredShop(repo, Path(shutil.copytree(repo, root / "pristine", symlinks=True)))
+
+
 def branch_change(
-    tmp_path: Path, files: dict[str, str], *, rename: tuple[str, str] | None = None
+    shop: MeasuredShop, files: dict[str, str], *, rename: tuple[str, str] | None = None
 ) -> dict[str, dict]:
-    """Measure, commit ``files`` (after ``git mv`` of ``rename``), measure again: each format's change answer."""
-    repo = make_package(tmp_path / "shop")
-    base = _import_all(repo, measure(repo), git(repo, "rev-parse", "HEAD"))
+    """The first commit's measurement stored, ``files`` committed (after ``git mv`` of ``rename``) and
+    measured: each format's change answer."""
+    repo = shop.fresh()
+    base = _import_all(
+        repo, {kind: repo / name for kind, name in REPORTS.items()}, git(repo, "rev-parse", "HEAD")
+    )
     if rename is not None:
         git(repo, "mv", *rename)
     write(repo, files)
@@ -94,7 +124,7 @@ def line_categories(answers: dict[str, dict]) -> dict[str, set[str]]:
 
 
 def test_inserting_comment_lines_leaves_every_branch_covered_or_uncovered_baseline_code(
-    tmp_path: Path,
+    shop: MeasuredShop,
 ) -> None:
     edited = (
         CART.replace('"""A shopping cart."""\n', '"""A shopping cart."""\n# one\n# two\n# three\n')
@@ -102,16 +132,16 @@ def test_inserting_comment_lines_leaves_every_branch_covered_or_uncovered_baseli
         .replace("    for price in prices:\n", "    for price in prices:\n        # refuse negatives\n")
         .replace("\n\ndef shipping", "\n\n# Shipping costs,\n# by weight.\ndef shipping")
     )
-    answers = branch_change(tmp_path, {"shop/cart.py": edited})
+    answers = branch_change(shop, {"shop/cart.py": edited})
     assert branches(answers) == {fmt: UNCHANGED for fmt in FORMATS}
     assert line_categories(answers) == {fmt: {"CBC", "UBC"} for fmt in FORMATS}
 
 
-def test_renaming_the_file_carries_its_branches_into_the_new_name(tmp_path: Path) -> None:
+def test_renaming_the_file_carries_its_branches_into_the_new_name(shop: MeasuredShop) -> None:
     # git's rename detection pairs the files; a comment inside total also moves lines within the renamed file.
     edited = CART.replace("    amount = 0\n", "    # start from nothing\n    amount = 0\n")
     answers = branch_change(
-        tmp_path,
+        shop,
         {"shop/basket.py": edited, "tests/test_cart.py": TESTS.replace("shop.cart", "shop.basket")},
         rename=("shop/cart.py", "shop/basket.py"),
     )
@@ -128,15 +158,15 @@ def _function(name: str) -> str:
 
 
 def test_moving_a_function_below_another_deletes_and_adds_only_the_moved_functions_branches(
-    tmp_path: Path,
+    shop: MeasuredShop,
 ) -> None:
     describe, shipping = _function("describe"), _function("shipping")
     moved = CART.replace(describe + shipping, shipping.rstrip("\n") + "\n\n\n" + describe.rstrip("\n") + "\n")
     assert moved != CART
-    answers = branch_change(tmp_path, {"shop/cart.py": moved})
+    answers = branch_change(shop, {"shop/cart.py": moved})
     # A diff shows a move as one function deleted and re-added: which one is git's choice. The
     # oracle asks the git command line (not the library the service diffs with) which it re-added.
-    added = git(tmp_path / "shop", "diff", "-U0", "HEAD~1", "HEAD", "--", "shop/cart.py")
+    added = git(shop.repo, "diff", "-U0", "HEAD~1", "HEAD", "--", "shop/cart.py")
     readded = [name for name in ("describe", "shipping") if f"\n+def {name}(" in added]
     assert len(readded) == 1
     hit, missed = DESCRIBE if readded == ["describe"] else SHIPPING
@@ -151,7 +181,7 @@ def test_moving_a_function_below_another_deletes_and_adds_only_the_moved_functio
     assert branches(answers) == {fmt: expected for fmt in FORMATS}
 
 
-def test_a_new_tested_if_is_the_only_new_branch(tmp_path: Path) -> None:
+def test_a_new_tested_if_is_the_only_new_branch(shop: MeasuredShop) -> None:
     guarded = CART.replace(
         "def shipping(weight, express=False):\n",
         'def shipping(weight, express=False):\n    if weight < 0:\n        raise ValueError("negative weight")\n',
@@ -161,28 +191,28 @@ def test_a_new_tested_if_is_the_only_new_branch(tmp_path: Path) -> None:
         "    with pytest.raises(ValueError):\n"
         "        shipping(-1)\n"
     )
-    answers = branch_change(tmp_path, {"shop/cart.py": guarded, "tests/test_cart.py": tests})
+    answers = branch_change(shop, {"shop/cart.py": guarded, "tests/test_cart.py": tests})
     # Both outcomes of the new `if weight < 0` ran: two new covered branches, the rest unchanged.
     assert branches(answers) == {fmt: {**UNCHANGED, "GNC": 2} for fmt in FORMATS}
 
 
-def test_code_inserted_at_a_branch_target_keeps_that_decisions_outcome(tmp_path: Path) -> None:
+def test_code_inserted_at_a_branch_target_keeps_that_decisions_outcome(shop: MeasuredShop) -> None:
     # The new `if` sits where `elif coupon == "TENOFF"` jumped when false: that outcome now jumps to
     # new code, but it is the same decision's same outcome (Cobertura, which has no targets, agrees).
     # The new `if` itself is never true in the tests: one new covered and one new uncovered branch.
     freebie = CART.replace(
         "    return amount\n", '    if coupon == "FREE":\n        amount = 0\n    return amount\n'
     )
-    answers = branch_change(tmp_path, {"shop/cart.py": freebie})
+    answers = branch_change(shop, {"shop/cart.py": freebie})
     assert branches(answers) == {fmt: {**UNCHANGED, "GNC": 1, "UNC": 1} for fmt in FORMATS}
 
 
-def test_outcomes_that_trade_coverage_differ_only_where_cobertura_has_no_targets(tmp_path: Path) -> None:
+def test_outcomes_that_trade_coverage_differ_only_where_cobertura_has_no_targets(shop: MeasuredShop) -> None:
     # shipping(30) instead of shipping(3): `if weight > 10` now jumps to line 33, no longer to 34.
     # coverage.py JSON and LCOV name each outcome: one gained (GBC), one lost (LBC). Cobertura's
     # condition-coverage only says "1 of 2 covered" before and after, so it cannot tell them apart.
     tests = TESTS.replace("assert shipping(3) == 4", "assert shipping(30) == 8")
-    answers = branch_change(tmp_path, {"tests/test_cart.py": tests})
+    answers = branch_change(shop, {"tests/test_cart.py": tests})
     traded = {"CBC": UNCHANGED["CBC"] - 1, "UBC": UNCHANGED["UBC"] - 1, "GBC": 1, "LBC": 1}
     assert branches(answers) == {"json": traded, "lcov": traded, "xml": UNCHANGED}
 

@@ -493,13 +493,30 @@ def add_halving(repo: Path, *, staged: bool) -> None:
         git(repo, "add", HALVING)
 
 
+@pytest.fixture(scope="module")
+def halving_measured(toolz: History, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """coverage.py's report of the package's whole suite on c2 with ``HALVING`` added and not committed,
+    measured once for the module in a copy of the checkout: its paths are relative to the checkout, and
+    the tree is the same whether the module is staged or not (coverage.py reads no index). Each test
+    makes that tree in its own checkout (``add_halving``) and takes a copy (``measured_halving``)."""
+    root = tmp_path_factory.mktemp("halving")
+    checkout = Path(shutil.copytree(toolz.repo, root / "repo"))
+    add_halving(checkout, staged=False)
+    return measure(checkout, root / "new.coverage.json")
+
+
+def measured_halving(repo: Path, halving_measured: Path) -> Path:
+    """The module's measured report, copied into ``repo`` (untracked) as a measurement there would leave it."""
+    return Path(shutil.copy(halving_measured, repo / "new.coverage.json"))
+
+
 @pytest.mark.parametrize("staged", [False, True], ids=["untracked", "staged"])
 def test_a_new_module_measured_before_it_is_committed_is_new_code_in_the_change_and_in_patch_coverage(
-    project: Project, repo: Path, toolz: History, staged: bool
+    project: Project, repo: Path, toolz: History, staged: bool, halving_measured: Path
 ) -> None:
     clean = project.ingest(placed(repo, toolz.reports["c2"], "c2.coverage.json"), suite="unit")
     add_halving(repo, staged=staged)
-    report = Measured(measure(repo, repo / "new.coverage.json"), "")
+    report = Measured(measured_halving(repo, halving_measured), "")
     assert report.missing(HALVING)  # coverage.py: the new module measured, part of it not run
     added = project.ingest(report.path, suite="unit")
     assert added.path_mapping.unmapped == 0  # the module is a file of this checkout, at the path reported
@@ -523,10 +540,10 @@ def test_a_new_module_measured_before_it_is_committed_is_new_code_in_the_change_
 
 @pytest.mark.parametrize("staged", [False, True], ids=["untracked", "staged"])
 def test_a_new_module_edited_after_it_was_measured_is_stale_by_name(
-    project: Project, repo: Path, staged: bool
+    project: Project, repo: Path, staged: bool, halving_measured: Path
 ) -> None:
     add_halving(repo, staged=staged)
-    project.ingest(measure(repo, repo / "new.coverage.json"), suite="unit")
+    project.ingest(measured_halving(repo, halving_measured), suite="unit")
     service = Service(project)
     assert (
         service.call("coverage_review", {"task": "source", "file": HALVING})["data"]["claim_status"]
@@ -542,7 +559,7 @@ def test_a_new_module_edited_after_it_was_measured_is_stale_by_name(
 
 
 def test_a_report_of_the_working_tree_compared_unstored_counts_a_new_untracked_module_as_new_code(
-    repo: Path, toolz: History
+    repo: Path, toolz: History, halving_measured: Path
 ) -> None:
     c2 = toolz.reports["c2"]
     ingest = cli(
@@ -556,7 +573,7 @@ def test_a_report_of_the_working_tree_compared_unstored_counts_a_new_untracked_m
     )
     assert ingest.returncode == 0, ingest.stderr
     add_halving(repo, staged=False)
-    report = Measured(measure(repo, repo / "new.coverage.json"), "")
+    report = Measured(measured_halving(repo, halving_measured), "")
     data = cli_json(repo, "diff", "--baseline", "HEAD", "--current", str(report.path), "--suite", "unit")
     rows = {f["path"]: f for f in data["files"]}
     assert rows[HALVING]["status"] == "added"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from coverage_core.review.budget import words
 from coverage_core.service import OPERATIONS, Service
 
 from . import commandline, corpus
+from .conftest import make_sample_repo
 from .gitrepo import commit, lcov, make_repo, write
 
 
@@ -379,16 +381,23 @@ TASK_ARGS = {
 }
 
 
-@pytest.fixture
-def two_snapshots(service: Service, sample_repo: Path) -> Service:
-    """The sample repository with a second commit and snapshot, so change and history have something to say."""
-    write(sample_repo, {"inventory/extra.py": "def f():\n    return 1\n"})
-    commit(sample_repo, "extra")
-    (sample_repo / "later.info").write_text(
-        (sample_repo / "step3.coverage.lcov").read_text() + lcov({"inventory/extra.py": {1: 1, 2: 0}})
-    )
-    service.call("coverage_import", {"report_path": "later.info"})
-    return service
+@pytest.fixture(scope="module")
+def two_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """The sample repository with a second commit and snapshot, so change and history have something to say.
+
+    Built once for the module: its only user, the budget test, reads (96 cases of every task,
+    representation and limit) and never writes."""
+    sample_repo = make_sample_repo(tmp_path_factory.mktemp("two-snapshots") / "inventory")
+    with open_project(sample_repo) as project:
+        service = Service(project)
+        service.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+        write(sample_repo, {"inventory/extra.py": "def f():\n    return 1\n"})
+        commit(sample_repo, "extra")
+        (sample_repo / "later.info").write_text(
+            (sample_repo / "step3.coverage.lcov").read_text() + lcov({"inventory/extra.py": {1: 1, 2: 0}})
+        )
+        service.call("coverage_import", {"report_path": "later.info"})
+        yield service
 
 
 @pytest.mark.parametrize("task", sorted(TASK_ARGS))
