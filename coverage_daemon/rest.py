@@ -152,14 +152,10 @@ async def register_project(request: web.Request) -> web.Response:
             f"project {checkout.project_id} already exists; settings here apply at creation",
             f'Change them with PATCH /api/projects/{checkout.project_id} {{"settings": {{...}}}}.',
         )
-    name, args = (
-        ("project_settings_update", {"settings": body["settings"]})
-        if "settings" in body
-        else (
-            "project_settings",
-            {},
-        )
-    )
+    if "settings" in body:
+        name, args = "project_settings_update", {"settings": body["settings"]}
+    else:
+        name, args = "project_settings", {}
     answer = await daemon.projects.call(target, name, args, principals=principals)
     body_out = await _project_body(request, checkout.project_id, answer["data"]["settings"])
     return json_response(body_out, 200 if known else 201)

@@ -186,10 +186,12 @@ def test_a_remedy_leads_the_suggestion_and_the_errors_own_advice_follows_on_ever
     assert error_body(error)["error"]["suggestion"] == error.suggestion  # REST: the remedy is its own key
 
 
-# Advice that names a command no operation runs yet (the daemon's lifecycle, the runs listing, deleting
-# snapshots, a stream on standard input) stays text, as does the approval line addressed to a person
-# (written without quotes). The dashboard's page text is read on the dashboard, by a person.
-WITHOUT_AN_OPERATION = ("stop", "serve", "runs", "snapshots rm", "ingest -")
+# Advice that names a command no operation runs (the daemon's lifecycle, a stream on standard input, setting
+# up a connection or opening the dashboard to gain a principal) stays text, as does the approval line
+# addressed to a person (written without quotes). So does advice naming a person's command whose row an
+# agent cannot call (the runs listing, deleting snapshots: no MCP surface): as a remedy it would fail on the
+# agent's first try. The dashboard's page text is read on the dashboard, by a person.
+WITHOUT_AN_OPERATION = ("stop", "serve", "runs", "snapshots rm", "ingest -", "connect", "dashboard")
 
 
 def test_no_core_suggestion_spells_a_command_line_that_a_remedy_could_carry() -> None:
