@@ -21,9 +21,8 @@ from coverage_cli.output import EXIT_CODES
 from coverage_core.config import Settings
 from coverage_core.display import delta as delta_text
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.project import open_project
 from coverage_core.operations.dashboard_view import revision
-from coverage_core.project import Project
+from coverage_core.project import Project, open_project
 from coverage_core.service import Service
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
