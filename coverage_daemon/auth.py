@@ -4,11 +4,13 @@ Each route declares one ``Access`` (``app.ROUTES``): ``PUBLIC`` (``/health``
 only), ``CLIENT`` (the client token) or ``ADMIN`` (the client token *and* the
 admin capability); the dashboard's routes use the browser session
 (``BrowserSessions``): ``TICKET`` (the one-time link that starts a session),
-``SESSION`` (the session cookie: the page, its assets, its event stream) and
-``SESSION_WRITE`` (the session cookie *and* its CSRF token; never a token);
-``ROW`` (an operation's route and its aliases, the dashboard's reads among
-them: the client token or a session gets past the guard, then ``principals``
-tells the row what the request proves and the row admits it or not). ``Authorizer.check`` runs in the app's guard before every
+``SESSION`` (the session cookie: the page, its assets, its event stream),
+``SESSION_READ`` (the cookie or the client token: the aliases of the
+dashboard's rows, which the CLI's static report reads too; the row then
+decides, as for ``ROW``) and ``SESSION_WRITE`` (the session
+cookie *and* its CSRF token; never a token); ``ROW`` (an operation's route: the
+client token or a session gets past the guard, then ``principals`` tells the
+row what the request proves and the row admits it or not). ``Authorizer.check`` runs in the app's guard before every
 handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
 connection's peer is an extra layer: a loopback TCP peer owned by another uid
 is refused even with a stolen token (one netlink sock_diag lookup of the
@@ -47,6 +49,7 @@ class Access(enum.Enum):
     ADMIN = "admin"
     TICKET = "ticket"  # the dashboard's one-time link: the handler redeems it
     SESSION = "session"  # the dashboard session cookie only (the page, its assets, its event stream)
+    SESSION_READ = "session_read"  # the session cookie, or the client token (the dashboard's data reads)
     SESSION_WRITE = "session_write"  # the session cookie and its CSRF token, nothing else
     # An operation's row (``/ops/{name}``): any credential gets past the guard, the row's principals decide.
     ROW = "row"
@@ -125,9 +128,11 @@ class Authorizer:
         if access is Access.SESSION_WRITE:
             self.sessions.check_write(request)
             return
-        if access in (Access.SESSION, Access.ROW) and self.sessions.session_of(request):
+        if access in (Access.SESSION, Access.SESSION_READ, Access.ROW) and self.sessions.session_of(request):
             return
-        if access is Access.SESSION:
+        if access is Access.SESSION_READ and self.client_ok(request):
+            return
+        if access in (Access.SESSION, Access.SESSION_READ):
             raise forbidden(
                 "this page needs a dashboard session",
                 "Open the dashboard with `coverage-mcp dashboard`: it signs this browser in "
