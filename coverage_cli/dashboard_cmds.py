@@ -190,49 +190,18 @@ def report_command(
 def _report_data(
     project: Any, chosen: dict[str, str | None], *, include_logs: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The projection and the annotated sources, from the store itself or from the daemon that holds it."""
-    from coverage_core.usecases import dashboard_view as projection
+    """The projection and the annotated sources: the dashboard's rows, on whichever owns the store."""
     from coverage_daemon import static_report
+    from coverage_daemon.client import call
 
-    if hasattr(
-        project, "client"
-    ):  # the daemon holds the store: its read routes answer with the same projection
-        client = project.client
-        query = {"project": project.project_id, **chosen}
-        data = client.request("GET", "/api/dashboard", query=query)[1]["data"]
-        data.pop("projects", None)
-        data.pop("refresh_s", None)
-        snap = (data["selection"]["current"] or {}).get("snapshot_id")
-        sources = {}
-        for path in static_report.source_candidates(data) if snap else []:
-            sources[path] = client.request(
-                "GET",
-                "/api/dashboard/file",
-                query={"project": project.project_id, "snapshot": snap, "file": path},
-            )[1]["data"]
-        data["run_logs"] = {
-            run: client.request(
-                "GET", "/api/dashboard/run", query={"project": project.project_id, "run": run}
-            )[1]["data"]
-            for run in (static_report.run_candidates(data) if include_logs else [])
-        }
-        return data, sources
-    con = project.store.cursor()
-    try:
-        data = projection.dashboard(project, con, **chosen)
-        snap = (data["selection"]["current"] or {}).get("snapshot_id")
-        sources = (
-            {
-                path: projection.file_source(project, con, snap, path)
-                for path in static_report.source_candidates(data)
-            }
-            if snap
-            else {}
-        )
-        data["run_logs"] = {
-            run: projection.run_logs(project, con, run)
-            for run in (static_report.run_candidates(data) if include_logs else [])
-        }
-    finally:
-        con.close()
+    data = call(project, "dashboard", {k: v for k, v in chosen.items() if v is not None})["data"]
+    snap = (data["selection"]["current"] or {}).get("snapshot_id")
+    sources = {
+        path: call(project, "dashboard_file", {"snapshot": snap, "file": path})["data"]
+        for path in (static_report.source_candidates(data) if snap else [])
+    }
+    data["run_logs"] = {
+        run: call(project, "dashboard_run", {"run": run})["data"]
+        for run in (static_report.run_candidates(data) if include_logs else [])
+    }
     return data, sources

@@ -367,3 +367,78 @@ ANALYSIS = envelope(
     obj("names", "types", "values", names=STRINGS, types=STRINGS, values={"type": "array", "items": ARRAY}),
     _NO_PAGE,
 )
+# The dashboard's rows (operations/dashboard_view): what the page reads, section by section. Each section is
+# an object the page renders as a whole (its keys: docs/operations.md's row, the module's docstring).
+NULLABLE_OBJECT = unlisted({"type": ["object", "null"]})
+DASHBOARD = envelope(
+    obj(
+        "project",
+        "revision",
+        "suite",
+        "suites",
+        "selection",
+        "metrics",
+        "timeline",
+        "change",
+        "files",
+        "tests",
+        "category_words",
+        "runs",
+        "approvals",
+        "compaction",
+        "composite",
+        project=OBJECT,
+        revision=STRING,
+        suite=STRING,
+        suites=STRINGS,
+        selection=obj("current", "baseline", current=NULLABLE_OBJECT, baseline=NULLABLE_OBJECT),
+        metrics=OBJECT,
+        timeline=obj("points", "truncated", points=ARRAY, truncated=BOOLEAN),
+        change=NULLABLE_OBJECT,
+        files=NULLABLE_OBJECT,
+        tests=NULLABLE_OBJECT,
+        category_words=OBJECT,
+        runs=OBJECT,
+        approvals=OBJECT,
+        compaction=OBJECT,
+        composite=OBJECT,
+    ),
+    _NO_PAGE,
+)
+DASHBOARD_FILE = envelope(
+    obj(
+        "snapshot_id",
+        "file",
+        "commit",
+        "lines",
+        "file_lines",
+        "truncated",
+        "claim_status",
+        "reasons",
+        snapshot_id=STRING,
+        file=STRING,
+        commit=NULLABLE_STRING,
+        lines=ARRAY,
+        file_lines=INTEGER,
+        truncated=BOOLEAN,
+        claim_status={"enum": [*CLAIM_ORDER, None]},
+        reasons=STRINGS,
+    ),
+    _NO_PAGE,
+)
+DASHBOARD_RUN = envelope(
+    obj(
+        "run_id",
+        "run",
+        "logs",
+        "text",
+        "more",
+        run_id=STRING,
+        run=RUN,
+        logs=NULLABLE_OBJECT,
+        text={"type": "array", "items": obj("stream", "text", stream=STRING, offset=INTEGER, text=STRING)},
+        more=BOOLEAN,
+    ),
+    _NO_PAGE,
+)
+DASHBOARD_REVISION = envelope(obj("revision", revision=STRING), _NO_PAGE)

@@ -28,7 +28,7 @@ from .errors import CoverageError, ErrorCode, Remedy
 from .execution.commands import STATUSES
 from .execution.runs import STATES
 from .ids import SNAPSHOT_ID_PATTERN
-from .operations import admin_ops, imports, review_task_table, review_tasks
+from .operations import admin_ops, dashboard_view, imports, review_task_table, review_tasks
 from .operations import execution_ops as execution
 from .parsers import FORMATS
 from .principals import HOW_TO_BE, PREFERENCE, Principal, Surface
@@ -138,6 +138,10 @@ OWNER = frozenset({Principal.ADMIN})
 # A person's decision: the owner's CLI, or the dashboard's session with its CSRF token.
 PERSON = frozenset({Principal.ADMIN, Principal.SESSION_WRITE})
 OWNER_SURFACES = frozenset({Surface.REST, Surface.CLI})
+# The dashboard's reads: its session (cookie), the client token (the CLI's static report through a daemon),
+# the owner (that report in process); on the dashboard's routes and REST, never MCP.
+VIEWER = frozenset({Principal.SESSION_READ, Principal.CLIENT, Principal.ADMIN})
+VIEWER_SURFACES = frozenset({Surface.DASHBOARD, Surface.REST})
 
 _AGENT_ROWS = (
     Operation(
@@ -705,7 +709,98 @@ _OWNER_ROWS = (
     ),
 )
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_AGENT_ROWS, *_OWNER_ROWS)}
+# A selection's value as the page's address carries it: at most 200 characters, no NUL; empty is no choice.
+_CHOICE = {"type": "string", "maxLength": 200, "pattern": "^[^\\u0000]*$"}
+
+_DASHBOARD_ROWS = (
+    Operation(
+        name="dashboard",
+        title="The dashboard's projection",
+        description=(
+            "Everything the dashboard shows of one project, bounded, in one answer: the selected current "
+            "and baseline snapshots, their metrics and change, the timeline, files, tests, composite, runs, "
+            "approvals and compaction."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "suite": {**_CHOICE, "description": "Whose snapshots (default: the current's)."},
+                "current": {
+                    **_CHOICE,
+                    "description": "A snapshot id or unique prefix (default: the newest).",
+                },
+                "baseline": {
+                    **_CHOICE,
+                    "description": "A snapshot id or unique prefix, or none (default: the one before).",
+                },
+                "composite": {**_CHOICE, "description": "A composite snapshot id (default: the newest)."},
+                "composite_baseline": {**_CHOICE, "description": "A composite snapshot id, or none."},
+                "order": {
+                    "enum": ["", *listing.FILE_ORDERS],
+                    "description": "The file table's order before its cut (default path).",
+                },
+            },
+        },
+        handler=dashboard_view.dashboard,
+        output_schema=output_schemas.DASHBOARD,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_file",
+        title="A file's annotated source, for the dashboard",
+        description="One file's annotated lines as a snapshot measured them (the dashboard's drill-down).",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "file"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 4096,
+                    "pattern": "^[^\\u0000]*$",
+                    "description": "Repository-relative path.",
+                },
+            },
+        },
+        handler=dashboard_view.file_source,
+        output_schema=output_schemas.DASHBOARD_FILE,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_run",
+        title="A run's logs, for the dashboard",
+        description="One run's status and the first page of its logs (the dashboard's runs view).",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["run"],
+            "properties": {
+                "run": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^\\u0000]*$"}
+            },
+        },
+        handler=dashboard_view.run_logs,
+        output_schema=output_schemas.DASHBOARD_RUN,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_revision",
+        title="The dashboard's revision",
+        description="A short fingerprint of what is stored: it changes whenever anything the dashboard shows does.",
+        input_schema=_NO_ARGUMENTS,
+        handler=dashboard_view.revision_of,
+        output_schema=output_schemas.DASHBOARD_REVISION,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_AGENT_ROWS, *_OWNER_ROWS, *_DASHBOARD_ROWS)}
 # The agent's tools: the rows MCP lists and dispatches (tools/list, in declaration order).
 TOOLS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if Surface.MCP in op.surfaces}
 
@@ -776,6 +871,7 @@ class Service:
                     con,
                     args,
                     review=answer_review,
+                    ask=lambda name, arguments: self._ask(name, arguments, con, deadline),
                     deadline=deadline,
                     principal=principal,
                     progress=progress,
@@ -792,6 +888,13 @@ class Service:
             if own:
                 con.close()
         return envelope(call, result, started)
+
+    def _ask(self, name: str, arguments: dict[str, Any], con: Any, deadline: float | None) -> dict[str, Any]:
+        """A read-only row asked by a row made of others (the dashboard's), on the asking call's connection.
+        It runs as the store's owner: the asking row was admitted, and what it reads is part of its own
+        answer; a write is never asked."""
+        assert OPERATIONS[name].read_only, f"{name} writes: a row asks only reads"
+        return self.call(name, arguments, con=con, deadline=deadline)
 
     def _rebind(self, cursor: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
         return cursors.rebind(self.project.store.cursor_secret, cursor, old, new)

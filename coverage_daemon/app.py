@@ -89,6 +89,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/", dashboard.page, Access.SESSION),
     Route("GET", "/dashboard.js", dashboard.asset, Access.SESSION),
     Route("GET", "/dashboard.css", dashboard.asset, Access.SESSION),
+    # Its reads are aliases of the dashboard rows: past the guard (a session or the client token; without
+    # either, the page's sign-in advice), the row decides what the request proves.
     Route("GET", "/api/dashboard", dashboard.data, Access.SESSION_READ),
     Route("GET", "/api/dashboard/file", dashboard.file_source, Access.SESSION_READ),
     Route("GET", "/api/dashboard/run", dashboard.run_logs, Access.SESSION_READ),

@@ -5,8 +5,9 @@ only), ``CLIENT`` (the client token) or ``ADMIN`` (the client token *and* the
 admin capability); the dashboard's routes use the browser session
 (``BrowserSessions``): ``TICKET`` (the one-time link that starts a session),
 ``SESSION`` (the session cookie: the page, its assets, its event stream),
-``SESSION_READ`` (the cookie or the client token: the data the page reads,
-which the CLI's static report reads too) and ``SESSION_WRITE`` (the session
+``SESSION_READ`` (the cookie or the client token: the aliases of the
+dashboard's rows, which the CLI's static report reads too; the row then
+decides, as for ``ROW``) and ``SESSION_WRITE`` (the session
 cookie *and* its CSRF token; never a token); ``ROW`` (an operation's route: the
 client token or a session gets past the guard, then ``principals`` tells the
 row what the request proves and the row admits it or not). ``Authorizer.check`` runs in the app's guard before every

@@ -3,11 +3,19 @@
 The page (``static/``) is plain HTML, CSS and JavaScript shipped in the
 package, served at ``/`` under its own Content-Security-Policy: scripts,
 styles and connections from this daemon only, no inline script. It reads one
-bounded projection, ``GET /api/dashboard`` (``coverage_core.usecases.dashboard_view``),
-and listens to ``GET /api/dashboard/events``: every
-``COVERAGE_MCP_DASHBOARD_REFRESH_S`` seconds the server compares the project's
-revision and sends a ``refresh`` event only when it changed. The page keeps
-that stream open only while its tab is visible and never polls.
+bounded projection, ``GET /api/dashboard``, and listens to
+``GET /api/dashboard/events``: every ``COVERAGE_MCP_DASHBOARD_REFRESH_S``
+seconds the server compares the project's revision and sends a ``refresh``
+event only when it changed. The page keeps that stream open only while its tab
+is visible and never polls.
+
+Its reads are rows of the operation table (``coverage_core.operations.dashboard_view``):
+``GET /api/dashboard``, ``/api/dashboard/file`` and ``/api/dashboard/run`` are
+thin aliases of the ``dashboard``, ``dashboard_file`` and ``dashboard_run``
+rows (``project=`` picks the project, the rest of the query string is the
+row's arguments, coerced by its schema, the row's principals checked from the
+request), and the event stream reads the ``dashboard_revision`` row; the same
+rows answer at ``/api/projects/{id}/ops/{name}``.
 
 Signing in (``auth.BrowserSessions``): ``POST /api/dashboard/ticket`` (admin:
 the CLI) mints a one-time ticket; ``GET /session?ticket=...`` redeems it for
@@ -31,11 +39,13 @@ from typing import Any
 from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.usecases import dashboard_view as projection
+from coverage_core.operations.dashboard_view import SELECTION as CHOICES
+from coverage_core.service import OPERATIONS
 
 from . import dashboard_streams
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S
 from .projects import Target
+from .rest import query_arguments
 from .state import DAEMON, json_response
 
 PAGE_CSP = (
@@ -49,7 +59,7 @@ STREAM_MAX_S = 3600.0
 STREAM_RETRY_MS = 2000
 _ID = "0123456789abcdef"
 # What the page's address and GET /api/dashboard select: the project, ordinary and composite snapshots.
-SELECTION = frozenset({"project", "suite", "current", "baseline", "composite", "composite_baseline", "order"})
+SELECTION = frozenset({"project", *CHOICES})
 
 
 @cache
@@ -158,8 +168,7 @@ def _no_query(request: web.Request, allowed: frozenset[str] = frozenset()) -> No
 # -- the data ---------------------------------------------------------------------------------
 
 
-def _text(request: web.Request, key: str, limit: int = 4096) -> str | None:
-    value = request.query.get(key)
+def _checked(key: str, value: str | None, limit: int) -> str | None:
     if value is None or value == "":
         return None
     if len(value) > limit or "\x00" in value:
@@ -173,8 +182,12 @@ def _text(request: web.Request, key: str, limit: int = 4096) -> str | None:
 
 
 def _project_param(request: web.Request) -> str | None:
-    """The ``project`` parameter, checked to be a project id (16 hex digits), or None."""
-    wanted = _text(request, "project", 16)
+    return _project_of(request.query.get("project"))
+
+
+def _project_of(value: str | None) -> str | None:
+    """A ``project`` parameter, checked to be a project id (16 hex digits), or None."""
+    wanted = _checked("project", value, 16)
     if wanted is not None and (len(wanted) != 16 or any(c not in _ID for c in wanted)):
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -185,12 +198,12 @@ def _project_param(request: web.Request) -> str | None:
     return wanted
 
 
-async def _project_id(request: web.Request) -> str:
-    """The ``project`` parameter, or the project most recently used when there is none."""
-    daemon = request.app[DAEMON]
-    wanted = _project_param(request)
+async def _project_id(request: web.Request, wanted: str | None) -> str:
+    """The project ``wanted`` names (a checked ``project`` parameter), or the project most recently used
+    when there is none."""
     if wanted is not None:
         return wanted
+    daemon = request.app[DAEMON]
     records = await daemon.projects.run(daemon.registry.all)
     if not records:
         raise CoverageError(
@@ -207,67 +220,52 @@ async def _projects(request: web.Request) -> list[dict[str, Any]]:
     return [{"project_id": r.project_id, "checkout_path": r.checkout_path} for r in records][:200]
 
 
+async def _row(request: web.Request, name: str) -> dict[str, Any]:
+    """An alias of the row ``name``: ``project=`` picks the project, the rest of the query string is the
+    row's arguments (coerced by its schema, refused by its validator); the row admits the request's
+    principals or refuses it. The row's envelope."""
+    daemon = request.app[DAEMON]
+    args = query_arguments(request, OPERATIONS[name].input_schema)
+    project_id = await _project_id(request, _project_of(args.pop("project", None)))
+    return await daemon.projects.call(
+        Target(project_id=project_id), name, args, principals=daemon.authorizer.principals(request)
+    )
+
+
 async def data(request: web.Request) -> web.Response:
-    """GET /api/dashboard?project=&suite=&current=&baseline=&composite=&composite_baseline=: the one bounded
-    projection."""
-    _no_query(request, SELECTION)
-    project_id = await _project_id(request)
-    chosen = {key: _text(request, key, 200) for key in SELECTION - {"project"}}
-
-    def read(project: Any, con: Any) -> dict[str, Any]:
-        return projection.dashboard(project, con, **chosen)
-
-    body = await request.app[DAEMON].projects.read(Target(project_id=project_id), read)
-    body["projects"] = await _projects(request)
-    body["refresh_s"] = request.app[DAEMON].settings.dashboard_refresh_s
-    return json_response({"data": body})
+    """GET /api/dashboard?project=&suite=&current=&baseline=&composite=&composite_baseline=&order=: the
+    dashboard row, with the projects to switch between and the stream's refresh period."""
+    answer = await _row(request, "dashboard")
+    answer["data"]["projects"] = await _projects(request)
+    answer["data"]["refresh_s"] = request.app[DAEMON].settings.dashboard_refresh_s
+    return json_response(answer)
 
 
 async def file_source(request: web.Request) -> web.Response:
-    """GET /api/dashboard/file?project=&snapshot=&file=: one file's annotated lines (the drill-down)."""
-    _no_query(request, frozenset({"project", "snapshot", "file"}))
-    project_id = await _project_id(request)
-    snapshot, path = _text(request, "snapshot", 200), _text(request, "file")
-    if snapshot is None or path is None:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            "snapshot and file are required",
-            "Pass snapshot=snap-... and file=<repository-relative path>.",
-        )
-    body = await request.app[DAEMON].projects.read(
-        Target(project_id=project_id),
-        lambda project, con: projection.file_source(project, con, snapshot, path),
-    )
-    return json_response({"data": body})
+    """GET /api/dashboard/file?project=&snapshot=&file=: the dashboard_file row (the drill-down)."""
+    return json_response(await _row(request, "dashboard_file"))
 
 
 async def run_logs(request: web.Request) -> web.Response:
-    """GET /api/dashboard/run?project=&run=: one run's status and the first page of its logs."""
-    _no_query(request, frozenset({"project", "run"}))
-    project_id = await _project_id(request)
-    run_id = _text(request, "run", 64)
-    if run_id is None:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT, "run is required", "Pass run=run-... from the runs view."
-        )
-    body = await request.app[DAEMON].projects.read(
-        Target(project_id=project_id), lambda project, con: projection.run_logs(project, con, run_id)
-    )
-    return json_response({"data": body})
+    """GET /api/dashboard/run?project=&run=: the dashboard_run row (a run's status and first page of logs)."""
+    return json_response(await _row(request, "dashboard_run"))
 
 
 # -- the event stream -------------------------------------------------------------------------
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """GET /api/dashboard/events?project=: ``revision`` once, then ``refresh`` whenever it changes."""
+    """GET /api/dashboard/events?project=: ``revision`` once, then ``refresh`` whenever it changes (the
+    dashboard_revision row, read as the request's principals)."""
     _no_query(request, frozenset({"project"}))
     daemon = request.app[DAEMON]
-    project_id = await _project_id(request)
+    project_id = await _project_id(request, _project_param(request))
     target = Target(project_id=project_id)
+    principals = daemon.authorizer.principals(request)
 
     async def current() -> str:
-        return await daemon.projects.read(target, lambda _project, con: projection.revision(con))
+        answer = await daemon.projects.call(target, "dashboard_revision", {}, principals=principals)
+        return str(answer["data"]["revision"])
 
     seen = await current()
     streams, shared = daemon.streams, dashboard_streams.hub(daemon)

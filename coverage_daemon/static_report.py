@@ -1,7 +1,7 @@
 """The dashboard as one self-contained HTML file: ``coverage-mcp report --html DIR``.
 
 The live page's own HTML, CSS and JavaScript (``static/``) with the CSS and
-script inlined and the projection (``coverage_core.usecases.dashboard_view``)
+script inlined and the projection (the ``dashboard`` row, ``coverage_core.operations.dashboard_view``)
 embedded as JSON, plus the annotated source of the files most worth reading
 (most missed lines first, bounded) and the logs of the newest runs. It opens from disk with no network: its
 Content-Security-Policy allows exactly the inlined script and style (by

@@ -21,8 +21,9 @@ from coverage_cli.output import EXIT_CODES
 from coverage_core.config import Settings
 from coverage_core.display import delta as delta_text
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.project import open_project
-from coverage_core.usecases.dashboard_view import dashboard, file_source, revision
+from coverage_core.operations.dashboard_view import revision
+from coverage_core.project import Project, open_project
+from coverage_core.service import Service
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 
@@ -67,6 +68,15 @@ async def signed_in(http: aiohttp.ClientSession, d: Running) -> str:
 
 
 # -- the projection (library) -----------------------------------------------------------------
+
+
+def dashboard(project: Project, con: Any = None, **chosen: str) -> dict[str, Any]:
+    """The dashboard row's data, in process (as the store's owner)."""
+    return Service(project).call("dashboard", chosen, con=con)["data"]
+
+
+def file_source(project: Project, con: Any, snapshot: str, path: str) -> dict[str, Any]:
+    return Service(project).call("dashboard_file", {"snapshot": snapshot, "file": path}, con=con)["data"]
 
 
 def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previous_snapshot(

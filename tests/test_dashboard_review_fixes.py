@@ -15,7 +15,7 @@ from coverage_cli.ci_cmds import before_after
 from coverage_core.config import Settings
 from coverage_core.display import delta as cli_delta
 from coverage_core.project import open_project
-from coverage_core.usecases.dashboard_view import dashboard
+from coverage_core.service import Service
 
 from . import commandline
 from .daemons import in_process
@@ -46,13 +46,9 @@ def test_the_metric_delta_is_exact_from_the_counts_as_diff_computes_it(tmp_path:
     repo = make_repo(tmp_path / "big", {"big.py": "x = 1\n" * n})
     base = ingest_lcov(repo, "base.info", {"big.py": {i: int(i <= 80_000) for i in range(1, n + 1)}})
     cur = ingest_lcov(repo, "cur.info", {"big.py": {i: int(i <= 79_974) for i in range(1, n + 1)}})
-    project = open_project(repo)
-    con = project.store.cursor()
-    try:
-        metric = dashboard(project, con, current=cur, baseline=base)["metrics"]["lines"]
-    finally:
-        con.close()
-        project.close()
+    with open_project(repo) as project:
+        answer = Service(project).call("dashboard", {"current": cur, "baseline": base})
+    metric = answer["data"]["metrics"]["lines"]
     compared = run_cli(repo, "diff", "--baseline", base, "--current", cur)["data"]
     before, after = before_after(compared["categories"])
     assert (before, after) == ((80_000, n), (79_974, n))

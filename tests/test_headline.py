@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from coverage_core import headline
 from coverage_core.parsers import parse
 from coverage_core.project import open_project
+from coverage_core.service import Service
 from coverage_core.storage import schema
-from coverage_core.usecases.dashboard_view import dashboard
 
 from . import corpus
 from .realcov import REPORTS, cli, make_package, measure
@@ -268,13 +268,8 @@ def test_the_dashboard_and_the_static_report_show_the_tools_total_and_each_files
 ) -> None:
     repo, _total = measured
     report = json.loads((repo / REPORTS["json"]).read_text())
-    project = open_project(repo)
-    con = project.store.cursor()
-    try:
-        data = dashboard(project, con, baseline="none")
-    finally:
-        con.close()
-        project.close()
+    with open_project(repo) as project:
+        data = Service(project).call("dashboard", {"baseline": "none"})["data"]
     totals = report["totals"]
     shown = f"{100 * (totals['covered_lines'] + totals['covered_branches']) / (totals['num_statements'] + totals['num_branches']):.2f}%"
     assert data["metrics"]["headline"]["current"]["text"] == shown

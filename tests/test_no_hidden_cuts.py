@@ -223,12 +223,10 @@ def test_tests_of_a_file_walk_every_test_once(service: Service) -> None:
 
 
 def test_the_dashboards_file_view_carries_every_line_of_a_long_file(service: Service) -> None:
-    from coverage_core.usecases import dashboard_view
-
     project = service.project
     snap = project.store.latest("default", project.store.con)
     assert snap is not None
-    view = dashboard_view.file_source(project, project.store.cursor(), snap.snapshot_id, "big.py")
+    view = service.call("dashboard_file", {"snapshot": snap.snapshot_id, "file": "big.py"})["data"]
     assert [line["line"] for line in view["lines"]] == list(range(1, LINES + 1))
     assert view["truncated"] is False and view["file_lines"] == LINES
 

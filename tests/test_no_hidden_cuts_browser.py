@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from coverage_core.operations.dashboard_view import MAX_SOURCE_LINES
 from coverage_core.project import open_project
-from coverage_core.usecases.dashboard_view import MAX_SOURCE_LINES
 
 from .browser import WAIT_MS, chromium, cli, ready, text
 from .gitrepo import lcov, make_repo

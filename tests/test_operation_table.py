@@ -3,7 +3,8 @@
 A golden table below names every row's principals and surfaces, so no admin or session-write row moves to a
 weaker principal silently. The whole-table drift test reaches every row on each surface it declares (in
 process, REST through a real daemon, the CLI's ``call(owner, ...)`` through that daemon, the dashboard's
-session for the dashboard's row; MCP's rows are tests/test_surface_drift.py's) and gets the same answer
+session for the dashboard's rows and their aliases, ``GET /api/dashboard`` and its event stream among them;
+MCP's rows are tests/test_surface_drift.py's) and gets the same answer
 data, and for one bad argument each the same error code. A caller a row does not admit is refused
 ``forbidden`` and nothing changes.
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +65,22 @@ GOLDEN: dict[str, tuple[set[str], set[str]]] = {
     "project_settings": ({"client", "admin"}, {"rest"}),
     "project_settings_update": ({"admin"}, {"rest", "cli"}),
     "analysis": ({"client", "admin"}, {"rest"}),
+    # The dashboard's reads: its session, the client token (the static report through a daemon), the owner.
+    "dashboard": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
+    "dashboard_file": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
+    "dashboard_run": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
+    "dashboard_revision": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
 }
+
+# The dashboard's routes that are aliases of its reads (the event stream: its first event carries the revision).
+ALIASES = {
+    "dashboard": "/api/dashboard",
+    "dashboard_file": "/api/dashboard/file",
+    "dashboard_run": "/api/dashboard/run",
+    "dashboard_revision": "/api/dashboard/events",
+}
+# What the dashboard alias adds to the dashboard row's data: the projects to switch between, the refresh period.
+ALIAS_EXTRAS = ("projects", "refresh_s")
 
 
 def test_every_row_admits_exactly_the_principals_and_appears_on_exactly_the_surfaces_the_golden_table_names() -> (
@@ -91,7 +109,7 @@ REJECTED = {**REGISTER, "name": "rejected", "argv": [sys.executable, "-c", "prin
 
 
 def owner_rows(
-    repo: Path, first: str, pending: str, approved: str, rejected: str
+    repo: Path, first: str, pending: str, approved: str, rejected: str, run: str, path: str
 ) -> dict[str, dict[str, Any]]:
     """One call per row an agent cannot make, each answering the same when made again (dry runs, a decision
     already recorded, an import already stored, a setting at its value)."""
@@ -108,6 +126,10 @@ def owner_rows(
         "project_settings": {},
         "project_settings_update": {"settings": {"compaction_batch_size": 8}},
         "analysis": {"name": "history", "arguments": {"counter": "lines"}},
+        "dashboard": {"baseline": first, "order": "uncovered"},
+        "dashboard_file": {"snapshot": first, "file": path},
+        "dashboard_run": {"run": run},
+        "dashboard_revision": {},
     }
 
 
@@ -125,6 +147,10 @@ BAD: dict[str, tuple[dict[str, Any], ErrorCode]] = {
     "project_settings": ({"x": 1}, ErrorCode.INVALID_ARGUMENT),
     "project_settings_update": ({"settings": {"nope": 1}}, ErrorCode.INVALID_ARGUMENT),
     "analysis": ({"name": "history", "arguments": {"last": 3}}, ErrorCode.INVALID_ARGUMENT),
+    "dashboard": ({"order": "bogus"}, ErrorCode.INVALID_ARGUMENT),
+    "dashboard_file": ({"snapshot": "snap-ffffffffffffffff", "file": "a.py"}, ErrorCode.NOT_FOUND),
+    "dashboard_run": ({"run": "run-0000000000000000"}, ErrorCode.NOT_FOUND),
+    "dashboard_revision": ({"x": "1"}, ErrorCode.INVALID_ARGUMENT),
 }
 
 
@@ -151,7 +177,9 @@ async def prepared(daemon: Running, repo: Path) -> tuple[str, dict[str, dict[str
     await asyncio.to_thread(service.call, "command_reject", {"command_id": rejected, "by": "tester"})
     run = await asyncio.to_thread(service.call, "run_test", {"command_id": approved, "wait": True})
     assert run["data"]["run"]["state"] == "succeeded", run
-    return pid, owner_rows(repo, ids[0], pending, approved, rejected)
+    shown = await asyncio.to_thread(service.call, "dashboard")
+    path = shown["data"]["files"]["rows"][0]["path"]
+    return pid, owner_rows(repo, ids[0], pending, approved, rejected, run["data"]["run"]["id"], path)
 
 
 def owner_of(daemon: Running, repo: Path) -> DaemonProject:
@@ -172,9 +200,10 @@ async def test_every_row_answers_the_same_data_on_every_surface_it_declares(
         op = OPERATIONS[name]
         here = await asyncio.to_thread(service.call, name, copy.deepcopy(args))
         answers = {"in process": here}
-        if Surface.REST in op.surfaces:
+        if Surface.REST in op.surfaces:  # with the client token alone where the row admits it
+            headers = None if Principal.CLIENT in op.principals else daemon.admin
             status, _, body = await call(
-                daemon, "POST", f"/api/projects/{pid}/ops/{name}", body=args, headers=daemon.admin
+                daemon, "POST", f"/api/projects/{pid}/ops/{name}", body=args, headers=headers
             )
             assert status in (200, 201), (name, body)
             answers["rest"] = body
@@ -183,9 +212,29 @@ async def test_every_row_answers_the_same_data_on_every_surface_it_declares(
         for surface, answer in answers.items():
             assert without_stats(answer) == without_stats(here), (name, surface)
         Draft202012Validator(closed(op.output_schema)).validate(here)
-    # The dashboard's row: its session approves as the daemon's user, via dashboard, the same command record.
+    # The dashboard's rows through a real session: the row's route and its alias answer the same.
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         csrf = await signed_in(http, daemon)
+        for name, route in ALIASES.items():
+            here = await asyncio.to_thread(service.call, name, copy.deepcopy(plan[name]))
+            query = urllib.parse.urlencode(plan[name])
+            async with http.get(f"{daemon.url}/api/projects/{pid}/ops/{name}?{query}") as response:
+                row = await response.json()
+                assert response.status == 200, (name, row)
+            assert without_stats(row) == without_stats(here), name
+            if name == "dashboard_revision":
+                assert await first_revision(http, f"{daemon.url}{route}?project={pid}") == here["data"]
+                continue
+            async with http.get(f"{daemon.url}{route}?project={pid}&{query}") as response:
+                alias = await response.json()
+                assert response.status == 200, (name, alias)
+            if name == "dashboard":
+                assert alias["data"]["refresh_s"] == daemon.daemon.settings.dashboard_refresh_s
+                assert pid in [p["project_id"] for p in alias["data"]["projects"]]
+                for extra in ALIAS_EXTRAS:
+                    alias["data"].pop(extra)
+            assert without_stats(alias) == without_stats(here), name
+        # The dashboard's Approve: its session approves as the daemon's user, via dashboard, the same record.
         approve = f"{daemon.url}/api/projects/{pid}/ops/command_approve"
         body = {"command_id": plan["command_show"]["command_id"]}
         async with http.post(approve, json=body, headers={CSRF_HEADER: csrf}) as response:
@@ -219,6 +268,29 @@ async def test_a_bad_argument_of_every_row_is_the_same_coded_error_on_every_surf
             with pytest.raises(CoverageError) as through:
                 await asyncio.to_thread(owner_call, owner, name, args)
             assert through.value.code is code and through.value.message == here.message, name
+    # The dashboard's aliases, through a real session: the same code (the event stream takes project only).
+    async with aiohttp.ClientSession(cookie_jar=jar()) as http:
+        await signed_in(http, daemon)
+        for name, route in ALIASES.items():
+            args, code = BAD[name]
+            url = f"{daemon.url}{route}?project={pid}&{urllib.parse.urlencode(args)}"
+            async with http.get(url) as response:
+                body = await response.json()
+            assert 400 <= response.status < 500 and body["error"]["code"] == code.value, (name, body)
+
+
+async def first_revision(http: aiohttp.ClientSession, url: str) -> dict[str, Any]:
+    """The revision the event stream sends first (its ``revision`` event), without the project id."""
+    async with http.get(url) as stream:
+        assert stream.status == 200
+        name = ""
+        while True:
+            line = (await asyncio.wait_for(stream.content.readline(), 60)).decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: ") and name == "revision":
+                payload = json.loads(line[6:])
+                return {"revision": payload["revision"]}
 
 
 # -- a caller a row does not admit ------------------------------------------------------------------------
@@ -296,6 +368,8 @@ def test_in_process_a_weaker_principal_is_refused_before_the_handler_runs(sample
             ("compact", Principal.AGENT),
             ("command_reject", Principal.SESSION_WRITE),
             ("project_context", Principal.SESSION_READ),
+            ("dashboard", Principal.AGENT),
+            ("dashboard_revision", Principal.SESSION_WRITE),
         ):
             with pytest.raises(CoverageError) as caught:
                 service.call(name, {"command_id": "cmd-0000000000000000"}, principal=principal)
@@ -317,15 +391,14 @@ async def test_a_dashboard_session_reaches_only_the_rows_that_admit_a_session(
             url = f"{daemon.url}/api/projects/{pid}/ops/{name}"
             async with http.post(url, json={}, headers={CSRF_HEADER: csrf}) as response:
                 answer = await response.json()
-            if (
-                Principal.SESSION_WRITE in op.principals
-            ):  # admitted: the call itself is refused ({} is no call)
-                assert response.status == 400 and answer["error"]["code"] == "invalid_argument", (
-                    name,
-                    answer,
-                )
+            # A POST with the CSRF token proves both: the session's rows run ({} is a call of the dashboard's
+            # reads without arguments, and no call of a decision), every other row is refused.
+            if op.principals & {Principal.SESSION_READ, Principal.SESSION_WRITE}:
+                runs = not op.input_schema.get("required")
+                assert response.status == (200 if runs else 400), (name, answer)
+                assert runs or answer["error"]["code"] == "invalid_argument", (name, answer)
             else:
                 assert response.status == 403 and answer["error"]["code"] == "forbidden", (name, answer)
             if op.read_only:
                 async with http.get(url) as response:
-                    assert response.status == (200 if Principal.SESSION_READ in op.principals else 403), name
+                    assert (response.status != 403) == (Principal.SESSION_READ in op.principals), name

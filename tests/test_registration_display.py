@@ -27,7 +27,6 @@ from coverage_core.operations.execution_ops import ensure_runtime
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service, answer_review
 from coverage_core.storage.exec_db import exec_db
-from coverage_core.usecases.dashboard_view import dashboard
 
 from .test_selectors import held, make_selector_repo, run
 
@@ -141,11 +140,7 @@ def test_the_display_quotes_each_word_on_its_own_line_and_escapes_padding_and_no
 
 def test_the_dashboard_shows_a_pending_registration_through_the_same_display(project: Project) -> None:
     command = register(project, argv=[PY, "-c", "print(1)\n" + " " * 30 + "import os"])
-    con = project.store.con.cursor()
-    try:
-        item = dashboard(project, con)["approvals"]["items"][0]
-    finally:
-        con.close()
+    item = Service(project).call("dashboard")["data"]["approvals"]["items"][0]
     assert item["display"] == commands.show_command(project, command["id"])["display"]
     assert any("\\n" + "\\x20" * 30 + "import os" in line for line in item["display"])
 

@@ -19,7 +19,6 @@ from coverage_core.display import counted
 from coverage_core.errors import ErrorCode
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
-from coverage_core.usecases import dashboard_view
 
 from .commandline import cli, cli_json
 from .daemons import Running, ServeProcess
@@ -343,10 +342,6 @@ def test_the_dashboard_opens_on_the_default_suite_when_a_newer_snapshot_is_of_an
     with project:
         default = service.call("coverage_import", {"report_path": "step1.coverage.json"})["data"]["snapshot"]
         service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "integration"})
-        con = project.store.cursor()
-        try:
-            shown = dashboard_view.dashboard(project, con)
-        finally:
-            con.close()
+        shown = service.call("dashboard")["data"]
     assert shown["suite"] == "default"
     assert shown["selection"]["current"]["snapshot_id"] == default["snapshot_id"]

@@ -13,6 +13,9 @@ from ..project import DEFAULT_SUITE, Project
 if TYPE_CHECKING:
     from ..execution.worker import ReviewAnswer
 
+# Another read-only row's envelope, on the asking call's project and connection: ``ask(name, arguments)``.
+Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
+
 
 class Call:
     """What a handler needs. Queries go through ``rows`` so telemetry stays honest, each naming the detail
@@ -25,6 +28,7 @@ class Call:
         args: dict[str, Any],
         *,
         review: ReviewAnswer | None = None,
+        ask: Ask | None = None,
         deadline: float | None = None,
         principal: Principal = Principal.ADMIN,
         progress: Callable[[str], None] | None = None,
@@ -37,6 +41,9 @@ class Call:
         # How coverage_review is answered for work this call starts (a managed run's attached review): the
         # service passes its own, so nothing below the service imports it.
         self.review = review
+        # How a row made of other rows (the dashboard's) reads them: the service binds it to this call's
+        # project and connection, so the handler needs nothing from the floor above it.
+        self._ask = ask
         # When the caller needs the answer by (time.monotonic()); None: whenever it is ready. The daemon sets it
         # from its request deadline; work that can end early with a partial answer (run_test wait) keeps to it.
         self.deadline = deadline
@@ -46,6 +53,11 @@ class Call:
         self.suite: str = measurement.get("suite") or args.get("suite") or DEFAULT_SUITE
         self.rows_scanned = 0
         self._once: dict[Hashable, Any] = {}
+
+    def ask(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The envelope of the read-only row ``name`` with ``arguments``, on this call's connection."""
+        assert self._ask is not None, "the service passes its own ask to every call"
+        return self._ask(name, arguments)
 
     def once(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``'s value, computed once per call: one answer reads one view of the checkout."""

@@ -1,3 +1,3 @@
-"""Use cases that call the service like any client: the CI verdicts (``ci``) and the dashboard's one
-projection (``dashboard_view``). Nothing below them imports them.
+"""Use cases that call the service like any client: the CI verdicts (``ci``). Nothing below them imports
+them. (The dashboard's projection is rows of the table: ``operations.dashboard_view``.)
 """

@@ -1,8 +1,12 @@
-"""The dashboard's one projection: everything the page shows of one project, bounded, in one answer.
+"""The dashboard's rows: everything the page shows of one project, bounded, in one answer.
 
-``dashboard(project, con, current=..., baseline=..., suite=...)`` is what
+Four rows of ``service.OPERATIONS``: ``dashboard`` (the one projection: what
 ``GET /api/dashboard`` answers and what ``coverage-mcp report --html`` embeds
-in its static page, so both show the same numbers. It reads only stored data
+in its static page, so both show the same numbers), ``dashboard_file`` (one
+file's annotated lines), ``dashboard_run`` (one run's logs) and
+``dashboard_revision`` (what the event stream compares). The reviews they
+combine are other rows, asked through ``Call.ask`` on the same connection:
+nothing here imports the service above it. The projection reads only stored data
 through the same store reads and operations as every other surface (the
 snapshot totals ``coverage-mcp snapshots`` prints, the file counts of ``show``,
 the change review of ``review change``, the named tests of ``review tests``),
@@ -53,9 +57,8 @@ from ..model import Snapshot
 from ..project import DEFAULT_SUITE, Project
 from ..review import provenance
 from ..review.budget import MAX_BYTES, MAX_WORDS
+from ..review.call import Call
 from ..review.composite_view import summary
-from ..review.listing import FILE_ORDERS
-from ..service import Service
 from ..storage.exec_db import exec_db
 from ..storage.store import chosen_side
 
@@ -69,6 +72,9 @@ MAX_COMPOSITES = 50
 MAX_RUNS = 20
 MAX_PENDING = 50
 COUNTERS = ("lines", "branches", "functions")
+# What the dashboard row selects (its input schema, service.OPERATIONS): ordinary and composite snapshots,
+# the file table's order.
+SELECTION = ("suite", "current", "baseline", "composite", "composite_baseline", "order")
 OUTSIDE_SCOPE_REASON = "measured scope (data.outside_scope)"  # the end of the change review's reason
 WHOLE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
@@ -226,13 +232,6 @@ def _snapshot(project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str
         raise CoverageError(
             error.code, f"{role}: {error.message}", error.suggestion, {**error.details, "selection": role}
         ) from None
-
-
-def _service_call(
-    project: Project, con: duckdb.DuckDBPyConnection
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    service = Service(project)
-    return lambda args: service.call("coverage_review", args, con=con)["data"]
 
 
 def _previous(project: Project, con: duckdb.DuckDBPyConnection, current: Snapshot) -> Snapshot | None:
@@ -586,31 +585,17 @@ SECTIONS: dict[str, Callable[[Project, duckdb.DuckDBPyConnection, Snapshot | Non
 }
 
 
-def dashboard(
-    project: Project,
-    con: duckdb.DuckDBPyConnection,
-    *,
-    current: str | None = None,
-    baseline: str | None = None,
-    suite: str | None = None,
-    composite: str | None = None,
-    composite_baseline: str | None = None,
-    order: str | None = None,
-) -> dict[str, Any]:
-    """The page's data for one project. ``current``/``baseline``: snapshot ids (or a unique prefix);
-    ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the current's, else
-    the default suite, else the newest snapshot's); ``composite``/``composite_baseline``: composite
-    snapshot ids, chosen independently (default: the newest and the one before it); ``order``: the file
-    table's order before it is cut to ``MAX_FILES`` (``listing.FILE_ORDERS``, default ``path``)."""
-    started = time.perf_counter()
-    order = order or "path"
-    if order not in FILE_ORDERS:
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"unknown file order {order!r}",
-            f"Use one of: {', '.join(FILE_ORDERS)}.",
-            {"argument": "order"},
-        )
+def dashboard(call: Call) -> dict[str, Any]:
+    """The dashboard row: the page's data for one project. ``current``/``baseline``: snapshot ids (or a
+    unique prefix); ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the
+    current's, else the default suite, else the newest snapshot's); ``composite``/``composite_baseline``:
+    composite snapshot ids, chosen independently (default: the newest and the one before it); ``order``: the
+    file table's order before it is cut to ``MAX_FILES`` (``listing.FILE_ORDERS``, default ``path``). An
+    empty value is no choice, as in the page's address."""
+    project, con = call.project, call.con
+    chosen = {key: call.args.get(key) or None for key in SELECTION}
+    current, baseline, suite = chosen["current"], chosen["baseline"], chosen["suite"]
+    order = chosen["order"] or "path"
     state = project.state()
     checkout = project.checkout
     cur = _snapshot(project, con, current, "current") if current else None
@@ -621,11 +606,11 @@ def dashboard(
             "Drop suite, or pick a snapshot of that suite.",
         )
     if cur is None:
-        chosen = suite or DEFAULT_SUITE
-        cur = project.store.latest(chosen, con)
+        cur = project.store.latest(suite or DEFAULT_SUITE, con)
         if cur is None and suite is None:
             cur = project.store.latest(None, con)
     suite_name = cur.suite if cur is not None else (suite or DEFAULT_SUITE)
+    call.suite = suite_name
     if baseline == "none" or cur is None:
         base = None
     elif baseline:
@@ -640,7 +625,7 @@ def dashboard(
     ]
     points = project.store.snapshots(suite=suite_name, limit=MAX_TIMELINE + 1, con=con)
     runs = provenance.runs_of(con, [p.snapshot_id for p in points[:MAX_TIMELINE]])
-    review = _service_call(project, con)
+    review = _review(call)
     change = _change(review, cur, base) if cur is not None and base is not None else None
     data: dict[str, Any] = {
         "project": {
@@ -671,31 +656,37 @@ def dashboard(
     }
     for name, section in SECTIONS.items():
         data[name] = section(project, con, cur)
-    data["composite"] = _composite(project, con, composite, composite_baseline)
-    data["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
-    return data
+    data["composite"] = _composite(project, con, chosen["composite"], chosen["composite_baseline"])
+    return {"data": data, "page": None}
 
 
-def run_logs(project: Project, con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    """One run's status and the first page of its logs (``run_review``), for the runs view."""
-    service = Service(project)
-    status = service.call("run_review", {"run_id": run_id, "view": "status"}, con=con)["data"]["run"]
-    logs = service.call("run_review", {"run_id": run_id, "view": "logs"}, con=con)
-    return {
+def _review(call: Call) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """coverage_review's data, asked on this call's connection."""
+    return lambda args: call.ask("coverage_review", args)["data"]
+
+
+def run_logs(call: Call) -> dict[str, Any]:
+    """The dashboard_run row: one run's status and the first page of its logs (``run_review``), for the
+    runs view."""
+    run_id = call.args["run"]
+    status = call.ask("run_review", {"run_id": run_id, "view": "status"})["data"]["run"]
+    logs = call.ask("run_review", {"run_id": run_id, "view": "logs"})
+    data = {
         "run_id": run_id,
         "run": status,
         "logs": logs["data"].get("logs"),
         "text": logs["data"].get("text", []),
         "more": bool((logs.get("page") or {}).get("next_cursor")),
     }
+    return {"data": data, "page": None}
 
 
-def file_source(
-    project: Project, con: duckdb.DuckDBPyConnection, snapshot_id: str, path: str
-) -> dict[str, Any]:
-    """One file's annotated lines as the snapshot measured them (``review source``), for the drill-down."""
-    service = Service(project)
-    snap = _snapshot(project, con, snapshot_id, "snapshot")
+def file_source(call: Call) -> dict[str, Any]:
+    """The dashboard_file row: one file's annotated lines as the snapshot measured them (``review source``),
+    for the drill-down."""
+    path: str = call.args["file"]
+    snap = _snapshot(call.project, call.con, call.args["snapshot"], "snapshot")
+    call.suite = snap.suite
     args: dict[str, Any] = {
         "task": "source",
         "representation": "review",
@@ -708,7 +699,7 @@ def file_source(
     lines: list[Any] = []
     while True:
         try:
-            answer = service.call("coverage_review", args, con=con)
+            answer = call.ask("coverage_review", args)
         except CoverageError as error:
             if error.details.get("file_lines") != 0:
                 raise
@@ -721,7 +712,7 @@ def file_source(
         args["cursor"] = following
     total = (answer.get("page") or {}).get("total", len(lines))
     truncated = bool(data.get("lines_truncated")) or total > MAX_SOURCE_LINES
-    return {
+    source = {
         "snapshot_id": snap.snapshot_id,
         "file": path,
         "commit": data.get("commit"),
@@ -731,3 +722,9 @@ def file_source(
         "claim_status": data.get("claim_status"),
         "reasons": data.get("reasons") or [],
     }
+    return {"data": source, "page": None}
+
+
+def revision_of(call: Call) -> dict[str, Any]:
+    """The dashboard_revision row: what the event stream compares (``revision``)."""
+    return {"data": {"revision": revision(call.con)}, "page": None}
