@@ -139,9 +139,11 @@ OWNER = frozenset({Principal.ADMIN})
 PERSON = frozenset({Principal.ADMIN, Principal.SESSION_WRITE})
 OWNER_SURFACES = frozenset({Surface.REST, Surface.CLI})
 # The dashboard's reads: its session (cookie), the client token (the CLI's static report through a daemon),
-# the owner (that report in process); on the dashboard's routes and REST, never MCP.
+# the owner (that report in process); on the dashboard's routes, REST and the CLI's static report
+# (`coverage-mcp report` builds from the first three), never MCP.
 VIEWER = frozenset({Principal.SESSION_READ, Principal.CLIENT, Principal.ADMIN})
-VIEWER_SURFACES = frozenset({Surface.DASHBOARD, Surface.REST})
+VIEWER_SURFACES = frozenset({Surface.DASHBOARD, Surface.REST, Surface.CLI})
+STREAM_SURFACES = frozenset({Surface.DASHBOARD, Surface.REST})
 
 _AGENT_ROWS = (
     Operation(
@@ -796,7 +798,7 @@ _DASHBOARD_ROWS = (
         handler=dashboard_view.revision_of,
         output_schema=output_schemas.DASHBOARD_REVISION,
         principals=VIEWER,
-        surfaces=VIEWER_SURFACES,
+        surfaces=STREAM_SURFACES,
     ),
 )
 

@@ -36,7 +36,9 @@ PRECOMPILED = ("coverage_core", "coverage_daemon", "coverage_cli", "tests")
 # gigabytes of stores, checkouts and reports, and test_review.py alone spends 4 s less of system CPU there.
 MEMORY_TMPFS = Path("/dev/shm")
 MEMORY_TMPFS_ROOM = 8 << 30  # free in the tmpfs and in memory: a whole run's folder is about 3.5 GB
-MEMORY_BASETEMP_PREFIX = "coverage-mcp-tests-"
+# Short: a daemon's Unix socket lives in a test's home under this folder, and a socket path may not exceed
+# 107 bytes (/dev/shm/cm-XXXXXXXX/t/ is shorter than pytest's own /tmp/pytest-of-USER/pytest-N/).
+MEMORY_BASETEMP_PREFIX = "cm-"
 
 
 def _memory_room() -> int:
@@ -91,7 +93,7 @@ class RunFolders:
         if not late and config.option.basetemp is None and _memory_room() >= MEMORY_TMPFS_ROOM:
             own = Path(tempfile.mkdtemp(prefix=MEMORY_BASETEMP_PREFIX, dir=MEMORY_TMPFS))
             config.stash[_memory_basetemp] = own
-            config.option.basetemp = str(own / "run")
+            config.option.basetemp = str(own / "t")
 
 
 def _rewrite_test_modules(config: pytest.Config) -> None:

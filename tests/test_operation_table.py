@@ -66,9 +66,9 @@ GOLDEN: dict[str, tuple[set[str], set[str]]] = {
     "project_settings_update": ({"admin"}, {"rest", "cli"}),
     "analysis": ({"client", "admin"}, {"rest"}),
     # The dashboard's reads: its session, the client token (the static report through a daemon), the owner.
-    "dashboard": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
-    "dashboard_file": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
-    "dashboard_run": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
+    "dashboard": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_file": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_run": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_revision": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
 }
 
