@@ -99,6 +99,10 @@ COMMANDS: dict[str, Entry] = {
         "coverage_cli.exec_cmds:runs_group",
         "List managed runs, newest first; `runs show RUN_ID` and `runs cancel RUN_ID` act on one.",
     ),
+    "settings": Entry(
+        "coverage_cli.settings_cmd:settings_command",
+        "Show this repository's settings, or change them with --set (the store owner's decision).",
+    ),
     "compact": Entry(
         "coverage_cli.compact_cmd:compact_command",
         "Compact old snapshots' detail into zstd payloads; answers stay the same.",

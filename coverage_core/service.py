@@ -659,7 +659,7 @@ _OWNER_ROWS = (
         handler=admin_ops.settings_read,
         output_schema=output_schemas.PROJECT_SETTINGS,
         principals=READER,
-        surfaces=frozenset({Surface.REST}),
+        surfaces=OWNER_SURFACES,
     ),
     Operation(
         name="project_settings_update",

@@ -188,3 +188,6 @@ COMPACTION_DEFAULTS = {
     "compaction_cadence_minutes": 60,
     "compaction_batch_size": 8,
 }
+# The run bounds' project settings default to null: the daemon's COVERAGE_MCP_RUN_* values (README "Managed
+# execution").
+RUN_BOUND_DEFAULTS = {"run_queue_limit": None, "run_log_max_bytes": None}

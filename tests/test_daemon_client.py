@@ -13,7 +13,7 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_daemon.client import DaemonClient, DaemonProject, open_project
 
-from .daemons import COMPACTION_DEFAULTS, Running, StoreHolder, in_process
+from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, StoreHolder, in_process
 
 
 def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo: Path) -> None:
@@ -104,7 +104,7 @@ async def test_the_client_raises_the_daemons_errors_with_their_codes(
         assert caught.value.code == ErrorCode.INVALID_ARGUMENT
         assert client.call(
             project_id, "project_settings_update", {"settings": {"approval_mode": "attested"}}
-        )["data"]["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
+        )["data"]["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS, **RUN_BOUND_DEFAULTS}
         assert [p["project_id"] for p in client.projects()] == [project_id]
         envelope = client.call(project_id, "coverage_review", {"task": "insight"})
         assert envelope["data"]["claim_status"] == "not_measured"

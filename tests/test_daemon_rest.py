@@ -12,7 +12,7 @@ import aiohttp
 
 from coverage_core.config import Settings
 
-from .daemons import COMPACTION_DEFAULTS, Running, StoreHolder, in_process
+from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, StoreHolder, in_process
 from .gitrepo import git, make_repo
 
 HARDENING = {
@@ -99,7 +99,11 @@ async def test_registering_a_checkout_opens_its_project_once_and_lists_it(
     assert status == 201
     project = answer["data"]["project"]
     assert project["checkout_path"] == str(sample_repo.resolve())
-    assert project["settings"] == {"approval_mode": "out_of_band", **COMPACTION_DEFAULTS}
+    assert project["settings"] == {
+        "approval_mode": "out_of_band",
+        **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
+    }
     status, _, again = await call(daemon, "POST", "/api/projects", body={"path": str(sample_repo)})
     assert status == 200 and again["data"]["project"]["project_id"] == project["project_id"]
     _, _, listing = await call(daemon, "GET", "/api/projects")
@@ -123,6 +127,7 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
     assert status == 201 and answer["data"]["project"]["settings"] == {
         "approval_mode": "attested",
         **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
     }
     pid = answer["data"]["project"]["project_id"]
     status, _, again = await call(
@@ -143,6 +148,7 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
     assert status == 200 and patched["data"]["project"]["settings"] == {
         "approval_mode": "out_of_band",
         **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
     }
     status, _, bad = await call(
         daemon, "PATCH", f"/api/projects/{pid}", headers=daemon.admin, body={"settings": {"colour": "blue"}}
@@ -161,7 +167,11 @@ async def test_project_settings_are_set_at_creation_patched_later_and_unknown_ke
     )
     assert_error(status, bad, 400, "invalid_argument")
     status, _, one = await call(daemon, "GET", f"/api/projects/{pid}")
-    assert one["data"]["project"]["settings"] == {"approval_mode": "out_of_band", **COMPACTION_DEFAULTS}
+    assert one["data"]["project"]["settings"] == {
+        "approval_mode": "out_of_band",
+        **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
+    }
 
 
 async def test_every_operation_is_reached_through_one_route_and_returns_the_envelope(

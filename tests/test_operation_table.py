@@ -62,7 +62,7 @@ GOLDEN: dict[str, tuple[set[str], set[str]]] = {
     "compact": ({"admin"}, {"rest", "cli"}),
     "compaction_inventory": ({"client", "admin"}, {"rest", "cli"}),
     "owner_import": ({"admin"}, {"rest", "cli"}),
-    "project_settings": ({"client", "admin"}, {"rest"}),
+    "project_settings": ({"client", "admin"}, {"rest", "cli"}),
     "project_settings_update": ({"admin"}, {"rest", "cli"}),
     "analysis": ({"client", "admin"}, {"rest"}),
     # The dashboard's reads: its session, the client token (the static report through a daemon), the owner.

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
+from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import terminal
@@ -86,7 +87,8 @@ def enqueue(
 ) -> tuple[str, bool]:
     """A new queued run (its id, True); or, for an ``idempotency_key`` used already, that run (its id, False):
     checked and inserted in one transaction, so two racing calls with one key make one run. Past ``limit``
-    runs already queued, refused (``too_many_requests``, naming the setting)."""
+    runs already queued (or the repository's ``run_queue_limit`` when its settings set one), refused
+    (``too_many_requests``, naming the setting)."""
     run_id = new_run_id()
     with exec_db(store).transaction() as con:
         if idempotency_key is not None:
@@ -98,14 +100,19 @@ def enqueue(
                 return str(found[0]), False
         counted = con.execute("SELECT count(*) FROM runs WHERE state = 'queued'").fetchone()
         queued = counted[0] if counted else 0
+        named = "COVERAGE_MCP_RUN_QUEUE_LIMIT"
+        if limit is not None:  # the repository's own bound, where its settings give one
+            limit, named = project_settings.bound(con, project_settings.RUN_QUEUE_LIMIT, limit)
         if limit is not None and queued >= limit:
             raise CoverageError(
                 ErrorCode.TOO_MANY_REQUESTS,
-                f"this project already has {queued} runs queued, its limit (COVERAGE_MCP_RUN_QUEUE_LIMIT={limit})",
+                f"this project already has {queued} runs queued, its limit ({named}={limit})",
                 f"Wait for queued runs to end, or cancel them: `coverage-mcp runs cancel --command {command_id}` "
-                "cancels every queued run of a command (or raise COVERAGE_MCP_RUN_QUEUE_LIMIT).",
-                {"queued": int(queued), "limit": limit, "command_id": command_id},
-                Remedy(setting="COVERAGE_MCP_RUN_QUEUE_LIMIT", value=limit * 2),
+                f"cancels every queued run of a command (or raise {named}).",
+                {"queued": int(queued), "limit": limit, "command_id": command_id, "setting": named},
+                # A repository's own bound is changed by a person (the project_settings_update row, which no
+                # agent may call): no remedy an agent's first try would fail on.
+                Remedy(setting=named, value=limit * 2) if named.startswith("COVERAGE_MCP_") else None,
             )
         con.execute(
             f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, NULL, NULL, FALSE, ?, "

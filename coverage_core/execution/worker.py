@@ -54,6 +54,7 @@ from ..git import discover
 from ..model import to_json
 from ..parsers.opening import open_within
 from ..project import Project
+from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
 from . import case_selectors, commands, containment, environment, runner, runs, terminal
@@ -310,6 +311,15 @@ class Runtime:
                     self._early_cancels.discard(run.run_id)
                     self._cv.notify_all()
 
+    def _log_cap(self) -> int:
+        """Bytes of each stream a run keeps: the repository's ``run_log_max_bytes``, else the process-wide one."""
+        db = exec_db(self.store)
+        with db.lock:
+            cap, _ = project_settings.bound(
+                db.con, project_settings.RUN_LOG_MAX_BYTES, self.settings.run_log_max_bytes
+            )
+        return cap
+
     def _fail(self, run_id: str, reason: str, **fields: Any) -> None:
         self._end(run_id, terminal.settle("failed", reason, []), ended_at=runs.now(), **fields)
 
@@ -388,7 +398,7 @@ class Runtime:
                     env=command_env(spec, self.secrets()),
                     marker=run_id,
                     log_dir=log_dir,
-                    cap_bytes=self.settings.run_log_max_bytes,
+                    cap_bytes=self._log_cap(),
                     cgroup=cgroup,
                 )
                 started = True

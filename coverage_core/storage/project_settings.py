@@ -1,8 +1,10 @@
 """Per-repository settings, declared once: kept in the project store's ``settings`` table.
 
-The daemon's ``GET``/``PATCH /api/projects/{id}`` show and change exactly these keys, a store gets
-their defaults the first time the daemon opens it, the compaction policy and the approval mode are
-read from them. (Process-wide settings, the ``COVERAGE_MCP_*`` variables, are ``coverage_core.config``.)
+The project_settings rows (the daemon's ``GET``/``PATCH /api/projects/{id}``) show and change exactly
+these keys, a store gets their defaults the first time the daemon opens it, the compaction policy, the
+approval mode and managed execution's queue and log bounds are read from them. (Process-wide settings,
+the ``COVERAGE_MCP_*`` variables, are ``coverage_core.config``; a run bound left at ``None`` here is the
+process-wide one, so one repository can be given a tighter or a looser bound than the rest.)
 """
 
 from __future__ import annotations
@@ -33,13 +35,17 @@ class ProjectSetting:
     high: int | None = None
 
     def check(self, value: Any) -> Any:
-        """``value`` when this setting admits it; ``invalid_argument`` saying what it admits otherwise."""
+        """``value`` when this setting admits it; ``invalid_argument`` saying what it admits otherwise.
+        A setting whose default is ``None`` (the process-wide value) admits ``None`` again."""
+        if value is None and self.default is None:
+            return None
         if self.low is not None and self.high is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
                 raise CoverageError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"{self.key} must be a whole number from {self.low} to {self.high}, got {value!r}",
-                    f"{self.help} Give a whole number from {self.low} to {self.high}.",
+                    f"{self.help} Give a whole number from {self.low} to {self.high}"
+                    + (", or null for the process-wide value." if self.default is None else "."),
                     {"setting": self.key, "low": self.low, "high": self.high},
                 )
         elif value not in self.choices:
@@ -83,7 +89,26 @@ COMPACTION: tuple[ProjectSetting, ...] = (
         high=1000,
     ),
 )
-SETTINGS: dict[str, ProjectSetting] = {s.key: s for s in (APPROVAL, *COMPACTION)}
+# Managed execution's bounds in this repository (execution.runs, execution.worker); None: the daemon's
+# COVERAGE_MCP_RUN_QUEUE_LIMIT / COVERAGE_MCP_RUN_LOG_MAX_BYTES (the same bounds apply to both).
+RUN_QUEUE_LIMIT = ProjectSetting(
+    "run_queue_limit",
+    None,
+    "Managed runs waiting queued in this repository; run_test past it is refused (too_many_requests). "
+    "null: COVERAGE_MCP_RUN_QUEUE_LIMIT.",
+    low=1,
+    high=100_000,
+)
+RUN_LOG_MAX_BYTES = ProjectSetting(
+    "run_log_max_bytes",
+    None,
+    "Bytes of a managed run's stdout, and of its stderr, kept in its log (the rest is counted). "
+    "null: COVERAGE_MCP_RUN_LOG_MAX_BYTES.",
+    low=1024,
+    high=1024 * 1024 * 1024,
+)
+RUNS: tuple[ProjectSetting, ...] = (RUN_QUEUE_LIMIT, RUN_LOG_MAX_BYTES)
+SETTINGS: dict[str, ProjectSetting] = {s.key: s for s in (APPROVAL, *COMPACTION, *RUNS)}
 DEFAULTS: dict[str, Any] = {key: s.default for key, s in SETTINGS.items()}
 
 
@@ -138,3 +163,12 @@ def write_defaults(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             "INSERT INTO settings VALUES (?, ?) ON CONFLICT (key) DO NOTHING", [key, json.dumps(value)]
         )
+
+
+def bound(con: duckdb.DuckDBPyConnection, setting: ProjectSetting, process_wide: int) -> tuple[int, str]:
+    """A run bound in this repository and where it comes from: the project setting when one is set, else
+    the process-wide value (named by its variable)."""
+    value = read(con, [setting.key])[setting.key]
+    if value is None:
+        return process_wide, f"COVERAGE_MCP_{setting.key.upper()}"
+    return int(value), f"project setting {setting.key}"
