@@ -71,27 +71,27 @@ def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
 
 
 def measured_lines(
-    call: Call, snap: int, fid: int, primary: Snapshot, path: str
+    call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
 ) -> tuple[list[str] | None, str | None]:
     """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
 
     The note says where the text came from when it is not the commit's. A text found (or proven not the
     measured one) stays so for the snapshot's life; a text git lacks today may be committed tomorrow.
     """
-    key = ("measured_lines", primary.snapshot_id, snap, fid, path)
+    key = ("measured_lines", primary.snapshot_id, snap_key, fid, path)
     derived = call.project.store.whole_files
-    lines, note, lasting = derived.get(key, lambda: _measured_lines(call, snap, fid, primary, path))
+    lines, note, lasting = derived.get(key, lambda: _measured_lines(call, snap_key, fid, primary, path))
     if not lasting:
         derived.drop(key)
     return lines, note
 
 
 def _measured_lines(
-    call: Call, snap: int, fid: int, primary: Snapshot, path: str
+    call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
 ) -> tuple[list[str] | None, str | None, bool]:
     """measured_lines' answer, and whether it lasts (False: git lacks a text it may have tomorrow)."""
     repo = call.project.checkout.repo_key
-    blob, packed = call.project.store.measured_text(snap, fid, call.con)
+    blob, packed = call.project.store.measured_text(snap_key, fid, call.con)
     call.rows_scanned += 1
     commit = (primary.commit or "none")[:12]
     note = None
@@ -120,7 +120,7 @@ def _measured_lines(
         if lines is None:
             return None, f"git has no file {path!r} at commit {commit}", False
     assert lines is not None  # every branch without a text returned; a kept text always decompresses
-    misfit = _contradiction(call, snap, fid, primary, lines)
+    misfit = _contradiction(call, snap_key, fid, primary, lines)
     return (None, misfit, True) if misfit else (lines, note, True)
 
 
@@ -137,10 +137,10 @@ def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
     return measured_lines(call, sel.snaps[0], fid, primary, path)[0]
 
 
-def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
+def _contradiction(call: Call, snap_key: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
     """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
     measured = call.numpy(
-        "SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap, fid], detail=("lines",)
+        "SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap_key, fid], detail=("lines",)
     )["line"]
     if not len(measured):
         return None
@@ -158,7 +158,7 @@ def _contradiction(call: Call, snap: int, fid: int, primary: Snapshot, lines: li
 _MARK_OF = "ucpx"
 
 
-def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.ndarray, np.ndarray]:
+def line_marks(call: Call, snap_key: int, fid: int, snapshot_id: str) -> tuple[np.ndarray, np.ndarray]:
     """(line numbers ascending, their mark codes in ``_MARK_OF``) of every line of the file the snapshot
     measured or the tool excluded; a measured line's mark wins over excluded. Kept for the snapshot's life,
     so the pages of one file read it once."""
@@ -170,12 +170,12 @@ def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.nd
                FROM lines l LEFT JOIN uncovered_ranges u
                  ON u.snap = l.snap AND u.file_id = l.file_id AND u.kind = 1 AND u.start_line = l.line
                WHERE l.snap = ? AND l.file_id = ? GROUP BY l.line, l.hits""",
-            [snap, fid],
+            [snap_key, fid],
             detail=("lines",),
         )
         # Lines the tool excluded (coverage.py's "# pragma: no cover"): not code it counts, and said so.
         excluded = call.numpy(
-            "SELECT DISTINCT line FROM excluded_lines WHERE snap = ? AND file_id = ?", [snap, fid]
+            "SELECT DISTINCT line FROM excluded_lines WHERE snap = ? AND file_id = ?", [snap_key, fid]
         )["line"]
         excluded = np.setdiff1d(excluded, measured["line"])
         lines_at = np.concatenate([measured["line"], excluded]).astype(np.int64)
@@ -184,7 +184,7 @@ def line_marks(call: Call, snap: int, fid: int, snapshot_id: str) -> tuple[np.nd
         return lines_at[order], codes[order]
 
     marks: tuple[np.ndarray, np.ndarray] = call.project.store.whole_files.get(
-        ("line_marks", snapshot_id, snap, fid), load
+        ("line_marks", snapshot_id, snap_key, fid), load
     )
     return marks
 

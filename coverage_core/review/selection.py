@@ -133,22 +133,22 @@ def line_range(text: str | None) -> tuple[int, int] | None:
     return start, end
 
 
-def file_id(call: Call, snap: int, path: str, snapshot_id: str) -> tuple[int, str]:
+def file_id(call: Call, snap_key: int, path: str, snapshot_id: str) -> tuple[int, str]:
     """(file_id, repository path) of ``path`` (a repository or a report path) in the snapshot."""
 
     def lookup() -> tuple[int, str] | None:
         row = call.one(
             "SELECT file_id, path FROM files WHERE snap = ? AND (path = ? OR report_path = ?) "
             "ORDER BY path = ? DESC LIMIT 1",
-            [snap, path, path, path],
+            [snap_key, path, path, path],
         )
         return None if row is None else (int(row[0]), row[1])
 
     found: tuple[int, str] | None = call.project.store.derived.get(
-        ("file_id", snapshot_id, snap, path), lookup
+        ("file_id", snapshot_id, snap_key, path), lookup
     )
     if found is None:
-        raise unknown_file(call, snap, path, snapshot_id)
+        raise unknown_file(call, snap_key, path, snapshot_id)
     return found
 
 
@@ -170,10 +170,10 @@ def nearest_paths(call: Call, snaps: tuple[int, ...] | list[int], path: str) -> 
     return close
 
 
-def unknown_file(call: Call, snap: int | tuple[int, ...], path: str, snapshot_id: str) -> CoverageError:
+def unknown_file(call: Call, snap_key: int | tuple[int, ...], path: str, snapshot_id: str) -> CoverageError:
     """``not_found`` for a path the snapshot(s) do not measure, naming the nearest measured paths; the
     remedy is the same call with the nearest one."""
-    snaps = (snap,) if isinstance(snap, int) else snap
+    snaps = (snap_key,) if isinstance(snap_key, int) else snap_key
     close = nearest_paths(call, snaps, path)
     fixed = {k: v for k, v in call.args.items() if k != "cursor"}
     remedy = (

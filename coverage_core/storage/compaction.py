@@ -91,7 +91,7 @@ def parse_age(text: str) -> dt.timedelta:
 
 @attrs.frozen
 class Candidate:
-    snap: int
+    snap_key: int
     snapshot_id: str
     suite: str
     created_at: dt.datetime
@@ -171,7 +171,7 @@ def compact_snapshot(
         tables = {
             table: con.execute(
                 f"SELECT {', '.join(c for c, _ in cols)} FROM {table} WHERE snap = ? ORDER BY rowid",
-                [candidate.snap],
+                [candidate.snap_key],
             ).fetchnumpy()
             for table, cols in DETAIL.items()
         }
@@ -190,13 +190,13 @@ def compact_snapshot(
                     "INSERT INTO snapshot_payloads (snap, format_version, row_count, detail_bytes, "
                     "payload_bytes, created_at, payload, content_sha256, digest_origin) "
                     "VALUES (?, ?, ?, ?, ?, now(), ?, ?, 'compaction')",
-                    [candidate.snap, FORMAT_VERSION, rows, detail_bytes, len(frame), frame, content],
+                    [candidate.snap_key, FORMAT_VERSION, rows, detail_bytes, len(frame), frame, content],
                 )
                 stage("payload_written")
                 for table in DETAIL:
-                    con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap])
+                    con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap_key])
                 stage("rows_deleted")
-            store.compacted_now(candidate.snap, candidate.snapshot_id)
+            store.compacted_now(candidate.snap_key, candidate.snapshot_id)
     finally:
         store.gate.release_alone()
     stage("committed")
@@ -206,7 +206,7 @@ def compact_snapshot(
 def _still_relational(con: duckdb.DuckDBPyConnection, c: Candidate) -> bool:
     row = con.execute(
         "SELECT snapshot_id, snap IN (SELECT snap FROM snapshot_payloads) FROM snapshots WHERE snap = ?",
-        [c.snap],
+        [c.snap_key],
     ).fetchone()
     return row is not None and row[0] == c.snapshot_id and not row[1]
 

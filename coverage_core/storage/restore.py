@@ -69,8 +69,8 @@ def _install(con: duckdb.DuckDBPyConnection) -> None:
     )  # a table's view appears with its first restored rows (``_define``)
 
 
-def _registered(table: str, snap: int) -> str:
-    return f"_restored_{table}_{int(snap)}"
+def _registered(table: str, snap_key: int) -> str:
+    return f"_restored_{table}_{int(snap_key)}"
 
 
 def _define(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
@@ -109,8 +109,8 @@ def _drop(con: duckdb.DuckDBPyConnection, snaps: list[int], tables: Iterable[str
         [snaps, tables],
     )
     _define(con, sorted({t for _s, t in held}))
-    for snap, table in held:
-        con.unregister(_registered(table, snap))
+    for snap_key, table in held:
+        con.unregister(_registered(table, snap_key))
 
 
 def ensure(
@@ -143,9 +143,11 @@ def ensure(
     if have:
         _run(con, "UPDATE temp.main._restored SET used = ? WHERE list_contains(?, snap)", [now, sorted(todo)])
     jobs = {}
-    for snap in todo:
-        if any((snap, t) not in have for t in names):  # with the rest that is cheap: one decompression
-            jobs[snap] = [t for t in DETAIL if (snap, t) not in have and (t in names or t not in ON_DEMAND)]
+    for snap_key in todo:
+        if any((snap_key, t) not in have for t in names):  # with the rest that is cheap: one decompression
+            jobs[snap_key] = [
+                t for t in DETAIL if (snap_key, t) not in have and (t in names or t not in ON_DEMAND)
+            ]
     if jobs:
         _restore(con, jobs, todo, now)
         have.update((s, t) for s, need in jobs.items() for t in need)
@@ -167,7 +169,7 @@ def _restore(
         )
     }
     # A snapshot compacted and deleted since has no payload: nothing to restore, no rows either.
-    work = [(snap, need) for snap, need in jobs.items() if snap in found]
+    work = [(snap_key, need) for snap_key, need in jobs.items() if snap_key in found]
 
     def one(job: tuple[int, list[str]]) -> dict[str, Columns]:
         frame, detail, digest = found[job[0]]
@@ -186,12 +188,12 @@ def _restore(
     else:
         decoded = [one(job) for job in work]
     rows = []
-    for (snap, _need), tables in zip(work, decoded):
+    for (snap_key, _need), tables in zip(work, decoded):
         for table, columns in tables.items():
             n = len(next(iter(columns.values())))
             if n:
-                con.register(_registered(table, snap), columns)
-            rows.append((snap, ids[snap], table, n, now))
+                con.register(_registered(table, snap_key), columns)
+            rows.append((snap_key, ids[snap_key], table, n, now))
     if rows:
         con.executemany("INSERT INTO temp.main._restored VALUES (?, ?, ?, ?, ?)", rows)
         _define(con, sorted({r[2] for r in rows if r[3]}))
@@ -203,10 +205,10 @@ def _evict(con: duckdb.DuckDBPyConnection, pinned: Iterable[int]) -> None:
     )
     total, drop = 0, []
     pinned = set(pinned)
-    for snap, rows in held:
+    for snap_key, rows in held:
         total += int(rows)
-        if total > MAX_RESTORED_ROWS and snap not in pinned:
-            drop.append(snap)
+        if total > MAX_RESTORED_ROWS and snap_key not in pinned:
+            drop.append(snap_key)
     if drop:
         _drop(con, drop)
 

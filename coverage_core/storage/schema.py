@@ -425,7 +425,7 @@ ALTER TABLE composite_snapshots ADD COLUMN saturated BOOLEAN DEFAULT false;
 def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
     """Revision 10's data step: the digest of every payload compacted before it, marked 'migration'."""
     con.execute(_REVISION_10)
-    for snap, frame, detail in con.execute(
+    for snap_key, frame, detail in con.execute(
         "SELECT snap, payload, detail_bytes FROM snapshot_payloads ORDER BY snap"
     ).fetchall():
         try:
@@ -434,7 +434,7 @@ def _digest_old_payloads(con: duckdb.DuckDBPyConnection) -> None:
             found = None  # already unreadable: restore will say so, naming the snapshot
         con.execute(
             "UPDATE snapshot_payloads SET content_sha256 = ?, digest_origin = 'migration' WHERE snap = ?",
-            [found, snap],
+            [found, snap_key],
         )
 
 

@@ -298,9 +298,9 @@ class ProjectStore:
     ) -> str:
         now = dt.datetime.now(dt.UTC)
         # An aggregate: always one row.
-        snap = cast("tuple[int]", con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone())[
-            0
-        ]
+        snap_key = cast(
+            "tuple[int]", con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()
+        )[0]
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()
         con.execute(
@@ -310,7 +310,7 @@ class ProjectStore:
         con.execute(
             "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                snap,
+                snap_key,
                 snapshot_id,
                 now,
                 prov.suite,
@@ -345,7 +345,7 @@ class ProjectStore:
         _bulk(
             con,
             "snapshot_totals",
-            snap,
+            snap_key,
             {
                 "counter": np.array(totals["counter"], dtype=object),
                 "found": np.array(totals["found"], dtype=np.int64),
@@ -369,7 +369,7 @@ class ProjectStore:
         _bulk(
             con,
             "files",
-            snap,
+            snap_key,
             {
                 "file_id": np.arange(n, dtype=np.int32),
                 "path": np.array(mapping.paths, dtype=object),
@@ -393,13 +393,13 @@ class ProjectStore:
             },
         )
         if len(excluded):
-            _bulk(con, "excluded_lines", snap, {"file_id": excluded["file"], "line": excluded["line"]})
+            _bulk(con, "excluded_lines", snap_key, {"file_id": excluded["file"], "line": excluded["line"]})
         if measured is not None and measured.texts:
             ids = sorted(measured.texts)
             _bulk(
                 con,
                 "file_texts",
-                snap,
+                snap_key,
                 {
                     "file_id": np.array(ids, dtype=np.int32),
                     "text": np.array([measured.texts[i] for i in ids], dtype=object),
@@ -416,15 +416,15 @@ class ProjectStore:
             if len(columns):
                 cols = dict(columns.columns)
                 cols["file_id"] = cols.pop("file")
-                _bulk(con, table, snap, cols)
-        self._store_uncovered_ranges(con, snap, report.lines)
+                _bulk(con, table, snap_key, cols)
+        self._store_uncovered_ranges(con, snap_key, report.lines)
         if report.tests:
             if progress:
                 progress("tests")
             _bulk(
                 con,
                 "test_names",
-                snap,
+                snap_key,
                 {
                     "test_id": np.arange(len(report.tests), dtype=np.int32),
                     "name": np.array(report.tests, dtype=object),
@@ -435,7 +435,7 @@ class ProjectStore:
                 _bulk(
                     con,
                     "test_observations",
-                    snap,
+                    snap_key,
                     {
                         "test_id": obs["test"],
                         "file_id": obs["file"],
@@ -445,11 +445,11 @@ class ProjectStore:
                         "hits": obs["hits"],
                     },
                 )
-                self._store_signatures(con, snap)
+                self._store_signatures(con, snap_key)
         return snapshot_id
 
     @staticmethod
-    def _store_uncovered_ranges(con: duckdb.DuckDBPyConnection, snap: int, lines: Table) -> None:
+    def _store_uncovered_ranges(con: duckdb.DuckDBPyConnection, snap_key: int, lines: Table) -> None:
         # Runs of consecutive uncovered executable lines, found in one pass over
         # the (file, line)-sorted columns: a run starts at an uncovered line
         # whose predecessor is covered or belongs to another file.
@@ -466,7 +466,7 @@ class ProjectStore:
                 _bulk(
                     con,
                     "uncovered_ranges",
-                    snap,
+                    snap_key,
                     {
                         "file_id": files[starts],
                         "start_line": numbers[starts],
@@ -485,7 +485,7 @@ class ProjectStore:
             JOIN lines l ON l.snap = ? AND l.file_id = b.file_id AND l.line = b.line
             WHERE b.missed > 0 AND l.hits > 0
             """,
-            [snap, snap, snap],
+            [snap_key, snap_key, snap_key],
         )
         # ASOF join: each range belongs to the last function starting at or before it.
         con.execute(
@@ -504,11 +504,11 @@ class ProjectStore:
                    list([start_line, end_line, line_count, kind, missed] ORDER BY line_count DESC, start_line)
             FROM j GROUP BY file_id, name
             """,
-            {"snap": snap},
+            {"snap": snap_key},
         )
 
     @staticmethod
-    def _store_signatures(con: duckdb.DuckDBPyConnection, snap: int) -> None:
+    def _store_signatures(con: duckdb.DuckDBPyConnection, snap_key: int) -> None:
         # A test's signature is its full ordered list of (kind, file, line,
         # item) observations; file_id stands for the file's path, one to one
         # within a snapshot. A sum of per-item hashes only pre-selects the
@@ -532,7 +532,7 @@ class ProjectStore:
             SELECT $snap, fp.test_id, fp.n, coalesce(exact.grp, fp.test_id)
             FROM fp LEFT JOIN exact USING (test_id)
             """,
-            {"snap": snap},
+            {"snap": snap_key},
         )
 
     # -- deletion -------------------------------------------------------------
@@ -778,11 +778,11 @@ class ProjectStore:
         rows = con.execute(
             "SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?", [suite, upto]
         ).fetchall()
-        return {int(snap): str(snapshot_id) for snap, snapshot_id in rows}
+        return {int(snap_key): str(snapshot_id) for snap_key, snapshot_id in rows}
 
-    def compacted_now(self, snap: int, snapshot_id: str) -> None:
+    def compacted_now(self, snap_key: int, snapshot_id: str) -> None:
         """Called by compaction after its commit (under the write lock and the read gate)."""
-        self._compacted[snap] = snapshot_id
+        self._compacted[snap_key] = snapshot_id
         self._ever_compacted = True
 
     def is_compacted(self, snapshot_id: str) -> bool:
@@ -856,7 +856,7 @@ class ProjectStore:
         """One page of a snapshot's files, sorted by path or by uncovered lines."""
         con = con or self.con
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
-        snap = self.snap_key(snapshot_id, con)
+        snap_key = self.snap_key(snapshot_id, con)
         orders = {
             "path": "path, file_id",
             "uncovered": "lines_found - lines_hit DESC, path, file_id",
@@ -869,17 +869,17 @@ class ProjectStore:
                 f"unknown file order {order!r}",
                 f"Use one of: {', '.join(orders)}.",
             )
-        total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap]).fetchall()[0][0]
+        total = con.execute("SELECT count(*) FROM files WHERE snap = ?", [snap_key]).fetchall()[0][0]
         rows = con.execute(
             f"""SELECT path, report_path, mapping, lines_found, lines_hit, branches_found, branches_hit,
                        functions_found, functions_hit, headline_found, headline_hit, excluded
                 FROM files WHERE snap = ? ORDER BY {orders[order]} LIMIT ? OFFSET ?""",
-            [snap, int(limit), int(offset)],
+            [snap_key, int(limit), int(offset)],
         ).fetchall()
         return FilesPage(snapshot_id, int(total), offset, tuple(_file_summary(r) for r in rows))
 
     def measured_text(
-        self, snap: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
+        self, snap_key: int, file_id: int, con: duckdb.DuckDBPyConnection | None = None
     ) -> tuple[str | None, bytes | None]:
         """(content blob id, zstd-compressed stored text) of one file; None where not recorded."""
         self.materialize(con, ("file_texts",))
@@ -889,7 +889,7 @@ class ProjectStore:
                 """SELECT f.content_blob, t.text FROM files f
                LEFT JOIN file_texts t ON t.snap = f.snap AND t.file_id = f.file_id
                WHERE f.snap = ? AND f.file_id = ?""",
-                [snap, file_id],
+                [snap_key, file_id],
             )
             .fetchone()
         )
@@ -904,9 +904,9 @@ class ProjectStore:
         """Path -> content blob id (None: unknown) of a snapshot's mapped files, or of ``paths`` among them."""
         con = con or self.con
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
-        snap = self.snap_key(snapshot_id, con)
+        snap_key = self.snap_key(snapshot_id, con)
         sql = f"SELECT path, content_blob FROM files WHERE snap = ? AND mapping = '{MAPPED}'"
-        params: list[Any] = [snap]
+        params: list[Any] = [snap_key]
         if paths is not None:
             sql += " AND list_contains(?, path)"
             params.append(list(paths))
@@ -938,10 +938,10 @@ class ProjectStore:
         lines: tuple[int, int] | None,
     ) -> FileDetail:
         snapshot_id = self.resolve_id(snapshot_id, con)  # answers name the full id
-        snap = self.snap_key(snapshot_id, con)
+        snap_key = self.snap_key(snapshot_id, con)
         whole: FileDetail = self.whole_files.get(
-            ("file_detail", snapshot_id, snap, path),
-            lambda: self._whole_file_detail(snapshot_id, snap, path, con),
+            ("file_detail", snapshot_id, snap_key, path),
+            lambda: self._whole_file_detail(snapshot_id, snap_key, path, con),
         )
         if lines is None:
             return whole
@@ -960,7 +960,7 @@ class ProjectStore:
         )
 
     def _whole_file_detail(
-        self, snapshot_id: str, snap: int, path: str, con: duckdb.DuckDBPyConnection
+        self, snapshot_id: str, snap_key: int, path: str, con: duckdb.DuckDBPyConnection
     ) -> FileDetail:
         self.materialize(
             con, ("lines", "branches", "functions", "regions", "test_names", "test_observations")
@@ -969,7 +969,7 @@ class ProjectStore:
             """SELECT file_id, path, report_path, mapping, lines_found, lines_hit, branches_found,
                       branches_hit, functions_found, functions_hit, headline_found, headline_hit, excluded
                FROM files WHERE snap = ? AND (path = ? OR report_path = ?) ORDER BY path = ? DESC LIMIT 1""",
-            [snap, path, path, path],
+            [snap_key, path, path, path],
         ).fetchone()
         if row is None:
             raise CoverageError(
@@ -987,7 +987,7 @@ class ProjectStore:
         def table(columns: str, name: str, order: str) -> dict[str, np.ndarray]:
             out = con.execute(
                 f"SELECT {columns} FROM {name} WHERE snap = ? AND file_id = ? ORDER BY {order}",
-                [snap, file_id],
+                [snap_key, file_id],
             ).fetchnumpy()
             for values in out.values():  # kept for the snapshot's life and shared: never changed in place
                 values.flags.writeable = False
@@ -997,7 +997,7 @@ class ProjectStore:
             """SELECT n.name FROM test_names n WHERE n.snap = ? AND n.test_id IN
                  (SELECT DISTINCT test_id FROM test_observations WHERE snap = ? AND file_id = ?)
                ORDER BY n.name""",
-            [snap, snap, file_id],
+            [snap_key, snap_key, file_id],
         ).fetchall()
         return FileDetail(
             snapshot_id=snapshot_id,
@@ -1013,7 +1013,7 @@ class ProjectStore:
                 int(r[0])
                 for r in con.execute(
                     "SELECT line FROM excluded_lines WHERE snap = ? AND file_id = ? ORDER BY line",
-                    [snap, file_id],
+                    [snap_key, file_id],
                 ).fetchall()
             ),
         )
@@ -1032,8 +1032,8 @@ def _file_summary(r: Sequence[Any]) -> FileSummary:
     )
 
 
-def _bulk(con: duckdb.DuckDBPyConnection, table: str, snap: int, columns: dict[str, np.ndarray]) -> None:
-    bulk_insert(con, table, ("snap", snap), columns)
+def _bulk(con: duckdb.DuckDBPyConnection, table: str, snap_key: int, columns: dict[str, np.ndarray]) -> None:
+    bulk_insert(con, table, ("snap", snap_key), columns)
 
 
 def bulk_insert(
