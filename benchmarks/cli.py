@@ -23,7 +23,7 @@ row times what every start cost before the commands were imported lazily
 (every command module imported, then ``--version``). The Markdown is printed
 and written into benchmarks/README.md (section "cli").
 
-Example: python benchmarks/cli.py --repeat 21
+Example: python benchmarks/cli.py --repeat 21 --notebooks-path /tmp/nbextra
          python benchmarks/cli.py --only reads --no-readme   # the reads alone, printed
 """
 
@@ -182,11 +182,19 @@ class SampleReads:
             argv, check=True, capture_output=True, text=True, env=self.env, cwd=self.repo
         ).stdout
 
-    def command(self, label: str, argv: list[str], check: Callable[[str], str | None]) -> Command:
-        return Command(label, argv, check, env=self.env, cwd=self.repo)
+    def command(
+        self, label: str, argv: list[str], check: Callable[[str], str | None], path: str | None = None
+    ) -> Command:
+        """A command in the sample repository; ``path`` first on its PYTHONPATH (the [notebooks] case)."""
+        env = self.env
+        if path:
+            env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))}
+        return Command(label, argv, check, env=env, cwd=self.repo)
 
 
-def read_pairs(sample: SampleReads) -> list[Pair]:
+def read_pairs(sample: SampleReads, notebooks: str | None = None) -> list[Pair]:
+    """The three reads beside ``coverage report``; with ``notebooks`` (a folder holding rfc3987_syntax, as
+    the [notebooks] extra installs it) our commands also run with it importable."""
     ours, coverage = script("coverage-mcp"), script("coverage")
     hit, found = sample.lines
     snapshot = sample.snapshot_id
@@ -203,12 +211,14 @@ def read_pairs(sample: SampleReads) -> list[Pair]:
             expect("insight: supported", "inventory/pricing.py:format_price: 4 uncovered lines", snapshot),
         ),
     ]
+    cases = [("", None)] + ([(" with rfc3987_syntax", notebooks)] if notebooks else [])
     return [
         Pair(
-            f"read: {label} (sample project)",
-            sample.command(label, [ours, *argv], check),
+            f"read: {label}{case} (sample project)",
+            sample.command(label, [ours, *argv], check, path),
             sample.command("`coverage report`", [coverage, "report"], expect("TOTAL", "inventory/stock.py")),
         )
+        for case, path in cases
         for label, argv, check in reads
     ]
 
@@ -267,13 +277,18 @@ def main() -> None:
     ap.add_argument("--parse-repeat", type=int, default=7, help="runs per parse command")
     ap.add_argument("--no-readme", action="store_true", help="print the table without writing the README")
     ap.add_argument("--only", choices=("all", "reads"), default="all", help="reads: the sample reads alone")
+    ap.add_argument(
+        "--notebooks-path",
+        help="a folder holding rfc3987_syntax (pip install --target DIR rfc3987-syntax): the reads again with "
+        "it importable, as with the [notebooks] extra installed",
+    )
     args = ap.parse_args()
     if args.only != "all" and not args.no_readme:
         ap.error("--only reads measures part of the section: pass --no-readme")
     report = corpus_file(COBERTURA)
     scratch = tempfile.TemporaryDirectory(prefix="cli-bench-")
     sample = SampleReads(Path(scratch.name))
-    measured = (pairs(report) if args.only == "all" else []) + read_pairs(sample)
+    measured = (pairs(report) if args.only == "all" else []) + read_pairs(sample, args.notebooks_path)
     totals = manifest_totals(COBERTURA)
     lines, branches = totals["lines"], totals["branches"]
     loads = [load_average()[0]]
@@ -346,8 +361,14 @@ def main() -> None:
                 "data of the same tests and prints the whole table. The output schemas no longer import the "
                 "execution and composite modules, and jsonschema loads on the first validation without the "
                 "optional format libraries, so a `[notebooks]` install (rfc3987_syntax, 1.7 s) adds nothing "
-                "(tests/test_cli_startup.py asserts the module sets). In this run rfc3987_syntax "
-                + ("was importable by every command" if find_spec("rfc3987_syntax") else "was not installed")
+                '(tests/test_cli_startup.py asserts the module sets). The rows "with rfc3987_syntax" run our '
+                "command with that library (the [notebooks] extra's, `--notebooks-path`) importable"
+                + ("" if args.notebooks_path else " (not measured in this run)")
+                + (
+                    "; every command could import it in this run"
+                    if find_spec("rfc3987_syntax")
+                    else "; the other rows ran without it"
+                )
                 + "."
             ),
         ]
