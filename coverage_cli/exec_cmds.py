@@ -22,13 +22,11 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution.display import registration_lines
 from coverage_core.execution.words import quoted_line
 from coverage_core.git import discover
+from coverage_core.vocabulary import COMMAND_STATUSES, RUN_STATES
 from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
-
-STATUSES = ("pending", "approved", "rejected")
-STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
 
 
 def _daemon_project(repo: str) -> DaemonProject:
@@ -100,7 +98,7 @@ def _render_environment(c: dict[str, Any]) -> None:
 
 
 @command_group.command("list")
-@click.option("--status", type=click.Choice(STATUSES), help="Only commands with this status.")
+@click.option("--status", type=click.Choice(COMMAND_STATUSES), help="Only commands with this status.")
 @repo_option
 @json_option
 @handles_errors
@@ -410,7 +408,7 @@ def _follow(
 
 
 @click.group("runs", invoke_without_command=True)
-@click.option("--status", type=click.Choice(STATES), help="Only runs in this state.")
+@click.option("--status", type=click.Choice(RUN_STATES), help="Only runs in this state.")
 @click.option(
     "--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many, newest first."
 )

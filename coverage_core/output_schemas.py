@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .execution.commands import STATUSES
-from .execution.runs import STATES
-from .review.context import CLAIM_ORDER
+from .vocabulary import CLAIM_ORDER, RUN_STATES
+from .vocabulary import COMMAND_STATUSES as STATUSES
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -220,14 +219,13 @@ COVERAGE_IMPORT = envelope(
 # Managed execution. The records are open objects (their keys listed in docs/operations.md); what
 # agents rely on is required: data.command.{id,status}, data.run.{id,state,artifacts,reused}.
 COMMAND = record("id", "status", id=STRING, status={"enum": list(STATUSES)}, approve_with=STRING)
-RUN_STATES = list(STATES)
 RUN = record(
     "id",
     "state",
     "artifacts",
     "reused",
     id=STRING,
-    state={"enum": RUN_STATES},
+    state={"enum": list(RUN_STATES)},
     artifacts=ARRAY,
     reused=BOOLEAN,
     exit_code=NULLABLE_INTEGER,
@@ -296,7 +294,8 @@ COMMAND_LIST = envelope(obj("commands", commands={"type": "array", "items": COMM
 COMMAND_ANSWER = envelope(obj("command", command=COMMAND), _NO_PAGE)
 RUN_LIST = envelope(
     obj(
-        "runs", runs={"type": "array", "items": record("id", "state", id=STRING, state={"enum": RUN_STATES})}
+        "runs",
+        runs={"type": "array", "items": record("id", "state", id=STRING, state={"enum": list(RUN_STATES)})},
     ),
     _NO_PAGE,
 )

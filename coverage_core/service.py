@@ -25,8 +25,6 @@ import duckdb
 
 from . import faults, output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
-from .execution.commands import STATUSES
-from .execution.runs import STATES
 from .ids import SNAPSHOT_ID_PATTERN
 from .operations import admin_ops, dashboard_view, imports, review_task_table, review_tasks
 from .operations import execution_ops as execution
@@ -37,6 +35,7 @@ from .review import baseline, budget, context, cursors, listing
 from .review.call import Call
 from .storage.schema import SCHEMA_REVISION
 from .validation import Validator
+from .vocabulary import COMMAND_STATUSES, FILE_ORDERS, RUN_STATES
 
 
 @attrs.frozen
@@ -237,7 +236,7 @@ _AGENT_ROWS = (
                     "description": "snapshots, files: records per page.",
                 },
                 "order": {
-                    "enum": list(listing.FILE_ORDERS),
+                    "enum": list(FILE_ORDERS),
                     "description": "files (default path).",
                 },
             },
@@ -502,7 +501,7 @@ _OWNER_ROWS = (
         input_schema={
             "type": "object",
             "additionalProperties": False,
-            "properties": {"status": {"enum": list(STATUSES)}},
+            "properties": {"status": {"enum": list(COMMAND_STATUSES)}},
         },
         handler=admin_ops.command_list,
         output_schema=output_schemas.COMMAND_LIST,
@@ -561,7 +560,7 @@ _OWNER_ROWS = (
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "status": {"enum": list(STATES)},
+                "status": {"enum": list(RUN_STATES)},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
             },
         },
@@ -739,7 +738,7 @@ _DASHBOARD_ROWS = (
                 "composite": {**_CHOICE, "description": "A composite snapshot id (default: the newest)."},
                 "composite_baseline": {**_CHOICE, "description": "A composite snapshot id, or none."},
                 "order": {
-                    "enum": ["", *listing.FILE_ORDERS],
+                    "enum": ["", *FILE_ORDERS],
                     "description": "The file table's order before its cut (default path).",
                 },
             },

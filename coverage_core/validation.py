@@ -8,25 +8,71 @@ suggestion names what the schema wants.
 from __future__ import annotations
 
 import reprlib
+import sys
 from collections.abc import Mapping
-from typing import Any, cast
-
-import jsonschema
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import CoverageError, ErrorCode
 
+if TYPE_CHECKING:
+    import jsonschema
+
+# Libraries jsonschema imports at its own import, if installed, only to check "format" keywords. Our
+# schemas use none and no format checker is ever built, yet one of them (rfc3987_syntax, which the
+# [notebooks] extra brings) builds a grammar for 1.7 s on import: they are kept out while jsonschema loads.
+FORMAT_LIBRARIES = (
+    "fqdn",
+    "idna",
+    "isoduration",
+    "jsonpointer",
+    "rfc3339_validator",
+    "rfc3986_validator",
+    "rfc3987",
+    "rfc3987_syntax",
+    "uri_template",
+    "webcolors",
+)
+
+
+def _jsonschema() -> ModuleType:
+    """jsonschema, imported on the first validation (start-up cost: 0.1 s, which reads routed to the daemon
+    never pay) without its optional format libraries; a library already imported stays as it is, and one
+    kept out is importable again afterwards (only jsonschema's own format table lacks it)."""
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    kept_out = [name for name in FORMAT_LIBRARIES if name not in sys.modules]
+    for name in kept_out:
+        sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules makes `import` fail
+    try:
+        import jsonschema  # start-up cost: on the first validation only (see above)
+    finally:
+        for name in kept_out:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+    return jsonschema
+
 
 class Validator:
-    """A compiled schema; ``check`` raises ``invalid_argument`` on the first error."""
+    """A schema, compiled on its first ``check``; ``check`` raises ``invalid_argument`` on the first error."""
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
         self.schema = schema
-        self._validator = cls(schema)
+        self._compiled: jsonschema.protocols.Validator | None = None
+
+    @property
+    def compiled(self) -> jsonschema.protocols.Validator:
+        """The schema checked against its metaschema and compiled (once: a process that never validates
+        never imports jsonschema)."""
+        if self._compiled is None:
+            js = _jsonschema()
+            cls = js.validators.validator_for(self.schema, default=js.Draft202012Validator)
+            cls.check_schema(self.schema)
+            self._compiled = cls(self.schema)
+        return self._compiled
 
     def check(self, value: Any, *, what: str) -> None:
-        errors = sorted(self._validator.iter_errors(value), key=lambda e: (len(e.absolute_path), str(e.path)))
+        errors = sorted(self.compiled.iter_errors(value), key=lambda e: (len(e.absolute_path), str(e.path)))
         if not errors:
             return
         err = errors[0]

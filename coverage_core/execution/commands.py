@@ -40,6 +40,7 @@ from ..parsers import FORMATS
 from ..project import SCOPES, Project
 from ..storage import project_settings
 from ..storage.exec_db import exec_db
+from ..vocabulary import COMMAND_STATUSES
 from . import case_selectors, display, environment, words
 from .executable import Executable, difference, resolve, search_path
 from .records import (
@@ -54,7 +55,7 @@ from .records import (
     spec_of_json,
 )
 
-STATUSES = ("pending", "approved", "rejected")
+STATUSES = COMMAND_STATUSES
 VIAS = ("cli", "dashboard", "attested")
 ARGS_POLICIES = ("none", "selectors")
 DEFAULT_TIMEOUT_S = 600

@@ -22,10 +22,11 @@ from ..project import Project
 from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from ..storage.store import ProjectStore
+from ..vocabulary import RUN_STATES
 from . import terminal
 from .records import Artifact, ReportUse, Run, Transition
 
-STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
+STATES = RUN_STATES
 ACTIVE = ("queued", "running")
 # Which state may follow which. A queued run starts (claim) or is cancelled before it starts; a running one ends
 # by its exit, a cancel or shutdown, its timeout, or its owner's death (recover). An ended run never changes.

@@ -590,7 +590,7 @@ def dashboard(call: Call) -> dict[str, Any]:
     unique prefix); ``baseline="none"`` for no comparison; ``suite``: whose snapshots (default: the
     current's, else the default suite, else the newest snapshot's); ``composite``/``composite_baseline``:
     composite snapshot ids, chosen independently (default: the newest and the one before it); ``order``: the
-    file table's order before it is cut to ``MAX_FILES`` (``listing.FILE_ORDERS``, default ``path``). An
+    file table's order before it is cut to ``MAX_FILES`` (``vocabulary.FILE_ORDERS``, default ``path``). An
     empty value is no choice, as in the page's address."""
     project, con = call.project, call.con
     chosen = {key: call.args.get(key) or None for key in SELECTION}

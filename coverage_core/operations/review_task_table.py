@@ -32,7 +32,7 @@ from ..output_schemas import (
     page,
     unlisted,
 )
-from ..review.listing import FILE_ORDERS
+from ..vocabulary import FILE_ORDERS
 
 
 @attrs.frozen

@@ -28,13 +28,13 @@ from ..review.audit import audit
 from ..review.budget import Budget, size
 from ..review.call import Call
 from ..review.change import change
-from ..review.context import CLAIM_ORDER
 from ..review.history import history
 from ..review.incremental import incremental
 from ..review.insight import insight
 from ..review.listing import file, files, snapshots
 from ..review.named_tests import tests
 from ..review.selection import Selection, line_range, select
+from ..vocabulary import CLAIM_ORDER
 from .review_task_table import ARGUMENTS, BY_NAME, NEEDS, TASK_NAMES, tasks_using
 
 Handler = Callable[[Call, Selection, Budget], dict[str, Any]]

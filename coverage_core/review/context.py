@@ -22,6 +22,7 @@ from ..project import CheckoutState
 from ..report import COUNTERS
 from ..storage import guard
 from ..storage.store import chosen_side
+from ..vocabulary import CLAIM_ORDER
 from . import cursors
 from .budget import Budget, size, words
 from .call import Call
@@ -46,7 +47,6 @@ def commits_behind(call: Call, commit: str | None, head: str | None) -> int | No
 
 
 # Claim statuses from the weakest to the strongest evidence.
-CLAIM_ORDER = ("invalid", "not_measured", "stale", "limited", "supported")
 
 
 def claim_for_selection(call: Call, sel: Any) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from .context import claim_for_file, claim_for_selection
 from .selection import Selection, file_id, line_range
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
-FILE_ORDERS = ("path", "uncovered", "coverage")
 
 SNAPSHOT_LEGEND = (
     "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "

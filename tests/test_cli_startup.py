@@ -1,0 +1,159 @@
+"""CLI commands import what they use: schemas without the modules they describe, validation without the
+optional format libraries a ``[notebooks]`` install brings (issue 29).
+
+Every check runs in a child interpreter and asserts on the modules it imported (``sys.modules`` at its
+exit); how long anything takes is measured in benchmarks/cli.py, never asserted here. The ``[notebooks]``
+extra installs ``rfc3987_syntax`` (through jupyter's jsonschema[format-nongpl]), whose import builds a
+grammar for 1.7 s: a stand-in of that name on the child's ``PYTHONPATH`` records whether anything imported
+it, so the case is tested whether or not the extra is installed here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .commandline import cli
+from .environment import test_env
+
+STAND_IN = """\
+import os, pathlib
+pathlib.Path(os.environ["STAND_IN_MARKER"]).write_text("imported")
+
+
+def is_valid_syntax(*args, **kwargs):
+    return True
+"""
+
+# The child runs ``coverage-mcp ARGV`` as the console script does and writes, at its exit, which modules
+# it had imported.
+CHILD = """\
+import atexit, json, os, sys
+atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(sys.modules))))
+{body}
+"""
+RUN_CLI = "from coverage_cli.entry import main\nmain(sys.argv[1:])"
+
+
+def child(
+    tmp_path: Path, body: str, *argv: str, cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``body`` in a fresh interpreter with the stand-in ``rfc3987_syntax`` importable; its result and
+    the set of modules it had imported at exit."""
+    stand_in = tmp_path / "stand-in"
+    stand_in.mkdir(exist_ok=True)
+    (stand_in / "rfc3987_syntax.py").write_text(STAND_IN)
+    out = tmp_path / "modules.json"
+    env = test_env(
+        PYTHONPATH=os.pathsep.join([str(stand_in), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        STAND_IN_MARKER=str(tmp_path / "stand-in-imported"),
+        MODULES_OUT=str(out),
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", CHILD.format(body=body), *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or tmp_path,
+        timeout=120,
+        check=False,
+    )
+    return process, set(json.loads(out.read_text())) if out.exists() else set()
+
+
+def packages(modules: set[str], *names: str) -> set[str]:
+    """The modules of ``modules`` that are one of ``names`` or inside one."""
+    return {m for m in modules if any(m == n or m.startswith(n + ".") for n in names)}
+
+
+def test_help_imports_neither_jsonschema_nor_a_format_library_nor_numpy_or_duckdb(tmp_path: Path) -> None:
+    process, modules = child(tmp_path, RUN_CLI, "--help")
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert "Commands:" in process.stdout
+    assert packages(modules, "jsonschema", "rfc3987_syntax", "numpy", "duckdb") == set()
+    assert not (tmp_path / "stand-in-imported").exists()
+
+
+def test_the_output_schemas_are_built_without_the_execution_and_composite_modules_they_describe(
+    tmp_path: Path,
+) -> None:
+    process, modules = child(
+        tmp_path,
+        "import coverage_core.output_schemas, coverage_core.operations.review_task_table as t\n"
+        "assert t.BY_NAME['insight'].summary",
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert "coverage_core.output_schemas" in modules
+    assert (
+        packages(
+            modules,
+            "coverage_core.execution",
+            "coverage_core.composite",
+            "coverage_core.storage",
+            "duckdb",
+            "numpy",
+            "pygit2",
+            "jsonschema",
+        )
+        == set()
+    )
+
+
+def test_importing_the_read_commands_builds_no_validator_and_imports_no_format_library(
+    tmp_path: Path,
+) -> None:
+    process, modules = child(tmp_path, "import coverage_cli.review_cmds, coverage_cli.store_cmds")
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert {"coverage_cli.review_cmds", "coverage_cli.store_cmds", "coverage_core.service"} <= modules
+    assert packages(modules, "jsonschema", "rfc3987_syntax") == set()
+    assert not (tmp_path / "stand-in-imported").exists()
+
+
+def test_a_read_that_owns_the_store_validates_its_arguments_without_importing_a_format_library(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    for argv in (["context"], ["snapshots"], ["review", "insight", "--suite", "unit"]):
+        expected = cli(*argv, repo=sample_repo)
+        process, modules = child(tmp_path, RUN_CLI, *argv, "--repo", str(sample_repo), cwd=sample_repo)
+        assert (process.returncode, process.stdout) == (expected.returncode, expected.stdout), process.stderr
+        assert process.returncode == 0
+        assert "jsonschema" in modules  # the arguments were validated in this process
+        assert packages(modules, "rfc3987_syntax") == set()
+        assert not (tmp_path / "stand-in-imported").exists()
+
+
+def test_an_invalid_argument_is_still_refused_with_its_coded_message_after_the_lazy_import(
+    tmp_path: Path,
+) -> None:
+    process, modules = child(
+        tmp_path,
+        "from coverage_core.errors import CoverageError\n"
+        "from coverage_core.validation import Validator\n"
+        "v = Validator({'type': 'object', 'properties': {'n': {'type': 'integer'}}, 'additionalProperties': False})\n"
+        "v.check({'n': 1}, what='args')\n"
+        "try:\n"
+        "    v.check({'n': 'x'}, what='args')\n"
+        "except CoverageError as e:\n"
+        "    print(e.code.value, e.message)\n",
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert process.stdout == "invalid_argument args: $.n: expected integer, got str 'x'\n"
+    assert "jsonschema" in modules and "rfc3987_syntax" not in modules
+
+
+def test_a_format_library_kept_out_of_jsonschema_stays_importable_for_everyone_else(tmp_path: Path) -> None:
+    process, modules = child(
+        tmp_path,
+        "from coverage_core.validation import Validator\n"
+        "Validator({'type': 'integer'}).check(1, what='n')\n"
+        "import rfc3987_syntax\n"
+        "assert rfc3987_syntax.is_valid_syntax('iri', 'x')",
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert {"jsonschema", "rfc3987_syntax"} <= modules
+    assert (tmp_path / "stand-in-imported").read_text() == "imported"
