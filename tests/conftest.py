@@ -253,6 +253,19 @@ def serve_process(isolated_home: Path) -> Iterator[ServeProcess]:
         proc.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_serve_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One ``coverage-mcp serve`` for the tests of a module that only read from it (its lock, its health,
+    its refusals) or each register a project of their own in it: a daemon's start is about a second of CPU.
+    Its home is its own, not the test's ``isolated_home``; a test that stops it, rotates its token or changes
+    what every project sees takes ``serve_process`` instead."""
+    proc = ServeProcess(tmp_path_factory.mktemp("home"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
 @pytest.fixture
 def store_holder(sample_repo: Path) -> Iterator[StoreHolder]:
     holder = StoreHolder(sample_repo)
