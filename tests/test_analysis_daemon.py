@@ -71,11 +71,11 @@ def answers(project: object) -> dict[str, dict]:
 
 
 def test_the_helpers_give_the_same_relations_with_the_daemon_holding_the_store_as_without(
-    repo: Path, shared_serve_process: ServeProcess
+    repo: Path, serve_process: ServeProcess
 ) -> None:
     with open_project(repo) as project:
         direct = answers(project)
-    client = shared_serve_process.client(repo=str(repo))
+    client = serve_process.client(repo=str(repo))
     pid = client.register(repo)["project_id"]
     client.call(pid, "project_context", {})  # the daemon opens the store, and holds it
     with pytest.raises(CoverageError) as held:
@@ -109,7 +109,7 @@ def test_coverage_loss_follows_a_rename_instead_of_counting_a_lost_file_and_a_ne
 
 
 def test_the_notebooks_show_the_same_figures_while_the_daemon_holds_the_store(
-    repo: Path, shared_serve_process: ServeProcess, tmp_path: Path
+    repo: Path, serve_process: ServeProcess, tmp_path: Path
 ) -> None:
     alone = {
         name: (_tables(out), _printed(out))
@@ -118,7 +118,7 @@ def test_the_notebooks_show_the_same_figures_while_the_daemon_holds_the_store(
             _run(name, tmp_path, REPO=str(repo), SUITE="unit", **({"LAST": 3} if "loss" in name else {}))
         ]
     }
-    client = shared_serve_process.client(repo=str(repo))
+    client = serve_process.client(repo=str(repo))
     pid = client.register(repo)["project_id"]
     client.call(pid, "project_context", {})  # the daemon opens the store, and holds it
     held = {
