@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import urllib.request
@@ -28,35 +27,16 @@ from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 
 from . import commandline
-from .browser import cli, store
+from .browser import cli
+from .conftest import StoredCheckout
 from .daemons import Running, ServeProcess, in_process
-from .realcov import copy_checkout
 from .test_trust_auth import as_nobody
 
 
-@pytest.fixture(scope="module")
-def stored_shop(
-    shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, Path]:
-    """The measured package with c0 and c1 stored, once for the module (in a home of its own: the tests'
-    homes come later), and a pristine copy of its checkout and store."""
-    base = tmp_path_factory.mktemp("stored-shop")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("COVERAGE_MCP_HOME", str(base / "home"))
-        env.setenv("COVERAGE_MCP_PORT", "0")
-        checkout = copy_checkout(shop_history[0], base)
-        store(checkout, shop_history[1], "c0", "c1")
-    return checkout, Path(shutil.copytree(checkout, base / "pristine", symlinks=True))
-
-
 @pytest.fixture
-def repo(stored_shop: tuple[Path, Path]) -> Path:
-    """The stored package: the pristine checkout and store put back where they were stored (the store names
-    its worktree by path), so each test starts from the same two snapshots whatever the last one wrote."""
-    checkout, pristine = stored_shop
-    shutil.rmtree(checkout)
-    shutil.copytree(pristine, checkout, symlinks=True)
-    return checkout
+def repo(shop_stored: StoredCheckout) -> Path:
+    """The measured package with c0 and c1 stored (stored once for the module, a pristine copy per test)."""
+    return shop_stored.fresh()
 
 
 @pytest.fixture
