@@ -253,6 +253,19 @@ def serve_process(isolated_home: Path) -> Iterator[ServeProcess]:
         proc.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_serve_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One ``coverage-mcp serve`` for the tests of a module that only read from it (its lock, its health,
+    its refusals) or each register a project of their own in it: a daemon's start is about a second of CPU.
+    Its home is its own, not the test's ``isolated_home``; a test that stops it, rotates its token or changes
+    what every project sees takes ``serve_process`` instead."""
+    proc = ServeProcess(tmp_path_factory.mktemp("home"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
 @pytest.fixture
 def store_holder(sample_repo: Path) -> Iterator[StoreHolder]:
     holder = StoreHolder(sample_repo)
@@ -281,6 +294,37 @@ def shop_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     out = measure(repo)
     reports["c1"] = (Path(shutil.copy(out["json"], root / "c1.json")), git(repo, "rev-parse", "HEAD"))
     return repo, reports
+
+
+class StoredCheckout:
+    """A checkout with reports stored once for a module, and a pristine copy of it and its store."""
+
+    def __init__(self, checkout: Path, pristine: Path) -> None:
+        self.checkout, self.pristine = checkout, pristine
+
+    def fresh(self) -> Path:
+        """The pristine checkout and store put back where they were stored (the store names its worktree by
+        path): each test starts from the same snapshots, with nothing the last test wrote."""
+        shutil.rmtree(self.checkout)
+        shutil.copytree(self.pristine, self.checkout, symlinks=True)
+        return self.checkout
+
+
+@pytest.fixture(scope="module")
+def shop_stored(
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path_factory: pytest.TempPathFactory
+) -> StoredCheckout:
+    """``shop_history``'s checkout with c0 and c1 stored, once for the module (in a home of its own: the
+    tests' homes come later); a test takes ``shop_stored.fresh()``."""
+    from .browser import store
+
+    base = tmp_path_factory.mktemp("shop-stored")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("COVERAGE_MCP_HOME", str(base / "home"))
+        env.setenv("COVERAGE_MCP_PORT", "0")
+        checkout = Path(shutil.copytree(shop_history[0], base / "repo"))
+        store(checkout, shop_history[1], "c0", "c1")
+    return StoredCheckout(checkout, Path(shutil.copytree(checkout, base / "pristine", symlinks=True)))
 
 
 # -- Chromium ------------------------------------------------------------------------------------

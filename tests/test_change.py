@@ -390,10 +390,9 @@ def test_a_subset_current_snapshot_gives_not_observed_where_a_complete_one_gives
     )
 
 
-@pytest.fixture
-def history(tmp_path: Path):
+def _history(root: Path):
     """main: c1 [A], c2 [B]; feature from c1: c3 [C], c4 [D, the latest]. Yields (service, ids, commits)."""
-    repo = make_repo(tmp_path / "h", {"h.c": text(lines_of("h", 6)), **IGNORE})
+    repo = make_repo(root / "h", {"h.c": text(lines_of("h", 6)), **IGNORE})
     c1 = git(repo, "rev-parse", "HEAD")
     write(repo, {"h.c": text(lines_of("h", 7))})
     c2 = commit(repo, "main moves on")
@@ -411,6 +410,18 @@ def history(tmp_path: Path):
         yield svc, ids, {"c1": c1, "c2": c2, "c3": c3, "c4": c4}, repo
 
 
+@pytest.fixture
+def history(tmp_path: Path):
+    """The four-snapshot history in this test's own repository (the test changes its git history)."""
+    yield from _history(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def read_history(tmp_path_factory: pytest.TempPathFactory):
+    """The four-snapshot history once for the module, for the tests that only review it."""
+    yield from _history(tmp_path_factory.mktemp("history"))
+
+
 @pytest.mark.parametrize(
     "spec, expected",
     [
@@ -422,8 +433,8 @@ def history(tmp_path: Path):
         ({"kind": "explicit", "snapshot_id": "B"}, "B"),
     ],
 )
-def test_each_baseline_kind_finds_its_snapshot(history, spec: dict, expected: str) -> None:
-    svc, ids, _commits, _repo = history
+def test_each_baseline_kind_finds_its_snapshot(read_history, spec: dict, expected: str) -> None:
+    svc, ids, _commits, _repo = read_history
     if "snapshot_id" in spec:
         spec = {**spec, "snapshot_id": ids[spec["snapshot_id"]]}
     data = change(svc, baseline=spec)["data"]
@@ -431,8 +442,8 @@ def test_each_baseline_kind_finds_its_snapshot(history, spec: dict, expected: st
     assert data["current"]["snapshot_ids"] == [ids["D"]]
 
 
-def test_no_baseline_counts_every_line_as_included_code(history) -> None:
-    svc, _ids, _commits, _repo = history
+def test_no_baseline_counts_every_line_as_included_code(read_history) -> None:
+    svc, _ids, _commits, _repo = read_history
     data = change(svc, baseline={"kind": "none"})["data"]
     assert data["baseline"]["snapshot_ids"] == [] and data["patch"] == {"found": 0, "hit": 0}
     assert {k: v for k, v in data["categories"].items() if v} == {"GIC": 2}

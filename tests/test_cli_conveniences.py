@@ -42,6 +42,7 @@ from coverage_daemon.launcher import (
 )
 
 from . import commandline
+from .conftest import make_sample_repo
 
 WAIT_S = 60.0  # generous bound for anything a subprocess must do
 
@@ -59,8 +60,8 @@ def cli(
     return commandline.cli(*args, repo=repo, env=env, process=process)
 
 
-def ingest(repo: Path, report: str, suite: str) -> str:
-    done = cli(repo, "ingest", report, "--suite", suite, "--json")
+def ingest(repo: Path, report: str, suite: str, env: dict[str, str] | None = None) -> str:
+    done = cli(repo, "ingest", report, "--suite", suite, "--json", env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["data"]["snapshot"]["snapshot_id"]
 
@@ -95,15 +96,31 @@ def snap_keys(repo: Path) -> dict[str, int]:
         con.close()
 
 
-@pytest.fixture
-def history(sample_repo: Path) -> tuple[Path, list[str], str]:
-    """Three snapshots of suite unit (oldest first) and one of suite other."""
+@pytest.fixture(scope="module")
+def stored_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str], str]:
+    """The sample with three snapshots of suite unit (oldest first) and one of suite other, ingested once for
+    the file (a home of its own: the tests' homes come later), and a pristine copy of checkout and store."""
+    base = tmp_path_factory.mktemp("history")
+    repo = make_sample_repo(base / "inventory")
+    env = {"COVERAGE_MCP_HOME": str(base / "home"), "COVERAGE_MCP_PORT": "0"}
     unit = [
-        ingest(sample_repo, name, "unit")
+        ingest(repo, name, "unit", env)
         for name in ("step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov")
     ]
-    other = ingest(sample_repo, "step3.coverage.json", "other")
-    return sample_repo, unit, other
+    other = ingest(repo, "step3.coverage.json", "other", env)
+    shutil.copytree(repo, base / "pristine", symlinks=True)
+    return repo, base / "pristine", unit, other
+
+
+@pytest.fixture
+def history(stored_history: tuple[Path, Path, list[str], str]) -> tuple[Path, list[str], str]:
+    """Three snapshots of suite unit (oldest first) and one of suite other: the pristine checkout and store
+    put back where they were ingested (the store names its worktree by path), so a test that deletes or
+    damages starts from the same four snapshots as every other."""
+    repo, pristine, unit, other = stored_history
+    shutil.rmtree(repo)
+    shutil.copytree(pristine, repo, symlinks=True)
+    return repo, unit, other
 
 
 # -- snapshot id prefixes ------------------------------------------------------------------

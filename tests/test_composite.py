@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from coverage_core.composite import build
 from coverage_core.composite.build import ReportSpec
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
+from tests import commandline
 from tests.compositefixture import make_product, measure, specs
 from tests.gitrepo import commit, git
 
@@ -370,32 +369,11 @@ def test_composites_of_different_inventories_do_not_compare(product) -> None:
 
 def test_the_cli_builds_and_shows_a_composite(product) -> None:
     root, reports = product
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coverage_cli",
-            "composite",
-            "build",
-            "--inventory",
-            INVENTORY,
-            *specs(reports),
-            "--json",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    # in process: the answers and exit codes are the point
+    run = commandline.cli("composite", "build", "--inventory", INVENTORY, *specs(reports), "--json", cwd=root)
     assert run.returncode == 0, run.stderr
     comp = json.loads(run.stdout)["data"]["composite"]
     assert comp["status"] == "complete"
-    shown = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", "composite", "show"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shown = commandline.cli("composite", "show", cwd=root)
     assert shown.returncode == 0, shown.stderr
     assert comp["composite_snapshot_id"] in shown.stdout and "component native" in shown.stdout

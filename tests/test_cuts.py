@@ -62,9 +62,11 @@ def history_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"repo": repo, "shas": shas, "reports": reports}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def service(history_repo: dict[str, Any]):
-    """The four reports imported C, D, A, B: ingest order is not commit order."""
+    """The four reports imported C, D, A, B: ingest order is not commit order. Once for the module: the store
+    is the module's already (``history_repo``), its tests review, and the one that imports more (the
+    history walk, in a suite of its own) deletes nothing."""
     with open_project(history_repo["repo"]) as project:
         svc = Service(project)
         ids = {}

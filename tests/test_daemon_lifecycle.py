@@ -46,25 +46,29 @@ HEALTH_KEYS = {
 }
 
 
-def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(serve_process: ServeProcess) -> None:
-    lock = serve_process.home / "daemon.lock"
-    meta = serve_process.lock_metadata()
+def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(
+    shared_serve_process: ServeProcess,
+) -> None:
+    lock = shared_serve_process.home / "daemon.lock"
+    meta = shared_serve_process.lock_metadata()
     assert LOCK_KEYS <= set(meta)
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
-    assert meta["port"] == serve_process.port and meta["pid"] == serve_process.proc.pid
-    assert meta["home"] == str(serve_process.home) and meta["common_db"] == str(
-        serve_process.home / "common.duckdb"
+    assert meta["port"] == shared_serve_process.port and meta["pid"] == shared_serve_process.proc.pid
+    assert meta["home"] == str(shared_serve_process.home) and meta["common_db"] == str(
+        shared_serve_process.home / "common.duckdb"
     )
     assert len(meta["capability"]) >= 40
-    assert serve_process.announce.strip() == (
-        f"coverage-mcp daemon listening on http://127.0.0.1:{serve_process.port} (home {serve_process.home})"
+    assert shared_serve_process.announce.strip() == (
+        f"coverage-mcp daemon listening on http://127.0.0.1:{shared_serve_process.port} (home {shared_serve_process.home})"
     )
     assert is_held(lock)
 
 
-def test_health_identifies_the_daemon_and_never_reveals_the_capability(serve_process: ServeProcess) -> None:
-    health = serve_process.client().health()
-    meta = serve_process.lock_metadata()
+def test_health_identifies_the_daemon_and_never_reveals_the_capability(
+    shared_serve_process: ServeProcess,
+) -> None:
+    health = shared_serve_process.client().health()
+    meta = shared_serve_process.lock_metadata()
     assert set(health) == HEALTH_KEYS
     assert health["name"] == "coverage-mcp" and health["handoff_supported"] is True
     assert (health["pid"], health["instance_id"], health["port"]) == (
@@ -78,11 +82,15 @@ def test_health_identifies_the_daemon_and_never_reveals_the_capability(serve_pro
     assert meta["capability"] not in json.dumps(health)
 
 
-def test_a_second_daemon_on_the_same_home_fails_fast_naming_the_holder(serve_process: ServeProcess) -> None:
-    second = serve_process.cli("serve", "--port", "0")  # fails within cli's generous deadline, never waits
+def test_a_second_daemon_on_the_same_home_fails_fast_naming_the_holder(
+    shared_serve_process: ServeProcess,
+) -> None:
+    second = shared_serve_process.cli(
+        "serve", "--port", "0"
+    )  # fails within cli's generous deadline, never waits
     assert second.returncode == 1
-    assert f"pid {serve_process.proc.pid}" in second.stderr and "daemon_conflict" in second.stderr
-    assert serve_process.proc.poll() is None  # the owner is untouched
+    assert f"pid {shared_serve_process.proc.pid}" in second.stderr and "daemon_conflict" in second.stderr
+    assert shared_serve_process.proc.poll() is None  # the owner is untouched
 
 
 def test_sigterm_stops_the_daemon_gracefully_and_releases_every_lock(
@@ -104,14 +112,16 @@ def test_shutdown_with_the_capability_answers_202_and_stops_the_daemon(serve_pro
     assert not is_held(serve_process.home / "daemon.lock")
 
 
-def test_shutdown_with_a_wrong_or_missing_capability_is_forbidden(serve_process: ServeProcess) -> None:
-    client = serve_process.client()
+def test_shutdown_with_a_wrong_or_missing_capability_is_forbidden(shared_serve_process: ServeProcess) -> None:
+    client = shared_serve_process.client()
     for offered in ("not-the-capability", ""):
         with pytest.raises(CoverageError) as caught:
             client.shutdown(offered)
         assert caught.value.code == ErrorCode.FORBIDDEN and "capability" in caught.value.message
     time.sleep(0.2)
-    assert serve_process.proc.poll() is None and client.health()["pid"] == serve_process.proc.pid
+    assert (
+        shared_serve_process.proc.poll() is None and client.health()["pid"] == shared_serve_process.proc.pid
+    )
 
 
 def test_status_and_stop_find_the_daemon_through_its_lock(serve_process: ServeProcess) -> None:

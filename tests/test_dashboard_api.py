@@ -8,7 +8,6 @@ import os
 import re
 import stat
 import subprocess
-import sys
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,17 +26,17 @@ from coverage_core.service import Service
 from coverage_daemon.auth import CSRF_HEADER, SESSION_COOKIE
 from coverage_daemon.identity import CAPABILITY_HEADER
 
-from .browser import cli, store
+from . import commandline
+from .browser import cli
+from .conftest import StoredCheckout
 from .daemons import Running, ServeProcess, in_process
-from .realcov import copy_checkout
 from .test_trust_auth import as_nobody
 
 
 @pytest.fixture
-def repo(shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path) -> Path:
-    checkout = copy_checkout(shop_history[0], tmp_path)
-    store(checkout, shop_history[1], "c0", "c1")
-    return checkout
+def repo(shop_stored: StoredCheckout) -> Path:
+    """The measured package with c0 and c1 stored (stored once for the module, a pristine copy per test)."""
+    return shop_stored.fresh()
 
 
 @pytest.fixture
@@ -352,7 +351,7 @@ def _embedded(index: Path) -> dict[str, Any]:
 def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(
     repo: Path, tmp_path: Path
 ) -> None:
-    answer = cli(repo, "report", "--html", str(tmp_path / "out"), "--baseline", "none")
+    answer = cli(repo, "report", "--html", str(tmp_path / "out"), "--baseline", "none", process=False)
     index = Path(answer["report"])
     data = _embedded(index)
     assert data["selection"]["baseline"] is None and data["metrics"] == answer["metrics"]
@@ -365,24 +364,8 @@ def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(
 
 
 def test_report_refuses_an_unknown_snapshot_with_its_code(repo: Path, tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coverage_cli",
-            "report",
-            "--html",
-            str(tmp_path / "x"),
-            "--current",
-            "snap-ffffffffffffffff",
-            "--json",
-            "--repo",
-            str(repo),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    out = commandline.cli(
+        "report", "--html", str(tmp_path / "x"), "--current", "snap-ffffffffffffffff", "--json", repo=repo
     )
     assert out.returncode == EXIT_CODES[ErrorCode.NOT_FOUND] != 0
     assert json.loads(out.stderr)["error"]["code"] == "not_found"
@@ -390,15 +373,15 @@ def test_report_refuses_an_unknown_snapshot_with_its_code(repo: Path, tmp_path: 
 
 
 def test_dashboard_writes_its_one_time_link_to_a_private_file_never_to_its_output(
-    serve_process: ServeProcess, repo: Path
+    shared_serve_process: ServeProcess, repo: Path
 ) -> None:
-    out = serve_process.cli("dashboard", "--no-open", "--json", "--repo", str(repo))
+    out = shared_serve_process.cli("dashboard", "--no-open", "--json", "--repo", str(repo))
     assert out.returncode == 0, out.stderr
     assert "ticket" not in out.stdout and "ticket" not in out.stderr
     opener = Path(json.loads(out.stdout)["open_file"])
-    assert opener.parent == serve_process.home
+    assert opener.parent == shared_serve_process.home
     assert stat.S_IMODE(os.lstat(opener).st_mode) == 0o600
-    assert f"127.0.0.1:{serve_process.port}/session?ticket=" in opener.read_text()
+    assert f"127.0.0.1:{shared_serve_process.port}/session?ticket=" in opener.read_text()
 
 
 _STOLEN = """
@@ -415,11 +398,11 @@ for path in ("/", "/dashboard.js", "/api/dashboard", "/api/dashboard/events"):
 
 
 def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(
-    serve_process: ServeProcess, repo: Path
+    shared_serve_process: ServeProcess, repo: Path
 ) -> None:
     prefix = as_nobody()
-    capability = serve_process.lock_metadata()["capability"]
-    client = serve_process.client()
+    capability = shared_serve_process.lock_metadata()["capability"]
+    client = shared_serve_process.client()
     client.register(repo)
     url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: capability})[1]["data"][
         "url"
@@ -427,12 +410,12 @@ def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(
     with urllib.request.urlopen(url, timeout=10) as response:
         cookie = response.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1]
     mine = urllib.request.Request(
-        serve_process.url + "/api/dashboard", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"}
+        shared_serve_process.url + "/api/dashboard", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"}
     )
     with urllib.request.urlopen(mine, timeout=10) as response:
         assert response.status == 200  # the cookie works for its own user
     out = subprocess.run(
-        [*prefix, "-c", _STOLEN, serve_process.url, cookie],
+        [*prefix, "-c", _STOLEN, shared_serve_process.url, cookie],
         capture_output=True,
         text=True,
         timeout=60,

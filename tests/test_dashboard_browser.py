@@ -24,6 +24,7 @@ import pytest_asyncio
 from coverage_core.config import Settings
 
 from .browser import WAIT_MS, Live, ready, shots_dir, store, text, until
+from .conftest import StoredCheckout
 from .daemons import in_process
 from .realcov import copy_checkout
 
@@ -35,10 +36,9 @@ VIEWS = ("overview", "timeline", "change", "files", "tests", "runs", "approvals"
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def live(
-    shop_history: tuple[Path, dict[str, tuple[Path, str]]], tmp_path: Path, isolated_home: Path
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], shop_stored: StoredCheckout, isolated_home: Path
 ) -> AsyncIterator[Live]:
-    repo = copy_checkout(shop_history[0], tmp_path)
-    store(repo, shop_history[1], "c0", "c1")
+    repo = shop_stored.fresh()  # c0 and c1 stored once for the module, a pristine copy per test
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=1)) as running:
         yield Live(running, repo, shop_history[1])
 

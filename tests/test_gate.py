@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from coverage_core.review.gate import Criteria, Summary
 from coverage_core.service import Service
 from coverage_core.usecases import ci
 
+from .conftest import StoredCheckout
 from .daemons import in_process
 from .gitrepo import commit, git, lcov, make_repo, write
 
@@ -40,11 +42,10 @@ def source(tag: str) -> str:
     return "".join(f"{tag} line{i}\n" for i in range(1, 11))
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def _change_repo(at: Path) -> Path:
     """A change that edits, inserts, renames, deletes and adds; the baseline stored at HEAD~1, cur.info beside."""
     root = make_repo(
-        tmp_path / "r",
+        at,
         {
             "a.c": SRC,
             "b.c": source("b"),
@@ -65,6 +66,20 @@ def repo(tmp_path: Path) -> Path:
     with open_project(root) as project:
         project.ingest(root / "base.info", commit="HEAD~1")
     return root
+
+
+@pytest.fixture(scope="module")
+def stored_change(tmp_path_factory: pytest.TempPathFactory) -> StoredCheckout:
+    base = tmp_path_factory.mktemp("gate")
+    root = _change_repo(base / "r")
+    return StoredCheckout(root, Path(shutil.copytree(root, base / "pristine", symlinks=True)))
+
+
+@pytest.fixture
+def repo(stored_change: StoredCheckout) -> Path:
+    """The change with its baseline stored: made once for the module, a pristine copy per test (the tests
+    store the current report, commit, or hand the store to a daemon)."""
+    return stored_change.fresh()
 
 
 def run(repo: Path, *args: str) -> tuple[int, str, str]:

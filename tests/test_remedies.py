@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from coverage_core.errors import CoverageError, ErrorCode, Remedy, error_body
 from coverage_core.service import Service
 
 from .commandline import cli
+from .conftest import make_sample_repo
 from .gitrepo import commit, make_repo, write
 
 
@@ -100,8 +102,11 @@ SWEEP = [
 ]
 
 
-@pytest.fixture
-def two_snapshots(sample_repo: Path):
+@pytest.fixture(scope="module")
+def two_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """Two snapshots of the sample, a commit apart. Built once for the module: its only user, the budget
+    sweep (36 cases of every task at three tiny budgets), reads and never writes."""
+    sample_repo = make_sample_repo(tmp_path_factory.mktemp("two-snapshots") / "inventory")
     with open_project(sample_repo) as project:
         svc = Service(project)
         svc.call("coverage_import", {"report_path": "step1.coverage.json"})

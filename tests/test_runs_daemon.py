@@ -43,35 +43,39 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
-    serve_process: ServeProcess, repo: Path
+    shared_serve_process: ServeProcess, repo: Path
 ) -> None:
-    client = serve_process.client(repo=str(repo))
+    client = shared_serve_process.client(repo=str(repo))
     pid = client.register(repo)["project_id"]
     command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
     assert command["status"] == "pending"
-    refused = serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
+    refused = shared_serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
     assert refused.returncode == 1 and json.loads(refused.stderr)["error"]["code"] == "not_approved"
-    listed = serve_process.cli("command", "list", "--status", "pending", "--repo", str(repo), process=False)
+    listed = shared_serve_process.cli(
+        "command", "list", "--status", "pending", "--repo", str(repo), process=False
+    )
     assert listed.returncode == 0 and command["id"] in listed.stdout and "command approve" in listed.stdout
-    approved = serve_process.cli(
+    approved = shared_serve_process.cli(
         "command", "approve", command["id"], "--note", "read the argv", "--repo", str(repo), process=False
     )
     assert approved.returncode == 0, approved.stderr
     shown = client.call(pid, "command_show", {"command_id": command["id"]})["data"]["command"]
     assert shown["status"] == "approved" and shown["decisions"][0]["via"] == "cli"
     assert shown["decisions"][0]["note"] == "read the argv"
-    ran = serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
+    ran = shared_serve_process.cli("run", command["id"], "--repo", str(repo), "--json", process=False)
     assert ran.returncode == 0, ran.stderr
     run = json.loads(ran.stdout)["data"]["run"]
     assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
-    runs = serve_process.cli("runs", "--status", "succeeded", "--repo", str(repo), "--json", process=False)
+    runs = shared_serve_process.cli(
+        "runs", "--status", "succeeded", "--repo", str(repo), "--json", process=False
+    )
     assert [r["id"] for r in json.loads(runs.stdout)["data"]["runs"]] == [run["id"]]
-    logs = serve_process.cli(
+    logs = shared_serve_process.cli(
         "runs", "show", run["id"], "--logs", "--search", "generated", "--repo", str(repo), process=False
     )
     assert logs.returncode == 0 and "generated 1" in logs.stdout
     # `run --json` prints exactly the run_test envelope (the same run, by its idempotency key).
-    keyed = serve_process.cli(
+    keyed = shared_serve_process.cli(
         "run",
         command["id"],
         "--idempotency-key",
@@ -92,7 +96,9 @@ def test_a_person_approves_with_the_cli_then_the_cli_runs_it_through_the_daemon(
     for envelope in (printed, over_rest):
         envelope["context"].pop("stats")
     assert printed == over_rest and printed["data"]["run"]["id"] != run["id"]
-    rejected = serve_process.cli("command", "reject", command["id"], "--repo", str(repo), process=False)
+    rejected = shared_serve_process.cli(
+        "command", "reject", command["id"], "--repo", str(repo), process=False
+    )
     assert (
         rejected.returncode == 0
         and client.call(pid, "command_show", {"command_id": command["id"]})["data"]["command"]["status"]
@@ -136,12 +142,12 @@ async def test_an_mcp_client_with_the_client_token_cannot_approve(daemon: Runnin
     assert body["data"]["command"]["decisions"][-1]["via"] == "cli"
 
 
-def test_a_foreign_uid_can_neither_approve_nor_run(serve_process: ServeProcess, repo: Path) -> None:
+def test_a_foreign_uid_can_neither_approve_nor_run(shared_serve_process: ServeProcess, repo: Path) -> None:
     prefix = as_nobody()
-    client = serve_process.client(repo=str(repo))
+    client = shared_serve_process.client(repo=str(repo))
     pid = client.register(repo)["project_id"]
     command = client.call(pid, "register_test_command", GEN_COMMAND)["data"]["command"]
-    token = client_token(serve_process.home) or ""
+    token = client_token(shared_serve_process.home) or ""
     stranger = """
 import json, sys, urllib.request, urllib.error
 url, token, pid, cid = sys.argv[1:5]
@@ -158,7 +164,7 @@ for path, headers in ((f"/api/projects/{pid}/ops/command_approve", {"x-coverage-
 print(json.dumps(out))
 """
     out = subprocess.run(
-        [*prefix, "-c", stranger, serve_process.url, token, pid, command["id"]],
+        [*prefix, "-c", stranger, shared_serve_process.url, token, pid, command["id"]],
         check=False,
         capture_output=True,
         text=True,

@@ -187,16 +187,16 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
 
 
 def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(
-    serve_process: ServeProcess, sample_repo: Path
+    shared_serve_process: ServeProcess, sample_repo: Path
 ) -> None:
-    capability = serve_process.lock_metadata()["capability"]
+    capability = shared_serve_process.lock_metadata()["capability"]
     listed = subprocess.run(
         [sys.executable, "-c", _MCP_LIST],
         env={
-            **serve_process.env,
-            "URL": serve_process.url,
+            **shared_serve_process.env,
+            "URL": shared_serve_process.url,
             "REPO": str(sample_repo),
-            "TOKEN": client_token(serve_process.home) or "",
+            "TOKEN": client_token(shared_serve_process.home) or "",
         },
         capture_output=True,
         text=True,
@@ -259,13 +259,13 @@ def as_nobody() -> list[str]:
 
 
 def test_a_second_uid_gets_403_from_every_route_but_health_even_with_a_stolen_token(
-    serve_process: ServeProcess,
+    shared_serve_process: ServeProcess,
 ) -> None:
     prefix = as_nobody()
     routes = [(m, p) for m, p, _ in every_route()]
-    token = client_token(serve_process.home) or ""
+    token = client_token(shared_serve_process.home) or ""
     out = subprocess.run(
-        [*prefix, "-c", _STRANGER, serve_process.url, token, json.dumps(routes)],
+        [*prefix, "-c", _STRANGER, shared_serve_process.url, token, json.dumps(routes)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -279,11 +279,13 @@ def test_a_second_uid_gets_403_from_every_route_but_health_even_with_a_stolen_to
             assert status == 200
         else:
             assert status == 403, (method, path, with_token, status)
-    assert serve_process.proc.poll() is None  # shutdown was refused too
+    assert shared_serve_process.proc.poll() is None  # shutdown was refused too
 
 
-def test_the_home_the_token_and_the_socket_are_private_to_the_user(serve_process: ServeProcess) -> None:
-    home = serve_process.home
+def test_the_home_the_token_and_the_socket_are_private_to_the_user(
+    shared_serve_process: ServeProcess,
+) -> None:
+    home = shared_serve_process.home
     assert stat.S_IMODE(os.lstat(home).st_mode) == 0o700
     token = os.lstat(home / TOKEN_FILE)
     assert stat.S_ISREG(token.st_mode) and stat.S_IMODE(token.st_mode) == 0o600
@@ -357,11 +359,11 @@ async def test_our_client_sends_its_secrets_over_the_private_socket_never_to_the
 
 
 def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(
-    serve_process: ServeProcess, sample_repo: Path
+    shared_serve_process: ServeProcess, sample_repo: Path
 ) -> None:
-    client = serve_process.client()
+    client = shared_serve_process.client()
     pid = client.register(sample_repo)["project_id"]  # the daemon now holds the store
-    out = serve_process.cli(
+    out = shared_serve_process.cli(
         "ingest", "--repo", str(sample_repo), str(sample_repo / "step3.coverage.json"), "--json"
     )
     assert out.returncode == 0, out.stderr
