@@ -28,7 +28,7 @@ from coverage_daemon.client import DaemonClient
 from coverage_daemon.credentials import TOKEN_FILE, bearer, client_token, socket_path
 from coverage_daemon.identity import CAPABILITY_HEADER
 
-from .daemons import COMPACTION_DEFAULTS, Running, ServeProcess, in_process
+from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, ServeProcess, in_process
 from .environment import checkout_cli, test_env
 
 PID = "0123456789abcdef"
@@ -175,6 +175,7 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     assert (await asyncio.to_thread(client.project, pid))["settings"] == {
         "approval_mode": "out_of_band",
         **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
     }
     assert await asyncio.to_thread(client.snapshots, pid) == []
     assert not daemon.daemon.stop.is_set()
@@ -183,7 +184,11 @@ async def test_the_client_token_alone_cannot_change_settings_import_as_owner_or_
     changed = await asyncio.to_thread(
         client.call, pid, "project_settings_update", {"settings": {"approval_mode": "attested"}}
     )
-    assert changed["data"]["settings"] == {"approval_mode": "attested", **COMPACTION_DEFAULTS}
+    assert changed["data"]["settings"] == {
+        "approval_mode": "attested",
+        **COMPACTION_DEFAULTS,
+        **RUN_BOUND_DEFAULTS,
+    }
 
 
 def test_the_mcp_surface_never_returns_or_accepts_the_admin_capability(
