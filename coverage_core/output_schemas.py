@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .vocabulary import CLAIM_ORDER, RUN_STATES
-from .vocabulary import COMMAND_STATUSES as STATUSES
+from .vocabulary import CLAIM_ORDER, COMMAND_STATUSES, RUN_STATES
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -218,7 +217,7 @@ COVERAGE_IMPORT = envelope(
 
 # Managed execution. The records are open objects (their keys listed in docs/operations.md); what
 # agents rely on is required: data.command.{id,status}, data.run.{id,state,artifacts,reused}.
-COMMAND = record("id", "status", id=STRING, status={"enum": list(STATUSES)}, approve_with=STRING)
+COMMAND = record("id", "status", id=STRING, status={"enum": list(COMMAND_STATUSES)}, approve_with=STRING)
 RUN = record(
     "id",
     "state",

@@ -23,6 +23,7 @@ from coverage_core.model import converter
 from coverage_core.project import Project, open_project
 from coverage_core.service import Service
 from coverage_core.storage.exec_db import exec_db
+from coverage_core.vocabulary import RUN_STATES
 
 from .gitrepo import make_repo
 
@@ -130,7 +131,7 @@ PATHS = {
     "running": ["running"],
     **{
         state: (["cancelled"] if state == "cancelled" else ["running", state])
-        for state in runs.STATES
+        for state in RUN_STATES
         if state not in runs.ACTIVE
     },
 }
@@ -154,13 +155,13 @@ def _moved(project: Project, state: str) -> str:
     """A run that reached ``state`` by the table's moves."""
     run_id = _queued(project)
     for step in PATHS[state]:
-        assert runs.transition(project.store, run_id, step, expect=tuple(runs.STATES), detail=step)
+        assert runs.transition(project.store, run_id, step, expect=tuple(RUN_STATES), detail=step)
     return run_id
 
 
 def test_the_table_names_every_state_and_an_ended_run_never_changes() -> None:
-    assert set(runs.TRANSITIONS) == set(runs.STATES)
-    assert all(set(after) <= set(runs.STATES) for after in runs.TRANSITIONS.values())
+    assert set(runs.TRANSITIONS) == set(RUN_STATES)
+    assert all(set(after) <= set(RUN_STATES) for after in runs.TRANSITIONS.values())
     assert [s for s, after in runs.TRANSITIONS.items() if after] == list(runs.ACTIVE)
 
 
@@ -182,15 +183,15 @@ def test_every_move_the_transition_table_does_not_allow_is_refused_with_a_code_a
     project: Project,
 ) -> None:
     refused = 0
-    for before in runs.STATES:
+    for before in RUN_STATES:
         run_id = _moved(project, before)
         row, events = runs.get(project.store, run_id), runs.events(project.store, run_id)
-        for after in runs.STATES:
+        for after in RUN_STATES:
             if after in runs.TRANSITIONS[before]:
                 continue
             with pytest.raises(CoverageError) as caught:
                 runs.transition(
-                    project.store, run_id, after, expect=tuple(runs.STATES), reason="no", exit_code=9
+                    project.store, run_id, after, expect=tuple(RUN_STATES), reason="no", exit_code=9
                 )
             error = caught.value
             assert error.code is ErrorCode.INVALID_ARGUMENT
@@ -203,7 +204,7 @@ def test_every_move_the_transition_table_does_not_allow_is_refused_with_a_code_a
             assert error.suggestion
             assert runs.get(project.store, run_id) == row and runs.events(project.store, run_id) == events
             refused += 1
-    assert refused == len(runs.STATES) ** 2 - sum(len(a) for a in runs.TRANSITIONS.values())
+    assert refused == len(RUN_STATES) ** 2 - sum(len(a) for a in runs.TRANSITIONS.values())
 
 
 def test_a_cancel_of_an_ended_run_changes_nothing_and_a_claim_takes_only_queued_runs(

@@ -55,7 +55,6 @@ from .records import (
     spec_of_json,
 )
 
-STATUSES = COMMAND_STATUSES
 VIAS = ("cli", "dashboard", "attested")
 ARGS_POLICIES = ("none", "selectors")
 DEFAULT_TIMEOUT_S = 600
@@ -542,8 +541,10 @@ def view(command: Command, *, full: bool) -> dict[str, Any]:
 
 
 def _check_status(status: str | None) -> None:
-    if status is not None and status not in STATUSES:
-        raise _bad(f"status must be one of {STATUSES}", "pending, approved or rejected", argument="status")
+    if status is not None and status not in COMMAND_STATUSES:
+        raise _bad(
+            f"status must be one of {COMMAND_STATUSES}", "pending, approved or rejected", argument="status"
+        )
 
 
 def list_commands(

@@ -26,14 +26,13 @@ from ..vocabulary import RUN_STATES
 from . import terminal
 from .records import Artifact, ReportUse, Run, Transition
 
-STATES = RUN_STATES
 ACTIVE = ("queued", "running")
 # Which state may follow which. A queued run starts (claim) or is cancelled before it starts; a running one ends
 # by its exit, a cancel or shutdown, its timeout, or its owner's death (recover). An ended run never changes.
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "queued": ("running", "cancelled"),
     "running": ("succeeded", "failed", "cancelled", "timed_out", "interrupted"),
-    **{state: () for state in STATES if state not in ACTIVE},
+    **{state: () for state in RUN_STATES if state not in ACTIVE},
 }
 
 _COLUMNS = (
@@ -285,10 +284,10 @@ def list_runs(
     states: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Runs, newest first; ``status`` (a state, or several ``states``) filters. Each a brief record."""
-    if status is not None and status not in STATES:
+    if status is not None and status not in RUN_STATES:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
-            f"status must be one of {', '.join(STATES)}",
+            f"status must be one of {', '.join(RUN_STATES)}",
             "e.g. --status running",
             {"status": status},
         )
