@@ -12,35 +12,24 @@ from typing import Any
 
 import click
 
-from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.storage import compaction, project_settings
 from coverage_daemon.client import call, open_project
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
+from .settings_cmd import assignments
 
 FIELDS = {s.key.removeprefix("compaction_"): s for s in project_settings.COMPACTION}
 
 
 def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
-    values: dict[str, int] = {}
-    for pair in pairs:
-        name, _, text = pair.partition("=")
-        field = FIELDS.get(name.strip())
-        if field is None or not _:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"--set {pair!r} is not FIELD=NUMBER with a policy field",
-                f"Policy fields: {', '.join(f'{k} ({f.low}-{f.high})' for k, f in FIELDS.items())}; "
-                "e.g. --set after_days=14.",
-            )
-        number: int | str
-        try:
-            number = int(text.strip())
-        except ValueError:
-            number = text  # the setting's check says what a valid value is
-        values[field.key] = field.check(number)
-    return values
+    return assignments(
+        pairs,
+        FIELDS,
+        "FIELD=NUMBER with a policy field",
+        f"Policy fields: {', '.join(f'{k} ({f.low}-{f.high})' for k, f in FIELDS.items())}; "
+        "e.g. --set after_days=14.",
+    )
 
 
 @click.command("compact")

@@ -32,17 +32,17 @@ def _value(setting: project_settings.ProjectSetting, text: str) -> Any:
         return setting.check(text)  # not a number: the check says what a valid value is
 
 
-def _changes(pairs: tuple[str, ...]) -> dict[str, Any]:
+def assignments(
+    pairs: tuple[str, ...], by_name: dict[str, project_settings.ProjectSetting], form: str, suggestion: str
+) -> dict[str, Any]:
+    """``--set NAME=VALUE`` options as checked values by setting key: a name not in ``by_name`` or a pair
+    without ``=`` is refused as not ``form``, with ``suggestion``; a value by its setting's own check."""
     values: dict[str, Any] = {}
     for pair in pairs:
-        key, equals, text = pair.partition("=")
-        setting = SETTINGS.get(key.strip())
+        name, equals, text = pair.partition("=")
+        setting = by_name.get(name.strip())
         if setting is None or not equals:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"--set {pair!r} is not KEY=VALUE with a project setting",
-                f"Project settings: {', '.join(SETTINGS)}; e.g. --set run_queue_limit=10.",
-            )
+            raise CoverageError(ErrorCode.INVALID_ARGUMENT, f"--set {pair!r} is not {form}", suggestion)
         values[setting.key] = _value(setting, text)
     return values
 
@@ -72,7 +72,12 @@ def settings_command(changes, repo, as_json) -> None:
 
     Example: coverage-mcp settings --set run_queue_limit=10
     """
-    values = _changes(changes)
+    values = assignments(
+        changes,
+        SETTINGS,
+        "KEY=VALUE with a project setting",
+        f"Project settings: {', '.join(SETTINGS)}; e.g. --set run_queue_limit=10.",
+    )
     with open_project(repo) as project:
         if values:
             answer = call(project, "project_settings_update", {"settings": values})
