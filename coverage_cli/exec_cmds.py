@@ -520,15 +520,17 @@ CANCEL_PAGE = 1000
 def _cancel_queued(repo: str, command_id: str) -> list[str]:
     """Cancel every queued run of ``command_id`` (cancel_run on each, page by page); the ids cancelled."""
     cancelled: list[str] = []
+    tried: set[str] = set()  # a run that would not cancel (it started meanwhile) is not asked again
+    page = {"status": "queued", "command_id": command_id, "limit": CANCEL_PAGE}
     with open_project(repo) as project:
         call(project, "command_show", {"command_id": command_id})  # an unknown command is an error, not "0"
         while True:
-            listed = call(project, "run_list", {"status": "queued", "limit": CANCEL_PAGE})["data"]["runs"]
-            found = [r["id"] for r in listed if r["command_id"] == command_id]
-            found = [r for r in found if r not in cancelled]
+            listed = call(project, "run_list", page)["data"]["runs"]
+            found = [r["id"] for r in listed if r["id"] not in tried]
             if not found:
                 return cancelled
             for one in found:
+                tried.add(one)
                 answer = call(project, "cancel_run", {"run_id": one})
                 if answer["data"]["run"]["state"] == "cancelled":
                     cancelled.append(one)

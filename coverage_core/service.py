@@ -561,6 +561,7 @@ _OWNER_ROWS = (
             "additionalProperties": False,
             "properties": {
                 "status": {"enum": list(RUN_STATES)},
+                "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
             },
         },

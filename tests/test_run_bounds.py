@@ -19,6 +19,7 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import logs, runs
 from coverage_core.project import Project, open_project
+from coverage_core.service import Service
 
 from .daemons import in_process
 from .gitrepo import make_repo
@@ -207,3 +208,38 @@ def test_a_published_html_report_leaves_run_output_out_unless_asked(repo: Path, 
     assert with_logs.exit_code == 0, with_logs.output
     assert "do-not-publish-me" in (tmp_path / "logs" / "index.html").read_text()
     assert "warning" in with_logs.output and "run output" in with_logs.output
+
+
+def test_the_run_list_row_filters_by_command_in_the_store_so_no_page_of_other_commands_hides_one(
+    repo: Path,
+) -> None:
+    with open_project(repo) as project:
+        mine = approved(project, [PY, "gen.py"], name="gen")
+        other = approved(project, [PY, "sleepy.py"], name="sleepy")
+
+        def queue(command_id: str) -> str:
+            return runs.enqueue(
+                project.store,
+                command_id=command_id,
+                command_hash="x",
+                args=[],
+                baseline=None,
+                idempotency_key=None,
+                fingerprint="f",
+                worktree_path=str(repo),
+            )[0]
+
+        queued_mine = [queue(mine) for _ in range(2)]
+        newer_others = [queue(other) for _ in range(3)]  # newer: a page of 1 by queue time holds none of mine
+        service = Service(project)
+        page = {"status": "queued", "command_id": mine, "limit": 1}
+        first = service.call("run_list", page)["data"]["runs"]
+        assert len(first) == 1 and first[0]["id"] in queued_mine  # one of mine, none of the other's
+        listed = service.call("run_list", {**page, "limit": 10})["data"]["runs"]
+        assert sorted(r["id"] for r in listed) == sorted(queued_mine)
+        assert {r["command_id"] for r in listed} == {mine}
+        with pytest.raises(CoverageError) as refused:
+            service.call("run_list", {"command_id": "gen"})
+        assert refused.value.code == ErrorCode.INVALID_ARGUMENT
+        for run_id in queued_mine + newer_others:
+            runs.request_cancel(project.store, run_id)

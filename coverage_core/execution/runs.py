@@ -282,8 +282,10 @@ def list_runs(
     limit: int = 50,
     offset: int = 0,
     states: tuple[str, ...] | None = None,
+    command_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs, newest first; ``status`` (a state, or several ``states``) filters. Each a brief record."""
+    """Runs, newest first; ``status`` (a state, or several ``states``) and ``command_id`` filter. Each a brief
+    record."""
     if status is not None and status not in RUN_STATES:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -292,12 +294,18 @@ def list_runs(
             {"status": status},
         )
     wanted = [status] if status else list(states or ())
+    where = [*(["list_contains(?, state)"] if wanted else []), *(["command_id = ?"] if command_id else [])]
     sql = (
         "SELECT run_id FROM runs"
-        + (" WHERE list_contains(?, state)" if wanted else "")
+        + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY queued_at DESC, run_id LIMIT ? OFFSET ?"
     )
-    params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
+    params: list[Any] = [
+        *([wanted] if wanted else []),
+        *([command_id] if command_id else []),
+        int(limit),
+        int(offset),
+    ]
     found = [row(project.store, r[0]) for r in exec_db(project.store).rows(sql, params)]
     # An unwritten end is no longer active.
     return [brief(r) for r in found if r is not None and (not wanted or r.state in wanted)]

@@ -63,7 +63,12 @@ def run_list(call: Call) -> dict[str, Any]:
     # With no runtime of this process running the store's runs (the CLI holds the store), a run still
     # ``running`` lost its daemon: it is recovered first, so the list says what it is.
     settle_orphans(call.project.store)
-    found = runs.list_runs(call.project, call.args.get("status"), limit=call.args.get("limit", 50))
+    found = runs.list_runs(
+        call.project,
+        call.args.get("status"),
+        limit=call.args.get("limit", 50),
+        command_id=call.args.get("command_id"),
+    )
     return {"data": {"runs": found}}
 
 
