@@ -7,8 +7,7 @@ admin capability); the dashboard's routes use the browser session
 ``SESSION`` (the session cookie: the page, its assets, its event stream),
 ``SESSION_READ`` (the cookie or the client token: the aliases of the
 dashboard's rows, which the CLI's static report reads too; the row then
-decides, as for ``ROW``) and ``SESSION_WRITE`` (the session
-cookie *and* its CSRF token; never a token); ``ROW`` (an operation's route: the
+decides, as for ``ROW``); ``ROW`` (an operation's route: the
 client token or a session gets past the guard, then ``principals`` tells the
 row what the request proves and the row admits it or not). ``Authorizer.check`` runs in the app's guard before every
 handler and raises ``forbidden`` (403) otherwise. On Linux the uid of the
@@ -50,7 +49,6 @@ class Access(enum.Enum):
     TICKET = "ticket"  # the dashboard's one-time link: the handler redeems it
     SESSION = "session"  # the dashboard session cookie only (the page, its assets, its event stream)
     SESSION_READ = "session_read"  # the session cookie, or the client token (the dashboard's data reads)
-    SESSION_WRITE = "session_write"  # the session cookie and its CSRF token, nothing else
     # An operation's row (``/ops/{name}``): any credential gets past the guard, the row's principals decide.
     ROW = "row"
 
@@ -125,9 +123,6 @@ class Authorizer:
             )
         if access is Access.TICKET:
             return  # the handler redeems the one-time ticket (BrowserSessions.redeem) or refuses
-        if access is Access.SESSION_WRITE:
-            self.sessions.check_write(request)
-            return
         if access in (Access.SESSION, Access.SESSION_READ, Access.ROW) and self.sessions.session_of(request):
             return
         if access is Access.SESSION_READ and self.client_ok(request):
@@ -223,20 +218,6 @@ class BrowserSessions:
         with self._lock:
             found = self._sessions.get(_key(cookie))
         return found[0] if found is not None and found[1] > time.monotonic() else None
-
-    def check_write(self, request: web.Request) -> None:
-        csrf = self.session_of(request)
-        if csrf is None:
-            raise forbidden(
-                f"{request.method} {request.path} needs a dashboard session",
-                "Approve from the dashboard `coverage-mcp dashboard` opens; tokens cannot do this.",
-            )
-        offered = request.headers.get(CSRF_HEADER)
-        if offered is None or not _same(offered, csrf):
-            raise forbidden(
-                f"{request.method} {request.path} needs the session's CSRF token ({CSRF_HEADER})",
-                "Reload the dashboard and try again from its page.",
-            )
 
 
 # -- the peer's uid -------------------------------------------------------------------------

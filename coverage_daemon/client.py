@@ -308,7 +308,6 @@ class DaemonProject:
         self.client = client
         # Read from the daemon's locked lease file: it makes this process the
         # store's owner (the admin rows), exactly as if it held the store itself.
-        self.capability = capability
         client.capability = capability
         self.project_id = checkout.project_id
         client.register(checkout.worktree_path)
