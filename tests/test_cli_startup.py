@@ -61,7 +61,8 @@ def child(
         timeout=120,
         check=False,
     )
-    return process, set(json.loads(out.read_text())) if out.exists() else set()
+    assert out.exists(), f"the child wrote no module list: {process.stderr[-2000:]}"  # evidence, or a failure
+    return process, set(json.loads(out.read_text()))
 
 
 def packages(modules: set[str], *names: str) -> set[str]:

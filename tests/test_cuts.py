@@ -64,9 +64,9 @@ def history_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def service(history_repo: dict[str, Any]):
-    """The four reports imported C, D, A, B: ingest order is not commit order. Once for the module: the store
-    is the module's already (``history_repo``), its tests review, and the one that imports more (the
-    history walk, in a suite of its own) deletes nothing."""
+    """The four reports imported C, D, A, B: ingest order is not commit order; then, for the history walk, every
+    report again at every commit of main in a suite of its own, "h". Once for the module, before any test:
+    its tests only review, so each sees the same store whatever ran before it."""
     with open_project(history_repo["repo"]) as project:
         svc = Service(project)
         ids = {}
@@ -76,6 +76,12 @@ def service(history_repo: dict[str, Any]):
                 {"report_path": history_repo["reports"][name], "commit": history_repo["shas"][name]},
             )
             ids[name] = answer["data"]["snapshot"]["snapshot_id"]
+        for sha in ("A", "B", "C"):  # a longer series for the history walk
+            for report in history_repo["reports"].values():
+                svc.call(
+                    "coverage_import",
+                    {"report_path": report, "commit": history_repo["shas"][sha], "suite": "h"},
+                )
         svc.ids = ids  # type: ignore[attr-defined]
         yield svc
 
@@ -311,13 +317,7 @@ def test_every_tasks_cursors_walk_to_the_end_at_its_smallest_budget_with_nothing
             "measurement": {"snapshot_id": service.ids["B"]},
             "baseline": {"kind": "explicit", "snapshot_id": service.ids["A"]},
         }
-    if name == "history":  # a longer series: every report again at every commit of main, in suite "h"
-        repo = history_repo
-        for sha in ("A", "B", "C"):
-            for report in repo["reports"].values():
-                service.call(
-                    "coverage_import", {"report_path": report, "commit": repo["shas"][sha], "suite": "h"}
-                )
+    if name == "history":  # the longer series the module's store holds in suite "h"
         args = {**args, "measurement": {"suite": "h"}}
     budget, walked = _smallest_walk(service, args, records)
     if name == "insight":

@@ -373,15 +373,15 @@ def test_report_refuses_an_unknown_snapshot_with_its_code(repo: Path, tmp_path: 
 
 
 def test_dashboard_writes_its_one_time_link_to_a_private_file_never_to_its_output(
-    shared_serve_process: ServeProcess, repo: Path
+    serve_process: ServeProcess, repo: Path
 ) -> None:
-    out = shared_serve_process.cli("dashboard", "--no-open", "--json", "--repo", str(repo))
+    out = serve_process.cli("dashboard", "--no-open", "--json", "--repo", str(repo))
     assert out.returncode == 0, out.stderr
     assert "ticket" not in out.stdout and "ticket" not in out.stderr
     opener = Path(json.loads(out.stdout)["open_file"])
-    assert opener.parent == shared_serve_process.home
+    assert opener.parent == serve_process.home
     assert stat.S_IMODE(os.lstat(opener).st_mode) == 0o600
-    assert f"127.0.0.1:{shared_serve_process.port}/session?ticket=" in opener.read_text()
+    assert f"127.0.0.1:{serve_process.port}/session?ticket=" in opener.read_text()
 
 
 _STOLEN = """
@@ -398,11 +398,11 @@ for path in ("/", "/dashboard.js", "/api/dashboard", "/api/dashboard/events"):
 
 
 def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(
-    shared_serve_process: ServeProcess, repo: Path
+    serve_process: ServeProcess, repo: Path
 ) -> None:
     prefix = as_nobody()
-    capability = shared_serve_process.lock_metadata()["capability"]
-    client = shared_serve_process.client()
+    capability = serve_process.lock_metadata()["capability"]
+    client = serve_process.client()
     client.register(repo)
     url = client.request("POST", "/api/dashboard/ticket", headers={CAPABILITY_HEADER: capability})[1]["data"][
         "url"
@@ -410,12 +410,12 @@ def test_another_uid_gets_nothing_even_with_a_stolen_session_cookie(
     with urllib.request.urlopen(url, timeout=10) as response:
         cookie = response.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1]
     mine = urllib.request.Request(
-        shared_serve_process.url + "/api/dashboard", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"}
+        serve_process.url + "/api/dashboard", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"}
     )
     with urllib.request.urlopen(mine, timeout=10) as response:
         assert response.status == 200  # the cookie works for its own user
     out = subprocess.run(
-        [*prefix, "-c", _STOLEN, shared_serve_process.url, cookie],
+        [*prefix, "-c", _STOLEN, serve_process.url, cookie],
         capture_output=True,
         text=True,
         timeout=60,

