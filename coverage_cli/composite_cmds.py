@@ -15,7 +15,7 @@ import click
 
 from coverage_core.composite.build import parse_spec
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_daemon.client import call, open_project, owner_import
+from coverage_daemon.client import call, open_project
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors
@@ -86,8 +86,8 @@ def composite_build_command(inventory, reports, repo, as_json) -> None:
         head = text[: len(text) - len(spec.path)] if spec.component else ""
         given.append(head + path)
     with open_project(repo) as project:
-        envelope = owner_import(
-            project, {"inventory_path": str(Path(inventory).absolute()), "reports": given}
+        envelope = call(
+            project, "owner_import", {"inventory_path": str(Path(inventory).absolute()), "reports": given}
         )
     if as_json:
         emit_json(envelope)

@@ -26,7 +26,7 @@ from coverage_core.project import USUAL_REPORTS, find_reports, parse_path_map
 from coverage_core.report import COUNTERS
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
 from coverage_core.review.listing import MAX_PAGE_SIZE
-from coverage_daemon.client import call, open_project, owner_import
+from coverage_daemon.client import call, open_project
 
 from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
 from .options import snapshot_id as checked_snapshot_id
@@ -128,8 +128,9 @@ def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as
             "branch": branch,
             "path_map": maps or None,
         }
-        envelope = owner_import(
+        envelope = call(
             project,
+            "owner_import",
             {k: v for k, v in given.items() if v is not None},
             progress=_progress(not as_json and sys.stderr.isatty()),
         )

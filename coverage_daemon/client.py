@@ -343,7 +343,7 @@ class DaemonProject:
                 "branch": branch,
                 "path_map": [list(p) for p in path_map] or None,
             }
-            answer = owner_import(self, {k: v for k, v in given.items() if v is not None})
+            answer = call(self, "owner_import", {k: v for k, v in given.items() if v is not None})
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(
@@ -394,17 +394,6 @@ class DaemonProject:
         self.close()
 
 
-def owner_import(
-    project: Project | DaemonProject,
-    arguments: dict[str, Any],
-    *,
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """The store owner's import (the owner_import row) on whichever owns the store: coverage_import's
-    envelope either way. Stage progress is heard only in this process (the daemon's stages are its own)."""
-    return call(project, "owner_import", arguments, progress=progress)
-
-
 def call(
     project: Project | DaemonProject,
     name: str,
@@ -412,7 +401,8 @@ def call(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a row of the table on whichever owns the store; identical envelopes either way. In process the
+    """Run a row of the table on whichever owns the store; identical envelopes either way (``progress`` hears
+    an in-process row's stages; the daemon's stages are its own). In process the
     caller holds the store: it is its owner (``Principal.ADMIN``); through the daemon, the rows the client
     token does not reach need the capability ``open_project`` read from the daemon's lock file."""
     if isinstance(project, DaemonProject):

@@ -9,14 +9,17 @@ import sys
 from pathlib import Path
 
 from coverage_core import open_project
-from coverage_daemon.client import owner_import
+from coverage_daemon.client import call
 
 
 def test_the_owners_import_names_each_stage_as_it_starts(sample_repo: Path) -> None:
     seen: list[str] = []
     with open_project(sample_repo) as project:
-        answer = owner_import(
-            project, {"report_path": str(sample_repo / "step3.coverage.json")}, progress=seen.append
+        answer = call(
+            project,
+            "owner_import",
+            {"report_path": str(sample_repo / "step3.coverage.json")},
+            progress=seen.append,
         )
     assert answer["data"]["duplicate"] is False
     assert len(seen) >= 3 and any("pars" in stage for stage in seen), seen
