@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import reprlib
 import sys
+import threading
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -35,21 +36,31 @@ FORMAT_LIBRARIES = (
 )
 
 
+_LOADING = threading.Lock()
+_LOADED: list[ModuleType] = []  # jsonschema, once a thread has imported it whole
+
+
 def _jsonschema() -> ModuleType:
     """jsonschema, imported on the first validation (start-up cost: 0.1 s, which reads routed to the daemon
     never pay) without its optional format libraries; a library already imported stays as it is, and one
-    kept out is importable again afterwards (only jsonschema's own format table lacks it)."""
-    if "jsonschema" in sys.modules:
-        return sys.modules["jsonschema"]
-    kept_out = [name for name in FORMAT_LIBRARIES if name not in sys.modules]
-    for name in kept_out:
-        sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules makes `import` fail
-    try:
-        import jsonschema  # start-up cost: on the first validation only (see above)
-    finally:
+    kept out is importable again afterwards (only jsonschema's own format table lacks it). One thread
+    imports it while the others wait: a daemon's first calls validate at once on several threads, and a
+    module another thread is still importing is only partly there."""
+    if _LOADED:
+        return _LOADED[0]
+    with _LOADING:
+        if _LOADED:
+            return _LOADED[0]
+        kept_out = [name for name in FORMAT_LIBRARIES if name not in sys.modules]
         for name in kept_out:
-            if sys.modules.get(name, ...) is None:
-                del sys.modules[name]
+            sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules makes `import` fail
+        try:
+            import jsonschema  # start-up cost: on the first validation only (see above)
+        finally:
+            for name in kept_out:
+                if sys.modules.get(name, ...) is None:
+                    del sys.modules[name]
+        _LOADED.append(jsonschema)
     return jsonschema
 
 

@@ -158,3 +158,29 @@ def test_a_format_library_kept_out_of_jsonschema_stays_importable_for_everyone_e
     assert process.returncode == 0, process.stderr[-2000:]
     assert {"jsonschema", "rfc3987_syntax"} <= modules
     assert (tmp_path / "stand-in-imported").read_text() == "imported"
+
+
+THREADS_VALIDATE = """\
+import threading
+from coverage_core.service import Service, _VALIDATORS
+start, errors = threading.Barrier(16), []
+def first_call(n):
+    start.wait()
+    try:
+        _VALIDATORS["coverage_review"].check({"task": "insight"}, what="coverage_review")
+    except Exception as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=first_call, args=(n,)) for n in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(errors))
+"""
+
+
+def test_a_daemons_first_calls_on_many_threads_at_once_all_validate(tmp_path: Path) -> None:
+    # jsonschema loads on the first validation: threads that validate at once while one imports it must
+    # wait for the whole module, never use a partly imported one (it made a daemon's first call internal).
+    process, modules = child(tmp_path, THREADS_VALIDATE)
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert json.loads(process.stdout.splitlines()[-1]) == []
+    assert "jsonschema" in modules
