@@ -119,6 +119,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("db_pool_size", "COVERAGE_MCP_DB_POOL_SIZE", 4, "Read connections per project store.", 1, 64),
     SettingSpec(
+        "db_threads",
+        "COVERAGE_MCP_DB_THREADS",
+        0,
+        "DuckDB worker threads per open store (0: DuckDB's own, one per core).",
+        0,
+        256,
+    ),
+    SettingSpec(
         "db_acquire_timeout_ms",
         "COVERAGE_MCP_DB_ACQUIRE_TIMEOUT_MS",
         5000,

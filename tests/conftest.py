@@ -81,15 +81,17 @@ class RunFolders:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
-        """In the run's first process (an xdist worker gets its folder from it): ``PRECOMPILED`` compiled,
-        and the temporary folder on ``MEMORY_TMPFS`` unless ``--basetemp`` names one. That folder is a
+        """In the run's first process (an xdist worker gets its folder from it), unless it only collects:
+        ``PRECOMPILED`` compiled and the assertions rewritten ahead (``_rewrite_test_modules``); always,
+        the temporary folder on ``MEMORY_TMPFS`` unless ``--basetemp`` names one. That folder is a
         fresh one (``mkdtemp``) holding nothing else, so nothing pytest empties belongs to anyone else;
         ``pytest_unconfigure`` removes it. Elsewhere, or without room, pytest's default folder is used."""
         if hasattr(config, "workerinput"):
             return
-        for source in _package_modules():
-            compileall.compile_file(source, quiet=2)
-        _rewrite_test_modules(config)
+        if not config.option.collectonly:  # a collection starts no child and is its own only reader
+            for source in _package_modules():
+                compileall.compile_file(source, quiet=2)
+            _rewrite_test_modules(config)
         late = hasattr(config, "_tmp_path_factory")  # this file was found after the run was configured
         if not late and config.option.basetemp is None and _memory_room() >= MEMORY_TMPFS_ROOM:
             own = Path(tempfile.mkdtemp(prefix=MEMORY_BASETEMP_PREFIX, dir=MEMORY_TMPFS))

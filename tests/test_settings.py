@@ -167,3 +167,28 @@ def test_a_source_tree_without_installed_metadata_reports_the_fallback_version(t
         check=False,
     )
     assert ran.stdout.strip() == "True", ran.stderr
+
+
+def test_a_store_runs_on_the_duckdb_threads_the_setting_names_and_answers_the_same_on_any(
+    sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from coverage_core import open_project
+    from coverage_core.service import Service
+
+    answers, threads = {}, {}
+    for given in ("1", "3", "0"):
+        monkeypatch.setenv("COVERAGE_MCP_DB_THREADS", given)
+        with open_project(sample_repo) as project:
+            service = Service(project)
+            if given == "1":
+                service.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+            threads[given] = project.store.con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+            answers[given] = [
+                service.call("coverage_review", {"task": task})["data"]
+                for task in ("insight", "all", "source")
+            ]
+    default = duckdb.connect().execute("SELECT current_setting('threads')").fetchall()[0][0]
+    assert threads == {"1": 1, "3": 3, "0": default}, "0 leaves DuckDB's own default (one per core)"
+    assert answers["1"] == answers["3"] == answers["0"]

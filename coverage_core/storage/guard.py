@@ -32,6 +32,7 @@ import duckdb
 
 from .. import faults, safefs
 from ..errors import CoverageError, ErrorCode
+from ..settings_table import setting
 from . import schema
 
 # Suffixes beside the database: DuckDB's own files, then ours.
@@ -57,9 +58,13 @@ def prepare_dir(folder: Path, kinds: dict[str, str]) -> None:
 
 
 def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB file, turning any failure into a clear, non-destructive error."""
+    """Open a DuckDB file with ``COVERAGE_MCP_DB_THREADS`` worker threads (0: DuckDB's default, one per
+    core), turning any failure into a clear, non-destructive error. A store answers with many small
+    queries, each of whose fixed cost grows with the threads DuckDB wakes for it (benchmarks/db_threads.py);
+    a machine that runs several stores' processes at once may want fewer."""
+    threads = setting("db_threads")
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        return duckdb.connect(str(path), read_only=read_only, config={"threads": threads} if threads else {})
     except (duckdb.Error, OSError) as exc:
         coded = faults.classify(exc, path, "opening the store")
         if coded is not None and coded.code is not ErrorCode.IO_ERROR:
