@@ -38,7 +38,6 @@ XDG_FOLDERS = {
 # The suite's git identity: test repositories commit as this, whatever the person's ~/.gitconfig says.
 GITCONFIG = "[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
 VENV_BIN = str(Path(sys.executable).parent)
-SUITE_DB_THREADS = ("COVERAGE_MCP_DB_THREADS", "1")
 
 
 def scrub(root: Path) -> None:
@@ -61,10 +60,6 @@ def scrub(root: Path) -> None:
         path = home / folder
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.environ[name] = str(path)
-    # The suite runs 4 processes on 2 cores, each with its stores: one DuckDB thread per store, as a numeric
-    # suite sets OMP_NUM_THREADS=1 under xdist (measured: 18% less CPU in the review and compaction
-    # tests). Answers do not depend on it; test_settings checks both ways, DuckDB's default too.
-    os.environ[SUITE_DB_THREADS[0]] = SUITE_DB_THREADS[1]
     os.environ["LANG"] = "C.UTF-8"
     os.environ["TZ"] = "UTC"
     time.tzset()
