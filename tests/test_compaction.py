@@ -318,6 +318,30 @@ def test_every_snapshot_keyed_table_is_either_in_the_payload_or_kept_relational(
     assert tables == set(payload.DETAIL) | set(payload.KEPT)
 
 
+def test_the_inventory_names_a_compacted_snapshot_that_still_has_relational_detail_and_only_it(
+    two_snapshots: Stored,
+) -> None:
+    repo, (old, new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        assert project.compaction_inventory()["inconsistent"] == [], "nothing compacted, nothing inconsistent"
+        _compact_all(project)
+        assert project.compaction_inventory()["inconsistent"] == []
+        snaps = {sid: project.store.snap_key(sid) for sid in (old, new)}
+        # Relational rows put back under each compacted snapshot: a line for one, an observation for the other.
+        project.store.con.execute(
+            "INSERT INTO lines (snap, file_id, line, hits) VALUES (?, 1, 9999, 1)", [snaps[old]]
+        )
+        assert project.compaction_inventory()["inconsistent"] == [old]
+        observation = project.store.con.execute("SELECT * FROM test_observations LIMIT 0").description
+        columns = [c[0] for c in observation]
+        values = [snaps[new] if c == "snap" else 0 for c in columns]
+        project.store.con.execute(
+            f"INSERT INTO test_observations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            values,
+        )
+        assert project.compaction_inventory()["inconsistent"] == [old, new]
+
+
 def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored) -> None:
     sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:

@@ -116,16 +116,33 @@ def plan(
 ) -> Plan:
     """The relational snapshots older than ``older_than``, minus the protected ones (``in_use(ids, con)``
     names the snapshots work in progress needs, id -> why)."""
-    now = now or dt.datetime.now(dt.UTC)
-    rows = con.execute(
+    return _planned(_relational(con), older_than, lambda ids: (in_use or _nothing_in_use)(ids, con), now)
+
+
+def _nothing_in_use(_ids: Sequence[str], _con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return {}
+
+
+def _relational(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """(snap, snapshot id, suite, created_at, newest of its suite) of every relational snapshot, by key."""
+    return con.execute(
         """SELECT s.snap, s.snapshot_id, s.suite, s.created_at,
                   s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
            FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)
            ORDER BY s.snap"""
     ).fetchall()
+
+
+def _planned(
+    rows: list[tuple[Any, ...]],
+    older_than: dt.timedelta,
+    busy_of: Callable[[list[str]], dict[str, str]],
+    now: dt.datetime | None,
+) -> Plan:
+    now = now or dt.datetime.now(dt.UTC)
     old = [r for r in rows if r[3] <= now - older_than]
     protected = {r[1]: "the newest snapshot of its suite" for r in old if r[4]}
-    busy = (in_use or (lambda _ids, _con: {}))([r[1] for r in old if not r[4]], con)
+    busy = busy_of([r[1] for r in old if not r[4]])
     protected.update({i: f"in use: {why}" for i, why in busy.items()})
     eligible = tuple(Candidate(int(r[0]), r[1], r[2], r[3]) for r in old if r[1] not in protected)
     return Plan(eligible, protected)
@@ -309,34 +326,37 @@ def inventory(
                   coalesce(sum(p.payload_bytes), 0)
            FROM snapshot_payloads p JOIN snapshots s USING (snap)"""
     ).fetchall()[0]
+    # A payload's snapshot must hold no relational detail any more: only payload snapshots are looked up
+    # (the detail tables' zone maps skip the rest), and none when nothing is compacted.
     both = (
         con.execute(
-            f"SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshot_payloads p JOIN snapshots s USING (snap) "
-            f'WHERE EXISTS (SELECT 1 FROM "{db}".main.lines l WHERE l.snap = p.snap) '
-            f'OR EXISTS (SELECT 1 FROM "{db}".main.test_observations o WHERE o.snap = p.snap)'
+            f"""SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshots s
+                WHERE s.snap IN (SELECT snap FROM "{db}".main.lines WHERE snap IN (SELECT snap FROM snapshot_payloads)
+                                 UNION SELECT snap FROM "{db}".main.test_observations
+                                 WHERE snap IN (SELECT snap FROM snapshot_payloads))"""
         ).fetchall()[0][0]
-        or []
-    )
+        if compacted
+        else None
+    ) or []
     last = con.execute(
         "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
         "ORDER BY finished_at DESC LIMIT 1"
     ).fetchone()
-    found = plan(con, dt.timedelta(days=policy.after_days), in_use)
     # Protected now, whatever its age: the newest relational snapshot of each suite, and every other
     # relational snapshot work in progress needs (``found.protected`` holds only those past the threshold).
-    rows = con.execute(
-        """SELECT s.snapshot_id, s.snap = max(s.snap) OVER (PARTITION BY s.suite) AS newest
-           FROM snapshots s WHERE s.snap NOT IN (SELECT snap FROM snapshot_payloads)"""
-    ).fetchall()
-    others = [r[0] for r in rows if not r[1]]
-    busy = (in_use or (lambda _ids, _con: {}))(others, con) if others else {}
+    rows = _relational(con)
+    others = [r[1] for r in rows if not r[4]]
+    busy = (in_use or _nothing_in_use)(others, con) if others else {}
+    found = _planned(
+        rows, dt.timedelta(days=policy.after_days), lambda ids: {i: busy[i] for i in ids if i in busy}, None
+    )
     return {
         "relational": int(total) - int(compacted),
         "compacted": int(compacted),
         "detail_bytes": int(detail),
         "payload_bytes": int(payload),
         "eligible": len(found.eligible),
-        "protected": sum(1 for r in rows if r[1]) + len(busy),
+        "protected": sum(1 for r in rows if r[4]) + len(busy),
         "protected_past_threshold": len(found.protected),
         "policy": policy.to_dict(),
         "last_pass": None

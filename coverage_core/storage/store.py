@@ -55,10 +55,13 @@ def chosen_side(alias: str = "snapshots") -> str:
     HEAD's measurement, a default baseline, a history point): never a ``subset`` snapshot when a
     ``complete`` one of the same commit and suite exists, however much newer the subset is. A subset
     side is used only where the caller names it (README, "Complete by default")."""
+    # Uncorrelated: a semi-join on the complete snapshots' (suite, commit) pairs, whose struct equality holds
+    # for two missing commits as IS NOT DISTINCT FROM does. DuckDB answers it in about half the time of the
+    # correlated EXISTS it replaces (tests/test_chosen_side.py), and every default side asks it.
     return (
-        f"NOT ({alias}.scope = 'subset' AND EXISTS (SELECT 1 FROM snapshots outranks "
-        f"WHERE outranks.suite = {alias}.suite AND outranks.scope = 'complete' "
-        f"AND outranks.commit_sha IS NOT DISTINCT FROM {alias}.commit_sha))"
+        f"NOT ({alias}.scope = 'subset' AND ({alias}.suite, {alias}.commit_sha) IN "
+        "(SELECT (outranks.suite, outranks.commit_sha) FROM snapshots outranks "
+        "WHERE outranks.scope = 'complete'))"
     )
 
 
