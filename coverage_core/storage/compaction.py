@@ -326,8 +326,8 @@ def inventory(
                   coalesce(sum(p.payload_bytes), 0)
            FROM snapshot_payloads p JOIN snapshots s USING (snap)"""
     ).fetchall()[0]
-    # A payload's snapshot must hold no relational detail any more: only payload snapshots are looked up
-    # (the detail tables' zone maps skip the rest), and none when nothing is compacted.
+    # A payload's snapshot must hold no relational detail any more. Nothing to look for when nothing is
+    # compacted (the common case, and on SQLite this scan read 2.15M observation rows per call).
     both = (
         con.execute(
             f"""SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshots s
