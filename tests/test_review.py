@@ -221,6 +221,34 @@ def test_tests_task_attributes_lines_of_a_real_tracefile(tmp_path: Path) -> None
         per_file = review(svc, task="tests", file=path, limits={"max_words": 2000})["data"]
         assert 1 <= per_file["covering_tests"] <= 9
         assert per_file["claim_status"] == "limited"  # its files are unmapped here
+        # Against the tracefile read plainly: each TN: section's hit DA lines of the file.
+        hit: dict[str, set[int]] = {}
+        test = source = None
+        for line in (repo / "cmark.info").read_text().splitlines():
+            if line.startswith("TN:"):
+                test = line[3:]
+            elif line.startswith("SF:"):
+                source = line[3:]
+            elif line.startswith("DA:") and source == path:
+                number, count = line[3:].split(",")[:2]
+                if int(count) > 0:
+                    hit.setdefault(test or "", set()).add(int(number))
+        want_tests = sorted(([t, len(lines)] for t, lines in hit.items()), key=lambda r: (-r[1], r[0]))
+        lone = sorted(n for n in set().union(*hit.values()) if sum(n in lines for lines in hit.values()) == 1)
+        walked, cursor = [], None
+        while True:
+            args = {"task": "tests", "file": path, **({"cursor": cursor} if cursor else {})}
+            page = review(svc, **args)["data"]
+            walked.append(page)
+            cursor = review(svc, **args)["page"]["next_cursor"] if page["truncated"] else None
+            if cursor is None:
+                break
+        assert per_file["covering_tests"] == len(hit) and per_file["single_test_lines"] == len(lone)
+        assert [t for page in walked for t in page["tests"]] == want_tests
+        ranges = [r for page in walked for r in page["only_one_test"]]
+        assert sorted(n for a, b, _count, _t in ranges for n in range(a, b + 1)) == lone
+        owner = {n: t for t, lines in hit.items() for n in lines if n in set(lone)}
+        assert all(owner[n] == t for a, b, _count, t in ranges for n in range(a, b + 1))
 
 
 def test_audit_pages_exact_file_records_with_a_cursor(service: Service) -> None:

@@ -99,20 +99,26 @@ def _for_file(
     data["file"] = path
     if call.args.get("lines"):
         data["lines"] = call.args["lines"]
+    # Each aggregates the file's observations by test id first and names the few groups after (a test's
+    # name is unique in its snapshot: the report builder interns names), never joining every observation
+    # row to its name (930k rows for sqlite3.c).
     covering = call.rows(
-        """SELECT n.name, count(DISTINCT o.line) AS lines
-           FROM test_observations o JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
-           WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
-           GROUP BY n.name ORDER BY lines DESC, n.name""",
-        [snap, fid, lo, hi],
+        """SELECT n.name, c.lines FROM (
+               SELECT test_id, count(DISTINCT line) AS lines FROM test_observations
+               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ? GROUP BY test_id) c
+           JOIN test_names n ON n.snap = ? AND n.test_id = c.test_id
+           ORDER BY c.lines DESC, n.name""",
+        [snap, fid, lo, hi, snap],
         detail=("test_names", "test_observations"),
     )
     unique = call.rows(
-        """SELECT o.line, min(n.name)
-           FROM test_observations o JOIN test_names n ON n.snap = o.snap AND n.test_id = o.test_id
-           WHERE o.snap = ? AND o.file_id = ? AND o.kind = 0 AND o.line BETWEEN ? AND ?
-           GROUP BY o.line HAVING count(DISTINCT o.test_id) = 1 ORDER BY o.line""",
-        [snap, fid, lo, hi],
+        """SELECT u.line, n.name FROM (
+               SELECT line, min(test_id) AS test_id FROM test_observations
+               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ?
+               GROUP BY line HAVING count(DISTINCT test_id) = 1) u
+           JOIN test_names n ON n.snap = ? AND n.test_id = u.test_id
+           ORDER BY u.line""",
+        [snap, fid, lo, hi, snap],
         detail=("test_names", "test_observations"),
     )
     data["covering_tests"] = len(covering)
