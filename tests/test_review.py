@@ -596,3 +596,26 @@ def test_an_import_that_maps_no_file_of_the_repository_is_refused_and_stores_not
         assert error.details["unmapped"] == 40 and error.details["examples"][0].startswith("/build/cmark-gfm")
         assert "--path-map" in error.suggestion
         assert project.snapshots() == []
+
+
+def test_project_context_names_each_suites_newest_snapshot_after_every_import_and_deletion(
+    sample_repo: Path,
+) -> None:
+    with open_project(sample_repo) as project:
+        svc = Service(project)
+
+        def newest() -> list[str]:
+            return [s["snapshot_id"] for s in svc.call("project_context")["data"]["suites"]]
+
+        first = svc.call("coverage_import", {"report_path": "step1.coverage.json"})["data"]["snapshot"][
+            "snapshot_id"
+        ]
+        assert newest() == [first]
+        second = svc.call("coverage_import", {"report_path": "step3.coverage.json"})["data"]["snapshot"][
+            "snapshot_id"
+        ]
+        assert newest() == [second]
+        other = svc.call("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "e2e"})["data"]
+        assert newest() == [other["snapshot"]["snapshot_id"], second]
+        project.delete_snapshots([second], force=True)
+        assert newest() == [other["snapshot"]["snapshot_id"], first]

@@ -21,7 +21,6 @@ from ..model import Snapshot
 from ..project import CheckoutState
 from ..report import COUNTERS
 from ..storage import guard
-from ..storage.store import chosen_side
 from ..vocabulary import CLAIM_ORDER
 from . import cursors
 from .budget import Budget, size, words
@@ -133,15 +132,8 @@ def snapshot_brief(call: Call, snap: Snapshot, state: CheckoutState) -> dict[str
 
 
 def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
-    rows = call.rows(
-        f"""SELECT snapshot_id FROM (
-               SELECT snapshot_id, suite, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
-               FROM snapshots WHERE {chosen_side()}) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
-        [MAX_SUITES + 1],
-    )
-    store = call.project.store
-    snaps = [store.snapshot(r[0], call.con) for r in rows[:MAX_SUITES]]
-    return snaps, len(rows) > MAX_SUITES
+    snaps = call.project.store.newest_per_suite(MAX_SUITES + 1, call.con)
+    return snaps[:MAX_SUITES], len(snaps) > MAX_SUITES
 
 
 def _latest_composite(call: Call) -> dict[str, Any] | None:

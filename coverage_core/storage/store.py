@@ -161,6 +161,7 @@ class ProjectStore:
         # ``generation`` moves on every ingest for caches of "latest" answers.
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
+        self._newest_per_suite: dict[tuple[int, int], list[str]] = {}
         self.generation = 0
         # Values the reads derive from one snapshot's content alone (a file's id, its measured text), keyed
         # by the snapshot's id and key: cleared when snapshots are deleted, since a key is then reused.
@@ -807,6 +808,29 @@ class ProjectStore:
             self._latest = {k: v for k, v in self._latest.items() if k[0] == self.generation}
             self._latest[key] = found[0] if found else None
         return self._latest[key]
+
+    def newest_per_suite(self, limit: int, con: duckdb.DuckDBPyConnection | None = None) -> list[Snapshot]:
+        """The newest snapshot of each suite that may be chosen for a caller (``chosen_side``), newest first,
+        at most ``limit``; cached until the next ingest or deletion (``generation``), as ``latest`` is."""
+        key = (self.generation, int(limit))
+        ids = self._newest_per_suite.get(key)
+        if ids is None:
+            rows = (
+                (con or self.con)
+                .execute(
+                    f"""SELECT snapshot_id FROM (
+                       SELECT snapshot_id, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
+                       FROM snapshots WHERE {chosen_side()}) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
+                    [int(limit)],
+                )
+                .fetchall()
+            )
+            ids = [r[0] for r in rows]
+            self._newest_per_suite = {
+                k: v for k, v in self._newest_per_suite.items() if k[0] == self.generation
+            }
+            self._newest_per_suite[key] = ids
+        return [self.snapshot(i, con) for i in ids]
 
     def snapshots(
         self,
