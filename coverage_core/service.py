@@ -25,7 +25,7 @@ import duckdb
 
 from . import faults, output_schemas
 from .errors import CoverageError, ErrorCode, Remedy
-from .ids import SNAPSHOT_ID_PATTERN
+from .ids import COMMAND_ID_PATTERN, SNAPSHOT_ID_PATTERN
 from .operations import admin_ops, dashboard_view, imports, review_task_table, review_tasks
 from .operations import execution_ops as execution
 from .parsers import FORMATS
@@ -370,7 +370,7 @@ _AGENT_ROWS = (
             "additionalProperties": False,
             "required": ["command_id"],
             "properties": {
-                "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
+                "command_id": {"type": "string", "pattern": COMMAND_ID_PATTERN},
                 "args": {"type": "array", "maxItems": 64, "items": {"type": "string", "maxLength": 4096}},
                 "wait": {"type": "boolean"},
                 "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -561,7 +561,7 @@ _OWNER_ROWS = (
             "additionalProperties": False,
             "properties": {
                 "status": {"enum": list(RUN_STATES)},
-                "command_id": {"type": "string", "pattern": "^cmd-[0-9a-f]{16}$"},
+                "command_id": {"type": "string", "pattern": COMMAND_ID_PATTERN},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
             },
         },

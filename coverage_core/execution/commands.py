@@ -35,6 +35,7 @@ import attrs
 
 from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..ids import COMMAND_ID_PATTERN
 from ..model import converter
 from ..parsers import FORMATS
 from ..project import SCOPES, Project
@@ -64,7 +65,7 @@ MAX_WORD = 4096
 MAX_ENV = 64
 MAX_ARTIFACTS = 16
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-COMMAND_ID = re.compile(r"^cmd-[0-9a-f]{16}$")
+COMMAND_ID = re.compile(COMMAND_ID_PATTERN)
 
 
 def _bad(message: str, suggestion: str, **details: Any) -> CoverageError:
