@@ -48,6 +48,20 @@ def _queue_sleepers(project: Project, count: int) -> tuple[str, list[str]]:
     return command_id, ids
 
 
+def _queued(project: Project, command_id: str) -> str:
+    """A run of ``command_id`` put in the queue directly (no runtime starts it in this process)."""
+    return runs.enqueue(
+        project.store,
+        command_id=command_id,
+        command_hash="x",
+        args=[],
+        baseline=None,
+        idempotency_key=None,
+        fingerprint="f",
+        worktree_path=str(project.checkout.worktree_path),
+    )[0]
+
+
 def test_runs_past_the_projects_queue_limit_are_refused_with_the_setting_named(limited: Project) -> None:
     command_id, ids = _queue_sleepers(limited, 1)
     wait_for(lambda: runs.get(limited.store, ids[0]).state == "running", "the first run's start")
@@ -66,16 +80,7 @@ def test_one_cli_call_cancels_every_queued_run_of_a_command(repo: Path) -> None:
         command_id, ids = _queue_sleepers(project, 4)
         wait_for(lambda: runs.get(project.store, ids[0]).state == "running", "the first run's start")
         other = approved(project, [PY, "gen.py"], name="gen")
-        kept = runs.enqueue(
-            project.store,
-            command_id=other,
-            command_hash="x",
-            args=[],
-            baseline=None,
-            idempotency_key=None,
-            fingerprint="f",
-            worktree_path=str(repo),
-        )[0]
+        kept = _queued(project, other)
     # The project closed: the running run was cancelled (shutdown), the queued ones stayed queued.
     done = CliRunner().invoke(cli, ["runs", "cancel", "--command", command_id, "--repo", str(repo)])
     assert done.exit_code == 0, done.output
@@ -216,21 +221,10 @@ def test_the_run_list_row_filters_by_command_in_the_store_so_no_page_of_other_co
     with open_project(repo) as project:
         mine = approved(project, [PY, "gen.py"], name="gen")
         other = approved(project, [PY, "sleepy.py"], name="sleepy")
-
-        def queue(command_id: str) -> str:
-            return runs.enqueue(
-                project.store,
-                command_id=command_id,
-                command_hash="x",
-                args=[],
-                baseline=None,
-                idempotency_key=None,
-                fingerprint="f",
-                worktree_path=str(repo),
-            )[0]
-
-        queued_mine = [queue(mine) for _ in range(2)]
-        newer_others = [queue(other) for _ in range(3)]  # newer: a page of 1 by queue time holds none of mine
+        queued_mine = [_queued(project, mine) for _ in range(2)]
+        newer_others = [
+            _queued(project, other) for _ in range(3)
+        ]  # newer: a page of 1 by queue time holds none of mine
         service = Service(project)
         page = {"status": "queued", "command_id": mine, "limit": 1}
         first = service.call("run_list", page)["data"]["runs"]
