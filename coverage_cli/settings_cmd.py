@@ -49,7 +49,7 @@ def assignments(
 
 def _shown(key: str, value: Any) -> str:
     if value is None:
-        return f"null (COVERAGE_MCP_{key.upper()})"
+        return f"null ({SETTINGS[key].variable})"
     return str(value)
 
 

@@ -34,6 +34,11 @@ class ProjectSetting:
     low: int | None = None
     high: int | None = None
 
+    @property
+    def variable(self) -> str:
+        """The ``COVERAGE_MCP_*`` variable a ``None`` value of this setting stands for (a run bound's)."""
+        return f"COVERAGE_MCP_{self.key.upper()}"
+
     def check(self, value: Any) -> Any:
         """``value`` when this setting admits it; ``invalid_argument`` saying what it admits otherwise.
         A setting whose default is ``None`` (the process-wide value) admits ``None`` again."""
@@ -170,5 +175,5 @@ def bound(con: duckdb.DuckDBPyConnection, setting: ProjectSetting, process_wide:
     the process-wide value (named by its variable)."""
     value = read(con, [setting.key])[setting.key]
     if value is None:
-        return process_wide, f"COVERAGE_MCP_{setting.key.upper()}"
+        return process_wide, setting.variable
     return int(value), f"project setting {setting.key}"
