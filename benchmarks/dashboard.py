@@ -43,9 +43,9 @@ from common import library_revision, load_average, machine, median, write_sectio
 from compare import sqlite_repo
 
 from coverage_core import open_project
-from coverage_daemon.client import DaemonClient
 from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER
+from coverage_daemon.rest_client import DaemonClient
 
 GOAL_MS = 50.0
 

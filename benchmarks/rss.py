@@ -86,7 +86,7 @@ class Sampler(threading.Thread):
 
 
 def start_daemon(home: Path) -> tuple[subprocess.Popen, int, object]:
-    from coverage_daemon.client import running_daemon
+    from coverage_daemon.rest_client import running_daemon
 
     env = {**os.environ, "COVERAGE_MCP_HOME": str(home)}
     proc = subprocess.Popen(

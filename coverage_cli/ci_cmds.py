@@ -4,7 +4,7 @@ Each command is one call of ``coverage_core.usecases.ci`` (``diff`` / ``gate``)
 on whichever owns the store (this process, or the daemon when it holds it);
 ``--json`` prints that call's envelope, and the table, Markdown and GitHub
 annotations are renderings of it. ``--baseline`` is read by the one parser
-(``coverage_core.review.baseline.parse_selector``); ``--current`` is a
+(``coverage_core.review.selectors.parse_selector``); ``--current`` is a
 snapshot id or a report file, parsed and mapped in this process and never
 stored (so it needs the store to be free of the daemon).
 
@@ -37,19 +37,19 @@ from coverage_core.display import delta as display_delta
 from coverage_core.errors import CoverageError, ErrorCode, error_body
 from coverage_core.ids import SNAPSHOT_PREFIX
 from coverage_core.project import DEFAULT_SUITE
-from coverage_core.report import COUNTERS
 from coverage_core.review import baseline as baselines
 from coverage_core.review.categories import CATEGORIES, NAMES
 from coverage_core.review.gate import DEFAULT_CRITERIA, Summary
 from coverage_core.usecases import ci
+from coverage_core.vocabulary import COUNTERS
 from coverage_daemon.client import open_project
 
 from .options import (
     ENVELOPE,
-    PERCENT,
     SCOPES,
     baseline_options,
     baseline_spec,
+    float_range,
     json_option,
     output_format,
     repo_option,
@@ -57,6 +57,7 @@ from .options import (
 from .output import FAILED, emit_json, handles_errors, percent, render_remedy
 
 LISTED_FILES = 25  # file rows in a Markdown comment
+PERCENT = float_range(ci.GATE_SCHEMA["properties"]["fail_under_total"])
 STDERR = "-"  # --annotations without a file
 # Fence languages of a few common suffixes (a snippet reads better highlighted; anything else is plain).
 LANGUAGES = {

@@ -172,7 +172,7 @@ def status_command(repo: str | None, as_json: bool) -> None:
     Example: coverage-mcp status --json
     """
     settings = Settings.from_env()
-    from coverage_daemon.client import running_daemon
+    from coverage_daemon.rest_client import running_daemon
 
     kept = _preserved_wal(repo)
     found = running_daemon(settings)
@@ -245,7 +245,7 @@ def stop_command(timeout: float, as_json: bool) -> None:
     Example: coverage-mcp stop
     """
     settings = Settings.from_env()
-    from coverage_daemon.client import running_daemon
+    from coverage_daemon.rest_client import running_daemon
 
     found = running_daemon(settings)
     if found is None:

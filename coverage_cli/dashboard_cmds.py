@@ -57,10 +57,10 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
     """
     from coverage_core.config import Settings
     from coverage_core.git import discover
-    from coverage_daemon.client import running_daemon
     from coverage_daemon.identity import CAPABILITY_HEADER
     from coverage_daemon.launcher import Launcher
     from coverage_daemon.launcher import Settings as LaunchSettings
+    from coverage_daemon.rest_client import running_daemon
 
     settings = Settings.from_env()
     checkout = discover(Path(repo).absolute())

@@ -23,7 +23,8 @@ from coverage_core.execution.display import registration_lines
 from coverage_core.execution.words import quoted_line
 from coverage_core.git import discover
 from coverage_core.vocabulary import COMMAND_STATUSES, RUN_STATES
-from coverage_daemon.client import DaemonProject, call, open_project, running_daemon
+from coverage_daemon.client import DaemonProject, call, open_project
+from coverage_daemon.rest_client import running_daemon
 
 from .options import json_option, repo_option
 from .output import emit_json, handles_errors

@@ -30,7 +30,7 @@ COMMANDS: dict[str, Entry] = {
         "Parse REPORT (any supported format, gzip/zstd too) and print its totals.",
     ),
     "ingest": Entry(
-        "coverage_cli.store_cmds:ingest_command",
+        "coverage_cli.ingest_cmd:ingest_command",
         "Store REPORT as an immutable snapshot of this repository ('-' reads standard input).",
     ),
     "snapshots": Entry(

@@ -17,9 +17,8 @@ import click
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.ids import is_snapshot_id
 from coverage_core.operations import review_task_table
-from coverage_core.review import baseline as baselines
-from coverage_core.service import OPERATIONS
-from coverage_core.usecases.ci import GATE_SCHEMA
+from coverage_core.operations.table import OPERATIONS
+from coverage_core.review import selectors
 
 F = Callable[..., Any]
 
@@ -52,7 +51,6 @@ MAX_WORDS = budget_range(REVIEW["limits"]["properties"]["max_words"])
 MAX_BYTES = budget_range(REVIEW["limits"]["properties"]["max_bytes"])
 CONTEXT_MAX_WORDS = budget_range(CONTEXT["max_words"])
 PAGE_SIZE = int_range(REVIEW["page_size"])
-PERCENT = float_range(GATE_SCHEMA["properties"]["fail_under_total"])
 
 # option flag -> where its value goes in coverage_review's arguments: for a
 # task that reads a measurement, and for one that does not (a listing across
@@ -127,7 +125,7 @@ def review_argv(args: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         if not isinstance(node, dict) or path[-1] not in node:
             continue
         value = node.pop(path[-1])
-        argv += [flag, baselines.selector_text(value) if flag == "--baseline" else str(value)]
+        argv += [flag, selectors.selector_text(value) if flag == "--baseline" else str(value)]
     for key in [k for k, v in rest.items() if v == {}]:
         del rest[key]  # every member went to an option
     return argv, rest
@@ -154,7 +152,7 @@ def json_option(func: F) -> F:
 
 
 def baseline_options(*, required: bool) -> Callable[[F], F]:
-    """``--baseline`` and ``--merge-base``, read by the one parser (``baseline.parse_selector``)."""
+    """``--baseline`` and ``--merge-base``, read by the one parser (``selectors.parse_selector``)."""
 
     def decorate(func: F) -> F:
         func = click.option(
@@ -168,7 +166,7 @@ def baseline_options(*, required: bool) -> Callable[[F], F]:
             "--baseline",
             required=required,
             metavar="BASELINE",
-            help=f"What to compare with: {baselines.SELECTOR_HELP}.",
+            help=f"What to compare with: {selectors.SELECTOR_HELP}.",
         )(func)
 
     return decorate
@@ -179,7 +177,7 @@ def baseline_spec(text: str | None, merge_base: bool) -> dict[str, Any] | None:
         if merge_base:
             raise click.UsageError("--merge-base needs --baseline REF")
         return None
-    return baselines.parse_selector(text, merge_base=merge_base)
+    return selectors.parse_selector(text, merge_base=merge_base)
 
 
 ENVELOPE = "envelope"  # what --json prints: the answer's whole JSON envelope

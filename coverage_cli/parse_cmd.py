@@ -18,7 +18,7 @@ from coverage_core import headline as headlines
 from coverage_core.config import Settings
 from coverage_core.display import counted
 from coverage_core.parsers import FORMATS, Limits, parse
-from coverage_core.report import COUNTERS
+from coverage_core.vocabulary import COUNTERS
 
 from .main import handles_errors_lazily
 

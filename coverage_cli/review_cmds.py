@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from coverage_core.operations import review_task_table
-from coverage_daemon.client import call, open_project
 
 from .options import (
     CONTEXT_MAX_WORDS,
@@ -29,13 +28,14 @@ from .options import (
     review_arguments,
 )
 from .output import emit_json, handles_errors, percent
+from .owner import store_owner
 from .store_cmds import render_file, render_files, render_snapshots
 
 
 def _call(repo: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """The operation on the store's owner: this process, or the daemon when it holds the store."""
-    with open_project(repo) as project:
-        return call(project, name, args)
+    with store_owner(repo) as owner:
+        return owner.call(name, args)
 
 
 # What each task answers, for `review --help`: its record's summary (a test checks every task is here).

@@ -8,47 +8,26 @@ task=file. ``--json`` prints that envelope; the rest renders it.
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
 from coverage_core import headline as headlines
-from coverage_core.config import Settings
 from coverage_core.display import counted
-from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.git import discover
-from coverage_core.parsers.spool import local_report
-from coverage_core.project import USUAL_REPORTS, find_reports, parse_path_map
-from coverage_core.report import COUNTERS
-from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
-from coverage_core.review.listing import MAX_PAGE_SIZE
-from coverage_daemon.client import call, open_project
+from coverage_core.review.budget import MAX_BYTES, MAX_PAGE_SIZE, MAX_WORDS
+from coverage_core.vocabulary import COUNTERS
 
-from .options import FILE_ORDERS, FORMATS, PAGE_SIZE, SCOPES, json_option, repo_option
+from .options import FILE_ORDERS, PAGE_SIZE, json_option, repo_option
 from .options import snapshot_id as checked_snapshot_id
 from .output import emit_json, handles_errors, percent
+from .owner import Owner, store_owner
 
 # A person's listing is bounded by its page size, not by an agent's word budget.
 WHOLE_PAGE = {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}
 
 
-def _progress(enabled: bool) -> Callable[[str], None] | None:
-    """Each ingest stage on stderr with its elapsed time, for a person at a terminal."""
-    if not enabled:
-        return None
-    start = time.perf_counter()
-
-    def show(stage: str) -> None:
-        click.echo(f"  [{time.perf_counter() - start:6.2f}s] {stage}...", err=True)
-
-    return show
-
-
-def _totals(totals: dict[str, Any], fmt: str | None = None, tool: str | None = None) -> None:
+def echo_totals(totals: dict[str, Any], fmt: str | None = None, tool: str | None = None) -> None:
     """Each counter by name, rounded as the producing tool rounds its figures (exact without a format)."""
     style = headlines.rule_for(fmt, tool).style if fmt else "exact"
     for name in COUNTERS:
@@ -62,122 +41,6 @@ def _more(envelope: dict[str, Any]) -> None:
     cursor = (envelope.get("page") or {}).get("next_cursor")
     if cursor:
         click.echo(f"  more: --cursor {cursor}")
-
-
-@click.command("ingest")
-@click.argument("report", required=False)
-@click.option("--suite", default="default", show_default=True, help="Test suite this report measures.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Skip detection and read as this format.")
-@click.option(
-    "--scope",
-    type=click.Choice(SCOPES),
-    default="complete",
-    show_default=True,
-    help="'subset' when only selected tests ran.",
-)
-@click.option("--commit", help="Commit the report measures (default: HEAD).")
-@click.option("--branch", help="Branch to record (default: the current branch).")
-@click.option(
-    "--path-map",
-    "path_map",
-    multiple=True,
-    metavar="OLD=NEW",
-    help="Rewrite a report path prefix to a repository-relative one (repeatable; one that matches "
-    "no report path is a warning).",
-)
-@repo_option
-@json_option
-@handles_errors
-def ingest_command(report, suite, fmt, scope, commit, branch, path_map, repo, as_json) -> None:
-    """Store REPORT as an immutable snapshot of this repository ('-' reads standard input).
-
-    Without REPORT, the usual report file in the checkout's root is taken
-    (coverage.json, coverage.xml, lcov.info, coverage/lcov.info,
-    coverage-final.json, coverage/coverage-final.json, cover.out, jacoco.xml,
-    target/site/jacoco/jacoco.xml), saying which on stderr; when several are
-    there, name one. coverage.py's data file (.coverage) is not a report: run
-    `coverage json --show-contexts` first. Warnings go to stderr.
-
-    --json prints the envelope of coverage_import (data.snapshot, data.duplicate).
-
-    Example: coverage-mcp ingest coverage.json --suite unit
-    """
-    maps = [list(parse_path_map(m)) for m in path_map]
-    settings = Settings.from_env()
-    if report is None:
-        report = str(_usual_report(repo))
-    # Streams only this process can read (stdin, /dev/fd/N, a pipe) are read
-    # here into a private file, whoever then opens the store: the daemon must
-    # never reopen a name that means something else in its own process.
-    with (
-        local_report(
-            report,
-            settings.home,
-            settings.max_report_bytes,
-            wait_s=settings.ingest_wait_s,
-            waiting=lambda line: click.echo(line, err=True),
-        ) as path,
-        open_project(repo) as project,
-    ):
-        given = {
-            "report_path": str(path),
-            "suite": suite,
-            "format": fmt,
-            "scope": scope,
-            "commit": commit,
-            "branch": branch,
-            "path_map": maps or None,
-        }
-        envelope = call(
-            project,
-            "owner_import",
-            {k: v for k, v in given.items() if v is not None},
-            progress=_progress(not as_json and sys.stderr.isatty()),
-        )
-    snap = envelope["data"]["snapshot"]
-    if as_json:
-        emit_json(envelope)
-    else:
-        state = "already stored (duplicate)" if envelope["data"]["duplicate"] else "stored"
-        click.echo(
-            f"{snap['snapshot_id']} {state}: {snap['format']}, suite {snap['suite']}, commit "
-            f"{(snap['commit'] or '-')[:12]}{' (dirty)' if snap['dirty'] else ''}"
-        )
-        m = snap["path_mapping"]
-        click.echo(
-            f"  files: {snap['files']} ({m['mapped']} mapped, {m['ambiguous']} ambiguous, "
-            f"{m['unmapped']} unmapped)"
-        )
-        _totals(snap["totals"], snap["format"], snap.get("tool"))
-        if snap.get("headline"):
-            h = snap["headline"]
-            click.echo(f"  total {h['percent']} ({h['counter']}, as {h['rule']} computes and rounds it)")
-        for w in snap["warnings"]:
-            click.echo(f"warning [{w['code']}]: {w['message']}", err=True)
-
-
-def _usual_report(repo: str) -> Path:
-    """The one usual report file in the checkout's root (said on stderr), or an error listing what was looked for."""
-    root = discover(repo).worktree_path
-    found = find_reports(root)
-    if len(found) == 1:
-        click.echo(f"ingest: using {found[0].relative_to(root)} (found in {root})", err=True)
-        return found[0]
-    if found:
-        names = ", ".join(str(p.relative_to(root)) for p in found)
-        raise CoverageError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"several report files in {root}: {names}",
-            f"Name the one to store: coverage-mcp ingest {found[0].relative_to(root)}",
-            {"found": [str(p) for p in found], "reason": "several_reports"},
-        )
-    raise CoverageError(
-        ErrorCode.INVALID_ARGUMENT,
-        f"no report file given, and none of the usual ones is in {root} (looked for {', '.join(USUAL_REPORTS)})",
-        "Name the report to store: coverage-mcp ingest PATH (for coverage.py, write one with "
-        "`coverage json --show-contexts`).",
-        {"looked_for": list(USUAL_REPORTS), "root": str(root), "reason": "no_report"},
-    )
 
 
 # Listing filters, as (option, filter key): the empty-listing message names the ones given.
@@ -241,12 +104,11 @@ def snapshots_command(ctx, suite, branch, commit, snapshot_id, limit, cursor, re
         args["page_size"] = limit
     if cursor is not None:
         args["cursor"] = cursor
-    with open_project(repo) as project:
-        envelope = call(project, "coverage_review", args)
+    with store_owner(repo) as owner:
+        envelope = owner.call("coverage_review", args)
         every = None
         if not envelope["data"]["snapshots"] and (wanted or cursor) and not as_json:
-            every = call(
-                project,
+            every = owner.call(
                 "coverage_review",
                 {
                     "task": "snapshots",
@@ -333,7 +195,7 @@ def render_snapshots(envelope: dict[str, Any]) -> None:
             f"{sid:<22}{when:<21}{suite:<{width}}{fmt:<11}{(commit or '-')[:12]:<13}{cov:>10}  {scope:<9}{source}"
         )
     if len(snaps) == 1 and isinstance(snaps[0], dict):
-        _totals(snaps[0]["totals"], snaps[0]["format"], snaps[0].get("tool"))
+        echo_totals(snaps[0]["totals"], snaps[0]["format"], snaps[0].get("tool"))
     _more(envelope)
 
 
@@ -356,8 +218,8 @@ def _deletion_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def _delete(repo: str, body: dict[str, Any]) -> dict[str, Any]:
     """The snapshot_delete row on whichever holds the store: the library's project, or the daemon (the
     capability read from its lock file makes this command the store's owner)."""
-    with open_project(repo) as project:
-        return call(project, "snapshot_delete", body)["data"]
+    with store_owner(repo) as owner:
+        return owner.call("snapshot_delete", body)["data"]
 
 
 @snapshots_command.command("rm")
@@ -455,8 +317,8 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
         args.update(task="files", order=order, page_size=limit, representation="review")
     if cursor:
         args["cursor"] = cursor
-    with open_project(repo) as project:
-        envelope = call(project, "coverage_review", args)
+    with store_owner(repo) as owner:
+        envelope = owner.call("coverage_review", args)
         if as_json:
             emit_json(envelope)
             return
@@ -465,12 +327,11 @@ def show_command(snapshot_id, file_path, lines, order, limit, cursor, repo, as_j
             return
         data = envelope["data"]
         missing = {
-            f["path"]: _missing(project, data["snapshot_id"], f["path"])
+            f["path"]: _missing(owner, data["snapshot_id"], f["path"])
             for f in data["files"]
             if isinstance(f, dict) and _incomplete(f)
         }
-        snap = call(
-            project,
+        snap = owner.call(
             "coverage_review",
             {"task": "snapshots", "representation": "review", "filter": {"snapshot_id": data["snapshot_id"]}},
         )
@@ -481,7 +342,7 @@ def _incomplete(f: dict[str, Any]) -> bool:
     return f["lines"]["hit"] < f["lines"]["found"] or f["branches"]["hit"] < f["branches"]["found"]
 
 
-def _missing(project: Any, snapshot_id: str, path: str) -> tuple[int, str]:
+def _missing(owner: Owner, snapshot_id: str, path: str) -> tuple[int, str]:
     """One file's BrPart and Missing as ``coverage report -m`` shows them, from its detail (every page)."""
     args: dict[str, Any] = {
         "task": "file",
@@ -492,7 +353,7 @@ def _missing(project: Any, snapshot_id: str, path: str) -> tuple[int, str]:
     lines: dict[int, int] = {}
     arcs: list[tuple[int, str, int]] = []
     while True:
-        answer = call(project, "coverage_review", args)
+        answer = owner.call("coverage_review", args)
         d = answer["data"]
         lines.update(zip(d["lines"]["line"], d["lines"]["hits"]))
         arcs += zip(d["branches"]["line"], d["branches"]["branch"], d["branches"]["taken"])

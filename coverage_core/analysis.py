@@ -33,8 +33,8 @@ import duckdb
 from . import headline as headlines
 from .diffmap import diff_trees
 from .errors import CoverageError, ErrorCode, Remedy
-from .report import COUNTERS
 from .storage.store import chosen_side
+from .vocabulary import COUNTERS
 
 if TYPE_CHECKING:
     from .project import Project

@@ -16,8 +16,8 @@ from typing import Any
 
 from .errors import MEANINGS
 from .operations.review_task_table import TASK_DATA, TASK_PAGE
+from .operations.table import OPERATIONS, Operation
 from .principals import Principal, Surface
-from .service import OPERATIONS, Operation
 
 HEADER = """\
 # Operations

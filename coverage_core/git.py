@@ -8,16 +8,15 @@ one store. Nothing here writes to the repository.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
-import attrs
 import pygit2
 
+from .checkout import Checkout, checkout_of
 from .errors import CoverageError, ErrorCode
 
 # Status flags that make a checkout dirty: tracked changes, staged or not.
@@ -37,33 +36,6 @@ _DIRTY = (
 
 # Trees (path -> blob id) kept per Git object, newest last: HEAD and a snapshot's commit or two.
 BLOB_ID_COMMITS = 4
-
-
-def project_id_for(repo_key: str) -> str:
-    """Stable short project id: the first 16 hex digits of SHA-256(repo key)."""
-    return hashlib.sha256(repo_key.encode()).hexdigest()[:16]
-
-
-@attrs.frozen
-class Checkout:
-    """One worktree of a repository, as found from a path inside it."""
-
-    repo_key: str  # real path of git's common directory
-    project_id: str
-    worktree_path: Path  # root of this checkout
-    worktree_name: str  # "main" or the linked worktree's name
-    main_worktree: Path | None  # root of the main worktree (None for a bare repository)
-    git_dir: Path
-
-    @property
-    def store_dir(self) -> Path:
-        """Where the project store lives: ``<main worktree>/.coverage-mcp``."""
-        base = self.main_worktree if self.main_worktree is not None else Path(self.repo_key)
-        return base / ".coverage-mcp"
-
-    @property
-    def worktree_id(self) -> str:
-        return hashlib.sha256(str(self.worktree_path).encode()).hexdigest()[:16]
 
 
 def discover(path: str | os.PathLike[str] = ".") -> Checkout:
@@ -102,14 +74,7 @@ def discover(path: str | os.PathLike[str] = ".") -> Checkout:
             f"{found} is a bare repository: there is no checkout to measure",
             "Run inside a worktree of the repository (git worktree add).",
         )
-    git_dir = Path(os.path.realpath(repo.path))
-    common = _common_dir(git_dir)
-    worktree = Path(os.path.realpath(repo.workdir))
-    main = common.parent if common.name == ".git" else None
-    linked = git_dir != common
-    name = git_dir.name if linked else "main"
-    repo_key = str(common)
-    return Checkout(repo_key, project_id_for(repo_key), worktree, name, main, git_dir)
+    return checkout_of(repo.path, repo.workdir)
 
 
 def _shown(path: Path, limit: int = 300) -> str:
@@ -153,16 +118,6 @@ def _foreign_owner(start: Path) -> tuple[Path, int] | None:
             continue
         return None
     return None
-
-
-def _common_dir(git_dir: Path) -> Path:
-    # git's own rule: a linked worktree's gitdir holds a `commondir` file
-    # pointing (usually relatively) at the shared repository directory.
-    marker = git_dir / "commondir"
-    if marker.is_file():
-        target = marker.read_text().strip()
-        return Path(os.path.realpath(git_dir / target))
-    return git_dir
 
 
 P = ParamSpec("P")

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
 
 from .display import percent as exact_percent
-from .report import Counter
+
+if TYPE_CHECKING:
+    from .report import Counter
 
 
 @attrs.frozen
@@ -256,22 +257,6 @@ def shown_at(headline: Headline, precision: int) -> str:
     if headline.rule.style == "coveragepy":
         return _coveragepy(headline.hit, headline.found, precision)
     return headline.percent
-
-
-def per_file(
-    rule: Rule, file_totals: Mapping[str, tuple[np.ndarray, np.ndarray]], n_files: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each file's headline (found, hit) by ``rule``, as columns; lines where the report has no per-file
-    figures of the rule's counters (zeros where it has neither)."""
-    counters = (
-        [c for c in rule.counters if c in file_totals] if rule.counters[0] in file_totals else ["lines"]
-    )
-    found, hit = np.zeros(n_files, dtype=np.int64), np.zeros(n_files, dtype=np.int64)
-    for c in counters:
-        if c in file_totals:
-            found += np.asarray(file_totals[c][0], dtype=np.int64)
-            hit += np.asarray(file_totals[c][1], dtype=np.int64)
-    return found, hit
 
 
 def counters_sql(fmt: str, tool: str) -> str:

@@ -32,6 +32,15 @@ from .version import version
 VERSION = version()
 
 
+# A lease's file beside what it guards: ``<file>.lock``.
+LEASE_SUFFIX = ".lock"
+
+
+def lease_of(path: Path) -> Path:
+    """The lease file of ``path`` (a project store's database)."""
+    return path.with_name(path.name + LEASE_SUFFIX)
+
+
 def this_process() -> tuple[str, str]:
     """(owner, command) of this process for a lease's metadata: a coverage-mcp command is ``cli``
     (its command the subcommand), anything else that opens a store is ``library`` (a notebook

@@ -14,7 +14,8 @@ import cattrs
 import numpy as np
 
 from . import headline as headlines
-from .report import COUNTERS, Counter
+from .report import Counter
+from .vocabulary import COUNTERS
 
 
 @attrs.frozen

@@ -28,9 +28,10 @@ import attrs
 import duckdb
 import zstandard
 
+from .checkout import Checkout
 from .config import Settings
 from .errors import CoverageError, ErrorCode, Remedy
-from .git import Checkout, Git, discover
+from .git import Git, discover
 from .locks import describe_holder, how_to_release
 from .model import FileDetail, FilesPage, Snapshot
 from .parsers import Limits, parse_bytes, read_report
@@ -42,8 +43,8 @@ from .storage import compaction, project_settings, run_index
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
 from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
+from .vocabulary import SCOPES
 
-SCOPES = ("complete", "subset")
 DEFAULT_SUITE = "default"
 # HEAD and dirty state are re-read at most this often: a status scan of a big
 # worktree costs far more than a compact answer should.

@@ -17,19 +17,7 @@ import attrs
 import numpy as np
 
 from . import counts
-
-# Counter names, in the order the CLI prints them.
-COUNTERS: tuple[str, ...] = (
-    "lines",
-    "branches",
-    "functions",
-    "statements",
-    "regions",
-    "instantiations",
-    "instructions",
-    "complexity",
-    "classes",
-)
+from .vocabulary import COUNTERS
 
 # Region kinds follow llvm-cov's numbering so LLVM data needs no translation.
 REGION_CODE, REGION_EXPANSION, REGION_SKIPPED, REGION_GAP, REGION_BRANCH = 0, 1, 2, 3, 4

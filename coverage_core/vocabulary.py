@@ -19,3 +19,23 @@ FILE_ORDERS = ("path", "uncovered", "coverage")
 
 # Every answer's claim status, weakest first: an answer drawn from several parts takes the weakest.
 CLAIM_ORDER = ("invalid", "not_measured", "stale", "limited", "supported")
+
+# What a report measured: the whole suite, or a subset of its tests (``project``).
+SCOPES = ("complete", "subset")
+
+# The report formats, in detection order (the most specific signatures first): each is the parser module
+# of its name in ``coverage_core.parsers`` (a hyphen spelled ``_``).
+REPORT_FORMATS = ("regions-v1", "llvm", "coveragepy", "istanbul", "jacoco", "cobertura", "go", "lcov")
+
+# Counter names (``report``), in the order the CLI prints them.
+COUNTERS: tuple[str, ...] = (
+    "lines",
+    "branches",
+    "functions",
+    "statements",
+    "regions",
+    "instantiations",
+    "instructions",
+    "complexity",
+    "classes",
+)

@@ -1,300 +1,35 @@
-"""A Python client of the daemon's REST API, and ``open_project`` that routes to whoever owns the store.
+"""``open_project`` that routes to whoever owns the store, and ``DaemonProject``: the library's reads on it.
 
-``DaemonClient`` speaks plain HTTP/1.1 with the standard library (the CLI and
-notebooks should not pay for an event loop) and hands back the library's own
-records: ``Snapshot``, ``FilesPage``, ``FileDetail``, and the service's
-envelopes. ``open_project(path)`` returns the library's ``Project`` when the
-store's lease is free, and a ``DaemonProject`` with the same read methods when
-the running daemon of this home holds it; for any other holder a coverage-mcp
-command waits (COVERAGE_MCP_CLI_STORE_WAIT_MS), then it is an error.
+``open_project(path)`` returns the library's ``Project`` when the store's lease is free, and a
+``DaemonProject`` with the same read methods when the running daemon of this home holds it; for any
+other holder a coverage-mcp command waits (COVERAGE_MCP_CLI_STORE_WAIT_MS), then it is an error.
+``DaemonProject`` hands back the library's own records (``Snapshot``, ``FilesPage``, ``FileDetail``) and
+the service's envelopes, over ``rest_client.DaemonClient``.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import sys
-import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
+from coverage_core.checkout import Checkout
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.git import Checkout, discover
-from coverage_core.locks import describe_holder, is_held, read_metadata, this_process
+from coverage_core.git import discover
+from coverage_core.locks import describe_holder, this_process
 from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
 from coverage_core.parsers.spool import local_report
 from coverage_core.principals import Principal
 from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
 from coverage_core.project import open_project as open_direct
-from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
-from coverage_core.review.listing import MAX_PAGE_SIZE
-from coverage_core.service import OPERATIONS, Service
+from coverage_core.review.budget import MAX_BYTES, MAX_PAGE_SIZE, MAX_WORDS
+from coverage_core.service import Service
 
-from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
-from .errors_http import error_from_body
-from .identity import CAPABILITY_HEADER, REPO_HEADER
-
-
-class DaemonClient:
-    """The REST API of one daemon; ``repo`` (a checkout path) selects the worktree for project calls.
-
-    ``DaemonClient.of_home(home)`` is how our own tools talk to their daemon:
-    over its private Unix socket, with the home's client token (and the admin
-    capability for the calls that need it). A client built on a TCP URL sends
-    the ``token`` it is given, if any; it is meant for tests and for people
-    who point it at a daemon themselves.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        repo: str | None = None,
-        timeout_s: float = 60.0,
-        token: str | None = None,
-        unix_socket: Path | None = None,
-    ) -> None:
-        parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"{base_url!r} is not http://HOST:PORT",
-                "Pass the daemon's address, e.g. http://127.0.0.1:59471.",
-            )
-        self.base_url = base_url.rstrip("/")
-        self._host, self._port = parsed.hostname, parsed.port
-        self.repo = repo
-        self.timeout_s = timeout_s
-        self._token = token
-        self._socket = unix_socket
-        # The daemon's admin capability, read from its locked lease file by its own user (``DaemonProject``):
-        # sent only to the rows that need it.
-        self.capability: str | None = None
-
-    @classmethod
-    def of_home(cls, home: Path, base_url: str, **kwargs: Any) -> DaemonClient:
-        """The client our own tools use: the home's private socket and its client token."""
-        try:
-            token = client_token(home)
-        except HomeError as error:
-            raise CoverageError(
-                ErrorCode.STORE_UNAVAILABLE, error.message, error.suggestion, {"home": str(home)}
-            ) from None
-        return cls(base_url, token=token, unix_socket=socket_path(home), **kwargs)
-
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._socket is not None:
-            return UnixHTTPConnection(self._socket, timeout=self.timeout_s)
-        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
-
-    # -- transport ------------------------------------------------------------
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        query: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, Any]:
-        """One exchange: (status, decoded JSON). A REST error body raises its CoverageError."""
-        if query:
-            path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        sent = {
-            "Accept": "application/json",
-            **(bearer(self._token) if self._token else {}),
-            **(headers or {}),
-        }
-        payload = None
-        if body is not None:
-            payload = json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
-        if self.repo is not None:
-            sent[REPO_HEADER] = self.repo
-        conn = self._connection()
-        try:
-            conn.request(method, path, body=payload, headers=sent)
-            response = conn.getresponse()
-            raw = response.read()
-        except OSError as exc:
-            where = f"{self.base_url} (socket {self._socket})" if self._socket else self.base_url
-            raise CoverageError(
-                ErrorCode.DAEMON_UNREACHABLE,
-                f"the daemon at {where} did not answer ({exc})",
-                "Check it with `coverage-mcp status`; start it with `coverage-mcp serve`.",
-                {"url": self.base_url},
-            ) from None
-        finally:
-            conn.close()
-        decoded = json.loads(raw) if raw else None
-        if response.status >= 400:
-            raise error_from_body(response.status, decoded)
-        return response.status, decoded
-
-    def _get(self, route: str, **query: Any) -> Any:
-        return self.request("GET", route, query=query)[1]
-
-    # -- daemon -------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
-        return self._get("/health")
-
-    def shutdown(self, capability: str) -> dict[str, Any]:
-        return self.request("POST", "/api/shutdown", headers={CAPABILITY_HEADER: capability})[1]
-
-    # -- projects ---------------------------------------------------------------------
-    def projects(self) -> list[dict[str, Any]]:
-        return self._get("/api/projects")["data"]["projects"]
-
-    def register(
-        self,
-        path: str | os.PathLike[str],
-        settings: dict[str, Any] | None = None,
-        *,
-        capability: str | None = None,
-    ) -> dict[str, Any]:
-        """Open (and register) a checkout's project; settings at creation need the admin capability."""
-        body: dict[str, Any] = {"path": str(Path(path).absolute())}
-        if settings:
-            body["settings"] = settings
-        headers = {CAPABILITY_HEADER: capability} if capability else None
-        return self.request("POST", "/api/projects", body=body, headers=headers)[1]["data"]["project"]
-
-    def project(self, project_id: str) -> dict[str, Any]:
-        return self._get(f"/api/projects/{project_id}")["data"]["project"]
-
-    # -- operations: the service's envelopes, from the one table --------------------------------
-    def call(self, project_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Any row of the table (``coverage_core.service.OPERATIONS``): the envelope ``Service.call`` returns.
-        A row the client token does not reach is sent with the admin capability, when this client has it."""
-        op = OPERATIONS.get(name)
-        needs_admin = op is not None and Principal.CLIENT not in op.principals
-        headers = {CAPABILITY_HEADER: self.capability} if needs_admin and self.capability else None
-        path = f"/api/projects/{project_id}/ops/{name}"
-        return self.request("POST", path, body=dict(arguments or {}), headers=headers)[1]
-
-    def _pages(
-        self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None
-    ) -> tuple[list[Any], dict[str, Any]]:
-        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
-        and the first page's data (for what every page repeats, such as a total)."""
-        args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
-        records: list[Any] = []
-        first: dict[str, Any] | None = None
-        while True:
-            answer = self.call(project_id, "coverage_review", args)
-            first = first or answer["data"]
-            records += answer["data"][key]
-            cursor = answer["page"]["next_cursor"]
-            if cursor is None or (wanted is not None and len(records) >= wanted):
-                return records[:wanted], first
-            args["cursor"] = cursor
-
-    # -- reads as the library's records ------------------------------------------------------------
-    def snapshots(
-        self,
-        project_id: str,
-        *,
-        suite: str | None = None,
-        branch: str | None = None,
-        commit: str | None = None,
-        limit: int | None = None,
-        chosen: bool = False,
-    ) -> list[Snapshot]:
-        wanted: dict[str, Any] = {
-            k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
-        }
-        if chosen:
-            wanted["chosen"] = True
-        args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
-        return [
-            converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]
-        ]
-
-    def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
-        args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
-        found = self.call(project_id, "coverage_review", args)["data"]["snapshots"]
-        if not found:
-            raise CoverageError(
-                ErrorCode.NOT_FOUND,
-                f"no snapshot {snapshot_id!r} in this repository",
-                "List snapshots with `coverage-mcp snapshots`.",
-                {"snapshot_id": snapshot_id},
-            )
-        return converter.structure(found[0], Snapshot)
-
-    def files(
-        self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
-    ) -> FilesPage:
-        args = {
-            "task": "files",
-            "measurement": {"snapshot_id": snapshot_id},
-            "order": order,
-            "representation": "review",
-            "page_size": MAX_PAGE_SIZE,
-        }
-        listed, first = self._pages(project_id, "files", args, offset + limit)
-        return FilesPage(
-            snapshot_id,
-            first["total"],
-            offset,
-            tuple(converter.structure(f, FileSummary) for f in listed[offset:]),
-        )
-
-    def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
-        args: dict[str, Any] = {
-            "task": "file",
-            "measurement": {"snapshot_id": snapshot_id},
-            "file": path,
-            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
-        }
-        pages = []
-        while True:
-            answer = self.call(project_id, "coverage_review", args)
-            pages.append(answer["data"])
-            if answer["page"]["next_cursor"] is None:
-                break
-            args["cursor"] = answer["page"]["next_cursor"]
-
-        def table(name: str) -> dict[str, np.ndarray]:
-            return {
-                column: np.asarray([v for page in pages for v in page[name][column]])
-                for column in pages[0][name]
-            }
-
-        first = pages[0]
-        return FileDetail(
-            snapshot_id=snapshot_id,
-            summary=converter.structure(first["summary"], FileSummary),
-            lines=table("lines"),
-            branches=table("branches"),
-            functions=table("functions"),
-            regions=table("regions"),
-            tests=tuple(name for page in pages for name in page["tests"]),
-            excluded_lines=tuple(first.get("excluded_lines", ())),
-        )
-
-
-def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | None:
-    """The daemon of this home (client, lock metadata), or None when none holds ``daemon.lock``."""
-    lock = settings.daemon_lock
-    if not is_held(lock):
-        return None
-    meta = read_metadata(lock)
-    if not meta.get("port"):
-        raise CoverageError(
-            ErrorCode.DAEMON_UNREACHABLE,
-            f"a daemon (pid {meta.get('pid', 'unknown')}) holds {lock} but has not published its port",
-            "It is probably starting: retry in a moment.",
-            {"lock": str(lock)},
-        )
-    host = meta.get("host") or "127.0.0.1"
-    host = f"[{host}]" if ":" in host else host
-    return DaemonClient.of_home(settings.home, f"http://{host}:{meta['port']}"), meta
+from .rest_client import DaemonClient, running_daemon
 
 
 class DaemonProject:
@@ -310,7 +45,6 @@ class DaemonProject:
         # store's owner (the admin rows), exactly as if it held the store itself.
         client.capability = capability
         self.project_id = checkout.project_id
-        client.register(checkout.worktree_path)
 
     def ingest(
         self,
@@ -346,6 +80,24 @@ class DaemonProject:
             answer = call(self, "owner_import", {k: v for k, v in given.items() if v is not None})
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
+    def _pages(
+        self, key: str, args: dict[str, Any], wanted: int | None = None
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
+        and the first page's data (for what every page repeats, such as a total)."""
+        args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+        records: list[Any] = []
+        first: dict[str, Any] | None = None
+        while True:
+            answer = self.call("coverage_review", args)
+            first = first or answer["data"]
+            records += answer["data"][key]
+            cursor = answer["page"]["next_cursor"]
+            if cursor is None or (wanted is not None and len(records) >= wanted):
+                return records[:wanted], first
+            args["cursor"] = cursor
+
+    # -- reads as the library's records ------------------------------------------------------------
     def snapshots(
         self,
         *,
@@ -355,12 +107,76 @@ class DaemonProject:
         limit: int | None = None,
         chosen: bool = False,
     ) -> list[Snapshot]:
-        return self.client.snapshots(
-            self.project_id, suite=suite, branch=branch, commit=commit, limit=limit, chosen=chosen
-        )
+        wanted: dict[str, Any] = {
+            k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
+        }
+        if chosen:
+            wanted["chosen"] = True
+        args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
+        return [converter.structure(s, Snapshot) for s in self._pages("snapshots", args, limit)[0]]
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
-        return self.client.snapshot(self.project_id, snapshot_id)
+        args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
+        found = self.call("coverage_review", args)["data"]["snapshots"]
+        if not found:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND,
+                f"no snapshot {snapshot_id!r} in this repository",
+                "List snapshots with `coverage-mcp snapshots`.",
+                {"snapshot_id": snapshot_id},
+            )
+        return converter.structure(found[0], Snapshot)
+
+    def files(
+        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
+        args = {
+            "task": "files",
+            "measurement": {"snapshot_id": snapshot_id},
+            "order": order,
+            "representation": "review",
+            "page_size": MAX_PAGE_SIZE,
+        }
+        listed, first = self._pages("files", args, offset + limit)
+        return FilesPage(
+            snapshot_id,
+            first["total"],
+            offset,
+            tuple(converter.structure(f, FileSummary) for f in listed[offset:]),
+        )
+
+    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
+        args: dict[str, Any] = {
+            "task": "file",
+            "measurement": {"snapshot_id": snapshot_id},
+            "file": path,
+            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
+        }
+        pages = []
+        while True:
+            answer = self.call("coverage_review", args)
+            pages.append(answer["data"])
+            if answer["page"]["next_cursor"] is None:
+                break
+            args["cursor"] = answer["page"]["next_cursor"]
+
+        def table(name: str) -> dict[str, np.ndarray]:
+            return {
+                column: np.asarray([v for page in pages for v in page[name][column]])
+                for column in pages[0][name]
+            }
+
+        first = pages[0]
+        return FileDetail(
+            snapshot_id=snapshot_id,
+            summary=converter.structure(first["summary"], FileSummary),
+            lines=table("lines"),
+            branches=table("branches"),
+            functions=table("functions"),
+            regions=table("regions"),
+            tests=tuple(name for page in pages for name in page["tests"]),
+            excluded_lines=tuple(first.get("excluded_lines", ())),
+        )
 
     def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
         """The newest snapshot of ``suite`` that may be chosen for a caller (a complete one outranks newer
@@ -371,14 +187,6 @@ class DaemonProject:
     def analysis(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """What ``coverage_core.analysis`` asks of a project the daemon owns: the helper's answer as columns."""
         return self.call("analysis", {"name": name, "arguments": arguments})["data"]
-
-    def files(
-        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
-    ) -> FilesPage:
-        return self.client.files(self.project_id, snapshot_id, offset=offset, limit=limit, order=order)
-
-    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
-        return self.client.file_detail(self.project_id, snapshot_id, path)
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """A declared operation through the daemon: the same envelope ``Service.call`` returns."""
@@ -463,6 +271,7 @@ def _through_daemon(
         return None
     checkout = discover(path)
     client.repo = str(checkout.worktree_path)
+    client.register(checkout.worktree_path)
     return DaemonProject(client, checkout, settings, meta.get("capability"))
 
 

@@ -40,7 +40,7 @@ from aiohttp import web
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.operations.dashboard_view import SELECTION as CHOICES
-from coverage_core.service import OPERATIONS
+from coverage_core.operations.table import OPERATIONS
 
 from . import dashboard_streams
 from .auth import CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_S, TICKET_TTL_S

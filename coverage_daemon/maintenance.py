@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from coverage_core.git import Checkout
+from coverage_core.checkout import Checkout
 from coverage_core.project import Project
 
 if TYPE_CHECKING:

@@ -186,7 +186,7 @@ class Conn:
 @functools.cache
 def tools() -> list[dict[str, Any]]:
     """``tools/list``: one entry per agent's row (``service.TOOLS``), in declaration order, in its listed form."""
-    from coverage_core.service import TOOLS, listed_input
+    from coverage_core.operations.table import TOOLS, listed_input
 
     return [
         {

@@ -19,8 +19,8 @@ from typing import Any
 import attrs
 
 from coverage_core import safefs
+from coverage_core.checkout import Checkout
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.git import Checkout
 from coverage_core.storage.guard import check_duckdb_paths, open_database
 from coverage_core.storage.transactions import transaction
 

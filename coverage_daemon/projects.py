@@ -30,15 +30,17 @@ import attrs
 import duckdb
 
 from coverage_core import faults
+from coverage_core.checkout import Checkout
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode, Remedy
 from coverage_core.execution.worker import Runtime, runtime_of
-from coverage_core.git import Checkout, discover
+from coverage_core.git import discover
 from coverage_core.locks import describe_holder, how_to_release, read_metadata
 from coverage_core.model import snapshot_to_dict
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.principals import Principal
 from coverage_core.project import Project
-from coverage_core.service import OPERATIONS, Service, admitting, answer_review, envelope_for
+from coverage_core.service import Service, admitting, answer_review, envelope_for
 from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore, store_path
 

@@ -19,7 +19,8 @@ from aiohttp import web
 
 from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.service import OPERATIONS, admitting
+from coverage_core.operations.table import OPERATIONS
+from coverage_core.service import admitting
 from coverage_core.storage.schema import SCHEMA_REVISION
 
 from .projects import Target

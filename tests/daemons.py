@@ -19,9 +19,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from coverage_core.config import Settings
-from coverage_daemon.client import DaemonClient
 from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER, build_fingerprint
+from coverage_daemon.rest_client import DaemonClient
 from coverage_daemon.server import running, take_daemon_lock
 from coverage_daemon.state import Daemon
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .commandline import cli
+from .daemons import ServeProcess
 from .environment import test_env
 
 STAND_IN = """\
@@ -39,15 +40,16 @@ RUN_CLI = "from coverage_cli.entry import main\nmain(sys.argv[1:])"
 
 
 def child(
-    tmp_path: Path, body: str, *argv: str, cwd: Path | None = None
+    tmp_path: Path, body: str, *argv: str, cwd: Path | None = None, home: Path | None = None
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run ``body`` in a fresh interpreter with the stand-in ``rfc3987_syntax`` importable; its result and
-    the set of modules it had imported at exit."""
+    """Run ``body`` in a fresh interpreter with the stand-in ``rfc3987_syntax`` importable (and ``home`` as
+    its COVERAGE_MCP_HOME); its result and the set of modules it had imported at exit."""
     stand_in = tmp_path / "stand-in"
     stand_in.mkdir(exist_ok=True)
     (stand_in / "rfc3987_syntax.py").write_text(STAND_IN)
     out = tmp_path / "modules.json"
     env = test_env(
+        home=home,
         PYTHONPATH=os.pathsep.join([str(stand_in), *filter(None, [os.environ.get("PYTHONPATH")])]),
         STAND_IN_MARKER=str(tmp_path / "stand-in-imported"),
         MODULES_OUT=str(out),
@@ -103,13 +105,22 @@ def test_the_output_schemas_are_built_without_the_execution_and_composite_module
     )
 
 
-def test_importing_the_read_commands_builds_no_validator_and_imports_no_format_library(
+def test_importing_the_read_commands_imports_neither_the_library_nor_a_validator_nor_a_format_library(
     tmp_path: Path,
 ) -> None:
     process, modules = child(tmp_path, "import coverage_cli.review_cmds, coverage_cli.store_cmds")
     assert process.returncode == 0, process.stderr[-2000:]
-    assert {"coverage_cli.review_cmds", "coverage_cli.store_cmds", "coverage_core.service"} <= modules
-    assert packages(modules, "jsonschema", "rfc3987_syntax") == set()
+    assert {
+        "coverage_cli.review_cmds",
+        "coverage_cli.store_cmds",
+        "coverage_core.operations.table",
+    } <= modules
+    assert (
+        packages(
+            modules, "jsonschema", "rfc3987_syntax", "duckdb", "numpy", "pygit2", "coverage_core.service"
+        )
+        == set()
+    )
     assert not (tmp_path / "stand-in-imported").exists()
 
 
@@ -126,6 +137,48 @@ def test_a_read_that_owns_the_store_validates_its_arguments_without_importing_a_
         assert "jsonschema" in modules  # the arguments were validated in this process
         assert packages(modules, "rfc3987_syntax") == set()
         assert not (tmp_path / "stand-in-imported").exists()
+
+
+def test_a_read_of_a_store_the_daemon_holds_goes_to_it_without_importing_duckdb_numpy_or_pygit2(
+    tmp_path: Path, sample_repo: Path, shared_serve_process: ServeProcess
+) -> None:
+    daemon = shared_serve_process
+    daemon.client().register(sample_repo)  # the daemon now holds the store
+    stored = daemon.cli(
+        "ingest", str(sample_repo / "step3.coverage.json"), "--repo", str(sample_repo), "--json"
+    )
+    assert stored.returncode == 0, stored.stderr
+    snapshot_id = json.loads(stored.stdout)["data"]["snapshot"]["snapshot_id"]
+    for argv in (["context"], ["snapshots"], ["review", "insight"], ["show", snapshot_id]):
+        expected = daemon.cli(*argv, "--repo", str(sample_repo))
+        process, modules = child(
+            tmp_path, RUN_CLI, *argv, "--repo", str(sample_repo), cwd=sample_repo, home=daemon.home
+        )
+        assert (process.returncode, process.stdout) == (expected.returncode, expected.stdout), process.stderr
+        assert process.returncode == 0 and snapshot_id in process.stdout
+        assert "coverage_daemon.rest_client" in modules
+        heavy = ("duckdb", "numpy", "pygit2", "jsonschema", "cattrs", "coverage_core.service")
+        assert packages(modules, *heavy) == set(), argv
+
+
+def test_a_read_of_a_store_nobody_holds_opens_it_in_process_while_a_daemon_runs(
+    tmp_path: Path, sample_repo: Path, shared_serve_process: ServeProcess
+) -> None:
+    # The daemon runs but has never opened this repository's store: the command owns it, as before.
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    process, modules = child(
+        tmp_path,
+        RUN_CLI,
+        "context",
+        "--repo",
+        str(sample_repo),
+        cwd=sample_repo,
+        home=shared_serve_process.home,
+    )
+    assert process.returncode == 0, process.stderr
+    assert {"duckdb", "coverage_core.service"} <= modules
+    assert "suite default" in process.stdout
 
 
 def test_an_invalid_argument_is_still_refused_with_its_coded_message_after_the_lazy_import(

@@ -22,9 +22,10 @@ from coverage_cli.options import REVIEW_OPTIONS, review_arguments, review_argv
 from coverage_cli.output import OPERATION_COMMANDS, render_remedy
 from coverage_core import open_project
 from coverage_core.errors import Remedy
-from coverage_core.review import baseline as baselines
+from coverage_core.operations.table import OPERATIONS, TOOLS
+from coverage_core.review import selectors
 from coverage_core.review.budget import MAX_BYTES, MAX_WORDS
-from coverage_core.service import OPERATIONS, TOOLS, Service
+from coverage_core.service import Service
 
 from . import commandline
 from .gitrepo import commit, git
@@ -171,7 +172,7 @@ def test_review_options_and_coverage_review_arguments_map_both_ways_through_one_
             {
                 "--snapshot": params["snapshot_id"],
                 "--file": params["file_path"],
-                "--baseline": params["baseline"] and baselines.parse_selector(params["baseline"]),
+                "--baseline": params["baseline"] and selectors.parse_selector(params["baseline"]),
             }
         )
         assert review_arguments(params["task"], flags) == args
@@ -192,10 +193,10 @@ def test_one_baseline_rule_names_every_kind_the_schema_declares() -> None:
     declared = OPERATIONS["coverage_review"].input_schema["properties"]["baseline"]["properties"]["kind"][
         "enum"
     ]
-    assert sorted(baselines.KINDS) == sorted(declared)
-    parse = baselines.parse_selector
+    assert sorted(selectors.KINDS) == sorted(declared)
+    parse = selectors.parse_selector
     assert parse("snap-00ff") == {"kind": "explicit", "snapshot_id": "snap-00ff"}
-    assert [parse(k) for k in baselines.NAMED_KINDS] == [{"kind": k} for k in baselines.NAMED_KINDS]
+    assert [parse(k) for k in selectors.NAMED_KINDS] == [{"kind": k} for k in selectors.NAMED_KINDS]
     assert (
         parse("merge_base:origin/main")
         == parse("origin/main", merge_base=True)
@@ -203,7 +204,7 @@ def test_one_baseline_rule_names_every_kind_the_schema_declares() -> None:
     )
     assert parse("v1.2") == {"kind": "ref", "ref": "v1.2"}
     for text in ("previous_snapshot", "snap-00ff", "merge_base:x", "HEAD~1", "none"):
-        assert parse(baselines.selector_text(parse(text))) == parse(text)
+        assert parse(selectors.selector_text(parse(text))) == parse(text)
 
 
 def test_review_and_diff_read_a_named_baseline_kind_the_same_way(sample_repo: Path) -> None:

@@ -17,8 +17,9 @@ import pytest
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.operations.review_task_table import ARGUMENTS, NEEDS, TASK_NAMES
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.review.budget import DEFAULT_MAX_BYTES, MIN_WORDS
-from coverage_core.service import OPERATIONS, Service
+from coverage_core.service import Service
 
 from .gitrepo import commit, git, write
 from .realcov import make_package, measure

@@ -11,7 +11,8 @@ from coverage_core import Project
 from coverage_core import open_project as open_direct
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_daemon.client import DaemonClient, DaemonProject, open_project
+from coverage_daemon.client import DaemonProject, open_project
+from coverage_daemon.rest_client import DaemonClient
 
 from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, StoreHolder, in_process
 
@@ -96,7 +97,9 @@ async def test_the_client_raises_the_daemons_errors_with_their_codes(
         client = daemon.client()
         project_id = client.register(sample_repo)["project_id"]
         with pytest.raises(CoverageError) as caught:
-            client.snapshot(project_id, "snap-00")
+            client.call(
+                project_id, "coverage_review", {"task": "files", "measurement": {"snapshot_id": "snap-00"}}
+            )
         assert caught.value.code == ErrorCode.NOT_FOUND and caught.value.suggestion
         client.capability = daemon.daemon.capability
         with pytest.raises(CoverageError) as caught:

@@ -10,8 +10,8 @@ from coverage_cli.output import EXIT_CODES
 from coverage_core.config import SETTINGS
 from coverage_core.docs import operations_markdown
 from coverage_core.errors import ErrorCode
+from coverage_core.operations.table import OPERATIONS, TOOLS
 from coverage_core.parsers import FORMATS
-from coverage_core.service import OPERATIONS, TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

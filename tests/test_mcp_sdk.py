@@ -10,8 +10,8 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from coverage_core.operations.table import OPERATIONS, TOOLS
 from coverage_core.output_schemas import published
-from coverage_core.service import OPERATIONS, TOOLS
 
 from .daemons import Running, sdk_client
 from .test_daemon_rest import register

@@ -18,8 +18,8 @@ from mcp_types import methods as sdk_methods
 from mcp_types import version as sdk_version
 
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.operations.table import OPERATIONS, TOOLS, listed_input
 from coverage_core.output_schemas import published
-from coverage_core.service import OPERATIONS, TOOLS, listed_input
 from coverage_core.validation import Validator
 from coverage_daemon import mcp
 from coverage_daemon.identity import REPO_HEADER

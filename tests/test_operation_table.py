@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import importlib
 import json
 import sys
 import urllib.parse
@@ -27,8 +28,9 @@ from mcp.shared.exceptions import MCPError
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
+from coverage_core.operations.table import OPERATIONS, TOOLS
 from coverage_core.principals import Principal, Surface
-from coverage_core.service import OPERATIONS, TOOLS, Service
+from coverage_core.service import Service
 from coverage_daemon import mcp
 from coverage_daemon.auth import CSRF_HEADER
 from coverage_daemon.client import DaemonProject
@@ -81,6 +83,16 @@ ALIASES = {
 }
 # What the dashboard alias adds to the dashboard row's data: the projects to switch between, the refresh period.
 ALIAS_EXTRAS = ("projects", "refresh_s")
+
+
+def test_every_row_names_a_handler_that_imports_and_is_a_function_of_its_module() -> None:
+    # A row's handler is a "module:function" string imported on the first call: a misspelt one would
+    # otherwise fail only when someone calls that row.
+    for name, op in OPERATIONS.items():
+        module, _, function = op.handler.partition(":")
+        assert module.startswith("coverage_core.") and function, name
+        handler = getattr(importlib.import_module(module), function)
+        assert callable(handler) and handler.__name__ == function, name
 
 
 def test_every_row_admits_exactly_the_principals_and_appears_on_exactly_the_surfaces_the_golden_table_names() -> (

@@ -14,9 +14,10 @@ from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.model import snapshot_to_dict
 from coverage_core.operations.review_task_table import ARGUMENTS
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.project import CHECKOUT_STATE_TTL_S
 from coverage_core.review.budget import words
-from coverage_core.service import OPERATIONS, Service
+from coverage_core.service import Service
 
 from . import commandline, corpus
 from .conftest import make_sample_repo

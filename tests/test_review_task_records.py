@@ -25,7 +25,7 @@ from coverage_core.operations.review_task_table import (
     Task,
     task_envelope,
 )
-from coverage_core.service import OPERATIONS
+from coverage_core.operations.table import OPERATIONS
 
 REVIEW = OPERATIONS["coverage_review"].input_schema["properties"]
 A_SNAPSHOT = "snap-0123456789abcdef"

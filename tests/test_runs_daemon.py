@@ -18,7 +18,7 @@ import pytest
 
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.execution import commands
-from coverage_core.service import TOOLS
+from coverage_core.operations.table import TOOLS
 from coverage_daemon.credentials import client_token
 from coverage_daemon.projects import Target
 

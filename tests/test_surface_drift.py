@@ -25,8 +25,9 @@ from jsonschema import Draft202012Validator
 
 from coverage_core.errors import CoverageError
 from coverage_core.operations.review_task_table import TASK_DATA, TASK_NAMES, task_envelope
+from coverage_core.operations.table import OPERATIONS, TOOLS
 from coverage_core.project import open_project
-from coverage_core.service import OPERATIONS, TOOLS, Service
+from coverage_core.service import Service
 from coverage_daemon import mcp
 from coverage_daemon.projects import Target
 

@@ -20,13 +20,13 @@ import pytest
 
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.principals import Principal
-from coverage_core.service import OPERATIONS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.auth import Access
-from coverage_daemon.client import DaemonClient
 from coverage_daemon.credentials import TOKEN_FILE, bearer, client_token, socket_path
 from coverage_daemon.identity import CAPABILITY_HEADER
+from coverage_daemon.rest_client import DaemonClient
 
 from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, ServeProcess, in_process
 from .environment import checkout_cli, test_env
@@ -372,7 +372,8 @@ def test_the_cli_reaches_a_running_daemon_through_its_socket_with_the_token(
     )
     assert out.returncode == 0, out.stderr
     snap = json.loads(out.stdout)["data"]["snapshot"]
-    assert [s.snapshot_id for s in client.snapshots(pid)] == [snap["snapshot_id"]]
+    listed = client.call(pid, "coverage_review", {"task": "snapshots", "representation": "review"})
+    assert [s["snapshot_id"] for s in listed["data"]["snapshots"]] == [snap["snapshot_id"]]
 
 
 # -- token rotation ---------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.principals import Principal
-from coverage_core.service import OPERATIONS
 from coverage_daemon.app import ROUTES
 from coverage_daemon.credentials import bearer, client_token
 from coverage_daemon.identity import CAPABILITY_HEADER, REPO_HEADER

@@ -38,10 +38,10 @@ from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import COMMAND_ID_PATTERN
 from ..model import converter
 from ..parsers import FORMATS
-from ..project import SCOPES, Project
+from ..project import Project
 from ..storage import project_settings
 from ..storage.exec_db import exec_db
-from ..vocabulary import COMMAND_STATUSES
+from ..vocabulary import COMMAND_STATUSES, SCOPES
 from . import case_selectors, display, environment, words
 from .executable import Executable, difference, resolve, search_path
 from .records import (

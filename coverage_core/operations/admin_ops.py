@@ -17,6 +17,7 @@ from ..execution.worker import settle_orphans
 from ..principals import Principal
 from ..review.call import Call
 from ..storage import project_settings
+from .table import ANALYSIS_ARGUMENTS
 
 # -- managed execution: what a person reads and decides ------------------------------------------
 
@@ -121,13 +122,6 @@ def settings_update(call: Call) -> dict[str, Any]:
 
 
 # -- the notebooks' relations, computed where the store is --------------------------------------------
-
-# Each analysis helper's keyword arguments (coverage_core.analysis), checked before it runs.
-ANALYSIS_ARGUMENTS = {
-    "history": frozenset({"suite", "counter"}),
-    "file_history": frozenset({"last_commits", "suite", "counter", "ref"}),
-    "coverage_loss": frozenset({"last", "suite", "counter", "ref"}),
-}
 
 
 def analysis(call: Call) -> dict[str, Any]:

@@ -16,19 +16,11 @@ from xml.sax.saxutils import escape as xml_escape
 
 from ..errors import CoverageError, ErrorCode
 from ..report import MAX_PATH_BYTES, NormalizedReport, PathTooLong
+from ..vocabulary import REPORT_FORMATS
 from .reading import Limits, ReportBytes, Source, excerpt, malformed, read_report
 
-# Detection order: the most specific signatures first.
-FORMATS: dict[str, str] = {
-    "regions-v1": "regions_v1",
-    "llvm": "llvm",
-    "coveragepy": "coveragepy",
-    "istanbul": "istanbul",
-    "jacoco": "jacoco",
-    "cobertura": "cobertura",
-    "go": "go",
-    "lcov": "lcov",
-}
+# Format name -> its module, in detection order (``vocabulary.REPORT_FORMATS``).
+FORMATS: dict[str, str] = {name: name.replace("-", "_") for name in REPORT_FORMATS}
 
 SNIFF_BYTES = 64 * 1024
 

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pygit2
 
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..ids import SNAPSHOT_PREFIX
 from ..model import Snapshot
 from ..storage.store import chosen_side
 from .call import Call
@@ -51,18 +50,9 @@ if TYPE_CHECKING:
     from ..git import Git
 
 MAIN_BRANCHES = ("main", "master", "trunk", "origin/main", "origin/master")
-# Kinds that take no argument, so their name alone selects them on a command line.
-NAMED_KINDS = ("previous_snapshot", "parent_commit", "worktree_base", "none")
-KINDS = ("explicit", *NAMED_KINDS[:2], "ref", "merge_base", *NAMED_KINDS[2:])
-MERGE_BASE_PREFIX = "merge_base:"
 # ``details.missing`` of the error when nothing but a snapshot of the baseline commit is missing.
 UNMEASURED_COMMIT = "snapshot_at_commit"
 MAX_FALLBACK_COMMITS = 1000  # ancestors looked at for a measured one (``nearest_measured``)
-SELECTOR_HELP = (
-    "a snapshot id (snap-...); one of " + ", ".join(NAMED_KINDS) + "; merge_base:REF (or REF with "
-    "--merge-base) for the merge-base of REF and the current commit; anything else is a git ref "
-    "(branch, tag or commit)"
-)
 
 
 @attrs.frozen
@@ -77,47 +67,6 @@ class Baseline:
     @property
     def scope_key(self) -> str:
         return ",".join(s.snapshot_id for s in self.snapshots) or self.kind
-
-
-def parse_selector(text: str, *, merge_base: bool = False) -> dict[str, Any]:
-    """The ``baseline`` spec a command line's ``--baseline TEXT [--merge-base]`` names.
-
-    One rule for every command: a ``snap-`` id is ``explicit``; a kind that
-    takes no argument (``NAMED_KINDS``) is that kind; ``merge_base:REF`` (or
-    ``--merge-base``) is ``merge_base`` of REF; anything else is a git ``ref``.
-    """
-    if text.startswith(MERGE_BASE_PREFIX):
-        ref = text[len(MERGE_BASE_PREFIX) :]
-        if not ref:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"--baseline {text!r} names no ref",
-                "Write merge_base:REF, e.g. --baseline merge_base:main.",
-            )
-        return {"kind": "merge_base", "ref": ref}
-    if text.startswith(SNAPSHOT_PREFIX) or text in NAMED_KINDS:
-        if merge_base:
-            raise CoverageError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"--merge-base needs a git ref as --baseline, not {text!r}",
-                "Pass --baseline main --merge-base, or drop --merge-base.",
-            )
-        return (
-            {"kind": "explicit", "snapshot_id": text} if text.startswith(SNAPSHOT_PREFIX) else {"kind": text}
-        )
-    return {"kind": "merge_base" if merge_base else "ref", "ref": text}
-
-
-def selector_text(spec: dict[str, Any]) -> str:
-    """The ``--baseline`` text of a spec (``parse_selector``'s inverse, for spec kinds a command line can name)."""
-    kind: str = spec["kind"]
-    if kind == "explicit" and "snapshot_id" in spec:
-        return cast(str, spec["snapshot_id"])
-    if kind == "merge_base":
-        return MERGE_BASE_PREFIX + cast(str, spec.get("ref", ""))
-    if kind == "ref":
-        return cast(str, spec.get("ref", ""))
-    return kind
 
 
 def one_commit(snapshots: tuple[Snapshot, ...], side: str) -> str | None:

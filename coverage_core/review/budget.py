@@ -20,6 +20,8 @@ DEFAULT_MAX_FILES, MAX_FILES_CAP = 3, 200
 DEFAULT_MAX_REGIONS, MAX_REGIONS_CAP = 5, 500
 # The defensive record cap: no single answer carries more records than this.
 RECORD_CAP = 1000
+# Records per page of a listing (snapshots, files): the default and the most a call may ask for.
+DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 
 _WORD = re.compile(r'[^\s{}\[\],:"]+')
 

@@ -19,9 +19,8 @@ from ..display import counted
 from ..execution import commands, runs
 from ..model import Snapshot
 from ..project import CheckoutState
-from ..report import COUNTERS
 from ..storage import guard
-from ..vocabulary import CLAIM_ORDER
+from ..vocabulary import CLAIM_ORDER, COUNTERS
 from . import cursors
 from .budget import Budget, size, words
 from .call import Call

@@ -25,12 +25,10 @@ import numpy as np
 from ..errors import CoverageError, ErrorCode
 from ..model import converter, snapshot_to_dict
 from . import cursors, provenance
-from .budget import RECORD_CAP, Budget, record_cap_exceeded, size
+from .budget import DEFAULT_PAGE_SIZE, RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .selection import Selection, file_id, line_range
-
-DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 200
 
 SNAPSHOT_LEGEND = (
     "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "

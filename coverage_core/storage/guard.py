@@ -32,11 +32,13 @@ import duckdb
 
 from .. import faults, safefs
 from ..errors import CoverageError, ErrorCode
+from ..locks import LEASE_SUFFIX
 from ..settings_table import setting
 from . import schema
 
 # Suffixes beside the database: DuckDB's own files, then ours.
-WAL, TEMP, LOCK, COMMITTED = ".wal", ".tmp", ".lock", ".committed"
+WAL, TEMP, COMMITTED = ".wal", ".tmp", ".committed"
+LOCK = LEASE_SUFFIX
 PRESERVED = ".wal.preserved-"
 _LOST = "lost_snapshots"
 

@@ -24,6 +24,7 @@ import json
 import secrets
 import threading
 import weakref
+from collections import abc
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -33,20 +34,20 @@ import duckdb
 import numpy as np
 
 from .. import headline
+from ..checkout import Checkout
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..git import Checkout
 from ..ids import is_snapshot_id, new_snapshot_id
-from ..locks import Lease, how_to_release, instance_metadata, this_process
+from ..locks import Lease, how_to_release, instance_metadata, lease_of, this_process
 from ..memo import Memo
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
-from ..report import COUNTERS, Counter, NormalizedReport, Table
-from .guard import LOCK, entries, note_latest, open_verified, prepare_dir, record_committed
+from ..report import Counter, NormalizedReport, Table
+from ..vocabulary import COUNTERS
+from .guard import entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 from .payload import DETAIL
 from .restore import ReadGate, ensure
 from .transactions import transaction
 
-STORE_FILE = "coverage.duckdb"
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
 
 
@@ -131,7 +132,7 @@ def snap_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def store_path(checkout: Checkout) -> Path:
-    return checkout.store_dir / STORE_FILE
+    return checkout.store_path
 
 
 def _locked_suggestion(holder: dict[str, Any]) -> str:
@@ -195,7 +196,7 @@ class ProjectStore:
         ``locks.this_process``) and open the store; ``store_locked`` at once when it is held."""
         prepare_dir(path.parent, entries(path))
         found_owner, found_command = this_process()
-        lease_path = path.with_name(path.name + LOCK)
+        lease_path = lease_of(path)
         try:
             lease = Lease.acquire(
                 lease_path,
@@ -365,7 +366,7 @@ class ProjectStore:
             pair = report.file_totals.get(counter)
             return zeros if pair is None else pair[i]
 
-        head_found, head_hit = headline.per_file(
+        head_found, head_hit = _headline_per_file(
             headline.rule_for(report.format, report.tool), report.file_totals, n
         )
         excluded = report.excluded_lines
@@ -1113,3 +1114,19 @@ def _jsonable(meta: Any) -> dict[str, Any]:
         return dict(meta)
     except (TypeError, ValueError):
         return {}
+
+
+def _headline_per_file(
+    rule: headline.Rule, file_totals: abc.Mapping[str, tuple[np.ndarray, np.ndarray]], n_files: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each file's headline (found, hit) by ``rule``, as columns; lines where the report has no per-file
+    figures of the rule's counters (zeros where it has neither)."""
+    counters = (
+        [c for c in rule.counters if c in file_totals] if rule.counters[0] in file_totals else ["lines"]
+    )
+    found, hit = np.zeros(n_files, dtype=np.int64), np.zeros(n_files, dtype=np.int64)
+    for c in counters:
+        if c in file_totals:
+            found += np.asarray(file_totals[c][0], dtype=np.int64)
+            hit += np.asarray(file_totals[c][1], dtype=np.int64)
+    return found, hit

@@ -53,8 +53,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..project import DEFAULT_SUITE, SCOPES, Project
-from ..report import COUNTERS
+from ..operations.table import OPERATIONS
+from ..project import DEFAULT_SUITE, Project
 from ..review import baseline as baselines
 from ..review.annotated_source import MAX_LINE_CHARS
 from ..review.budget import MAX_BYTES, MAX_WORDS, Budget
@@ -63,11 +63,12 @@ from ..review.change import CURRENT_NOT_MEASURED, change_of_report
 from ..review.comparing import unstored
 from ..review.evidence import REPORT_IDENTITY_UNPROVEN
 from ..review.gate import DEFAULT_CRITERIA, MAX_CRITERIA_CHARS, Check, Criteria, Summary, evaluate
-from ..service import OPERATIONS, Service, envelope
+from ..service import Service, envelope
 from ..validation import Validator
+from ..vocabulary import COUNTERS, SCOPES
 
 if TYPE_CHECKING:
-    from ..git import Checkout
+    from ..checkout import Checkout
 
 PAGE_FILES = 50  # file rows per page read (every page is read)
 PAGE_REGIONS = 500
