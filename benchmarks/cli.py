@@ -37,6 +37,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -156,15 +157,18 @@ def pycobertura_total(lines_valid: int) -> Callable[[str], str | None]:
 
 class SampleReads:
     """The sample project as a git repository in a fresh folder, its step-3 report ingested into a store
-    of a home of its own (no daemon), and coverage.py's data file of the same tests beside it."""
+    of a home of its own, and coverage.py's data file of the same tests beside it. With ``daemon`` that
+    home's daemon runs and holds the store (it registered the repository), so each read is routed to it;
+    without, no daemon runs and each command owns the store."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, daemon: bool = False) -> None:
         self.repo, self.home = base / "inventory", base / "home"
         shutil.copytree(SAMPLE / "project", self.repo, ignore=shutil.ignore_patterns("__pycache__"))
         (self.repo / ".gitignore").write_text(".coverage\n*.json\n.coverage-mcp/\n")
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")},
             "COVERAGE_MCP_HOME": str(self.home),
+            "COVERAGE_MCP_PORT": "0",
         }
         commit_all(self.repo, self.env)
         shutil.copyfile(SAMPLE / "reports" / "step3.coverage.json", self.repo / "coverage.json")
@@ -176,6 +180,37 @@ class SampleReads:
         self.run(
             script("coverage"), "run", "--branch", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"
         )
+        self.daemon: subprocess.Popen[str] | None = None
+        if daemon:
+            self.daemon = subprocess.Popen(
+                [script("coverage-mcp"), "serve"],
+                env=self.env,
+                cwd=self.repo,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            announce = self.daemon.stderr.readline() if self.daemon.stderr else ""
+            if "listening on" not in announce:
+                raise SystemExit(f"the sample's daemon did not start: {announce}")
+            register = (
+                "from coverage_core.config import Settings\n"
+                "from coverage_daemon.rest_client import running_daemon\n"
+                "client, _ = running_daemon(Settings.from_env())\n"
+                "print(client.register('.')['project_id'])\n"
+            )
+            self.run(sys.executable, "-c", register)  # the daemon now holds the store
+            # Its log goes on to stderr: drain it, so a full pipe never stalls the daemon being timed.
+            threading.Thread(target=self.daemon.stderr.read, daemon=True).start()  # type: ignore[union-attr]
+
+    def held_by_daemon(self) -> bool:
+        """Whether the store's lease names the daemon (the reads were its to answer)."""
+        lease = self.repo / ".coverage-mcp" / "coverage.duckdb.lock"
+        return json.loads(lease.read_text() or "{}").get("owner") == "daemon"
+
+    def close(self) -> None:
+        if self.daemon is not None:
+            self.run(script("coverage-mcp"), "stop")
+            self.daemon.wait(timeout=60)
 
     def run(self, *argv: str) -> str:
         return subprocess.run(
@@ -195,6 +230,7 @@ class SampleReads:
 def read_pairs(sample: SampleReads, notebooks: str | None = None) -> list[Pair]:
     """The three reads beside ``coverage report``; with ``notebooks`` (a folder holding rfc3987_syntax, as
     the [notebooks] extra installs it) our commands also run with it importable."""
+    where = "the daemon holds the store" if sample.daemon is not None else "the command owns the store"
     ours, coverage = script("coverage-mcp"), script("coverage")
     hit, found = sample.lines
     snapshot = sample.snapshot_id
@@ -212,9 +248,21 @@ def read_pairs(sample: SampleReads, notebooks: str | None = None) -> list[Pair]:
         ),
     ]
     cases = [("", None)] + ([(" with rfc3987_syntax", notebooks)] if notebooks else [])
-    return [
+    report = sample.command("`coverage report`", [coverage, "report"], expect("TOTAL", "inventory/stock.py"))
+    floor = [  # what a command that owns the store cannot do without, before any code of ours runs
         Pair(
-            f"read: {label}{case} (sample project)",
+            "floor of a read that owns the store: importing DuckDB, NumPy and pygit2, nothing else",
+            sample.command(
+                "`python -c 'import duckdb, numpy, pygit2'`",
+                [sys.executable, "-c", "import duckdb, numpy, pygit2; print('imported')"],
+                expect("imported"),
+            ),
+            report,
+        )
+    ]
+    return (floor if sample.daemon is None else []) + [
+        Pair(
+            f"read: {label}{case} (sample project, {where})",
             sample.command(label, [ours, *argv], check, path),
             sample.command("`coverage report`", [coverage, "report"], expect("TOTAL", "inventory/stock.py")),
         )
@@ -287,8 +335,13 @@ def main() -> None:
         ap.error("--only reads measures part of the section: pass --no-readme")
     report = corpus_file(COBERTURA)
     scratch = tempfile.TemporaryDirectory(prefix="cli-bench-")
-    sample = SampleReads(Path(scratch.name))
-    measured = (pairs(report) if args.only == "all" else []) + read_pairs(sample, args.notebooks_path)
+    owned = SampleReads(Path(scratch.name) / "owned")
+    routed = SampleReads(Path(scratch.name) / "routed", daemon=True)
+    measured = (
+        (pairs(report) if args.only == "all" else [])
+        + read_pairs(owned, args.notebooks_path)
+        + read_pairs(routed, args.notebooks_path)
+    )
     totals = manifest_totals(COBERTURA)
     lines, branches = totals["lines"], totals["branches"]
     loads = [load_average()[0]]
@@ -356,8 +409,11 @@ def main() -> None:
             ),
             (
                 "- The reads (issue 29) run on the bundled sample project with its step-3 report ingested into a "
-                "store of their own home, no daemon: each command owns the store, validates its arguments and "
-                "reads it (DuckDB, pygit2, NumPy through the records). `coverage report` reads coverage.py's "
+                "store of their own home, twice. Where the command owns the store (no daemon), it opens it, "
+                "validates its arguments and reads it: DuckDB, pygit2 and NumPy are imported for that. Where "
+                "the home's daemon holds the store, the command finds that from files alone (git's layout, the "
+                "store's and the daemon's leases) and the daemon's /health, and imports none of them "
+                "(`coverage_daemon.rest_client.owning_daemon`). `coverage report` reads coverage.py's "
                 "data of the same tests and prints the whole table. The output schemas no longer import the "
                 "execution and composite modules, and jsonschema loads on the first validation without the "
                 "optional format libraries, so a `[notebooks]` install (rfc3987_syntax, 1.7 s) adds nothing "
@@ -373,6 +429,11 @@ def main() -> None:
             ),
         ]
     )
+    if not routed.held_by_daemon():
+        raise SystemExit(
+            "the routed reads' store was not the daemon's at the end: they measured nothing routed"
+        )
+    routed.close()
     scratch.cleanup()
     print(text)
     if not args.no_readme:

@@ -31,9 +31,10 @@ from click.testing import CliRunner
 
 from coverage_cli.options import ENVELOPE, output_format
 from coverage_core import open_project
+from coverage_core.checkout import STORE_FILE
 from coverage_core.git import discover
 from coverage_core.project import USUAL_REPORTS
-from coverage_core.storage.store import STORE_FILE, snap_tables
+from coverage_core.storage.store import snap_tables
 from coverage_daemon.launcher import (
     CONNECTOR_IDLE_EXIT_S,
     IDLE_EXIT_ENV,
