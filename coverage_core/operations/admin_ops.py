@@ -117,7 +117,8 @@ def settings_read(call: Call) -> dict[str, Any]:
 def settings_update(call: Call) -> dict[str, Any]:
     checked = project_settings.validate(call.args["settings"])
     con = call.project.store.con
-    project_settings.write(con, checked)
+    with call.project.store._write_lock:
+        project_settings.write(con, checked)
     return {"data": {"settings": project_settings.read(con)}}
 
 

@@ -11,8 +11,9 @@ also says which measured files HEAD still has the measured text of
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import Any
+import time
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from ..composite import persistence as composite_store
 from ..display import counted
@@ -137,8 +138,23 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
-    found = composite_store.latest(call.project.store, call.con)
+    found = _as_of_generation(
+        call, "latest_composite", lambda: composite_store.latest(call.project.store, call.con)
+    )
     return None if found is None else found.compact()
+
+
+T = TypeVar("T")
+# Compaction eligibility ages with the clock, not only with writes: the inventory is read again each minute.
+INVENTORY_CLOCK_S = 60
+
+
+def _as_of_generation(call: Call, key: Hashable, read: Callable[[], T]) -> T:
+    """``read()`` once per generation of the store (any write starts a new one), not on every call: what
+    project_context reads about the whole store changes only with a write."""
+    store = call.project.store
+    value: T = store.per_generation.get((store.generation, key), read)
+    return value
 
 
 def project_context(call: Call) -> dict[str, Any]:
@@ -173,7 +189,11 @@ def project_context(call: Call) -> dict[str, Any]:
             else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
         ),
     }
-    inventory = call.project.compaction_inventory(call.con)
+    inventory = _as_of_generation(
+        call,
+        ("compaction_inventory", int(time.time() // INVENTORY_CLOCK_S)),
+        lambda: call.project.compaction_inventory(call.con),
+    )
     data["compaction"] = {
         k: inventory[k]
         for k in ("relational", "compacted", "detail_bytes", "payload_bytes", "eligible", "protected")
@@ -188,7 +208,11 @@ def project_context(call: Call) -> dict[str, Any]:
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are
     # paged into whatever budget remains (no approved commands exist yet).
-    active = runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE)
+    active = _as_of_generation(
+        call,
+        "active_runs",
+        lambda: runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE),
+    )
     data["active_runs"] = [
         {k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]
     ]
@@ -197,17 +221,21 @@ def project_context(call: Call) -> dict[str, Any]:
     omitted = _shorten(data, budget)
     reserved_words = words(data)
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
-    listed = [
-        {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
-        for c in commands.list_commands(
-            call.project,
-            None,
-            limit=MAX_COMMANDS + 1,
-            offset=offset,
-            brief=True,
-            statuses=("approved", "pending"),
-        )
-    ]
+    listed = _as_of_generation(
+        call,
+        ("commands", offset),
+        lambda: [
+            {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
+            for c in commands.list_commands(
+                call.project,
+                None,
+                limit=MAX_COMMANDS + 1,
+                offset=offset,
+                brief=True,
+                statuses=("approved", "pending"),
+            )
+        ],
+    )
     shown = budget.fit_list(data, "commands", listed[:MAX_COMMANDS])
     page_words = words(data["commands"]) if shown else 0
     more = shown < len(listed)

@@ -77,8 +77,19 @@ def ranked_files(
 ) -> tuple[list[dict[str, Any]], int]:
     """Files with uncovered or partial lines, most uncovered first: one page and the total.
 
-    ``path`` keeps only that file (matched by repository or report path).
+    ``path`` keeps only that file (matched by repository or report path). Read once per snapshots and
+    page (stored snapshots never change): every page of insight, source and all asks for it.
     """
+    key = ("ranked_files", sel.scope_key, offset, limit, path)
+    found: tuple[list[dict[str, Any]], int] = call.project.store.derived.get(
+        key, lambda: _ranked_files(call, sel, offset, limit, path)
+    )
+    return found
+
+
+def _ranked_files(
+    call: Call, sel: Selection, offset: int, limit: int, path: str | None
+) -> tuple[list[dict[str, Any]], int]:
     if len(sel.snaps) == 1:
         # Uncovered and partial lines as the detail holds them (the stored runs), so a file's figures are
         # the sums of its targets' figures.
@@ -347,9 +358,21 @@ def _rank(t: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def all_targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every target of ``files``, ranked, with every range (largest first)."""
+    """Every target of ``files``, ranked, with every range (largest first). Computed once per snapshots and
+    files (stored snapshots never change; the store forgets it when snapshots are deleted): a walk over
+    every line of the files, 0.1-1 s on the SQLite amalgamation, that every page and repeat would redo (kept
+    with the other whole-file values: the last few only).
+    Callers copy what they change (``targets_for``)."""
     if not files:
         return []
+    key = ("insight_targets", sel.scope_key, tuple(f["path"] for f in files))
+    targets: list[dict[str, Any]] = call.project.store.whole_files.get(
+        key, lambda: _targets(call, sel, files)
+    )
+    return targets
+
+
+def _targets(call: Call, sel: Selection, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     detail = _detail(call, sel, files)
     fmt = sel.primary.format
     targets = [t for f in files for t in _file_targets(f["path"], detail[f["path"]], fmt)]

@@ -40,9 +40,13 @@ class ExecDB:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The connection inside one transaction, committed on success and rolled back otherwise."""
-        with self.lock, transaction(self.con) as con:
-            yield con
+        """The connection inside one transaction, committed on success and rolled back otherwise; a commit
+        moves the store to a new generation (caches of its answers read it again)."""
+        try:
+            with self.lock, transaction(self.con) as con:
+                yield con
+        finally:
+            self.store.generation += 1
 
     def close(self) -> None:
         with self.lock:

@@ -149,6 +149,22 @@ def _locked_suggestion(holder: dict[str, Any]) -> str:
     )
 
 
+class _Writes:
+    """The store's write lock: a writer commits while holding it, and its release moves the store to a new
+    ``generation`` (after the commit, so a reader that sees the new generation sees the write)."""
+
+    def __init__(self, store: ProjectStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._store.generation += 1
+        self._lock.release()
+
+
 class ProjectStore:
     """An open project store. Not thread-safe for writes; use one writer."""
 
@@ -156,14 +172,18 @@ class ProjectStore:
         self.path = path
         self.con = con
         self._lease = lease
-        self._write_lock = threading.Lock()
+        # Every writer of the store's own tables holds it; each release is a new ``generation``.
+        self._write_lock = _Writes(self)
         self.cursor_secret = b""
-        # Snapshots are immutable, so their records are cached for good;
-        # ``generation`` moves on every ingest for caches of "latest" answers.
+        # Snapshots are immutable, so their records are cached for good; ``generation`` moves on every
+        # write (an ingest, a deletion, a compaction, a setting, a composite, a command's or run's change)
+        # for caches of answers about the whole store ("latest", ``per_generation``).
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
         self._newest_per_suite: dict[tuple[int, int], list[str]] = {}
         self.generation = 0
+        # Values read from the whole store, keyed by the generation they were read at: the last few only.
+        self.per_generation: Memo[Any] = Memo(32)
         # Values the reads derive from one snapshot's content alone (a file's id, its measured text), keyed
         # by the snapshot's id and key: cleared when snapshots are deleted, since a key is then reused.
         self.derived: Memo[Any] = Memo(256)
@@ -288,7 +308,6 @@ class ProjectStore:
                 snapshot_id = self._insert(con, report, mapping, prov, progress, measured)
                 if also is not None:
                     also(con, snapshot_id)
-            self.generation += 1
             record_committed(self.path, snapshot_id)
         return self.snapshot(snapshot_id)
 
@@ -643,7 +662,6 @@ class ProjectStore:
             self._latest = {}
             self.derived.clear()
             self.whole_files.clear()
-            self.generation += 1
             return deletion
 
     # -- reads --------------------------------------------------------------

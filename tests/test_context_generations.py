@@ -1,0 +1,79 @@
+"""project_context reads what it knows about the whole store once per generation of the store (issue 29),
+and every kind of write starts a new one: each step below changes the store one way, and the very next
+answer of the same open project must show it (a cache that missed one kind of write fails here).
+
+The oracle is the write itself: the command just registered or approved, the run just queued or cancelled,
+the snapshots just compacted or deleted.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from coverage_core import open_project
+from coverage_core.execution import runs
+from coverage_core.service import Service
+
+
+def _context(service: Service) -> dict[str, Any]:
+    data: dict[str, Any] = service.call("project_context", {"max_words": 50_000})["data"]
+    return data
+
+
+def test_every_kind_of_write_shows_in_the_next_project_context_of_the_same_open_project(
+    sample_repo: Path,
+) -> None:
+    with open_project(sample_repo) as project:
+        service = Service(project)
+        for report in ("step1.coverage.json", "step3.coverage.json", "step3.coverage.lcov"):
+            project.ingest(sample_repo / report, suite="unit")
+        before = _context(service)
+        assert before["commands"] == [] and before["active_runs"] == []
+        assert before["compaction"]["compacted"] == 0 and before["compaction"]["relational"] == 3
+
+        registered = service.call(
+            "register_test_command",
+            {
+                "name": "unit",
+                "argv": [sys.executable, "-m", "pytest"],
+                "artifacts": [{"path": "cov.json", "suite": "unit"}],
+            },
+        )["data"]["command"]["id"]
+        assert [(c["id"], c["status"]) for c in _context(service)["commands"]] == [(registered, "pending")]
+
+        service.call("command_approve", {"command_id": registered, "by": "tester"})
+        assert [(c["id"], c["status"]) for c in _context(service)["commands"]] == [(registered, "approved")]
+
+        run_id = runs.enqueue(
+            project.store,
+            command_id=registered,
+            command_hash="x",
+            args=[],
+            baseline=None,
+            idempotency_key=None,
+            fingerprint="f",
+            worktree_path=str(project.checkout.worktree_path),
+        )[0]
+        assert [r["id"] for r in _context(service)["active_runs"]] == [run_id]
+        service.call("cancel_run", {"run_id": run_id})
+        assert _context(service)["active_runs"] == []
+
+        service.call("command_reject", {"command_id": registered, "by": "tester"})
+        assert _context(service)["commands"] == []  # rejected commands are not an agent's to use
+
+        done = service.call("compact", {"older_than": "0"})["data"]
+        compaction = _context(service)["compaction"]
+        assert (compaction["compacted"], compaction["relational"]) == (len(done["compacted"]), 3 - 2)
+        assert compaction["last_pass"] is not None
+
+        deleted = service.call("snapshot_delete", {"suite": "unit", "keep": 1})["data"]["deleted"]
+        assert len(deleted) == 2
+        assert (
+            _context(service)["compaction"]["compacted"],
+            _context(service)["compaction"]["relational"],
+        ) == (
+            0,
+            1,
+        )
