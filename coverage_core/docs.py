@@ -1,4 +1,4 @@
-"""``docs/operations.md``, generated from the operation table (``service.OPERATIONS``).
+"""``docs/operations.md``, generated from the operation table (``operations.table.OPERATIONS``).
 
 Every operation with its description, behaviour, every argument (nested ones
 as ``limits.max_words``) with its type, allowed values and description, what
@@ -22,7 +22,7 @@ from .principals import Principal, Surface
 HEADER = """\
 # Operations
 
-<!-- Generated from coverage_core.service.OPERATIONS by `python -m coverage_core.docs > docs/operations.md`;
+<!-- Generated from coverage_core.operations.table.OPERATIONS by `python -m coverage_core.docs > docs/operations.md`;
 tests/test_docs.py fails when this file and the table differ. Do not edit by hand. -->
 
 Every surface runs the same operations: MCP tools (`tools/call`), REST

@@ -8,7 +8,7 @@ in every answer, the ``not_measured`` one of an empty store included. The
 published schemas stay open to additional keys: an agent's SDK refuses a
 result its schema does not admit, and a new key is not a reason to fail.
 
-``service.OPERATIONS`` attaches these as ``Operation.output_schema`` (docs/operations.md lists
+``operations.table.OPERATIONS`` attaches these as ``Operation.output_schema`` (docs/operations.md lists
 every key); MCP's ``tools/list`` publishes their listed form (``published``) as each tool's
 ``outputSchema``: the keys agents read, typed, and none of the unlisted ones.
 """

@@ -1,4 +1,4 @@
-"""Who calls an operation, and where it appears: each row of ``service.OPERATIONS`` names both.
+"""Who calls an operation, and where it appears: each row of ``operations.table.OPERATIONS`` names both.
 
 A ``Principal`` is what a caller proved, not how it spoke: the daemon derives
 it from the request's credentials (``coverage_daemon.auth``), the MCP endpoint

@@ -14,19 +14,16 @@ import sys
 from collections.abc import Callable
 from typing import Any, Self
 
-import numpy as np
-
 from coverage_core.checkout import Checkout
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.locks import describe_holder, this_process
-from coverage_core.model import FileDetail, FilesPage, FileSummary, Snapshot, converter
+from coverage_core.model import FileDetail, FilesPage, Snapshot, converter
 from coverage_core.parsers.spool import local_report
 from coverage_core.principals import Principal
 from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
 from coverage_core.project import open_project as open_direct
-from coverage_core.review.budget import MAX_BYTES, MAX_PAGE_SIZE, MAX_WORDS
 from coverage_core.service import Service
 
 from .rest_client import DaemonClient, running_daemon
@@ -80,24 +77,6 @@ class DaemonProject:
             answer = call(self, "owner_import", {k: v for k, v in given.items() if v is not None})
         return converter.structure(answer["data"]["snapshot"], Snapshot)
 
-    def _pages(
-        self, key: str, args: dict[str, Any], wanted: int | None = None
-    ) -> tuple[list[Any], dict[str, Any]]:
-        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
-        and the first page's data (for what every page repeats, such as a total)."""
-        args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
-        records: list[Any] = []
-        first: dict[str, Any] | None = None
-        while True:
-            answer = self.call("coverage_review", args)
-            first = first or answer["data"]
-            records += answer["data"][key]
-            cursor = answer["page"]["next_cursor"]
-            if cursor is None or (wanted is not None and len(records) >= wanted):
-                return records[:wanted], first
-            args["cursor"] = cursor
-
-    # -- reads as the library's records ------------------------------------------------------------
     def snapshots(
         self,
         *,
@@ -107,76 +86,12 @@ class DaemonProject:
         limit: int | None = None,
         chosen: bool = False,
     ) -> list[Snapshot]:
-        wanted: dict[str, Any] = {
-            k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
-        }
-        if chosen:
-            wanted["chosen"] = True
-        args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
-        return [converter.structure(s, Snapshot) for s in self._pages("snapshots", args, limit)[0]]
+        return self.client.snapshots(
+            self.project_id, suite=suite, branch=branch, commit=commit, limit=limit, chosen=chosen
+        )
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
-        args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
-        found = self.call("coverage_review", args)["data"]["snapshots"]
-        if not found:
-            raise CoverageError(
-                ErrorCode.NOT_FOUND,
-                f"no snapshot {snapshot_id!r} in this repository",
-                "List snapshots with `coverage-mcp snapshots`.",
-                {"snapshot_id": snapshot_id},
-            )
-        return converter.structure(found[0], Snapshot)
-
-    def files(
-        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
-    ) -> FilesPage:
-        args = {
-            "task": "files",
-            "measurement": {"snapshot_id": snapshot_id},
-            "order": order,
-            "representation": "review",
-            "page_size": MAX_PAGE_SIZE,
-        }
-        listed, first = self._pages("files", args, offset + limit)
-        return FilesPage(
-            snapshot_id,
-            first["total"],
-            offset,
-            tuple(converter.structure(f, FileSummary) for f in listed[offset:]),
-        )
-
-    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
-        args: dict[str, Any] = {
-            "task": "file",
-            "measurement": {"snapshot_id": snapshot_id},
-            "file": path,
-            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
-        }
-        pages = []
-        while True:
-            answer = self.call("coverage_review", args)
-            pages.append(answer["data"])
-            if answer["page"]["next_cursor"] is None:
-                break
-            args["cursor"] = answer["page"]["next_cursor"]
-
-        def table(name: str) -> dict[str, np.ndarray]:
-            return {
-                column: np.asarray([v for page in pages for v in page[name][column]])
-                for column in pages[0][name]
-            }
-
-        first = pages[0]
-        return FileDetail(
-            snapshot_id=snapshot_id,
-            summary=converter.structure(first["summary"], FileSummary),
-            lines=table("lines"),
-            branches=table("branches"),
-            functions=table("functions"),
-            regions=table("regions"),
-            tests=tuple(name for page in pages for name in page["tests"]),
-            excluded_lines=tuple(first.get("excluded_lines", ())),
-        )
+        return self.client.snapshot(self.project_id, snapshot_id)
 
     def latest(self, suite: str = DEFAULT_SUITE) -> Snapshot | None:
         """The newest snapshot of ``suite`` that may be chosen for a caller (a complete one outranks newer
@@ -187,6 +102,14 @@ class DaemonProject:
     def analysis(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """What ``coverage_core.analysis`` asks of a project the daemon owns: the helper's answer as columns."""
         return self.call("analysis", {"name": name, "arguments": arguments})["data"]
+
+    def files(
+        self, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
+        return self.client.files(self.project_id, snapshot_id, offset=offset, limit=limit, order=order)
+
+    def file_detail(self, snapshot_id: str, path: str) -> FileDetail:
+        return self.client.file_detail(self.project_id, snapshot_id, path)
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """A declared operation through the daemon: the same envelope ``Service.call`` returns."""

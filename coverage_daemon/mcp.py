@@ -14,7 +14,7 @@ Two eras, as the specification allows a server to speak both:
   ``initialize``; results carry ``resultType`` (and ``ttlMs``/``cacheScope``
   where the schema makes them cacheable).
 
-The tool list derives from ``coverage_core.service.TOOLS`` (the MCP rows) and nothing
+The tool list derives from ``coverage_core.operations.table.TOOLS`` (the MCP rows) and nothing
 else; tools/call runs the same operation table, so listing and dispatch cannot
 drift. A client's mistake (bad arguments, a missing repository, a store in use)
 is a ``CallToolResult`` with ``isError: true`` and a suggestion; only a
@@ -185,7 +185,7 @@ class Conn:
 @functools.cache
 @functools.cache
 def tools() -> list[dict[str, Any]]:
-    """``tools/list``: one entry per agent's row (``service.TOOLS``), in declaration order, in its listed form."""
+    """``tools/list``: one entry per agent's row (``operations.table.TOOLS``), in declaration order, in its listed form."""
     from coverage_core.operations.table import TOOLS, listed_input
 
     return [

@@ -1,7 +1,7 @@
 """The REST API under ``/api/projects``: projects, and every declared operation from the one table.
 
 ``/api/projects/{id}/ops/{name}`` dispatches any operation of
-``coverage_core.service.OPERATIONS`` (POST with a JSON object; GET too for
+``coverage_core.operations.table.OPERATIONS`` (POST with a JSON object; GET too for
 read-only ones, the query string coerced by the operation's schema), through
 ``Projects.call`` like MCP's tools: same validation, same envelope, the row's
 principals checked against what the request proves. Nothing here re-declares

@@ -18,7 +18,7 @@ import os
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coverage_core.checkout import locate
 from coverage_core.config import Settings
@@ -26,6 +26,12 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.locks import is_held, lease_of, read_metadata
 from coverage_core.operations.table import OPERATIONS
 from coverage_core.principals import Principal
+from coverage_core.review.budget import MAX_BYTES, MAX_PAGE_SIZE, MAX_WORDS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coverage_core.model import FileDetail, FilesPage, Snapshot
 
 from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
 from .errors_http import error_from_body
@@ -161,13 +167,124 @@ class DaemonClient:
 
     # -- operations: the service's envelopes, from the one table --------------------------------
     def call(self, project_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Any row of the table (``coverage_core.service.OPERATIONS``): the envelope ``Service.call`` returns.
+        """Any row of the table (``coverage_core.operations.table.OPERATIONS``): the envelope ``Service.call`` returns.
         A row the client token does not reach is sent with the admin capability, when this client has it."""
         op = OPERATIONS.get(name)
         needs_admin = op is not None and Principal.CLIENT not in op.principals
         headers = {CAPABILITY_HEADER: self.capability} if needs_admin and self.capability else None
         path = f"/api/projects/{project_id}/ops/{name}"
         return self.request("POST", path, body=dict(arguments or {}), headers=headers)[1]
+
+    def _pages(
+        self, project_id: str, key: str, args: dict[str, Any], wanted: int | None = None
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """The records of a paged coverage_review listing, following its cursors (``wanted`` at most),
+        and the first page's data (for what every page repeats, such as a total)."""
+        args = {**args, "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES}}
+        records: list[Any] = []
+        first: dict[str, Any] | None = None
+        while True:
+            answer = self.call(project_id, "coverage_review", args)
+            first = first or answer["data"]
+            records += answer["data"][key]
+            cursor = answer["page"]["next_cursor"]
+            if cursor is None or (wanted is not None and len(records) >= wanted):
+                return records[:wanted], first
+            args["cursor"] = cursor
+
+    # -- reads as the library's records (imported here: a routed command never asks for them) ----------
+    def snapshots(
+        self,
+        project_id: str,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+        limit: int | None = None,
+        chosen: bool = False,
+    ) -> list[Snapshot]:
+        from coverage_core.model import Snapshot, converter
+
+        wanted: dict[str, Any] = {
+            k: v for k, v in (("suite", suite), ("branch", branch), ("commit", commit)) if v is not None
+        }
+        if chosen:
+            wanted["chosen"] = True
+        args = {"task": "snapshots", "filter": wanted, "representation": "review", "page_size": MAX_PAGE_SIZE}
+        return [
+            converter.structure(s, Snapshot) for s in self._pages(project_id, "snapshots", args, limit)[0]
+        ]
+
+    def snapshot(self, project_id: str, snapshot_id: str) -> Snapshot:
+        from coverage_core.model import Snapshot, converter
+
+        args = {"task": "snapshots", "filter": {"snapshot_id": snapshot_id}, "representation": "review"}
+        found = self.call(project_id, "coverage_review", args)["data"]["snapshots"]
+        if not found:
+            raise CoverageError(
+                ErrorCode.NOT_FOUND,
+                f"no snapshot {snapshot_id!r} in this repository",
+                "List snapshots with `coverage-mcp snapshots`.",
+                {"snapshot_id": snapshot_id},
+            )
+        return converter.structure(found[0], Snapshot)
+
+    def files(
+        self, project_id: str, snapshot_id: str, *, offset: int = 0, limit: int = 1000, order: str = "path"
+    ) -> FilesPage:
+        from coverage_core.model import FilesPage, FileSummary, converter
+
+        args = {
+            "task": "files",
+            "measurement": {"snapshot_id": snapshot_id},
+            "order": order,
+            "representation": "review",
+            "page_size": MAX_PAGE_SIZE,
+        }
+        listed, first = self._pages(project_id, "files", args, offset + limit)
+        return FilesPage(
+            snapshot_id,
+            first["total"],
+            offset,
+            tuple(converter.structure(f, FileSummary) for f in listed[offset:]),
+        )
+
+    def file_detail(self, project_id: str, snapshot_id: str, path: str) -> FileDetail:
+        import numpy as np
+
+        from coverage_core.model import FileDetail, FileSummary, converter
+
+        args: dict[str, Any] = {
+            "task": "file",
+            "measurement": {"snapshot_id": snapshot_id},
+            "file": path,
+            "limits": {"max_words": MAX_WORDS, "max_bytes": MAX_BYTES},
+        }
+        pages = []
+        while True:
+            answer = self.call(project_id, "coverage_review", args)
+            pages.append(answer["data"])
+            if answer["page"]["next_cursor"] is None:
+                break
+            args["cursor"] = answer["page"]["next_cursor"]
+
+        def table(name: str) -> dict[str, np.ndarray]:
+            return {
+                column: np.asarray([v for page in pages for v in page[name][column]])
+                for column in pages[0][name]
+            }
+
+        first = pages[0]
+        return FileDetail(
+            snapshot_id=snapshot_id,
+            summary=converter.structure(first["summary"], FileSummary),
+            lines=table("lines"),
+            branches=table("branches"),
+            functions=table("functions"),
+            regions=table("regions"),
+            tests=tuple(name for page in pages for name in page["tests"]),
+            excluded_lines=tuple(first.get("excluded_lines", ())),
+        )
 
 
 def running_daemon(settings: Settings) -> tuple[DaemonClient, dict[str, Any]] | None:

@@ -1,7 +1,7 @@
 """Generated input at every REST route and every MCP method of a live daemon: never a 5xx, never ``internal``.
 
 The routes come from ``coverage_daemon.app.ROUTES`` and the rows and tools from
-``coverage_core.service.OPERATIONS`` (every row, with and without the
+``coverage_core.operations.table.OPERATIONS`` (every row, with and without the
 principals it admits), so a new route, row or tool is fuzzed without touching
 this file. A server-side status (5xx, JSON-RPC -32603, a
 tool's ``internal``) is allowed only for ``deadline_exceeded`` and

@@ -1,7 +1,7 @@
 """The handlers of the person's and the store owner's rows: decisions on commands, listings, deletion,
 compaction, per-repository settings and the notebooks' analyses.
 
-Their rows (``service.OPERATIONS``) admit the client token for reads and the admin capability (or, for an
+Their rows (``operations.table.OPERATIONS``) admit the client token for reads and the admin capability (or, for an
 approval, a dashboard session with its CSRF token) for writes; no agent reaches them.
 """
 

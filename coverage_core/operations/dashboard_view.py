@@ -1,6 +1,6 @@
 """The dashboard's rows: everything the page shows of one project, bounded, in one answer.
 
-Four rows of ``service.OPERATIONS``: ``dashboard`` (the one projection: what
+Four rows of ``operations.table.OPERATIONS``: ``dashboard`` (the one projection: what
 ``GET /api/dashboard`` answers and what ``coverage-mcp report --html`` embeds
 in its static page, so both show the same numbers), ``dashboard_file`` (one
 file's annotated lines), ``dashboard_run`` (one run's logs) and
@@ -72,7 +72,7 @@ MAX_COMPOSITES = 50
 MAX_RUNS = 20
 MAX_PENDING = 50
 COUNTERS = ("lines", "branches", "functions")
-# What the dashboard row selects (its input schema, service.OPERATIONS): ordinary and composite snapshots,
+# What the dashboard row selects (its input schema, operations.table.OPERATIONS): ordinary and composite snapshots,
 # the file table's order.
 SELECTION = ("suite", "current", "baseline", "composite", "composite_baseline", "order")
 OUTSIDE_SCOPE_REASON = "measured scope (data.outside_scope)"  # the end of the change review's reason

@@ -1,6 +1,6 @@
 """The four managed-execution operations: register_test_command, run_test, run_review, cancel_run.
 
-Their rows live in ``coverage_core.service.OPERATIONS``; the handlers are here.
+Their rows live in ``coverage_core.operations.table.OPERATIONS``; the handlers are here.
 None of them can approve a command (see ``registry``): run_test refuses a
 command that is not approved, naming the CLI line a person runs.
 """

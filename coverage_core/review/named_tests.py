@@ -99,27 +99,8 @@ def _for_file(
     data["file"] = path
     if call.args.get("lines"):
         data["lines"] = call.args["lines"]
-    # Each aggregates the file's observations by test id first and names the few groups after (a test's
-    # name is unique in its snapshot: the report builder interns names), never joining every observation
-    # row to its name (930k rows for sqlite3.c).
-    covering = call.rows(
-        """SELECT n.name, c.lines FROM (
-               SELECT test_id, count(DISTINCT line) AS lines FROM test_observations
-               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ? GROUP BY test_id) c
-           JOIN test_names n ON n.snap = ? AND n.test_id = c.test_id
-           ORDER BY c.lines DESC, n.name""",
-        [snap, fid, lo, hi, snap],
-        detail=("test_names", "test_observations"),
-    )
-    unique = call.rows(
-        """SELECT u.line, n.name FROM (
-               SELECT line, min(test_id) AS test_id FROM test_observations
-               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ?
-               GROUP BY line HAVING count(DISTINCT test_id) = 1) u
-           JOIN test_names n ON n.snap = ? AND n.test_id = u.test_id
-           ORDER BY u.line""",
-        [snap, fid, lo, hi, snap],
-        detail=("test_names", "test_observations"),
+    covering, unique = call.project.store.derived.get(
+        ("named_tests", sel.primary.snapshot_id, fid, lo, hi), lambda: _file_tests(call, snap, fid, lo, hi)
     )
     data["covering_tests"] = len(covering)
     data["single_test_lines"] = len(unique)
@@ -157,3 +138,35 @@ def _for_file(
             "next_cursor": cursors.encode(call, "tests", scope, following) if following < total else None,
         },
     }
+
+
+def _file_tests(
+    call: Call, snap: int, fid: int, lo: int, hi: int
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The tests that ran lines ``lo``-``hi`` of one file (name, lines), and the lines only one test ran
+    (line, name): read once per snapshot and range (a stored snapshot never changes; on SQLite's
+    sqlite3.c the two queries aggregate 930k observations), whichever page of the answer asks.
+    """
+    # Each aggregates the file's observations by test id first and names the few groups after (a test's
+    # name is unique in its snapshot: the report builder interns names), never joining every observation
+    # row to its name (930k rows for sqlite3.c).
+    covering = call.rows(
+        """SELECT n.name, c.lines FROM (
+               SELECT test_id, count(DISTINCT line) AS lines FROM test_observations
+               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ? GROUP BY test_id) c
+           JOIN test_names n ON n.snap = ? AND n.test_id = c.test_id
+           ORDER BY c.lines DESC, n.name""",
+        [snap, fid, lo, hi, snap],
+        detail=("test_names", "test_observations"),
+    )
+    unique = call.rows(
+        """SELECT u.line, n.name FROM (
+               SELECT line, min(test_id) AS test_id FROM test_observations
+               WHERE snap = ? AND file_id = ? AND kind = 0 AND line BETWEEN ? AND ?
+               GROUP BY line HAVING count(DISTINCT test_id) = 1) u
+           JOIN test_names n ON n.snap = ? AND n.test_id = u.test_id
+           ORDER BY u.line""",
+        [snap, fid, lo, hi, snap],
+        detail=("test_names", "test_observations"),
+    )
+    return covering, unique
