@@ -115,7 +115,8 @@ def resolve(call: Call, current: Selection, spec: dict[str, Any], *, same_suite:
     if kind == "previous_snapshot":
         before = min(current.snaps, default=2**31 - 1)
         # A subset a complete snapshot of its commit outranks is never the default baseline (chosen_side).
-        row = call.one(
+        row = _first(
+            call,
             f"SELECT snapshot_id FROM snapshots WHERE suite = ? AND snap < ? AND format = ? AND {chosen_side()} "
             "ORDER BY snap DESC LIMIT 1",
             [suite, before, current.primary.format],
@@ -210,9 +211,16 @@ def _same_format(found: tuple[Snapshot, ...], current: Snapshot) -> None:
         raise _formats_differ(other, current, f"the baseline snapshot {other.snapshot_id}")
 
 
+def _first(call: Call, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """The first row of a query over the snapshots' records (``Call.listed``: once per generation)."""
+    rows = call.listed(sql, params)
+    return rows[0] if rows else None
+
+
 def _other_format(call: Call, current: Snapshot, where: str, params: list[Any], what: str) -> None:
     """When no snapshot of the current side's format qualifies but one of another format does, say so."""
-    row = call.one(
+    row = _first(
+        call,
         f"SELECT snapshot_id FROM snapshots WHERE suite = ? AND {where} AND format <> ? ORDER BY snap DESC LIMIT 1",
         [current.suite, *params, current.format],
     )
@@ -357,7 +365,8 @@ def _lineage(call: Call, base: str | None, cur: str | None, what: str) -> list[s
 
 def _snapshot_at(call: Call, current: Snapshot, commit: str, exclude: tuple[int, ...], how: str) -> Snapshot:
     suite = current.suite
-    row = call.one(
+    row = _first(
+        call,
         "SELECT snapshot_id FROM snapshots WHERE suite = ? AND commit_sha = ? AND NOT list_contains(?, snap) "
         "AND format = ? ORDER BY scope = 'subset', dirty, snap DESC LIMIT 1",
         [suite, commit, list(exclude), current.format],

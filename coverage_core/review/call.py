@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,14 @@ class Call:
         out = self.con.execute(sql, params if isinstance(params, dict) else list(params)).fetchall()
         self.rows_scanned += len(out)
         return out
+
+    def listed(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """``rows`` of a query over the stored records alone (which snapshots exist, how they rank; never
+        detail), read once per generation of the store: its answer changes only with a write."""
+        store = self.project.store
+        key = (store.generation, "listed", sql, json.dumps(list(params), default=str))
+        found: list[tuple[Any, ...]] = store.per_generation.get(key, lambda: self.rows(sql, params))
+        return found
 
     def one(
         self, sql: str, params: Sequence[Any] = (), *, detail: Sequence[str] = ()

@@ -17,7 +17,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from collections.abc import Hashable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -45,6 +47,8 @@ class Compared:
     diff: DiffMap
     cur: Side  # the current side's keys line up with comparison.cur_* (attribution reads them)
     notes: tuple[str, ...]
+    # What answers derive from this comparison alone (a page's ranges in order), kept while it is.
+    derived: dict[Hashable, Any] = attrs.field(factory=dict)
 
 
 def empty_side() -> Side:

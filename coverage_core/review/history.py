@@ -36,7 +36,15 @@ from .selection import Selection, line_range
 
 
 def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
-    """(snapshot_id, created_at, commit, hit, found, snap, scope) of the whole series, newest ingest first."""
+    """(snapshot_id, created_at, commit, hit, found, snap, scope) of the whole series, newest ingest first:
+    read once per generation of the store (which snapshots are points changes only with a write)."""
+    store = call.project.store
+    key = (store.generation, "history_series", sel.scope_key, call.args.get("file"), call.args.get("lines"))
+    series: list[tuple[Any, ...]] = store.per_generation.get(key, lambda: _read_series(call, sel))
+    return series
+
+
+def _read_series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
     primary = sel.primary
     file = call.args.get("file")
     lines = line_range(call.args.get("lines"))
@@ -128,7 +136,9 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         data["lines"] = call.args["lines"]
 
     # Scope and provenance per snapshot: a subset run shown in a series says so, with its run and command.
-    runs = provenance.runs_of(call.con, [r[0] for r in rows])
+    # Which run stored a snapshot is written with the snapshot and never changes: read once per points.
+    points = tuple(r[0] for r in rows)
+    runs = call.project.store.derived.get(("runs_of", points), lambda: provenance.runs_of(call.con, points))
 
     def point(r: tuple[Any, ...]) -> Any:
         run = runs.get(r[0])

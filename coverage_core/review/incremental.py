@@ -165,12 +165,14 @@ def _named(secret: bytes, names: set[str], limit: int) -> dict[str, Any]:
 def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
     def names(snaps: tuple[int, ...]) -> set[str]:
         ids = ",".join(str(s) for s in snaps)
-        return {
-            r[0]
-            for r in call.rows(
-                f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})", detail=("test_names",)
-            )
-        }
+
+        def read() -> set[str]:
+            sql = f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})"
+            return {r[0] for r in call.rows(sql, detail=("test_names",))}
+
+        # A snapshot's test names never change (its key is dropped with it: the memo is cleared on deletion).
+        found: set[str] = call.project.store.derived.get(("test_names", ids), read)
+        return found
 
     b, c = names(base.snaps), names(sel.snaps)
     secret = call.project.store.cursor_secret
@@ -188,12 +190,28 @@ def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int)
 
 
 def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict[str, Any]:
-    c = done.comparison
     if not any(s.tests for s in sel.snapshots):
         return {
             "status": "unavailable",
             "reason": "the current snapshots carry no named tests (LCOV TN:, coverage.py contexts)",
         }
+    # The same for every page and repeat of this comparison (on SQLite, 2.15M observations through two
+    # np.isin): computed once, kept with the comparison.
+    found = done.derived.get("attribution")
+    if found is None:
+        found = done.derived["attribution"] = _attributed(call, sel, done)
+    newly_hit, attributed, names = found
+    return {
+        "status": "available",
+        "newly_hit_lines": newly_hit,
+        "attributed_lines": attributed,
+        "tests": _named(call.project.store.cursor_secret, names, limit),
+    }
+
+
+def _attributed(call: Call, sel: Selection, done: Compared) -> tuple[int, int, set[str]]:
+    """(lines newly hit, of them those a named test ran, the names of the tests that ran them)."""
+    c = done.comparison
     newly = np.isin(c.cur_cat, [GBC, GNC, GIC])
     keys = done.cur.keys[newly]
     ids = ",".join(str(s) for s in sel.snaps)
@@ -213,12 +231,7 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
         call.con.unregister("_attribution_files")
     call.rows_scanned += len(obs["key"])
     seen = np.isin(obs["key"], keys)
-    return {
-        "status": "available",
-        "newly_hit_lines": len(keys),
-        "attributed_lines": int(np.count_nonzero(np.isin(keys, obs["key"]))),
-        "tests": _named(call.project.store.cursor_secret, set(obs["name"][seen]), limit),
-    }
+    return len(keys), int(np.count_nonzero(np.isin(keys, obs["key"]))), set(obs["name"][seen])
 
 
 def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def current_at_head(call: Call, suite: str) -> Selection | None:
         return None
     store = call.project.store
     # A complete snapshot of HEAD outranks newer subset ones (chosen_side): a subset is read only when named.
-    rows = call.rows(
+    rows = call.listed(
         f"SELECT snapshot_id, dirty FROM snapshots WHERE suite = ? AND commit_sha = ? AND {chosen_side()} "
         "ORDER BY snap DESC",
         [suite, head],
