@@ -217,23 +217,23 @@ def compact_snapshot(
     finally:
         store.gate.release_alone()
     stage("committed")
-    with store._write_lock:
-        checkpoint(con)
     return Compacted(candidate.snapshot_id, rows, detail_bytes, len(frame), time.perf_counter() - started)
 
 
 def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
-    """Write the committed compaction into the database file now, so the deleted rows' blocks are free.
+    """Write a finished pass into the database file now, so the deleted rows' blocks are free.
 
-    A DELETE only marks rows; DuckDB frees their blocks at a checkpoint, and reuses free blocks only then
-    (a VACUUM frees nothing). Left to the automatic checkpoint (a WAL past ``wal_autocheckpoint``, 16 MB),
-    the pass's deletes and payload sit in the WAL and the next ingest appends its rows to the end of the
-    file while the compacted snapshot's blocks are still taken. Run after the commit and outside the read
-    gate: readers that began after the commit never see the deleted rows, so DuckDB may drop them (it
-    keeps what an older reader still sees, and frees it at a later checkpoint of the same table). In
-    DuckDB 2.0 a CHECKPOINT neither fails nor waits while other transactions run (nor does FORCE
-    CHECKPOINT): it does what those allow. A checkpoint another writer's transaction refuses, or the
-    daemon's shutdown interrupts, costs nothing committed: the next checkpoint (or the close) writes it."""
+    A DELETE only marks rows: DuckDB frees their blocks at a checkpoint (a VACUUM frees nothing), and
+    new rows can only reuse blocks already free. Left to the automatic checkpoint (a WAL past ``wal_autocheckpoint``, 16 MB),
+    the pass's deletes and payloads sit in the WAL and the next ingest appends its rows to the end of the
+    file while the compacted snapshots' blocks are still taken. Once per pass, not per snapshot: every
+    checkpoint after a payload is added rewrites all of ``snapshot_payloads``' blobs (DuckDB rewrites a
+    row group's column it appended to, overflow blocks and all; benchmarks/compaction_size.py). Run after
+    the commits and outside the read gate: readers that began after a commit never see its deleted rows,
+    so DuckDB may drop them (it keeps what an older reader still sees, and frees it at a later checkpoint
+    of the same table). In DuckDB 2.0 a CHECKPOINT neither fails nor waits while other transactions run
+    (nor does FORCE CHECKPOINT): it does what they allow. One another writer's transaction refuses, or the
+    daemon's shutdown interrupts, loses nothing committed: the next checkpoint (or the close) writes it."""
     try:
         con.execute("CHECKPOINT")
     except (duckdb.TransactionException, duckdb.InterruptException):
@@ -318,7 +318,7 @@ def run_pass(
                     ],
                 ).fetchall()
                 if done:
-                    checkpoint(con)  # the pass's own row too: the WAL is left empty, as the pass found it
+                    checkpoint(con)  # with the pass's own row: nothing of it is left in the WAL
     finally:
         store.compacting = None
         con.close()
