@@ -644,3 +644,25 @@ def test_a_read_nested_in_a_read_goes_on_while_a_compaction_waits_and_a_new_read
     for thread in (first, compaction_thread, late):
         thread.join(60)
     assert order == ["nested", "writer", "newcomer"]
+
+
+# -- disk ---------------------------------------------------------------------------------------------
+
+
+def _disk(store_file: Path) -> int:
+    """What the store takes on disk: the database file and its write-ahead log."""
+    wal = store_file.with_name(store_file.name + ".wal")
+    return store_file.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def test_a_pass_leaves_the_store_no_larger_on_disk_than_it_found_it(three_snapshots: Stored) -> None:
+    repo, ids = three_snapshots.fresh()
+    store_file = repo / ".coverage-mcp" / "coverage.duckdb"
+    with open_project(repo) as project:
+        before = _disk(store_file)
+        done = project.compact(older_than="0")
+        assert [c.snapshot_id for c in done.compacted] == ids[:2]
+        assert all(_relational_rows(project, sid) == 0 for sid in ids[:2])
+        # Measured with the store still open, as a daemon holds it: nothing of the pass waits in the WAL.
+        assert _disk(store_file) <= before
+    assert _disk(store_file) <= before
