@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from coverage_core import open_project
-from coverage_core.execution import runs
 from coverage_core.service import Service
+
+from .test_run_bounds import _queued as queued
 
 
 def _context(service: Service) -> dict[str, Any]:
@@ -46,16 +47,7 @@ def test_every_kind_of_write_shows_in_the_next_project_context_of_the_same_open_
         service.call("command_approve", {"command_id": registered, "by": "tester"})
         assert [(c["id"], c["status"]) for c in _context(service)["commands"]] == [(registered, "approved")]
 
-        run_id = runs.enqueue(
-            project.store,
-            command_id=registered,
-            command_hash="x",
-            args=[],
-            baseline=None,
-            idempotency_key=None,
-            fingerprint="f",
-            worktree_path=str(project.checkout.worktree_path),
-        )[0]
+        run_id = queued(project, registered)
         assert [r["id"] for r in _context(service)["active_runs"]] == [run_id]
         service.call("cancel_run", {"run_id": run_id})
         assert _context(service)["active_runs"] == []

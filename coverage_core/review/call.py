@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # Another read-only row's envelope, on the asking call's project and connection: ``ask(name, arguments)``.
 Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+T = TypeVar("T")
 
 
 class Call:
@@ -83,13 +86,18 @@ class Call:
         self.rows_scanned += len(out)
         return out
 
-    def listed(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """``rows`` of a query over the stored records alone (which snapshots exist, how they rank; never
-        detail), read once per generation of the store: its answer changes only with a write."""
+    def as_of_generation(self, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()`` once per generation of the store (every write starts a new one), for what changes only
+        with a write: which snapshots exist and how they rank, the runs and commands, the inventory."""
         store = self.project.store
-        key = (store.generation, "listed", sql, json.dumps(list(params), default=str))
-        found: list[tuple[Any, ...]] = store.per_generation.get(key, lambda: self.rows(sql, params))
-        return found
+        value: T = store.per_generation.get((store.generation, key), read)
+        return value
+
+    def listed(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """``rows`` of a query over the stored records alone (never detail), once per generation."""
+        return self.as_of_generation(
+            ("listed", sql, json.dumps(list(params), default=str)), lambda: self.rows(sql, params)
+        )
 
     def one(
         self, sql: str, params: Sequence[Any] = (), *, detail: Sequence[str] = ()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from ..composite import persistence as composite_store
 from ..display import counted
@@ -138,23 +138,14 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
-    found = _as_of_generation(
-        call, "latest_composite", lambda: composite_store.latest(call.project.store, call.con)
+    found = call.as_of_generation(
+        "latest_composite", lambda: composite_store.latest(call.project.store, call.con)
     )
     return None if found is None else found.compact()
 
 
-T = TypeVar("T")
 # Compaction eligibility ages with the clock, not only with writes: the inventory is read again each minute.
 INVENTORY_CLOCK_S = 60
-
-
-def _as_of_generation(call: Call, key: Hashable, read: Callable[[], T]) -> T:
-    """``read()`` once per generation of the store (any write starts a new one), not on every call: what
-    project_context reads about the whole store changes only with a write."""
-    store = call.project.store
-    value: T = store.per_generation.get((store.generation, key), read)
-    return value
 
 
 def project_context(call: Call) -> dict[str, Any]:
@@ -189,8 +180,7 @@ def project_context(call: Call) -> dict[str, Any]:
             else "coverage_import a report (e.g. coverage.json) to create the first snapshot"
         ),
     }
-    inventory = _as_of_generation(
-        call,
+    inventory = call.as_of_generation(
         ("compaction_inventory", int(time.time() // INVENTORY_CLOCK_S)),
         lambda: call.project.compaction_inventory(call.con),
     )
@@ -208,8 +198,7 @@ def project_context(call: Call) -> dict[str, Any]:
     data.update(claim_for(call, latest, state=state))
     # The fixed reservation is everything but the command page; commands are
     # paged into whatever budget remains (no approved commands exist yet).
-    active = _as_of_generation(
-        call,
+    active = call.as_of_generation(
         "active_runs",
         lambda: runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE),
     )
@@ -221,8 +210,7 @@ def project_context(call: Call) -> dict[str, Any]:
     omitted = _shorten(data, budget)
     reserved_words = words(data)
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
-    listed = _as_of_generation(
-        call,
+    listed = call.as_of_generation(
         ("commands", offset),
         lambda: [
             {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}

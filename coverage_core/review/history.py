@@ -38,9 +38,8 @@ from .selection import Selection, line_range
 def _series(call: Call, sel: Selection) -> list[tuple[Any, ...]]:
     """(snapshot_id, created_at, commit, hit, found, snap, scope) of the whole series, newest ingest first:
     read once per generation of the store (which snapshots are points changes only with a write)."""
-    store = call.project.store
-    key = (store.generation, "history_series", sel.scope_key, call.args.get("file"), call.args.get("lines"))
-    series: list[tuple[Any, ...]] = store.per_generation.get(key, lambda: _read_series(call, sel))
+    key = ("history_series", sel.scope_key, call.args.get("file"), call.args.get("lines"))
+    series: list[tuple[Any, ...]] = call.as_of_generation(key, lambda: _read_series(call, sel))
     return series
 
 
