@@ -46,7 +46,7 @@ class ExecDB:
             with self.lock, transaction(self.con) as con:
                 yield con
         finally:
-            self.store.generation += 1
+            self.store.new_generation()
 
     def close(self) -> None:
         with self.lock:

@@ -161,7 +161,7 @@ class _Writes:
         self._lock.acquire()
 
     def __exit__(self, *exc: object) -> None:
-        self._store.generation += 1
+        self._store.new_generation()
         self._lock.release()
 
 
@@ -182,6 +182,7 @@ class ProjectStore:
         self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
         self._newest_per_suite: dict[tuple[int, int], list[str]] = {}
         self.generation = 0
+        self._generation_lock = threading.Lock()
         # Values read from the whole store, keyed by the generation they were read at: the last few only.
         self.per_generation: Memo[Any] = Memo(64)
         # Values the reads derive from one snapshot's content alone (a file's id, its measured text), keyed
@@ -802,6 +803,12 @@ class ProjectStore:
             "SELECT snap, snapshot_id FROM snapshots WHERE suite = ? AND snap <= ?", [suite, upto]
         ).fetchall()
         return {int(snap_key): str(snapshot_id) for snap_key, snapshot_id in rows}
+
+    def new_generation(self) -> None:
+        """A write committed: caches of answers about the whole store read it again. Under a lock, since the
+        execution tables' commits move it from other threads: two moves never collapse into one."""
+        with self._generation_lock:
+            self.generation += 1
 
     def compacted_now(self, snap_key: int, snapshot_id: str) -> None:
         """Called by compaction after its commit (under the write lock and the read gate). What reads derived
