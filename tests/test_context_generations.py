@@ -14,6 +14,7 @@ from typing import Any
 
 from coverage_core import open_project
 from coverage_core.service import Service
+from coverage_core.storage.exec_db import exec_db
 
 from .test_run_bounds import _queued as queued
 
@@ -69,3 +70,53 @@ def test_every_kind_of_write_shows_in_the_next_project_context_of_the_same_open_
             0,
             1,
         )
+
+
+def test_history_names_the_run_that_recorded_an_already_stored_snapshot_after_it_was_first_asked(
+    sample_repo: Path,
+) -> None:
+    # A run whose report is identical to a stored snapshot records that snapshot as its artifact later, in
+    # the execution tables (execution.worker): the next history must name the run, not the import.
+    with open_project(sample_repo) as project:
+        service = Service(project)
+        snapshot_id = project.ingest(sample_repo / "step3.coverage.json").snapshot_id
+
+        def runs() -> list[Any]:
+            points = service.call("coverage_review", {"task": "history", "representation": "review"})
+            return [p["run"] for p in points["data"]["points"]]
+
+        assert runs() == [None]
+        command = service.call(
+            "register_test_command",
+            {
+                "name": "unit",
+                "argv": [sys.executable, "-m", "pytest"],
+                "artifacts": [{"path": "x", "suite": "default"}],
+            },
+        )["data"]["command"]["id"]
+        run_id = queued(project, command)
+        with exec_db(project.store).transaction() as con:
+            con.execute(
+                "INSERT INTO run_artifacts (run_id, path, status, snapshot_id, detail) VALUES (?, ?, 'ingested', ?, ?)",
+                [
+                    run_id,
+                    "step3.coverage.json",
+                    snapshot_id,
+                    "an identical report of this commit was stored already",
+                ],
+            )
+        assert [r and r["run_id"] for r in runs()] == [run_id]
+
+
+def test_changing_an_answer_in_process_leaves_the_next_answer_as_stored(sample_repo: Path) -> None:
+    with open_project(sample_repo) as project:
+        service = Service(project)
+        service.call(
+            "register_test_command",
+            {"name": "unit", "argv": ["true"], "artifacts": [{"path": "cov.json", "suite": "unit"}]},
+        )
+        first = _context(service)
+        first["commands"][0]["name"] = "changed by the caller"
+        first["commands"][0]["argv"].append("--injected")
+        again = _context(service)["commands"][0]
+        assert (again["name"], again["argv"]) == ("unit", ["true"])

@@ -10,6 +10,7 @@ also says which measured files HEAD still has the measured text of
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import time
 from collections.abc import Callable
@@ -203,7 +204,8 @@ def project_context(call: Call) -> dict[str, Any]:
         lambda: runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE),
     )
     data["active_runs"] = [
-        {k: r[k] for k in ("id", "state", "command_id", "args")} for r in active[:MAX_ACTIVE_RUNS]
+        {k: copy.deepcopy(r[k]) for k in ("id", "state", "command_id", "args")}
+        for r in active[:MAX_ACTIVE_RUNS]
     ]
     data["active_runs_truncated"] = len(active) > MAX_ACTIVE_RUNS
     data["commands"] = []
@@ -224,7 +226,8 @@ def project_context(call: Call) -> dict[str, Any]:
             )
         ],
     )
-    shown = budget.fit_list(data, "commands", listed[:MAX_COMMANDS])
+    # The page's own copies: the cached records stay as they were read, whatever a caller does to its answer.
+    shown = budget.fit_list(data, "commands", copy.deepcopy(listed[:MAX_COMMANDS]))
     page_words = words(data["commands"]) if shown else 0
     more = shown < len(listed)
     next_cursor = (

@@ -25,6 +25,7 @@ In the audit representation every point of the series is a full record
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..storage.store import chosen_side
@@ -135,12 +136,13 @@ def history(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
         data["lines"] = call.args["lines"]
 
     # Scope and provenance per snapshot: a subset run shown in a series says so, with its run and command.
-    # Which run stored a snapshot is written with the snapshot and never changes: read once per points.
+    # Which run stored a point changes with the execution tables (a run that re-ingests a stored report
+    # records it later): read once per generation. Each answer gets its own copy of the records.
     points = tuple(r[0] for r in rows)
-    runs = call.project.store.derived.get(("runs_of", points), lambda: provenance.runs_of(call.con, points))
+    runs = call.as_of_generation(("runs_of", points), lambda: provenance.runs_of(call.con, points))
 
     def point(r: tuple[Any, ...]) -> Any:
-        run = runs.get(r[0])
+        run = copy.deepcopy(runs.get(r[0]))
         if representation == "compact":
             return [
                 r[0],

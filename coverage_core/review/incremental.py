@@ -163,18 +163,21 @@ def _named(secret: bytes, names: set[str], limit: int) -> dict[str, Any]:
 
 
 def _test_sets(call: Call, sel: Selection, base: baselines.Baseline, limit: int) -> dict[str, Any]:
-    def names(snaps: tuple[int, ...]) -> set[str]:
+    def names(snaps: tuple[int, ...], snapshot_ids: tuple[str, ...]) -> set[str]:
         ids = ",".join(str(s) for s in snaps)
 
         def read() -> set[str]:
             sql = f"SELECT DISTINCT name FROM test_names WHERE snap IN ({ids})"
             return {r[0] for r in call.rows(sql, detail=("test_names",))}
 
-        # A snapshot's test names never change (its key is dropped with it: the memo is cleared on deletion).
-        found: set[str] = call.project.store.derived.get(("test_names", ids), read)
+        # A snapshot's test names never change. Keyed by snapshot ids, never by the store's snap keys: a
+        # deleted snapshot's key is given to the next ingest, and a read racing the deletion may store its
+        # value after the memo was cleared.
+        found: set[str] = call.project.store.derived.get(("test_names", snapshot_ids), read)
         return found
 
-    b, c = names(base.snaps), names(sel.snaps)
+    b = names(base.snaps, tuple(s.snapshot_id for s in base.snapshots))
+    c = names(sel.snaps, tuple(s.snapshot_id for s in sel.snapshots))
     secret = call.project.store.cursor_secret
 
     def bounded(items: set[str]) -> dict[str, Any]:
