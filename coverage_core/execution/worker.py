@@ -330,6 +330,7 @@ class Runtime:
         runs; stopped with the write still refused, the next owner recovers the run (``interrupted``)."""
         columns = {"state": ended.state, "reason": ended.reason, **fields}
         terminal.remember(run_id, columns)
+        self.store.new_generation()  # reads show the known end at once: what they cached before is old
         with self._cv:
             self._cv.notify_all()  # a waiter reads the end now, written or not
         delay, said, give_up = 0.05, False, None
@@ -346,6 +347,7 @@ class Runtime:
                 if give_up is not None and time.monotonic() > give_up:
                     log.error("the end of %s (%s) could not be written: %s", run_id, ended.state, exc)
                     terminal.forget(run_id)
+                    self.store.new_generation()
                     return
                 if not said:
                     log.warning(
