@@ -202,7 +202,6 @@ def _preserved_wal(repo: str | None) -> dict[str, Any]:
     Run outside any checkout without --repo, there is no store to speak of."""
     from coverage_core.git import discover
     from coverage_core.storage.guard import preserved_notice
-    from coverage_core.storage.store import store_path
 
     try:
         checkout = discover(repo if repo is not None else ".")
@@ -210,7 +209,7 @@ def _preserved_wal(repo: str | None) -> dict[str, Any]:
         if repo is None and error.code is ErrorCode.NOT_A_REPOSITORY:
             return {}
         raise
-    store = store_path(checkout)
+    store = checkout.store_path
     notice = preserved_notice(store)
     return {} if notice is None else {"preserved_wal": {"store": str(store), **notice}}
 

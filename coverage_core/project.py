@@ -42,7 +42,7 @@ from .report import ReportWarning
 from .storage import compaction, project_settings, run_index
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
-from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance, store_path
+from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance
 from .vocabulary import SCOPES
 
 DEFAULT_SUITE = "default"
@@ -478,7 +478,7 @@ def open_project(
     """
     settings = settings or Settings.from_env()
     checkout = discover(path)
-    store = wait_for_store(lambda: ProjectStore.open(store_path(checkout), owner=owner), wait_ms, waiting)
+    store = wait_for_store(lambda: ProjectStore.open(checkout.store_path, owner=owner), wait_ms, waiting)
     return Project(checkout, store, settings)
 
 

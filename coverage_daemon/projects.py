@@ -42,7 +42,7 @@ from coverage_core.principals import Principal
 from coverage_core.project import Project
 from coverage_core.service import Service, admitting, answer_review, envelope_for
 from coverage_core.storage import project_settings
-from coverage_core.storage.store import ProjectStore, store_path
+from coverage_core.storage.store import ProjectStore
 
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .project_registry import Registry
@@ -321,7 +321,7 @@ class Projects:
             done.exception()  # retrieved here: every waiter may have gone
 
     def _open_store(self, checkout: Checkout) -> DaemonStore:
-        path = store_path(checkout)
+        path = checkout.store_path
         give_up = time.monotonic() + self.settings.store_wait_ms / 1000
         while True:
             try:

@@ -27,7 +27,6 @@ from coverage_core.git import discover
 from coverage_core.model import Snapshot
 from coverage_core.project import Project
 from coverage_core.service import Service
-from coverage_core.storage.store import store_path
 
 from . import commandline
 from .conftest import SAMPLE
@@ -283,7 +282,7 @@ def test_compact_on_a_store_another_process_holds_says_who_holds_it(sample_repo:
 
 
 def test_compact_on_another_programs_database_is_refused_and_leaves_it_alone(sample_repo: Path) -> None:
-    path = store_path(discover(sample_repo))
+    path = discover(sample_repo).store_path
     path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE lines (x INTEGER)")

@@ -433,13 +433,15 @@ def answer(
     data["current"]["freshness"] = {p: fresh[p] for p in paths[:shown] if p in fresh}
     # Ranges of the files shown: by category (UNC, LBC first), then file rank, then line.
     files = tuple(int(f) for f in page_idx[:shown])
-    found = done.derived.get(("ranges", files))
-    if found is None:  # every range of the page's files in order: 16k on sqlite3.c, sorted once per page
-        found = done.derived[("ranges", files)] = sorted(
+    # Every range of the page's files in order (16k on sqlite3.c), sorted once per page.
+    found = done.kept(
+        ("ranges", files),
+        lambda: sorted(
             (RANGE_ORDER.index(r[0]), rank, r[1], f, r)
             for rank, f in enumerate(files)
             for r in file_ranges(c, f)
-        )
+        ),
+    )
     cap = RECORD_CAP if representation == "audit" else budget.max_regions
     rendered = [
         _range(c.paths[t[3]], t[4], representation, subset) for t in found[range_from : range_from + cap]

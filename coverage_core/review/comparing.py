@@ -17,9 +17,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -41,6 +41,9 @@ from .selection import Selection
 _COMPARED: Memo[Compared] = Memo(2)
 
 
+T = TypeVar("T")
+
+
 @attrs.frozen(eq=False)
 class Compared:
     comparison: Comparison
@@ -49,6 +52,13 @@ class Compared:
     notes: tuple[str, ...]
     # What answers derive from this comparison alone (a page's ranges in order), kept while it is.
     derived: dict[Hashable, Any] = attrs.field(factory=dict)
+
+    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once for this comparison: every page and repeat of its answers reuses it."""
+        if key not in self.derived:
+            self.derived[key] = compute()
+        value: T = self.derived[key]
+        return value
 
 
 def empty_side() -> Side:

@@ -200,10 +200,7 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
         }
     # The same for every page and repeat of this comparison (on SQLite, 2.15M observations through two
     # np.isin): computed once, kept with the comparison.
-    found = done.derived.get("attribution")
-    if found is None:
-        found = done.derived["attribution"] = _attributed(call, sel, done)
-    newly_hit, attributed, names = found
+    newly_hit, attributed, names = done.kept("attribution", lambda: _attributed(call, sel, done))
     return {
         "status": "available",
         "newly_hit_lines": newly_hit,

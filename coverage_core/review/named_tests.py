@@ -144,8 +144,7 @@ def _file_tests(
     call: Call, snap: int, fid: int, lo: int, hi: int
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The tests that ran lines ``lo``-``hi`` of one file (name, lines), and the lines only one test ran
-    (line, name): read once per snapshot and range (a stored snapshot never changes; on SQLite's
-    sqlite3.c the two queries aggregate 930k observations), whichever page of the answer asks.
+    (line, name): read once per snapshot and range (a stored snapshot never changes), whichever page asks.
     """
     # Each aggregates the file's observations by test id first and names the few groups after (a test's
     # name is unique in its snapshot: the report builder interns names), never joining every observation

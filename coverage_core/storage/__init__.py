@@ -2,7 +2,7 @@
 
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping, map_paths
 from .schema import SCHEMA_REVISION
-from .store import ProjectStore, Provenance, store_path
+from .store import ProjectStore, Provenance
 
 __all__ = [
     "AMBIGUOUS",
@@ -13,5 +13,4 @@ __all__ = [
     "ProjectStore",
     "Provenance",
     "map_paths",
-    "store_path",
 ]

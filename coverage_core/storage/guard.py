@@ -38,7 +38,6 @@ from . import schema
 
 # Suffixes beside the database: DuckDB's own files, then ours.
 WAL, TEMP, COMMITTED = ".wal", ".tmp", ".committed"
-LOCK = LEASE_SUFFIX
 PRESERVED = ".wal.preserved-"
 _LOST = "lost_snapshots"
 
@@ -46,7 +45,7 @@ _LOST = "lost_snapshots"
 def entries(path: Path) -> dict[str, str]:
     """Every name the store folder holds for ``path``, with the kind it must be."""
     kinds = {".gitignore": safefs.FILE, path.name: safefs.FILE, path.name + TEMP: safefs.DIRECTORY}
-    kinds.update({path.name + suffix: safefs.FILE for suffix in (WAL, LOCK, COMMITTED)})
+    kinds.update({path.name + suffix: safefs.FILE for suffix in (WAL, LEASE_SUFFIX, COMMITTED)})
     return kinds
 
 

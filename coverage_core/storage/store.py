@@ -34,7 +34,6 @@ import duckdb
 import numpy as np
 
 from .. import headline
-from ..checkout import Checkout
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import is_snapshot_id, new_snapshot_id
 from ..locks import Lease, how_to_release, instance_metadata, lease_of, this_process
@@ -131,10 +130,6 @@ def snap_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def store_path(checkout: Checkout) -> Path:
-    return checkout.store_path
-
-
 def _locked_suggestion(holder: dict[str, Any]) -> str:
     """What to do about a held store, in terms every surface can read (no API names, no call syntax)."""
     if holder.get("owner") == "daemon":
@@ -177,10 +172,8 @@ class ProjectStore:
         self.cursor_secret = b""
         # Snapshots are immutable, so their records are cached for good; ``generation`` moves on every
         # write (an ingest, a deletion, a compaction, a setting, a composite, a command's or run's change)
-        # for caches of answers about the whole store ("latest", ``per_generation``).
+        # for the values read from the whole store (``per_generation``: ``latest`` and the reads' own).
         self._snapshots: dict[str, tuple[int, Snapshot]] = {}
-        self._latest: dict[tuple[int, str | None], Snapshot | None] = {}
-        self._newest_per_suite: dict[tuple[int, int], list[str]] = {}
         self.generation = 0
         self._generation_lock = threading.Lock()
         # Values read from the whole store, keyed by the generation they were read at: the last few only.
@@ -660,7 +653,6 @@ class ProjectStore:
                 self._snapshots.pop(i, None)
             for k in keys:
                 self._compacted.pop(k, None)
-            self._latest = {}
             self.derived.clear()
             self.whole_files.clear()
             return deletion
@@ -830,36 +822,30 @@ class ProjectStore:
 
     def latest(self, suite: str | None, con: duckdb.DuckDBPyConnection | None = None) -> Snapshot | None:
         """The newest snapshot of ``suite`` (of any suite when None) that may be chosen for a caller
-        (``chosen_side``: a complete snapshot outranks newer subset ones of its commit), cached until the
-        next ingest."""
-        key = (self.generation, suite)
-        if key not in self._latest:
+        (``chosen_side``: a complete snapshot outranks newer subset ones of its commit), read once per
+        generation (every write starts a new one)."""
+
+        def read() -> Snapshot | None:
             found = self.snapshots(suite=suite, limit=1, con=con, chosen=True)
-            self._latest = {k: v for k, v in self._latest.items() if k[0] == self.generation}
-            self._latest[key] = found[0] if found else None
-        return self._latest[key]
+            return found[0] if found else None
+
+        latest: Snapshot | None = self.per_generation.get((self.generation, "latest", suite), read)
+        return latest
 
     def newest_per_suite(self, limit: int, con: duckdb.DuckDBPyConnection | None = None) -> list[Snapshot]:
         """The newest snapshot of each suite that may be chosen for a caller (``chosen_side``), newest first,
-        at most ``limit``; cached until the next ingest or deletion (``generation``), as ``latest`` is."""
-        key = (self.generation, int(limit))
-        ids = self._newest_per_suite.get(key)
-        if ids is None:
-            rows = (
-                (con or self.con)
-                .execute(
-                    f"""SELECT snapshot_id FROM (
-                       SELECT snapshot_id, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
-                       FROM snapshots WHERE {chosen_side()}) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
-                    [int(limit)],
-                )
-                .fetchall()
+        at most ``limit``; read once per generation, as ``latest`` is."""
+
+        def read() -> list[str]:
+            rows = (con or self.con).execute(
+                f"""SELECT snapshot_id FROM (
+                   SELECT snapshot_id, row_number() OVER (PARTITION BY suite ORDER BY snap DESC) AS r, snap
+                   FROM snapshots WHERE {chosen_side()}) WHERE r = 1 ORDER BY snap DESC LIMIT ?""",
+                [int(limit)],
             )
-            ids = [r[0] for r in rows]
-            self._newest_per_suite = {
-                k: v for k, v in self._newest_per_suite.items() if k[0] == self.generation
-            }
-            self._newest_per_suite[key] = ids
+            return [r[0] for r in rows.fetchall()]
+
+        ids: list[str] = self.per_generation.get((self.generation, "newest_per_suite", int(limit)), read)
         return [self.snapshot(i, con) for i in ids]
 
     def snapshots(
