@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar, cast
@@ -18,6 +19,7 @@ import pygit2
 
 from .checkout import Checkout, checkout_of
 from .errors import CoverageError, ErrorCode
+from .worktree_watch import WorktreeWatch
 
 # Status flags that make a checkout dirty: tracked changes, staged or not.
 # Untracked and ignored files (report files among them) do not.
@@ -145,6 +147,26 @@ class Git:
         self.repo = pygit2.Repository(str(checkout.worktree_path))
         self.lock = threading.RLock()
         self._blob_ids: dict[str, dict[str, str]] = {}
+        # The last status's changed paths, kept while the watch sees nothing that could change them.
+        self._changed: frozenset[str] | None = None
+        self._watch = WorktreeWatch.start(
+            checkout.worktree_path, (checkout.git_dir, Path(checkout.repo_key)), self._indexed_paths
+        )
+        if self._watch is not None:
+            weakref.finalize(self, self._watch.close)
+
+    @property
+    def watching(self) -> bool:
+        """Whether the working tree is watched, so an unchanged checkout's status is not read again."""
+        return self._watch is not None
+
+    def close(self) -> None:
+        """Stop watching the working tree (the process's watch descriptors are shared and limited)."""
+        with self.lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+            self._changed = None
 
     # -- state of the checkout ---------------------------------------------
     @_serialized
@@ -161,8 +183,7 @@ class Git:
 
     @_serialized
     def is_dirty(self) -> bool:
-        status = self.repo.status(untracked_files="no", ignored=False)
-        return any(flags & _DIRTY for flags in status.values())
+        return bool(self._status())
 
     # -- commits ----------------------------------------------------------
     @_serialized
@@ -242,8 +263,25 @@ class Git:
     @_serialized
     def changed_paths(self) -> set[str]:
         """Tracked paths whose index or working-tree content differs from HEAD (what makes the checkout dirty)."""
+        return set(self._status())
+
+    def _status(self) -> frozenset[str]:
+        # Read anew unless the working-tree watch saw nothing since the last read (worktree_watch.py); the
+        # watch is armed before the read, so a change during it makes the next call read again.
+        watch = self._watch
+        if watch is not None and self._changed is not None and not watch.stale():
+            return self._changed
+        if watch is not None and not watch.arm():
+            self._watch = watch = None
         status = self.repo.status(untracked_files="no", ignored=False)
-        return {path for path, flags in status.items() if flags & _DIRTY}
+        changed = frozenset(path for path, flags in status.items() if flags & _DIRTY)
+        self._changed = changed if watch is not None else None
+        return changed
+
+    def _indexed_paths(self) -> list[str]:
+        index = self.repo.index
+        index.read(False)  # the index as it is on disk now (a no-op when unchanged)
+        return [entry.path for entry in index]
 
     @_serialized
     def read_blob(self, blob_id: str) -> bytes | None:

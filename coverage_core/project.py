@@ -46,8 +46,8 @@ from .storage.store import Deletion, MeasuredText, ProjectStore, Provenance
 from .vocabulary import SCOPES
 
 DEFAULT_SUITE = "default"
-# HEAD and dirty state are re-read at most this often: a status scan of a big
-# worktree costs far more than a compact answer should.
+# Where the working tree cannot be watched (worktree_watch.py), HEAD and dirty state are re-read at most
+# this often: a status scan of a big worktree costs far more than a compact answer should.
 CHECKOUT_STATE_TTL_S = 1.0
 # A measured working-tree text larger than this keeps its identity (blob id) but not its text.
 MAX_STORED_TEXT_BYTES = 32 * 1024 * 1024
@@ -79,6 +79,7 @@ class Project:
         """Close the store and release its lease (``with open_project(...)`` does this on exit)."""
         if self._analysis is not None:
             self._analysis.close()
+        self.git.close()
         self.store.close()
 
     def __enter__(self) -> Project:
@@ -88,14 +89,13 @@ class Project:
         self.close()
 
     def state(self) -> CheckoutState:
-        """HEAD, branch and dirty state of this checkout, at most CHECKOUT_STATE_TTL_S old."""
+        """HEAD, branch and dirty state of this checkout: as they are now where the working tree is watched,
+        else at most CHECKOUT_STATE_TTL_S old."""
         with self._state_lock:
-            if self._state is None or time.monotonic() - self._state[0] >= CHECKOUT_STATE_TTL_S:
-                git = self.git
-                self._state = (
-                    time.monotonic(),
-                    CheckoutState(git.head_commit(), git.branch(), git.is_dirty()),
-                )
+            git = self.git
+            now = time.monotonic()
+            if git.watching or self._state is None or now - self._state[0] >= CHECKOUT_STATE_TTL_S:
+                self._state = (now, CheckoutState(git.head_commit(), git.branch(), git.is_dirty()))
             return self._state[1]
 
     # -- writes -------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.model import snapshot_to_dict
 from coverage_core.operations.review_task_table import ARGUMENTS
 from coverage_core.operations.table import OPERATIONS
-from coverage_core.project import CHECKOUT_STATE_TTL_S
 from coverage_core.review.budget import words
 from coverage_core.service import Service
 
@@ -98,7 +96,6 @@ def test_project_context_accounts_reserved_page_and_response_words(service: Serv
 
 def test_source_marks_lines_from_git_at_the_snapshots_commit(service: Service, sample_repo: Path) -> None:
     (sample_repo / "inventory" / "pricing.py").write_text("rewritten\n")  # the working tree moves on
-    time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
     data = review(service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])[
         "data"
     ]
@@ -155,7 +152,6 @@ def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(
 ) -> None:
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
-    time.sleep(CHECKOUT_STATE_TTL_S + 0.1)
     data = review(service, task="insight")["data"]
     assert data["claim_status"] == "stale"
     assert "1 commit behind" in data["reasons"][0]
