@@ -14,11 +14,11 @@ from .environment import test_env
 from .systemtools import require
 
 ROOT = Path(__file__).resolve().parent.parent
-# One daemon test (status and stop find the daemon through its lock), one CLI test (commands route to the
+# One daemon test (status and stop find the daemon through its lock), one CLI test (an ingest routes to the
 # daemon holding the store) and one browser test (the page's approval runs a `coverage-mcp run`).
 CHILD_TESTS = (
     "tests/test_daemon_lifecycle.py::test_status_and_stop_find_the_daemon_through_its_lock",
-    "tests/test_cli_routing.py::test_store_and_review_commands_route_through_the_daemon_when_it_holds_the_store",
+    "tests/test_cli_routing.py::test_an_ingest_from_outside_the_checkout_with_path_maps_works_the_same_through_the_daemon",
     "tests/test_dashboard_browser.py::test_a_person_approves_a_pending_command_on_the_page_and_its_run_and_log_appear",
 )
 # A person's ~/.gitconfig that would break every commit of a test repository if it applied.
