@@ -829,3 +829,9 @@ def listed_input(schema: Any) -> Any:
     if isinstance(schema, list):
         return [listed_input(v) for v in schema]
     return schema
+
+
+def load_handlers() -> None:
+    """Import every row's handler now: a daemon does it once it listens, so no call pays for the import."""
+    for op in OPERATIONS.values():
+        _handler(op.handler)
