@@ -26,8 +26,8 @@ connection (a request in flight), or a store write still running.
 from __future__ import annotations
 
 import asyncio
-import gc
 import contextlib
+import gc
 import logging
 import os
 import secrets
