@@ -23,7 +23,7 @@ from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.project import Project
 from coverage_core.service import Service
-from coverage_core.storage import compaction, payload
+from coverage_core.storage import compaction, payload, payload_tables
 from coverage_core.storage.store import snap_tables
 from coverage_core.usecases import ci
 
@@ -347,17 +347,39 @@ def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored
     with open_project(sample_repo) as project:
         project.compact(older_than="0")
         assert project.compaction_inventory()["compacted"] == 1
+        assert len(payload_tables.stored(project.store.con)) == 1
         gone = project.delete_snapshots([old])
         assert gone.rows["snapshot_payloads"] == 1
         assert project.store.con.execute("SELECT count(*) FROM snapshot_payloads").fetchall()[0][0] == 0
+        assert payload_tables.stored(project.store.con) == [], "its frame's table is dropped with it"
+
+
+def test_a_payload_whose_frame_table_is_gone_is_a_damaged_store_naming_the_snapshot(
+    two_snapshots: Stored,
+) -> None:
+    sample_repo, [old, _] = two_snapshots.fresh()
+    with open_project(sample_repo) as project:
+        project.compact(older_than="0")
+        [snap] = payload_tables.stored(project.store.con)
+        project.store.con.execute(f"DROP TABLE {payload_tables.name(snap)}")
+        with pytest.raises(CoverageError) as caught:
+            Service(project).call(
+                "coverage_review",
+                {"task": "audit", "file": "inventory/pricing.py", "measurement": {"snapshot_id": old}},
+            )
+        assert caught.value.code is ErrorCode.STORE_DAMAGED
+        assert caught.value.details == {"reason": "payload_damaged", "snapshot_id": old}
 
 
 def test_a_damaged_payload_is_a_clear_error_and_compact_answers_still_work(two_snapshots: Stored) -> None:
     sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         project.compact(older_than="0")
-        frame = project.store.con.execute("SELECT payload FROM snapshot_payloads").fetchall()[0][0]
-        project.store.con.execute("UPDATE snapshot_payloads SET payload = ?", [frame[: len(frame) // 2]])
+        [snap] = payload_tables.stored(project.store.con)
+        frame = payload_tables.frames(project.store.con, [snap])[snap]
+        project.store.con.execute(
+            f"UPDATE {payload_tables.name(snap)} SET frame = ?", [frame[: len(frame) // 2]]
+        )
         service = Service(project)
         totals = service.call("coverage_review", {"task": "files", "measurement": {"snapshot_id": old}})
         assert totals["data"]["files"]

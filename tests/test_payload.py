@@ -19,7 +19,7 @@ import pytest
 import zstandard
 
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.storage import payload, restore, schema
+from coverage_core.storage import payload, payload_tables, restore, schema
 
 HUGE = 2**62
 
@@ -153,9 +153,10 @@ def test_restored_columns_read_back_through_duckdb_with_the_tables_types(tmp_pat
     frame, size, rows = payload.encode(tables)
     con.execute(
         "INSERT INTO snapshot_payloads (snap, format_version, row_count, detail_bytes, payload_bytes, "
-        "created_at, payload, content_sha256, digest_origin) VALUES (7, ?, ?, ?, ?, now(), ?, ?, 'compaction')",
-        [payload.FORMAT_VERSION, rows, size, len(frame), frame, payload.digest(frame, max_bytes=size)],
+        "created_at, content_sha256, digest_origin) VALUES (7, ?, ?, ?, ?, now(), ?, 'compaction')",
+        [payload.FORMAT_VERSION, rows, size, len(frame), payload.digest(frame, max_bytes=size)],
     )
+    payload_tables.write(con, 7, frame)
     reader = con.cursor()
     restore.ensure(reader, {7: "s7"}, {7: "s7"})
     for table, columns in payload.DETAIL.items():

@@ -17,7 +17,7 @@ import zstandard
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
-from coverage_core.storage import payload, restore, schema
+from coverage_core.storage import payload, payload_tables, restore, schema
 
 
 def _compacted(repo: Path) -> tuple[Path, str, int]:
@@ -55,7 +55,7 @@ def test_every_random_bit_flip_of_a_payload_is_refused_naming_the_snapshot_or_ch
     path, snapshot_id, snap = _compacted(sample_repo)
     con = duckdb.connect(str(path))
     try:
-        frame = con.execute("SELECT payload FROM snapshot_payloads WHERE snap = ?", [snap]).fetchall()[0][0]
+        frame = payload_tables.frames(con, [snap])[snap]
         want = _restored(con, snap, snapshot_id)
         assert want["lines"], "the compacted snapshot has line detail to protect"
         rng = random.Random(27)
@@ -64,7 +64,7 @@ def test_every_random_bit_flip_of_a_payload_is_refused_naming_the_snapshot_or_ch
             bit = rng.randrange(len(frame) * 8)
             flipped = bytearray(frame)
             flipped[bit // 8] ^= 1 << (bit % 8)
-            con.execute("UPDATE snapshot_payloads SET payload = ? WHERE snap = ?", [bytes(flipped), snap])
+            con.execute(f"UPDATE {payload_tables.name(snap)} SET frame = ?", [bytes(flipped)])
             try:
                 got = _restored(con, snap, snapshot_id)
             except CoverageError as error:
@@ -87,16 +87,14 @@ def test_a_crafted_payload_marking_an_uncovered_line_hit_is_refused_by_its_diges
         size = con.execute("SELECT detail_bytes FROM snapshot_payloads WHERE snap = ?", [snap]).fetchall()[0][
             0
         ]
-        frame = con.execute("SELECT payload FROM snapshot_payloads WHERE snap = ?", [snap]).fetchall()[0][0]
+        frame = payload_tables.frames(con, [snap])[snap]
         tables = payload.decode(frame, max_bytes=size)
         hits = tables["lines"]["hits"]
         uncovered = int((hits == 0).nonzero()[0][0])
         hits[uncovered] = 7
         forged, forged_size, _rows = payload.encode(tables)
-        con.execute(
-            "UPDATE snapshot_payloads SET payload = ?, detail_bytes = ? WHERE snap = ?",
-            [forged, forged_size, snap],
-        )
+        con.execute("UPDATE snapshot_payloads SET detail_bytes = ? WHERE snap = ?", [forged_size, snap])
+        con.execute(f"UPDATE {payload_tables.name(snap)} SET frame = ?", [forged])
         with pytest.raises(CoverageError) as caught:
             _restored(con, snap, snapshot_id)
         assert caught.value.code is ErrorCode.STORE_DAMAGED and "digest" in caught.value.message
@@ -111,10 +109,10 @@ def test_a_compacted_payload_carries_zstds_frame_checksum_and_a_digest_written_b
     path, _snapshot_id, snap = _compacted(sample_repo)
     con = duckdb.connect(str(path))
     try:
-        frame, size, digest, origin = con.execute(
-            "SELECT payload, detail_bytes, content_sha256, digest_origin FROM snapshot_payloads WHERE snap = ?",
-            [snap],
+        size, digest, origin = con.execute(
+            "SELECT detail_bytes, content_sha256, digest_origin FROM snapshot_payloads WHERE snap = ?", [snap]
         ).fetchall()[0]
+        frame = payload_tables.frames(con, [snap])[snap]
     finally:
         con.close()
     assert zstandard.get_frame_parameters(frame).has_checksum
@@ -162,6 +160,10 @@ def test_a_payload_compacted_before_digests_gets_one_at_migration_marked_as_comp
             "SELECT content_sha256, digest_origin FROM snapshot_payloads WHERE snap = 7"
         ).fetchall()[0]
         assert origin == "migration" and digest == payload.digest(old, max_bytes=size)
+        # revision 12 moved the frame, as it was, to a table of its own
+        assert payload_tables.frames(con, [7]) == {7: old}
+        columns = {r[0] for r in con.execute("DESCRIBE snapshot_payloads").fetchall()}
+        assert "payload" not in columns
         assert _restored(con, 7, "s7")["lines"] == [(7, 0, 31, 0), (7, 0, 32, 5), (7, 1, 4, 2)]
     finally:
         con.close()

@@ -28,7 +28,7 @@ import attrs
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
-from . import project_settings
+from . import payload_tables, project_settings
 from .payload import DETAIL, FORMAT_VERSION, digest, encode
 from .transactions import transaction
 
@@ -205,10 +205,11 @@ def compact_snapshot(
             with transaction(con):
                 con.execute(
                     "INSERT INTO snapshot_payloads (snap, format_version, row_count, detail_bytes, "
-                    "payload_bytes, created_at, payload, content_sha256, digest_origin) "
-                    "VALUES (?, ?, ?, ?, ?, now(), ?, ?, 'compaction')",
-                    [candidate.snap_key, FORMAT_VERSION, rows, detail_bytes, len(frame), frame, content],
+                    "payload_bytes, created_at, content_sha256, digest_origin) "
+                    "VALUES (?, ?, ?, ?, ?, now(), ?, 'compaction')",
+                    [candidate.snap_key, FORMAT_VERSION, rows, detail_bytes, len(frame), content],
                 )
+                payload_tables.write(con, candidate.snap_key, frame)
                 stage("payload_written")
                 for table in DETAIL:
                     con.execute(f"DELETE FROM {table} WHERE snap = ?", [candidate.snap_key])
@@ -226,10 +227,9 @@ def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
     A DELETE only marks rows: DuckDB frees their blocks at a checkpoint (a VACUUM frees nothing), and new
     rows reuse only blocks already free. Left to the automatic checkpoint (a WAL past 16 MB, or the close),
     a smaller pass leaves its deletes and payloads in the WAL, on disk beside the file, and the next ingest
-    cannot reuse the compacted snapshots' blocks. Once per pass, not per snapshot: every checkpoint after a
-    payload is added writes all of ``snapshot_payloads``' blobs anew (DuckDB rewrites the column of a row
-    group it appended to, overflow blocks and all), which is also why the file still grows with the payload
-    table (benchmarks/compaction_size.py). Run after the commits and outside the read gate: readers that
+    cannot reuse the compacted snapshots' blocks. Once per pass, not per snapshot: a checkpoint rewrites every
+    row group a transaction appended to (the payload descriptions, the pass record); the frames, each in a
+    table of its own (payload_tables), are written once. Run after the commits and outside the read gate: readers that
     began after a commit never see its deleted rows, so DuckDB may drop them (it keeps what an older reader
     still sees, and frees it at a later checkpoint of the same table). In DuckDB 2.0 a CHECKPOINT neither
     fails nor waits while other transactions run (nor does FORCE CHECKPOINT): it does what they allow. One

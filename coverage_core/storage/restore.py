@@ -31,7 +31,8 @@ from typing import Any
 
 import duckdb
 
-from .payload import _FLOOR, _SLACK, DETAIL, Columns, decode
+from . import payload_tables
+from .payload import _FLOOR, _SLACK, DETAIL, Columns, _corrupt, decode
 
 MAX_RESTORED_ROWS = 6_000_000
 # Restored only when asked for; a snapshot's other tables come along with any one asked for, decoded
@@ -159,15 +160,20 @@ def _restore(
     con: duckdb.DuckDBPyConnection, jobs: dict[int, list[str]], ids: dict[int, str], now: float
 ) -> None:
     """Decode the ``jobs`` (snap -> tables) from their payloads (in parallel when several) and register them."""
-    found = {
-        int(s): (f, d, h)
-        for s, f, d, h in _run(
+    described = {
+        int(s): (d, h)
+        for s, d, h in _run(
             con,
-            "SELECT snap, payload, detail_bytes, coalesce(content_sha256, '') FROM snapshot_payloads "
+            "SELECT snap, detail_bytes, coalesce(content_sha256, '') FROM snapshot_payloads "
             "WHERE list_contains(?, snap)",
             [list(jobs)],
         )
     }
+    frames = payload_tables.frames(con, described)
+    missing = sorted(described.keys() - frames.keys())  # described, but the frame's table is gone
+    if missing:
+        raise _corrupt("its frame is missing from the store", ids[missing[0]])
+    found = {s: (frames[s], d, h) for s, (d, h) in described.items()}
     # A snapshot compacted and deleted since has no payload: nothing to restore, no rows either.
     work = [(snap_key, need) for snap_key, need in jobs.items() if snap_key in found]
 

@@ -51,10 +51,11 @@ from collections.abc import Callable
 import duckdb
 
 from ..errors import CoverageError, ErrorCode
+from . import payload_tables
 from .payload import _FLOOR, _SLACK, digest
 from .transactions import transaction
 
-SCHEMA_REVISION = 11
+SCHEMA_REVISION = 12
 
 _REVISION_1 = """
 -- Key/value project settings (JSON values), scoped to the repository.
@@ -474,6 +475,15 @@ def _headline_of_old_files(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _frames_apart(con: duckdb.DuckDBPyConnection) -> None:
+    """Revision 12: every payload's frame moves to its own table (copied inside DuckDB, one at a time), and
+    ``snapshot_payloads`` keeps the descriptions."""
+    for (snap_key,) in con.execute("SELECT snap FROM snapshot_payloads ORDER BY snap").fetchall():
+        table = payload_tables.create(con, snap_key)
+        con.execute(f"INSERT INTO {table} SELECT payload FROM snapshot_payloads WHERE snap = ?", [snap_key])
+    con.execute("ALTER TABLE snapshot_payloads DROP COLUMN payload")
+
+
 # Ordered: MIGRATIONS[i] brings a store from revision i to i + 1 (DDL text, or a step that runs it and
 # fills what DDL cannot compute).
 MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
@@ -488,6 +498,7 @@ MIGRATIONS: tuple[str | Callable[[duckdb.DuckDBPyConnection], None], ...] = (
     _REVISION_9,
     _digest_old_payloads,
     _headline_of_old_files,
+    _frames_apart,
 )
 assert len(MIGRATIONS) == SCHEMA_REVISION
 

@@ -41,6 +41,7 @@ from ..memo import Memo
 from ..model import FileDetail, FilesPage, FileSummary, MappingSummary, Snapshot
 from ..report import Counter, NormalizedReport, Table
 from ..vocabulary import COUNTERS
+from . import payload_tables
 from .guard import entries, note_latest, open_verified, prepare_dir, record_committed
 from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 from .payload import DETAIL
@@ -626,6 +627,7 @@ class ProjectStore:
                     # Detail first, the snapshot rows last: an id is never left without its rows' owner.
                     for table in tables:
                         con.execute(f"DELETE FROM {table} WHERE list_contains(?, snap)", [keys])
+                    payload_tables.drop(con, keys)
                     con.execute("DELETE FROM snapshots WHERE list_contains(?, snap)", [keys])
                     after = con.execute(
                         "SELECT snapshot_id FROM snapshots ORDER BY snap DESC LIMIT 1"
