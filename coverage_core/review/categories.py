@@ -229,6 +229,8 @@ class Comparison:
     previous: tuple[str | None, ...]  # the baseline path of a renamed file
     in_current: np.ndarray  # bool per file: the current measurement has lines of it
     in_baseline: np.ndarray  # bool per file
+    reported: np.ndarray  # bool per file: the current measurement lists it (with or without lines)
+    changed: np.ndarray  # bool per file: git's status is not unchanged (answers rank by it on every call)
     cur_file: np.ndarray  # per current line (sorted by file, line)
     cur_line: np.ndarray
     cur_cat: np.ndarray
@@ -237,13 +239,9 @@ class Comparison:
     base_pos: np.ndarray  # its index among the baseline's lines (consecutive = adjacent code)
     base_cat: np.ndarray
     per_file: np.ndarray  # (files, 12) line counts
+    totals: np.ndarray  # (12,) line counts: per_file summed once (answers read it several times a call)
     branches: np.ndarray  # (12,) counts
     functions: np.ndarray  # (12,) counts
-
-    @property
-    def totals(self) -> np.ndarray:
-        totals: np.ndarray = self.per_file.sum(axis=0)
-        return totals
 
 
 # Category of a current line by (new, matched, hit in the baseline, hit now), as 8*new + 4*m + 2*b + c.
@@ -328,6 +326,8 @@ def compare(base: Side, cur: Side, diff: DiffMap, con: duckdb.DuckDBPyConnection
         previous=files.previous,
         in_current=np.bincount(cur_file, minlength=n) > 0,
         in_baseline=np.bincount(b_keys >> KEY_SHIFT, minlength=n) > 0,
+        reported=np.bincount(files.cur_pid, minlength=n) > 0,
+        changed=files.fresh | files.gone | np.array([s != "unchanged" for s in files.status], dtype=bool),
         # int32 halves what a cached comparison holds; files and lines both fit.
         cur_file=cur_file.astype(np.int32),
         cur_line=(c_keys & LINE_MASK).astype(np.int32),
@@ -337,6 +337,7 @@ def compare(base: Side, cur: Side, diff: DiffMap, con: duckdb.DuckDBPyConnection
         base_pos=only,
         base_cat=base_cat,
         per_file=per_file,
+        totals=per_file.sum(axis=0),
         branches=_branch_categories(base, cur, files, hunks, con),
         functions=_function_categories(base, cur, files, hunks, con),
     )
