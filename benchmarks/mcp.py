@@ -247,6 +247,121 @@ async def open_loop(bench: Bench, clients: int, rate: float, seconds: float) -> 
     }
 
 
+# The attacker's mixed load (issue 29): of every 20 calls a client makes, 11 reads (project_context and compact
+# insight in turns), 6 imports of the sample's report into one suite, each a copy stamped with another time (a
+# real ingest each, never a duplicate) and 3 run_test calls of an approved command that writes a report (the defaults: wait=false,
+# reuse_if_unchanged=true). Interleaved so that every kind is in flight at once.
+MIX = tuple(
+    "read" if i in (0, 2, 4, 6, 7, 9, 10, 12, 14, 16, 18) else ("run" if i in (3, 11, 17) else "import")
+    for i in range(20)
+)
+MIXED_READ_P99_GOAL = 0.250
+
+
+def approved_command(bench: Bench, session: Session) -> str:
+    """A registered command that copies the sample's report to its artifact, approved as a person does
+    (``coverage-mcp command approve`` with the home's capability)."""
+    registered = session.call(
+        "register_test_command",
+        {
+            "name": "copy-report",
+            "argv": [
+                sys.executable,
+                "-c",
+                "import shutil; shutil.copyfile('coverage.json', 'run.coverage.json')",
+            ],
+            "artifacts": [{"path": "run.coverage.json", "suite": "runs"}],
+        },
+    )
+    command_id = str(registered["data"]["command"]["id"])
+    subprocess.run(
+        [sys.executable, "-m", "coverage_cli", "command", "approve", command_id, "--note", "bench"],
+        env=bench.env,
+        cwd=bench.repo,
+        check=True,
+        capture_output=True,
+    )
+    return command_id
+
+
+async def mixed_load(bench: Bench, command_id: str, clients: int, seconds: float) -> dict[str, Any]:
+    """``clients`` closed-loop clients (each sends its next call when the last is answered) over ``MIX`` for
+    ``seconds``; latency and errors per kind. Every answer is checked: a read has its data, an import stored a
+    new snapshot, a run_test answered a run (queued, running, reused or ended)."""
+    latencies: dict[str, list[float]] = {"read": [], "import": [], "run": []}
+    errors: dict[str, list[str]] = {"read": [], "import": [], "run": []}
+    by_tool: dict[str, list[float]] = {}  # the reads by tool
+    report = (bench.repo / "coverage.json").read_text()
+    stamp = json.loads(report)["meta"]["timestamp"]
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as http:
+        sessions = [await asyncio.to_thread(Session, bench) for _ in range(clients)]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+
+        def arguments(kind: str, index: int, k: int) -> tuple[str, dict[str, Any]]:
+            if kind == "read":
+                return CONTEXT if (index + k) % 2 else INSIGHT
+            if (
+                kind == "import"
+            ):  # the same suite, a report of another moment (a new snapshot, not a duplicate)
+                name = f"mix-{index}-{k}.json"
+                (bench.repo / name).write_text(report.replace(stamp, f"{stamp[:-6]}{index:03d}{k:03d}", 1))
+                return "coverage_import", {"report_path": name, "suite": "mix"}
+            return "run_test", {"command_id": command_id}
+
+        async def client(index: int, session: Session) -> None:
+            k = 0
+            while loop.time() < deadline:
+                kind = MIX[(index * 7 + k) % len(MIX)]
+                tool, args = arguments(kind, index, k)
+                message = {
+                    "jsonrpc": "2.0",
+                    "id": k + 2,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": args},
+                }
+                started = loop.time()
+                try:
+                    async with http.post(
+                        f"http://127.0.0.1:{bench.port}/mcp", json=message, headers=session.headers
+                    ) as response:
+                        body = await response.json(content_type=None)
+                    result = body.get("result") or {}
+                    data = (result.get("structuredContent") or {}).get("data") or {}
+                    if response.status != 200 or "error" in body or result.get("isError"):
+                        errors[kind].append(f"HTTP {response.status}: {str(body)[:200]}")
+                    elif kind == "import" and data.get("duplicate") is not False:
+                        errors[kind].append(f"not a new snapshot: {str(data)[:200]}")
+                    elif kind == "run" and not (data.get("run") or {}).get("state"):
+                        errors[kind].append(f"no run: {str(data)[:200]}")
+                    elif kind == "read" and not data:
+                        errors[kind].append("a read without data")
+                except (aiohttp.ClientError, TimeoutError) as error:
+                    errors[kind].append(repr(error))
+                latencies[kind].append(loop.time() - started)
+                if kind == "read":
+                    by_tool.setdefault(tool, []).append(loop.time() - started)
+                k += 1
+
+        await asyncio.gather(*(client(i, s) for i, s in enumerate(sessions)))
+    return {
+        kind: {
+            "calls": len(values),
+            "errors": len(errors[kind]),
+            "first_error": errors[kind][0] if errors[kind] else None,
+            "p50": median(values) if values else math.nan,
+            "p99": p99(values) if values else math.nan,
+            **(
+                {"by_tool": {t: {"p50": median(v), "p99": p99(v)} for t, v in by_tool.items()}}
+                if kind == "read"
+                else {}
+            ),
+        }
+        for kind, values in latencies.items()
+    }
+
+
 def reads_during_ingest(bench: Bench) -> dict[str, Any]:
     """Closed-loop reads (context and compact insight) while the SQLite LCOV is imported."""
     writer, reader = Session(bench), Session(bench)
@@ -284,9 +399,25 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="Fewer repetitions and a 5 s load (a smoke run)."
     )
+    parser.add_argument(
+        "--mixed-only", action="store_true", help="Only the mixed load (printed, README untouched)."
+    )
     args = parser.parse_args()
     cold_n, warm_n, calls_n, load_s = (2, 5, 30, 5) if args.quick else (5, 20, 200, 30)
     bench = Bench()
+    if args.mixed_only:
+        try:
+            first_response(bench)  # starts the daemon
+            time.sleep(3)
+            session = Session(bench)
+            session.call("coverage_import", {"report_path": "coverage.json"})
+            mixed = asyncio.run(
+                mixed_load(bench, approved_command(bench, session), clients=32, seconds=load_s)
+            )
+        finally:
+            bench.stop_daemon()
+        print(json.dumps(mixed, indent=1))
+        return
     try:
         cold = []
         for _ in range(cold_n):
@@ -305,6 +436,7 @@ def main() -> None:
 
         load = asyncio.run(open_loop(bench, clients=32, rate=5, seconds=load_s))
         during = reads_during_ingest(bench)
+        mixed = asyncio.run(mixed_load(bench, approved_command(bench, session), clients=32, seconds=load_s))
     finally:
         bench.stop_daemon()
 
@@ -346,6 +478,15 @@ def main() -> None:
             PREDECESSOR["ingest_reads"],
             "",
         ),
+        *(
+            (
+                f"mixed load, 32 closed-loop clients for {load_s} s: {kind} ({m['calls']} calls; p50 / p99, errors)",
+                f"{ms(m['p50'])} / {ms(m['p99'])}, {m['errors']} errors",
+                "-",
+                f"read p99 < {MIXED_READ_P99_GOAL * 1000:.0f} ms" if kind == "read" else "",
+            )
+            for kind, m in mixed.items()
+        ),
     ]
     lines = [
         "## MCP path",
@@ -368,6 +509,17 @@ def main() -> None:
         "- The load generator, the daemon and the ingest share the same 2 cores; latencies count from each call's "
         "scheduled time (open loop), so a stall shows as latency, not as fewer calls.",
     ]
+    lines.append(
+        "- The mixed load (issue 29's attacker): of every 20 calls a client makes, 11 reads (`project_context` "
+        "and compact insight in turns), 6 `coverage_import`s of the sample's report into one suite, each a copy "
+        "stamped with another time (a real ingest, never a duplicate) and 3 `run_test`s of an approved command that copies the report "
+        "to its artifact (defaults: `wait=false`, `reuse_if_unchanged=true`); each client sends its next call "
+        "when the last is answered. Every answer was checked (reads with data, imports new snapshots, runs "
+        "answered with a state)."
+    )
+    for kind, m in mixed.items():
+        if m["first_error"]:
+            lines += ["", f"First mixed-load {kind} error: `{m['first_error']}`"]
     if load["first_error"]:
         lines += ["", f"First load error: `{load['first_error']}`"]
     text = "\n".join(lines)

@@ -22,6 +22,7 @@ import attrs
 from aiohttp import web
 
 from coverage_core import nesting
+from coverage_core.operations.table import OPERATIONS
 from coverage_core.principals import Principal
 
 from .mcp import (
@@ -84,7 +85,11 @@ class RepoBackend:
     target: Target
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        async with self.daemon.mcp_slots:
+        # Reads and writes are bounded apart, so that a read never waits behind writes queued at the store's
+        # write gate (under a mixed load of 32 clients, 30% imports, reads waited 0.6 s for a slot).
+        op = OPERATIONS.get(name)
+        slots = self.daemon.mcp_slots if op is None or op.read_only else self.daemon.mcp_write_slots
+        async with slots:
             # Whatever else the request carries, an MCP caller is the agent: only the agent's rows admit it.
             return await self.daemon.projects.call(self.target, name, arguments, principals=AGENT)
 

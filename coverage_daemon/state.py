@@ -49,6 +49,11 @@ class Daemon:
     stop: asyncio.Event
     mcp_slots: asyncio.Semaphore
     sessions: Sessions
+    # MCP calls that write get slots of their own (as many): a write holds its slot while it waits for the
+    # store's write gate, and imports queued there once took the slots reads were waiting for (issue 29).
+    mcp_write_slots: asyncio.Semaphore = attrs.field(
+        default=attrs.Factory(lambda self: asyncio.Semaphore(self.settings.mcp_concurrency), takes_self=True)
+    )
     port: int = 0
     pid: int = attrs.field(factory=os.getpid)
     last_request: float = attrs.field(factory=time.monotonic)

@@ -285,3 +285,32 @@ async def test_a_stateless_call_abandoned_by_its_client_never_runs(
     _, _, body = await post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)
     assert body["result"]["structuredContent"]["data"]["suites"] == []
     assert json.loads(body["result"]["content"][0]["text"]) == body["result"]["structuredContent"]
+
+
+async def test_a_read_is_answered_while_writes_hold_every_mcp_slot_waiting_for_the_write_gate(
+    isolated_home: Path, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
+    # One MCP slot: before reads and writes were bounded apart, the import waiting at the gate held it and
+    # the read below waited for it for as long as the writes before it did.
+    async with in_process(Settings.from_env(port=0, mcp_concurrency=1)) as d:
+        handle, _ = await d.daemon.projects.resolve(Target(path=str(sample_repo)))
+        url = d.url + "/mcp"
+        importing, _ = modern(
+            "tools/call", {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}}
+        )
+        reading, headers = modern("tools/call", {"name": "project_context", "arguments": {}}, request_id=2)
+        import_headers = modern("tools/call", {"name": "coverage_import"})[1]
+        async with handle.write_gate:  # the import waits here, holding the only write slot
+            pending = asyncio.create_task(
+                post_mcp(http, url, importing, headers=import_headers, repo=sample_repo)
+            )
+            # The import is in flight, at the gate, holding its slot (whichever bound it counts against).
+            while not (d.daemon.mcp_write_slots.locked() or d.daemon.mcp_slots.locked()):
+                await asyncio.sleep(0.01)
+            status, _, body = await asyncio.wait_for(
+                post_mcp(http, url, reading, headers=headers, repo=sample_repo), 30
+            )
+            assert status == 200 and body["result"]["structuredContent"]["data"]["suites"] == []
+            assert not pending.done()
+        status, _, body = await asyncio.wait_for(pending, 60)
+    assert status == 200 and body["result"]["structuredContent"]["data"]["snapshot"]["snapshot_id"]

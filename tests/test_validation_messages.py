@@ -11,7 +11,8 @@ import pytest
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
-from coverage_core.validation import EXCERPT_CHARS, Validator, excerpt
+from coverage_core.usecases import ci
+from coverage_core.validation import DECLARED, EXCERPT_CHARS, Validator, _jsonschema, excerpt
 from tests.gitrepo import make_repo
 
 LONG = "a" * 5000
@@ -130,3 +131,19 @@ def test_keywords_no_tool_uses_yet_still_lead_with_the_reason() -> None:
             err.value.suggestion,
         )
         assert LONG[: EXCERPT_CHARS + 1] not in err.value.message
+
+
+def test_every_declared_schema_is_valid_against_its_metaschema() -> None:
+    # Validators compile their schema unchecked at run time; a malformed one is caught here instead.
+    assert ci.DIFF_SCHEMA in [v.schema for v in DECLARED] and len(DECLARED) > 10
+    js = _jsonschema()
+    for validator in DECLARED:
+        js.validators.validator_for(validator.schema, default=js.Draft202012Validator).check_schema(
+            validator.schema
+        )
+
+
+def test_a_schema_that_breaks_its_metaschema_is_caught_by_the_check() -> None:
+    js = _jsonschema()
+    with pytest.raises(js.exceptions.SchemaError):
+        js.Draft202012Validator.check_schema({"type": "object", "properties": {"a": {"type": "integr"}}})

@@ -230,4 +230,4 @@ def _compare(
                 + (", ..." if len(corrected) > 5 else "")
             )
     call.rows_scanned += len(base.keys) + len(cur.keys)
-    return Compared(compare(base, cur, diff), diff, cur, tuple(notes))
+    return Compared(compare(base, cur, diff, call.con), diff, cur, tuple(notes))

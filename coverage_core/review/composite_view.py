@@ -11,18 +11,35 @@ removed and new, as the same text's regions in two commits would not line up.
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..composite import persistence as cstore
-from ..composite import regions as rg
-from ..composite.persistence import Composite
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..model import to_json
 from .budget import Budget
 from .call import Call
 from .context import checkout_state
+
+if TYPE_CHECKING:
+    from ..composite.persistence import Composite
+
+
+# The composites' modules, imported on the first composite answer: importing any of them builds the whole
+# package (its builder, inventory and aggregation: 35-60 ms), which a review of ordinary snapshots (every
+# CI ``gate``) never needs.
+def _cstore() -> ModuleType:
+    from ..composite import persistence
+
+    return persistence
+
+
+def _rg() -> ModuleType:
+    from ..composite import regions
+
+    return regions
+
 
 CATEGORIES = (
     "covered_both",
@@ -102,8 +119,8 @@ def review(call: Call, budget: Budget) -> dict[str, Any]:
             'Pass measurement={"composite_snapshot_id": ...} too, or an ordinary baseline.',
         )
     store = call.project.store
-    comp_key = cstore.key(store, m["composite_snapshot_id"], call.con)
-    current = cstore.get(store, m["composite_snapshot_id"], call.con)
+    comp_key = _cstore().key(store, m["composite_snapshot_id"], call.con)
+    current = _cstore().get(store, m["composite_snapshot_id"], call.con)
     if task == "insight":
         return _insight(call, budget, comp_key, current)
     spec = call.args.get("baseline") or {}
@@ -121,8 +138,8 @@ def review(call: Call, budget: Budget) -> dict[str, Any]:
                 },
             ),
         )
-    base_key = cstore.key(store, spec["composite_snapshot_id"], call.con)
-    base = cstore.get(store, spec["composite_snapshot_id"], call.con)
+    base_key = _cstore().key(store, spec["composite_snapshot_id"], call.con)
+    base = _cstore().get(store, spec["composite_snapshot_id"], call.con)
     for what, a, b in (
         ("mapping version", base.mapping_version, current.mapping_version),
         ("inventory hash", base.inventory_sha256, current.inventory_sha256),
@@ -159,9 +176,9 @@ def _ranges(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
 
 
 def _insight(call: Call, budget: Budget, comp_key: int, comp: Composite) -> dict[str, Any]:
-    rows = cstore.regions(call.project.store, comp_key, call.con)
+    rows = _cstore().regions(call.project.store, comp_key, call.con)
     call.rows_scanned += len(rows["kind"])
-    sel = np.isin(rows["kind"], rg.COMBINED_KINDS)
+    sel = np.isin(rows["kind"], _rg().COMBINED_KINDS)
     entry = rows["entry_id"]
     uncovered = sel & (rows["hits"] == 0)
     counts = np.bincount(entry[uncovered], minlength=int(entry.max()) + 1 if len(entry) else 0)
@@ -240,11 +257,11 @@ def _compare(
     ).fetchall()[0][0]
     call.rows_scanned += int(scanned)
     categories: dict[str, dict[str, int]] = {
-        name: dict.fromkeys(CATEGORIES, 0) for name in (*rg.KINDS.values(), "combined")
+        name: dict.fromkeys(CATEGORIES, 0) for name in (*_rg().KINDS.values(), "combined")
     }
     for kind, category, n in counts:
-        categories[rg.KINDS[int(kind)]][category] += int(n)
-        if int(kind) in rg.COMBINED_KINDS:
+        categories[_rg().KINDS[int(kind)]][category] += int(n)
+        if int(kind) in _rg().COMBINED_KINDS:
             categories["combined"][category] += int(n)
     delta = {
         k: {
@@ -280,7 +297,7 @@ def _compare(
             "variant": r[2],
             "logical_source_id": r[3],
             "path": r[4],
-            "kind": rg.KINDS[int(r[5])],
+            "kind": _rg().KINDS[int(r[5])],
             "range": [int(r[6]), int(r[7]), int(r[7]) - int(r[6]) + 1],
         }
         for r in examples
@@ -321,10 +338,10 @@ def _compare(
             "WHERE cur_hits IS NOT NULL GROUP BY kind",
             [base_key, cur_key],
         ).fetchall()
-        tally = {name: {"found": 0, "hit": 0} for name in (*rg.KINDS.values(), "combined")}
+        tally = {name: {"found": 0, "hit": 0} for name in (*_rg().KINDS.values(), "combined")}
         for kind, found, hit in union:
-            tally[rg.KINDS[int(kind)]] = {"found": int(found), "hit": int(hit)}
-            if int(kind) in rg.COMBINED_KINDS:
+            tally[_rg().KINDS[int(kind)]] = {"found": int(found), "hit": int(hit)}
+            if int(kind) in _rg().COMBINED_KINDS:
                 tally["combined"]["found"] += int(found)
                 tally["combined"]["hit"] += int(hit)
         data["projection"] = "baseline_union_current"

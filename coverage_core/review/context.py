@@ -14,11 +14,10 @@ import copy
 import datetime as dt
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
-from ..composite import persistence as composite_store
 from ..display import counted
-from ..execution import commands, runs
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..storage import guard
@@ -31,6 +30,27 @@ from .freshness import content_summary, stale_reason
 MAX_SUITES = 10
 MAX_ACTIVE_RUNS = 10
 MAX_COMMANDS = 8
+
+
+# The runtime's and the composites' modules, imported when project_context first needs them: every other
+# answer imports this module for its claim rules, and a CI ``diff`` that never lists runs, commands or
+# composites would pay about 50 ms of start-up for them (execution's records build cattrs converters).
+def _runs() -> ModuleType:
+    from ..execution import runs
+
+    return runs
+
+
+def _commands() -> ModuleType:
+    from ..execution import commands
+
+    return commands
+
+
+def _composite_store() -> ModuleType:
+    from ..composite import persistence
+
+    return persistence
 
 
 def checkout_state(call: Call) -> CheckoutState:
@@ -140,7 +160,7 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
     found = call.as_of_generation(
-        "latest_composite", lambda: composite_store.latest(call.project.store, call.con)
+        "latest_composite", lambda: _composite_store().latest(call.project.store, call.con)
     )
     return None if found is None else found.compact()
 
@@ -201,7 +221,7 @@ def project_context(call: Call) -> dict[str, Any]:
     # paged into whatever budget remains (no approved commands exist yet).
     active = call.as_of_generation(
         "active_runs",
-        lambda: runs.list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=runs.ACTIVE),
+        lambda: _runs().list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=_runs().ACTIVE),
     )
     data["active_runs"] = [
         {k: copy.deepcopy(r[k]) for k in ("id", "state", "command_id", "args")}
@@ -216,7 +236,7 @@ def project_context(call: Call) -> dict[str, Any]:
         ("commands", offset),
         lambda: [
             {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
-            for c in commands.list_commands(
+            for c in _commands().list_commands(
                 call.project,
                 None,
                 limit=MAX_COMMANDS + 1,

@@ -8,7 +8,6 @@ from typing import Any
 import attrs
 
 from ..errors import CoverageError, ErrorCode, Remedy
-from ..execution import runs
 from ..model import Snapshot
 from ..project import DEFAULT_SUITE
 from ..storage.store import chosen_side
@@ -49,6 +48,8 @@ def select(call: Call) -> Selection | None:
     ids: list[str] = []
     notes: list[str] = []
     if "run_id" in m:  # the union of the snapshots the run ingested
+        from ..execution import runs  # only here: a CI diff never names a run (50 ms of start-up)
+
         ids = runs.measured_by(store, m["run_id"])
     elif "snapshot_id" in m:
         ids = [m["snapshot_id"]]
