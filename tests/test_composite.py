@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from coverage_core import open_project
-from coverage_core.composite import build
+from coverage_core.composite import build, persistence
 from coverage_core.composite.build import ReportSpec
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
+from coverage_core.storage import compaction
 from tests import commandline
 from tests.compositefixture import make_product, measure, specs
 from tests.gitrepo import commit, git
@@ -377,3 +378,96 @@ def test_the_cli_builds_and_shows_a_composite(product) -> None:
     shown = commandline.cli("composite", "show", cwd=root)
     assert shown.returncode == 0, shown.stderr
     assert comp["composite_snapshot_id"] in shown.stdout and "component native" in shown.stdout
+
+
+# -- immutability and ordinary compaction --------------------------------------------------------
+
+
+def _composite_rows(root: Path, composite_id: str) -> dict[str, list]:
+    """Every stored row of one composite, by table (its own key included)."""
+    with open_project(root) as project:
+        con = project.store.con
+        comp = con.execute(
+            "SELECT comp FROM composite_snapshots WHERE composite_id = ?", [composite_id]
+        ).fetchall()[0][0]
+        return {
+            table: con.execute(f"SELECT * FROM {table} WHERE comp = ? ORDER BY ALL", [comp]).fetchall()
+            for table in ("composite_snapshots", "composite_entries", "composite_regions")
+        }
+
+
+def _ordinary(root: Path, records: list[str], suites: list[str] | None = None) -> list[str]:
+    """Ordinary LCOV snapshots of the product's Python source, one per ``DA:`` record given."""
+    ids = []
+    for n, (record, suite) in enumerate(zip(records, suites or ["py"] * len(records), strict=True)):
+        report = root / "reports" / f"ordinary{n}.info"
+        report.write_text(f"TN:\nSF:py/fixpkg/api.py\nDA:{record}\nend_of_record\n")
+        args = {"report_path": str(report.relative_to(root)), "suite": suite}
+        ids.append(_svc_call(root, "coverage_import", args)["data"]["snapshot"]["snapshot_id"])
+    return ids
+
+
+def _composite_answers(root: Path, base_id: str, cur_id: str) -> list:
+    out = []
+    with open_project(root) as project:
+        service = Service(project)
+        for args in (
+            {"task": "insight", "measurement": {"composite_snapshot_id": cur_id}},
+            {"task": "insight", "measurement": {"composite_snapshot_id": base_id}, "representation": "audit"},
+            {
+                "task": "change",
+                "measurement": {"composite_snapshot_id": cur_id},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+            },
+            {
+                "task": "incremental",
+                "measurement": {"composite_snapshot_id": cur_id},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+                "representation": "audit",
+            },
+        ):
+            envelope = json.loads(json.dumps(service.call("coverage_review", args), default=str))
+            envelope["context"].pop("stats")
+            out.append(envelope)
+    return out
+
+
+def test_a_stored_composite_never_changes_when_later_composites_and_snapshots_come_and_go(product) -> None:
+    """Seed: "A composite snapshot is immutable and run-scoped." Rebuilding from the same reports stores a
+    new composite; a second build, ordinary ingests and their deletion leave the first one's rows as
+    they were."""
+    root, reports = product
+    first = _build(root, specs(reports))
+    rows = _composite_rows(root, first.composite_id)
+    again = _build(root, specs(reports))
+    assert again.duplicate and again.composite_id == first.composite_id  # the stored one, as it was
+    partial = _build(root, specs(reports, without="python"))
+    ordinary = _ordinary(root, ["1,1"])
+    with open_project(root) as project:
+        project.delete_snapshots(ordinary, force=True)
+    assert partial.status == "incomplete" and partial.composite_id != first.composite_id
+    assert _composite_rows(root, first.composite_id) == rows
+    with open_project(root) as project:
+        assert persistence.get(project.store, first.composite_id) == first
+
+
+def test_composites_answer_the_same_after_every_ordinary_snapshot_is_compacted(product) -> None:
+    """Seed: "Composite snapshots and canonical composite regions are not part of the ordinary snapshot
+    compaction transaction; their immutable rows remain directly queryable." """
+    root, reports = product
+    ordinary = _ordinary(root, ["1,0", "1,1", "2,1"], suites=["py", "py", "other"])
+    base = _build(root, specs(reports, without="js"))
+    cur = _build(root, specs(reports))
+    rows = [_composite_rows(root, c.composite_id) for c in (base, cur)]
+    before = _composite_answers(root, base.composite_id, cur.composite_id)
+    with open_project(root) as project:
+        done = project.compact(older_than="0")
+        assert [c.snapshot_id for c in done.compacted] == ordinary[:1]
+        for snapshot_id in ordinary[1:]:  # the protected newest of each suite too, by the mechanism
+            snap = project.store.snap_key(snapshot_id)
+            row = project.store.snapshot(snapshot_id)
+            candidate = compaction.Candidate(snap, snapshot_id, row.suite, row.created_at)
+            assert compaction.compact_snapshot(project.store, candidate) is not None
+        assert project.compaction_inventory()["compacted"] == len(ordinary)
+    assert [_composite_rows(root, c.composite_id) for c in (base, cur)] == rows
+    assert _composite_answers(root, base.composite_id, cur.composite_id) == before

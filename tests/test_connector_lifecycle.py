@@ -202,3 +202,72 @@ def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answe
     assert "symbolic link" in answer["error"]["message"]  # the daemon's own reason
     assert connector.close() == 1
     assert "none could be started" in connector.stderr()
+
+
+SLEEPER = (
+    "import os, time\nwith open('started', 'a') as f:\n    f.write(f'{os.getpid()}\\n')\ntime.sleep(600)\n"
+)
+
+
+def test_a_request_cut_off_by_the_daemons_death_is_answered_interrupted_and_never_repeated(
+    home: Path, tmp_path: Path
+) -> None:
+    """Seed: "Other transport interruptions trigger daemon recovery for later requests without replaying an
+    operation whose commit status is ambiguous." A run_test (wait=true) is in flight when its daemon is
+    killed: the connector answers it -32003 (delivery unknown), the next request reaches a new daemon, and
+    the command ran once."""
+    from coverage_core import open_project
+    from coverage_core.execution import commands, runs
+    from coverage_core.service import Service
+
+    repo = sample_repo(tmp_path / "inventory")
+    (repo / "sleeper.py").write_text(SLEEPER)
+    with open_project(repo) as project:
+        command_id = Service(project).call(
+            "register_test_command",
+            {
+                "name": "sleeper",
+                "argv": ["python", "sleeper.py"],
+                "artifacts": [{"path": "cov.info", "suite": "unit"}],
+            },
+        )["data"]["command"]["id"]
+        commands.approve(project, command_id, approved_by="tester", via="cli")
+    connector = Connector(repo, env_for(home, free_port()))
+    started = repo / "started"
+    try:
+        assert "result" in connector.initialize()
+        connector.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "run_test", "arguments": {"command_id": command_id, "wait": True}},
+            }
+        )
+        deadline = time.monotonic() + 60
+        while not (started.exists() and started.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.02)
+        killed = lease(home)
+        os.kill(killed["pid"], signal.SIGKILL)
+        answer = connector.receive()
+        assert answer["id"] == 2 and answer["error"]["code"] == -32003, answer
+        assert answer["error"]["data"]["details"] == {"delivered": None}
+        assert "not repeated" in answer["error"]["data"]["suggestion"]
+        while not refuses(killed["port"]):
+            time.sleep(0.01)
+        later = connector.call(3, "project_context", {})
+        assert "result" in later and not later["result"]["isError"], later
+        assert lease(home)["instance_id"] != killed["instance_id"]
+        assert connector.close() == 0
+        stop_all(home)
+        with open_project(repo) as project:
+            ran = runs.list_runs(project)
+        assert [(r["command_id"], r["state"]) for r in ran] == [(command_id, "interrupted")]
+        assert len(started.read_text().splitlines()) == 1  # the command was not run again
+    finally:
+        for pid in started.read_text().split() if started.exists() else ():
+            try:
+                os.killpg(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass

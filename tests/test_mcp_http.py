@@ -285,3 +285,34 @@ async def test_a_stateless_call_abandoned_by_its_client_never_runs(
     _, _, body = await post_mcp(http, daemon.url + "/mcp", message, headers=headers, repo=sample_repo)
     assert body["result"]["structuredContent"]["data"]["suites"] == []
     assert json.loads(body["result"]["content"][0]["text"]) == body["result"]["structuredContent"]
+
+
+async def test_calls_past_the_mcp_concurrency_bound_wait_for_a_slot_and_then_all_answer(
+    isolated_home: Path, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
+    """Seed: "HTTP requests have an independent deadline and bounded JSON bodies, MCP requests use a
+    semaphore". With COVERAGE_MCP_MCP_CONCURRENCY=1, an import held at the write gate keeps the only slot:
+    a read that needs no gate waits for that slot, and answers once the import is let go."""
+    async with in_process(Settings.from_env(port=0, mcp_concurrency=1)) as d:
+        handle, _ = await d.daemon.projects.resolve(Target(path=str(sample_repo)))
+        url = d.url + "/mcp"
+        imported, headers = modern(
+            "tools/call", {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}}
+        )
+        context, _ = modern("tools/call", {"name": "project_context", "arguments": {}}, request_id=2)
+        read_headers = {**headers, "Mcp-Name": "project_context"}
+        slots = d.daemon.mcp_slots
+        async with handle.write_gate:
+            first = asyncio.create_task(post_mcp(http, url, imported, headers=headers, repo=sample_repo))
+            while not slots.locked():  # the import holds the one slot (and waits at the gate)
+                assert not first.done(), first.result()
+                await asyncio.sleep(0.01)
+            second = asyncio.create_task(post_mcp(http, url, context, headers=read_headers, repo=sample_repo))
+            # The read queues at the semaphore instead of running beside the import.
+            while not getattr(slots, "_waiters", None):
+                assert not second.done(), f"answered past the bound: {second.result()}"
+                await asyncio.sleep(0.01)
+            assert not first.done() and not second.done()
+        (_, _, one), (_, _, two) = await asyncio.gather(first, second)
+    assert one["result"]["isError"] is False and two["result"]["isError"] is False
+    assert two["result"]["structuredContent"]["data"]["suites"][0]["suite"] == "default"
