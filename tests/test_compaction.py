@@ -362,6 +362,39 @@ def test_the_inventory_names_a_compacted_snapshot_that_still_has_relational_deta
         assert project.compaction_inventory()["inconsistent"] == [old, new]
 
 
+@pytest.mark.parametrize("table", sorted(payload.DETAIL))
+def test_the_inventory_names_a_compacted_snapshot_with_relational_rows_in_any_detail_table(
+    two_snapshots: Stored, table: str
+) -> None:
+    """Seed: "The dashboard's compaction inventory ... marks payload inventory inconsistencies explicitly."
+    A row left in any of the payload's tables under a compacted snapshot marks that snapshot."""
+    repo, (old, _new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        _compact_all(project)
+        columns = [c[0] for c in project.store.con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+        kinds = {"snap": project.store.snap_key(old), **dict(payload.DETAIL[table])}
+        made = {"text": "x", "blob": b"x"}
+        values = [kinds["snap"] if c == "snap" else made.get(kinds.get(c, ""), 0) for c in columns]
+        project.store.con.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
+        )
+        assert project.compaction_inventory()["inconsistent"] == [old]
+
+
+def test_the_inventory_names_a_payload_whose_snapshot_is_gone(two_snapshots: Stored) -> None:
+    """Seed: "marks payload inventory inconsistencies explicitly": a payload no snapshot owns is listed by
+    its key, and nothing else is."""
+    repo, (old, _new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        _compact_all(project)
+        assert project.compaction_inventory()["orphan_payloads"] == []
+        key = project.store.snap_key(old)
+        con = project.store.con
+        con.execute("UPDATE snapshot_payloads SET snap = 9999 WHERE snap = ?", [key])
+        inventory = project.compaction_inventory()
+        assert inventory["orphan_payloads"] == [9999] and inventory["inconsistent"] == []
+
+
 def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored) -> None:
     sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
