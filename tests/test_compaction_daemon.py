@@ -250,7 +250,12 @@ async def test_the_settings_route_validates_compaction_policy_ranges(
         assert answer["data"]["settings"]["compaction_cadence_minutes"] == 5
         assert answer["data"]["settings"]["compaction_batch_size"] == 3
         inventory = (await asyncio.to_thread(client.call, project_id, "compaction_inventory"))["data"]
-        assert inventory["policy"] == {"after_days": 30, "cadence_minutes": 5, "batch_size": 3}
+        assert inventory["policy"] == {
+            "after_days": 30,
+            "cadence_minutes": 5,
+            "batch_size": 3,
+            "protect_recent_runs": 10,
+        }
 
 
 @pytest.mark.parametrize("age", ["garbage", "-3", "3w", "1.5d", ""])
@@ -323,6 +328,7 @@ def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(
             "after_days": 30,
             "cadence_minutes": 60,
             "batch_size": 8,
+            "protect_recent_runs": 10,
         }
 
 
