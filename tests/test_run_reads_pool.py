@@ -135,12 +135,8 @@ async def test_a_run_moves_through_its_states_while_an_ingest_holds_the_write_ga
         (repo / "other.info").write_text("SF:app.py\nDA:1,1\nDA:2,0\nDA:3,0\nend_of_record\n")
         async with handle.write_gate:
             ingest = asyncio.create_task(_call(d, repo, "coverage_import", {"report_path": "other.info"}))
-            started = await _call(
-                d,
-                repo,
-                "run_test",
-                {"command_id": command_id, "args": ["go.txt"], "reuse_if_unchanged": False},
-            )
+            arguments = {"command_id": command_id, "args": ["go.txt"], "reuse_if_unchanged": False}
+            started = await asyncio.wait_for(_call(d, repo, "run_test", arguments), SETTLE_S)
             run_id = started["data"]["run"]["id"]
             seen = await _until(d, repo, run_id, lambda run: run["state"] == "running")
             assert not ingest.done()
