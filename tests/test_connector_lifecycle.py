@@ -271,3 +271,45 @@ def test_a_request_cut_off_by_the_daemons_death_is_answered_interrupted_and_neve
                 os.killpg(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_an_older_daemon_whose_process_runs_another_executable_than_its_lease_records_is_not_replaced(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """Seed: "A newer connector replaces an older daemon only after the health response and actively held
+    daemon lease agree on the common database, executable, process, resource, and instance." The older
+    daemon's lease records an executable its process is not running (/proc/<pid>/exe): refused, left
+    running, and /health still names no path."""
+    port = free_port()
+    build = other_build(tmp_path / "old", version="0.0.1")
+    locks = build / "coverage_core" / "locks.py"
+    locks.write_text(locks.read_text().replace('"executable": sys.executable,', '"executable": "/bin/sh",'))
+    older = start_daemon(home, port, build=build)
+    assert lease(home)["executable"] == "/bin/sh"
+    connector = Connector(repo, env_for(home, port))
+    error = _refusal(connector)
+    assert "executable" in error["message"] and "/bin/sh" in error["message"], error
+    assert connector.close() == 1
+    assert older.poll() is None and _health(port)["version"] == "0.0.1"
+    assert not any("/" in str(v) for k, v in _health(port).items() if k != "common_db"), _health(port)
+
+
+def test_an_older_daemon_without_the_shutdown_endpoint_gets_a_termination_request_and_is_replaced(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """Seed: "A verified pre-handoff daemon without the endpoint receives a platform-native termination
+    request for the recorded PID." An older daemon whose health says it has no handoff: once its lease
+    and process agree, it gets SIGTERM, exits, and this build's daemon takes its place."""
+    port = free_port()
+    build = other_build(tmp_path / "old", version="0.0.1")
+    state = build / "coverage_daemon" / "state.py"
+    state.write_text(state.read_text().replace('"handoff_supported": True,', '"handoff_supported": False,'))
+    older = start_daemon(home, port, build=build)
+    assert _health(port)["handoff_supported"] is False
+    connector = Connector(repo, env_for(home, port))
+    assert "result" in connector.initialize()
+    assert older.wait(30) == 0  # its own graceful stop, on the termination request
+    current = _health(port)
+    assert current["version"] != "0.0.1" and current["pid"] == lease(home)["pid"] != older.pid
+    assert connector.close() == 0
+    assert "termination request" in connector.stderr()
