@@ -471,3 +471,79 @@ def test_composites_answer_the_same_after_every_ordinary_snapshot_is_compacted(p
         assert project.compaction_inventory()["compacted"] == len(ordinary)
     assert [_composite_rows(root, c.composite_id) for c in (base, cur)] == rows
     assert _composite_answers(root, base.composite_id, cur.composite_id) == before
+
+
+# -- evidence: identity, unknown denominators, toolchains, comparisons ---------------------------
+
+
+def test_a_report_written_before_the_checkouts_head_is_stale_though_no_commit_is_named(product) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." A report given without its commit is judged by its
+    identity (written after HEAD was committed), not assumed to measure HEAD."""
+    import os
+
+    root, reports = product
+    whole = _build(root, specs(reports)).totals["combined"]
+    (root / "NOTES.md").write_text("a commit that changes no source\n")
+    commit(root, "notes")
+    head_time = int(git(root, "log", "-1", "--format=%ct"))
+    for role, path in reports.items():  # the others measured again after the commit; python's before it
+        when = head_time - 100 if role == "python" else head_time + 5
+        os.utime(path, (when, when))
+    comp = _build(root, specs(reports))
+    assert {(b.component, b.reason) for b in comp.blocking} == {("python", "stale")}
+    assert all("written before" in (b.detail or "") for b in comp.blocking), comp.blocking
+    assert comp.totals["combined"]["found"] == whole["found"]
+
+
+def test_an_entry_with_no_evidence_and_nothing_to_carry_withholds_the_total_and_names_it(product) -> None:
+    """Seed: "Its authoritative inventory owns the denominator" and "never lowers its denominator": with an
+    entry whose denominator nobody measured, the composite states no percentage and names the entries
+    that block one."""
+    root, reports = product
+    comp = _build(root, specs(reports, without="js"))
+    shown = comp.to_dict()
+    assert comp.percent() is None and shown["percent"] is None
+    assert shown["total_withheld"] == {
+        "reason": "denominator_unknown",
+        "entries": [{"component": "js", "variant": "default", "logical_source_id": "js-shapes"}],
+    }
+    assert comp.compact()["percent"] is None
+    whole = _build(root, specs(reports))
+    assert whole.percent() is not None and whole.to_dict()["total_withheld"] is None
+
+
+def test_each_reports_toolchain_version_is_recorded_under_what_it_is(product) -> None:
+    """Seed: "Composite snapshots persist mapping version, inventory hash, checkout revision/cleanliness,
+    command registration, toolchain versions, and artifact hashes". coverage.py's own version, the
+    regions tool's, llvm-cov's export format under that name (the report does not say LLVM's version), and
+    an explicit "unrecorded" for a tool whose report names none (c8's coverage-final.json)."""
+    root, reports = product
+    comp = _build(root, specs(reports))
+    python = json.loads(reports["python"].read_text())["meta"]["version"]
+    export = json.loads(reports["native-fast"].read_text())["version"]
+    assert comp.toolchains["coveragepy:coveragepy"] == python
+    assert comp.toolchains["llvm:export-format"] == export
+    assert comp.toolchains["llvm:llvm-cov"] == "unrecorded"
+    assert comp.toolchains["regions-v1:wgsl-cov"] == "0.1"
+    assert [v for k, v in comp.toolchains.items() if k.startswith("istanbul:")] == ["unrecorded"]
+
+
+def test_a_composite_incremental_review_says_its_test_sets_and_attribution_are_unavailable(product) -> None:
+    """Seed: "Both return grouped line categories, aggregate metric deltas, bounded opaque `test_id` set
+    differences, and attribution status." A composite keeps no named-test observations (README, Composite
+    coverage): its incremental review says so in both places instead of leaving them out."""
+    root, reports = product
+    base = _build(root, specs(reports, without="python"))
+    cur = _build(root, specs(reports))
+    data = _svc_call(
+        root,
+        "coverage_review",
+        {
+            "task": "incremental",
+            "measurement": {"composite_snapshot_id": cur.composite_id},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": base.composite_id},
+        },
+    )["data"]
+    assert data["tests"]["status"] == "unavailable" and "named-test" in data["tests"]["reason"]
+    assert data["attribution"]["status"] == "unavailable" and data["attribution"]["reason"]
