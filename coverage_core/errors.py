@@ -152,6 +152,9 @@ class CoverageError(Exception):
         self.suggestion = suggestion
         self.details = dict(details or {})
         self.remedy = remedy
+        # The answer's context (repo_key, checkout_path, suite, schema_revision), set by the surface that
+        # knows whom it answers (the daemon, for an authenticated caller); None: the body has none.
+        self.context: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical error object: every key always present (``remedy`` may be null)."""
@@ -188,7 +191,8 @@ class CoverageError(Exception):
 
 
 def error_body(error: CoverageError, render: Callable[[Remedy], str] | None = None) -> dict[str, Any]:
-    """``{"error": {code, message, suggestion, details, remedy}}``, the one error shape of every surface.
+    """``{"error": {code, message, suggestion, details, remedy}}``, the one error shape of every surface
+    (with the answer's ``context`` beside it when the surface set ``error.context``).
 
     ``render`` turns the remedy into the surface's own terms (an MCP call for
     agents, a command line for people): the suggestion is that line, then the
@@ -200,7 +204,7 @@ def error_body(error: CoverageError, render: Callable[[Remedy], str] | None = No
     if render is not None and error.remedy is not None:
         shown = render(error.remedy)
         body["suggestion"] = f"{shown}\n{error.suggestion}" if error.suggestion else shown
-    return {"error": body}
+    return {"error": body} if error.context is None else {"context": error.context, "error": body}
 
 
 def render_setting(remedy: Remedy) -> str | None:

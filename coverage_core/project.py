@@ -379,7 +379,8 @@ class Project:
     ) -> compaction.PassResult:
         """Compact the snapshots older than ``older_than`` (``"30d"``, ``"12h"``, ``"0"``; default: the
         policy's ``after_days``) into zstd payloads, oldest first, at most ``limit``; the newest snapshot
-        of each suite and snapshots active runs need are left alone. Answers stay identical: detail is
+        of each suite and the incremental bases of active runs and of the policy's ``protect_recent_runs``
+        newest finished runs are left alone. Answers stay identical: detail is
         restored transparently. ``dry_run`` says what would be compacted. Example:
         ``project.compact(older_than="90d", dry_run=True).eligible``."""
         age = (
@@ -406,7 +407,8 @@ class Project:
         )
 
     def compaction_policy(self) -> compaction.Policy:
-        """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``)."""
+        """The persisted compaction policy (``after_days``, ``cadence_minutes``, ``batch_size``,
+        ``protect_recent_runs``)."""
         con = self.store.con.cursor()  # its own: the store's connection may be in another thread's write
         try:
             return compaction.read_policy(con)
@@ -441,7 +443,14 @@ class Project:
             own.close()
 
     def _in_use_ids(self, ids: Sequence[str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-        return self.in_use_by_active_runs([self.store.snapshot(i, con) for i in ids]) if ids else {}
+        """Which of ``ids`` compaction keeps relational as incremental bases (id -> why): those of queued
+        and running runs and of the policy's ``protect_recent_runs`` newest finished runs. A deletion asks
+        ``in_use_by_active_runs`` instead: a finished run's review is stored with it."""
+        if not ids:
+            return {}
+        recent = run_index.recent_baselines(self.store, compaction.read_policy(con).protect_recent_runs)
+        held = {i: recent[i] for i in ids if i in recent}
+        return {**held, **self.in_use_by_active_runs([self.store.snapshot(i, con) for i in ids])}
 
     def in_use_by_active_runs(self, snapshots: Sequence[Snapshot]) -> dict[str, str]:
         """The hook deletion asks which of ``snapshots`` work in progress still needs (id -> why):

@@ -24,6 +24,7 @@ from coverage_core import faults
 from coverage_core.errors import CoverageError, ErrorCode
 
 from . import dashboard, mcp_http, rest
+from .answer_context import attach_context
 from .auth import Access
 from .errors_http import error_body, status_of
 from .mcp import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
@@ -149,22 +150,27 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             ),
         )
     daemon.touch()
+    authorized = False
     try:
         daemon.authorizer.check(request, _access(request))
+        authorized = True  # from here on an error answer carries its context
         route = request.match_info.route
         streaming = (route.method, getattr(route.resource, "canonical", None)) in request.app[STREAMING]
         async with asyncio.timeout(None if streaming else daemon.settings.http_timeout_s):
             return await handler(request)
     except CoverageError as error:
-        return _failure(request, status_of(error), error)
+        return _failure(request, status_of(error), _context_if(authorized, error))
     except TimeoutError:
         return _failure(
             request,
             504,
-            CoverageError(
-                ErrorCode.DEADLINE_EXCEEDED,
-                f"the request ran longer than COVERAGE_MCP_HTTP_TIMEOUT_S={daemon.settings.http_timeout_s}",
-                "Narrow the request, or raise COVERAGE_MCP_HTTP_TIMEOUT_S.",
+            _context_if(
+                authorized,
+                CoverageError(
+                    ErrorCode.DEADLINE_EXCEEDED,
+                    f"the request ran longer than COVERAGE_MCP_HTTP_TIMEOUT_S={daemon.settings.http_timeout_s}",
+                    "Narrow the request, or raise COVERAGE_MCP_HTTP_TIMEOUT_S.",
+                ),
             ),
         )
     except web.HTTPException as exc:
@@ -175,8 +181,13 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _failure(
             request,
             exc.status,
-            CoverageError(
-                code, f"{exc.reason}: {request.method} {request.path}", _HTTP_SUGGESTIONS.get(exc.status, "")
+            _context_if(
+                authorized,
+                CoverageError(
+                    code,
+                    f"{exc.reason}: {request.method} {request.path}",
+                    _HTTP_SUGGESTIONS.get(exc.status, ""),
+                ),
             ),
             allow,
         )
@@ -184,17 +195,25 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         coded = faults.classify(exc)  # a full disk (token rotate, sign-in, compaction), a damaged store
         if coded is not None:
             log.warning("%s %s: %s", request.method, request.path, coded.message)
-            return _failure(request, status_of(coded), coded)
+            return _failure(request, status_of(coded), _context_if(authorized, coded))
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _failure(
             request,
             500,
-            CoverageError(
-                ErrorCode.INTERNAL,
-                f"internal error: {type(exc).__name__}",
-                "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
+            _context_if(
+                authorized,
+                CoverageError(
+                    ErrorCode.INTERNAL,
+                    f"internal error: {type(exc).__name__}",
+                    "This is a bug in coverage-mcp; the daemon's log (stderr) has the traceback.",
+                ),
             ),
         )
+
+
+def _context_if(authorized: bool, error: CoverageError) -> CoverageError:
+    """``error`` with its answer's context for a caller the authorizer admitted; as it is for any other."""
+    return attach_context(error) if authorized else error
 
 
 _HTTP_SUGGESTIONS = {

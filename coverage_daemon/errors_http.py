@@ -6,6 +6,10 @@ table gives its *code*; nothing else picks a status for a CoverageError.
 Transport rejections (foreign Host or Origin, wrong method, Accept,
 Content-Type, an oversized body) are HTTP rules rather than coverage errors:
 they keep their own status and reuse only the body shape.
+
+An error answered to an authenticated caller carries the envelope's
+``context`` beside it (``answer_context``). A caller refused for want of a
+secret (or of this user's uid) learns nothing of it.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import fcntl
 import http.client
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -338,18 +339,34 @@ class Launcher:
                 f"{VERSION}), but it is not the process holding {self.settings.lock_path}; it was not stopped",
                 "Stop that process yourself (its pid is in its /health answer), then reconnect.",
             )
-        self._log(
-            f"handing off the older daemon {health.get('version')} (pid {health.get('pid')}) "
-            f"at {daemon.where()}"
-        )
-        # Every coverage-mcp release has had the shutdown endpoint, so a daemon
-        # without it is not one this connector knows how to replace.
+        pid = meta["pid"]
+        assert isinstance(pid, int)
+        running = running_executable(pid)
+        recorded = meta.get("executable")
+        if running is None or not isinstance(recorded, str) or os.path.realpath(recorded) != running:
+            # The lease's record and the process disagree (or the process is not ours to read): whoever
+            # holds the lease, it is not the daemon the record describes.
+            raise refused(
+                f"the older daemon's lease in {self.settings.lock_path} records the executable {recorded}, "
+                f"but its process {pid} runs {running or 'something this user cannot read'}; it was not stopped",
+                f"Stop process {pid} yourself if it is yours, then reconnect.",
+            )
+        self._log(f"handing off the older daemon {health.get('version')} (pid {pid}) at {daemon.where()}")
         capability = meta.get("capability")
-        if (
-            health.get("handoff_supported") is not True
-            or not isinstance(capability, str)
-            or not self._request_shutdown(daemon, capability)
-        ):
+        if health.get("handoff_supported") is not True:
+            # A verified daemon from before the shutdown endpoint: the platform's termination request, which
+            # every coverage-mcp daemon answers with its graceful stop.
+            self._log(
+                f"the older daemon has no shutdown endpoint; sending process {pid} a termination request"
+            )
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError as error:
+                raise refused(
+                    f"the termination request to the older daemon (pid {pid}) failed: {error}",
+                    "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
+                ) from None
+        elif not isinstance(capability, str) or not self._request_shutdown(daemon, capability):
             raise refused(
                 f"the older daemon at {daemon.where()} did not accept the handoff",
                 "Run `coverage-mcp stop` with that daemon's version, then reconnect.",
@@ -432,6 +449,18 @@ class Launcher:
             "no coverage-mcp daemon answered and none could be started" + (f": {tail}" if tail else ""),
             f"Run `coverage-mcp serve` in a terminal to see why; its log is {log}.",
         )
+
+
+def running_executable(pid: int) -> str | None:
+    """The resolved executable process ``pid`` runs (``/proc/<pid>/exe``), when it is this user's process;
+    None otherwise (another user's, gone, or a platform without ``/proc``: a handoff then fails closed)."""
+    proc = f"/proc/{int(pid)}"
+    try:
+        if os.stat(proc).st_uid != os.getuid():
+            return None
+        return os.path.realpath(os.readlink(f"{proc}/exe"))
+    except OSError:
+        return None
 
 
 def daemon_environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -45,6 +45,7 @@ from coverage_core.errors import (
 from coverage_core.ids import SNAPSHOT_ID
 from coverage_core.output_schemas import published
 
+from .answer_context import attach_context
 from .errors_http import compact, status_of
 from .identity import VERSION
 from .rpcid import INVALID_ID_MESSAGE, MAX_ID, invalid_id, is_request, valid_id  # noqa: F401  (re-exported)
@@ -94,6 +95,8 @@ ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["error"],
     "properties": {
+        # The envelope's context (repo_key, project_id, checkout_path, suite, schema_revision).
+        "context": {"type": "object"},
         "error": {
             "type": "object",
             "required": ["code", "message", "suggestion", "details", "remedy"],
@@ -105,7 +108,7 @@ ERROR_SCHEMA: dict[str, Any] = {
                 # The fix as data: {operation, arguments} or {setting, value}.
                 "remedy": {"type": ["object", "null"]},
             },
-        }
+        },
     },
 }
 # What tools/list says of it, once per tool: that it is the error body (its keys, in every failed call's
@@ -234,8 +237,9 @@ def render_remedy(remedy: Remedy) -> str:
 
 
 def tool_error(error: CoverageError) -> dict[str, Any]:
-    """A failed call as the agent sees it: the canonical error body, its suggestion an MCP call."""
-    body = error_body(error, render=render_remedy)
+    """A failed call as the agent sees it: the canonical error body, its suggestion an MCP call, and the
+    context of the project it was asked of (the schema revision alone before one was chosen)."""
+    body = error_body(attach_context(error), render=render_remedy)
     inner = body["error"]
     text = f"{inner['code']}: {inner['message']}"
     if inner["suggestion"]:

@@ -44,6 +44,7 @@ from coverage_core.service import Service, admitting, answer_review, envelope_fo
 from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore
 
+from .answer_context import attach_context
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .project_registry import Registry
 
@@ -371,6 +372,20 @@ class Projects:
         op = OPERATIONS.get(name)
         principal = admitting(op, principals) if op is not None else Principal.AGENT
         handle, project = await self.resolve(target)
+        try:
+            return await self._call(handle, project, op, name, arguments, principal)
+        except CoverageError as error:  # answered with the context of the project it was asked of
+            raise attach_context(error, project, arguments) from None
+
+    async def _call(
+        self,
+        handle: ProjectHandle,
+        project: Project,
+        op: Any,
+        name: str,
+        arguments: dict[str, Any],
+        principal: Principal,
+    ) -> dict[str, Any]:
         service = Service(project)
         if op is not None and op.own_writes:
             # Managed execution writes on its own connection and may wait for a run: never under the

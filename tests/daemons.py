@@ -187,6 +187,7 @@ COMPACTION_DEFAULTS = {
     "compaction_after_days": 30,
     "compaction_cadence_minutes": 60,
     "compaction_batch_size": 8,
+    "compaction_protect_recent_runs": 10,
 }
 # The run bounds' project settings default to null: the daemon's COVERAGE_MCP_RUN_* values (README "Managed
 # execution").

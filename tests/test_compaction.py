@@ -65,11 +65,21 @@ def _calls(old: str, new: str, path: str) -> list[dict[str, Any]]:
                         args["measurement"] = {"snapshot_id": measured}
                     if file:
                         args["file"] = path
-                    if task in ("change", "incremental", "all") and measured is None:
+                    if task in ("change", "all") and measured is None:
                         args["baseline"] = {"kind": "explicit", "snapshot_id": old}
+                    if task == "incremental":
+                        # Both sides named, each way round: the task takes no default side.
+                        current, base = (new, old) if measured is None else (old, new)
+                        args["measurement"] = {"snapshot_id": current}
+                        args["baseline"] = {"kind": "explicit", "snapshot_id": base}
                     calls.append(args)
-    calls.append({"task": "history", "file": path, "lines": [1, 40], "representation": "audit"})
-    calls.append({"task": "tests", "file": path, "lines": [1, 40], "representation": "review"})
+    calls.append({"task": "history", "file": path, "lines": "1-40", "representation": "audit"})
+    for rep in ("review", "compact", "audit"):
+        for measured in (new, old):
+            calls.append(
+                {"task": "tests", "file": path, "lines": "1-40", "representation": rep}
+                | {"measurement": {"snapshot_id": measured}}
+            )
     calls.append({"task": "audit", "limits": {"max_words": 300}})
     return calls
 
@@ -161,6 +171,11 @@ def _assert_equivalent(repo: Path, old: str, new: str, path: str, suite_calls: l
         assert project.compaction_inventory()["compacted"] == 2
     answered = [a for a in before if isinstance(a, dict)]
     assert len(answered) > 0.8 * len(before), [a for a in before if not isinstance(a, dict)]
+    # The comparisons with both sides given and the named-test attribution are real answers, not errors
+    # equal on both sides of the compaction.
+    for task in ("incremental", "tests"):
+        of_task = [a for c, a in zip(suite_calls, before, strict=True) if c["task"] == task]
+        assert of_task and all(isinstance(a, dict) for a in of_task), (task, of_task)
 
 
 def _ingest(repo: Path, report: str, **kwargs: Any) -> str:
@@ -219,6 +234,11 @@ def three_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Stored:
 def test_every_task_and_representation_of_the_sample_answers_the_same_after_compaction(
     two_snapshots: Stored,
 ) -> None:
+    """Seed: "Relational detail and the zstd compacted payload are equivalent sources for the projection;
+    neither path invokes a test runner or reparses a report." and "If an ordinary child snapshot is
+    compacted, named-test attribution restores its observations from the same payload used by incremental
+    review." Every task, ``incremental`` with both sides named each way round and ``tests`` on both
+    snapshots among them."""
     sample_repo, [old, new] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         assert project.snapshot(new).tests > 0  # named tests are part of what must survive
@@ -340,6 +360,39 @@ def test_the_inventory_names_a_compacted_snapshot_that_still_has_relational_deta
             values,
         )
         assert project.compaction_inventory()["inconsistent"] == [old, new]
+
+
+@pytest.mark.parametrize("table", sorted(payload.DETAIL))
+def test_the_inventory_names_a_compacted_snapshot_with_relational_rows_in_any_detail_table(
+    two_snapshots: Stored, table: str
+) -> None:
+    """Seed: "The dashboard's compaction inventory ... marks payload inventory inconsistencies explicitly."
+    A row left in any of the payload's tables under a compacted snapshot marks that snapshot."""
+    repo, (old, _new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        _compact_all(project)
+        columns = [c[0] for c in project.store.con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+        kinds = {"snap": project.store.snap_key(old), **dict(payload.DETAIL[table])}
+        made = {"text": "x", "blob": b"x"}
+        values = [kinds["snap"] if c == "snap" else made.get(kinds.get(c, ""), 0) for c in columns]
+        project.store.con.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
+        )
+        assert project.compaction_inventory()["inconsistent"] == [old]
+
+
+def test_the_inventory_names_a_payload_whose_snapshot_is_gone(two_snapshots: Stored) -> None:
+    """Seed: "marks payload inventory inconsistencies explicitly": a payload no snapshot owns is listed by
+    its key, and nothing else is."""
+    repo, (old, _new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        _compact_all(project)
+        assert project.compaction_inventory()["orphan_payloads"] == []
+        key = project.store.snap_key(old)
+        con = project.store.con
+        con.execute("UPDATE snapshot_payloads SET snap = 9999 WHERE snap = ?", [key])
+        inventory = project.compaction_inventory()
+        assert inventory["orphan_payloads"] == [9999] and inventory["inconsistent"] == []
 
 
 def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -249,7 +250,12 @@ async def test_the_settings_route_validates_compaction_policy_ranges(
         assert answer["data"]["settings"]["compaction_cadence_minutes"] == 5
         assert answer["data"]["settings"]["compaction_batch_size"] == 3
         inventory = (await asyncio.to_thread(client.call, project_id, "compaction_inventory"))["data"]
-        assert inventory["policy"] == {"after_days": 30, "cadence_minutes": 5, "batch_size": 3}
+        assert inventory["policy"] == {
+            "after_days": 30,
+            "cadence_minutes": 5,
+            "batch_size": 3,
+            "protect_recent_runs": 10,
+        }
 
 
 @pytest.mark.parametrize("age", ["garbage", "-3", "3w", "1.5d", ""])
@@ -322,4 +328,72 @@ def test_a_policy_value_out_of_range_is_refused_and_the_policy_stays(
             "after_days": 30,
             "cadence_minutes": 60,
             "batch_size": 8,
+            "protect_recent_runs": 10,
         }
+
+
+# Writes an LCOV report of app.py whose line 2 is hit argv[1] times (default 1).
+GEN = (
+    "import sys\n"
+    "hits = sys.argv[1] if len(sys.argv) > 1 else '1'\n"
+    "with open('cov.info', 'w') as out:\n"
+    "    out.write('SF:app.py\\nDA:1,1\\nDA:2,%s\\nDA:3,0\\nend_of_record\\n' % hits)\n"
+)
+
+
+def test_the_bases_of_the_newest_runs_are_protected_and_counted_apart_from_the_newest_snapshots(
+    tmp_path: Path,
+) -> None:
+    """Seed: "The dashboard's compaction inventory also counts relational snapshots, compressed payloads,
+    protected incremental bases, currently eligible snapshots, and original versus compressed bytes".
+    The bases of active runs and of the newest ``compaction_protect_recent_runs`` finished runs are kept
+    relational; an older run's base is not, and the inventory counts the bases apart from the newest
+    snapshot of each suite."""
+    from coverage_core.execution import commands
+
+    from .gitrepo import make_repo
+
+    repo = make_repo(
+        tmp_path / "repo", {"app.py": "a = 1\nb = 2\nc = 3\n", "gen.py": GEN, ".gitignore": "*.info\n"}
+    )
+    with open_project(repo) as project:
+        service = Service(project)
+        bases = []
+        for hits in ("0", "1", "2"):  # three snapshots of suite "base": the third is its newest
+            (repo / "base.info").write_text(f"SF:app.py\nDA:1,1\nDA:2,{hits}\nDA:3,0\nend_of_record\n")
+            imported = service.call("coverage_import", {"report_path": "base.info", "suite": "base"})
+            bases.append(imported["data"]["snapshot"]["snapshot_id"])
+        registered = service.call(
+            "register_test_command",
+            {
+                "name": "gen",
+                "argv": [sys.executable, "gen.py"],
+                "artifacts": [{"path": "cov.info", "suite": "unit"}],
+            },
+        )["data"]["command"]["id"]
+        commands.approve(project, registered, approved_by="tester", via="cli")
+        project.set_compaction_policy(protect_recent_runs=1)
+        ran = [
+            service.call(
+                "run_test",
+                {
+                    "command_id": registered,
+                    "wait": True,
+                    "args": [],
+                    "baseline": {"snapshot_id": base},
+                    "reuse_if_unchanged": False,
+                },
+            )["data"]["run"]
+            for base in bases[:2]
+        ]
+        assert [r["state"] for r in ran] == ["succeeded", "succeeded"]
+        inventory = project.compaction_inventory()
+        # Newest of "base" and of "unit"; the base of the newest run (bases[1]); bases[0]'s run is older.
+        assert (inventory["protected_newest"], inventory["protected_incremental_bases"]) == (2, 1)
+        assert inventory["protected"] == 3 and inventory["policy"]["protect_recent_runs"] == 1
+        planned = project.compact(older_than="0", dry_run=True).to_dict()
+        why = {p["snapshot_id"]: p["why"] for p in planned["protected"]}
+        assert why[bases[1]] == f"in use: incremental baseline of succeeded run {ran[1]['id']}"
+        assert bases[0] in {c["snapshot_id"] for c in planned["eligible"]}
+        project.set_compaction_policy(protect_recent_runs=0)  # the window closed: only active runs hold bases
+        assert project.compaction_inventory()["protected_incremental_bases"] == 0

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from coverage_core import open_project
-from coverage_core.composite import build
+from coverage_core.composite import build, persistence
 from coverage_core.composite.build import ReportSpec
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.service import Service
+from coverage_core.storage import compaction
 from tests import commandline
 from tests.compositefixture import make_product, measure, specs
 from tests.gitrepo import commit, git
@@ -377,3 +378,172 @@ def test_the_cli_builds_and_shows_a_composite(product) -> None:
     shown = commandline.cli("composite", "show", cwd=root)
     assert shown.returncode == 0, shown.stderr
     assert comp["composite_snapshot_id"] in shown.stdout and "component native" in shown.stdout
+
+
+# -- immutability and ordinary compaction --------------------------------------------------------
+
+
+def _composite_rows(root: Path, composite_id: str) -> dict[str, list]:
+    """Every stored row of one composite, by table (its own key included)."""
+    with open_project(root) as project:
+        con = project.store.con
+        comp = con.execute(
+            "SELECT comp FROM composite_snapshots WHERE composite_id = ?", [composite_id]
+        ).fetchall()[0][0]
+        return {
+            table: con.execute(f"SELECT * FROM {table} WHERE comp = ? ORDER BY ALL", [comp]).fetchall()
+            for table in ("composite_snapshots", "composite_entries", "composite_regions")
+        }
+
+
+def _ordinary(root: Path, records: list[str], suites: list[str] | None = None) -> list[str]:
+    """Ordinary LCOV snapshots of the product's Python source, one per ``DA:`` record given."""
+    ids = []
+    for n, (record, suite) in enumerate(zip(records, suites or ["py"] * len(records), strict=True)):
+        report = root / "reports" / f"ordinary{n}.info"
+        report.write_text(f"TN:\nSF:py/fixpkg/api.py\nDA:{record}\nend_of_record\n")
+        args = {"report_path": str(report.relative_to(root)), "suite": suite}
+        ids.append(_svc_call(root, "coverage_import", args)["data"]["snapshot"]["snapshot_id"])
+    return ids
+
+
+def _composite_answers(root: Path, base_id: str, cur_id: str) -> list:
+    out = []
+    with open_project(root) as project:
+        service = Service(project)
+        for args in (
+            {"task": "insight", "measurement": {"composite_snapshot_id": cur_id}},
+            {"task": "insight", "measurement": {"composite_snapshot_id": base_id}, "representation": "audit"},
+            {
+                "task": "change",
+                "measurement": {"composite_snapshot_id": cur_id},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+            },
+            {
+                "task": "incremental",
+                "measurement": {"composite_snapshot_id": cur_id},
+                "baseline": {"kind": "explicit", "composite_snapshot_id": base_id},
+                "representation": "audit",
+            },
+        ):
+            envelope = json.loads(json.dumps(service.call("coverage_review", args), default=str))
+            envelope["context"].pop("stats")
+            out.append(envelope)
+    return out
+
+
+def test_a_stored_composite_never_changes_when_later_composites_and_snapshots_come_and_go(product) -> None:
+    """Seed: "A composite snapshot is immutable and run-scoped." Rebuilding from the same reports stores a
+    new composite; a second build, ordinary ingests and their deletion leave the first one's rows as
+    they were."""
+    root, reports = product
+    first = _build(root, specs(reports))
+    rows = _composite_rows(root, first.composite_id)
+    again = _build(root, specs(reports))
+    assert again.duplicate and again.composite_id == first.composite_id  # the stored one, as it was
+    partial = _build(root, specs(reports, without="python"))
+    ordinary = _ordinary(root, ["1,1"])
+    with open_project(root) as project:
+        project.delete_snapshots(ordinary, force=True)
+    assert partial.status == "incomplete" and partial.composite_id != first.composite_id
+    assert _composite_rows(root, first.composite_id) == rows
+    with open_project(root) as project:
+        assert persistence.get(project.store, first.composite_id) == first
+
+
+def test_composites_answer_the_same_after_every_ordinary_snapshot_is_compacted(product) -> None:
+    """Seed: "Composite snapshots and canonical composite regions are not part of the ordinary snapshot
+    compaction transaction; their immutable rows remain directly queryable." """
+    root, reports = product
+    ordinary = _ordinary(root, ["1,0", "1,1", "2,1"], suites=["py", "py", "other"])
+    base = _build(root, specs(reports, without="js"))
+    cur = _build(root, specs(reports))
+    rows = [_composite_rows(root, c.composite_id) for c in (base, cur)]
+    before = _composite_answers(root, base.composite_id, cur.composite_id)
+    with open_project(root) as project:
+        done = project.compact(older_than="0")
+        assert [c.snapshot_id for c in done.compacted] == ordinary[:1]
+        for snapshot_id in ordinary[1:]:  # the protected newest of each suite too, by the mechanism
+            snap = project.store.snap_key(snapshot_id)
+            row = project.store.snapshot(snapshot_id)
+            candidate = compaction.Candidate(snap, snapshot_id, row.suite, row.created_at)
+            assert compaction.compact_snapshot(project.store, candidate) is not None
+        assert project.compaction_inventory()["compacted"] == len(ordinary)
+    assert [_composite_rows(root, c.composite_id) for c in (base, cur)] == rows
+    assert _composite_answers(root, base.composite_id, cur.composite_id) == before
+
+
+# -- evidence: identity, unknown denominators, toolchains, comparisons ---------------------------
+
+
+def test_a_report_written_before_the_checkouts_head_is_stale_though_no_commit_is_named(product) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." A report given without its commit is judged by its
+    identity (written after HEAD was committed), not assumed to measure HEAD."""
+    import os
+
+    root, reports = product
+    whole = _build(root, specs(reports)).totals["combined"]
+    (root / "NOTES.md").write_text("a commit that changes no source\n")
+    commit(root, "notes")
+    head_time = int(git(root, "log", "-1", "--format=%ct"))
+    for role, path in reports.items():  # the others measured again after the commit; python's before it
+        when = head_time - 100 if role == "python" else head_time + 5
+        os.utime(path, (when, when))
+    comp = _build(root, specs(reports))
+    assert {(b.component, b.reason) for b in comp.blocking} == {("python", "stale")}
+    assert all("written before" in (b.detail or "") for b in comp.blocking), comp.blocking
+    assert comp.totals["combined"]["found"] == whole["found"]
+
+
+def test_an_entry_with_no_evidence_and_nothing_to_carry_withholds_the_total_and_names_it(product) -> None:
+    """Seed: "Its authoritative inventory owns the denominator" and "never lowers its denominator": with an
+    entry whose denominator nobody measured, the composite states no percentage and names the entries
+    that block one."""
+    root, reports = product
+    comp = _build(root, specs(reports, without="js"))
+    shown = comp.to_dict()
+    assert comp.percent() is None and shown["percent"] is None
+    assert shown["total_withheld"] == {
+        "reason": "denominator_unknown",
+        "entries": [{"component": "js", "variant": "default", "logical_source_id": "js-shapes"}],
+    }
+    assert comp.compact()["percent"] is None
+    whole = _build(root, specs(reports))
+    assert whole.percent() is not None and whole.to_dict()["total_withheld"] is None
+
+
+def test_each_reports_toolchain_version_is_recorded_under_what_it_is(product) -> None:
+    """Seed: "Composite snapshots persist mapping version, inventory hash, checkout revision/cleanliness,
+    command registration, toolchain versions, and artifact hashes". coverage.py's own version, the
+    regions tool's, llvm-cov's export format under that name (the report does not say LLVM's version), and
+    an explicit "unrecorded" for a tool whose report names none (c8's coverage-final.json)."""
+    root, reports = product
+    comp = _build(root, specs(reports))
+    python = json.loads(reports["python"].read_text())["meta"]["version"]
+    export = json.loads(reports["native-fast"].read_text())["version"]
+    assert comp.toolchains["coveragepy:coveragepy"] == python
+    assert comp.toolchains["llvm:export-format"] == export
+    assert comp.toolchains["llvm:llvm-cov"] == "unrecorded"
+    assert comp.toolchains["regions-v1:wgsl-cov"] == "0.1"
+    assert [v for k, v in comp.toolchains.items() if k.startswith("istanbul:")] == ["unrecorded"]
+
+
+def test_a_composite_incremental_review_says_its_test_sets_and_attribution_are_unavailable(product) -> None:
+    """Seed: "Both return grouped line categories, aggregate metric deltas, bounded opaque `test_id` set
+    differences, and attribution status." A composite keeps no named-test observations (README, Composite
+    coverage): its incremental review says so in both places instead of leaving them out."""
+    root, reports = product
+    base = _build(root, specs(reports, without="python"))
+    cur = _build(root, specs(reports))
+    data = _svc_call(
+        root,
+        "coverage_review",
+        {
+            "task": "incremental",
+            "measurement": {"composite_snapshot_id": cur.composite_id},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": base.composite_id},
+        },
+    )["data"]
+    assert data["tests"]["status"] == "unavailable" and "named-test" in data["tests"]["reason"]
+    assert data["attribution"]["status"] == "unavailable" and data["attribution"]["reason"]

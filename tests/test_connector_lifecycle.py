@@ -8,8 +8,10 @@ file content (so another build fingerprint), run from ``PYTHONPATH``.
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -202,3 +204,120 @@ def test_a_daemon_that_cannot_start_is_reported_and_every_request_is_still_answe
     assert "symbolic link" in answer["error"]["message"]  # the daemon's own reason
     assert connector.close() == 1
     assert "none could be started" in connector.stderr()
+
+
+SLEEPER = (
+    "import os, time\nwith open('started', 'a') as f:\n    f.write(f'{os.getpid()}\\n')\ntime.sleep(600)\n"
+)
+
+
+def test_a_request_cut_off_by_the_daemons_death_is_answered_interrupted_and_never_repeated(
+    home: Path, tmp_path: Path
+) -> None:
+    """Seed: "Other transport interruptions trigger daemon recovery for later requests without replaying an
+    operation whose commit status is ambiguous." A run_test (wait=true) is in flight when its daemon is
+    killed: the connector answers it -32003 (delivery unknown), the next request reaches a new daemon, and
+    the command ran once."""
+    from coverage_core import open_project
+    from coverage_core.execution import commands, runs
+    from coverage_core.service import Service
+
+    repo = sample_repo(tmp_path / "inventory")
+    (repo / "sleeper.py").write_text(SLEEPER)
+    with open_project(repo) as project:
+        command_id = Service(project).call(
+            "register_test_command",
+            {
+                "name": "sleeper",
+                "argv": ["python", "sleeper.py"],
+                "artifacts": [{"path": "cov.info", "suite": "unit"}],
+            },
+        )["data"]["command"]["id"]
+        commands.approve(project, command_id, approved_by="tester", via="cli")
+    connector = Connector(repo, env_for(home, free_port()))
+    started = repo / "started"
+    try:
+        assert "result" in connector.initialize()
+        connector.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "run_test", "arguments": {"command_id": command_id, "wait": True}},
+            }
+        )
+        deadline = time.monotonic() + 60
+        while not (started.exists() and started.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.02)
+        killed = lease(home)
+        os.kill(killed["pid"], signal.SIGKILL)
+        answer = connector.receive()
+        assert answer["id"] == 2 and answer["error"]["code"] == -32003, answer
+        assert answer["error"]["data"]["details"] == {"delivered": None}
+        assert "not repeated" in answer["error"]["data"]["suggestion"]
+        while not refuses(killed["port"]):
+            time.sleep(0.01)
+        later = connector.call(3, "project_context", {})
+        assert "result" in later and not later["result"]["isError"], later
+        assert lease(home)["instance_id"] != killed["instance_id"]
+        assert connector.close() == 0
+        stop_all(home)
+        with open_project(repo) as project:
+            ran = runs.list_runs(project)
+        assert [(r["command_id"], r["state"]) for r in ran] == [(command_id, "interrupted")]
+        assert len(started.read_text().splitlines()) == 1  # the command was not run again
+    finally:
+        for pid in started.read_text().split() if started.exists() else ():
+            try:
+                os.killpg(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_an_older_daemon_whose_process_runs_another_executable_than_its_lease_records_is_not_replaced(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """Seed: "A newer connector replaces an older daemon only after the health response and actively held
+    daemon lease agree on the common database, executable, process, resource, and instance." The older
+    daemon's lease records an executable its process is not running (/proc/<pid>/exe): refused, left
+    running, and /health still names no path."""
+    port = free_port()
+    build = other_build(tmp_path / "old", version="0.0.1")
+    locks = build / "coverage_core" / "locks.py"
+    locks.write_text(locks.read_text().replace('"executable": sys.executable,', '"executable": "/bin/sh",'))
+    older = start_daemon(home, port, build=build)
+    assert lease(home)["executable"] == "/bin/sh"
+    connector = Connector(repo, env_for(home, port))
+    error = _refusal(connector)
+    assert "executable" in error["message"] and "/bin/sh" in error["message"], error
+    assert connector.close() == 1
+    assert older.poll() is None and _health(port)["version"] == "0.0.1"
+    # The check reads the lease and /proc, never /health: that answer names no executable.
+    answer = _health(port)
+    assert (
+        "executable" not in answer
+        and "/bin/sh" not in json.dumps(answer)
+        and sys.executable not in json.dumps(answer)
+    )
+
+
+def test_an_older_daemon_without_the_shutdown_endpoint_gets_a_termination_request_and_is_replaced(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """Seed: "A verified pre-handoff daemon without the endpoint receives a platform-native termination
+    request for the recorded PID." An older daemon whose health says it has no handoff: once its lease
+    and process agree, it gets SIGTERM, exits, and this build's daemon takes its place."""
+    port = free_port()
+    build = other_build(tmp_path / "old", version="0.0.1")
+    state = build / "coverage_daemon" / "state.py"
+    state.write_text(state.read_text().replace('"handoff_supported": True,', '"handoff_supported": False,'))
+    older = start_daemon(home, port, build=build)
+    assert _health(port)["handoff_supported"] is False
+    connector = Connector(repo, env_for(home, port))
+    assert "result" in connector.initialize()
+    assert older.wait(30) == 0  # its own graceful stop, on the termination request
+    current = _health(port)
+    assert current["version"] != "0.0.1" and current["pid"] == lease(home)["pid"] != older.pid
+    assert connector.close() == 0
+    assert "termination request" in connector.stderr()

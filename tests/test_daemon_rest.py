@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from coverage_core.config import Settings
+from coverage_core.storage.schema import SCHEMA_REVISION
 
 from .daemons import COMPACTION_DEFAULTS, RUN_BOUND_DEFAULTS, Running, StoreHolder, in_process
 from .gitrepo import git, make_repo
@@ -58,8 +59,10 @@ async def refused(d: Running, method: str, path: str, status: int, code: str, **
 
 
 def assert_error(status: int, answer: Any, expected_status: int, code: str) -> dict[str, Any]:
+    """The one error shape, answered to an authenticated caller: the error and its context."""
     assert status == expected_status, answer
-    assert set(answer) == {"error"} and set(answer["error"]) == {
+    assert answer["context"]["schema_revision"] == SCHEMA_REVISION
+    assert set(answer) == {"context", "error"} and set(answer["error"]) == {
         "code",
         "message",
         "suggestion",

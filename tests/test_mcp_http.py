@@ -314,3 +314,45 @@ async def test_a_read_is_answered_while_writes_hold_every_mcp_slot_waiting_for_t
             assert not pending.done()
         status, _, body = await asyncio.wait_for(pending, 60)
     assert status == 200 and body["result"]["structuredContent"]["data"]["snapshot"]["snapshot_id"]
+
+
+async def test_calls_past_the_mcp_concurrency_bound_wait_for_a_slot_and_then_all_answer(
+    isolated_home: Path, http: aiohttp.ClientSession, sample_repo: Path
+) -> None:
+    """Seed: "HTTP requests have an independent deadline and bounded JSON bodies, MCP requests use a
+    semaphore". Reads and writes each have COVERAGE_MCP_MCP_CONCURRENCY slots (issue 29: a read never waits
+    behind writes). With 1, an import held at the write gate keeps the only write slot: a second import
+    waits for that slot, and both answer once the first is let go (the second finds the first's snapshot)."""
+    async with in_process(Settings.from_env(port=0, mcp_concurrency=1)) as d:
+        handle, _ = await d.daemon.projects.resolve(Target(path=str(sample_repo)))
+        url = d.url + "/mcp"
+        imported, headers = modern(
+            "tools/call", {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}}
+        )
+        again, _ = modern(
+            "tools/call",
+            {"name": "coverage_import", "arguments": {"report_path": "step3.coverage.lcov"}},
+            request_id=2,
+        )
+        slots = d.daemon.mcp_write_slots
+        async with handle.write_gate:
+            first = asyncio.create_task(post_mcp(http, url, imported, headers=headers, repo=sample_repo))
+            while not slots.locked():  # the import holds the one slot (and waits at the gate)
+                assert not first.done(), first.result()
+                await asyncio.sleep(0.01)
+            second = asyncio.create_task(post_mcp(http, url, again, headers=headers, repo=sample_repo))
+            # The second import queues at the semaphore instead of running beside the first.
+            give_up = asyncio.get_running_loop().time() + 30
+            while not getattr(slots, "_waiters", None):
+                assert not second.done(), f"answered past the bound: {second.result()}"
+                assert asyncio.get_running_loop().time() < give_up, "the second import never queued for a slot"
+                await asyncio.sleep(0.01)
+            assert not first.done() and not second.done()
+        (_, _, one), (_, _, two) = await asyncio.gather(first, second)
+    assert one["result"]["isError"] is False and two["result"]["isError"] is False
+    first_data, second_data = (
+        one["result"]["structuredContent"]["data"],
+        two["result"]["structuredContent"]["data"],
+    )
+    assert first_data["duplicate"] is False and second_data["duplicate"] is True
+    assert second_data["snapshot"]["snapshot_id"] == first_data["snapshot"]["snapshot_id"]

@@ -139,7 +139,8 @@ def assert_matches_its_schema(name: str, envelope: dict[str, Any]) -> None:
 
 
 def error_of(body: dict[str, Any]) -> dict[str, Any]:
-    assert set(body) == {"error"}
+    """The error of a failed answer (REST body or MCP structuredContent), beside its context."""
+    assert set(body) == {"context", "error"} and body["context"]["schema_revision"]
     return body["error"]
 
 

@@ -40,7 +40,7 @@ from ..model import converter
 from ..parsers import FORMATS
 from ..project import Project
 from ..storage import project_settings
-from ..storage.exec_db import exec_db
+from ..storage.exec_db import exec_db, reader
 from ..vocabulary import COMMAND_STATUSES, SCOPES
 from . import case_selectors, display, environment, words
 from .executable import Executable, difference, resolve, search_path
@@ -556,9 +556,10 @@ def list_commands(
     offset: int = 0,
     brief: bool = False,
     statuses: tuple[str, ...] | None = None,
+    con: Any = None,
 ) -> list[dict[str, Any]]:
     """Commands, approved first then pending then rejected, newest first within each; ``status`` (or
-    several ``statuses``) filters."""
+    several ``statuses``) filters. Read on ``con`` when given (an answer's connection)."""
     _check_status(status)
     wanted = [status] if status else list(statuses or ())
     sql = _LIST_SQL + (" WHERE list_contains(?, coalesce(d.decision, 'pending'))" if wanted else "")
@@ -567,7 +568,7 @@ def list_commands(
         " c.registered_at DESC, c.command_id LIMIT ? OFFSET ?"
     )
     params: list[Any] = ([wanted] if wanted else []) + [int(limit), int(offset)]
-    return [view(_command(r), full=not brief) for r in exec_db(project.store).rows(sql, params)]
+    return [view(_command(r), full=not brief) for r in reader(project.store, con).rows(sql, params)]
 
 
 def _load(project: Project, command_id: str) -> tuple[Any, ...]:

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..project import Project
 from ..storage import project_settings
-from ..storage.exec_db import exec_db
+from ..storage.exec_db import exec_db, reader
 from ..storage.store import ProjectStore
 from ..vocabulary import RUN_STATES
 from . import terminal
@@ -146,9 +146,10 @@ def _run(columns: dict[str, Any]) -> Run:
     return Run(**{**columns, **decoded, "cancel_requested": bool(columns["cancel_requested"])})
 
 
-def row(store: ProjectStore, run_id: str) -> Run | None:
-    """The run; an end this process knows and has not written yet (a full disk) is shown as written."""
-    found = exec_db(store).one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", [run_id])
+def row(store: ProjectStore, run_id: str, con: Any = None) -> Run | None:
+    """The run; an end this process knows and has not written yet (a full disk) is shown as written.
+    Read on ``con`` when given (an answer's connection), else on the execution connection."""
+    found = reader(store, con).one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", [run_id])
     if found is None:
         return None
     out = dict(zip(_NAMES, found))
@@ -158,7 +159,7 @@ def row(store: ProjectStore, run_id: str) -> Run | None:
     return _run(out)
 
 
-def get(store: ProjectStore, run_id: str) -> Run:
+def get(store: ProjectStore, run_id: str, con: Any = None) -> Run:
     if not isinstance(run_id, str) or not run_id.startswith("run-") or len(run_id) > 64:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -166,7 +167,7 @@ def get(store: ProjectStore, run_id: str) -> Run:
             "Run ids look like run-0123456789abcdef (run_test answers one).",
             {"run_id": run_id},
         )
-    found = row(store, run_id)
+    found = row(store, run_id, con)
     if found is None:
         raise CoverageError(
             ErrorCode.NOT_FOUND,
@@ -283,9 +284,10 @@ def list_runs(
     offset: int = 0,
     states: tuple[str, ...] | None = None,
     command_id: str | None = None,
+    con: Any = None,
 ) -> list[dict[str, Any]]:
     """Runs, newest first; ``status`` (a state, or several ``states``) and ``command_id`` filter. Each a brief
-    record."""
+    record. Read on ``con`` when given (an answer's connection)."""
     if status is not None and status not in RUN_STATES:
         raise CoverageError(
             ErrorCode.INVALID_ARGUMENT,
@@ -306,7 +308,7 @@ def list_runs(
         int(limit),
         int(offset),
     ]
-    found = [row(project.store, r[0]) for r in exec_db(project.store).rows(sql, params)]
+    found = [row(project.store, r[0], con) for r in reader(project.store, con).rows(sql, params)]
     # An unwritten end is no longer active.
     return [brief(r) for r in found if r is not None and (not wanted or r.state in wanted)]
 
@@ -331,10 +333,10 @@ def brief(run: Run) -> dict[str, Any]:
     }
 
 
-def artifacts(store: ProjectStore, run_id: str) -> list[Artifact]:
+def artifacts(store: ProjectStore, run_id: str, con: Any = None) -> list[Artifact]:
     """A run's artifacts (``output_schemas.RUN_ARTIFACT``); a composite one also says ``kind``, its
     ``composite_snapshot_id`` and status, and each report's status (used or skipped_stale)."""
-    rows = exec_db(store).rows(
+    rows = reader(store, con).rows(
         "SELECT a.path, a.status, a.snapshot_id, a.error_code, a.detail, a.kind, a.composite_snapshot_id, a.reports, "
         "c.status FROM run_artifacts a LEFT JOIN composite_snapshots c ON c.composite_id = a.composite_snapshot_id "
         "WHERE a.run_id = ? ORDER BY a.kind DESC, a.path",
@@ -356,11 +358,11 @@ def artifacts(store: ProjectStore, run_id: str) -> list[Artifact]:
     ]
 
 
-def events(store: ProjectStore, run_id: str) -> list[Transition]:
+def events(store: ProjectStore, run_id: str, con: Any = None) -> list[Transition]:
     """A run's transitions, oldest first."""
     return [
         Transition(state, at, detail)
-        for state, at, detail in exec_db(store).rows(
+        for state, at, detail in reader(store, con).rows(
             "SELECT state, event_at, detail FROM run_events WHERE run_id = ? ORDER BY seq", [run_id]
         )
     ]

@@ -656,15 +656,44 @@ class Runtime:
             record("failed", reports, code=str(error.code), detail=error.message[:500])
 
     def _review(self, project: Project, run: Run, ingested: list[str]) -> dict[str, Any]:
-        """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots."""
+        """The same projection coverage_review(task="incremental") answers, over the union of the run's snapshots.
+
+        A comparison takes one normalized format, so reports of several formats get one group each
+        (``{"task": "incremental", "groups": [{"format", "review"} | {"format", "error"}]}``), each current
+        side against the baseline snapshots of its own format (all of them when none is: the comparison
+        then says why it cannot be made)."""
         con = self.store.con.cursor()
+        try:
+            baseline = list(run.baseline or ())
+            formats = _formats(project, ingested, con)
+            if len(set(formats.values())) <= 1:
+                return self._one_review(project, ingested, baseline, con)
+            base_formats = _formats(project, baseline, con)
+            groups = []
+            for fmt in sorted(set(formats.values())):
+                current = [i for i in ingested if formats[i] == fmt]
+                base = [i for i in baseline if base_formats.get(i) == fmt] or baseline
+                answer = self._one_review(project, current, base, con)
+                groups.append(
+                    {
+                        "format": fmt,
+                        **({"error": answer["error"]} if "error" in answer else {"review": answer}),
+                    }
+                )
+            return {"task": "incremental", "groups": groups}
+        finally:
+            con.close()
+
+    def _one_review(
+        self, project: Project, current: list[str], baseline: list[str], con: duckdb.DuckDBPyConnection
+    ) -> dict[str, Any]:
         try:
             answer = self._answer_review(
                 project,
                 {
                     "task": "incremental",
-                    "measurement": {"snapshot_ids": ingested},
-                    "baseline": {"kind": "explicit", "snapshot_ids": list(run.baseline or ())},
+                    "measurement": {"snapshot_ids": current},
+                    "baseline": {"kind": "explicit", "snapshot_ids": baseline},
                     "limits": REVIEW_LIMITS,
                 },
                 con,
@@ -673,8 +702,17 @@ class Runtime:
             return data
         except CoverageError as error:
             return {"error": {"code": str(error.code), "message": error.message}}
-        finally:
-            con.close()
+
+
+def _formats(project: Project, ids: list[str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Snapshot id -> its normalized format, for the ids that name a stored snapshot."""
+    out = {}
+    for snapshot_id in ids:
+        try:
+            out[snapshot_id] = project.store.snapshot(snapshot_id, con).format
+        except CoverageError:  # gone or never there: the comparison says so
+            continue
+    return out
 
 
 def _group_alive(pgid: int) -> bool:

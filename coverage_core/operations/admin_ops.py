@@ -23,7 +23,8 @@ from .table import ANALYSIS_ARGUMENTS
 
 
 def command_list(call: Call) -> dict[str, Any]:
-    return {"data": {"commands": commands.list_commands(call.project, call.args.get("status"))}}
+    found = commands.list_commands(call.project, call.args.get("status"), con=call.con)
+    return {"data": {"commands": found}}
 
 
 def command_show(call: Call) -> dict[str, Any]:
@@ -69,6 +70,7 @@ def run_list(call: Call) -> dict[str, Any]:
         call.args.get("status"),
         limit=call.args.get("limit", 50),
         command_id=call.args.get("command_id"),
+        con=call.con,
     )
     return {"data": {"runs": found}}
 

@@ -180,15 +180,16 @@ def _logs(run: Run) -> dict[str, Any]:
     }
 
 
-def run_view(store: Any, run: Run, *, reused: bool, full: bool = False) -> dict[str, Any]:
-    """A run's JSON answer (``output_schemas``' run): the edge where its records become JSON."""
+def run_view(store: Any, run: Run, *, reused: bool, full: bool = False, con: Any = None) -> dict[str, Any]:
+    """A run's JSON answer (``output_schemas``' run): the edge where its records become JSON (read on
+    ``con`` when given)."""
     out = runs.brief(run)
     out["reused"] = reused
-    out["artifacts"] = to_json(runs.artifacts(store, run.run_id))
+    out["artifacts"] = to_json(runs.artifacts(store, run.run_id, con))
     out["logs"] = _logs(run)
     out["incremental_review"] = run.incremental_review
     if full:
-        out["events"] = to_json(runs.events(store, run.run_id))
+        out["events"] = to_json(runs.events(store, run.run_id, con))
     return out
 
 
@@ -224,9 +225,12 @@ def _read_page(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
 def run_review(call: Call) -> dict[str, Any]:
     store, a = call.project.store, call.args
     settle_orphans(store)  # a run a dead daemon left running reads as interrupted, not running
-    run = runs.get(store, a["run_id"])
+    # Read on the call's connection (the daemon's pooled one): bounded, tracked, under the query deadline.
+    run = runs.get(store, a["run_id"], call.con)
     if a.get("view", "status") == "status":
-        return {"data": {"view": "status", "run": run_view(store, run, reused=False, full=True)}}
+        return {
+            "data": {"view": "status", "run": run_view(store, run, reused=False, full=True, con=call.con)}
+        }
     folder = store.path.parent / "runs" / run.run_id
     position = cursors.decode_key(call, "run_review", run.run_id, a.get("cursor")) or [0, 0]
     stream_index, offset = int(position[0]), int(position[1])

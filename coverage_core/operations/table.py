@@ -436,7 +436,8 @@ _AGENT_ROWS = (
         output_schema=output_schemas.RUN_REVIEW,
         principals=AGENT_ROW,
         surfaces=AGENT_SURFACES,
-        own_writes=True,
+        # A read on a pooled connection (its one write, settling a dead daemon's runs, goes through managed
+        # execution's own connection like every run transition).
     ),
     Operation(
         name="cancel_run",

@@ -221,7 +221,9 @@ def project_context(call: Call) -> dict[str, Any]:
     # paged into whatever budget remains (no approved commands exist yet).
     active = call.as_of_generation(
         "active_runs",
-        lambda: _runs().list_runs(call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=_runs().ACTIVE),
+        lambda: _runs().list_runs(
+            call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=_runs().ACTIVE, con=call.con
+        ),
     )
     data["active_runs"] = [
         {k: copy.deepcopy(r[k]) for k in ("id", "state", "command_id", "args")}
@@ -243,6 +245,7 @@ def project_context(call: Call) -> dict[str, Any]:
                 offset=offset,
                 brief=True,
                 statuses=("approved", "pending"),
+                con=call.con,
             )
         ],
     )

@@ -1,8 +1,10 @@
 """Compaction: old snapshots' detail rows become one zstd payload each, restored transparently.
 
 A pass picks the snapshots older than the threshold that are still relational
-and not protected (the newest snapshot of each suite, and any snapshot work in
-progress needs, as ``in_use`` says), oldest first, at most ``limit`` of them.
+and not protected (the newest snapshot of each suite, and the incremental
+bases of the runs in the window ``in_use`` names: queued and running runs and
+the newest ``protect_recent_runs`` finished ones), oldest first, at most
+``limit`` of them.
 Each snapshot is one DuckDB transaction: insert the payload, delete the
 detail rows, commit. Until the commit the rows are untouched and the payload
 invisible; after it the payload is durable and the rows gone, so a crash at
@@ -42,12 +44,14 @@ class Policy:
     after_days: int = 30
     cadence_minutes: int = 60
     batch_size: int = 8
+    protect_recent_runs: int = 10
 
     def to_dict(self) -> dict[str, int]:
         return {
             "after_days": self.after_days,
             "cadence_minutes": self.cadence_minutes,
             "batch_size": self.batch_size,
+            "protect_recent_runs": self.protect_recent_runs,
         }
 
 
@@ -338,10 +342,12 @@ def inventory(
     con: duckdb.DuckDBPyConnection, policy: Policy | None = None, in_use: InUse | None = None
 ) -> dict[str, Any]:
     """Snapshots relational vs compacted, bytes before and after, the eligible count (past the policy's
-    ``after_days``), the protected count (every snapshot a pass of any age would keep: the newest of each
-    suite and those work in progress needs) and ``protected_past_threshold`` (those of them a pass at the
-    policy's threshold holds back), the last pass, and any inconsistency (a payload whose snapshot still
-    has relational detail rows)."""
+    ``after_days``), the protected count (every snapshot a pass of any age would keep) split into
+    ``protected_newest`` (the newest of each suite) and ``protected_incremental_bases`` (the bases of the
+    runs in the window ``in_use`` names; a snapshot can be both), ``protected_past_threshold`` (those a
+    pass at the policy's threshold holds back), the last pass, and the inconsistencies: ``inconsistent``
+    (compacted snapshots that still have rows in any of the payload's tables) and ``orphan_payloads`` (the
+    keys of payloads no snapshot owns)."""
     db = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
     policy = policy or read_policy(con)
     total, compacted, detail, payload = con.execute(
@@ -349,29 +355,41 @@ def inventory(
                   coalesce(sum(p.payload_bytes), 0)
            FROM snapshot_payloads p JOIN snapshots s USING (snap)"""
     ).fetchall()[0]
-    # A payload's snapshot must hold no relational detail any more. Nothing to look for when nothing is
-    # compacted (the common case, and on SQLite this scan read 2.15M observation rows per call).
+    # A payload's snapshot must hold no relational detail any more, in any table the payload holds (the
+    # stored tables by name: a read connection's views of the same names add the restored rows). Nothing
+    # to look for when no payload exists (the common case: on SQLite this scan read 2.15M observation rows
+    # per call); a semi-join per table reads only the payloads' keys of each.
+    payloads = int(con.execute("SELECT count(*) FROM snapshot_payloads").fetchall()[0][0])
+    held = " UNION ".join(
+        f'SELECT snap FROM "{db}".main.{table} WHERE snap IN (SELECT snap FROM snapshot_payloads)'
+        for table in DETAIL
+    )
     both = (
         con.execute(
-            f"""SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshots s
-                WHERE s.snap IN (SELECT snap FROM "{db}".main.lines WHERE snap IN (SELECT snap FROM snapshot_payloads)
-                                 UNION SELECT snap FROM "{db}".main.test_observations
-                                 WHERE snap IN (SELECT snap FROM snapshot_payloads))"""
+            f"SELECT list(s.snapshot_id ORDER BY s.snap) FROM snapshots s WHERE s.snap IN ({held})"
         ).fetchall()[0][0]
-        if compacted
+        if payloads
+        else None
+    ) or []
+    orphans = (
+        con.execute(
+            "SELECT list(snap ORDER BY snap) FROM snapshot_payloads WHERE snap NOT IN (SELECT snap FROM snapshots)"
+        ).fetchall()[0][0]
+        if payloads > int(compacted)
         else None
     ) or []
     last = con.execute(
         "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
         "ORDER BY finished_at DESC LIMIT 1"
     ).fetchone()
-    # Protected now, whatever its age: the newest relational snapshot of each suite, and every other
-    # relational snapshot work in progress needs (``found.protected`` holds only those past the threshold).
+    # Protected now, whatever its age: the newest relational snapshot of each suite, and every relational
+    # snapshot a run in the window uses as its base (``found.protected`` holds only those past the threshold).
     rows = _relational(con)
-    others = [r[1] for r in rows if not r[4]]
-    busy = (in_use or _nothing_in_use)(others, con) if others else {}
+    ids = [r[1] for r in rows]
+    bases = (in_use or _nothing_in_use)(ids, con) if ids else {}
+    newest = {r[1] for r in rows if r[4]}
     found = _planned(
-        rows, dt.timedelta(days=policy.after_days), lambda ids: {i: busy[i] for i in ids if i in busy}, None
+        rows, dt.timedelta(days=policy.after_days), lambda ids: {i: bases[i] for i in ids if i in bases}, None
     )
     return {
         "relational": int(total) - int(compacted),
@@ -379,7 +397,9 @@ def inventory(
         "detail_bytes": int(detail),
         "payload_bytes": int(payload),
         "eligible": len(found.eligible),
-        "protected": sum(1 for r in rows if r[4]) + len(busy),
+        "protected": len(newest | set(bases)),
+        "protected_newest": len(newest),
+        "protected_incremental_bases": len(bases),
         "protected_past_threshold": len(found.protected),
         "policy": policy.to_dict(),
         "last_pass": None
@@ -393,4 +413,5 @@ def inventory(
             "left": int(last[5]),
         },
         "inconsistent": list(both),
+        "orphan_payloads": [int(k) for k in orphans],
     }

@@ -4,6 +4,10 @@ Commands, runs and their events are written through this connection under
 its lock, never through the store's ingest connection, so a run's state can
 change while an ingest or a long read is in flight. The store is leased to
 one process, so the lock is the only writer of these tables.
+
+Reads of these tables made for an answer go on the answer's own connection
+(``reader(store, con)``: in the daemon a pooled one, with its checkout bound,
+tracking and query deadline), never behind this lock.
 """
 
 from __future__ import annotations
@@ -54,6 +58,25 @@ class ExecDB:
                 self.closed = True
                 with contextlib.suppress(duckdb.Error):
                     self.con.close()
+
+
+class OnConnection:
+    """The execution tables read on a caller's connection (``ExecDB``'s read methods, without its lock)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.con.execute(sql, list(params)).fetchall()
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.con.execute(sql, list(params)).fetchone()
+
+
+def reader(store: ProjectStore, con: duckdb.DuckDBPyConnection | None = None) -> ExecDB | OnConnection:
+    """Where a read of the execution tables goes: ``con`` (an answer's connection) when given, else the
+    execution connection (the runtime's own reads, between its writes)."""
+    return exec_db(store) if con is None else OnConnection(con)
 
 
 def exec_db(store: ProjectStore) -> ExecDB:

@@ -93,6 +93,14 @@ COMPACTION: tuple[ProjectSetting, ...] = (
         low=1,
         high=1000,
     ),
+    ProjectSetting(
+        "compaction_protect_recent_runs",
+        10,
+        "The incremental baselines of this many of the newest finished managed runs stay relational "
+        "(besides those of queued and running runs), so their reviews are read again without a restore.",
+        low=0,
+        high=100_000,
+    ),
 )
 # Managed execution's bounds in this repository (execution.runs, execution.worker); None: the daemon's
 # COVERAGE_MCP_RUN_QUEUE_LIMIT / COVERAGE_MCP_RUN_LOG_MAX_BYTES (the same bounds apply to both).
