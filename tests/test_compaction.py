@@ -395,6 +395,18 @@ def test_the_inventory_names_a_payload_whose_snapshot_is_gone(two_snapshots: Sto
         assert inventory["orphan_payloads"] == [9999] and inventory["inconsistent"] == []
 
 
+def test_the_inventory_names_a_frame_table_left_without_its_payload_description(
+    two_snapshots: Stored,
+) -> None:
+    repo, (old, _new) = two_snapshots.fresh()
+    with open_project(repo) as project:
+        _compact_all(project)
+        key = project.store.snap_key(old)
+        project.store.con.execute("DELETE FROM snapshot_payloads WHERE snap = ?", [key])
+        inventory = project.compaction_inventory()
+        assert inventory["orphan_payloads"] == [key] and inventory["inconsistent"] == []
+
+
 def test_deleting_a_compacted_snapshot_deletes_its_payload(two_snapshots: Stored) -> None:
     sample_repo, [old, _] = two_snapshots.fresh()
     with open_project(sample_repo) as project:

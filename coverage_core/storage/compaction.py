@@ -378,6 +378,11 @@ def inventory(
         if payloads > int(compacted)
         else None
     ) or []
+    # A frame's table whose description is gone (payload_tables) is an orphan too.
+    frames = payload_tables.stored(con)
+    if len(frames) > payloads:
+        described = {int(r[0]) for r in con.execute("SELECT snap FROM snapshot_payloads").fetchall()}
+        orphans = sorted({*map(int, orphans), *(s for s in frames if s not in described)})
     last = con.execute(
         "SELECT finished_at, trigger, compacted, detail_bytes, payload_bytes, skipped FROM compaction_passes "
         "ORDER BY finished_at DESC LIMIT 1"
