@@ -345,7 +345,9 @@ async def test_calls_past_the_mcp_concurrency_bound_wait_for_a_slot_and_then_all
             give_up = asyncio.get_running_loop().time() + 30
             while not getattr(slots, "_waiters", None):
                 assert not second.done(), f"answered past the bound: {second.result()}"
-                assert asyncio.get_running_loop().time() < give_up, "the second import never queued for a slot"
+                assert asyncio.get_running_loop().time() < give_up, (
+                    "the second import never queued for a slot"
+                )
                 await asyncio.sleep(0.01)
             assert not first.done() and not second.done()
         (_, _, one), (_, _, two) = await asyncio.gather(first, second)
