@@ -54,8 +54,8 @@ def _policy_values(pairs: tuple[str, ...]) -> dict[str, int]:
     "policy",
     multiple=True,
     metavar="FIELD=N",
-    help="Persist a policy field for the daemon's worker: after_days, cadence_minutes, batch_size "
-    "(repeatable).",
+    help="Persist a policy field for the daemon's worker: after_days, cadence_minutes, batch_size, "
+    "protect_recent_runs (repeatable).",
 )
 @repo_option
 @json_option

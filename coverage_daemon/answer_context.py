@@ -30,8 +30,9 @@ def error_context(project: Project | None = None, arguments: Any = None) -> dict
             "suite": None,
             "schema_revision": SCHEMA_REVISION,
         }
-    args = arguments if isinstance(arguments, dict) else {}
-    measurement = args.get("measurement") if isinstance(args.get("measurement"), dict) else {}
+    args: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
+    given = args.get("measurement")
+    measurement: dict[str, Any] = given if isinstance(given, dict) else {}
     named = measurement.get("suite") or args.get("suite")
     suite = named if isinstance(named, str) else DEFAULT_SUITE
     context = envelope_for(project, {}, None, suite=suite, started=0.0, rows=0)["context"]

@@ -6,8 +6,8 @@ its own transaction under the store's write lock, the read gate held alone
 only for the commit, so imports wait at most one snapshot and reads never
 wait for the worker (a commit that finds readers waits for them, then gives
 up and leaves the snapshot for the next tick). The newest snapshot of each
-suite and the snapshots ``Project.in_use_by_active_runs`` names are never
-touched. A tick that found snapshots to compact records its pass (trigger
+suite and the incremental bases of the runs in the policy's window (active
+runs and the newest ``protect_recent_runs`` finished ones) are never touched. A tick that found snapshots to compact records its pass (trigger
 ``worker``) in the store; an idle tick writes nothing.
 
 The first tick comes ``FIRST_TICK_S`` after the store opens, then one every

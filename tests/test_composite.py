@@ -478,8 +478,9 @@ def test_composites_answer_the_same_after_every_ordinary_snapshot_is_compacted(p
 
 def test_a_report_written_before_the_checkouts_head_is_stale_though_no_commit_is_named(product) -> None:
     """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
-    incomplete and never lowers its denominator." A report given without its commit is judged by its
-    identity (written after HEAD was committed), not assumed to measure HEAD."""
+    incomplete and never lowers its denominator." A report imported without its commit (coverage_import,
+    as `composite build` does) is judged by its identity (written after HEAD was committed), not assumed to
+    measure HEAD."""
     import os
 
     root, reports = product
@@ -490,10 +491,13 @@ def test_a_report_written_before_the_checkouts_head_is_stale_though_no_commit_is
     for role, path in reports.items():  # the others measured again after the commit; python's before it
         when = head_time - 100 if role == "python" else head_time + 5
         os.utime(path, (when, when))
-    comp = _build(root, specs(reports))
-    assert {(b.component, b.reason) for b in comp.blocking} == {("python", "stale")}
-    assert all("written before" in (b.detail or "") for b in comp.blocking), comp.blocking
-    assert comp.totals["combined"]["found"] == whole["found"]
+    rel = [s.replace(f"{root}/", "") for s in specs(reports)]
+    comp = _svc_call(root, "coverage_import", {"inventory_path": INVENTORY, "reports": rel})["data"][
+        "composite"
+    ]
+    assert {(b["component"], b["reason"]) for b in comp["blocking"]} == {("python", "stale")}
+    assert all("written before" in (b["detail"] or "") for b in comp["blocking"]), comp["blocking"]
+    assert comp["totals"]["combined"]["found"] == whole["found"]
 
 
 def test_an_entry_with_no_evidence_and_nothing_to_carry_withholds_the_total_and_names_it(product) -> None:
@@ -506,7 +510,9 @@ def test_an_entry_with_no_evidence_and_nothing_to_carry_withholds_the_total_and_
     assert comp.percent() is None and shown["percent"] is None
     assert shown["total_withheld"] == {
         "reason": "denominator_unknown",
+        "count": 1,
         "entries": [{"component": "js", "variant": "default", "logical_source_id": "js-shapes"}],
+        "truncated": False,
     }
     assert comp.compact()["percent"] is None
     whole = _build(root, specs(reports))
@@ -522,7 +528,7 @@ def test_each_reports_toolchain_version_is_recorded_under_what_it_is(product) ->
     comp = _build(root, specs(reports))
     python = json.loads(reports["python"].read_text())["meta"]["version"]
     export = json.loads(reports["native-fast"].read_text())["version"]
-    assert comp.toolchains["coveragepy:coveragepy"] == python
+    assert comp.toolchains["coveragepy:coverage.py"] == python
     assert comp.toolchains["llvm:export-format"] == export
     assert comp.toolchains["llvm:llvm-cov"] == "unrecorded"
     assert comp.toolchains["regions-v1:wgsl-cov"] == "0.1"

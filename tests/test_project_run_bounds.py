@@ -102,7 +102,8 @@ def test_the_settings_command_shows_and_changes_the_repositorys_settings(tmp_pat
     repo = make_repo(tmp_path / "repo", FILES)
     shown = cli("settings", cwd=repo)
     assert shown.returncode == 0, shown.stderr
-    assert "run_queue_limit             null (COVERAGE_MCP_RUN_QUEUE_LIMIT)" in shown.stdout
+    # One column of names, as wide as the longest (compaction_protect_recent_runs).
+    assert "run_queue_limit" + " " * 17 + "null (COVERAGE_MCP_RUN_QUEUE_LIMIT)" in shown.stdout
     changed = cli(
         "settings", "--set", "run_queue_limit=7", "--set", "approval_mode=attested", "--json", cwd=repo
     )

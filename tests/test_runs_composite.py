@@ -164,6 +164,8 @@ def test_a_run_builds_the_composite_its_command_declares_equal_to_composite_buil
     assert [(r["path"], r["status"]) for r in artifact["reports"]] == [(r["path"], "used") for r in REPORTS]
     stored = composite.get(project.store, artifact["composite_snapshot_id"])
     assert stored.provenance == "run"
+    # The toolchain versions its reports name, as an import records them (not none).
+    assert stored.toolchains["llvm:export-format"] and stored.toolchains["coveragepy:coverage.py"]
     stored_parts_round_trip(project, stored)
     assert to_json(stored.registration) == {
         "run_id": done["id"],

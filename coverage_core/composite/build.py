@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,8 @@ from ..errors import CoverageError, ErrorCode
 from ..git import Git
 from ..parsers import Limits, detect, parse_bytes, read_report
 from ..parsers.memory_budget import PARSE_BUDGET
-from ..storage.paths import MAPPED, map_paths
+from ..report import NormalizedReport
+from ..storage.paths import MAPPED, UNMAPPED, Mapping, map_paths
 from . import inventory as inv_mod
 from .aggregate import MALFORMED, STALE, UNSUPPORTED, Evidence, aggregate
 from .persistence import Composite, CompositeProvenance, carry_from_earlier, identical, save
@@ -147,6 +148,13 @@ def _check_variant(comp: inv_mod.Component, variant: str, where: str) -> None:
         )
 
 
+# What a report's identity misses for it to measure the checkout now (one sentence each; none: it does):
+# ``review.evidence.report_identity``'s rules, passed in by the caller (a floor above this one).
+Identity = Callable[[NormalizedReport, Mapping, bytes, Path], Sequence[str]]
+# A toolchain whose report names no version says so rather than being left out.
+UNRECORDED = "unrecorded"
+
+
 def build(
     project: Project,
     inventory_path: str | os.PathLike[str],
@@ -156,6 +164,7 @@ def build(
     registration: Registration | None = None,
     toolchains: dict[str, str] | None = None,
     also: Any = None,
+    judge_identity: Identity | None = None,
 ) -> Composite:
     """Build and store one immutable composite snapshot of the checkout's HEAD; returns its record.
 
@@ -163,7 +172,9 @@ def build(
     ``toolchains``: tool -> version, recorded beside what the reports say of their tools; ``also(con,
     composite_id)``: more rows written in the composite's own transaction (a run's artifact row).
     A ``ReportSpec`` with ``stale`` is evidence known not to measure the checkout: its entries are
-    ``stale`` (their denominator kept), never measured."""
+    ``stale`` (their denominator kept), never measured. ``judge_identity`` judges a report named without its
+    commit: what it misses makes it ``stale`` (a managed run's refreshed reports need none: the run
+    wrote them)."""
     git: Git = project.git
     revision = git.head_commit()
     if revision is None:
@@ -205,12 +216,16 @@ def build(
     parsed: dict[
         tuple[str, str], Any
     ] = {}  # one parse per distinct artifact (one build given for two variants)
-    evidence = [_evidence(project, spec, inv, revision, blobs, changed, texts, parsed) for spec in specs]
+    evidence = [
+        _evidence(project, spec, inv, revision, blobs, changed, texts, parsed, judge_identity)
+        for spec in specs
+    ]
     agg = aggregate(inv, evidence, identity, carry_from_earlier(project.store, inv.sha256))
     tools = dict(toolchains or {})
     for ev in evidence:
         for k, v in ev.toolchain.items():
-            tools.setdefault(k, v)
+            if tools.get(k, UNRECORDED) == UNRECORDED:  # a version one report names beats another's silence
+                tools[k] = v
     prov = CompositeProvenance(
         inventory_sha256=inv.sha256,
         inventory_path=label,
@@ -240,6 +255,7 @@ def _evidence(
     changed: set[str],
     texts: dict[str, bytes | None],
     parsed: dict[tuple[str, str], Any],
+    judge_identity: Identity | None = None,
 ) -> Evidence:
     cap = project.settings.max_report_bytes
     with PARSE_BUDGET.claim(min(cap, _size(spec.path))):
@@ -289,6 +305,14 @@ def _evidence(
         )
         found = parsed[(sha, fmt)] = (report, mapping)
     report, mapping = found
+    unproven: Sequence[str] = ()
+    if judge_identity is not None and spec.commit is None and spec.stale is None:
+        # Files with uncommitted changes are judged per entry below (source_mismatched), not here.
+        clean = Mapping(
+            mapping.paths,
+            tuple(s if p not in changed else UNMAPPED for p, s in zip(mapping.paths, mapping.status)),
+        )
+        unproven = judge_identity(report, clean, raw.data, Path(spec.path))
     del raw
     paths = [p if s == MAPPED else "" for p, s in zip(mapping.paths, mapping.status)]
     file_variants = []
@@ -315,14 +339,13 @@ def _evidence(
                 edited = None
             if edited is None or edited > written:
                 mismatched[i] = "the file was edited after the report was written"
-    toolchain = {}
-    version = report.metadata.get("tool_version") or report.metadata.get("version")
-    if version:
-        toolchain[f"{fmt}:{report.tool or fmt}"] = str(version)
-    status = STALE if commit != revision or spec.stale else "ok"
+    toolchain = _toolchain(fmt, report)
+    status = STALE if commit != revision or spec.stale or unproven else "ok"
     why = (
         spec.stale
         if spec.stale
+        else f"not shown to measure the checkout: {'; '.join(unproven)}"
+        if unproven
         else None
         if status == "ok"
         else f"measured commit {commit[:12]}, not the checkout revision {revision[:12]}"
@@ -337,6 +360,22 @@ def _evidence(
         toolchain=toolchain,
         message=why,
     )
+
+
+def _toolchain(fmt: str, report: NormalizedReport) -> dict[str, str]:
+    """What the report says of the tool that wrote it, under ``FORMAT:TOOL``: its version, or UNRECORDED.
+    llvm-cov export's ``version`` is its JSON format's, not LLVM's: kept as ``llvm:export-format``."""
+    meta = report.metadata
+    tool = f"{fmt}:{report.tool or ('llvm-cov' if fmt == 'llvm' else fmt)}"
+    if fmt == "llvm":
+        out = {tool: UNRECORDED}
+        if meta.get("version"):
+            out["llvm:export-format"] = str(meta["version"])
+        return out
+    # coverage.py's own version is parsed as ``coverage_version`` (its meta.version); regions-v1's tool's as
+    # ``tool_version``.
+    version = meta.get("tool_version") or meta.get("coverage_version")
+    return {tool: str(version) if version else UNRECORDED}
 
 
 def _size(path: str) -> int:

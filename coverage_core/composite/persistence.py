@@ -58,6 +58,10 @@ class CompositeProvenance:
     artifacts: tuple[EvidenceReport, ...] = ()
 
 
+# Entries a withheld total names at most (``count`` says how many there are).
+MAX_WITHHELD_NAMED = 50
+
+
 @attrs.frozen
 class Composite:
     """A stored composite snapshot's record (what every surface shows)."""
@@ -87,8 +91,27 @@ class Composite:
     duplicate: bool = False
 
     def percent(self) -> float | None:
+        """The combined percentage; None when nothing is found or when some entry's denominator is unknown
+        (no evidence and nothing to carry from: any figure would be over a denominator too small)."""
         c = self.totals["combined"]
-        return None if not c["found"] else round(100.0 * c["hit"] / c["found"], 2)
+        if not c["found"] or not self.denominator_known:
+            return None
+        return round(100.0 * c["hit"] / c["found"], 2)
+
+    def total_withheld(self) -> dict[str, Any] | None:
+        """Why no total is stated, naming the entries whose denominator nobody measured; None when one is."""
+        unknown = [b for b in self.blocking if b.denominator == "unknown"]
+        if self.denominator_known or not unknown:
+            return None
+        return {
+            "reason": "denominator_unknown",
+            "count": len(unknown),
+            "entries": [
+                {"component": b.component, "variant": b.variant, "logical_source_id": b.logical_source_id}
+                for b in unknown[:MAX_WITHHELD_NAMED]
+            ],
+            "truncated": len(unknown) > MAX_WITHHELD_NAMED,
+        }
 
     def to_dict(self, *, blocking_limit: int | None = None) -> dict[str, Any]:
         shown = self.blocking if blocking_limit is None else self.blocking[:blocking_limit]
@@ -109,6 +132,7 @@ class Composite:
             "status": self.status,
             "denominator_known": self.denominator_known,
             "percent": self.percent(),
+            "total_withheld": self.total_withheld(),
             "totals": self.totals,
             "components": to_json(self.components),
             "blocking": to_json(shown),
@@ -127,6 +151,7 @@ class Composite:
             "dirty": self.dirty,
             "status": self.status,
             "percent": self.percent(),
+            "total_withheld": self.total_withheld(),
             "combined": self.totals["combined"],
             "blocking": len(self.blocking),
             "inventory_sha256": self.inventory_sha256,

@@ -15,6 +15,7 @@ from ..errors import CoverageError, ErrorCode
 from ..parsers.opening import check_path_text
 from ..review.call import Call
 from ..review.composite_view import claim
+from ..review.evidence import report_identity
 
 COMPOSITE_ARGUMENTS = frozenset({"inventory_path", "reports"})
 
@@ -62,7 +63,15 @@ def import_answer(call: Call, *, inside_checkout: bool = True) -> dict[str, Any]
     inventory = args["inventory_path"]
     if inside_checkout:
         inventory = _within(root, inventory, "inventory_path")
-    record = build(call.project, inventory, specs)
+    git = call.project.git
+    record = build(
+        call.project,
+        inventory,
+        specs,
+        judge_identity=lambda report, mapping, data, path: (
+            report_identity(git, report, mapping, data, path).missing
+        ),
+    )
     # Re-importing the same evidence answers the composite it made, as an ordinary import's duplicate does.
     body = {"composite": record.to_dict(blocking_limit=50), "duplicate": record.duplicate}
     return {"data": {**body, **claim(call, record)}}

@@ -61,6 +61,10 @@ LEGEND = {
 MAX_BLOCKING = 10
 RANGES_PER_TARGET = 3
 COMPOSITE_TASKS = ("insight", "change", "incremental")
+NO_NAMED_TESTS = (
+    "a composite snapshot stores no named-test observations (its reports' per-test data is not kept); "
+    "compare ordinary snapshots of the reports for test sets and attribution"
+)
 
 
 def wants_composite(args: dict[str, Any]) -> bool:
@@ -347,6 +351,10 @@ def _compare(
         data["projection"] = "baseline_union_current"
         data["comparison"]["union"] = tally
         data["diff"] = {"categories": categories, "delta": delta}
+        # A composite keeps canonical regions, not its reports' named-test observations (README, Composite
+        # coverage): the test sets and the attribution are stated unavailable, never left out.
+        data["tests"] = {"status": "unavailable", "reason": NO_NAMED_TESTS}
+        data["attribution"] = {"status": "unavailable", "reason": NO_NAMED_TESTS}
     budget.fit_list(data, "ranges", ranges)
     data["ranges_truncated"] = len(data["ranges"]) < sum(
         categories["combined"][k] for k in ("lost", "new_uncovered")
