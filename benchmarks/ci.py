@@ -32,6 +32,7 @@ Example: python benchmarks/ci.py --repeat 11
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -42,7 +43,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import library_revision, load_average, machine, median, run_measured, write_section
+from common import ROOT, library_revision, load_average, machine, median, run_measured, write_section
 
 BIN = Path(sysconfig.get_path("scripts"))
 FAIL_UNDER = 50  # the gate's patch threshold: under the change's patch coverage, so every gate passes
@@ -93,8 +94,14 @@ class Repo:
     def __init__(self, base: Path) -> None:
         self.root, self.home = base / "ledger-project", base / "home"
         self.root.mkdir()
+        # No PYTHONDONTWRITEBYTECODE: an installed package has its bytecode, and without it every timed run
+        # would compile the modules edited since the last write.
         self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_MCP_", "COVERAGE_"))},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("COVERAGE_MCP_", "COVERAGE_")) and k != "PYTHONDONTWRITEBYTECODE"
+            },
             "COVERAGE_MCP_HOME": str(self.home),
             "COVERAGE_MCP_PORT": "0",
             "GIT_AUTHOR_NAME": "bench",
@@ -174,8 +181,11 @@ class Command:
     check: object  # stdout -> what is wrong with it, or None
     walls: list[float] = field(default_factory=list)
 
+    env: dict[str, str] | None = None  # beside the repository's (a PYTHONPATH of an exported tree)
+
     def measure(self, repo: Repo) -> None:
-        wall, _, out = run_measured(self.argv, env=repo.env, cwd=repo.root)  # raises unless it exited 0
+        env = {**repo.env, **(self.env or {})}
+        wall, _, out = run_measured(self.argv, env=env, cwd=repo.root)  # raises unless it exited 0
         wrong = self.check(out)  # type: ignore[operator]
         if wrong:
             raise SystemExit(f"{self.label}: {wrong}\n--- its output ends with:\n{out[-1500:]}")
@@ -230,7 +240,18 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also time our commands from this exported tree (git archive COMMIT coverage_core coverage_cli "
+        "coverage_daemon | tar -x -C DIR; git rev-parse COMMIT > DIR/.commit), in the same turns",
+    )
     args = parser.parse_args()
+    trees = [ROOT / p for p in ("coverage_core", "coverage_cli", "coverage_daemon")]
+    if args.before:
+        trees += [args.before / p for p in ("coverage_core", "coverage_cli", "coverage_daemon")]
+    for tree in trees:  # bytecode, as an installed package has it
+        compileall.compile_dir(str(tree), quiet=1)
     loads = [load_average()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         repo = Repo(Path(tmp))
@@ -277,15 +298,31 @@ def main() -> None:
                 ),
             ),
         ]
+        before_of: dict[int, Command] = {}
+        if args.before:
+            stamp = args.before / ".commit"
+            was = stamp.read_text().strip()[:12] if stamp.exists() else str(args.before)
+            for _, _, ours_cmd in pairs:
+                before_of[id(ours_cmd)] = Command(
+                    f"{ours_cmd.label} at {was}",
+                    ours_cmd.argv,
+                    ours_cmd.check,
+                    env={"PYTHONPATH": str(args.before)},
+                )
         for _, theirs_cmd, ours_cmd in pairs:  # one warm-up each (the page cache, .pyc files)
             theirs_cmd.measure(repo)
             ours_cmd.measure(repo)
             theirs_cmd.walls.clear()
             ours_cmd.walls.clear()
+        for twin in before_of.values():
+            twin.measure(repo)
+            twin.walls.clear()
         for _ in range(args.repeat):
             for _, theirs_cmd, ours_cmd in pairs:
                 theirs_cmd.measure(repo)
                 ours_cmd.measure(repo)
+                if id(ours_cmd) in before_of:
+                    before_of[id(ours_cmd)].measure(repo)
             loads.append(load_average()[0])
         # The stored path: HEAD's report ingested once, then diff and gate read both sides from the store.
         current = repo.run(ours, "ingest", "coverage.xml", "--json")
@@ -314,16 +351,34 @@ def main() -> None:
         for _, _, ours_cmd in stored_pairs:
             ours_cmd.measure(repo)
             ours_cmd.walls.clear()
+        for _, _, ours_cmd in stored_pairs:
+            if args.before:
+                before_of[id(ours_cmd)] = Command(
+                    f"{ours_cmd.label} at {was}",
+                    ours_cmd.argv,
+                    ours_cmd.check,
+                    env={"PYTHONPATH": str(args.before)},
+                )
+                before_of[id(ours_cmd)].measure(repo)
+                before_of[id(ours_cmd)].walls.clear()
         for _ in range(args.repeat):
             for _, theirs_cmd, ours_cmd in stored_pairs:
                 theirs_cmd.measure(repo)
                 ours_cmd.measure(repo)
+                if id(ours_cmd) in before_of:
+                    before_of[id(ours_cmd)].measure(repo)
             loads.append(load_average()[0])
         files = len({path for path in report["src_stats"]})
         rows = [
             f"| {title} | `{o.label}` | {fmt(median(o.walls))} | `{t.label}` | {fmt(median(t.walls))} | "
             f"**{median(o.walls) / median(t.walls):.2f}x** |"
             for title, t, o in [*pairs, *stored_pairs]
+        ]
+        rows += [
+            f"| {title}, before | `{b.label}` | {fmt(median(b.walls))} | `{t.label}` | {fmt(median(t.walls))} | "
+            f"{median(b.walls) / median(t.walls):.2f}x |"
+            for title, t, o in [*pairs, *stored_pairs]
+            if (b := before_of.get(id(o))) is not None
         ]
     lines = [
         "## CI: `diff` and `gate` beside diff-cover",

@@ -227,7 +227,7 @@ def main() -> None:
         f"rounds: {2 * args.repeat} calls), over REST (`POST /api/projects/{{id}}/ops/{{name}}`, client token, "
         f"loopback TCP, one connection per request) and over MCP (`tools/call` on `POST /mcp`, a handshake-era "
         f"session), against a real `coverage-mcp serve` holding the store. Every answer over HTTP was the "
-        f"in-process answer (its `data` equal, figure for figure) and the real one (claims, the asked file). "
+        f"in-process answer (its `data` equal, figure for figure, but for a snapshot's `age_s`, which grows with the clock) and the real one (claims, the asked file). "
         f"The gap is HTTP minus in process; goal at most 2 ms. {library_revision()}; {machine()}. Load average "
         f"(1 minute) while measuring: {' → '.join(f'{x:.2f}' for x in loads)}.",
         "",

@@ -115,7 +115,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         3600,
     ),
     SettingSpec(
-        "mcp_concurrency", "COVERAGE_MCP_MCP_CONCURRENCY", 16, "MCP requests handled at once.", 1, 1024
+        "mcp_concurrency",
+        "COVERAGE_MCP_MCP_CONCURRENCY",
+        16,
+        "MCP tool calls handled at once: as many reads, and apart as many writes (a write waiting for the "
+        "store's write gate never holds a read's place).",
+        1,
+        1024,
     ),
     SettingSpec("db_pool_size", "COVERAGE_MCP_DB_POOL_SIZE", 4, "Read connections per project store.", 1, 64),
     SettingSpec(
