@@ -33,7 +33,7 @@ ORDER = (STALE, UNKNOWN, FRESH)
 # project_context lists at most this many files per suite that are not fresh, stale ones first.
 MAX_LISTED_FILES = 10
 # Whole-snapshot answers by (repository, snapshot, HEAD, uncommitted edits): both sides are immutable.
-_WHOLE: Memo[dict[str, str]] = Memo(32)
+_WHOLE: Memo[tuple[dict[str, str], tuple[str, ...]]] = Memo(32)
 
 
 def _states(recorded: dict[str, str | None], now: dict[str, str | None]) -> dict[str, str]:
@@ -69,6 +69,13 @@ def _read_checkout(call: Call, head: str | None) -> tuple[dict[str, str | None],
 def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None = None) -> dict[str, str]:
     """Path -> ``fresh`` | ``stale`` | ``unknown`` for the mapped files of ``snapshot`` (only ``paths``
     among them when given). A snapshot that is not stored (a report compared unstored) gives ``{}``."""
+    return _judged(call, snapshot, paths)[0]
+
+
+def _judged(
+    call: Call, snapshot: Snapshot, paths: Sequence[str] | None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``file_freshness``'s states and the stale paths among them, in the same order."""
     head = call.project.state().head
     now, edits = _checkout_now(call, head)
     key = (call.project.checkout.repo_key, snapshot.snapshot_id, head, edits)
@@ -77,17 +84,21 @@ def file_freshness(call: Call, snapshot: Snapshot, paths: Sequence[str] | None =
         try:
             recorded = call.project.store.content_blobs(snapshot.snapshot_id, call.con, paths)
         except CoverageError:
-            return {}
+            return {}, ()
         call.rows_scanned += len(recorded)
         # A measured file HEAD lacks (a module not committed yet) is judged by the working tree's text;
         # git's status does not track an untracked file, so an answer that read one is never kept.
         git = call.project.git
         added = {p: data for p in recorded if p not in now and (data := git.worktree_file(p)) is not None}
         states = _states(recorded, {**now, **{p: git.blob_id(data) for p, data in added.items()}})
+        judged = (states, tuple(p for p, state in states.items() if state == STALE))
         if paths is not None or added:
-            return states
-        whole = _WHOLE.get(key, lambda: states)
-    return whole if paths is None else {p: whole[p] for p in paths if p in whole}
+            return judged
+        whole = _WHOLE.get(key, lambda: judged)
+    if paths is None:
+        return whole
+    states = {p: whole[0][p] for p in paths if p in whole[0]}
+    return states, tuple(p for p, state in states.items() if state == STALE)
 
 
 MAX_NAMED_STALE = 5  # stale files a reason names
@@ -96,7 +107,7 @@ MAX_NAMED_STALE = 5  # stale files a reason names
 def stale_reason(call: Call, snapshot: Snapshot, paths: Sequence[str] | None = None) -> str | None:
     """The reason naming the measured files (of ``paths``, when given) the checkout no longer has the measured
     text of, or None when there is none."""
-    stale = [p for p, state in file_freshness(call, snapshot, paths).items() if state == STALE]
+    stale = _judged(call, snapshot, paths)[1]
     if not stale:
         return None
     named = ", ".join(stale[:MAX_NAMED_STALE]) + (
