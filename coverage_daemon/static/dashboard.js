@@ -216,27 +216,64 @@
     }
   }
 
+  // What a snapshot is, in one line: hover, focus and the readout under the chart name it so.
+  function pointWords(p) {
+    const t = p.totals || {};
+    const figures = COUNTERS.filter((n) => t[n] && t[n].percent !== null).map((n) => n + " " + pct(t[n].percent));
+    const head = t.headline ? "total " + t.headline.text + " (" + t.headline.counter + ")" : null;
+    return [p.snapshot_id, short(p.commit) + (p.branch ? " on " + p.branch : ""), when(p.created_at).slice(0, 16),
+      p.scope === "subset" ? "a subset of the tests (not in the line)" : "complete",
+      p.dirty ? "uncommitted changes" : null, p.run ? "run " + p.run.run_id : null, head, ...figures]
+      .filter(Boolean).join(" · ");
+  }
   function renderTimeline(d) {
     const points = d.timeline.points;
     const box = byId("timeline-chart");
     if (!points.length) { box.replaceChildren(note("No snapshot of this suite yet.")); return; }
-    const W = 1180, H = 220, L = 44, R = 12, T = 10, B = 28;
-    const x = (i) => L + (points.length === 1 ? (W - L - R) / 2 : i * (W - L - R) / (points.length - 1));
+    // Drawn at the box's own width (one unit a pixel): labels stay readable on a phone, and as many fit as room allows.
+    const W = Math.max(300, Math.round((box.clientWidth || 1198) - 18)), H = 236, L = 44, R = 16, T = 22, B = 40;
+    const span = W - L - R;
+    const x = (i) => L + (points.length === 1 ? span / 2 : i * span / (points.length - 1));
     const y = (v) => T + (100 - v) * (H - T - B) / 100;
     const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title" });
-    chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length + " snapshots, oldest to newest"));
+    chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length +
+      " snapshots, oldest to newest; subset runs are drawn hollow and left out of the lines"));
     for (const v of [0, 25, 50, 75, 100]) {
       chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       chart.append(svg("text", { x: 4, y: y(v) + 4 }, v + "%"));
     }
+    const readout = el("p", { class: "readout", id: "timeline-readout", "aria-live": "polite" });
+    const show = (p) => { readout.textContent = pointWords(p); };
+    // One hover band per snapshot, the whole height: pointing anywhere above a commit names its snapshot.
+    const band = points.length === 1 ? span : span / (points.length - 1);
+    points.forEach((p, i) => {
+      const hover = svg("rect", { class: "hover", x: (x(i) - band / 2).toFixed(1), y: T, width: band.toFixed(1),
+        height: H - T - B, "data-snapshot": p.snapshot_id }, svg("title", {}, pointWords(p)));
+      hover.addEventListener("pointerenter", () => show(p));
+      chart.append(hover);
+    });
+    // The x axis: a commit and its date under every k-th snapshot, k chosen so no two labels overlap.
+    const step = Math.max(1, Math.ceil(96 / band));
+    points.forEach((p, i) => {
+      const last = i === points.length - 1;
+      if (!(i % step === 0 || last) || (!last && points.length - 1 - i < step && i !== 0)) return;
+      const anchor = points.length === 1 ? "middle" : i === 0 ? "start" : last ? "end" : "middle";
+      chart.append(svg("line", { class: "tick", x1: x(i), x2: x(i), y1: H - B, y2: H - B + 4 }));
+      chart.append(svg("text", { class: "xlabel", x: x(i), y: H - B + 16, "text-anchor": anchor },
+        short(p.commit).slice(0, 7) + (p.dirty ? "+" : "")));
+      chart.append(svg("text", { class: "xlabel date", x: x(i), y: H - B + 30, "text-anchor": anchor },
+        when(p.created_at).slice(5, 16)));
+    });
     const cur = d.selection.current && d.selection.current.snapshot_id;
     const base = d.selection.baseline && d.selection.baseline.snapshot_id;
     points.forEach((p, i) => {
-      if (p.snapshot_id === cur || p.snapshot_id === base) {
-        chart.append(svg("line", { class: "marker", x1: x(i), x2: x(i), y1: T, y2: H - B }));
+      for (const [id, word] of [[cur, "current"], [base, "baseline"]]) {
+        if (p.snapshot_id !== id) continue;
         const right = x(i) > W - 90;
-        chart.append(svg("text", { x: right ? x(i) - 4 : x(i) + 4, y: T + 12, "text-anchor": right ? "end" : "start" },
-          p.snapshot_id === cur ? "current" : "baseline"));
+        chart.append(svg("line", { class: "marker m-" + word, x1: x(i), x2: x(i), y1: T - 4, y2: H - B }));
+        chart.append(svg("text", { class: "mlabel m-" + word, x: right ? x(i) - 4 : x(i) + 4,
+          // current at the top, baseline at the foot: neighbours never write over each other
+          y: word === "current" ? T - 8 : H - B - 6, "text-anchor": right ? "end" : "start" }, word));
       }
     });
     for (const name of COUNTERS) {
@@ -246,26 +283,39 @@
         if (t && t.percent !== null) coords.push([x(i), y(t.percent), p, t]);
       });
       if (!coords.length) continue;
-      chart.append(svg("polyline", { class: "s-" + name, points: coords.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
+      // The line joins complete measurements only: a subset run measured fewer tests, not less coverage.
+      const complete = coords.filter((c) => c[2].scope !== "subset");
+      if (complete.length > 1) {
+        chart.append(svg("polyline", { class: "series s-" + name,
+          points: complete.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
+      }
       for (const [cx, cy, p, t] of coords) {
-        const label = name + " " + pct(t.percent) + " at " + short(p.commit) + " (" + when(p.created_at) + ")";
-        const point = svg("circle", { class: "s-" + name, cx: cx.toFixed(1), cy: cy.toFixed(1), r: 4 }, svg("title", {}, label));
+        const label = name + " " + pct(t.percent) + " · " + pointWords(p);
+        const point = svg("circle", { class: "s-" + name + (p.scope === "subset" ? " subset" : ""),
+          cx: cx.toFixed(1), cy: cy.toFixed(1), r: p.scope === "subset" ? 4.5 : 4, "data-snapshot": p.snapshot_id },
+        svg("title", {}, label));
+        point.addEventListener("pointerenter", () => show(p));
         if (name === "lines" && !staticData) {  // one stop per snapshot for the keyboard: pick it as current
           point.setAttribute("tabindex", "0");
           point.setAttribute("role", "button");
           point.setAttribute("aria-label", label + ": show this snapshot");
+          point.addEventListener("focus", () => show(p));
           point.addEventListener("click", () => choose("current", p.snapshot_id));
           point.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); choose("current", p.snapshot_id); } });
         }
         chart.append(point);
       }
     }
-    const first = points[0], last = points[points.length - 1];
-    chart.append(svg("text", { x: L, y: H - 4 }, short(first.commit)));
-    chart.append(svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }, short(last.commit)));
-    box.replaceChildren(chart, el("p", { class: "legend" },
+    const selected = points.find((p) => p.snapshot_id === cur) || points[points.length - 1];
+    show(selected);
+    const subsets = points.filter((p) => p.scope === "subset").length;
+    box.replaceChildren(chart, readout, el("p", { class: "legend" },
       el("span", { class: "l-lines", text: "lines" }), el("span", { class: "l-branches", text: "branches" }),
       el("span", { class: "l-functions", text: "functions" }),
+      subsets ? el("span", { class: "l-subset", text: "subset run (" + subsets + "), not joined" }) : null,
+      el("span", { class: "l-current", text: "current" }),
+      d.selection.baseline ? el("span", { class: "l-baseline", text: "baseline" }) : null,
+      points.some((p) => p.dirty) ? el("span", { class: "l-dirty", text: "+ uncommitted changes" }) : null,
       d.timeline.truncated ? el("span", { text: "(newest " + points.length + " snapshots)" }) : null));
   }
 
@@ -610,6 +660,11 @@
   }
 
   // -- wiring ---------------------------------------------------------------------------------
+  let drawnWidth = 0;  // the timeline is redrawn when its box changes width (a rotated phone, a resized window)
+  window.addEventListener("resize", () => {
+    const width = byId("timeline-chart").clientWidth;
+    if (data && width !== drawnWidth) { drawnWidth = width; renderTimeline(data); }
+  });
   const pickers = { "pick-project": "project", "pick-suite": "suite", "pick-current": "current", "pick-baseline": "baseline" };
   for (const [id, key] of Object.entries(pickers)) byId(id).addEventListener("change", (event) => choose(key, event.target.value));
   load();

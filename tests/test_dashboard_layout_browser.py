@@ -1,0 +1,107 @@
+"""How the dashboard reads at a glance, looked at in real headless Chromium: assertions on the laid-out page.
+
+The history is the shop package's two measured commits plus a subset run of
+the second (``scope=subset``): the timeline must draw lines (never filled
+areas), leave the subset run out of them and mark current and baseline; at a
+desktop and a phone width nothing may be wider than the viewport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from coverage_core.config import Settings
+
+from .browser import Live, ready
+from .conftest import StoredCheckout
+from .daemons import in_process
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+# Every laid-out element of the page that is wider than the viewport or whose content spills out of its box,
+# unless a scrolling (or clipping) box holds it: what a person would have to scroll sideways to read.
+OVERFLOW = """() => {
+  const viewport = document.documentElement.clientWidth;
+  const holds = (e) => ["auto", "scroll", "hidden", "clip"].includes(getComputedStyle(e).overflowX);
+  const found = [];
+  for (const e of document.querySelectorAll("body *")) {
+    if (e.closest("[hidden]") || (e.closest("svg") && e.tagName.toLowerCase() !== "svg")) continue;
+    const style = getComputedStyle(e);
+    if (style.display === "none" || style.display === "inline" || style.position === "absolute") continue;
+    let held = false;
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) if (holds(a)) { held = true; break; }
+    const name = e.tagName.toLowerCase() + (e.id ? "#" + e.id : "");
+    if (!held && e.getBoundingClientRect().right > viewport + 0.5) found.push(name + " is wider than the viewport");
+    if (!held && !holds(e) && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1 && !["table", "svg"].includes(e.tagName.toLowerCase()))
+      found.push(name + " spills out of its box (" + e.scrollWidth + " > " + e.clientWidth + ")");
+  }
+  return { scrollWidth: document.documentElement.scrollWidth, viewport, found };
+}"""
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def live(
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], shop_stored: StoredCheckout, isolated_home: Path
+) -> AsyncIterator[Live]:
+    repo = shop_stored.fresh()  # c0 and c1, complete
+    async with in_process(Settings.from_env(port=0, dashboard_refresh_s=60)) as running:
+        session = Live(running, repo, shop_history[1])
+        path, _ = shop_history[1]["c0"]  # two of the tests, stored as a subset run of c1
+        await session.cli("ingest", str(path), "--commit", shop_history[1]["c1"][1], "--scope", "subset")
+        yield session
+
+
+async def test_the_timeline_draws_lines_leaves_the_subset_run_out_and_marks_current_and_baseline(
+    live: Live, chromium: Any
+) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        listed = (await live.cli("snapshots"))["data"]["snapshots"]
+        subset = [s for s in listed if s["scope"] == "subset"]
+        assert len(listed) == 3 and len(subset) == 1
+        for name in ("lines", "branches", "functions"):
+            line = page.locator(f"#timeline-chart polyline.s-{name}")
+            assert await line.evaluate("e => getComputedStyle(e).fill") == "none", name
+            # the line joins the two complete snapshots only; the subset run is a hollow point of its own
+            assert len((await line.get_attribute("points") or "").split()) == 2, name
+            hollow = page.locator(
+                f'#timeline-chart circle.s-{name}.subset[data-snapshot="{subset[0]["snapshot_id"]}"]'
+            )
+            assert await hollow.count() == 1, name
+        # current is the newest complete snapshot (a subset never wins as a default), baseline the one before
+        complete = [s for s in listed if s["scope"] == "complete"]
+        assert await page.locator("#timeline-chart text.m-current").text_content() == "current"
+        assert await page.locator("#timeline-chart text.m-baseline").text_content() == "baseline"
+        # each snapshot's commit labels the x axis; pointing at a snapshot names it
+        labels = await page.locator("#timeline-chart text.xlabel:not(.date)").all_text_contents()
+        assert [s["commit"][:7] for s in reversed(complete)] == [labels[0], labels[-1]]
+        await page.locator(f'#timeline-chart rect.hover[data-snapshot="{subset[0]["snapshot_id"]}"]').hover()
+        readout = await page.locator("#timeline-readout").text_content() or ""
+        assert readout.startswith(subset[0]["snapshot_id"]) and "a subset of the tests" in readout
+        # the headline sits first, the other counters beside it on the same row
+        boxes = [
+            await page.locator(f"#metric-{n}").bounding_box() for n in ("headline", "lines", "functions")
+        ]
+        assert boxes[0] and boxes[1] and boxes[2]
+        assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"] and boxes[0]["width"] > boxes[1]["width"]
+        assert page.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_nothing_on_the_page_is_wider_than_the_viewport(live: Live, chromium: Any, width: int) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        await page.set_viewport_size({"width": width, "height": 900})
+        await page.reload()
+        await ready(page)
+        await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
+        await page.wait_for_selector("#source-path")
+        await ready(page)
+        laid_out = await page.evaluate(OVERFLOW)
+        assert laid_out["scrollWidth"] == laid_out["viewport"] == width
+        assert laid_out["found"] == []
