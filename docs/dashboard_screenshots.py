@@ -4,7 +4,7 @@
 
 Builds the suite's small real package (``tests/realcov.py``) as a git
 repository and measures it with coverage.py over nine commits: the code and
-its tests grow, one commit is measured by a subset of its tests (stored with
+its tests grow (contexts named by pytest node id and phase), one commit is measured by a subset of its tests (stored with
 ``scope=subset``), and the last snapshot is of a dirty tree (an uncommitted
 edit). A real ``coverage-mcp serve`` in a home of its own serves the page;
 headless Chromium (the system's ``chromium``, driven by Playwright) signs in
@@ -34,6 +34,7 @@ from coverage_daemon.identity import CAPABILITY_HEADER  # noqa: E402
 from coverage_daemon.rest_client import DaemonClient  # noqa: E402
 from tests.gitrepo import commit, write  # noqa: E402
 from tests.realcov import make_package, measure  # noqa: E402
+from tests.test_dashboard_tests import CONTEXTS  # noqa: E402
 
 VIEWS = ("overview", "timeline", "change", "files", "tests", "runs", "approvals", "compaction", "composite")
 WIDTHS = (1280, 390)
@@ -91,6 +92,9 @@ STEPS: list[tuple[dict[str, str], str, tuple[str, ...] | None, str]] = [
 
 def build(root: Path) -> Path:
     repo = make_package(root / "repo")
+    # contexts named as pytest-cov names them (node id and phase), so parametrised cases group by function
+    write(repo, {"tests/conftest.py": CONTEXTS, ".coveragerc": "[run]\nbranch = True\nsource = shop\n"})
+    commit(repo, "per-test contexts")
     with open_project(repo) as project:
         for files, message, tests, scope in STEPS:
             if files:

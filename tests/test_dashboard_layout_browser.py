@@ -8,6 +8,7 @@ desktop and a phone width nothing may be wider than the viewport.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,20 @@ import pytest_asyncio
 
 from coverage_core.config import Settings
 
-from .browser import Live, ready
+from .browser import Live, ready, until
 from .conftest import StoredCheckout
 from .daemons import in_process
+from .gitrepo import git, write
+from .realcov import measure
+from .test_dashboard_tests import CONTEXTS
+
+# Unbreakable ids: a test function's name and its parameters' id, hundreds of characters without a space.
+LONG = "test_" + "unbreakable" * 20
+LONG_TESTS = (
+    "import pytest\n\nfrom shop.cart import total\n\n\n"
+    f"@pytest.mark.parametrize('n', [1, 2, 3], ids=['{'x' * 300}', 'b', 'c'])\n"
+    f"def {LONG}(n):\n    assert total([n]) == n\n"
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -53,6 +65,12 @@ async def live(
         session = Live(running, repo, shop_history[1])
         path, _ = shop_history[1]["c0"]  # two of the tests, stored as a subset run of c1
         await session.cli("ingest", str(path), "--commit", shop_history[1]["c1"][1], "--scope", "subset")
+        # suite "pytest": pytest node ids with their phase (as pytest-cov names contexts), unbreakable ones
+        write(repo, {"tests/conftest.py": CONTEXTS, "tests/test_long.py": LONG_TESTS})
+        write(repo, {".coveragerc": "[run]\nbranch = True\nsource = shop\n"})
+        report = (await asyncio.to_thread(measure, repo, "tests/test_long.py", "tests/test_cart.py"))["json"]
+        git(repo, "checkout", "--", ".coveragerc")
+        await session.cli("ingest", str(report), "--suite", "pytest")
         yield session
 
 
@@ -61,7 +79,7 @@ async def test_the_timeline_draws_lines_leaves_the_subset_run_out_and_marks_curr
 ) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
-        listed = (await live.cli("snapshots"))["data"]["snapshots"]
+        listed = (await live.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
         subset = [s for s in listed if s["scope"] == "subset"]
         assert len(listed) == 3 and len(subset) == 1
         for name in ("lines", "branches", "functions"):
@@ -92,6 +110,26 @@ async def test_the_timeline_draws_lines_leaves_the_subset_run_out_and_marks_curr
         assert page.errors == []
 
 
+async def test_tests_are_grouped_by_function_and_duplicates_read_as_groups_of_names(
+    live: Live, chromium: Any
+) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        await page.select_option("#pick-suite", "pytest")
+        row = page.locator(f'#tests-table tr[data-function="tests/test_long.py::{LONG}"]')
+        await until(page, "document.querySelector('#tests-table details') !== null")
+        assert await row.locator("td").nth(1).text_content() == "3"
+        await row.locator("summary").click()
+        cases = await row.locator("ul.cases code").all_text_contents()
+        assert cases == ["[b]|run", "[c]|run", f"[{'x' * 300}]|run"]  # in name order
+        # the three cases and test_total_sums_prices cover the same items: one group, named by its functions and
+        # their cases, never as JSON
+        groups = page.locator("#duplicates > li")
+        first = await groups.first.text_content() or ""
+        assert first.startswith("4 tests cover the same") and LONG in first and "{" not in first
+        assert page.errors == []
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 async def test_nothing_on_the_page_is_wider_than_the_viewport(live: Live, chromium: Any, width: int) -> None:
     async with chromium() as context:
@@ -105,3 +143,15 @@ async def test_nothing_on_the_page_is_wider_than_the_viewport(live: Live, chromi
         laid_out = await page.evaluate(OVERFLOW)
         assert laid_out["scrollWidth"] == laid_out["viewport"] == width
         assert laid_out["found"] == []
+        # the tests view of unbreakable pytest ids, every test function opened onto its cases
+        await page.select_option("#pick-suite", "pytest")
+        await until(page, f"document.querySelector('#tests-table [data-function$=\"{LONG}\"]') !== null")
+        await page.evaluate(
+            "document.querySelectorAll('#tests-table details').forEach((d) => { d.open = true; })"
+        )
+        laid_out = await page.evaluate(OVERFLOW)
+        assert laid_out["scrollWidth"] == laid_out["viewport"] == width
+        assert laid_out["found"] == []
+        items = page.locator("#tests-table thead th").last  # the last column is whole, never clipped
+        box, table = await items.bounding_box(), await page.locator("#tests-table").bounding_box()
+        assert box and table and box["x"] + box["width"] <= table["x"] + table["width"] + 0.5

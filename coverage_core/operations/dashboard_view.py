@@ -22,8 +22,9 @@ with fixed bounds on every list:
   the files and ranges of the change review.
 - ``files``: the current snapshot's files (at most ``MAX_FILES``) with their
   change categories; ``file_source`` drills into one file's annotated lines.
-- ``tests``: named tests (at most ``MAX_TESTS``, those that hit the most
-  items first) and duplicate candidates.
+- ``tests``: named tests (those that hit the most items first), grouped by
+  test function with their cases, and duplicate candidates
+  (``dashboard_tests``).
 - ``composite``: composite production coverage, its current and baseline
   composite snapshots chosen independently of the ordinary ones: the exact
   percentage, the components, blocking reasons and remediation buckets.
@@ -61,11 +62,10 @@ from ..review.call import Call
 from ..review.composite_view import summary
 from ..storage.exec_db import exec_db
 from ..storage.store import chosen_side
+from . import dashboard_tests
 
 MAX_TIMELINE = 200
 MAX_FILES = 2000
-MAX_TESTS = 200
-MAX_DUPLICATES = 100
 MAX_RANGES = 500
 MAX_SOURCE_LINES = 20_000
 MAX_COMPOSITES = 50
@@ -312,42 +312,6 @@ def _files(
         for f in page.files
     ]
     return {"total": page.total, "truncated": page.total > len(rows), "order": order, "rows": rows}
-
-
-def _tests(
-    project: Project,
-    con: duckdb.DuckDBPyConnection,
-    review: Callable[[dict[str, Any]], dict[str, Any]],
-    current: Snapshot,
-) -> dict[str, Any]:
-    snap = project.store.snap_key(current.snapshot_id, con)
-    # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
-    # a read of one row per test, never a scan of the observations.
-    project.store.materialize(con, ("test_names",))
-    rows = con.execute(
-        """SELECT n.name, coalesce(s.item_count, 0) AS items, s.dup_group
-           FROM test_names n LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
-           WHERE n.snap = ? ORDER BY items DESC, n.name LIMIT ?""",
-        [snap, MAX_TESTS + 1],
-    ).fetchall()
-    data = review(
-        {
-            "task": "tests",
-            "representation": "review",
-            "limits": WHOLE,
-            "measurement": {"snapshot_id": current.snapshot_id},
-        }
-    )
-    duplicates = data.get("duplicates") or []
-    return {
-        "count": current.tests,
-        "status": data.get("status"),
-        "named": [{"name": r[0], "items": int(r[1])} for r in rows[:MAX_TESTS]],
-        "named_truncated": len(rows) > MAX_TESTS,
-        "duplicate_groups": data.get("duplicate_groups", 0),
-        "duplicates": duplicates[:MAX_DUPLICATES],
-        "duplicates_truncated": len(duplicates) > MAX_DUPLICATES or bool(data.get("duplicates_truncated")),
-    }
 
 
 def _composite_record(comp: Any) -> dict[str, Any]:
@@ -651,7 +615,7 @@ def dashboard(call: Call) -> dict[str, Any]:
         },
         "change": change,
         "files": _files(project, con, cur, change, order) if cur is not None else None,
-        "tests": _tests(project, con, review, cur) if cur is not None else None,
+        "tests": dashboard_tests.tests(project, con, review, cur, WHOLE) if cur is not None else None,
         "category_words": CATEGORY_WORDS,
     }
     for name, section in SECTIONS.items():

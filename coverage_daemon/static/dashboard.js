@@ -453,13 +453,31 @@
     const t = d.tests;
     if (!t) { fill("tests-body", note("No snapshot yet.")); return; }
     if (!t.count) { fill("tests-body", note("This snapshot has no named tests (per-test contexts or LCOV TN: sections).")); return; }
-    const named = el("table", { id: "tests-table", "aria-label": "Named tests" },
-      el("thead", {}, el("tr", {}, el("th", { text: "Test" }),
-        el("th", { class: "num" }, el("abbr", { title: "lines, branches and functions the test hit", text: "Items hit" })))),
-      el("tbody", {}, t.named.map((n) => el("tr", {}, el("td", { text: n.name }), el("td", { class: "num", text: n.items })))));
-    const dups = t.duplicates.length ? el("ul", { id: "duplicates" }, t.duplicates.map((g) => el("li", { text: JSON.stringify(g) })))
+    const fns = t.functions || { items: t.named.map((n) => ({ function: n.name, cases: 1, items: n.items, shown: [] })), count: t.named.length };
+    const itemsHit = () => el("abbr", { title: "lines, branches and functions the test hit (its case that hit the most)", text: "Items hit" });
+    // One row per test function; a parametrised one opens onto its cases (parameters and phase), each with its items.
+    const named = el("table", { id: "tests-table", class: "wrap", "aria-label": "Named tests by test function" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Test" }), el("th", { class: "num", text: "Cases" }), el("th", { class: "num" }, itemsHit()))),
+      el("tbody", {}, fns.items.map((f) => el("tr", { "data-function": f.function },
+        el("td", {}, f.cases > 1 ? el("details", {}, el("summary", { text: f.function }),
+          el("ul", { class: "cases" }, f.shown.map((c) => el("li", {}, el("code", { text: c.case || c.name }), " ",
+            el("span", { class: "muted", text: c.items + " items" }))),
+          f.cases_truncated ? el("li", { class: "muted", text: "and " + (f.cases - f.shown.length) + " more cases" }) : null))
+          : f.function),
+        el("td", { class: "num", text: f.cases }),
+        el("td", { class: "num", text: f.items })))));
+    const groups = t.duplicate_families || [];
+    const dups = groups.length ? el("ul", { id: "duplicates", class: "wrap" }, groups.map((g) => el("li", {},
+      el("strong", { text: g.tests + " tests" }), " cover the same " + g.item_count + " items:",
+      el("ul", {}, g.functions.map((f) => el("li", {}, el("code", { text: f.function }),
+        f.cases.length ? el("span", { class: "muted", text: " · " + f.count + (f.count === 1 ? " case: " : " cases: ") +
+          f.cases.slice(0, 8).join(" ") + (f.cases.length > 8 ? " … and " + (f.cases.length - 8) + " more" : "") }) : null))))))
       : note("No duplicate candidates: no two tests cover exactly the same items.");
-    fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests · " + t.duplicate_groups + " groups of duplicate candidates" }),
+    const cut = [fns.truncated ? "the first " + fns.items.length + " of " + fns.count + " test functions" : null,
+      t.duplicates_truncated ? "the first " + groups.length + " duplicate groups" : null].filter(Boolean);
+    fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests in " + fns.count + " test functions · " +
+        t.duplicate_groups + (t.duplicate_groups === 1 ? " group" : " groups") + " of duplicate candidates" + (fns.rule ? " · grouped by " + fns.rule : "") }),
+      cut.length ? note("Showing " + cut.join(" and ") + "; coverage-mcp review tests pages through the rest.") : null,
       el("div", { class: "two" }, el("div", { class: "scroll" }, named), el("div", {}, el("h3", { text: "Duplicate candidates" }), dups)));
   }
 
