@@ -440,3 +440,24 @@ DASHBOARD_RUN = envelope(
     _NO_PAGE,
 )
 DASHBOARD_REVISION = envelope(obj("revision", revision=STRING), _NO_PAGE)
+# The dashboard's navigation (operations/dashboard_nav): a page of files, a directory, a page of functions.
+DASHBOARD_FILES = envelope(
+    obj(
+        "snapshot_id",
+        "matched",
+        "total",
+        "rows",
+        snapshot_id=STRING,
+        matched=INTEGER,
+        total=INTEGER,
+        rows=ARRAY,
+    ),
+    page("total", nullable=False),
+)
+DASHBOARD_TREE = envelope(
+    obj("snapshot_id", "dir", "directories", snapshot_id=STRING, dir=STRING, directories=ARRAY), _NO_PAGE
+)
+DASHBOARD_FUNCTIONS = envelope(
+    obj("snapshot_id", "matched", "rows", snapshot_id=STRING, matched=INTEGER, rows=ARRAY),
+    page("total", nullable=False),
+)

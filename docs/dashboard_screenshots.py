@@ -161,7 +161,7 @@ def shoot(serve: Serve, project_id: str, out: Path, readme: bool) -> list[Path]:
             page = context.new_page()
             page.goto(serve.ticket(project_id))
             page.wait_for_selector("body[data-ready=true]", timeout=60_000)
-            page.locator("#files-table tbody tr button").first.click()
+            page.locator("#files-table tbody tr button").nth(1).click()
             page.wait_for_selector("#source-path", timeout=60_000)
             page.mouse.move(0, 0)  # no hover highlight in the pictures
             full = out / f"dashboard-{width}-full.png"

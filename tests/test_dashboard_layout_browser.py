@@ -155,3 +155,65 @@ async def test_nothing_on_the_page_is_wider_than_the_viewport(live: Live, chromi
         items = page.locator("#tests-table thead th").last  # the last column is whole, never clipped
         box, table = await items.bounding_box(), await page.locator("#tests-table").bounding_box()
         assert box and table and box["x"] + box["width"] <= table["x"] + table["width"] + 0.5
+
+
+async def rows(page: Any) -> list[str]:
+    return await page.eval_on_selector_all("#files-table tbody tr", "rs => rs.map((r) => r.dataset.path)")
+
+
+async def test_the_file_table_is_filtered_on_the_server_opens_directories_and_indexes_functions(
+    live: Live, chromium: Any
+) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        current = await page.eval_on_selector("#pick-current", "s => s.value")  # the newest complete snapshot
+        shown = (await live.cli("show", current))["data"]["files"]
+        await page.fill("#files-search", "CART")
+        await until(page, "document.querySelectorAll('#files-table tbody tr').length === 1")
+        assert await rows(page) == ["shop/cart.py"]
+        assert f"of 1 matching ({len(shown)} in all)" in (
+            await page.locator("#files-more").text_content() or ""
+        )
+        await page.fill("#files-search", "")
+        await page.check("#files-hide")  # what is left to cover: never a file whose every item is hit
+        left = [f["path"] for f in shown if f["lines"]["hit"] < f["lines"]["found"]]
+        await until(page, f"document.querySelectorAll('#files-table tbody tr').length === {len(left)}")
+        assert sorted(await rows(page)) == sorted(left)
+        await page.uncheck("#files-hide")
+        # the tree: shop/ with its files' figures summed; opening it puts it in the path above the table
+        folder = page.locator('#tree-table tr[data-dir="shop/"]')
+        await until(page, "document.querySelector('#tree-table tr[data-dir=\"shop/\"]') !== null")
+        cells = await folder.locator("td").all_text_contents()
+        hit = sum(f["lines"]["hit"] for f in shown)
+        found = sum(f["lines"]["found"] for f in shown)
+        assert cells[1] == str(len(shown)) and cells[2].endswith(f"({hit}/{found})")
+        await folder.locator("button").click()
+        await until(
+            page, "document.querySelector('#files-crumbs [aria-current=location]').textContent === 'shop'"
+        )
+        # the function index over every file, then the never-called ones only
+        await page.click("#show-functions")
+        await until(page, "document.querySelector('#functions-body .functions-table') !== null")
+        names = await page.locator(
+            "#functions-body .functions-table tbody td:first-child"
+        ).all_text_contents()
+        assert {"total", "describe", "shipping"} <= set(names)
+        assert page.errors == []
+
+
+async def test_n_and_p_step_through_the_missed_blocks_of_a_file(live: Live, chromium: Any) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
+        await page.wait_for_selector("#source-path")
+        await page.focus("#source-text")
+        await page.keyboard.press("n")
+        said = await page.locator("#source-block").text_content() or ""
+        assert said.startswith("missed block 1 of ")
+        here = await page.eval_on_selector_all("#source-text .ln.here", "ls => ls.map((l) => l.className)")
+        assert here and all("uncovered" in c or "partial" in c or "not-code" in c for c in here)
+        await page.keyboard.press("p")  # back from the first: the last
+        total = said.split(" of ")[1].split(":")[0]
+        assert (await page.locator("#source-block").text_content() or "").startswith(
+            f"missed block {total} of"
+        )

@@ -381,47 +381,216 @@
   function counterCell(c) {
     return el("td", { class: "num", text: c.found ? pct(ratio(c.hit, c.found)) + " (" + c.hit + "/" + c.found + ")" : "—" });
   }
+  // The table's columns, each with the server's sort (dashboard_files) and the direction of a first click.
+  const COLUMNS = [["path", "File", "path", 1], ["lines.pct", "Lines", "lines", 1], ["lines.missed", "Missed lines", "missed", -1],
+    ["branches.pct", "Branches", "branches", 1], ["functions.pct", "Functions", "functions", 1], ["headline.pct", "Total", "headline", 1]];
+  const SORT_WORDS = { path: "by path", lines: "by line coverage", missed: "by missed lines", branches: "by branch coverage",
+    functions: "by function coverage", headline: "by total coverage" };
+  // What the file table shows: a page of the server's answer (live) or the embedded rows (the static report).
+  const nav = { search: "", hide: false, dir: "", rows: null, matched: 0, total: 0, next: null, tree: null, asked: 0, view: "files" };
+  function serverSort() { return COLUMNS.find((c) => c[0] === sortKey)[2]; }
   function sortFiles(key) {
     // first click: most missed lines first; the others start ascending
     sortDir = key === sortKey ? -sortDir : key === "lines.missed" ? -1 : 1;
     sortKey = key;
     focusSort = key;  // keep the keyboard's place
-    const server = SERVER_ORDER[key];
-    if (!staticData && data.files && data.files.truncated && server && data.files.order !== server) {
-      choose("order", server);  // the server orders all the files before it cuts them
-      return;
+    const order = SERVER_ORDER[key];
+    // the three orders the projection itself knows stay in the address (a reload or a link keeps them)
+    if (!staticData) { state.order = order && sortDir === (key === "lines.missed" ? -1 : 1) ? order : ""; keepInAddress(); }
+    // the rows shown are re-sorted at once; the server's answer (over every file) replaces them
+    if (!nav.rows && !staticData) { nav.matched = nav.total = data.files.total; }
+    const shown = nav.rows || (staticData ? null : data.files.rows.slice());
+    if (shown) {
+      shown.sort((a, b) => { const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
+        return va < vb ? -sortDir : va > vb ? sortDir : a.path < b.path ? -1 : 1; });
+      nav.rows = shown;
+      drawFiles();
+      focusSort = key;
     }
-    renderFiles(data);
+    askFiles();
+  }
+  function changeOf(path) {
+    const c = data && data.change && data.change.available ? data.change.files.find((f) => f.path === path) : null;
+    return c ? c.lines : null;
+  }
+  function fileRow(f) {
+    const change = changeOf(f.path);
+    return el("tr", { "data-path": f.path },
+      el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
+      counterCell(f.lines),
+      el("td", { class: "num", text: f.lines.found - f.lines.hit }),
+      counterCell(f.branches),
+      counterCell(f.functions),
+      // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
+      el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
+      el("td", { class: "muted", text: change ? Object.entries(change).map(([k, v]) => k + " " + v).join(", ") : "" }));
+  }
+  // The static report filters and sorts its embedded rows itself, by the same rules as the server.
+  function localFiles(d) {
+    const rows = d.files.rows.filter((f) => (!nav.dir || f.path.startsWith(nav.dir)) &&
+      (!nav.search || f.path.toLowerCase().includes(nav.search.toLowerCase())) &&
+      (!nav.hide || ["lines", "branches", "functions", "headline"].some((n) => f[n] && f[n].hit !== f[n].found)));
+    rows.sort((a, b) => {
+      const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
+      return va < vb ? -sortDir : va > vb ? sortDir : a.path < b.path ? -1 : 1;
+    });
+    return rows;
+  }
+  function localTree(d) {
+    const dirs = new Map();
+    let here = 0;
+    for (const f of d.files.rows) {
+      if (nav.dir && !f.path.startsWith(nav.dir)) continue;
+      const rest = f.path.slice(nav.dir.length);
+      if (!rest.includes("/")) { here += 1; continue; }
+      const name = rest.split("/")[0];
+      const dir = dirs.get(name) || { name, path: nav.dir + name + "/", files: 0,
+        lines: { hit: 0, found: 0 }, branches: { hit: 0, found: 0 }, functions: { hit: 0, found: 0 }, headline: { hit: 0, found: 0 } };
+      dir.files += 1;
+      for (const n of ["lines", "branches", "functions", "headline"]) { dir[n].hit += f[n].hit; dir[n].found += f[n].found; }
+      dirs.set(name, dir);
+    }
+    return { dir: nav.dir, files_here: here, directories: Array.from(dirs.values()).sort((a, b) => (a.name < b.name ? -1 : 1)) };
+  }
+  function fileQuery(extra) {
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: serverSort(),
+      descending: String(sortDir < 0), limit: "500", ...extra });
+    if (nav.search) q.set("search", nav.search);
+    if (nav.dir) q.set("dir", nav.dir);
+    if (nav.hide) q.set("hide_covered", "true");
+    return q;
+  }
+  async function row(name, q) {
+    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/" + name + "?" + q.toString(),
+      { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const body = await response.json().catch(() => null);
+    if (!response.ok) throw new Error(body && body.error ? body.error.message + ". " + body.error.suggestion : "error " + response.status);
+    return body;
+  }
+  // Ask the server for the first page of files (and the directory's tree) as the controls now say; an answer
+  // to an older question is dropped.
+  async function askFiles(more) {
+    if (!data || !data.files) return;
+    if (staticData) { drawFiles(); return; }
+    const asked = ++nav.asked;
+    try {
+      const [page, tree] = await Promise.all([row("dashboard_files", fileQuery(more ? { cursor: nav.next } : {})),
+        more ? Promise.resolve(null) : row("dashboard_tree", new URLSearchParams({ snapshot: data.selection.current.snapshot_id, ...(nav.dir ? { dir: nav.dir } : {}) }))]);
+      if (asked !== nav.asked) return;
+      nav.rows = more ? nav.rows.concat(page.data.rows) : page.data.rows;
+      nav.matched = page.data.matched; nav.total = page.data.total; nav.next = page.page && page.page.next_cursor;
+      if (tree) nav.tree = tree.data;
+      drawFiles();
+    } catch (error) {
+      if (asked === nav.asked) byId("files-more").textContent = "The file table could not be read: " + error.message;
+    }
   }
   function renderFiles(d) {
-    const files = d.files;
-    if (!files) { fill("files-body", note("No snapshot yet.")); return; }
-    const rows = files.rows.slice().sort((a, b) => {
-      const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
-      return (va < vb ? -1 : va > vb ? 1 : a.path < b.path ? -1 : 1) * sortDir;
-    });
-    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"], ["headline.pct", "Total"]];
+    if (!d.files) { fill("files-body", note("No snapshot yet.")); fill("files-tree"); byId("files-more").textContent = ""; return; }
+    // first from the projection's own page (drawn at once), then the server's answer to the controls
+    nav.rows = null;
+    drawFiles();
+    if (!staticData) askFiles();
+    if (nav.view === "functions") askFunctions();
+  }
+  function crumbs() {
+    const parts = nav.dir ? nav.dir.replace(/\/$/, "").split("/") : [];
+    const go = (dir) => () => { nav.dir = dir; askFiles(); };
+    return [el("button", { type: "button", class: "link", "aria-current": parts.length ? null : "location", text: "all files", onclick: go("") }),
+      ...parts.flatMap((part, i) => [" / ", el("button", { type: "button", class: "link",
+        "aria-current": i === parts.length - 1 ? "location" : null, text: part, onclick: go(parts.slice(0, i + 1).join("/") + "/") })])];
+  }
+  function drawTree(tree) {
+    if (!tree || !tree.directories.length) { fill("files-tree"); return; }
+    const table = el("table", { id: "tree-table", class: "wrap", "aria-label": "Directories" + (nav.dir ? " under " + nav.dir : "") },
+      el("thead", {}, el("tr", {}, ["Directory", "Files", "Lines", "Missed lines", "Branches", "Functions", "Total"].map((h, i) =>
+        el("th", { class: i ? "num" : "", text: h })))),
+      el("tbody", {}, tree.directories.map((dir) => el("tr", { "data-dir": dir.path },
+        el("td", {}, el("button", { type: "button", class: "link path", text: dir.name + "/", onclick: () => { nav.dir = dir.path; askFiles(); } })),
+        el("td", { class: "num", text: dir.files }), counterCell(dir.lines),
+        el("td", { class: "num", text: dir.lines.found - dir.lines.hit }),
+        counterCell(dir.branches), counterCell(dir.functions), counterCell(dir.headline)))));
+    fill("files-tree", table);
+  }
+  function drawFiles() {
+    const d = data;
+    const server = nav.rows !== null;
+    const rows = server ? nav.rows : staticData ? localFiles(d) : d.files.rows;
+    fill("files-crumbs", crumbs());
+    drawTree(server ? nav.tree : staticData ? localTree(d) : null);
     const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
-      el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
+      el("thead", {}, el("tr", {}, COLUMNS.map(([key, label]) => el("th", {
         class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
       }, el("button", { type: "button", "data-sort": key, text: label, onclick: () => sortFiles(key) }))),
       el("th", { text: "Change" }))),
-      el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
-        el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
-        counterCell(f.lines),
-        el("td", { class: "num", text: f.lines.found - f.lines.hit }),
-        counterCell(f.branches),
-        counterCell(f.functions),
-        // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
-        el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
-        el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
-    const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest total coverage" }[files.order || "path"];
-    fill("files-body", table, files.truncated ? note("Showing the " + files.rows.length + " of " + files.total + " files " + by +
-      "; sorting by another column sorts these.") : null);
-    if (focusSort) { table.querySelector('th button[data-sort="' + focusSort + '"]').focus(); focusSort = null; }
+      el("tbody", {}, rows.map(fileRow)));
+    fill("files-body", rows.length ? table : note(nav.search || nav.hide || nav.dir ? "No file matches." : "No file."));
+    const more = byId("files-more");
+    const order = SORT_WORDS[serverSort()] + (sortDir < 0 ? ", largest first" : "");
+    if (server) {
+      const filtered = nav.matched !== nav.total ? " of " + nav.matched + " matching (" + nav.total + " in all)" : " of " + nav.total;
+      more.replaceChildren("Showing " + rows.length + filtered + " files, " + order + ".",
+        nav.next ? el("button", { type: "button", id: "files-next", class: "more", text: "Show the next 500", onclick: () => askFiles(true) }) : "");
+    } else if (staticData) {
+      more.textContent = "Showing " + rows.length + " of the " + d.files.rows.length + " files this report carries" +
+        (d.files.truncated ? " (of " + d.files.total + "; the live dashboard has them all)" : "") + ", " + order + ".";
+    } else {
+      more.textContent = d.files.truncated ? "Showing " + rows.length + " of " + d.files.total + " files…" : "";
+    }
+    if (focusSort) { const b = table.querySelector('th button[data-sort="' + focusSort + '"]'); if (b) b.focus(); focusSort = null; }
   }
 
-  async function showSource(path) {
+  // -- the function index: every file's, or the open file's -----------------------------------
+  const fnav = { search: "", uncovered: false, sort: "line", desc: false, asked: 0 };
+  async function askFunctions(file, into) {
+    const target = into || byId("functions-body");
+    if (staticData) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
+    const asked = ++fnav.asked;
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
+    if (file) q.set("file", file);
+    if (!file && nav.search) q.set("search", nav.search);
+    if (!file && fnav.uncovered) q.set("uncovered", "true");
+    let answer;
+    try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
+    if (!file && asked !== fnav.asked) return;
+    const a = answer.data;
+    const head = [["name", "Function"], ["file", "File"], ["line", "Line"], ["hits", "Calls"]].filter(([k]) => !file || k !== "file");
+    const table = el("table", { class: "wrap functions-table", "aria-label": file ? "Functions of " + file : "Functions of every file" },
+      el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", { class: key === "line" || key === "hits" ? "num" : "",
+        "aria-sort": !file && fnav.sort === key ? (fnav.desc ? "descending" : "ascending") : "none" },
+      file ? label : el("button", { type: "button", "data-fsort": key, text: label, onclick: () => {
+        fnav.desc = fnav.sort === key ? !fnav.desc : key === "hits" ? false : false; fnav.sort = key; askFunctions(); } }))))),
+      el("tbody", {}, a.rows.map((f) => el("tr", { class: f.hits ? "" : "uncovered-fn" },
+        el("td", {}, el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
+        file ? null : el("td", {}, pathParts(f.path)),
+        el("td", { class: "num", text: f.start_line }), el("td", { class: "num" + (f.hits ? "" : " cat-bad"), text: f.hits })))));
+    target.replaceChildren(note(a.matched + " functions, " + a.hit + " called" + (a.truncated ? "; the first " + a.rows.length + " shown" : "") + "."),
+      a.rows.length ? table : note("No function matches."));
+  }
+  function showView(view) {
+    nav.view = view;
+    byId("show-files").setAttribute("aria-pressed", String(view === "files"));
+    byId("show-functions").setAttribute("aria-pressed", String(view === "functions"));
+    for (const id of ["files-crumbs", "files-tree", "files-body", "files-more"]) byId(id).hidden = view !== "files";
+    byId("functions-body").hidden = view !== "functions";
+    byId("files-hide").checked = view === "functions" ? fnav.uncovered : nav.hide;
+    byId("files-hide").parentElement.lastChild.textContent = view === "functions" ? " Only never called" : " Hide fully covered";
+    if (view === "functions") askFunctions();
+  }
+
+  // Blocks a person steps through with n / p (or the buttons): runs of uncovered or partial lines; lines that are
+  // not code (blank, comments) do not end a run, a covered line does.
+  function missedBlocks(lines) {
+    const blocks = [];
+    let open = null;
+    for (const line of lines) {
+      const bad = line.status === "uncovered" || line.status === "partial";
+      if (bad) { if (!open) { open = [line.line, line.line]; blocks.push(open); } else open[1] = line.line; }
+      else if (line.status === "covered") open = null;
+    }
+    return blocks;
+  }
+  async function showSource(path, atLine) {
     const box = byId("source");
     box.hidden = false;
     box.replaceChildren(el("header", {}, el("strong", { text: path }), el("span", { class: "muted", text: "loading…" })));
@@ -437,16 +606,46 @@
     }
     if (!source) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
     const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; openLog = null; } });
-    const pre = el("pre", { tabindex: "0", "aria-label": "Annotated source of " + path },
-      source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status },
+    const pre = el("pre", { tabindex: "0", id: "source-text", "aria-label": "Annotated source of " + path + "; n and p step through the missed blocks" },
+      source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status, "data-line": line.line },
         el("span", { class: "no", text: line.line }), line.text)));
+    const blocks = missedBlocks(source.lines);
+    let at = -1;
+    const where = el("span", { class: "muted", id: "source-block", "aria-live": "polite",
+      text: blocks.length ? blocks.length + " missed blocks" : "no missed block" });
+    const go = (step) => {
+      if (!blocks.length) return;
+      at = (at + step + blocks.length) % blocks.length;
+      const [first, last] = blocks[at];
+      for (const old of pre.querySelectorAll(".ln.here")) old.classList.remove("here");
+      for (let n = first; n <= last; n += 1) { const ln = pre.querySelector('[data-line="' + n + '"]'); if (ln) ln.classList.add("here"); }
+      const target = pre.querySelector('[data-line="' + first + '"]');
+      if (target) pre.scrollTop = target.offsetTop - pre.offsetTop - 24;
+      where.textContent = "missed block " + (at + 1) + " of " + blocks.length + ": lines " + first + (last > first ? "–" + last : "");
+    };
+    pre.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (event.key === "n" || event.key === "j") { event.preventDefault(); go(1); }
+      if (event.key === "p" || event.key === "k") { event.preventDefault(); go(-1); }
+    });
+    const prev = el("button", { type: "button", id: "source-prev", text: "↑ previous missed", onclick: () => { go(-1); pre.focus(); }, disabled: !blocks.length });
+    const next = el("button", { type: "button", id: "source-next", text: "↓ next missed", onclick: () => { go(1); pre.focus(); }, disabled: !blocks.length });
+    const fns = el("details", { id: "source-functions" }, el("summary", { text: "Functions of this file" }));
+    let asked = false;
+    fns.addEventListener("toggle", () => { if (fns.open && !asked) { asked = true; const box2 = el("div"); fns.append(box2); askFunctions(path, box2); } });
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
-      el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }), close),
+      el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }),
+      el("span", { class: "stepper" }, prev, next, where), close),
+      staticData ? null : fns,
       pre, ...(source.truncated ? [note("Showing the first " + source.lines.length + " of " + source.file_lines +
         " lines; the rest: coverage-mcp review source --file " + path + " --lines A-B.")] : []),
       ...(source.reasons || []).map((r) => note(r)));
     box.scrollIntoView({ block: "nearest" });
-    close.focus();
+    if (atLine) {
+      const target = pre.querySelector('[data-line="' + atLine + '"]');
+      if (target) { target.classList.add("here"); pre.scrollTop = target.offsetTop - pre.offsetTop - 24; }
+      pre.focus();
+    } else close.focus();
   }
 
   function renderTests(d) {
@@ -685,5 +884,16 @@
   });
   const pickers = { "pick-project": "project", "pick-suite": "suite", "pick-current": "current", "pick-baseline": "baseline" };
   for (const [id, key] of Object.entries(pickers)) byId(id).addEventListener("change", (event) => choose(key, event.target.value));
+  let searching = null;  // typing asks once the person pauses
+  byId("files-search").addEventListener("input", (event) => {
+    clearTimeout(searching);
+    searching = setTimeout(() => { nav.search = event.target.value; if (nav.view === "functions") askFunctions(); else askFiles(); }, 200);
+  });
+  byId("files-hide").addEventListener("change", (event) => {
+    if (nav.view === "functions") { fnav.uncovered = event.target.checked; askFunctions(); } else { nav.hide = event.target.checked; askFiles(); }
+  });
+  byId("files-filters").addEventListener("submit", (event) => event.preventDefault());
+  byId("show-files").addEventListener("click", () => showView("files"));
+  byId("show-functions").addEventListener("click", () => showView("functions"));
   load();
 })();
