@@ -457,6 +457,27 @@ DASHBOARD_FILES = envelope(
 DASHBOARD_TREE = envelope(
     obj("snapshot_id", "dir", "directories", snapshot_id=STRING, dir=STRING, directories=ARRAY), _NO_PAGE
 )
+DASHBOARD_SOURCE = envelope(
+    obj(
+        "snapshot_id", "file", "part", snapshot_id=STRING, file=STRING, part=STRING, lines=ARRAY, blocks=ARRAY
+    ),
+    _NO_PAGE,
+)
+DASHBOARD_LINE_TESTS = envelope(
+    obj(
+        "snapshot_id",
+        "file",
+        "line",
+        "total",
+        "tests",
+        snapshot_id=STRING,
+        file=STRING,
+        line=INTEGER,
+        total=INTEGER,
+        tests=STRINGS,
+    ),
+    page("total", nullable=False),
+)
 DASHBOARD_FUNCTIONS = envelope(
     obj("snapshot_id", "matched", "rows", snapshot_id=STRING, matched=INTEGER, rows=ARRAY),
     page("total", nullable=False),

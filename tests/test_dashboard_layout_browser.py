@@ -21,7 +21,7 @@ from coverage_core.config import Settings
 from .browser import Live, ready, until
 from .conftest import StoredCheckout
 from .daemons import in_process
-from .gitrepo import git, write
+from .gitrepo import git, make_repo, write
 from .realcov import measure
 from .test_dashboard_tests import CONTEXTS
 
@@ -206,6 +206,7 @@ async def test_n_and_p_step_through_the_missed_blocks_of_a_file(live: Live, chro
         page = await live.sign_in(context)
         await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
         await page.wait_for_selector("#source-path")
+        await until(page, "document.querySelector('#source-block').textContent.endsWith('missed blocks')")
         await page.focus("#source-text")
         await page.keyboard.press("n")
         said = await page.locator("#source-block").text_content() or ""
@@ -217,3 +218,81 @@ async def test_n_and_p_step_through_the_missed_blocks_of_a_file(live: Live, chro
         assert (await page.locator("#source-block").text_content() or "").startswith(
             f"missed block {total} of"
         )
+
+
+BIG_LINES = 30_000
+
+
+def big_lcov(hit_at_end: int) -> str:
+    """One file of BIG_LINES lines: every line hit but a missed block near the end (29,001-29,010), a partial
+    line at 29,500 (one branch never taken) and line 29,990 hit ``hit_at_end`` times."""
+    out = ["TN:", "SF:big.c"]
+    for n in range(1, BIG_LINES + 1):
+        hits = 0 if 29_001 <= n <= 29_010 else hit_at_end if n == 29_990 else 1
+        out.append(f"DA:{n},{hits}")
+    out += ["BRDA:29500,0,0,1", "BRDA:29500,0,1,0", "end_of_record"]
+    return "\n".join(out) + "\n"
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def big(tmp_path_factory: pytest.TempPathFactory, isolated_home: Path) -> AsyncIterator[Live]:
+    root = tmp_path_factory.mktemp("big")
+    repo = make_repo(root / "repo", {"big.c": "".join(f"line {n}\n" for n in range(1, BIG_LINES + 1))})
+    (root / "base.lcov").write_text(big_lcov(0))
+    (root / "cur.lcov").write_text(big_lcov(1))
+    async with in_process(Settings.from_env(port=0, dashboard_refresh_s=60)) as running:
+        session = Live(running, repo, {})
+        await session.cli("ingest", str(root / "base.lcov"))
+        await session.cli("ingest", str(root / "cur.lcov"))
+        yield session
+
+
+async def test_a_long_file_is_drawn_in_windows_with_its_missed_branches_and_change_categories(
+    big: Live, chromium: Any
+) -> None:
+    async with chromium() as context:
+        page = await big.sign_in(context)
+        await page.locator('#files-table tr[data-path="big.c"] button').click()
+        await page.wait_for_selector("#source-path")
+        drawn = await page.locator("#source pre .ln").count()
+        assert 0 < drawn <= 1500  # the lines in view and a margin, never the file
+        # the box is as tall as the whole file; scrolled to its end, the last lines are drawn
+        await page.eval_on_selector("#source-text", "s => { s.scrollTop = s.scrollHeight; }")
+        await until(page, f"document.querySelector('#source pre .ln[data-line=\"{BIG_LINES}\"]') !== null")
+        assert await page.locator("#source pre .ln").count() <= 1500
+        # the partial line names its missed branch; against the baseline, line 29,990 is covered now (GBC)
+        await page.eval_on_selector("#source-text", "s => { s.scrollTop = 29480 * 18; }")  # 18 px a line
+        await until(page, "document.querySelector('#source pre .ln[data-line=\"29500\"]') !== null")
+        partial = page.locator('#source pre .ln[data-line="29500"]')
+        assert (
+            await partial.get_attribute("title") == "partial"
+            and await partial.get_attribute("data-missed") == "0.1"
+        )
+        await until(
+            page, "document.querySelector('#source pre .ln[data-line=\"29990\"]').dataset.cat === 'GBC'"
+        )
+        assert await page.locator('#source pre .ln[data-line="29989"]').get_attribute("data-cat") == "CBC"
+        # n goes to the one missed block, from the top of the file
+        await page.eval_on_selector("#source-text", "s => { s.scrollTop = 0; }")
+        await until(page, "document.querySelector('#source-block').textContent === '2 missed blocks'")
+        await page.focus("#source-text")
+        await page.keyboard.press("n")
+        assert await page.locator("#source-block").text_content() == "missed block 1 of 2: lines 29001–29010"
+        await until(page, "document.querySelectorAll('#source pre .ln.here').length === 10")
+        assert page.errors == []
+
+
+async def test_a_line_s_number_opens_the_named_tests_that_ran_it(live: Live, chromium: Any) -> None:
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        await page.select_option("#pick-suite", "pytest")
+        await until(page, "document.querySelector('#files-table tr[data-path=\"shop/cart.py\"]') !== null")
+        await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
+        await page.wait_for_selector("#source-path")
+        await page.locator('#source pre .ln[data-line="5"] .no').click()  # amount = 0: every total() test
+        await until(page, "document.querySelector('#line-tests-title') !== null")
+        names = await page.locator("#line-tests-list li").all_text_contents()
+        assert f"tests/test_long.py::{LONG}[b]|run" in names
+        assert "tests/test_cart.py::test_total_sums_prices|run" in names
+        title = await page.locator("#line-tests-title").text_content()
+        assert title == f"Line 5: {len(names)} named tests ran it"

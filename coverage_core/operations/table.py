@@ -894,6 +894,64 @@ _DASHBOARD_ROWS = (
         surfaces=VIEWER_SURFACES,
     ),
     Operation(
+        name="dashboard_source",
+        title="A file's annotation in windows, for the dashboard",
+        description=(
+            "One part of one file's annotation: a window of annotated lines (with each partial line's missed "
+            "branches), the whole file's missed blocks, or its lines' change categories against a baseline."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "file"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
+                "part": {
+                    "enum": ["lines", "outline", "categories"],
+                    "description": "What to answer (lines).",
+                },
+                "start": {"type": "integer", "minimum": 1, "description": "The window's first line (1)."},
+                "count": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Lines (500)."},
+                "baseline": {**_CHOICE, "description": "For categories: the baseline snapshot."},
+            },
+        },
+        handler="coverage_core.operations.dashboard_source:source",
+        output_schema=output_schemas.DASHBOARD_SOURCE,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_line_tests",
+        title="The named tests that ran a line, for the dashboard",
+        description="A page of the named tests that ran one line of one file of a snapshot.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "file", "line"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
+                "line": {"type": "integer", "minimum": 1, "description": "The line."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 500,
+                    "description": "Tests per page (50).",
+                },
+                "cursor": {
+                    "type": "string",
+                    "maxLength": 4096,
+                    "description": "page.next_cursor of the last page.",
+                },
+            },
+        },
+        handler="coverage_core.operations.dashboard_source:line_tests",
+        output_schema=output_schemas.DASHBOARD_LINE_TESTS,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
         name="dashboard_revision",
         title="The dashboard's revision",
         description="A short fingerprint of what is stored: it changes whenever anything the dashboard shows does.",

@@ -578,74 +578,164 @@
     if (view === "functions") askFunctions();
   }
 
-  // Blocks a person steps through with n / p (or the buttons): runs of uncovered or partial lines; lines that are
-  // not code (blank, comments) do not end a run, a covered line does.
-  function missedBlocks(lines) {
+  // -- the annotated file, windowed: only the lines in view are asked for and drawn -----------------
+  const LH = 18;  // one line's height in px (the CSS's .source .ln): the scroll box is file_lines × LH tall
+  const CHUNK = 500;  // lines per request and per drawn piece
+  function categoryAt(ranges, line) {  // ranges sorted by start: binary search
+    let lo = 0, hi = ranges.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1, r = ranges[mid];
+      if (line < r[1]) hi = mid - 1; else if (line > r[2]) lo = mid + 1; else return r[0];
+    }
+    return null;
+  }
+  function missedBlocks(lines) {  // the static report's blocks, from its embedded lines
     const blocks = [];
     let open = null;
     for (const line of lines) {
       const bad = line.status === "uncovered" || line.status === "partial";
-      if (bad) { if (!open) { open = [line.line, line.line]; blocks.push(open); } else open[1] = line.line; }
-      else if (line.status === "covered") open = null;
+      if (bad) { if (open && line.line === open[1] + 1) open[1] = line.line; else { open = [line.line, line.line]; blocks.push(open); } }
+      else open = null;
     }
     return blocks;
+  }
+  let viewer = null;  // the open file: its chunks, outline and categories
+  async function sourcePart(path, args) {
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, file: path, ...args });
+    return (await row("dashboard_source", q)).data;
   }
   async function showSource(path, atLine) {
     const box = byId("source");
     box.hidden = false;
+    const v = viewer = { path, chunks: new Map(), asked: new Set(), blocks: null, ranges: null, at: -1, here: null, total: 0, drawn: "" };
     box.replaceChildren(el("header", {}, el("strong", { text: path }), el("span", { class: "muted", text: "loading…" })));
-    let source = null;
+    let first;
     if (staticData) {
-      source = (staticData.sources || {})[path] || null;
+      const embedded = (staticData.sources || {})[path] || null;
+      if (!embedded) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
+      first = { ...embedded, start: 1 };
+      v.total = embedded.lines.length ? embedded.lines[embedded.lines.length - 1].line : 0;
+      for (let k = 0; k * CHUNK < v.total; k += 1) v.chunks.set(k, embedded.lines.filter((l) => l.line > k * CHUNK && l.line <= (k + 1) * CHUNK));
+      v.blocks = missedBlocks(embedded.lines);
     } else {
-      const q = new URLSearchParams({ project: data.project.project_id, snapshot: data.selection.current.snapshot_id, file: path });
-      const response = await fetch("/api/dashboard/file?" + q.toString(), { credentials: "same-origin" });
-      const body = await response.json().catch(() => null);
-      source = response.ok && body ? body.data : null;
-      if (!source && body && body.error) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note(body.error.message)); return; }
+      try { first = await sourcePart(path, { part: "lines", start: "1", count: String(CHUNK) }); }
+      catch (error) { if (viewer === v) box.replaceChildren(el("header", {}, el("strong", { text: path })), note(error.message)); return; }
+      if (viewer !== v) return;
+      v.total = first.file_lines;
+      v.chunks.set(0, first.lines);
+      v.asked.add(0);
     }
-    if (!source) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
-    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; openLog = null; } });
-    const pre = el("pre", { tabindex: "0", id: "source-text", "aria-label": "Annotated source of " + path + "; n and p step through the missed blocks" },
-      source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status, "data-line": line.line },
-        el("span", { class: "no", text: line.line }), line.text)));
-    const blocks = missedBlocks(source.lines);
-    let at = -1;
-    const where = el("span", { class: "muted", id: "source-block", "aria-live": "polite",
-      text: blocks.length ? blocks.length + " missed blocks" : "no missed block" });
-    const go = (step) => {
-      if (!blocks.length) return;
-      at = (at + step + blocks.length) % blocks.length;
-      const [first, last] = blocks[at];
-      for (const old of pre.querySelectorAll(".ln.here")) old.classList.remove("here");
-      for (let n = first; n <= last; n += 1) { const ln = pre.querySelector('[data-line="' + n + '"]'); if (ln) ln.classList.add("here"); }
-      const target = pre.querySelector('[data-line="' + first + '"]');
-      if (target) pre.scrollTop = target.offsetTop - pre.offsetTop - 24;
-      where.textContent = "missed block " + (at + 1) + " of " + blocks.length + ": lines " + first + (last > first ? "–" + last : "");
-    };
-    pre.addEventListener("keydown", (event) => {
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; viewer = null; } });
+    const pre = el("pre", { class: "rows" });
+    const scroller = el("div", { class: "viewport", id: "source-text", tabindex: "0", role: "region",
+      "aria-label": "Annotated source of " + path + "; n and p step through the missed blocks" },
+    el("div", { class: "spacer", style: null }), pre);
+    scroller.firstChild.style.height = (v.total * LH) + "px";
+    v.pre = pre; v.scroller = scroller;
+    const where = el("span", { class: "muted", id: "source-block", "aria-live": "polite", text: staticData ? "" : "finding the missed blocks…" });
+    const prev = el("button", { type: "button", id: "source-prev", text: "↑ previous missed", onclick: () => { step(v, -1, where); scroller.focus(); } });
+    const next = el("button", { type: "button", id: "source-next", text: "↓ next missed", onclick: () => { step(v, 1, where); scroller.focus(); } });
+    scroller.addEventListener("keydown", (event) => {
       if (event.altKey || event.ctrlKey || event.metaKey) return;
-      if (event.key === "n" || event.key === "j") { event.preventDefault(); go(1); }
-      if (event.key === "p" || event.key === "k") { event.preventDefault(); go(-1); }
+      if (event.key === "n" || event.key === "j") { event.preventDefault(); step(v, 1, where); }
+      if (event.key === "p" || event.key === "k") { event.preventDefault(); step(v, -1, where); }
     });
-    const prev = el("button", { type: "button", id: "source-prev", text: "↑ previous missed", onclick: () => { go(-1); pre.focus(); }, disabled: !blocks.length });
-    const next = el("button", { type: "button", id: "source-next", text: "↓ next missed", onclick: () => { go(1); pre.focus(); }, disabled: !blocks.length });
+    let pending = false;
+    scroller.addEventListener("scroll", () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; drawSource(v); }); } });
     const fns = el("details", { id: "source-functions" }, el("summary", { text: "Functions of this file" }));
-    let asked = false;
-    fns.addEventListener("toggle", () => { if (fns.open && !asked) { asked = true; const box2 = el("div"); fns.append(box2); askFunctions(path, box2); } });
+    let askedFns = false;
+    fns.addEventListener("toggle", () => { if (fns.open && !askedFns) { askedFns = true; const into = el("div"); fns.append(into); askFunctions(path, into); } });
+    const tests = el("div", { id: "line-tests", class: "line-tests", hidden: true });
+    const legend = "covered · partial (⑂ missed branches) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
-      el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }),
+      el("span", { class: "muted", text: legend + ", as measured at " + short(first.commit) }),
       el("span", { class: "stepper" }, prev, next, where), close),
-      staticData ? null : fns,
-      pre, ...(source.truncated ? [note("Showing the first " + source.lines.length + " of " + source.file_lines +
-        " lines; the rest: coverage-mcp review source --file " + path + " --lines A-B.")] : []),
-      ...(source.reasons || []).map((r) => note(r)));
+      staticData ? null : fns, tests, scroller,
+      note(v.total + " lines" + (staticData ? "" : "; click a line's number for the tests that ran it") + "."),
+      ...(first.truncated ? [note("This report carries the first " + first.lines.length + " of " + first.file_lines +
+        " lines; the live dashboard shows the whole file.")] : []),
+      ...(first.reasons || []).map((r) => note(r)));
+    pre.addEventListener("click", (event) => {
+      const no = event.target.closest(".no");
+      if (no && !staticData) lineTests(v, Number(no.parentElement.dataset.line), tests);
+    });
     box.scrollIntoView({ block: "nearest" });
-    if (atLine) {
-      const target = pre.querySelector('[data-line="' + atLine + '"]');
-      if (target) { target.classList.add("here"); pre.scrollTop = target.offsetTop - pre.offsetTop - 24; }
-      pre.focus();
-    } else close.focus();
+    drawSource(v);
+    if (atLine) { jump(v, atLine, atLine); scroller.focus(); } else close.focus();
+    if (!staticData) {
+      sourcePart(path, { part: "outline" }).then((o) => {
+        if (viewer !== v) return;
+        v.blocks = o.blocks;
+        where.textContent = v.blocks.length ? v.blocks.length + " missed blocks" : "no missed block";
+      }).catch((error) => { where.textContent = error.message; });
+      if (data.selection.baseline) {
+        sourcePart(path, { part: "categories", baseline: data.selection.baseline.snapshot_id }).then((c) => {
+          if (viewer !== v || !c.available) return;
+          v.ranges = c.ranges; v.drawn = ""; drawSource(v);
+        }).catch(() => {});
+      }
+    } else {
+      where.textContent = v.blocks.length ? v.blocks.length + " missed blocks" : "no missed block";
+    }
+  }
+  function jump(v, first, last) {
+    v.here = [first, last];
+    v.scroller.scrollTop = Math.max(0, (first - 4) * LH);
+    v.drawn = "";
+    drawSource(v);
+  }
+  function step(v, by, where) {
+    if (!v.blocks || !v.blocks.length) return;
+    v.at = (v.at + by + v.blocks.length) % v.blocks.length;
+    const [first, last] = v.blocks[v.at];
+    jump(v, first, last);
+    where.textContent = "missed block " + (v.at + 1) + " of " + v.blocks.length + ": lines " + first + (last > first ? "–" + last : "");
+  }
+  // Draw the chunks in view (and one either side); ask for the ones not read yet.
+  function drawSource(v) {
+    if (viewer !== v) return;
+    const top = Math.floor(v.scroller.scrollTop / LH) + 1;
+    const bottom = top + Math.ceil((v.scroller.clientHeight || 520) / LH);
+    const from = Math.max(0, Math.floor((top - 1 - 100) / CHUNK)), to = Math.floor((bottom - 1 + 100) / CHUNK);
+    for (let k = from; k <= to; k += 1) {
+      if (k * CHUNK >= v.total || v.chunks.has(k) || v.asked.has(k) || staticData) continue;
+      v.asked.add(k);
+      sourcePart(v.path, { part: "lines", start: String(k * CHUNK + 1), count: String(CHUNK) }).then((w) => {
+        v.chunks.set(k, w.lines); v.drawn = ""; drawSource(v);
+      }).catch(() => v.asked.delete(k));
+    }
+    let start = from;
+    while (start <= to && !v.chunks.has(start)) start += 1;
+    let end = start;
+    while (end + 1 <= to && v.chunks.has(end + 1)) end += 1;
+    const key = start + ":" + end;
+    if (key === v.drawn || start > to) return;
+    v.drawn = key;
+    const lines = [];
+    for (let k = start; k <= end; k += 1) lines.push(...v.chunks.get(k));
+    v.pre.style.top = (start * CHUNK) * LH + "px";
+    v.pre.replaceChildren(...lines.map((line) => {
+      const cat = v.ranges ? categoryAt(v.ranges, line.line) || (line.status === "covered" ? "CBC" : line.status === "uncovered" || line.status === "partial" ? "UBC" : null) : null;
+      const here = v.here && line.line >= v.here[0] && line.line <= v.here[1];
+      return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " cat-bad" : cat && GOOD.has(cat) ? " cat-good" : ""),
+        title: line.status, "data-line": line.line, "data-cat": cat, "data-missed": line.missed ? line.missed.join(", ") : null,
+        "aria-description": line.missed ? "missed branches " + line.missed.join(", ") : null },
+      el("span", { class: "no", text: line.line }), line.text);
+    }));
+  }
+  async function lineTests(v, line, box, cursor, shown) {
+    box.hidden = false;
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, file: v.path, line: String(line), limit: "50" });
+    if (cursor) q.set("cursor", cursor);
+    let answer;
+    try { answer = await row("dashboard_line_tests", q); } catch (error) { box.replaceChildren(note(error.message)); return; }
+    const a = answer.data, names = (shown || []).concat(a.tests);
+    const more = answer.page && answer.page.next_cursor;
+    box.replaceChildren(el("header", {}, el("strong", { id: "line-tests-title", text: "Line " + line + ": " +
+      (a.named_tests ? a.total + " named tests ran it" : "this snapshot has no named tests") }),
+    el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } })),
+    names.length ? el("ul", { id: "line-tests-list", class: "wrap" }, names.map((n) => el("li", {}, el("code", { text: n })))) : null,
+    more ? el("button", { type: "button", id: "line-tests-more", text: "Show more", onclick: () => lineTests(v, line, box, more, names) }) : null);
   }
 
   function renderTests(d) {
