@@ -440,26 +440,101 @@ DASHBOARD_RUN = envelope(
     _NO_PAGE,
 )
 DASHBOARD_REVISION = envelope(obj("revision", revision=STRING), _NO_PAGE)
-# The dashboard's navigation (operations/dashboard_nav): a page of files, a directory, a page of functions.
+# The dashboard's navigation (operations/dashboard_nav): a page of files, a directory, a page of functions;
+# its whole annotated file (operations/dashboard_source): a part of a file, the tests that ran a line.
+_COUNT = obj("found", "hit", found=INTEGER, hit=INTEGER)
 DASHBOARD_FILES = envelope(
     obj(
         "snapshot_id",
+        "sort",
+        "descending",
         "matched",
         "total",
+        "offset",
         "rows",
+        "truncated",
         snapshot_id=STRING,
+        sort=STRING,
+        descending=BOOLEAN,
         matched=INTEGER,
         total=INTEGER,
+        offset=INTEGER,
         rows=ARRAY,
+        truncated=BOOLEAN,
     ),
     page("total", nullable=False),
 )
 DASHBOARD_TREE = envelope(
-    obj("snapshot_id", "dir", "directories", snapshot_id=STRING, dir=STRING, directories=ARRAY), _NO_PAGE
+    obj(
+        "snapshot_id",
+        "dir",
+        "parent",
+        "files",
+        "files_here",
+        "lines",
+        "branches",
+        "functions",
+        "headline",
+        "directories",
+        "truncated",
+        snapshot_id=STRING,
+        dir=STRING,
+        parent=NULLABLE_STRING,
+        files=INTEGER,
+        files_here=INTEGER,
+        lines=_COUNT,
+        branches=_COUNT,
+        functions=_COUNT,
+        headline=_COUNT,
+        directories=ARRAY,
+        truncated=BOOLEAN,
+    ),
+    _NO_PAGE,
+)
+DASHBOARD_FUNCTIONS = envelope(
+    obj(
+        "snapshot_id",
+        "file",
+        "sort",
+        "descending",
+        "matched",
+        "hit",
+        "offset",
+        "rows",
+        "truncated",
+        snapshot_id=STRING,
+        file=NULLABLE_STRING,
+        sort=STRING,
+        descending=BOOLEAN,
+        matched=INTEGER,
+        hit=INTEGER,
+        offset=INTEGER,
+        rows=ARRAY,
+        truncated=BOOLEAN,
+    ),
+    page("total", nullable=False),
 )
 DASHBOARD_SOURCE = envelope(
     obj(
-        "snapshot_id", "file", "part", snapshot_id=STRING, file=STRING, part=STRING, lines=ARRAY, blocks=ARRAY
+        "snapshot_id",
+        "file",
+        "part",
+        snapshot_id=STRING,
+        file=STRING,
+        part={"enum": ["lines", "outline", "categories"]},
+        # lines: a window
+        start=INTEGER,
+        lines=ARRAY,
+        file_lines=INTEGER,
+        commit=NULLABLE_STRING,
+        claim_status={"enum": [*CLAIM_ORDER, None]},
+        reasons=STRINGS,
+        # outline: the missed blocks; categories: the current side's ranges against the baseline
+        blocks=ARRAY,
+        baseline_snapshot_id=STRING,
+        available=BOOLEAN,
+        reason=STRING,
+        ranges=ARRAY,
     ),
     _NO_PAGE,
 )
@@ -468,17 +543,17 @@ DASHBOARD_LINE_TESTS = envelope(
         "snapshot_id",
         "file",
         "line",
+        "named_tests",
         "total",
         "tests",
+        "offset",
         snapshot_id=STRING,
         file=STRING,
         line=INTEGER,
+        named_tests=INTEGER,
         total=INTEGER,
         tests=STRINGS,
+        offset=INTEGER,
     ),
-    page("total", nullable=False),
-)
-DASHBOARD_FUNCTIONS = envelope(
-    obj("snapshot_id", "matched", "rows", snapshot_id=STRING, matched=INTEGER, rows=ARRAY),
     page("total", nullable=False),
 )

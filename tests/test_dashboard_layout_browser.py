@@ -9,6 +9,7 @@ desktop and a phone width nothing may be wider than the viewport.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -296,3 +297,59 @@ async def test_a_line_s_number_opens_the_named_tests_that_ran_it(live: Live, chr
         assert "tests/test_cart.py::test_total_sums_prices|run" in names
         title = await page.locator("#line-tests-title").text_content()
         assert title == f"Line 5: {len(names)} named tests ran it"
+
+
+async def test_a_person_rejects_a_command_and_edits_the_compaction_policy_with_the_session_s_csrf_token(
+    live: Live, chromium: Any
+) -> None:
+    registered = await live.cli(
+        "command",
+        "register",
+        "--name",
+        "refuse me",
+        "--artifact",
+        "coverage.json:default",
+        "--",
+        sys.executable,
+        "-c",
+        "pass",
+    )
+    command_id = registered["data"]["command"]["id"]
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        row = page.locator(f'#approvals-table tr[data-command="{command_id}"]')
+        await row.locator("button.reject").click()
+        await row.locator("button.confirm").click()  # Reject asks first, as Approve does
+        await until(page, "document.querySelector('#approvals-table') === null")
+        shown = (await live.cli("command", "show", command_id))["data"]["command"]
+        assert shown["status"] == "rejected" and shown["decisions"][-1]["via"] == "dashboard"
+        # the policy form writes project_settings_update; the stored policy is what the CLI reads back
+        renders = await page.evaluate("window.__dashboard.renders")
+        await page.fill('#settings-form input[name="compaction_after_days"]', "7")
+        await page.click("#settings-form button[type=submit]")
+        # saved, and the page drawn again from the stored policy
+        await until(page, f"window.__dashboard.renders > {renders}")
+        await until(page, "document.querySelector('#settings-status').textContent === 'Saved.'")
+        settings = (await live.cli("settings"))["data"]["settings"]
+        assert settings["compaction_after_days"] == 7
+        # a value the setting does not admit is refused with the setting's own words, and nothing changes
+        await until(
+            page,
+            "document.querySelector('#settings-form input[name=\"compaction_after_days\"]').value === '7'",
+        )
+        await page.eval_on_selector(
+            '#settings-form input[name="compaction_after_days"]', "i => { i.min = ''; i.value = '0'; }"
+        )
+        await page.click("#settings-form button[type=submit]")
+        await until(page, "document.querySelector('#settings-status').textContent.startsWith('Not saved')")
+        assert (
+            "compaction_after_days must be a whole number"
+            in await page.locator("#settings-status").text_content()
+        )
+        assert (await live.cli("settings"))["data"]["settings"]["compaction_after_days"] == 7
+        # every measurement's retention against that policy: the newest of the suite is protected
+        await page.click("#retention summary")
+        newest = page.locator("#retention-table tbody tr").first
+        assert await newest.get_attribute("data-state") == "protected"
+        assert "the newest snapshot of its suite" in (await newest.text_content() or "")
+        assert page.errors == [] or all("400" in e for e in page.errors)  # the refused save, and only it

@@ -60,6 +60,7 @@ from ..review import provenance
 from ..review.budget import MAX_BYTES, MAX_WORDS
 from ..review.call import Call
 from ..review.composite_view import summary
+from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from ..storage.store import chosen_side
 from . import dashboard_tests
@@ -314,6 +315,47 @@ def _files(
     return {"total": page.total, "truncated": page.total > len(rows), "order": order, "rows": rows}
 
 
+def _retention(project: Project, con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each snapshot's retention as the compaction policy sees it now: its age against ``after_days``, and
+    ``compacted`` (its detail a payload), ``protected`` (the newest relational snapshot of its suite, or an
+    active run's baseline: never compacted while so), ``eligible`` (old enough: the next pass compacts it) or
+    ``kept`` (younger than the policy; ``days_left``)."""
+    if not ids:
+        return {}
+    after = int(project_settings.read(con, ["compaction_after_days"])["compaction_after_days"])
+    rows = con.execute(
+        """SELECT s.snapshot_id, date_diff('second', s.created_at, now()) / 86400.0,
+                  s.snap IN (SELECT snap FROM snapshot_payloads),
+                  s.snap = (SELECT max(r.snap) FROM snapshots r WHERE r.suite = s.suite
+                            AND r.snap NOT IN (SELECT snap FROM snapshot_payloads))
+           FROM snapshots s WHERE list_contains(?, s.snapshot_id)""",
+        [ids],
+    ).fetchall()
+    held = project.active_run_baseline_snaps()
+    out: dict[str, dict[str, Any]] = {}
+    for snapshot_id, age, compacted, newest in rows:
+        why = None
+        if compacted:
+            state = "compacted"
+        elif newest or snapshot_id in held:
+            state, why = (
+                "protected",
+                "the newest snapshot of its suite" if newest else f"in use: {held[snapshot_id]}",
+            )
+        elif age >= after:
+            state = "eligible"
+        else:
+            state = "kept"
+        out[snapshot_id] = {
+            "state": state,
+            "age_days": round(float(age), 1),
+            "after_days": after,
+            "days_left": max(0, int(after - float(age))) if state == "kept" else None,
+            "why": why,
+        }
+    return out
+
+
 def _composite_record(comp: Any) -> dict[str, Any]:
     return summary(comp)
 
@@ -503,6 +545,7 @@ def _compaction(
     """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
     before and after, what the policy would compact next and what it protects, the last pass."""
     inventory = _cached_inventory(project, con)
+    values = project_settings.read(con, [spec.key for spec in project_settings.COMPACTION])
     compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
     items = [
         {
@@ -534,6 +577,17 @@ def _compaction(
         "available": True,
         "items": items,
         "policy": inventory["policy"],
+        # the policy as the page's form edits it (project_settings_update): each setting's value and range
+        "settings": [
+            {
+                "key": spec.key,
+                "value": values[spec.key],
+                "low": spec.low,
+                "high": spec.high,
+                "help": spec.help,
+            }
+            for spec in project_settings.COMPACTION
+        ],
         "last_pass": inventory["last_pass"],
         "inconsistent": inventory["inconsistent"][:MAX_PENDING],
         "ratio": round(detail / payload, 2) if payload else None,
@@ -591,6 +645,8 @@ def dashboard(call: Call) -> dict[str, Any]:
     runs = provenance.runs_of(con, [p.snapshot_id for p in points[:MAX_TIMELINE]])
     review = _review(call)
     change = _change(review, cur, base) if cur is not None and base is not None else None
+    chosen_ids = [p.snapshot_id for p in points[:MAX_TIMELINE]] + [s.snapshot_id for s in (cur, base) if s]
+    kept = _retention(project, con, sorted(set(chosen_ids)))
     data: dict[str, Any] = {
         "project": {
             "project_id": checkout.project_id,
@@ -604,12 +660,18 @@ def dashboard(call: Call) -> dict[str, Any]:
         "revision": revision(con),
         "suite": suite_name,
         "suites": suites,
-        "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
+        "selection": {
+            side: None
+            if snap is None
+            else {**(_selected(con, snap) or {}), "retention": kept.get(snap.snapshot_id)}
+            for side, snap in (("current", cur), ("baseline", base))
+        },
         "metrics": _metrics(cur, base),
         "timeline": {
             # Each point with its scope and, for a run's snapshot, the run, command and case arguments.
             "points": [
-                {**_point(p), "run": runs.get(p.snapshot_id)} for p in reversed(points[:MAX_TIMELINE])
+                {**_point(p), "run": runs.get(p.snapshot_id), "retention": kept.get(p.snapshot_id)}
+                for p in reversed(points[:MAX_TIMELINE])
             ],
             "truncated": len(points) > MAX_TIMELINE,
         },

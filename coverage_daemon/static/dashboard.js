@@ -223,7 +223,8 @@
     const head = t.headline ? "total " + t.headline.text + " (" + t.headline.counter + ")" : null;
     return [p.snapshot_id, short(p.commit) + (p.branch ? " on " + p.branch : ""), when(p.created_at).slice(0, 16),
       p.scope === "subset" ? "a subset of the tests (not in the line)" : "complete",
-      p.dirty ? "uncommitted changes" : null, p.run ? "run " + p.run.run_id : null, head, ...figures]
+      p.dirty ? "uncommitted changes" : null, p.run ? "run " + p.run.run_id : null, head, ...figures,
+      p.retention ? retentionWords(p.retention) : null]
       .filter(Boolean).join(" · ");
   }
   function renderTimeline(d) {
@@ -830,15 +831,24 @@
     const ask = () => {
       confirming = item.command_id;
       const confirm = el("button", { type: "button", class: "confirm", text: "Confirm approve " + item.command_id,
-        onclick: (event) => approve(item.command_id, event.target, index) });
+        onclick: (event) => decide("command_approve", item.command_id, event.target, index) });
       const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.approve").focus(); } });
       cell.replaceChildren(el("p", { class: "confirm-question", text: "Let agents run exactly this command?" }), confirm, " ", cancel);
       confirm.focus();
     };
+    const refuse = () => {
+      confirming = "reject:" + item.command_id;
+      const confirm = el("button", { type: "button", class: "confirm", text: "Confirm reject " + item.command_id,
+        onclick: (event) => decide("command_reject", item.command_id, event.target, index) });
+      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.reject").focus(); } });
+      cell.replaceChildren(el("p", { class: "confirm-question", text: "Refuse this command? Agents cannot run it." }), confirm, " ", cancel);
+      confirm.focus();
+    };
     const start = () => cell.replaceChildren(el("button", { type: "button", class: "approve", text: "Approve…",
-      "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }));
+      "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }), " ",
+    el("button", { type: "button", class: "reject", text: "Reject…", "aria-label": "Reject " + (item.name || item.command_id) + "…", onclick: refuse }));
     if (staticData) cell.append(el("span", { class: "muted", text: "approve from the live dashboard" }));
-    else if (confirming === item.command_id) ask(); else start();
+    else if (confirming === item.command_id) ask(); else if (confirming === "reject:" + item.command_id) refuse(); else start();
     return cell;
   }
   function renderApprovals(section) {
@@ -869,22 +879,28 @@
       (target || byId("h-approvals")).focus();
     }
   }
-  async function approve(commandId, button, index) {
-    button.disabled = true;
+  // A person's write: a row of the operation table that admits a session only with its CSRF token.
+  async function write(name, body) {
     const token = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
-    // The command_approve row: a session with its CSRF token is the principal it admits besides the CLI.
-    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/command_approve", {
+    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/" + name, {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "x-coverage-mcp-csrf": token },
-      body: JSON.stringify({ command_id: commandId }),
+      body: JSON.stringify(body),
     });
-    const body = await response.json().catch(() => null);
-    if (!response.ok) {
+    const answer = await response.json().catch(() => null);
+    return { ok: response.ok, status: response.status, answer };
+  }
+  async function decide(name, commandId, button, index) {
+    button.disabled = true;
+    const verb = name === "command_approve" ? "Approved" : "Rejected";
+    // command_approve and command_reject: a session with its CSRF token is the principal they admit besides the CLI
+    const { ok, status, answer } = await write(name, { command_id: commandId });
+    if (!ok) {
       button.disabled = false;
-      byId("approvals-status").textContent = body && body.error ? "Not approved: " + body.error.message : "Not approved (" + response.status + ")";
+      byId("approvals-status").textContent = "Not " + verb.toLowerCase() + ": " + (answer && answer.error ? answer.error.message : "(" + status + ")");
       return;
     }
-    byId("approvals-status").textContent = "Approved " + commandId + ".";
+    byId("approvals-status").textContent = verb + " " + commandId + ".";
     confirming = null;
     approvalFocus = index;
     load();
@@ -911,7 +927,47 @@
       note(last ? "Last pass " + when(last.finished_at) + " (" + last.trigger + "): " + last.compacted + " compacted, " +
         last.left + " left" : "No compaction pass yet."),
       section.inconsistent && section.inconsistent.length
-        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""));
+        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""),
+      settingsForm(section), retentionTable(data));
+  }
+  let settingsSaid = "";
+  // The compaction policy, edited by a person (project_settings_update with the session's CSRF token).
+  function settingsForm(section) {
+    if (staticData || !section.settings) return null;
+    const inputs = section.settings.map((s) => el("label", { title: s.help }, s.key.replace(/^compaction_/, "").replace(/_/g, " ") + " ",
+      el("input", { type: "number", name: s.key, value: s.value, min: s.low, max: s.high, step: 1, required: true })));
+    const said = el("span", { id: "settings-status", role: "status", "aria-live": "polite", class: "note", text: settingsSaid });
+    // the server checks every value (the setting's own range and words); the browser's checks are only hints
+    const form = el("form", { id: "settings-form", class: "filters", "aria-label": "Compaction policy", novalidate: true },
+      el("strong", { text: "Policy" }), inputs, el("button", { type: "submit", class: "approve", text: "Save policy" }), said);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const settings = {};
+      for (const s of section.settings) settings[s.key] = Number(form.elements[s.key].value);
+      const { ok, status, answer } = await write("project_settings_update", { settings });
+      // kept across the refresh a save causes (the form is drawn again from the stored policy)
+      settingsSaid = said.textContent = ok ? "Saved." : "Not saved: " + (answer && answer.error ? answer.error.message + ". " + answer.error.suggestion : "(" + status + ")");
+      if (ok) load();
+    });
+    return form;
+  }
+  const RETENTION_WORDS = { compacted: "compacted", protected: "protected", eligible: "eligible: the next pass compacts it", kept: "kept" };
+  function retentionWords(r) {
+    if (!r) return "";
+    return r.age_days + " days old (policy " + r.after_days + ") · " + RETENTION_WORDS[r.state] +
+      (r.why ? " (" + r.why + ")" : "") + (r.days_left !== null && r.days_left !== undefined ? " (" + r.days_left + " days left)" : "");
+  }
+  function retentionTable(d) {
+    const points = d.timeline.points.slice().reverse().filter((p) => p.retention);
+    if (!points.length) return null;
+    return el("details", { id: "retention" }, el("summary", { text: "Retention of each measurement (" + points.length + ")" }),
+      el("table", { id: "retention-table", class: "wrap", "aria-label": "Retention of each measurement" },
+        el("thead", {}, el("tr", {}, ["Snapshot", "Commit", "Age", "Retention"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, points.map((p) => el("tr", { "data-snapshot": p.snapshot_id, "data-state": p.retention.state },
+          el("td", {}, el("code", { text: p.snapshot_id })), el("td", { text: short(p.commit) }),
+          el("td", { class: "num", text: p.retention.age_days + " d" }),
+          el("td", { text: RETENTION_WORDS[p.retention.state] + (p.retention.why ? " (" + p.retention.why + ")" : "") +
+            (p.retention.state === "kept" ? " (" + p.retention.days_left + " of " + p.retention.after_days + " days left)" : "") }))))));
   }
   function compositeLabel(c) {
     return c.composite_snapshot_id.slice(5, 13) + " · " + short(c.commit) + " · " + when(c.created_at).slice(0, 16) +
