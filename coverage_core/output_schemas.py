@@ -538,6 +538,24 @@ DASHBOARD_SOURCE = envelope(
     ),
     _NO_PAGE,
 )
+DASHBOARD_INCREMENTAL = envelope(
+    obj(
+        "available",
+        available=BOOLEAN,
+        reason=STRING,
+        code=STRING,
+        projection=STRING,
+        categories=OBJECT,
+        lines=OBJECT,
+        regression=OBJECT,
+        tests=OBJECT,
+        claim_status={"enum": list(CLAIM_ORDER)},
+        reasons=STRINGS,
+        files=ARRAY,
+        files_truncated=BOOLEAN,
+    ),
+    _NO_PAGE,
+)
 DASHBOARD_LINE_TESTS = envelope(
     obj(
         "snapshot_id",

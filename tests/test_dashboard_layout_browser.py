@@ -353,3 +353,25 @@ async def test_a_person_rejects_a_command_and_edits_the_compaction_policy_with_t
         assert await newest.get_attribute("data-state") == "protected"
         assert "the newest snapshot of its suite" in (await newest.text_content() or "")
         assert page.errors == [] or all("400" in e for e in page.errors)  # the refused save, and only it
+
+
+async def test_the_incremental_review_of_a_subset_run_shows_its_groups_as_the_cli_does(
+    live: Live, chromium: Any
+) -> None:
+    listed = (await live.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
+    subset = next(s for s in listed if s["scope"] == "subset")["snapshot_id"]
+    complete = next(s for s in listed if s["scope"] == "complete")["snapshot_id"]  # the newest complete one
+    review = (await live.cli("review", "incremental", "--snapshot", subset, "--baseline", complete))["data"]
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        for picker, chosen in (("#pick-current", subset), ("#pick-baseline", complete)):
+            renders = await page.evaluate("window.__dashboard.renders")
+            await page.select_option(picker, chosen)
+            await until(page, f"window.__dashboard.renders > {renders}")  # drawn for that choice
+        await page.click("#incremental summary")
+        await until(page, "document.querySelector('#incremental-groups') !== null")
+        for group in ("kept", "gained", "lost", "not_observed"):
+            cell = page.locator(f'#incremental-groups tr[data-group="{group}"] td.num')
+            assert await cell.text_content() == str(review["categories"][group]), group
+        assert review["categories"]["not_observed"] > 0  # the subset did not run the rest: never "lost"
+        assert page.errors == []

@@ -77,6 +77,7 @@ GOLDEN: dict[str, tuple[set[str], set[str]]] = {
     "dashboard_functions": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_source": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_line_tests": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_incremental": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
 }
 
 # The dashboard's routes that are aliases of its reads (the event stream: its first event carries the revision).
@@ -151,6 +152,7 @@ def owner_rows(
         "dashboard_functions": {"snapshot": first, "sort": "hits"},
         "dashboard_source": {"snapshot": first, "file": path, "start": 1, "count": 20},
         "dashboard_line_tests": {"snapshot": first, "file": path, "line": 1},
+        "dashboard_incremental": {"snapshot": first, "baseline": first},
     }
 
 

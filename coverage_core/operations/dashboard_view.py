@@ -751,6 +751,45 @@ def file_source(call: Call) -> dict[str, Any]:
     return {"data": source, "page": None}
 
 
+MAX_INCREMENTAL_FILES = 50
+
+
+def incremental(call: Call) -> dict[str, Any]:
+    """The dashboard_incremental row: the incremental review of ``snapshot`` against ``baseline`` (the
+    baseline-union-current projection: its groups kept, gained, lost, not observed and the rest), asked on
+    demand by the change view; a comparison the review refuses is ``available: false`` with its reason."""
+    current = _snapshot(call.project, call.con, call.args["snapshot"], "snapshot")
+    base = _snapshot(call.project, call.con, call.args["baseline"], "baseline")
+    call.suite = current.suite
+    try:
+        data = call.ask(
+            "coverage_review",
+            {
+                "task": "incremental",
+                "representation": "review",
+                "limits": WHOLE,
+                "measurement": {"snapshot_id": current.snapshot_id},
+                "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id},
+            },
+        )["data"]
+    except CoverageError as error:
+        return {"data": {"available": False, "reason": error.message, "code": error.code.value}, "page": None}
+    files = data.get("files") or []
+    shown = {
+        "available": True,
+        "projection": data.get("projection"),
+        "categories": data.get("categories"),
+        "lines": data.get("lines"),
+        "regression": data.get("regression"),
+        "tests": data.get("tests"),
+        "claim_status": data.get("claim_status"),
+        "reasons": data.get("reasons") or [],
+        "files": files[:MAX_INCREMENTAL_FILES],
+        "files_truncated": len(files) > MAX_INCREMENTAL_FILES,
+    }
+    return {"data": shown, "page": None}
+
+
 def revision_of(call: Call) -> dict[str, Any]:
     """The dashboard_revision row: what the event stream compares (``revision``)."""
     return {"data": {"revision": revision(call.con)}, "page": None}

@@ -953,6 +953,27 @@ _DASHBOARD_ROWS = (
         surfaces=VIEWER_SURFACES,
     ),
     Operation(
+        name="dashboard_incremental",
+        title="The incremental review, for the dashboard",
+        description=(
+            "The incremental review of a snapshot against a baseline (baseline union current): its groups "
+            "kept, gained, lost and not observed, asked on demand by the change view."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "baseline"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "The current snapshot."},
+                "baseline": {**_CHOICE, "minLength": 1, "description": "The baseline snapshot."},
+            },
+        },
+        handler="coverage_core.operations.dashboard_view:incremental",
+        output_schema=output_schemas.DASHBOARD_INCREMENTAL,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
         name="dashboard_revision",
         title="The dashboard's revision",
         description="A short fingerprint of what is stored: it changes whenever anything the dashboard shows does.",

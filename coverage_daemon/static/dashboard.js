@@ -354,7 +354,39 @@
     const reasons = (c.reasons || []).map((r) => note(r));
     const outside = c.outside_scope && c.outside_scope.count ? note(outsideSentence(c.outside_scope, c.suite || d.suite)) : null;
     files.classList.add("path-list");
-    fill("change-body", summary, reasons, outside, table, c.files.length ? files : note("No file changed."));
+    fill("change-body", summary, reasons, outside, table, c.files.length ? files : note("No file changed."), incrementalBox(d));
+  }
+  // The incremental review (baseline ∪ current), asked when a person opens it: what a subset run kept, gained,
+  // lost or did not observe; a managed run's attached review is drawn the same way (showLog).
+  const GROUP_WORDS = [["kept", "kept: covered before and now"], ["gained", "gained: covered now, not before"],
+    ["lost", "lost: covered before, not now"], ["not_observed", "not observed: outside what this (subset) run measured"],
+    ["uncovered", "uncovered before and now"], ["added_covered", "new lines, covered"], ["added_uncovered", "new lines, not covered"],
+    ["excluded", "excluded"], ["deleted", "deleted lines"]];
+  function incrementalGroups(r, id) {
+    if (!r || r.available === false) return note("No incremental review: " + (r ? r.reason : "none") + ".");
+    const cats = r.categories || {};
+    const tests = r.tests || {};
+    return el("div", { id }, el("table", { class: "groups", "aria-label": "Incremental groups" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Group" }), el("th", { class: "num", text: "Lines" }))),
+      el("tbody", {}, GROUP_WORDS.filter(([k]) => cats[k] !== undefined).map(([k, words]) => el("tr", { "data-group": k },
+        el("td", { class: k === "lost" ? "cat-bad" : k === "gained" ? "cat-good" : "", text: words }), el("td", { class: "num", text: cats[k] }))))),
+    note("Tests: " + (tests.common || 0) + " in both, " + ((tests.only_current || {}).count || 0) + " only now, " +
+      ((tests.only_baseline || {}).count || 0) + " only before" + (r.regression && r.regression.status === "regression"
+      ? " · regression: " + r.regression.lines + " lines lost" : "") + (r.claim_status ? " · claim " + r.claim_status : "") + "."),
+    ...(r.reasons || []).map((x) => note(x)));
+  }
+  function incrementalBox(d) {
+    if (staticData || !d.selection.baseline || !d.selection.current) return null;
+    const box = el("details", { id: "incremental" }, el("summary", { text: "Incremental review: kept, gained, lost, not observed" }));
+    let asked = false;
+    box.addEventListener("toggle", async () => {
+      if (!box.open || asked) return;
+      asked = true;
+      const q = new URLSearchParams({ snapshot: d.selection.current.snapshot_id, baseline: d.selection.baseline.snapshot_id });
+      try { box.append(incrementalGroups((await row("dashboard_incremental", q)).data, "incremental-groups")); }
+      catch (error) { box.append(note(error.message)); }
+    });
+    return box;
   }
 
   // A change's file status in plain words (the change review's enum).
@@ -814,7 +846,9 @@
     const text = body.text.map((part) => (body.text.length > 1 ? "── " + part.stream + " ──\n" : "") + part.text).join("\n");
     box.replaceChildren(...[el("header", {}, el("strong", { id: "run-log-id", text: runId + " · " + body.run.state }), close),
       el("pre", { id: "run-log-text", tabindex: "0", "aria-label": "Output of " + runId, text: text || "(no output)" }),
-      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
+      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null,
+      body.run && body.run.incremental_review ? el("h3", { text: "The run's incremental review" }) : null,
+      body.run && body.run.incremental_review ? incrementalGroups(body.run.incremental_review, "run-review") : null].filter(Boolean));
     if (!refresh) close.focus();  // a refresh never moves the focus
   }
   // Everything the approval binds, exactly as `coverage-mcp command show` prints it: the projection's display
