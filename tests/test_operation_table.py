@@ -188,6 +188,7 @@ BAD: dict[str, tuple[dict[str, Any], ErrorCode]] = {
         {"snapshot": "snap-ffffffffffffffff", "file": "a.py", "line": 0},
         ErrorCode.INVALID_ARGUMENT,
     ),
+    "dashboard_incremental": ({"snapshot": "snap-ffffffffffffffff", "baseline": "x"}, ErrorCode.NOT_FOUND),
 }
 
 
