@@ -222,7 +222,7 @@ async def test_hostile_names_and_source_lines_in_the_static_report_stay_text(
         project.ingest(report)
     finally:
         project.close()
-    answer = await asyncio.to_thread(cli, repo, "report", "--html", str(tmp_path / "out"))
+    answer = await asyncio.to_thread(cli, repo, "report", "--single-file", "--html", str(tmp_path / "out"))
     async with chromium(offline=True) as context:
         page = await context.new_page()
         errors: list[str] = []

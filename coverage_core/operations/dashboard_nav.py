@@ -135,6 +135,19 @@ def files(call: Call) -> dict[str, Any]:
                 "headline": {**head, "text": headlines.display(style, head["hit"], head["found"])},
             }
         )
+    if call.args.get("with_tests") and items and snap_obj.tests:
+        # how many named tests ran each file of the page (the static site's compact per-file count)
+        counted = dict(
+            call.rows(
+                """SELECT f.path, count(DISTINCT o.test_id) FROM test_observations o
+                   JOIN files f ON f.snap = o.snap AND f.file_id = o.file_id
+                   WHERE o.snap = ? AND o.hits > 0 AND list_contains(?, f.path) GROUP BY f.path""",
+                [snap, [i["path"] for i in items]],
+                detail=("test_observations",),
+            )
+        )
+        for item in items:
+            item["tests"] = int(counted.get(item["path"], 0))
     matched_n, total_n = int(matched[0]) if matched else 0, int(total[0]) if total else 0
     following = offset + len(items)
     data = {

@@ -820,6 +820,10 @@ _DASHBOARD_ROWS = (
                 "search": {**_CHOICE, "description": "Only paths containing this (any case)."},
                 "dir": {**_PATH, "description": "Only files under this directory."},
                 "hide_covered": {"type": "boolean", "description": "Leave out files with nothing uncovered."},
+                "with_tests": {
+                    "type": "boolean",
+                    "description": "Each row with how many named tests ran it.",
+                },
                 "sort": {"enum": ["", *FILE_SORTS], "description": "The column to sort by (default path)."},
                 "descending": {"type": "boolean", "description": "Largest first (default false)."},
                 "limit": {

@@ -449,7 +449,9 @@
   function fileRow(f) {
     const change = changeOf(f.path);
     return el("tr", { "data-path": f.path },
-      el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
+      el("td", {}, staticData && staticData.pages && staticData.pages[f.path]
+        ? el("a", { class: "path", href: staticData.pages[f.path], "aria-label": f.path }, pathParts(f.path))  // the site's page
+        : el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
       counterCell(f.lines),
       el("td", { class: "num", text: f.lines.found - f.lines.hit }),
       counterCell(f.branches),
