@@ -61,7 +61,8 @@ _FULLY_COVERED = (
 
 
 def _filters(call: Call, snap: int) -> tuple[str, list[Any]]:
-    where, params = ["snap = ?"], [snap]
+    where: list[str] = ["snap = ?"]
+    params: list[Any] = [snap]
     if call.args.get("dir"):
         where.append("starts_with(path, ?)")
         params.append(_directory(call.args["dir"]))
@@ -228,7 +229,8 @@ def functions(call: Call) -> dict[str, Any]:
     descending = bool(call.args.get("descending"))
     limit = int(call.args.get("limit") or DEFAULT_LIMIT)
     offset = cursors.decode(call, "dashboard_functions", snap_obj.snapshot_id, call.args.get("cursor"))
-    where, params = ["fn.snap = ?"], [snap]
+    where: list[str] = ["fn.snap = ?"]
+    params: list[Any] = [snap]
     if call.args.get("file"):
         where.append("f.path = ?")
         params.append(call.args["file"])
