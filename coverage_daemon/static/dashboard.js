@@ -236,7 +236,7 @@
     const span = W - L - R;
     const x = (i) => L + (points.length === 1 ? span / 2 : i * span / (points.length - 1));
     const y = (v) => T + (100 - v) * (H - T - B) / 100;
-    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title" });
+    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "group", "aria-labelledby": "timeline-title" });
     chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length +
       " snapshots, oldest to newest; subset runs are drawn hollow and left out of the lines"));
     for (const v of [0, 25, 50, 75, 100]) {
@@ -752,7 +752,7 @@
     v.pre.replaceChildren(...lines.map((line) => {
       const cat = v.ranges ? categoryAt(v.ranges, line.line) || (line.status === "covered" ? "CBC" : line.status === "uncovered" || line.status === "partial" ? "UBC" : null) : null;
       const here = v.here && line.line >= v.here[0] && line.line <= v.here[1];
-      return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " cat-bad" : cat && GOOD.has(cat) ? " cat-good" : ""),
+      return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " k-bad" : cat && GOOD.has(cat) ? " k-good" : ""),
         title: line.status, "data-line": line.line, "data-cat": cat, "data-missed": line.missed ? line.missed.join(", ") : null,
         "aria-description": line.missed ? "missed branches " + line.missed.join(", ") : null },
       el("span", { class: "no", text: line.line }), line.text);
