@@ -681,7 +681,7 @@
     let askedFns = false;
     fns.addEventListener("toggle", () => { if (fns.open && !askedFns) { askedFns = true; const into = el("div"); fns.append(into); askFunctions(path, into); } });
     const tests = el("div", { id: "line-tests", class: "line-tests", hidden: true });
-    const legend = "covered · partial (⑂ missed branches) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
+    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
       el("span", { class: "muted", text: legend + ", as measured at " + short(first.commit) }),
       el("span", { class: "stepper" }, prev, next, where), close),
