@@ -80,8 +80,11 @@ def functions(project: Project, con: duckdb.DuckDBPyConnection, current: Snapsho
             "function": r[0],
             "cases": int(r[1]),
             "items": int(r[2]),
-            # a case is what differs from the function's name: the parameters and the phase
-            "shown": [
+            # a case is what differs from the function's name: the parameters and the phase (a test that is
+            # its function's only case, named as it, lists none: the row says it all)
+            "shown": []
+            if int(r[1]) == 1 and r[3][0]["name"] == r[0]
+            else [
                 {"name": c["name"], "case": _case(r[0], c["name"]), "items": int(c["items"])} for c in r[3]
             ],
             "cases_truncated": int(r[1]) > MAX_CASES,
@@ -155,9 +158,12 @@ def tests(
         "status": data.get("status"),
         "named": [{"name": r[0], "items": int(r[1])} for r in rows[:MAX_TESTS]],
         "named_truncated": len(rows) > MAX_TESTS,
-        "functions": functions(project, con, current) if current.tests else None,
+        # where names are taken as given (LCOV), each test is its own function: the page groups nothing
+        "functions": functions(project, con, current)
+        if current.tests and current.format in PYTEST_FORMATS
+        else None,
         "duplicate_groups": data.get("duplicate_groups", 0),
-        "duplicates": duplicates[:MAX_DUPLICATES],
+        # the review's groups, as the page reads them: each group's tests gathered by function
         "duplicate_families": duplicate_groups(current.format, duplicates),
         "duplicates_truncated": len(duplicates) > MAX_DUPLICATES or bool(data.get("duplicates_truncated")),
     }

@@ -324,10 +324,11 @@ def _retention(project: Project, con: duckdb.DuckDBPyConnection, ids: list[str])
         return {}
     after = int(project_settings.read(con, ["compaction_after_days"])["compaction_after_days"])
     rows = con.execute(
-        """SELECT s.snapshot_id, date_diff('second', s.created_at, now()) / 86400.0,
-                  s.snap IN (SELECT snap FROM snapshot_payloads),
-                  s.snap = (SELECT max(r.snap) FROM snapshots r WHERE r.suite = s.suite
-                            AND r.snap NOT IN (SELECT snap FROM snapshot_payloads))
+        """WITH packed AS (SELECT snap FROM snapshot_payloads),
+                newest AS (SELECT max(snap) AS snap FROM snapshots WHERE snap NOT IN (SELECT snap FROM packed)
+                           GROUP BY suite)
+           SELECT s.snapshot_id, (epoch(now()) - epoch(s.created_at)) / 86400.0,
+                  s.snap IN (SELECT snap FROM packed), s.snap IN (SELECT snap FROM newest)
            FROM snapshots s WHERE list_contains(?, s.snapshot_id)""",
         [ids],
     ).fetchall()
