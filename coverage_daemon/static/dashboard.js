@@ -190,7 +190,13 @@
     options(byId("pick-current"), points.map((p) => [p.snapshot_id, snapLabel(p)]), cur ? cur.snapshot_id : "");
     options(byId("pick-baseline"), [["none", "none (no comparison)"], ...points.map((p) => [p.snapshot_id, snapLabel(p)])],
       base ? base.snapshot_id : "none");
-    for (const select of document.querySelectorAll("#pickers select")) select.disabled = !!staticData;
+    for (const select of document.querySelectorAll("#pickers select")) {
+      select.disabled = !!staticData;
+      // a report is one selection, written once: say so where the choice would be
+      if (staticData) select.title = "This report was written for this selection; `coverage-mcp report --html DIR --current ID --baseline ID` writes another, the live dashboard (coverage-mcp dashboard) picks any.";
+    }
+    if (staticData && !byId("pickers-note")) byId("pickers").after(el("p", { id: "pickers-note", class: "note",
+      text: "A static report shows the selection it was written for; `coverage-mcp dashboard` picks any." }));
   }
 
   function renderMetrics(d) {
