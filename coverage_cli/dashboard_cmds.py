@@ -114,6 +114,12 @@ def dashboard_command(no_open: bool, repo: str, as_json: bool) -> None:
     is_flag=True,
     help="Also embed the newest runs' output (left out by default: a run prints what it likes, secrets too).",
 )
+@click.option(
+    "--single-file",
+    "single_file",
+    is_flag=True,
+    help="One self-contained index.html (the worst files' sources embedded) instead of a page per file.",
+)
 @click.option("--current", help="Snapshot to show (default: the newest of the suite).")
 @click.option(
     "--baseline", help="Snapshot to compare with, or 'none' (default: the one stored before the current)."
@@ -136,17 +142,21 @@ def report_command(
     composite: str | None,
     composite_baseline: str | None,
     include_logs: bool,
+    single_file: bool,
     repo: str,
     as_json: bool,
 ) -> None:
-    """Write the dashboard as a static, self-contained HTML report (for CI artifacts).
+    """Write the dashboard as a static HTML site (for CI artifacts): an index and one page per file.
+
+    DIR/index.html is the same page as `coverage-mcp dashboard` with its data
+    embedded, listing every file; DIR/files/ holds each file's annotated source
+    and how many named tests ran it. Every page opens from disk with no network
+    and no daemon. --single-file writes one index.html instead, carrying the
+    sources of the files with the most missed lines. Every number is the stored
+    one (`coverage-mcp snapshots`, `show`, `review change` show the same).
 
     Run output is left out unless --include-logs: a published report then
     carries whatever the newest runs printed (a warning line says so).
-
-    The same page as `coverage-mcp dashboard`, with its data embedded: it opens
-    from disk with no network and no daemon. Every number is the stored one
-    (`coverage-mcp snapshots`, `show`, `review change` show the same).
 
     Example: coverage-mcp report --html coverage-report --baseline snap-0123abcd
     """
@@ -162,14 +172,19 @@ def report_command(
             "composite_baseline": composite_baseline,
             "order": "uncovered",
         }  # a large project's report carries its worst files, not the first by path
-        data, sources = _report_data(project, chosen, include_logs=include_logs)
+        data, sources = _report_data(project, chosen, include_logs=include_logs, every_file=not single_file)
+        rows = data.pop("all_files", None)
+        tests = data.pop("file_tests", None)
     if include_logs:
         click.echo(
             "warning: --include-logs embeds the run output of the newest runs in the report; whatever they "
             "printed (tokens, keys, paths) is published with it",
             err=True,
         )
-    out = static_report.write(directory, data, sources)
+    if single_file:
+        out = static_report.write(directory, data, sources)
+    else:
+        out = static_report.write_site(directory, data, rows or [], sources, tests)
     metrics = data["metrics"]
     if as_json:
         emit_json(
@@ -187,19 +202,56 @@ def report_command(
     click.echo(f"wrote {out} (lines {lines if lines is not None else '—'}%)", file=sys.stdout)
 
 
+def _whole_file(call: Any, project: Any, snap: str, path: str) -> dict[str, Any]:
+    """Every annotated line of one file (dashboard_source, a window at a time): a site's file page is whole."""
+    lines: list[dict[str, Any]] = []
+    first: dict[str, Any] = {}
+    while True:
+        window = call(
+            project,
+            "dashboard_source",
+            {"snapshot": snap, "file": path, "start": len(lines) + 1, "count": 2000},
+        )
+        first = first or window["data"]
+        lines += window["data"]["lines"]
+        if not window["data"]["lines"] or len(lines) >= window["data"]["file_lines"]:
+            return {**first, "lines": lines, "truncated": False}
+
+
 def _report_data(
-    project: Any, chosen: dict[str, str | None], *, include_logs: bool = False
+    project: Any, chosen: dict[str, str | None], *, include_logs: bool = False, every_file: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The projection and the annotated sources: the dashboard's rows, on whichever owns the store."""
+    """The projection and the annotated sources: the dashboard's rows, on whichever owns the store. With
+    ``every_file`` (the site): every file's row and source, and how many named tests ran each."""
     from coverage_daemon import static_report
     from coverage_daemon.client import call
 
     data = call(project, "dashboard", {k: v for k, v in chosen.items() if v is not None})["data"]
     snap = (data["selection"]["current"] or {}).get("snapshot_id")
-    sources = {
-        path: call(project, "dashboard_file", {"snapshot": snap, "file": path})["data"]
-        for path in (static_report.source_candidates(data) if snap else [])
-    }
+    if every_file and snap:
+        rows: list[dict[str, Any]] = []
+        ask: dict[str, Any] = {
+            "snapshot": snap,
+            "sort": "missed",
+            "descending": True,
+            "limit": 2000,
+            "with_tests": True,
+        }
+        while True:
+            answer = call(project, "dashboard_files", ask)
+            rows += answer["data"]["rows"]
+            if not answer["page"]["next_cursor"]:
+                break
+            ask["cursor"] = answer["page"]["next_cursor"]
+        data["all_files"] = rows
+        named = (data.get("tests") or {}).get("count")
+        data["file_tests"] = {r["path"]: r.get("tests", 0) for r in rows} if named else None
+        sources = {r["path"]: _whole_file(call, project, snap, r["path"]) for r in rows}
+    else:
+        paths = static_report.source_candidates(data) if snap else []
+        sources = {
+            path: call(project, "dashboard_file", {"snapshot": snap, "file": path})["data"] for path in paths
+        }
     data["run_logs"] = {
         run: call(project, "dashboard_run", {"run": run})["data"]
         for run in (static_report.run_candidates(data) if include_logs else [])

@@ -1,4 +1,16 @@
-"""The dashboard as one self-contained HTML file: ``coverage-mcp report --html DIR``.
+"""The static report: ``coverage-mcp report --html DIR`` writes a site, ``--single-file`` one page.
+
+The site (``write_site``): ``index.html`` is the dashboard page with the
+projection embedded (every file's row, no source), and ``files/`` holds one
+page per file of the current snapshot: its counts, how many named tests ran
+it, and its annotated source drawn as text in runs of one status (covered,
+uncovered, partial, excluded, not code), so the whole site stays within
+``SIZE_FACTOR`` times the source bytes plus ``PAGE_COST`` per page. Every
+page opens from disk with no network: its Content-Security-Policy allows only
+its own inlined style and script (by hash) and no connection; a file page's
+script only numbers the lines. Run logs are left out unless asked for.
+
+The single file (``write``), kept for ``--single-file``:
 
 The live page's own HTML, CSS and JavaScript (``static/``) with the CSS and
 script inlined and the projection (the ``dashboard`` row, ``coverage_core.operations.dashboard_view``)
@@ -15,13 +27,19 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import html
 import json
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 REPORT_FILE = "index.html"
+FILES_DIR = "files"
+# The site's budget (checked by the tests): its bytes at most SIZE_FACTOR x the sources' plus PAGE_COST a page.
+SIZE_FACTOR = 1.5
+PAGE_COST = 4096
 MAX_SOURCES = 200
 MAX_SOURCE_LINES_TOTAL = 200_000
 MAX_RUN_LOGS = 10
@@ -127,3 +145,132 @@ def write(directory: Path, data: dict[str, Any], sources: dict[str, dict[str, An
         tmp.unlink(missing_ok=True)
         raise OSError(error.errno, error.strerror, str(out)) from error
     return out
+
+
+# -- the site ----------------------------------------------------------------------------------------
+
+# Classes of a line's status, one letter each: the file pages' only markup per run of lines.
+STATUS_CLASS = {"covered": "c", "uncovered": "u", "partial": "p", "excluded": "x", "not code": "n"}
+_PAGE_STYLE = (
+    ":root{font:14px/1.45 system-ui,sans-serif;--c:#d7f0dc;--u:#fbd9d6;--p:#fbeec4;--m:#5c6166;color-scheme:light dark}"
+    "@media (prefers-color-scheme:dark){:root{--c:#1f3a27;--u:#4a2321;--p:#43391a;--m:#a2a8ae}}"
+    "body{margin:0 auto;max-width:1240px;padding:8px 24px}h1{font-size:1.1rem;overflow-wrap:anywhere}"
+    "p{color:var(--m);margin:4px 0}.src{display:flex;overflow:auto;border:1px solid var(--m);border-radius:6px}"
+    "pre{margin:0;font:12.5px/18px ui-monospace,Menlo,monospace}pre.g{color:var(--m);text-align:right;"
+    "padding:0 8px;user-select:none;min-width:5ch}pre.t{flex:1;padding-right:8px}pre.t span{display:block}"
+    ".c{background:var(--c)}.u{background:var(--u)}.p{background:var(--p)}.x{font-style:italic;opacity:.7}"
+    "a{color:#1f5fbf}"
+)
+# Numbers the lines (the gutter): one per line of the text, nothing else.
+_PAGE_SCRIPT = (
+    "var t=document.querySelector('pre.t'),g=document.querySelector('pre.g'),n=t.textContent.split('\\n').length-1,"
+    "o=[];for(var i=1;i<=n;i++)o.push(i);g.textContent=o.join('\\n');"
+)
+
+
+def page_name(index: int) -> str:
+    """A file's page: numbered, so no path (hostile or long) ever becomes a file name."""
+    return f"{FILES_DIR}/{index:05d}.html"
+
+
+def _runs(lines: list[dict[str, Any]]) -> str:
+    """The annotated text: consecutive lines of one status in one element (each line ends in a newline)."""
+    out: list[str] = []
+    status, texts = None, []  # type: ignore[var-annotated]
+    for line in lines:
+        mark = STATUS_CLASS.get(line["status"], "n")
+        if mark != status and texts:
+            out.append(_run(status, texts))
+            texts = []
+        status = mark
+        texts.append(html.escape(line["text"], quote=False))
+    if texts:
+        out.append(_run(status, texts))
+    return "".join(out)
+
+
+def _run(mark: str | None, texts: list[str]) -> str:
+    body = "\n".join(texts) + "\n"
+    return body if mark == "n" else f'<span class="{mark}">{body}</span>'
+
+
+def _ratio(counter: dict[str, int]) -> str:
+    return (
+        "—"
+        if not counter["found"]
+        else f"{100 * counter['hit'] / counter['found']:.2f}% ({counter['hit']}/{counter['found']})"
+    )
+
+
+def file_page(row: dict[str, Any], source: dict[str, Any] | None, tests: int | None) -> str:
+    """One file's page: its figures, how many named tests ran it, and its annotated source."""
+    path = html.escape(row["path"])
+    policy = (
+        f"default-src 'none'; style-src {_hash(_PAGE_STYLE)}; script-src {_hash(_PAGE_SCRIPT)}; "
+        "img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+    )
+    figures = " · ".join(
+        f"{name} {_ratio(row[name])}" for name in ("lines", "branches", "functions") if row.get(name)
+    )
+    head = row.get("headline") or {}
+    total = f"total {head['text']} ({head['hit']}/{head['found']}) · " if head.get("found") else ""
+    ran = "" if tests is None else f" · {tests} named test{'s' if tests != 1 else ''} ran it"
+    if source is None or not source.get("lines"):
+        body = "<p>This report carries no source for this file.</p>"
+    else:
+        cut = (
+            f"<p>The first {len(source['lines'])} of {source['file_lines']} lines.</p>"
+            if source.get("truncated")
+            else ""
+        )
+        body = (
+            f'<div class="src"><pre class="g"></pre><pre class="t">{_runs(source["lines"])}</pre></div>{cut}'
+        )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}"><link rel="icon" href="data:,">'
+        f"<title>{path}</title><style>{_PAGE_STYLE}</style></head><body>"
+        f'<p><a href="../index.html">all files</a></p><h1>{path}</h1><p>{total}{figures}{ran}</p>'
+        f"<p>covered · partial · uncovered · excluded (italic)</p>{body}<script>{_PAGE_SCRIPT}</script></body></html>\n"
+    )
+
+
+def write_site(
+    directory: Path,
+    data: dict[str, Any],
+    rows: list[dict[str, Any]],
+    sources: dict[str, dict[str, Any]],
+    tests: dict[str, int] | None,
+) -> Path:
+    """The site: ``index.html`` (the dashboard, every file's row, each linked to its page) and one page per
+    file under ``files/``. Written beside the target, then moved in: a failure leaves the earlier site whole."""
+    pages = {row["path"]: page_name(i) for i, row in enumerate(rows, 1)}
+    body = {
+        **data,
+        "files": {**(data.get("files") or {}), "rows": rows, "total": len(rows), "truncated": False},
+    }
+    body["pages"] = pages
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = directory / f".{FILES_DIR}.tmp"
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        staging.mkdir()
+        for row in rows:
+            text = file_page(
+                row, sources.get(row["path"]), None if tests is None else tests.get(row["path"], 0)
+            )
+            (directory / pages[row["path"]].replace(FILES_DIR, staging.name, 1)).write_text(text, "utf-8")
+        index_tmp = directory / f".{REPORT_FILE}.tmp"
+        index_tmp.write_text(render(body, {}), "utf-8")
+        old = directory / FILES_DIR
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(staging, old)
+        os.replace(index_tmp, directory / REPORT_FILE)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        (directory / f".{REPORT_FILE}.tmp").unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(directory)) from error
+    return directory / REPORT_FILE

@@ -327,7 +327,7 @@ async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
 async def test_report_through_the_daemon_that_holds_the_store_embeds_its_projection(
     live: Running, repo: Path, tmp_path: Path
 ) -> None:
-    through = await asyncio.to_thread(cli, repo, "report", "--html", str(tmp_path / "a"))
+    through = await asyncio.to_thread(cli, repo, "report", "--single-file", "--html", str(tmp_path / "a"))
     assert through["sources"] >= 2
     embedded = _embedded(Path(through["report"]))
     # the report ships the files with the most missed lines (the page's "Missed lines" order)
@@ -351,7 +351,9 @@ def _embedded(index: Path) -> dict[str, Any]:
 def test_the_static_report_from_the_store_embeds_the_projection_and_its_policy(
     repo: Path, tmp_path: Path
 ) -> None:
-    answer = cli(repo, "report", "--html", str(tmp_path / "out"), "--baseline", "none", process=False)
+    answer = cli(
+        repo, "report", "--single-file", "--html", str(tmp_path / "out"), "--baseline", "none", process=False
+    )
     index = Path(answer["report"])
     data = _embedded(index)
     assert data["selection"]["baseline"] is None and data["metrics"] == answer["metrics"]

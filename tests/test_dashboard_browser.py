@@ -340,7 +340,7 @@ async def test_the_static_report_opens_from_disk_with_the_network_off(
     live: Live, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, chromium: Any
 ) -> None:
     out = tmp_path / "report"
-    answer = await live.cli("report", "--html", str(out))
+    answer = await live.cli("report", "--single-file", "--html", str(out))
     index = Path(answer["report"])
     assert index == out / "index.html"
     listed = (await live.cli("snapshots"))["data"]["snapshots"]

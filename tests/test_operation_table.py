@@ -58,20 +58,26 @@ GOLDEN: dict[str, tuple[set[str], set[str]]] = {
     "command_list": ({"client", "admin"}, {"rest", "cli"}),
     "command_show": ({"client", "admin"}, {"rest", "cli"}),
     "command_approve": ({"admin", "session_write"}, {"rest", "cli", "dashboard"}),
-    "command_reject": ({"admin"}, {"rest", "cli"}),
+    "command_reject": ({"admin", "session_write"}, {"rest", "cli", "dashboard"}),
     "run_list": ({"client", "admin"}, {"rest", "cli"}),
     "snapshot_delete": ({"admin"}, {"rest", "cli"}),
     "compact": ({"admin"}, {"rest", "cli"}),
     "compaction_inventory": ({"client", "admin"}, {"rest", "cli"}),
     "owner_import": ({"admin"}, {"rest", "cli"}),
     "project_settings": ({"client", "admin"}, {"rest", "cli"}),
-    "project_settings_update": ({"admin"}, {"rest", "cli"}),
+    "project_settings_update": ({"admin", "session_write"}, {"rest", "cli", "dashboard"}),
     "analysis": ({"client", "admin"}, {"rest"}),
     # The dashboard's reads: its session, the client token (the static report through a daemon), the owner.
     "dashboard": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_file": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_run": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
     "dashboard_revision": ({"session_read", "client", "admin"}, {"dashboard", "rest"}),
+    "dashboard_files": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_tree": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_functions": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_source": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_line_tests": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
+    "dashboard_incremental": ({"session_read", "client", "admin"}, {"dashboard", "rest", "cli"}),
 }
 
 # The dashboard's routes that are aliases of its reads (the event stream: its first event carries the revision).
@@ -141,6 +147,12 @@ def owner_rows(
         "dashboard_file": {"snapshot": first, "file": path},
         "dashboard_run": {"run": run},
         "dashboard_revision": {},
+        "dashboard_files": {"snapshot": first, "sort": "missed", "descending": True, "limit": 2},
+        "dashboard_tree": {"snapshot": first},
+        "dashboard_functions": {"snapshot": first, "sort": "hits"},
+        "dashboard_source": {"snapshot": first, "file": path, "start": 1, "count": 20},
+        "dashboard_line_tests": {"snapshot": first, "file": path, "line": 1},
+        "dashboard_incremental": {"snapshot": first, "baseline": first},
     }
 
 
@@ -162,6 +174,21 @@ BAD: dict[str, tuple[dict[str, Any], ErrorCode]] = {
     "dashboard_file": ({"snapshot": "snap-ffffffffffffffff", "file": "a.py"}, ErrorCode.NOT_FOUND),
     "dashboard_run": ({"run": "run-0000000000000000"}, ErrorCode.NOT_FOUND),
     "dashboard_revision": ({"x": "1"}, ErrorCode.INVALID_ARGUMENT),
+    "dashboard_files": ({"snapshot": "snap-ffffffffffffffff"}, ErrorCode.NOT_FOUND),
+    "dashboard_tree": ({"snapshot": "snap-ffffffffffffffff"}, ErrorCode.NOT_FOUND),
+    "dashboard_functions": (
+        {"snapshot": "snap-ffffffffffffffff", "sort": "size"},
+        ErrorCode.INVALID_ARGUMENT,
+    ),
+    "dashboard_source": (
+        {"snapshot": "snap-ffffffffffffffff", "file": "a.py", "part": "all"},
+        ErrorCode.INVALID_ARGUMENT,
+    ),
+    "dashboard_line_tests": (
+        {"snapshot": "snap-ffffffffffffffff", "file": "a.py", "line": 0},
+        ErrorCode.INVALID_ARGUMENT,
+    ),
+    "dashboard_incremental": ({"snapshot": "snap-ffffffffffffffff", "baseline": "x"}, ErrorCode.NOT_FOUND),
 }
 
 
@@ -376,7 +403,7 @@ def test_in_process_a_weaker_principal_is_refused_before_the_handler_runs(sample
         for name, principal in (
             ("command_approve", Principal.CLIENT),
             ("compact", Principal.AGENT),
-            ("command_reject", Principal.SESSION_WRITE),
+            ("compact", Principal.SESSION_WRITE),
             ("project_context", Principal.SESSION_READ),
             ("dashboard", Principal.AGENT),
             ("dashboard_revision", Principal.SESSION_WRITE),

@@ -22,8 +22,9 @@ with fixed bounds on every list:
   the files and ranges of the change review.
 - ``files``: the current snapshot's files (at most ``MAX_FILES``) with their
   change categories; ``file_source`` drills into one file's annotated lines.
-- ``tests``: named tests (at most ``MAX_TESTS``, those that hit the most
-  items first) and duplicate candidates.
+- ``tests``: named tests (those that hit the most items first), grouped by
+  test function with their cases, and duplicate candidates
+  (``dashboard_tests``).
 - ``composite``: composite production coverage, its current and baseline
   composite snapshots chosen independently of the ordinary ones: the exact
   percentage, the components, blocking reasons and remediation buckets.
@@ -59,13 +60,13 @@ from ..review import provenance
 from ..review.budget import MAX_BYTES, MAX_WORDS
 from ..review.call import Call
 from ..review.composite_view import summary
+from ..storage import project_settings
 from ..storage.exec_db import exec_db
 from ..storage.store import chosen_side
+from . import dashboard_tests
 
 MAX_TIMELINE = 200
 MAX_FILES = 2000
-MAX_TESTS = 200
-MAX_DUPLICATES = 100
 MAX_RANGES = 500
 MAX_SOURCE_LINES = 20_000
 MAX_COMPOSITES = 50
@@ -314,40 +315,46 @@ def _files(
     return {"total": page.total, "truncated": page.total > len(rows), "order": order, "rows": rows}
 
 
-def _tests(
-    project: Project,
-    con: duckdb.DuckDBPyConnection,
-    review: Callable[[dict[str, Any]], dict[str, Any]],
-    current: Snapshot,
-) -> dict[str, Any]:
-    snap = project.store.snap_key(current.snapshot_id, con)
-    # Items each test hit (lines, branches and functions), as counted at ingest for duplicate detection:
-    # a read of one row per test, never a scan of the observations.
-    project.store.materialize(con, ("test_names",))
+def _retention(project: Project, con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each snapshot's retention as the compaction policy sees it now: its age against ``after_days``, and
+    ``compacted`` (its detail a payload), ``protected`` (the newest relational snapshot of its suite, or an
+    active run's baseline: never compacted while so), ``eligible`` (old enough: the next pass compacts it) or
+    ``kept`` (younger than the policy; ``days_left``)."""
+    if not ids:
+        return {}
+    after = int(project_settings.read(con, ["compaction_after_days"])["compaction_after_days"])
     rows = con.execute(
-        """SELECT n.name, coalesce(s.item_count, 0) AS items, s.dup_group
-           FROM test_names n LEFT JOIN test_signatures s ON s.snap = n.snap AND s.test_id = n.test_id
-           WHERE n.snap = ? ORDER BY items DESC, n.name LIMIT ?""",
-        [snap, MAX_TESTS + 1],
+        """WITH packed AS (SELECT snap FROM snapshot_payloads),
+                newest AS (SELECT max(snap) AS snap FROM snapshots WHERE snap NOT IN (SELECT snap FROM packed)
+                           GROUP BY suite)
+           SELECT s.snapshot_id, (epoch(now()) - epoch(s.created_at)) / 86400.0,
+                  s.snap IN (SELECT snap FROM packed), s.snap IN (SELECT snap FROM newest)
+           FROM snapshots s WHERE list_contains(?, s.snapshot_id)""",
+        [ids],
     ).fetchall()
-    data = review(
-        {
-            "task": "tests",
-            "representation": "review",
-            "limits": WHOLE,
-            "measurement": {"snapshot_id": current.snapshot_id},
+    held = project.active_run_baseline_snaps()
+    out: dict[str, dict[str, Any]] = {}
+    for snapshot_id, age, compacted, newest in rows:
+        why = None
+        if compacted:
+            state = "compacted"
+        elif newest or snapshot_id in held:
+            state, why = (
+                "protected",
+                "the newest snapshot of its suite" if newest else f"in use: {held[snapshot_id]}",
+            )
+        elif age >= after:
+            state = "eligible"
+        else:
+            state = "kept"
+        out[snapshot_id] = {
+            "state": state,
+            "age_days": round(float(age), 1),
+            "after_days": after,
+            "days_left": max(0, int(after - float(age))) if state == "kept" else None,
+            "why": why,
         }
-    )
-    duplicates = data.get("duplicates") or []
-    return {
-        "count": current.tests,
-        "status": data.get("status"),
-        "named": [{"name": r[0], "items": int(r[1])} for r in rows[:MAX_TESTS]],
-        "named_truncated": len(rows) > MAX_TESTS,
-        "duplicate_groups": data.get("duplicate_groups", 0),
-        "duplicates": duplicates[:MAX_DUPLICATES],
-        "duplicates_truncated": len(duplicates) > MAX_DUPLICATES or bool(data.get("duplicates_truncated")),
-    }
+    return out
 
 
 def _composite_record(comp: Any) -> dict[str, Any]:
@@ -539,6 +546,7 @@ def _compaction(
     """The compaction inventory (``Project.compaction_inventory``): relational and compacted snapshots, bytes
     before and after, what the policy would compact next and what it protects, the last pass."""
     inventory = _cached_inventory(project, con)
+    values = project_settings.read(con, [spec.key for spec in project_settings.COMPACTION])
     compacted, detail, payload = inventory["compacted"], inventory["detail_bytes"], inventory["payload_bytes"]
     items = [
         {
@@ -570,6 +578,17 @@ def _compaction(
         "available": True,
         "items": items,
         "policy": inventory["policy"],
+        # the policy as the page's form edits it (project_settings_update): each setting's value and range
+        "settings": [
+            {
+                "key": spec.key,
+                "value": values[spec.key],
+                "low": spec.low,
+                "high": spec.high,
+                "help": spec.help,
+            }
+            for spec in project_settings.COMPACTION
+        ],
         "last_pass": inventory["last_pass"],
         "inconsistent": inventory["inconsistent"][:MAX_PENDING],
         "ratio": round(detail / payload, 2) if payload else None,
@@ -627,6 +646,8 @@ def dashboard(call: Call) -> dict[str, Any]:
     runs = provenance.runs_of(con, [p.snapshot_id for p in points[:MAX_TIMELINE]])
     review = _review(call)
     change = _change(review, cur, base) if cur is not None and base is not None else None
+    chosen_ids = [p.snapshot_id for p in points[:MAX_TIMELINE]] + [s.snapshot_id for s in (cur, base) if s]
+    kept = _retention(project, con, sorted(set(chosen_ids)))
     data: dict[str, Any] = {
         "project": {
             "project_id": checkout.project_id,
@@ -640,18 +661,24 @@ def dashboard(call: Call) -> dict[str, Any]:
         "revision": revision(con),
         "suite": suite_name,
         "suites": suites,
-        "selection": {"current": _selected(con, cur), "baseline": _selected(con, base)},
+        "selection": {
+            side: None
+            if snap is None
+            else {**(_selected(con, snap) or {}), "retention": kept.get(snap.snapshot_id)}
+            for side, snap in (("current", cur), ("baseline", base))
+        },
         "metrics": _metrics(cur, base),
         "timeline": {
             # Each point with its scope and, for a run's snapshot, the run, command and case arguments.
             "points": [
-                {**_point(p), "run": runs.get(p.snapshot_id)} for p in reversed(points[:MAX_TIMELINE])
+                {**_point(p), "run": runs.get(p.snapshot_id), "retention": kept.get(p.snapshot_id)}
+                for p in reversed(points[:MAX_TIMELINE])
             ],
             "truncated": len(points) > MAX_TIMELINE,
         },
         "change": change,
         "files": _files(project, con, cur, change, order) if cur is not None else None,
-        "tests": _tests(project, con, review, cur) if cur is not None else None,
+        "tests": dashboard_tests.tests(project, con, review, cur, WHOLE) if cur is not None else None,
         "category_words": CATEGORY_WORDS,
     }
     for name, section in SECTIONS.items():
@@ -723,6 +750,45 @@ def file_source(call: Call) -> dict[str, Any]:
         "reasons": data.get("reasons") or [],
     }
     return {"data": source, "page": None}
+
+
+MAX_INCREMENTAL_FILES = 50
+
+
+def incremental(call: Call) -> dict[str, Any]:
+    """The dashboard_incremental row: the incremental review of ``snapshot`` against ``baseline`` (the
+    baseline-union-current projection: its groups kept, gained, lost, not observed and the rest), asked on
+    demand by the change view; a comparison the review refuses is ``available: false`` with its reason."""
+    current = _snapshot(call.project, call.con, call.args["snapshot"], "snapshot")
+    base = _snapshot(call.project, call.con, call.args["baseline"], "baseline")
+    call.suite = current.suite
+    try:
+        data = call.ask(
+            "coverage_review",
+            {
+                "task": "incremental",
+                "representation": "review",
+                "limits": WHOLE,
+                "measurement": {"snapshot_id": current.snapshot_id},
+                "baseline": {"kind": "explicit", "snapshot_id": base.snapshot_id},
+            },
+        )["data"]
+    except CoverageError as error:
+        return {"data": {"available": False, "reason": error.message, "code": error.code.value}, "page": None}
+    files = data.get("files") or []
+    shown = {
+        "available": True,
+        "projection": data.get("projection"),
+        "categories": data.get("categories"),
+        "lines": data.get("lines"),
+        "regression": data.get("regression"),
+        "tests": data.get("tests"),
+        "claim_status": data.get("claim_status"),
+        "reasons": data.get("reasons") or [],
+        "files": files[:MAX_INCREMENTAL_FILES],
+        "files_truncated": len(files) > MAX_INCREMENTAL_FILES,
+    }
+    return {"data": shown, "page": None}
 
 
 def revision_of(call: Call) -> dict[str, Any]:

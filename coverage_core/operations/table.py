@@ -22,6 +22,7 @@ from ..principals import Principal, Surface
 from ..review import budget, selectors
 from ..vocabulary import COMMAND_STATUSES, FILE_ORDERS, REPORT_FORMATS, RUN_STATES, SCOPES
 from . import review_task_table
+from .dashboard_nav import FILE_SORTS, FUNCTION_SORTS
 
 if TYPE_CHECKING:
     from ..review.call import Call
@@ -558,8 +559,8 @@ _OWNER_ROWS = (
         input_schema=_DECISION,
         handler="coverage_core.operations.admin_ops:command_reject",
         output_schema=output_schemas.COMMAND_ANSWER,
-        principals=OWNER,
-        surfaces=OWNER_SURFACES,
+        principals=PERSON,
+        surfaces=frozenset({Surface.REST, Surface.CLI, Surface.DASHBOARD}),
         read_only=False,
         own_writes=True,
     ),
@@ -684,8 +685,9 @@ _OWNER_ROWS = (
         },
         handler="coverage_core.operations.admin_ops:settings_update",
         output_schema=output_schemas.PROJECT_SETTINGS,
-        principals=OWNER,
-        surfaces=OWNER_SURFACES,
+        # the owner's CLI, or the dashboard's session with its CSRF token (the page's settings form)
+        principals=PERSON,
+        surfaces=frozenset({Surface.REST, Surface.CLI, Surface.DASHBOARD}),
         read_only=False,
         idempotent=True,
     ),
@@ -724,6 +726,8 @@ _OWNER_ROWS = (
 
 # A selection's value as the page's address carries it: at most 200 characters, no NUL; empty is no choice.
 _CHOICE = {"type": "string", "maxLength": 200, "pattern": "^[^\\u0000]*$"}
+# A repository-relative path or directory, as the page passes it.
+_PATH = {"type": "string", "maxLength": 4096, "pattern": "^[^\\u0000]*$"}
 
 _DASHBOARD_ROWS = (
     Operation(
@@ -798,6 +802,179 @@ _DASHBOARD_ROWS = (
         },
         handler="coverage_core.operations.dashboard_view:run_logs",
         output_schema=output_schemas.DASHBOARD_RUN,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_files",
+        title="The dashboard's file table",
+        description=(
+            "A page of a snapshot's files, filtered (a part of the path, a directory, hide fully covered) and "
+            "sorted by any column over all of them before the page is cut."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "search": {**_CHOICE, "description": "Only paths containing this (any case)."},
+                "dir": {**_PATH, "description": "Only files under this directory."},
+                "hide_covered": {"type": "boolean", "description": "Leave out files with nothing uncovered."},
+                "with_tests": {
+                    "type": "boolean",
+                    "description": "Each row with how many named tests ran it.",
+                },
+                "sort": {"enum": ["", *FILE_SORTS], "description": "The column to sort by (default path)."},
+                "descending": {"type": "boolean", "description": "Largest first (default false)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 2000,
+                    "description": "Rows per page (500).",
+                },
+                "cursor": {
+                    "type": "string",
+                    "maxLength": 4096,
+                    "description": "page.next_cursor of the last page.",
+                },
+            },
+        },
+        handler="coverage_core.operations.dashboard_nav:files",
+        output_schema=output_schemas.DASHBOARD_FILES,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_tree",
+        title="The dashboard's directory tree",
+        description="The directories directly under one, each with its whole subtree's figures summed.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "dir": {**_PATH, "description": "The directory (default: the top)."},
+            },
+        },
+        handler="coverage_core.operations.dashboard_nav:tree",
+        output_schema=output_schemas.DASHBOARD_TREE,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_functions",
+        title="The dashboard's function index",
+        description="A page of the functions of a snapshot or of one file, filtered and sorted.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {**_PATH, "description": "Only this file's functions (default: every file's)."},
+                "search": {**_CHOICE, "description": "Only names containing this (any case)."},
+                "uncovered": {"type": "boolean", "description": "Only functions never called."},
+                "sort": {
+                    "enum": ["", *FUNCTION_SORTS],
+                    "description": "The order (default line: by file and line).",
+                },
+                "descending": {"type": "boolean", "description": "Reversed (default false)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 2000,
+                    "description": "Rows per page (500).",
+                },
+                "cursor": {
+                    "type": "string",
+                    "maxLength": 4096,
+                    "description": "page.next_cursor of the last page.",
+                },
+            },
+        },
+        handler="coverage_core.operations.dashboard_nav:functions",
+        output_schema=output_schemas.DASHBOARD_FUNCTIONS,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_source",
+        title="A file's annotation in windows, for the dashboard",
+        description=(
+            "One part of one file's annotation: a window of annotated lines (with each partial line's missed "
+            "branches), the whole file's missed blocks, or its lines' change categories against a baseline."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "file"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
+                "part": {
+                    "enum": ["lines", "outline", "categories"],
+                    "description": "What to answer (lines).",
+                },
+                "start": {"type": "integer", "minimum": 1, "description": "The window's first line (1)."},
+                "count": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Lines (500)."},
+                "baseline": {**_CHOICE, "description": "For categories: the baseline snapshot."},
+            },
+        },
+        handler="coverage_core.operations.dashboard_source:source",
+        output_schema=output_schemas.DASHBOARD_SOURCE,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_line_tests",
+        title="The named tests that ran a line, for the dashboard",
+        description="A page of the named tests that ran one line of one file of a snapshot.",
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "file", "line"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
+                "line": {"type": "integer", "minimum": 1, "description": "The line."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 500,
+                    "description": "Tests per page (50).",
+                },
+                "cursor": {
+                    "type": "string",
+                    "maxLength": 4096,
+                    "description": "page.next_cursor of the last page.",
+                },
+            },
+        },
+        handler="coverage_core.operations.dashboard_source:line_tests",
+        output_schema=output_schemas.DASHBOARD_LINE_TESTS,
+        principals=VIEWER,
+        surfaces=VIEWER_SURFACES,
+    ),
+    Operation(
+        name="dashboard_incremental",
+        title="The incremental review, for the dashboard",
+        description=(
+            "The incremental review of a snapshot against a baseline (baseline union current): its groups "
+            "kept, gained, lost and not observed, asked on demand by the change view."
+        ),
+        input_schema={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["snapshot", "baseline"],
+            "properties": {
+                "snapshot": {**_CHOICE, "minLength": 1, "description": "The current snapshot."},
+                "baseline": {**_CHOICE, "minLength": 1, "description": "The baseline snapshot."},
+            },
+        },
+        handler="coverage_core.operations.dashboard_view:incremental",
+        output_schema=output_schemas.DASHBOARD_INCREMENTAL,
         principals=VIEWER,
         surfaces=VIEWER_SURFACES,
     ),

@@ -190,7 +190,13 @@
     options(byId("pick-current"), points.map((p) => [p.snapshot_id, snapLabel(p)]), cur ? cur.snapshot_id : "");
     options(byId("pick-baseline"), [["none", "none (no comparison)"], ...points.map((p) => [p.snapshot_id, snapLabel(p)])],
       base ? base.snapshot_id : "none");
-    for (const select of document.querySelectorAll("#pickers select")) select.disabled = !!staticData;
+    for (const select of document.querySelectorAll("#pickers select")) {
+      select.disabled = !!staticData;
+      // a report is one selection, written once: say so where the choice would be
+      if (staticData) select.title = "This report was written for this selection; `coverage-mcp report --html DIR --current ID --baseline ID` writes another, the live dashboard (coverage-mcp dashboard) picks any.";
+    }
+    if (staticData && !byId("pickers-note")) byId("pickers").after(el("p", { id: "pickers-note", class: "note",
+      text: "A static report shows the selection it was written for; `coverage-mcp dashboard` picks any." }));
   }
 
   function renderMetrics(d) {
@@ -216,27 +222,65 @@
     }
   }
 
+  // What a snapshot is, in one line: hover, focus and the readout under the chart name it so.
+  function pointWords(p) {
+    const t = p.totals || {};
+    const figures = COUNTERS.filter((n) => t[n] && t[n].percent !== null).map((n) => n + " " + pct(t[n].percent));
+    const head = t.headline ? "total " + t.headline.text + " (" + t.headline.counter + ")" : null;
+    return [p.snapshot_id, short(p.commit) + (p.branch ? " on " + p.branch : ""), when(p.created_at).slice(0, 16),
+      p.scope === "subset" ? "a subset of the tests (not in the line)" : "complete",
+      p.dirty ? "uncommitted changes" : null, p.run ? "run " + p.run.run_id : null, head, ...figures,
+      p.retention ? retentionWords(p.retention) : null]
+      .filter(Boolean).join(" · ");
+  }
   function renderTimeline(d) {
     const points = d.timeline.points;
     const box = byId("timeline-chart");
     if (!points.length) { box.replaceChildren(note("No snapshot of this suite yet.")); return; }
-    const W = 1180, H = 220, L = 44, R = 12, T = 10, B = 28;
-    const x = (i) => L + (points.length === 1 ? (W - L - R) / 2 : i * (W - L - R) / (points.length - 1));
+    // Drawn at the box's own width (one unit a pixel): labels stay readable on a phone, and as many fit as room allows.
+    const W = Math.max(300, Math.round((box.clientWidth || 1198) - 18)), H = 236, L = 44, R = 16, T = 22, B = 40;
+    const span = W - L - R;
+    const x = (i) => L + (points.length === 1 ? span / 2 : i * span / (points.length - 1));
     const y = (v) => T + (100 - v) * (H - T - B) / 100;
-    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "timeline-title" });
-    chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length + " snapshots, oldest to newest"));
+    const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "group", "aria-labelledby": "timeline-title" });
+    chart.append(svg("title", { id: "timeline-title" }, "Line, branch and function coverage of " + points.length +
+      " snapshots, oldest to newest; subset runs are drawn hollow and left out of the lines"));
     for (const v of [0, 25, 50, 75, 100]) {
       chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       chart.append(svg("text", { x: 4, y: y(v) + 4 }, v + "%"));
     }
+    const readout = el("p", { class: "readout", id: "timeline-readout", "aria-live": "polite" });
+    const show = (p) => { readout.textContent = pointWords(p); };
+    // One hover band per snapshot, the whole height: pointing anywhere above a commit names its snapshot.
+    const band = points.length === 1 ? span : span / (points.length - 1);
+    points.forEach((p, i) => {
+      const hover = svg("rect", { class: "hover", x: (x(i) - band / 2).toFixed(1), y: T, width: band.toFixed(1),
+        height: H - T - B, "data-snapshot": p.snapshot_id }, svg("title", {}, pointWords(p)));
+      hover.addEventListener("pointerenter", () => show(p));
+      chart.append(hover);
+    });
+    // The x axis: a commit and its date under every k-th snapshot, k chosen so no two labels overlap.
+    const step = Math.max(1, Math.ceil(96 / band));
+    points.forEach((p, i) => {
+      const last = i === points.length - 1;
+      if (!(i % step === 0 || last) || (!last && points.length - 1 - i < step && i !== 0)) return;
+      const anchor = points.length === 1 ? "middle" : i === 0 ? "start" : last ? "end" : "middle";
+      chart.append(svg("line", { class: "tick", x1: x(i), x2: x(i), y1: H - B, y2: H - B + 4 }));
+      chart.append(svg("text", { class: "xlabel", x: x(i), y: H - B + 16, "text-anchor": anchor },
+        short(p.commit).slice(0, 7) + (p.dirty ? "+" : "")));
+      chart.append(svg("text", { class: "xlabel date", x: x(i), y: H - B + 30, "text-anchor": anchor },
+        when(p.created_at).slice(5, 16)));
+    });
     const cur = d.selection.current && d.selection.current.snapshot_id;
     const base = d.selection.baseline && d.selection.baseline.snapshot_id;
     points.forEach((p, i) => {
-      if (p.snapshot_id === cur || p.snapshot_id === base) {
-        chart.append(svg("line", { class: "marker", x1: x(i), x2: x(i), y1: T, y2: H - B }));
+      for (const [id, word] of [[cur, "current"], [base, "baseline"]]) {
+        if (p.snapshot_id !== id) continue;
         const right = x(i) > W - 90;
-        chart.append(svg("text", { x: right ? x(i) - 4 : x(i) + 4, y: T + 12, "text-anchor": right ? "end" : "start" },
-          p.snapshot_id === cur ? "current" : "baseline"));
+        chart.append(svg("line", { class: "marker m-" + word, x1: x(i), x2: x(i), y1: T - 4, y2: H - B }));
+        chart.append(svg("text", { class: "mlabel m-" + word, x: right ? x(i) - 4 : x(i) + 4,
+          // current at the top, baseline at the foot: neighbours never write over each other
+          y: word === "current" ? T - 8 : H - B - 6, "text-anchor": right ? "end" : "start" }, word));
       }
     });
     for (const name of COUNTERS) {
@@ -246,26 +290,39 @@
         if (t && t.percent !== null) coords.push([x(i), y(t.percent), p, t]);
       });
       if (!coords.length) continue;
-      chart.append(svg("polyline", { class: "s-" + name, points: coords.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
+      // The line joins complete measurements only: a subset run measured fewer tests, not less coverage.
+      const complete = coords.filter((c) => c[2].scope !== "subset");
+      if (complete.length > 1) {
+        chart.append(svg("polyline", { class: "series s-" + name,
+          points: complete.map((c) => c[0].toFixed(1) + "," + c[1].toFixed(1)).join(" ") }));
+      }
       for (const [cx, cy, p, t] of coords) {
-        const label = name + " " + pct(t.percent) + " at " + short(p.commit) + " (" + when(p.created_at) + ")";
-        const point = svg("circle", { class: "s-" + name, cx: cx.toFixed(1), cy: cy.toFixed(1), r: 4 }, svg("title", {}, label));
+        const label = name + " " + pct(t.percent) + " · " + pointWords(p);
+        const point = svg("circle", { class: "s-" + name + (p.scope === "subset" ? " subset" : ""),
+          cx: cx.toFixed(1), cy: cy.toFixed(1), r: p.scope === "subset" ? 4.5 : 4, "data-snapshot": p.snapshot_id },
+        svg("title", {}, label));
+        point.addEventListener("pointerenter", () => show(p));
         if (name === "lines" && !staticData) {  // one stop per snapshot for the keyboard: pick it as current
           point.setAttribute("tabindex", "0");
           point.setAttribute("role", "button");
           point.setAttribute("aria-label", label + ": show this snapshot");
+          point.addEventListener("focus", () => show(p));
           point.addEventListener("click", () => choose("current", p.snapshot_id));
           point.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); choose("current", p.snapshot_id); } });
         }
         chart.append(point);
       }
     }
-    const first = points[0], last = points[points.length - 1];
-    chart.append(svg("text", { x: L, y: H - 4 }, short(first.commit)));
-    chart.append(svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }, short(last.commit)));
-    box.replaceChildren(chart, el("p", { class: "legend" },
+    const selected = points.find((p) => p.snapshot_id === cur) || points[points.length - 1];
+    show(selected);
+    const subsets = points.filter((p) => p.scope === "subset").length;
+    box.replaceChildren(chart, readout, el("p", { class: "legend" },
       el("span", { class: "l-lines", text: "lines" }), el("span", { class: "l-branches", text: "branches" }),
       el("span", { class: "l-functions", text: "functions" }),
+      subsets ? el("span", { class: "l-subset", text: "subset run (" + subsets + "), not joined" }) : null,
+      el("span", { class: "l-current", text: "current" }),
+      d.selection.baseline ? el("span", { class: "l-baseline", text: "baseline" }) : null,
+      points.some((p) => p.dirty) ? el("span", { class: "l-dirty", text: "+ uncommitted changes" }) : null,
       d.timeline.truncated ? el("span", { text: "(newest " + points.length + " snapshots)" }) : null));
   }
 
@@ -303,7 +360,39 @@
     const reasons = (c.reasons || []).map((r) => note(r));
     const outside = c.outside_scope && c.outside_scope.count ? note(outsideSentence(c.outside_scope, c.suite || d.suite)) : null;
     files.classList.add("path-list");
-    fill("change-body", summary, reasons, outside, table, c.files.length ? files : note("No file changed."));
+    fill("change-body", summary, reasons, outside, table, c.files.length ? files : note("No file changed."), incrementalBox(d));
+  }
+  // The incremental review (baseline ∪ current), asked when a person opens it: what a subset run kept, gained,
+  // lost or did not observe; a managed run's attached review is drawn the same way (showLog).
+  const GROUP_WORDS = [["kept", "kept: covered before and now"], ["gained", "gained: covered now, not before"],
+    ["lost", "lost: covered before, not now"], ["not_observed", "not observed: outside what this (subset) run measured"],
+    ["uncovered", "uncovered before and now"], ["added_covered", "new lines, covered"], ["added_uncovered", "new lines, not covered"],
+    ["excluded", "excluded"], ["deleted", "deleted lines"]];
+  function incrementalGroups(r, id) {
+    if (!r || r.available === false) return note("No incremental review: " + (r ? r.reason : "none") + ".");
+    const cats = r.categories || {};
+    const tests = r.tests || {};
+    return el("div", { id }, el("table", { class: "groups", "aria-label": "Incremental groups" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Group" }), el("th", { class: "num", text: "Lines" }))),
+      el("tbody", {}, GROUP_WORDS.filter(([k]) => cats[k] !== undefined).map(([k, words]) => el("tr", { "data-group": k },
+        el("td", { class: k === "lost" ? "cat-bad" : k === "gained" ? "cat-good" : "", text: words }), el("td", { class: "num", text: cats[k] }))))),
+    note("Tests: " + (tests.common || 0) + " in both, " + ((tests.only_current || {}).count || 0) + " only now, " +
+      ((tests.only_baseline || {}).count || 0) + " only before" + (r.regression && r.regression.status === "regression"
+      ? " · regression: " + r.regression.lines + " lines lost" : "") + (r.claim_status ? " · claim " + r.claim_status : "") + "."),
+    ...(r.reasons || []).map((x) => note(x)));
+  }
+  function incrementalBox(d) {
+    if (staticData || !d.selection.baseline || !d.selection.current) return null;
+    const box = el("details", { id: "incremental" }, el("summary", { text: "Incremental review: kept, gained, lost, not observed" }));
+    let asked = false;
+    box.addEventListener("toggle", async () => {
+      if (!box.open || asked) return;
+      asked = true;
+      const q = new URLSearchParams({ snapshot: d.selection.current.snapshot_id, baseline: d.selection.baseline.snapshot_id });
+      try { box.append(incrementalGroups((await row("dashboard_incremental", q)).data, "incremental-groups")); }
+      catch (error) { box.append(note(error.message)); }
+    });
+    return box;
   }
 
   // A change's file status in plain words (the change review's enum).
@@ -331,85 +420,394 @@
   function counterCell(c) {
     return el("td", { class: "num", text: c.found ? pct(ratio(c.hit, c.found)) + " (" + c.hit + "/" + c.found + ")" : "—" });
   }
+  // The table's columns, each with the server's sort (dashboard_files) and the direction of a first click.
+  const COLUMNS = [["path", "File", "path", 1], ["lines.pct", "Lines", "lines", 1], ["lines.missed", "Missed lines", "missed", -1],
+    ["branches.pct", "Branches", "branches", 1], ["functions.pct", "Functions", "functions", 1], ["headline.pct", "Total", "headline", 1]];
+  const SORT_WORDS = { path: "by path", lines: "by line coverage", missed: "by missed lines", branches: "by branch coverage",
+    functions: "by function coverage", headline: "by total coverage" };
+  // What the file table shows: a page of the server's answer (live) or the embedded rows (the static report).
+  const nav = { search: "", hide: false, dir: "", rows: null, matched: 0, total: 0, next: null, tree: null, asked: 0, view: "files" };
+  function serverSort() { return COLUMNS.find((c) => c[0] === sortKey)[2]; }
   function sortFiles(key) {
     // first click: most missed lines first; the others start ascending
     sortDir = key === sortKey ? -sortDir : key === "lines.missed" ? -1 : 1;
     sortKey = key;
     focusSort = key;  // keep the keyboard's place
-    const server = SERVER_ORDER[key];
-    if (!staticData && data.files && data.files.truncated && server && data.files.order !== server) {
-      choose("order", server);  // the server orders all the files before it cuts them
-      return;
+    const order = SERVER_ORDER[key];
+    // the three orders the projection itself knows stay in the address (a reload or a link keeps them)
+    if (!staticData) { state.order = order && sortDir === (key === "lines.missed" ? -1 : 1) ? order : ""; keepInAddress(); }
+    // the rows shown are re-sorted at once; the server's answer (over every file) replaces them
+    if (!nav.rows && !staticData) { nav.matched = nav.total = data.files.total; }
+    const shown = nav.rows || (staticData ? null : data.files.rows.slice());
+    if (shown) {
+      shown.sort((a, b) => { const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
+        return va < vb ? -sortDir : va > vb ? sortDir : a.path < b.path ? -1 : 1; });
+      nav.rows = shown;
+      drawFiles();
+      focusSort = key;
     }
-    renderFiles(data);
+    askFiles();
+  }
+  function changeOf(path) {
+    const c = data && data.change && data.change.available ? data.change.files.find((f) => f.path === path) : null;
+    return c ? c.lines : null;
+  }
+  function fileRow(f) {
+    const change = changeOf(f.path);
+    return el("tr", { "data-path": f.path },
+      el("td", {}, staticData && staticData.pages && staticData.pages[f.path]
+        ? el("a", { class: "path", href: staticData.pages[f.path], "aria-label": f.path }, pathParts(f.path))  // the site's page
+        : el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
+      counterCell(f.lines),
+      el("td", { class: "num", text: f.lines.found - f.lines.hit }),
+      counterCell(f.branches),
+      counterCell(f.functions),
+      // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
+      el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
+      el("td", { class: "muted", text: change ? Object.entries(change).map(([k, v]) => k + " " + v).join(", ") : "" }));
+  }
+  // The static report filters and sorts its embedded rows itself, by the same rules as the server.
+  function localFiles(d) {
+    const rows = d.files.rows.filter((f) => (!nav.dir || f.path.startsWith(nav.dir)) &&
+      (!nav.search || f.path.toLowerCase().includes(nav.search.toLowerCase())) &&
+      (!nav.hide || ["lines", "branches", "functions", "headline"].some((n) => f[n] && f[n].hit !== f[n].found)));
+    rows.sort((a, b) => {
+      const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
+      return va < vb ? -sortDir : va > vb ? sortDir : a.path < b.path ? -1 : 1;
+    });
+    return rows;
+  }
+  function localTree(d) {
+    const dirs = new Map();
+    let here = 0;
+    for (const f of d.files.rows) {
+      if (nav.dir && !f.path.startsWith(nav.dir)) continue;
+      const rest = f.path.slice(nav.dir.length);
+      if (!rest.includes("/")) { here += 1; continue; }
+      const name = rest.split("/")[0];
+      const dir = dirs.get(name) || { name, path: nav.dir + name + "/", files: 0,
+        lines: { hit: 0, found: 0 }, branches: { hit: 0, found: 0 }, functions: { hit: 0, found: 0 }, headline: { hit: 0, found: 0 } };
+      dir.files += 1;
+      for (const n of ["lines", "branches", "functions", "headline"]) { dir[n].hit += f[n].hit; dir[n].found += f[n].found; }
+      dirs.set(name, dir);
+    }
+    return { dir: nav.dir, files_here: here, directories: Array.from(dirs.values()).sort((a, b) => (a.name < b.name ? -1 : 1)) };
+  }
+  function fileQuery(extra) {
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: serverSort(),
+      descending: String(sortDir < 0), limit: "500", ...extra });
+    if (nav.search) q.set("search", nav.search);
+    if (nav.dir) q.set("dir", nav.dir);
+    if (nav.hide) q.set("hide_covered", "true");
+    return q;
+  }
+  async function row(name, q) {
+    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/" + name + "?" + q.toString(),
+      { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const body = await response.json().catch(() => null);
+    if (!response.ok) throw new Error(body && body.error ? body.error.message + ". " + body.error.suggestion : "error " + response.status);
+    return body;
+  }
+  // Ask the server for the first page of files (and the directory's tree) as the controls now say; an answer
+  // to an older question is dropped.
+  async function askFiles(more) {
+    if (!data || !data.files) return;
+    if (staticData) { drawFiles(); return; }
+    const asked = ++nav.asked;
+    try {
+      const [page, tree] = await Promise.all([row("dashboard_files", fileQuery(more ? { cursor: nav.next } : {})),
+        more ? Promise.resolve(null) : row("dashboard_tree", new URLSearchParams({ snapshot: data.selection.current.snapshot_id, ...(nav.dir ? { dir: nav.dir } : {}) }))]);
+      if (asked !== nav.asked) return;
+      nav.rows = more ? nav.rows.concat(page.data.rows) : page.data.rows;
+      nav.matched = page.data.matched; nav.total = page.data.total; nav.next = page.page && page.page.next_cursor;
+      if (tree) nav.tree = tree.data;
+      drawFiles();
+    } catch (error) {
+      if (asked === nav.asked) byId("files-more").textContent = "The file table could not be read: " + error.message;
+    }
   }
   function renderFiles(d) {
-    const files = d.files;
-    if (!files) { fill("files-body", note("No snapshot yet.")); return; }
-    const rows = files.rows.slice().sort((a, b) => {
-      const va = fileValue(a, sortKey), vb = fileValue(b, sortKey);
-      return (va < vb ? -1 : va > vb ? 1 : a.path < b.path ? -1 : 1) * sortDir;
-    });
-    const head = [["path", "File"], ["lines.pct", "Lines"], ["lines.missed", "Missed lines"], ["branches.pct", "Branches"], ["functions.pct", "Functions"], ["headline.pct", "Total"]];
+    if (!d.files) { fill("files-body", note("No snapshot yet.")); fill("files-tree"); byId("files-more").textContent = ""; return; }
+    // first from the projection's own page (drawn at once), then the server's answer to the controls
+    nav.rows = null;
+    drawFiles();
+    if (!staticData) askFiles();
+    if (nav.view === "functions") askFunctions();
+  }
+  function crumbs() {
+    const parts = nav.dir ? nav.dir.replace(/\/$/, "").split("/") : [];
+    const go = (dir) => () => { nav.dir = dir; askFiles(); };
+    return [el("button", { type: "button", class: "link", "aria-current": parts.length ? null : "location", text: "all files", onclick: go("") }),
+      ...parts.flatMap((part, i) => [" / ", el("button", { type: "button", class: "link",
+        "aria-current": i === parts.length - 1 ? "location" : null, text: part, onclick: go(parts.slice(0, i + 1).join("/") + "/") })])];
+  }
+  function drawTree(tree) {
+    if (!tree || !tree.directories.length) { fill("files-tree"); return; }
+    const table = el("table", { id: "tree-table", class: "wrap", "aria-label": "Directories" + (nav.dir ? " under " + nav.dir : "") },
+      el("thead", {}, el("tr", {}, ["Directory", "Files", "Lines", "Missed lines", "Branches", "Functions", "Total"].map((h, i) =>
+        el("th", { class: i ? "num" : "", text: h })))),
+      el("tbody", {}, tree.directories.map((dir) => el("tr", { "data-dir": dir.path },
+        el("td", {}, el("button", { type: "button", class: "link path", text: dir.name + "/", onclick: () => { nav.dir = dir.path; askFiles(); } })),
+        el("td", { class: "num", text: dir.files }), counterCell(dir.lines),
+        el("td", { class: "num", text: dir.lines.found - dir.lines.hit }),
+        counterCell(dir.branches), counterCell(dir.functions), counterCell(dir.headline)))));
+    fill("files-tree", table);
+  }
+  function drawFiles() {
+    const d = data;
+    const server = nav.rows !== null;
+    const rows = server ? nav.rows : staticData ? localFiles(d) : d.files.rows;
+    fill("files-crumbs", crumbs());
+    drawTree(server ? nav.tree : staticData ? localTree(d) : null);
     const table = el("table", { id: "files-table", "aria-label": "Files of the current snapshot" },
-      el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", {
+      el("thead", {}, el("tr", {}, COLUMNS.map(([key, label]) => el("th", {
         class: key === "path" ? "" : "num", "aria-sort": key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none",
       }, el("button", { type: "button", "data-sort": key, text: label, onclick: () => sortFiles(key) }))),
       el("th", { text: "Change" }))),
-      el("tbody", {}, rows.map((f) => el("tr", { "data-path": f.path },
-        el("td", {}, el("button", { class: "link path", type: "button", "aria-label": f.path, onclick: () => showSource(f.path) }, pathParts(f.path))),
-        counterCell(f.lines),
-        el("td", { class: "num", text: f.lines.found - f.lines.hit }),
-        counterCell(f.branches),
-        counterCell(f.functions),
-        // the file's figure by the producing tool's rule, as it rounds it (coverage.py: statements and branches)
-        el("td", { class: "num", text: f.headline && f.headline.found ? f.headline.text + " (" + f.headline.hit + "/" + f.headline.found + ")" : "—" }),
-        el("td", { class: "muted", text: f.change ? Object.entries(f.change).map(([k, v]) => k + " " + v).join(", ") : "" })))));
-    const by = { path: "by path", uncovered: "with the most missed lines", coverage: "with the lowest total coverage" }[files.order || "path"];
-    fill("files-body", table, files.truncated ? note("Showing the " + files.rows.length + " of " + files.total + " files " + by +
-      "; sorting by another column sorts these.") : null);
-    if (focusSort) { table.querySelector('th button[data-sort="' + focusSort + '"]').focus(); focusSort = null; }
+      el("tbody", {}, rows.map(fileRow)));
+    fill("files-body", rows.length ? table : note(nav.search || nav.hide || nav.dir ? "No file matches." : "No file."));
+    const more = byId("files-more");
+    const order = SORT_WORDS[serverSort()] + (sortDir < 0 ? ", largest first" : "");
+    if (server) {
+      const filtered = nav.matched !== nav.total ? " of " + nav.matched + " matching (" + nav.total + " in all)" : " of " + nav.total;
+      more.replaceChildren("Showing " + rows.length + filtered + " files, " + order + ".",
+        nav.next ? el("button", { type: "button", id: "files-next", class: "more", text: "Show the next 500", onclick: () => askFiles(true) }) : "");
+    } else if (staticData) {
+      more.textContent = "Showing " + rows.length + " of the " + d.files.rows.length + " files this report carries" +
+        (d.files.truncated ? " (of " + d.files.total + "; the live dashboard has them all)" : "") + ", " + order + ".";
+    } else {
+      more.textContent = d.files.truncated ? "Showing " + rows.length + " of " + d.files.total + " files…" : "";
+    }
+    if (focusSort) { const b = table.querySelector('th button[data-sort="' + focusSort + '"]'); if (b) b.focus(); focusSort = null; }
   }
 
-  async function showSource(path) {
+  // -- the function index: every file's, or the open file's -----------------------------------
+  const fnav = { search: "", uncovered: false, sort: "line", desc: false, asked: 0 };
+  async function askFunctions(file, into) {
+    const target = into || byId("functions-body");
+    if (staticData) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
+    const asked = ++fnav.asked;
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
+    if (file) q.set("file", file);
+    if (!file && nav.search) q.set("search", nav.search);
+    if (!file && fnav.uncovered) q.set("uncovered", "true");
+    let answer;
+    try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
+    if (!file && asked !== fnav.asked) return;
+    const a = answer.data;
+    const head = [["name", "Function"], ["file", "File"], ["line", "Line"], ["hits", "Calls"]].filter(([k]) => !file || k !== "file");
+    const table = el("table", { class: "wrap functions-table", "aria-label": file ? "Functions of " + file : "Functions of every file" },
+      el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", { class: key === "line" || key === "hits" ? "num" : "",
+        "aria-sort": !file && fnav.sort === key ? (fnav.desc ? "descending" : "ascending") : "none" },
+      file ? label : el("button", { type: "button", "data-fsort": key, text: label, onclick: () => {
+        fnav.desc = fnav.sort === key ? !fnav.desc : key === "hits" ? false : false; fnav.sort = key; askFunctions(); } }))))),
+      el("tbody", {}, a.rows.map((f) => el("tr", { class: f.hits ? "" : "uncovered-fn" },
+        el("td", {}, el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
+        file ? null : el("td", {}, pathParts(f.path)),
+        el("td", { class: "num", text: f.start_line }), el("td", { class: "num" + (f.hits ? "" : " cat-bad"), text: f.hits })))));
+    target.replaceChildren(note(a.matched + " functions, " + a.hit + " called" + (a.truncated ? "; the first " + a.rows.length + " shown" : "") + "."),
+      a.rows.length ? table : note("No function matches."));
+  }
+  function showView(view) {
+    nav.view = view;
+    byId("show-files").setAttribute("aria-pressed", String(view === "files"));
+    byId("show-functions").setAttribute("aria-pressed", String(view === "functions"));
+    for (const id of ["files-crumbs", "files-tree", "files-body", "files-more"]) byId(id).hidden = view !== "files";
+    byId("functions-body").hidden = view !== "functions";
+    byId("files-hide").checked = view === "functions" ? fnav.uncovered : nav.hide;
+    byId("files-hide").parentElement.lastChild.textContent = view === "functions" ? " Only never called" : " Hide fully covered";
+    if (view === "functions") askFunctions();
+  }
+
+  // -- the annotated file, windowed: only the lines in view are asked for and drawn -----------------
+  const LH = 18;  // one line's height in px (the CSS's .source .ln): the scroll box is file_lines × LH tall
+  const CHUNK = 500;  // lines per request and per drawn piece
+  function categoryAt(ranges, line) {  // ranges sorted by start: binary search
+    let lo = 0, hi = ranges.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1, r = ranges[mid];
+      if (line < r[1]) hi = mid - 1; else if (line > r[2]) lo = mid + 1; else return r[0];
+    }
+    return null;
+  }
+  function missedBlocks(lines) {  // the static report's blocks, from its embedded lines
+    const blocks = [];
+    let open = null;
+    for (const line of lines) {
+      const bad = line.status === "uncovered" || line.status === "partial";
+      if (bad) { if (open && line.line === open[1] + 1) open[1] = line.line; else { open = [line.line, line.line]; blocks.push(open); } }
+      else open = null;
+    }
+    return blocks;
+  }
+  let viewer = null;  // the open file: its chunks, outline and categories
+  async function sourcePart(path, args) {
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, file: path, ...args });
+    return (await row("dashboard_source", q)).data;
+  }
+  async function showSource(path, atLine) {
     const box = byId("source");
     box.hidden = false;
+    const v = viewer = { path, chunks: new Map(), asked: new Set(), blocks: null, ranges: null, at: -1, here: null, total: 0, drawn: "" };
     box.replaceChildren(el("header", {}, el("strong", { text: path }), el("span", { class: "muted", text: "loading…" })));
-    let source = null;
+    let first;
     if (staticData) {
-      source = (staticData.sources || {})[path] || null;
+      const embedded = (staticData.sources || {})[path] || null;
+      if (!embedded) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
+      first = { ...embedded, start: 1 };
+      v.total = embedded.lines.length ? embedded.lines[embedded.lines.length - 1].line : 0;
+      for (let k = 0; k * CHUNK < v.total; k += 1) v.chunks.set(k, embedded.lines.filter((l) => l.line > k * CHUNK && l.line <= (k + 1) * CHUNK));
+      v.blocks = missedBlocks(embedded.lines);
     } else {
-      const q = new URLSearchParams({ project: data.project.project_id, snapshot: data.selection.current.snapshot_id, file: path });
-      const response = await fetch("/api/dashboard/file?" + q.toString(), { credentials: "same-origin" });
-      const body = await response.json().catch(() => null);
-      source = response.ok && body ? body.data : null;
-      if (!source && body && body.error) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note(body.error.message)); return; }
+      try { first = await sourcePart(path, { part: "lines", start: "1", count: String(CHUNK) }); }
+      catch (error) { if (viewer === v) box.replaceChildren(el("header", {}, el("strong", { text: path })), note(error.message)); return; }
+      if (viewer !== v) return;
+      v.total = first.file_lines;
+      v.chunks.set(0, first.lines);
+      v.asked.add(0);
     }
-    if (!source) { box.replaceChildren(el("header", {}, el("strong", { text: path })), note("This report does not carry this file's source.")); return; }
-    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; openLog = null; } });
-    const pre = el("pre", { tabindex: "0", "aria-label": "Annotated source of " + path },
-      source.lines.map((line) => el("span", { class: "ln " + line.status.replace(" ", "-"), title: line.status },
-        el("span", { class: "no", text: line.line }), line.text)));
+    const close = el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; viewer = null; } });
+    const pre = el("pre", { class: "rows" });
+    const scroller = el("div", { class: "viewport", id: "source-text", tabindex: "0", role: "region",
+      "aria-label": "Annotated source of " + path + "; n and p step through the missed blocks" },
+    el("div", { class: "spacer", style: null }), pre);
+    scroller.firstChild.style.height = (v.total * LH) + "px";
+    v.pre = pre; v.scroller = scroller;
+    const where = el("span", { class: "muted", id: "source-block", "aria-live": "polite", text: staticData ? "" : "finding the missed blocks…" });
+    const prev = el("button", { type: "button", id: "source-prev", text: "↑ previous missed", onclick: () => { step(v, -1, where); scroller.focus(); } });
+    const next = el("button", { type: "button", id: "source-next", text: "↓ next missed", onclick: () => { step(v, 1, where); scroller.focus(); } });
+    scroller.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (event.key === "n" || event.key === "j") { event.preventDefault(); step(v, 1, where); }
+      if (event.key === "p" || event.key === "k") { event.preventDefault(); step(v, -1, where); }
+    });
+    let pending = false;
+    scroller.addEventListener("scroll", () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; drawSource(v); }); } });
+    const fns = el("details", { id: "source-functions" }, el("summary", { text: "Functions of this file" }));
+    let askedFns = false;
+    fns.addEventListener("toggle", () => { if (fns.open && !askedFns) { askedFns = true; const into = el("div"); fns.append(into); askFunctions(path, into); } });
+    const tests = el("div", { id: "line-tests", class: "line-tests", hidden: true });
+    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
-      el("span", { class: "muted", text: "covered · partial · uncovered, as measured at " + short(source.commit) }), close),
-      pre, ...(source.truncated ? [note("Showing the first " + source.lines.length + " of " + source.file_lines +
-        " lines; the rest: coverage-mcp review source --file " + path + " --lines A-B.")] : []),
-      ...(source.reasons || []).map((r) => note(r)));
+      el("span", { class: "muted", text: legend + ", as measured at " + short(first.commit) }),
+      el("span", { class: "stepper" }, prev, next, where), close),
+      staticData ? null : fns, tests, scroller,
+      note(v.total + " lines" + (staticData ? "" : "; click a line's number for the tests that ran it") + "."),
+      ...(first.truncated ? [note("This report carries the first " + first.lines.length + " of " + first.file_lines +
+        " lines; the live dashboard shows the whole file.")] : []),
+      ...(first.reasons || []).map((r) => note(r)));
+    pre.addEventListener("click", (event) => {
+      const no = event.target.closest(".no");
+      if (no && !staticData) lineTests(v, Number(no.parentElement.dataset.line), tests);
+    });
     box.scrollIntoView({ block: "nearest" });
-    close.focus();
+    drawSource(v);
+    if (atLine) { jump(v, atLine, atLine); scroller.focus(); } else close.focus();
+    if (!staticData) {
+      sourcePart(path, { part: "outline" }).then((o) => {
+        if (viewer !== v) return;
+        v.blocks = o.blocks;
+        where.textContent = v.blocks.length ? v.blocks.length + " missed blocks" : "no missed block";
+      }).catch((error) => { where.textContent = error.message; });
+      if (data.selection.baseline) {
+        sourcePart(path, { part: "categories", baseline: data.selection.baseline.snapshot_id }).then((c) => {
+          if (viewer !== v || !c.available) return;
+          v.ranges = c.ranges; v.drawn = ""; drawSource(v);
+        }).catch(() => {});
+      }
+    } else {
+      where.textContent = v.blocks.length ? v.blocks.length + " missed blocks" : "no missed block";
+    }
+  }
+  function jump(v, first, last) {
+    v.here = [first, last];
+    v.scroller.scrollTop = Math.max(0, (first - 4) * LH);
+    v.drawn = "";
+    drawSource(v);
+  }
+  function step(v, by, where) {
+    if (!v.blocks || !v.blocks.length) return;
+    v.at = (v.at + by + v.blocks.length) % v.blocks.length;
+    const [first, last] = v.blocks[v.at];
+    jump(v, first, last);
+    where.textContent = "missed block " + (v.at + 1) + " of " + v.blocks.length + ": lines " + first + (last > first ? "–" + last : "");
+  }
+  // Draw the chunks in view (and one either side); ask for the ones not read yet.
+  function drawSource(v) {
+    if (viewer !== v) return;
+    const top = Math.floor(v.scroller.scrollTop / LH) + 1;
+    const bottom = top + Math.ceil((v.scroller.clientHeight || 520) / LH);
+    const from = Math.max(0, Math.floor((top - 1 - 100) / CHUNK)), to = Math.floor((bottom - 1 + 100) / CHUNK);
+    for (let k = from; k <= to; k += 1) {
+      if (k * CHUNK >= v.total || v.chunks.has(k) || v.asked.has(k) || staticData) continue;
+      v.asked.add(k);
+      sourcePart(v.path, { part: "lines", start: String(k * CHUNK + 1), count: String(CHUNK) }).then((w) => {
+        v.chunks.set(k, w.lines); v.drawn = ""; drawSource(v);
+      }).catch(() => v.asked.delete(k));
+    }
+    let start = from;
+    while (start <= to && !v.chunks.has(start)) start += 1;
+    let end = start;
+    while (end + 1 <= to && v.chunks.has(end + 1)) end += 1;
+    const key = start + ":" + end;
+    if (key === v.drawn || start > to) return;
+    v.drawn = key;
+    const lines = [];
+    for (let k = start; k <= end; k += 1) lines.push(...v.chunks.get(k));
+    v.pre.style.top = (start * CHUNK) * LH + "px";
+    v.pre.replaceChildren(...lines.map((line) => {
+      const cat = v.ranges ? categoryAt(v.ranges, line.line) || (line.status === "covered" ? "CBC" : line.status === "uncovered" || line.status === "partial" ? "UBC" : null) : null;
+      const here = v.here && line.line >= v.here[0] && line.line <= v.here[1];
+      return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " k-bad" : cat && GOOD.has(cat) ? " k-good" : ""),
+        title: line.status, "data-line": line.line, "data-cat": cat, "data-missed": line.missed ? line.missed.join(", ") : null,
+        "aria-description": line.missed ? "missed branches " + line.missed.join(", ") : null },
+      el("span", { class: "no", text: line.line }), line.text);
+    }));
+  }
+  async function lineTests(v, line, box, cursor, shown) {
+    box.hidden = false;
+    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, file: v.path, line: String(line), limit: "50" });
+    if (cursor) q.set("cursor", cursor);
+    let answer;
+    try { answer = await row("dashboard_line_tests", q); } catch (error) { box.replaceChildren(note(error.message)); return; }
+    const a = answer.data, names = (shown || []).concat(a.tests);
+    const more = answer.page && answer.page.next_cursor;
+    box.replaceChildren(el("header", {}, el("strong", { id: "line-tests-title", text: "Line " + line + ": " +
+      (a.named_tests ? a.total + " named tests ran it" : "this snapshot has no named tests") }),
+    el("button", { type: "button", text: "Close", onclick: () => { box.hidden = true; } })),
+    names.length ? el("ul", { id: "line-tests-list", class: "wrap" }, names.map((n) => el("li", {}, el("code", { text: n })))) : null,
+    more ? el("button", { type: "button", id: "line-tests-more", text: "Show more", onclick: () => lineTests(v, line, box, more, names) }) : null);
   }
 
   function renderTests(d) {
     const t = d.tests;
     if (!t) { fill("tests-body", note("No snapshot yet.")); return; }
     if (!t.count) { fill("tests-body", note("This snapshot has no named tests (per-test contexts or LCOV TN: sections).")); return; }
-    const named = el("table", { id: "tests-table", "aria-label": "Named tests" },
-      el("thead", {}, el("tr", {}, el("th", { text: "Test" }),
-        el("th", { class: "num" }, el("abbr", { title: "lines, branches and functions the test hit", text: "Items hit" })))),
-      el("tbody", {}, t.named.map((n) => el("tr", {}, el("td", { text: n.name }), el("td", { class: "num", text: n.items })))));
-    const dups = t.duplicates.length ? el("ul", { id: "duplicates" }, t.duplicates.map((g) => el("li", { text: JSON.stringify(g) })))
+    const fns = t.functions || { items: t.named.map((n) => ({ function: n.name, cases: 1, items: n.items, shown: [] })), count: t.named.length };
+    const itemsHit = () => el("abbr", { title: "lines, branches and functions the test hit (its case that hit the most)", text: "Items hit" });
+    // One row per test function; a parametrised one opens onto its cases (parameters and phase), each with its items.
+    const named = el("table", { id: "tests-table", class: "wrap", "aria-label": "Named tests by test function" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Test" }), el("th", { class: "num", text: "Cases" }), el("th", { class: "num" }, itemsHit()))),
+      el("tbody", {}, fns.items.map((f) => el("tr", { "data-function": f.function },
+        el("td", {}, f.cases > 1 ? el("details", {}, el("summary", { text: f.function }),
+          el("ul", { class: "cases" }, f.shown.map((c) => el("li", {}, el("code", { text: c.case || c.name }), " ",
+            el("span", { class: "muted", text: c.items + " items" }))),
+          f.cases_truncated ? el("li", { class: "muted", text: "and " + (f.cases - f.shown.length) + " more cases" }) : null))
+          : f.function),
+        el("td", { class: "num", text: f.cases }),
+        el("td", { class: "num", text: f.items })))));
+    const groups = t.duplicate_families || [];
+    const dups = groups.length ? el("ul", { id: "duplicates", class: "wrap" }, groups.map((g) => el("li", {},
+      el("strong", { text: g.tests + " tests" }), " cover the same " + g.item_count + " items:",
+      el("ul", {}, g.functions.map((f) => el("li", {}, el("code", { text: f.function }),
+        f.cases.length ? el("span", { class: "muted", text: " · " + f.count + (f.count === 1 ? " case: " : " cases: ") +
+          f.cases.slice(0, 8).join(" ") + (f.cases.length > 8 ? " … and " + (f.cases.length - 8) + " more" : "") }) : null))))))
       : note("No duplicate candidates: no two tests cover exactly the same items.");
-    fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests · " + t.duplicate_groups + " groups of duplicate candidates" }),
+    const cut = [fns.truncated ? "the first " + fns.items.length + " of " + fns.count + " test functions" : null,
+      t.duplicates_truncated ? "the first " + groups.length + " duplicate groups" : null].filter(Boolean);
+    fill("tests-body", el("p", { id: "tests-summary", text: t.count + " named tests in " + fns.count + " test functions · " +
+        t.duplicate_groups + (t.duplicate_groups === 1 ? " group" : " groups") + " of duplicate candidates" + (fns.rule ? " · grouped by " + fns.rule : "") }),
+      cut.length ? note("Showing " + cut.join(" and ") + "; coverage-mcp review tests pages through the rest.") : null,
       el("div", { class: "two" }, el("div", { class: "scroll" }, named), el("div", {}, el("h3", { text: "Duplicate candidates" }), dups)));
   }
 
@@ -456,7 +854,9 @@
     const text = body.text.map((part) => (body.text.length > 1 ? "── " + part.stream + " ──\n" : "") + part.text).join("\n");
     box.replaceChildren(...[el("header", {}, el("strong", { id: "run-log-id", text: runId + " · " + body.run.state }), close),
       el("pre", { id: "run-log-text", tabindex: "0", "aria-label": "Output of " + runId, text: text || "(no output)" }),
-      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null].filter(Boolean));
+      body.more ? note("More output: coverage-mcp runs show " + runId + " --logs") : null,
+      body.run && body.run.incremental_review ? el("h3", { text: "The run's incremental review" }) : null,
+      body.run && body.run.incremental_review ? incrementalGroups(body.run.incremental_review, "run-review") : null].filter(Boolean));
     if (!refresh) close.focus();  // a refresh never moves the focus
   }
   // Everything the approval binds, exactly as `coverage-mcp command show` prints it: the projection's display
@@ -473,15 +873,24 @@
     const ask = () => {
       confirming = item.command_id;
       const confirm = el("button", { type: "button", class: "confirm", text: "Confirm approve " + item.command_id,
-        onclick: (event) => approve(item.command_id, event.target, index) });
+        onclick: (event) => decide("command_approve", item.command_id, event.target, index) });
       const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.approve").focus(); } });
       cell.replaceChildren(el("p", { class: "confirm-question", text: "Let agents run exactly this command?" }), confirm, " ", cancel);
       confirm.focus();
     };
+    const refuse = () => {
+      confirming = "reject:" + item.command_id;
+      const confirm = el("button", { type: "button", class: "confirm", text: "Confirm reject " + item.command_id,
+        onclick: (event) => decide("command_reject", item.command_id, event.target, index) });
+      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => { confirming = null; start(); cell.querySelector("button.reject").focus(); } });
+      cell.replaceChildren(el("p", { class: "confirm-question", text: "Refuse this command? Agents cannot run it." }), confirm, " ", cancel);
+      confirm.focus();
+    };
     const start = () => cell.replaceChildren(el("button", { type: "button", class: "approve", text: "Approve…",
-      "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }));
+      "aria-label": "Approve " + (item.name || item.command_id) + "…", onclick: ask }), " ",
+    el("button", { type: "button", class: "reject", text: "Reject…", "aria-label": "Reject " + (item.name || item.command_id) + "…", onclick: refuse }));
     if (staticData) cell.append(el("span", { class: "muted", text: "approve from the live dashboard" }));
-    else if (confirming === item.command_id) ask(); else start();
+    else if (confirming === item.command_id) ask(); else if (confirming === "reject:" + item.command_id) refuse(); else start();
     return cell;
   }
   function renderApprovals(section) {
@@ -512,22 +921,28 @@
       (target || byId("h-approvals")).focus();
     }
   }
-  async function approve(commandId, button, index) {
-    button.disabled = true;
+  // A person's write: a row of the operation table that admits a session only with its CSRF token.
+  async function write(name, body) {
     const token = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
-    // The command_approve row: a session with its CSRF token is the principal it admits besides the CLI.
-    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/command_approve", {
+    const response = await fetch("/api/projects/" + encodeURIComponent(data.project.project_id) + "/ops/" + name, {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "x-coverage-mcp-csrf": token },
-      body: JSON.stringify({ command_id: commandId }),
+      body: JSON.stringify(body),
     });
-    const body = await response.json().catch(() => null);
-    if (!response.ok) {
+    const answer = await response.json().catch(() => null);
+    return { ok: response.ok, status: response.status, answer };
+  }
+  async function decide(name, commandId, button, index) {
+    button.disabled = true;
+    const verb = name === "command_approve" ? "Approved" : "Rejected";
+    // command_approve and command_reject: a session with its CSRF token is the principal they admit besides the CLI
+    const { ok, status, answer } = await write(name, { command_id: commandId });
+    if (!ok) {
       button.disabled = false;
-      byId("approvals-status").textContent = body && body.error ? "Not approved: " + body.error.message : "Not approved (" + response.status + ")";
+      byId("approvals-status").textContent = "Not " + verb.toLowerCase() + ": " + (answer && answer.error ? answer.error.message : "(" + status + ")");
       return;
     }
-    byId("approvals-status").textContent = "Approved " + commandId + ".";
+    byId("approvals-status").textContent = verb + " " + commandId + ".";
     confirming = null;
     approvalFocus = index;
     load();
@@ -554,7 +969,47 @@
       note(last ? "Last pass " + when(last.finished_at) + " (" + last.trigger + "): " + last.compacted + " compacted, " +
         last.left + " left" : "No compaction pass yet."),
       section.inconsistent && section.inconsistent.length
-        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""));
+        ? note("Inconsistent (payload and detail rows both present): " + section.inconsistent.join(", ")) : document.createTextNode(""),
+      settingsForm(section), retentionTable(data));
+  }
+  let settingsSaid = "";
+  // The compaction policy, edited by a person (project_settings_update with the session's CSRF token).
+  function settingsForm(section) {
+    if (staticData || !section.settings) return null;
+    const inputs = section.settings.map((s) => el("label", { title: s.help }, s.key.replace(/^compaction_/, "").replace(/_/g, " ") + " ",
+      el("input", { type: "number", name: s.key, value: s.value, min: s.low, max: s.high, step: 1, required: true })));
+    const said = el("span", { id: "settings-status", role: "status", "aria-live": "polite", class: "note", text: settingsSaid });
+    // the server checks every value (the setting's own range and words); the browser's checks are only hints
+    const form = el("form", { id: "settings-form", class: "filters", "aria-label": "Compaction policy", novalidate: true },
+      el("strong", { text: "Policy" }), inputs, el("button", { type: "submit", class: "approve", text: "Save policy" }), said);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const settings = {};
+      for (const s of section.settings) settings[s.key] = Number(form.elements[s.key].value);
+      const { ok, status, answer } = await write("project_settings_update", { settings });
+      // kept across the refresh a save causes (the form is drawn again from the stored policy)
+      settingsSaid = said.textContent = ok ? "Saved." : "Not saved: " + (answer && answer.error ? answer.error.message + ". " + answer.error.suggestion : "(" + status + ")");
+      if (ok) load();
+    });
+    return form;
+  }
+  const RETENTION_WORDS = { compacted: "compacted", protected: "protected", eligible: "eligible: the next pass compacts it", kept: "kept" };
+  function retentionWords(r) {
+    if (!r) return "";
+    return r.age_days + " days old (policy " + r.after_days + ") · " + RETENTION_WORDS[r.state] +
+      (r.why ? " (" + r.why + ")" : "") + (r.days_left !== null && r.days_left !== undefined ? " (" + r.days_left + " days left)" : "");
+  }
+  function retentionTable(d) {
+    const points = d.timeline.points.slice().reverse().filter((p) => p.retention);
+    if (!points.length) return null;
+    return el("details", { id: "retention" }, el("summary", { text: "Retention of each measurement (" + points.length + ")" }),
+      el("table", { id: "retention-table", class: "wrap", "aria-label": "Retention of each measurement" },
+        el("thead", {}, el("tr", {}, ["Snapshot", "Commit", "Age", "Retention"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, points.map((p) => el("tr", { "data-snapshot": p.snapshot_id, "data-state": p.retention.state },
+          el("td", {}, el("code", { text: p.snapshot_id })), el("td", { text: short(p.commit) }),
+          el("td", { class: "num", text: p.retention.age_days + " d" }),
+          el("td", { text: RETENTION_WORDS[p.retention.state] + (p.retention.why ? " (" + p.retention.why + ")" : "") +
+            (p.retention.state === "kept" ? " (" + p.retention.days_left + " of " + p.retention.after_days + " days left)" : "") }))))));
   }
   function compositeLabel(c) {
     return c.composite_snapshot_id.slice(5, 13) + " · " + short(c.commit) + " · " + when(c.created_at).slice(0, 16) +
@@ -610,7 +1065,23 @@
   }
 
   // -- wiring ---------------------------------------------------------------------------------
+  let drawnWidth = 0;  // the timeline is redrawn when its box changes width (a rotated phone, a resized window)
+  window.addEventListener("resize", () => {
+    const width = byId("timeline-chart").clientWidth;
+    if (data && width !== drawnWidth) { drawnWidth = width; renderTimeline(data); }
+  });
   const pickers = { "pick-project": "project", "pick-suite": "suite", "pick-current": "current", "pick-baseline": "baseline" };
   for (const [id, key] of Object.entries(pickers)) byId(id).addEventListener("change", (event) => choose(key, event.target.value));
+  let searching = null;  // typing asks once the person pauses
+  byId("files-search").addEventListener("input", (event) => {
+    clearTimeout(searching);
+    searching = setTimeout(() => { nav.search = event.target.value; if (nav.view === "functions") askFunctions(); else askFiles(); }, 200);
+  });
+  byId("files-hide").addEventListener("change", (event) => {
+    if (nav.view === "functions") { fnav.uncovered = event.target.checked; askFunctions(); } else { nav.hide = event.target.checked; askFiles(); }
+  });
+  byId("files-filters").addEventListener("submit", (event) => event.preventDefault());
+  byId("show-files").addEventListener("click", () => showView("files"));
+  byId("show-functions").addEventListener("click", () => showView("functions"));
   load();
 })();

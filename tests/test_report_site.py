@@ -1,0 +1,92 @@
+"""``coverage-mcp report --html DIR``: a site of an index and one page per file, offline, within its size.
+
+A real coverage.py history of the shop package (``shop_stored``); the site is
+written by the console script and read back as files, and opened from disk in
+headless Chromium with the network off.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coverage_daemon.static_report import FILES_DIR, PAGE_COST, SIZE_FACTOR
+
+from .browser import cli, ready
+from .conftest import StoredCheckout
+
+
+@pytest.fixture
+def repo(shop_stored: StoredCheckout) -> Path:
+    return shop_stored.fresh()
+
+
+def embedded(index: Path) -> dict[str, Any]:
+    raw = index.read_text().split('<script type="application/json" id="dashboard-data">', 1)[1]
+    return json.loads(raw.split("</script>", 1)[0])
+
+
+def test_the_site_has_an_index_and_one_page_per_file_within_its_size_and_policy(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), process=False)
+    index = Path(answer["report"])
+    data = embedded(index)
+    shown = cli(repo, "show", answer["current"], process=False)["data"]["files"]
+    # every file of the snapshot, each with a page of its own (never named after its path)
+    assert sorted(data["pages"]) == sorted(f["path"] for f in shown)
+    pages = sorted((out / FILES_DIR).iterdir())
+    assert len(pages) == len(shown) and all(re.fullmatch(r"\d{5}\.html", p.name) for p in pages)
+    assert (
+        data["sources"] == {} and data.get("run_logs") == {}
+    )  # no source in the index, no run log by default
+    cart = (out / data["pages"]["shop/cart.py"]).read_text()
+    assert (
+        "connect-src 'none'" in cart
+        and "'unsafe-inline'" not in cart
+        and "//" not in cart.replace("<!doctype", "")
+    )
+    # its annotated source: every line of the file, in runs of one status; how many named tests ran it
+    text = (repo / "shop/cart.py").read_text()
+    drawn = re.sub(r"<[^>]+>", "", cart.split('<pre class="t">', 1)[1].split("</pre>", 1)[0])
+    assert html.unescape(drawn) == text  # hostile text stays text: escaped, never markup
+    assert '<span class="u">' in cart and '<span class="c">' in cart
+    assert re.search(r" · \d+ named tests? ran it</p>", cart)
+    # the budget: at most SIZE_FACTOR x the sources plus PAGE_COST a page (the index is one of them)
+    source_bytes = sum(len((repo / f["path"]).read_bytes()) for f in shown)
+    site_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert site_bytes <= SIZE_FACTOR * source_bytes + PAGE_COST * len(pages) + index.stat().st_size
+    # the single file stays, as --single-file
+    single = cli(repo, "report", "--single-file", "--html", str(tmp_path / "one"), process=False)
+    assert "shop/cart.py" in embedded(Path(single["report"]))["sources"]
+    assert not (tmp_path / "one" / FILES_DIR).exists()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_site_opens_from_disk_offline_and_its_file_pages_number_their_lines(
+    repo: Path, tmp_path: Path, isolated_home: Path, chromium: Any
+) -> None:
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), process=False)
+    async with chromium(offline=True) as context:
+        page = await context.new_page()
+        asked: list[str] = []
+        errors: list[str] = []
+        page.on("request", lambda r: asked.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(Path(answer["report"]).as_uri())
+        await ready(page)
+        await page.locator('#files-table tr[data-path="shop/cart.py"] a').click()
+        await page.wait_for_selector("pre.g")
+        lines = (repo / "shop/cart.py").read_text().count("\n")
+        numbers = await page.eval_on_selector("pre.g", "g => g.textContent.split('\\n')")
+        assert numbers == [str(n) for n in range(1, lines + 1)]
+        assert await page.locator("h1").text_content() == "shop/cart.py"
+        assert errors == [] and all(url.startswith("file://") or url.startswith("data:") for url in asked)
