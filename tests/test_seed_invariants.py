@@ -25,7 +25,7 @@ PAGE = ROOT / "docs" / "seed-invariants.md"
 README = ROOT / "README.md"
 SEED_NAME = "coverage-mcp-architecture.md"
 
-ROW = re.compile(r'^- ([A-Z]\d+) "(.*)"$')
+ROW = re.compile(r'^- ([A-Z]\d+[a-z]?) "(.*)"$')
 EVIDENCE = re.compile(r"^  - (test|deviation|not implemented): (.*)$")
 TEST_REF = re.compile(r"^`(tests/[\w/]+\.py)::(\w+)(\[[^\]]*\])?`$")
 DEVIATION_REF = re.compile(r'^\[README: ([^\]]+)\]\(\.\./README\.md#([\w-]+)\) "(.+)"$')
