@@ -117,16 +117,21 @@ def test_a_parent_commit_baseline_of_a_root_commit_is_an_error(project: Project)
     with pytest.raises(CoverageError) as refused:
         Service(project).call(
             "coverage_review",
-            {"task": "change", "measurement": {"snapshot_id": current}, "baseline": {"kind": "parent_commit"}},
+            {
+                "task": "change",
+                "measurement": {"snapshot_id": current},
+                "baseline": {"kind": "parent_commit"},
+            },
         )
     assert refused.value.code == ErrorCode.BASELINE_UNAVAILABLE
     assert "no parent" in refused.value.message
 
 
 def test_a_compact_insight_shows_three_files_and_five_targets_by_default(tmp_path: Path) -> None:
-    """Seed: "Compact coverage reviews default to three files and five ranked targets". Four files with
-    three untested functions each: the compact answer lists three files and five targets, and says how
-    many there are."""
+    """Seed: "Agent-facing projections are compact by default." and "Compact coverage reviews default to
+    three files and five ranked targets". Four files with three untested functions each: an insight that
+    names no representation is the compact one (tuples a legend names), and lists three files and five
+    targets, saying how many there are."""
     source = "".join(f"def f{i}():\n    x = {i}\n    return x\n\n" for i in range(3))
     names = [f"m{k}.py" for k in range(4)]
     repo = make_repo(tmp_path / "repo", {**{n: source for n in names}, ".gitignore": "*.info\n"})
@@ -144,8 +149,11 @@ def test_a_compact_insight_shows_three_files_and_five_targets_by_default(tmp_pat
     with open_project(repo) as project:
         service = Service(project)
         service.call("coverage_import", {"report_path": "r.info"})
-        answer = service.call("coverage_review", {"task": "insight", "representation": "compact"})
+        answer = service.call("coverage_review", {"task": "insight"})
+        compact = service.call("coverage_review", {"task": "insight", "representation": "compact"})
+    assert answer["data"] == compact["data"]  # the cursors differ: each is scoped to its own query
     data = answer["data"]
+    assert "legend" in data and isinstance(data["files"][0], list)
     assert (data["files_with_gaps"], len(data["files"])) == (4, 3)
     assert (data["target_count"], len(data["targets"])) == (12, 5)
     assert answer["page"]["next_cursor"]
@@ -201,7 +209,9 @@ def test_the_dashboard_says_where_a_snapshots_detail_lives_and_which_run_made_it
         assert page["suite"] == "unit" and current["format"] == "lcov"
         made_by = current["run"]
         if made_by["run_id"] == full["id"]:
-            assert current["detail"] == "compacted" and made_by["args"] == [] and current["scope"] == "complete"
+            assert (
+                current["detail"] == "compacted" and made_by["args"] == [] and current["scope"] == "complete"
+            )
             full_print = made_by["fingerprint"]
         else:
             assert current["detail"] == "relational" and made_by["args"] == ["./test_a.py"]
@@ -225,8 +235,7 @@ def test_a_fresh_store_has_a_table_for_every_record_the_seed_lists(project: Proj
     registry is the daemon's common database's (R1); a run row is its job, its execution context (case
     arguments, baseline, fingerprint) and its output metadata (bytes and truncation per stream)."""
     tables = {
-        name
-        for (name,) in project.relation("SELECT table_name FROM information_schema.tables").fetchall()
+        name for (name,) in project.relation("SELECT table_name FROM information_schema.tables").fetchall()
     }
     assert {
         "settings",
@@ -276,7 +285,10 @@ async def _over_http(daemon: Running, repo: Path, messages: list[dict[str, Any]]
         _, headers, _ = await post_mcp(http, daemon.url + "/mcp", init, repo=repo)
         session = {"Mcp-Session-Id": headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-06-18"}
         await post_mcp(
-            http, daemon.url + "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+            http,
+            daemon.url + "/mcp",
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=session,
         )
         answers = []
         for message in messages:
