@@ -342,3 +342,51 @@ async def test_a_call_over_stdio_and_over_http_gets_the_same_answer_and_the_same
         )
         if direct["result"]["isError"]:
             assert direct["result"]["content"] == bridged["result"]["content"]
+
+
+SHADER = "".join(f"fn f{i}() {{ y(); }}\n" for i in range(8))
+GPU = {
+    "inventory_version": 1,
+    "components": [{"id": "gpu", "language": "other", "format": "regions-v1", "sources": ["shaders/*.wgsl"]}],
+}
+
+
+def _regions(hits: list[int]) -> str:
+    """A regions-v1 report of the shader: one region per line, with these hits."""
+    regions = [
+        {"start_line": i + 1, "start_col": 1, "end_line": i + 1, "end_col": 10, "hits": h}
+        for i, h in enumerate(hits)
+    ]
+    source = hashlib.sha256(SHADER.encode()).hexdigest()
+    files = [{"path": "shaders/main.wgsl", "source_sha256": source, "regions": regions}]
+    return json.dumps({"format": "coverage-mcp-regions-v1", "version": 1, "files": files})
+
+
+def test_a_composite_change_counts_every_region_whatever_the_response_limits(tmp_path: Path) -> None:
+    """Seed: "Composite region comparisons load all stored canonical rows for exact category counts before
+    applying response limits." Three regions lost between two composites: with ``max_regions`` 1 the
+    answer lists one range and says it cut the rest, and its categories still count all three."""
+    repo = make_repo(
+        tmp_path / "gpu",
+        {"shaders/main.wgsl": SHADER, "inventory.json": json.dumps(GPU), ".gitignore": "*.rj\n"},
+    )
+    (repo / "base.rj").write_text(_regions([1] * 8))
+    (repo / "now.rj").write_text(_regions([1, 0, 1, 0, 1, 0, 1, 1]))
+    with open_project(repo) as project:
+        service = Service(project)
+        ids = [
+            service.call("coverage_import", {"inventory_path": "inventory.json", "reports": [f"gpu={name}"]})[
+                "data"
+            ]["composite"]["composite_snapshot_id"]
+            for name in ("base.rj", "now.rj")
+        ]
+        sides = {
+            "task": "change",
+            "measurement": {"composite_snapshot_id": ids[1]},
+            "baseline": {"kind": "explicit", "composite_snapshot_id": ids[0]},
+        }
+        whole = service.call("coverage_review", sides)["data"]
+        cut = service.call("coverage_review", {**sides, "limits": {"max_regions": 1}})["data"]
+    assert whole["categories"] == cut["categories"] and cut["categories"]["code"]["lost"] == 3
+    assert (len(whole["ranges"]), whole["ranges_truncated"]) == (3, False)
+    assert (len(cut["ranges"]), cut["ranges_truncated"]) == (1, True)
