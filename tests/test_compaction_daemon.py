@@ -190,7 +190,8 @@ def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_r
 async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_the_store(
     sample_repo: Path, isolated_home: Path
 ) -> None:
-    """Seed: "Manual passes update durable status and byte counters." and "All connector and compaction
+    """Seed: "`PATCH /api/projects/{id}`, the dashboard, and the one-shot CLI pass handle later changes." and
+    "Manual passes update durable status and byte counters." and "All connector and compaction
     requests go through the shared daemon; only that daemon resolves and opens project stores." """
     old, _new = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
     async with in_process(Settings.from_env(port=0)) as d:
