@@ -2,11 +2,11 @@
 
 The page maps every checkable statement of the architecture seed to the tests that prove it, to a
 README section reasoning a deviation, or to "not implemented". These checks read files only (no
-store, no daemon): every quoted statement occurs in the seed; every test named exists, as a
-module-level function of its file, and its docstring quotes the statement (or each **bold** part
-of it); every deviation names a README section that exists and holds the phrase given as its
-reason. The seed lives beside the checkout in the workspace; a copy of its text would drift, so the
-statement check is skipped where the seed is absent and the rest still run.
+store, no daemon): every test named exists, as a module-level function of its file, and its
+docstring quotes the statement (or each **bold** part of it); every deviation names a README section
+that exists and holds the phrase given as its reason; the page's counts are its rows'. That every
+quoted statement is the seed's own text is checked where ``ARCHITECTURE_SEED`` names the seed: the
+checkout keeps no copy of it and reads nothing beside itself.
 """
 
 from __future__ import annotations
@@ -103,13 +103,10 @@ def rows() -> list[Statement]:
 
 
 def seed_text() -> str | None:
-    """The seed, where the workspace has it (COVERAGE_MCP_SEED names another copy)."""
-    named = os.environ.get("COVERAGE_MCP_SEED")
-    candidates = [Path(named)] if named else []
-    candidates += [parent / "shared" / "seeds" / SEED_NAME for parent in ROOT.parents]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
+    """The seed, where ``ARCHITECTURE_SEED`` names it (the checkout holds no copy and reads nothing beside it)."""
+    named = os.environ.get("ARCHITECTURE_SEED")
+    if named and Path(named).is_file():
+        return Path(named).read_text(encoding="utf-8")
     return None
 
 
@@ -174,10 +171,27 @@ def test_the_page_has_one_row_per_statement_each_with_a_unique_id_and_some_evide
     assert all(s.tests or s.deviations or s.missing for s in rows())
 
 
+def test_the_pages_counts_are_those_of_its_rows() -> None:
+    listed = rows()
+    counts = re.search(
+        r"In all: (\d+) statements; (\d+) proved by tests, (\d+) with a reasoned deviation \((\d+) of them with"
+        r" no test:.*?\), (\d+) in part not implemented",
+        flat(PAGE.read_text(encoding="utf-8")),
+    )
+    assert counts, "the page's summary line is missing"
+    assert tuple(int(n) for n in counts.groups()) == (
+        len(listed),
+        sum(1 for s in listed if s.tests),
+        sum(1 for s in listed if s.deviations),
+        sum(1 for s in listed if s.deviations and not s.tests),
+        sum(1 for s in listed if s.missing),
+    )
+
+
 def test_every_statement_on_the_page_is_the_seeds_own_text() -> None:
     seed = seed_text()
     if seed is None:
-        pytest.skip(f"the seed {SEED_NAME} is not in this workspace (set COVERAGE_MCP_SEED to check)")
+        pytest.skip(f"ARCHITECTURE_SEED does not name the seed ({SEED_NAME}) to check the quotes against")
     text = flat(seed)
     assert [s.ident for s in rows() if s.text not in text] == []
 
