@@ -234,7 +234,8 @@ def three_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Stored:
 def test_every_task_and_representation_of_the_sample_answers_the_same_after_compaction(
     two_snapshots: Stored,
 ) -> None:
-    """Seed: "Relational detail and the zstd compacted payload are equivalent sources for the projection;
+    """Seed: "Query paths transparently restore the payload when a detailed view is requested." and
+    "Relational detail and the zstd compacted payload are equivalent sources for the projection;
     neither path invokes a test runner or reparses a report." and "If an ordinary child snapshot is
     compacted, named-test attribution restores its observations from the same payload used by incremental
     review." Every task, ``incremental`` with both sides named each way round and ``tests`` on both
@@ -296,6 +297,7 @@ def test_a_measured_package_with_named_tests_and_branches_answers_the_same_after
 def test_duplicate_test_signatures_stay_relational_and_agree_with_the_restored_observations(
     two_snapshots: Stored,
 ) -> None:
+    """Seed: "Restored compacted payloads use the same exact signature semantics." """
     sample_repo, [_, new] = two_snapshots.fresh()
     with open_project(sample_repo) as project:
         before = project.store.con.execute("SELECT * FROM test_signatures ORDER BY ALL").fetchall()
@@ -333,6 +335,8 @@ def test_a_snapshot_key_reused_after_deleting_a_compacted_snapshot_never_mixes_r
 
 
 def test_every_snapshot_keyed_table_is_either_in_the_payload_or_kept_relational(sample_repo: Path) -> None:
+    """Seed: "Compaction includes both named-test tables in the zstd detail payload and deletes their
+    relational rows in the same transaction as file and line detail." """
     with open_project(sample_repo) as project:
         tables = set(snap_tables(project.store.con))
     assert tables == set(payload.DETAIL) | set(payload.KEPT)
@@ -548,6 +552,9 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
 def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
     three_snapshots: Stored, stage: str, nth: int
 ) -> None:
+    """Seed: "Compaction includes both named-test tables in the zstd detail payload and deletes their
+    relational rows in the same transaction as file and line detail." and "The original detail rows are
+    removed only after the compressed payload is durable." """
     import subprocess
     import sys
 

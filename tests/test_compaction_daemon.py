@@ -81,6 +81,9 @@ def _wait_for(predicate, what: str, limit_s: float = 90.0) -> Any:
 async def test_the_worker_compacts_one_batch_per_tick_and_leaves_the_newest_of_each_suite_alone(
     sample_repo: Path, isolated_home: Path
 ) -> None:
+    """Seed: "Each opened project starts a maintenance worker." and "On the configured cadence it reads
+    the persisted policy, finds snapshots older than the project threshold, serializes file/line
+    detail, compresses it with zstd, and commits the compacted payload in one DuckDB transaction." """
     shutil_reports(sample_repo)
     step1, step2, newest, lcov_only = _ingest(
         sample_repo,
@@ -187,6 +190,9 @@ def test_the_inventory_counts_every_protected_snapshot_whatever_its_age(sample_r
 async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_the_store(
     sample_repo: Path, isolated_home: Path
 ) -> None:
+    """Seed: "`PATCH /api/projects/{id}`, the dashboard, and the one-shot CLI pass handle later changes." and
+    "Manual passes update durable status and byte counters." and "All connector and compaction
+    requests go through the shared daemon; only that daemon resolves and opens project stores." """
     old, _new = _ingest(sample_repo, ("step1.coverage.json", "default"), ("step3.coverage.json", "default"))
     async with in_process(Settings.from_env(port=0)) as d:
         await asyncio.to_thread(d.client().register, sample_repo)
@@ -227,6 +233,8 @@ async def test_compact_on_the_command_line_goes_through_the_daemon_that_holds_th
 async def test_the_settings_route_validates_compaction_policy_ranges(
     sample_repo: Path, isolated_home: Path
 ) -> None:
+    """Seed: "REST `POST /api/projects` can provide project-creation overrides; `PATCH
+    /api/projects/{id}`, the dashboard, and the one-shot CLI pass handle later changes." """
     async with in_process(Settings.from_env(port=0)) as d:
         client = d.client()
         await asyncio.to_thread(client.register, sample_repo)

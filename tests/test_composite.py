@@ -139,6 +139,8 @@ def _build(root: Path, reports, **kw):
 
 
 def test_the_combined_percentage_is_the_hand_count_over_every_report(product) -> None:
+    """Seed: "LLVM/native/WASM, coverage.py, Istanbul, and `coverage-mcp-regions-v1` evidence map into one
+    canonical region model." """
     root, reports = product
     comp = _build(root, specs(reports))
     fast, safe = _llvm(reports["native-fast"]), _llvm(reports["native-safe"])
@@ -168,6 +170,8 @@ def test_the_combined_percentage_is_the_hand_count_over_every_report(product) ->
 
 
 def test_every_declared_variant_is_required_even_for_one_shared_source(product) -> None:
+    """Seed: "Every declared package/backend variant is required even when variants share a logical
+    source." """
     root, reports = product
     comp = _build(root, specs(reports, without="native-safe"))
     assert comp.status == "incomplete"
@@ -182,6 +186,8 @@ def test_every_declared_variant_is_required_even_for_one_shared_source(product) 
 def test_removing_one_component_report_is_incomplete_with_its_reason_and_the_same_denominator(
     product,
 ) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." """
     root, reports = product
     whole = _build(root, specs(reports))
     part = _build(root, specs(reports, without="python"))
@@ -209,6 +215,8 @@ def test_without_any_earlier_measurement_an_unmeasured_entry_says_its_denominato
 
 
 def test_a_malformed_or_unsupported_report_blocks_its_entries_with_that_reason(product) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." """
     root, reports = product
     broken = root / "reports" / "broken.json"
     broken.write_text('{"result": {}, "coverage-final": ')
@@ -222,6 +230,8 @@ def test_a_malformed_or_unsupported_report_blocks_its_entries_with_that_reason(p
 
 
 def test_a_report_of_another_commit_is_stale(product) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." """
     root, reports = product
     first = git(root, "rev-parse", "HEAD")
     (root / "NOTES.md").write_text("a commit that changes no source\n")
@@ -237,6 +247,7 @@ def test_a_report_of_another_commit_is_stale(product) -> None:
 
 
 def test_an_alias_counts_a_shared_source_once(product) -> None:
+    """Seed: "Its authoritative inventory owns the denominator" """
     root, reports = product
     aliased = _build(root, specs(reports))
     js = _istanbul_aliased(reports["js"])
@@ -256,6 +267,8 @@ def test_an_alias_counts_a_shared_source_once(product) -> None:
 
 
 def test_a_source_edited_after_its_report_is_source_mismatched(product) -> None:
+    """Seed: "Missing, stale, malformed, unsupported, or source-mismatched evidence makes the composite
+    incomplete and never lowers its denominator." """
     root, reports = product
     _build(root, specs(reports))
     c_file = root / "native/src/mathlib.c"
@@ -288,6 +301,8 @@ def _svc_call(root: Path, name: str, args: dict) -> dict:
 
 
 def test_composite_change_review_between_two_commits(product) -> None:
+    """Seed: "Composite region comparisons load all stored canonical rows for exact category counts before
+    applying response limits." """
     root, reports = product
     rel = [s.replace(f"{root}/", "") for s in specs(reports)]
     first = _svc_call(root, "coverage_import", {"inventory_path": INVENTORY, "reports": rel})
@@ -348,6 +363,7 @@ def test_composite_change_review_between_two_commits(product) -> None:
 
 
 def test_composites_of_different_inventories_do_not_compare(product) -> None:
+    """Seed: "composite comparisons additionally require the same mapping version and inventory hash." """
     root, reports = product
     a = _build(root, specs(reports))
     inventory = json.loads((root / INVENTORY).read_text())
@@ -452,7 +468,8 @@ def test_a_stored_composite_never_changes_when_later_composites_and_snapshots_co
 
 
 def test_composites_answer_the_same_after_every_ordinary_snapshot_is_compacted(product) -> None:
-    """Seed: "Composite snapshots and canonical composite regions are not part of the ordinary snapshot
+    """Seed: "Composite rows are independent of ordinary zstd detail compaction" and "Composite snapshots and
+    canonical composite regions are not part of the ordinary snapshot
     compaction transaction; their immutable rows remain directly queryable." """
     root, reports = product
     ordinary = _ordinary(root, ["1,0", "1,1", "2,1"], suites=["py", "py", "other"])

@@ -61,6 +61,8 @@ def _health(port: int) -> dict[str, Any]:
 
 
 def test_the_first_connector_starts_a_detached_daemon_that_outlives_it(home: Path, repo: Path) -> None:
+    """Seed: "The daemon is independent of any one stdio bridge and remains available after bridges
+    disconnect." """
     port = free_port()
     connector = Connector(repo, env_for(home, port))
     assert connector.initialize()["result"]["serverInfo"]["name"] == "coverage-mcp"
@@ -73,6 +75,9 @@ def test_the_first_connector_starts_a_detached_daemon_that_outlives_it(home: Pat
 
 
 def test_eight_connectors_started_at_once_end_with_exactly_one_daemon(home: Path, repo: Path) -> None:
+    """Seed: "The first connector starts the daemon on demand; racing connectors using the same host,
+    port, and common database discover the same owner, which alone holds `daemon.lock`." and
+    "Connectors and direct HTTP clients never take this lease and may connect concurrently." """
     env = env_for(home, free_port())
     connectors = [Connector(repo, env) for _ in range(8)]
     for connector in connectors:
@@ -105,6 +110,11 @@ def test_eight_connectors_started_at_once_end_with_exactly_one_daemon(home: Path
 
 
 def test_a_daemon_killed_mid_session_is_restarted_and_the_session_goes_on(home: Path, repo: Path) -> None:
+    """Seed: "A bridge that outlives a crashed daemon treats connection refusal as proof that its request
+    was not delivered, executes the same verified startup path, and replays that request once." and
+    "After an ungraceful daemon exit, the OS releases the lease even though the metadata file remains."
+    and "The next new or already-running stdio bridge acquires that same file and starts the
+    replacement; no operator deletes a lock, and no client-to-client connection lock is introduced." """
     connector = Connector(repo, env_for(home, free_port()))
     connector.initialize()
     assert "result" in connector.call(2, "project_context", {})
@@ -125,6 +135,9 @@ def test_a_daemon_killed_mid_session_is_restarted_and_the_session_goes_on(home: 
 def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
+    """Seed: "During an upgrade, a newer connector reads the capability only from the actively locked
+    file, requests graceful shutdown from that exact loopback instance, and waits for both its listener
+    and lease to disappear." """
     port = free_port()
     older = start_daemon(home, port, build=other_build(tmp_path / "old", version="0.0.1"))
     assert _health(port)["version"] == "0.0.1"
@@ -137,6 +150,9 @@ def test_an_older_daemon_is_handed_off_and_replaced_by_this_build(
 
 
 def test_a_newer_daemon_is_never_downgraded(home: Path, repo: Path, tmp_path: Path) -> None:
+    """Seed: "Unknown owners, downgrades, and equal-version incompatibilities fail closed instead of
+    starting or terminating a second process." and "The connector never downgrades a newer owner or
+    takes over a different common database." """
     port = free_port()
     newer = start_daemon(home, port, build=other_build(tmp_path / "new", version="9.9.9"))
     connector = Connector(repo, env_for(home, port))
@@ -151,6 +167,8 @@ def test_a_daemon_of_this_version_built_from_other_files_is_refused_with_the_sto
     repo: Path,
     tmp_path: Path,
 ) -> None:
+    """Seed: "Before forwarding a request, a connector requires the daemon health response to match its
+    binary version, schema revision, and common database." """
     port = free_port()
     other = start_daemon(home, port, build=other_build(tmp_path / "edited", note="an edited build"))
     connector = Connector(repo, env_for(home, port))
@@ -163,6 +181,9 @@ def test_a_daemon_of_this_version_built_from_other_files_is_refused_with_the_sto
 
 
 def test_a_daemon_of_another_home_on_the_port_is_refused(home: Path, repo: Path, tmp_path: Path) -> None:
+    """Seed: "Before forwarding a request, a connector requires the daemon health response to match its
+    binary version, schema revision, and common database." and "The connector never downgrades a newer
+    owner or takes over a different common database." """
     port = free_port()
     elsewhere = tmp_path / "elsewhere"
     try:
@@ -177,6 +198,8 @@ def test_a_daemon_of_another_home_on_the_port_is_refused(home: Path, repo: Path,
 
 
 def test_a_foreign_program_on_the_port_is_refused_and_left_running(home: Path, repo: Path) -> None:
+    """Seed: "Unknown owners, downgrades, and equal-version incompatibilities fail closed instead of
+    starting or terminating a second process." """
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

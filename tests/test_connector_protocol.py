@@ -203,6 +203,8 @@ def test_without_repo_the_connector_serves_the_directory_it_was_started_in(
     daemon_env: dict[str, str],
     repo: Path,
 ) -> None:
+    """Seed: "A stdio process selects one repository and forwards newline-delimited JSON-RPC to the daemon
+    with a bounded loopback HTTP request." """
     process = subprocess.run(
         [sys.executable, "-m", "coverage_cli", "connect"],
         cwd=repo / "inventory",

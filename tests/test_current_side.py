@@ -178,6 +178,7 @@ def test_naming_the_current_snapshot_compares_it_as_asked(repo: Path, measured) 
 
 
 def test_a_gate_exits_1_when_head_does_not_descend_from_the_baseline(repo: Path, measured) -> None:
+    """Seed: "Comparisons require compatible repository, suite, and lineage identity." """
     _repo, commits, saved = measured
     ingest(repo, saved["c2"]["json"])
     git(repo, "checkout", "-q", "--detach", commits["c1"])  # back to HEAD~1, which is measured too

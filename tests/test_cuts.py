@@ -309,6 +309,7 @@ def _smallest_walk(svc: Service, args: dict[str, Any], records) -> tuple[int, li
 def test_every_tasks_cursors_walk_to_the_end_at_its_smallest_budget_with_nothing_duplicated_or_missing(
     service: Service, history_repo: dict[str, Any], name: str
 ) -> None:
+    """Seed: "Collections use bounded fetches, word budgets, and opaque query-scoped cursors." """
     args, records = WALKS[name]
     if name in ("history", "file", "files", "tests", "audit", "audit of a file", "source"):
         args = {**args, "measurement": {"snapshot_id": service.ids["A" if name != "history" else "B"]}}

@@ -25,6 +25,8 @@ def test_open_project_opens_the_store_directly_when_no_one_holds_it(sample_repo:
 async def test_open_project_routes_to_the_owning_daemon_with_identical_results(
     isolated_home: Path, sample_repo: Path
 ) -> None:
+    """Seed: "This preserves coverage history and approvals across stdio client restarts without allowing
+    each client to own DuckDB." """
     with open_direct(sample_repo) as project:
         snap = project.ingest(sample_repo / "step3.coverage.json", suite="unit")
         expected = {

@@ -49,6 +49,8 @@ HEALTH_KEYS = {
 def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(
     shared_serve_process: ServeProcess,
 ) -> None:
+    """Seed: "Daemon lease metadata includes a per-process instance ID and handoff capability." and "On
+    Unix the metadata file is restricted to mode `0600`." """
     lock = shared_serve_process.home / "daemon.lock"
     meta = shared_serve_process.lock_metadata()
     assert LOCK_KEYS <= set(meta)
@@ -67,6 +69,8 @@ def test_serve_takes_a_private_lock_whose_metadata_names_the_bound_port(
 def test_health_identifies_the_daemon_and_never_reveals_the_capability(
     shared_serve_process: ServeProcess,
 ) -> None:
+    """Seed: "The public health response includes the PID, instance ID, and whether handoff is supported,
+    but never the capability." """
     health = shared_serve_process.client().health()
     meta = shared_serve_process.lock_metadata()
     assert set(health) == HEALTH_KEYS
@@ -85,6 +89,8 @@ def test_health_identifies_the_daemon_and_never_reveals_the_capability(
 def test_a_second_daemon_on_the_same_home_fails_fast_naming_the_holder(
     shared_serve_process: ServeProcess,
 ) -> None:
+    """Seed: "A duplicate daemon or database owner fails fast with holder metadata instead of deleting a
+    lock or attempting concurrent DuckDB access." """
     second = shared_serve_process.cli(
         "serve", "--port", "0"
     )  # fails within cli's generous deadline, never waits
@@ -158,6 +164,11 @@ def serve_once(home: Path, *args: str, **env: str) -> subprocess.CompletedProces
 
 
 def test_a_non_loopback_host_is_refused_before_anything_is_locked(tmp_path: Path) -> None:
+    """Seed: "The server rejects non-loopback bind hosts, validates Host headers, emits restrictive
+    browser headers, does not enable CORS, and serves no third-party assets." and "A deployment that
+    exposes the HTTP port beyond the local user boundary requires an external authentication,
+    authorization, and network-isolation design; that deployment is outside this project's supported
+    scope." """
     refused = serve_once(tmp_path / "home", "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode == 2 and "loopback" in refused.stderr
     assert not (tmp_path / "home" / "daemon.lock").exists()
@@ -169,6 +180,7 @@ def test_settings_out_of_range_are_refused_at_start(tmp_path: Path) -> None:
 
 
 def test_a_port_in_use_is_a_clear_error_and_releases_the_lock(tmp_path: Path) -> None:
+    """Seed: "The daemon takes `<common-db-parent>/daemon.lock` before binding its listener." """
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -28,6 +28,9 @@ def slow_query(_project: Any, con: Any) -> Any:
 async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exceeded(
     isolated_home: Path, sample_repo: Path
 ) -> None:
+    """Seed: "A watchdog interrupts the connection when the configured query deadline expires; shutdown
+    interrupts all tracked operations, waits for them to release their leases, then closes the pool and
+    database lock." """
     async with in_process(Settings.from_env(port=0, http_timeout_s=5, db_query_timeout_ms=300)) as d:
         target = Target(path=str(sample_repo))
         started = time.monotonic()
@@ -44,6 +47,7 @@ async def test_a_query_past_its_deadline_is_interrupted_and_answers_deadline_exc
 
 
 async def test_a_checkout_waits_at_most_the_acquire_timeout(isolated_home: Path, sample_repo: Path) -> None:
+    """Seed: "Each project store owns a bounded `r2d2` pool." """
     settings = Settings.from_env(
         port=0, http_timeout_s=5, db_query_timeout_ms=1500, db_pool_size=1, db_acquire_timeout_ms=100
     )
@@ -60,6 +64,8 @@ async def test_a_checkout_waits_at_most_the_acquire_timeout(isolated_home: Path,
 
 
 async def test_the_loop_keeps_answering_while_queries_run(isolated_home: Path, sample_repo: Path) -> None:
+    """Seed: "These leases protect process and database ownership, not client connections: HTTP and stdio
+    requests can execute concurrently within the configured MCP, pool, and deadline limits." """
     async with in_process(Settings.from_env(port=0, http_timeout_s=30, db_query_timeout_ms=3000)) as d:
         target = Target(path=str(sample_repo))
         await d.daemon.projects.resolve(target)
@@ -76,6 +82,9 @@ async def test_the_loop_keeps_answering_while_queries_run(isolated_home: Path, s
 async def test_shutdown_interrupts_running_queries_and_releases_the_store(
     isolated_home: Path, sample_repo: Path
 ) -> None:
+    """Seed: "A watchdog interrupts the connection when the configured query deadline expires; shutdown
+    interrupts all tracked operations, waits for them to release their leases, then closes the pool and
+    database lock." """
     settings = Settings.from_env(port=0, http_timeout_s=60, db_query_timeout_ms=50000)
     store_lock = sample_repo / ".coverage-mcp" / "coverage.duckdb.lock"
     async with in_process(settings) as d:

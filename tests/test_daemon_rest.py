@@ -74,6 +74,9 @@ def assert_error(status: int, answer: Any, expected_status: int, code: str) -> d
 
 
 async def test_every_response_is_hardened_closes_its_connection_and_has_no_cors(daemon: Running) -> None:
+    """Seed: "HTTP/1 keep-alive is disabled so idle client connections cannot retain server tasks
+    indefinitely." and "The server rejects non-loopback bind hosts, validates Host headers, emits
+    restrictive browser headers, does not enable CORS, and serves no third-party assets." """
     for method, path in (("GET", "/health"), ("GET", "/nowhere"), ("GET", "/mcp"), ("PUT", "/api/projects")):
         status, headers, _ = await call(daemon, method, path, headers={"Origin": daemon.url})
         assert {k: headers.get(k) for k in HARDENING} == HARDENING, (method, path, status)
@@ -81,6 +84,8 @@ async def test_every_response_is_hardened_closes_its_connection_and_has_no_cors(
 
 
 async def test_a_foreign_host_or_origin_is_forbidden_on_every_route(daemon: Running) -> None:
+    """Seed: "The server rejects non-loopback bind hosts, validates Host headers, emits restrictive
+    browser headers, does not enable CORS, and serves no third-party assets." """
     port = daemon.daemon.port
     for path in ("/health", "/api/projects", "/mcp"):
         status, _, _ = await call(daemon, "GET", path, headers={"Host": f"evil.example:{port}"})
@@ -96,6 +101,11 @@ async def test_a_foreign_host_or_origin_is_forbidden_on_every_route(daemon: Runn
 async def test_registering_a_checkout_opens_its_project_once_and_lists_it(
     daemon: Running, sample_repo: Path
 ) -> None:
+    """Seed: "The HTTP daemon owns a common registry and lazily opens one project database for each
+    canonical Git repository." and "Settings are inserted with validated server defaults when a project
+    is first seen." and "Project summaries expose a stable short SHA-256 ID derived from the canonical
+    repository key, so common-daemon project routes can resolve the project without a repository
+    selection header." """
     status, _, answer = await call(
         daemon, "POST", "/api/projects", body={"path": str(sample_repo / "inventory")}
     )
@@ -120,6 +130,8 @@ async def test_registering_a_checkout_opens_its_project_once_and_lists_it(
 async def test_project_settings_are_set_at_creation_patched_later_and_unknown_keys_refused(
     daemon: Running, sample_repo: Path
 ) -> None:
+    """Seed: "REST `POST /api/projects` can provide project-creation overrides; `PATCH
+    /api/projects/{id}`, the dashboard, and the one-shot CLI pass handle later changes." """
     status, _, answer = await call(
         daemon,
         "POST",
@@ -297,6 +309,9 @@ async def test_errors_have_one_shape_and_the_status_of_their_code(
 
 
 async def test_a_body_over_the_limit_is_refused_with_413(isolated_home: Path, sample_repo: Path) -> None:
+    """Seed: "HTTP requests have an independent deadline and bounded JSON bodies, MCP requests use a
+    semaphore" and "Request bodies, coverage reports, and retained command output are explicitly
+    size-bounded; malformed coverage numbers are rejected." """
     async with in_process(Settings.from_env(port=0, http_max_body_bytes=1024)) as d:
         pid = await register(d, sample_repo)
         body = {"report_path": "x" * 2000}
@@ -359,6 +374,8 @@ async def test_a_store_released_during_the_wait_is_opened(
 async def test_a_request_past_the_http_deadline_answers_504_and_leaks_nothing(
     isolated_home: Path, sample_repo: Path, store_holder: StoreHolder
 ) -> None:
+    """Seed: "HTTP requests have an independent deadline and bounded JSON bodies, MCP requests use a
+    semaphore" """
     settings = Settings.from_env(port=0, http_timeout_s=1, db_query_timeout_ms=500, store_wait_ms=10000)
     async with in_process(settings) as d:
         started = time.monotonic()

@@ -81,6 +81,8 @@ def file_source(project: Project, con: Any, snapshot: str, path: str) -> dict[st
 def test_the_projection_shows_the_stored_totals_with_the_delta_against_the_previous_snapshot(
     repo: Path,
 ) -> None:
+    """Seed: "The embedded dashboard uses one bounded `GET /api/dashboard` projection for its metrics,
+    timeline, run activity, incremental categories, file table, and compaction inventory." """
     project = open_project(repo)
     con = project.store.cursor()
     try:
@@ -292,6 +294,8 @@ async def test_approve_needs_the_session_and_its_csrf_token(live: Running, repo:
 async def test_the_event_stream_sends_a_refresh_only_when_the_revision_changes(
     live: Running, repo: Path, shop_history: Any
 ) -> None:
+    """Seed: "It subscribes to `GET /api/dashboard/events`, which checks the server-side revision every
+    ten seconds and emits a refresh event only when it changes." """
     async with aiohttp.ClientSession(cookie_jar=jar()) as http:
         await signed_in(http, live)
         async with http.get(live.url + "/api/dashboard/events") as stream:

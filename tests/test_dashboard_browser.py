@@ -218,6 +218,8 @@ async def test_the_stream_is_open_only_while_the_tab_is_visible_and_the_server_s
     live: Live,
     chromium: Any,
 ) -> None:
+    """Seed: "The browser keeps the stream and automatic refresh active only while the tab is
+    foregrounded; it never polls individual REST projections or reruns tests." """
     async with chromium() as context:
         page = await live.sign_in(context)
         await wait_server(live, lambda s: s.open == 1)

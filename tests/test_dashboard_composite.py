@@ -53,6 +53,9 @@ async def live(product: tuple[Path, dict[str, Path]], isolated_home: Path) -> As
 async def test_the_composite_view_shows_the_percentage_components_and_blocking_reasons_of_the_cli(
     live: Live, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """Seed: "It accepts independent ordinary and composite current and baseline IDs, and presents one
+    exact production-region percentage plus Rust/WGSL, Python, and JavaScript component summaries,
+    blocking reasons, and remediation buckets." """
     incomplete, complete = live.composites
     shown = await asyncio.to_thread(composite_cli, live.repo, "show", complete)
     before = await asyncio.to_thread(composite_cli, live.repo, "show", incomplete)

@@ -43,6 +43,10 @@ def incremental(svc: Service, current: str | list[str], base: str, **args) -> di
 
 
 def test_the_answer_is_the_union_of_baseline_and_current_with_grouped_lines(svc: Service) -> None:
+    """Seed: "The standalone review tool remains independent of execution." and "MCP
+    `coverage_review(task="incremental")` is a standalone stored-detail projection." and "The primary
+    ordinary result is the deduplicated baseline-union-current projection; its nested `diff` is a
+    separate replacement-style diagnostic." """
     base = put(svc, lcov(BASE), suite="full")
     # A targeted run of one file: it reaches line 3 for the first time and misses line 2.
     run = put(svc, lcov({"m.c": {1: 1, 2: 0, 3: 2, 4: 0, 5: 1, 6: 1}}), suite="case-42", scope="subset")
@@ -62,6 +66,8 @@ def test_the_answer_is_the_union_of_baseline_and_current_with_grouped_lines(svc:
 def test_absence_in_a_subset_run_is_not_observed_and_only_a_complete_run_claims_a_regression(
     svc: Service,
 ) -> None:
+    """Seed: "Selected-subset absence is `not_observed`, not regression; only `complete_snapshot` supports
+    regression claims." """
     base = put(svc, lcov(BASE))
     lost = {"m.c": {1: 1, 2: 0, 3: 0, 4: 0, 5: 1}, "n.c": {1: 1, 2: 0}}
     subset = put(svc, lcov(lost, test="subset"), scope="subset")
@@ -76,6 +82,7 @@ def test_absence_in_a_subset_run_is_not_observed_and_only_a_complete_run_claims_
 
 
 def test_several_current_snapshots_are_unioned(svc: Service) -> None:
+    """Seed: "When a run produced several ordinary artifacts, all selected ordinary IDs are merged." """
     base = put(svc, lcov(BASE))
     a = put(svc, lcov({"m.c": {3: 1}}), name="a.info", scope="subset")
     b = put(svc, lcov({"m.c": {4: 1}}), name="b.info", scope="subset")
@@ -96,6 +103,9 @@ def test_lines_are_followed_across_commits(tmp_path: Path) -> None:
 
 
 def test_suites_may_differ_but_the_format_must_match(svc: Service) -> None:
+    """Seed: "Incremental comparisons are the explicit exception for suite identity: they require the same
+    repository and format, but may compare different suites and case-specific execution arguments." and
+    "Ordinary comparisons require the same repository and normalized format" """
     base = put(svc, lcov(BASE), suite="unit")
     xml = (
         '<?xml version="1.0" ?><coverage version="7" line-rate="1"><packages><package name="p"><classes>'
@@ -109,6 +119,8 @@ def test_suites_may_differ_but_the_format_must_match(svc: Service) -> None:
 
 
 def test_incremental_needs_explicit_sides_and_never_mixes_composites_with_snapshots(svc: Service) -> None:
+    """Seed: "It requires an explicit current measurement and `baseline.kind="explicit"` with matching
+    ordinary snapshot IDs or composite snapshot IDs." """
     base = put(svc, lcov(BASE))
     cases = [
         (
@@ -151,6 +163,9 @@ def _named(tests: dict[str, dict[int, int]]) -> str:
 
 
 def test_test_differences_name_each_test_beside_its_stable_id_bounded_and_counted(svc: Service) -> None:
+    """Seed: "Both return grouped line categories, aggregate metric deltas, bounded opaque `test_id` set
+    differences, and attribution status." and "Suite, branch, commit, command, cwd, and execution case
+    are provenance, not test identity." """
     base = put(svc, _named({f"base_{i}": {1: 1} for i in range(3)} | {"shared": {2: 1}}))
     run = put(
         svc, _named({f"new_test_{i:02d}": {3: 1} for i in range(14)} | {"shared": {2: 1}}), scope="subset"

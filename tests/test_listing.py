@@ -148,6 +148,7 @@ def test_file_needs_a_path_and_an_unknown_one_is_not_found(service: Service) -> 
 
 
 def test_a_forged_or_foreign_cursor_never_gives_a_wrong_page(service: Service) -> None:
+    """Seed: "Collections use bounded fetches, word budgets, and opaque query-scoped cursors." """
     cursor = review(service, task="snapshots", page_size=1)["page"]["next_cursor"]
     with pytest.raises(CoverageError) as caught:
         review(service, task="snapshots", page_size=1, filter={"suite": "unit"}, cursor=cursor)
@@ -168,6 +169,7 @@ def test_bad_listing_arguments_are_refused_with_what_is_allowed(service: Service
 
 
 def test_a_large_real_file_respects_the_record_cap_page_by_page(sample_repo: Path, tmp_path: Path) -> None:
+    """Seed: "A defensive record cap fails explicitly instead of silently losing data." """
     report = corpus.decompressed("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov", tmp_path)
     with open_project(sample_repo) as project:
         svc = Service(project)

@@ -115,6 +115,7 @@ def _marks() -> dict[int, str]:
 def test_source_of_a_wide_range_pages_every_line_once_at_the_smallest_budget(
     service: Service, representation: str
 ) -> None:
+    """Seed: "Public region/source projections stay bounded." """
     args = smallest(
         service, {"task": "source", "file": "big.py", "lines": f"1-{LINES}", "representation": representation}
     )

@@ -328,6 +328,7 @@ def test_a_report_with_another_root_element_is_refused() -> None:
     ],
 )
 def test_a_bad_line_attribute_is_refused_naming_its_line(line: bytes, says: str) -> None:
+    """Seed: "numeric fields are validated before normalization." """
     doc = (
         b'<coverage line-rate="1" lines-valid="2" lines-covered="2" branches-valid="0" branches-covered="0">\n'
         b'<packages><package><classes>\n<class filename="a.c"><lines>\n'

@@ -229,6 +229,8 @@ def test_a_line_both_executed_and_missing_counts_once_as_executed_with_a_warning
     ],
 )
 def test_a_bad_value_is_refused_naming_the_file_and_its_json_path(change: dict, where: str) -> None:
+    """Seed: "numeric fields are validated before normalization." and "Request bodies, coverage reports,
+    and retained command output are explicitly size-bounded; malformed coverage numbers are rejected." """
     data = json.dumps(doc(**change), allow_nan=True).encode()
     error = refused(data)
     assert where in error.message

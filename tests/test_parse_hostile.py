@@ -62,6 +62,7 @@ SMALL_REPORTS = {
 
 
 def test_a_report_over_the_cap_is_refused_with_how_to_raise_it(tmp_path: Path) -> None:
+    """Seed: "Coverage report parsing is capped at 64 MiB" """
     report = tmp_path / "big.lcov"
     report.write_bytes(b"SF:a.c\n" + b"DA:1,1\n" * 200_000 + b"end_of_record\n")
     with pytest.raises(CoverageError) as err:

@@ -160,6 +160,7 @@ def _moved(project: Project, state: str) -> str:
 
 
 def test_the_table_names_every_state_and_an_ended_run_never_changes() -> None:
+    """Seed: "Coverage snapshots, registered command approvals, and completed runs are immutable records." """
     assert set(runs.TRANSITIONS) == set(RUN_STATES)
     assert all(set(after) <= set(RUN_STATES) for after in runs.TRANSITIONS.values())
     assert [s for s, after in runs.TRANSITIONS.items() if after] == list(runs.ACTIVE)
@@ -182,6 +183,7 @@ def test_every_move_the_transition_table_allows_happens_and_is_recorded(
 def test_every_move_the_transition_table_does_not_allow_is_refused_with_a_code_and_the_row_is_unchanged(
     project: Project,
 ) -> None:
+    """Seed: "Queue state is mutable only while a managed run is queued or active." """
     refused = 0
     for before in RUN_STATES:
         run_id = _moved(project, before)

@@ -79,6 +79,8 @@ def refused_registration(project: Project, **changes: Any) -> CoverageError:
 def test_control_format_bidi_and_invisible_characters_are_refused_in_every_part_of_a_registration(
     project: Project,
 ) -> None:
+    """Seed: "Coverage reports, source files, logs, command strings, and database contents must be treated
+    as potentially hostile input." """
     for bad in REFUSED:
         for changes in (
             {"name": "unit" + bad},

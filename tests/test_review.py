@@ -46,6 +46,9 @@ def test_every_answer_is_one_envelope_with_context_data_and_page(service: Servic
 
 
 def test_insight_ranks_uncovered_code_with_at_most_three_ranges_per_target(service: Service) -> None:
+    """Seed: "Compact history keeps two points by default and compact insight keeps three
+    `[start,end,line_count]` ranges per target while exposing `region_count` and `regions_truncated`;
+    audit is the explicit exact projection." """
     data = review(service, task="insight")["data"]
     assert len(data["files"]) <= 3 and len(data["targets"]) <= 5
     # format_price (lines 24-27) is the largest uncovered run of the sample.
@@ -82,6 +85,10 @@ def test_word_budgets_are_honoured_to_the_word_over_the_whole_data_object(
 
 
 def test_project_context_accounts_reserved_page_and_response_words(service: Service) -> None:
+    """Seed: "`project_context` reserves its fixed project/run summary before paging commands and enforces
+    the budget over the complete `data` object; `page.reserved_words` reports that fixed reservation,
+    `page.word_count` reports only the command page, and `page.response_word_count` reports their
+    combined accounting." """
     env = service.call("project_context", {})
     page = env["page"]
     assert page["response_word_count"] == words(env["data"])
@@ -117,6 +124,9 @@ def test_source_without_a_range_shows_the_top_insight_target(service: Service) -
 
 
 def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> None:
+    """Seed: "Compact history keeps two points by default and compact insight keeps three
+    `[start,end,line_count]` ranges per target while exposing `region_count` and `regions_truncated`;
+    audit is the explicit exact projection." """
     with open_project(sample_repo) as project:
         svc = Service(project)
         svc.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "unit"})
@@ -173,6 +183,8 @@ def test_wrong_typed_and_unknown_arguments_are_refused_with_a_suggestion(service
 
 
 def test_tests_task_is_unavailable_for_reports_without_named_tests(service: Service) -> None:
+    """Seed: "The response exposes global counts and small cursor pages, while other report formats return
+    `status=unavailable` because they do not provide named observations." """
     data = review(service, task="tests")["data"]
     assert data["status"] == "unavailable"
 
@@ -188,6 +200,8 @@ def _duplicate_tracefile(with_duplicates: bool) -> str:
 def test_duplicate_candidates_are_tests_with_identical_coverage(
     tmp_path: Path, with_duplicates: bool
 ) -> None:
+    """Seed: "Duplicate candidates compare a full, ordered JSON representation of each test's
+    `{kind,file_path,line_number, region_key}` set inside DuckDB; no hash-only grouping is used." """
     repo = make_repo(tmp_path / "r", {"src/a.c": "1\n2\n3\n"})
     (repo / "t.info").write_text(_duplicate_tracefile(with_duplicates))
     with open_project(repo) as project:
@@ -207,6 +221,8 @@ def test_duplicate_candidates_are_tests_with_identical_coverage(
 
 
 def test_tests_task_attributes_lines_of_a_real_tracefile(tmp_path: Path) -> None:
+    """Seed: "Named per-test coverage is normalized during LCOV parsing into `test_names` and
+    `test_coverage_observations`." """
     repo = make_repo(tmp_path / "r", {"README": "x\n"})
     shutil.copy(corpus.path("lcov/cmark-gfm-0.29.0.gfm.13.gcov-9tests.lcov"), repo / "cmark.info")
     with open_project(repo) as project:

@@ -72,8 +72,9 @@ def _run(project: Project, artifacts: list[dict[str, str]], baseline: list[str])
 
 
 def test_a_runs_incremental_review_is_over_the_union_of_all_its_reports(project: Project) -> None:
-    """Seed: "A terminal incremental run invokes the same stored-detail projection used by
-    coverage_review, unions all ordinary artifacts attached to the run, and attaches its bounded result."
+    """Seed: "when a run ingests multiple ordinary artifacts, the review unions their snapshot IDs."
+    Seed: "A terminal incremental run invokes the same stored-detail projection used by
+    `coverage_review`, unions all ordinary artifacts attached to the run, and attaches its bounded result."
     Two LCOV reports of one file (lines 1-2 and line 3) against a baseline that hit line 1: the review's
     current side is both snapshots, three of four lines covered, and it equals coverage_review's answer."""
     base = _import(project, "base.info", LCOV.format("DA:1,1\nDA:2,0\nDA:3,0\nDA:4,0\n"), "base")
@@ -95,7 +96,8 @@ def test_a_runs_incremental_review_is_over_the_union_of_all_its_reports(project:
 
 
 def test_a_run_whose_reports_are_in_two_formats_gets_one_review_group_per_format(project: Project) -> None:
-    """Seed: "Ordinary comparisons require the same repository and normalized format" and "when a run
+    """Seed: "when a run ingests multiple ordinary artifacts, the review unions their snapshot IDs."
+    Seed: "Ordinary comparisons require the same repository and normalized format" and "when a run
     ingests multiple ordinary artifacts, the review unions their snapshot IDs". An LCOV and a Cobertura
     report of one run, with a baseline of each format: one incremental group per format, each compared with
     the baseline of its own format, none an error."""

@@ -51,6 +51,8 @@ def _details(case: dict[str, Any]) -> str:
 def test_a_run_that_ends_on_a_full_disk_reads_failed_at_once_and_is_stored_failed_with_the_reason(
     full_disk: dict[str, Any],
 ) -> None:
+    """Seed: "Any setup, polling, capture, or persistence failure terminalizes the durable job as
+    `failed`." """
     case = full_disk["exit"]
     assert case["while_full"]["state"] == "failed", case  # its process is gone: never `running`
     assert "No space left on device" in case["while_full"]["reason"], case
@@ -106,6 +108,8 @@ def test_a_read_error_in_a_drain_is_recorded_as_the_streams_error(tmp_path: Path
 def test_the_precedence_rule_keeps_a_stop_and_makes_any_other_failure_failed(
     state: str, failure: str, expected: str
 ) -> None:
+    """Seed: "Any setup, polling, capture, or persistence failure terminalizes the durable job as
+    `failed`." """
     from coverage_core.execution.terminal import settle
 
     ended = settle(state, "why it ended", [failure])

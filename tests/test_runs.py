@@ -136,6 +136,9 @@ def pids_of(repo: Path) -> list[int]:
 
 
 def test_a_pending_command_cannot_run(project: Project) -> None:
+    """Seed: "Managed execution requires an immutable human-approved registration." and "Command
+    registration and execution are explicit because a registered command runs local code with the
+    user's permissions." """
     command_id = register(project, [PY, "gen.py"])
     answer = commands.show_command(project, command_id)
     assert (
@@ -150,6 +153,7 @@ def test_a_pending_command_cannot_run(project: Project) -> None:
 
 
 def test_a_registration_is_immutable_and_the_same_content_finds_the_same_command(project: Project) -> None:
+    """Seed: "Coverage snapshots, registered command approvals, and completed runs are immutable records." """
     first = register(project, [PY, "gen.py"])
     assert register(project, [PY, "gen.py"], name="other name") == first
     changed = register(project, [PY, "gen.py", "2"])
@@ -324,6 +328,8 @@ def test_a_selector_with_whitespace_a_control_character_or_an_assignment_is_refu
 def test_a_run_whose_grandchild_ignores_term_is_fully_gone_after_cancel_run(
     project: Project, repo: Path
 ) -> None:
+    """Seed: "Commands run in a dedicated process group so timeout, cancellation, and shutdown reach shell
+    descendants." """
     command_id = approved(project, [PY, "stubborn.py"])
     started = run(project, command_id=command_id)
     assert started["state"] in ("queued", "running") and started["reused"] is False
@@ -343,6 +349,8 @@ def test_a_run_whose_grandchild_ignores_term_is_fully_gone_after_cancel_run(
 
 
 def test_a_run_past_its_timeout_ends_timed_out_with_its_group_gone(project: Project, repo: Path) -> None:
+    """Seed: "Commands run in a dedicated process group so timeout, cancellation, and shutdown reach shell
+    descendants." """
     command_id = approved(project, [PY, "stubborn.py"], timeout_s=2)
     done = run(project, command_id=command_id, wait=True)
     assert done["state"] == "timed_out" and "timeout_s=2" in done["reason"]
@@ -411,6 +419,9 @@ def test_a_command_gets_the_default_sigpipe_action_as_a_shell_would_give_it(proj
 
 
 def test_output_past_the_byte_cap_is_counted_and_marked_truncated(repo: Path) -> None:
+    """Seed: "Each stream is drained through a pipe and retained only up to the configured byte cap;
+    summaries expose byte counts and `truncated`." and "Request bodies, coverage reports, and retained
+    command output are explicitly size-bounded; malformed coverage numbers are rejected." """
     settings = Settings.from_env(run_log_max_bytes=1024)
     with open_project(repo, settings=settings) as project:
         command_id = approved(project, [PY, "chatty.py"])
@@ -450,6 +461,8 @@ def test_a_command_whose_program_is_missing_cannot_be_approved_nor_run_once_it_i
 def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fingerprint(
     project: Project, repo: Path
 ) -> None:
+    """Seed: "The durable `run_execution_context` stores those arguments and an explicit incremental
+    baseline; reuse and idempotency compare the full context." """
     command_id = approved(project, [PY, "gen.py"])
     first = run(project, command_id=command_id, wait=True, idempotency_key="k1")
     assert first["state"] == "succeeded"
@@ -478,6 +491,7 @@ def test_the_same_idempotency_key_returns_the_same_run_and_reuse_follows_the_fin
 def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_attached(
     project: Project,
 ) -> None:
+    """Seed: "An incremental terminal run automatically attaches a bounded `incremental_review`" """
     command_id = approved(project, [PY, "gen.py", "1"])
     base = run(project, command_id=command_id, wait=True)
     [artifact] = base["artifacts"]
@@ -516,6 +530,7 @@ def test_an_artifact_is_ingested_with_run_provenance_and_an_incremental_review_a
 def test_a_run_given_case_arguments_stores_a_subset_so_its_review_reports_no_regression(
     project: Project, repo: Path
 ) -> None:
+    """Seed: "`run_test` accepts optional case-specific string arguments without command re-registration." """
     whole = approved(project, [PY, "gen.py", "1"])
     base = run(project, command_id=whole, wait=True)["artifacts"][0]["snapshot_id"]
     # The same suite, given a selection: gen.py's argument "0" stands for a selection that misses line 2.
@@ -604,6 +619,9 @@ def test_a_project_closed_mid_run_cancels_it_and_leaves_queued_runs_queued(repo:
 
 def test_a_dead_owners_running_run_becomes_interrupted_and_its_processes_are_killed(repo: Path) -> None:
     # A real owner process dies with kill -9 mid-run; the next owner recovers.
+    """Seed: "When a project store opens after an ungraceful daemon exit, persisted `running` jobs become
+    terminal `interrupted` records and persisted `queued` jobs re-enter the normal worker/concurrency
+    path." """
     script = f"""
 import sys, time
 sys.path[:0] = {sys.path!r}
@@ -649,6 +667,9 @@ with open_project({str(repo)!r}) as p:
 def test_project_context_pages_approved_and_pending_commands_eight_at_a_time_and_lists_active_runs(
     project: Project,
 ) -> None:
+    """Seed: "Active runs are hard-capped at ten and command pages at eight compact summaries." and
+    "`data.active_runs_truncated` makes omitted active runs explicit and `page.next_cursor` continues
+    commands only." """
     ids = [register(project, [PY, "gen.py", str(i)]) for i in range(10)]
     for command_id in ids[:3]:
         commands.approve(project, command_id, approved_by="ann", via="cli")

@@ -232,6 +232,10 @@ def watchdogs_of(pid: int) -> list[int]:
 def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_an_interrupted_run(
     isolated_home: Path, repo: Path
 ) -> None:
+    """Seed: "When a project store opens after an ungraceful daemon exit, persisted `running` jobs become
+    terminal `interrupted` records and persisted `queued` jobs re-enter the normal worker/concurrency
+    path." and "Running commands are not replayed because their external side effects may already have
+    occurred." """
     first = ServeProcess(isolated_home)
     try:
         client = first.client(repo=str(repo))
@@ -312,6 +316,8 @@ def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_e
 def test_daemon_shutdown_cancels_running_runs_and_the_next_daemon_runs_the_queued_ones(
     isolated_home: Path, repo: Path
 ) -> None:
+    """Seed: "Commands run in a dedicated process group so timeout, cancellation, and shutdown reach shell
+    descendants." """
     first = ServeProcess(isolated_home)
     try:
         client = first.client(repo=str(repo))

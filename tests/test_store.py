@@ -37,6 +37,7 @@ def write_report(repo: Path, name: str, records: dict[str, dict[int, int]], test
 
 
 def test_ingest_records_git_identity_totals_and_an_immutable_snapshot_id(repo: Path) -> None:
+    """Seed: "Coverage snapshots, registered command approvals, and completed runs are immutable records." """
     report = write_report(
         repo, "cov.info", {"src/app/core.py": {1: 1, 2: 0, 3: 4}, "src/app/util.py": {1: 1}}
     )
@@ -58,6 +59,8 @@ def test_ingest_records_git_identity_totals_and_an_immutable_snapshot_id(repo: P
 
 
 def test_the_store_lives_in_the_main_worktree_and_ignores_itself(repo: Path) -> None:
+    """Seed: "The shared daemon registry defaults to `~/.coverage-mcp/common.duckdb`, while project stores
+    live at `<repository>/.coverage-mcp/coverage.duckdb`." """
     with open_project(repo / "src") as project:
         assert project.store.path == repo.resolve() / ".coverage-mcp" / "coverage.duckdb"
     assert (repo / ".coverage-mcp" / ".gitignore").read_text() == "*\n"
@@ -147,6 +150,7 @@ def test_an_ingest_where_nothing_maps_succeeds_with_a_warning(repo: Path) -> Non
 def test_two_linked_worktrees_share_one_store_and_each_snapshot_records_its_worktree(
     repo: Path, tmp_path: Path
 ) -> None:
+    """Seed: "Linked worktrees resolve through Git's common directory and share the repository store." """
     linked = tmp_path / "wt-feature"
     git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
     a = discover(repo)
@@ -180,6 +184,11 @@ HOLDER = textwrap.dedent(
 def test_a_second_owner_gets_store_locked_naming_the_holder_and_a_killed_holder_leaves_no_stale_lock(
     repo: Path,
 ) -> None:
+    """Seed: "Each project store takes `<database>.lock` before opening DuckDB." and "These are advisory
+    OS file leases held by live file descriptors; a crashed process does not leave an unrecoverable
+    stale lock, and the metadata file is never treated as proof of ownership by itself." and "A
+    duplicate daemon or database owner fails fast with holder metadata instead of deleting a lock or
+    attempting concurrent DuckDB access." """
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -228,6 +237,9 @@ def test_an_ingest_killed_mid_transaction_leaves_nothing_behind(repo: Path, stag
 
 
 def test_a_damaged_wal_is_a_clear_error_and_no_file_is_touched(repo: Path) -> None:
+    """Seed: "Database open and WAL replay errors fail closed." and "The runtime never removes a WAL,
+    lock, or database file automatically; operators should stop competing owners and restore a verified
+    database/WAL backup when replay cannot complete." """
     report = write_report(repo, "cov.info", {"src/app/core.py": {1: 1}})
     # The schema is checkpointed into the database first, so the WAL holds the ingest alone
     # (its size then does not depend on how many schema revisions there are).
@@ -291,6 +303,8 @@ def _schema_of(con: duckdb.DuckDBPyConnection) -> list[tuple]:
 
 
 def test_a_store_migrated_step_by_step_equals_a_freshly_created_one(tmp_path: Path) -> None:
+    """Seed: "Fresh schema creation is performed at open and is intentionally owned by storage rather than
+    by transport code." """
     old = duckdb.connect(str(tmp_path / "old.duckdb"))
     for step in range(1, schema.SCHEMA_REVISION + 1):
         schema.migrate(old, target=step)

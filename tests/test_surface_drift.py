@@ -182,6 +182,8 @@ async def ran(daemon: Running, pid: str) -> tuple[str, str]:
 async def test_every_operation_answers_the_same_envelope_over_rest_mcp_and_in_process(
     daemon: Running, sample_repo: Path, stored: tuple[str, str, str]
 ) -> None:
+    """Seed: "Every public schema-16 response carries `repo_key`, `checkout_path`, `suite`, and
+    `schema_revision` context." """
     pid, first, second = stored
     plan = calls(first, second, *(await ran(daemon, pid)))
     rest, tools = [], []

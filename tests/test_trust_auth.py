@@ -111,6 +111,7 @@ def test_every_route_declares_who_may_use_it_and_only_health_is_public() -> None
 
 
 async def test_without_the_client_token_every_route_but_health_is_forbidden(daemon: Running) -> None:
+    """Seed: "Loopback binding is an access boundary, not authorization." """
     for method, path, access in every_route():
         for headers in (
             {},
@@ -408,6 +409,8 @@ def test_token_rotate_replaces_the_client_token_in_the_running_daemon_at_once(
 
 
 async def test_a_connection_that_sends_nothing_or_a_slow_request_head_is_closed(isolated_home: Path) -> None:
+    """Seed: "HTTP/1 keep-alive is disabled so idle client connections cannot retain server tasks
+    indefinitely." """
     async with in_process(Settings.from_env(port=0, http_idle_timeout_s=1)) as d:
         silent = await asyncio.open_connection("127.0.0.1", d.daemon.port)
         trickle = await asyncio.open_connection("127.0.0.1", d.daemon.port)

@@ -394,6 +394,8 @@ REST_BODY = JSON | from_schema(
 def test_generated_requests_to_every_rest_route_never_get_a_server_error(
     live: Live, route: Any, data: st.DataObject
 ) -> None:
+    """Seed: "Coverage reports, source files, logs, command strings, and database contents must be treated
+    as potentially hostile input." """
     path = data.draw(filled_path(route.path, live)) + data.draw(query_string())
     headers = data.draw(extra_headers(live, admin=route.path != "/api/shutdown"))
     if route.path == "/api/shutdown":  # the one body that would end the run: never the real capability

@@ -220,6 +220,7 @@ def test_a_daemon_lock_that_is_a_directory_makes_serve_fail_with_store_unavailab
 
 
 def test_the_store_folder_is_0700_and_its_database_and_lock_are_0600(repo: Path, isolated_home: Path) -> None:
+    """Seed: "All parent directories are created by the Rust storage layer." """
     folder = repo / ".coverage-mcp"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)  # as an older version left it
@@ -263,6 +264,7 @@ def two_reports(repo: Path) -> tuple[Path, Path]:
 
 
 def test_a_wal_with_a_damaged_tail_fails_closed_naming_a_preserved_copy_and_loses_nothing(repo: Path) -> None:
+    """Seed: "Database open and WAL replay errors fail closed." """
     first, second = ingest_leaving_wal(repo, *two_reports(repo))
     folder = repo / ".coverage-mcp"
     wal = folder / "coverage.duckdb.wal"
