@@ -39,3 +39,6 @@ COUNTERS: tuple[str, ...] = (
     "complexity",
     "classes",
 )
+# The dashboard's file table and function index sort by these columns (operations.dashboard_nav says how).
+FILE_SORTS = ("path", "lines", "missed", "branches", "functions", "headline")
+FUNCTION_SORTS = ("name", "file", "line", "hits")

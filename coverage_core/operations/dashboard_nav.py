@@ -27,6 +27,7 @@ from typing import Any
 from .. import headline as headlines
 from ..review import cursors
 from ..review.call import Call
+from ..vocabulary import FILE_SORTS, FUNCTION_SORTS
 
 DEFAULT_LIMIT = 500
 MAX_DIRECTORIES = 2000
@@ -39,7 +40,7 @@ def _ratio(hit: str, found: str) -> str:
 
 _HEAD_HIT, _HEAD_FOUND = "coalesce(headline_hit, lines_hit)", "coalesce(headline_found, lines_found)"
 # Each column of the file table as the store orders it (a file with nothing of a counter sorts last either way).
-FILE_SORTS: dict[str, str] = {
+FILE_ORDER_SQL: dict[str, str] = {
     "path": "path",
     "lines": _ratio("lines_hit", "lines_found"),
     "missed": "lines_found - lines_hit",
@@ -47,12 +48,13 @@ FILE_SORTS: dict[str, str] = {
     "functions": _ratio("functions_hit", "functions_found"),
     "headline": _ratio(_HEAD_HIT, _HEAD_FOUND),
 }
-FUNCTION_SORTS: dict[str, str] = {
+FUNCTION_ORDER_SQL: dict[str, str] = {
     "name": "fn.name",
     "file": "f.path",
     "line": "f.path, fn.start_line",
     "hits": "fn.hits",
 }
+assert tuple(FILE_ORDER_SQL) == FILE_SORTS and tuple(FUNCTION_ORDER_SQL) == FUNCTION_SORTS
 # Nothing left to cover: every line, branch and function a file has is hit (a file with none has nothing left).
 _FULLY_COVERED = (
     "lines_hit = lines_found AND branches_hit = branches_found AND functions_hit = functions_found "
@@ -116,7 +118,7 @@ def files(call: Call) -> dict[str, Any]:
     way = "DESC" if descending else "ASC"
     rows = con.execute(
         f"""SELECT path, mapping, excluded, {_COLUMNS} FROM files WHERE {where}
-            ORDER BY {FILE_SORTS[sort]} {way} NULLS LAST, path, file_id LIMIT ? OFFSET ?""",
+            ORDER BY {FILE_ORDER_SQL[sort]} {way} NULLS LAST, path, file_id LIMIT ? OFFSET ?""",
         [*params, limit, offset],
     ).fetchall()
     call.rows_scanned += len(rows)
@@ -245,7 +247,7 @@ def functions(call: Call) -> dict[str, Any]:
         f"SELECT count(*), count(*) FILTER (WHERE fn.hits > 0) FROM {joined} WHERE {clause}", params
     ).fetchone()
     way = "DESC" if descending else "ASC"
-    order = ", ".join(f"{part} {way}" for part in FUNCTION_SORTS[sort].split(", "))
+    order = ", ".join(f"{part} {way}" for part in FUNCTION_ORDER_SQL[sort].split(", "))
     rows = con.execute(
         f"""SELECT fn.name, f.path, fn.start_line, fn.end_line, fn.hits FROM {joined} WHERE {clause}
             ORDER BY {order}, f.path, fn.start_line, fn.name LIMIT ? OFFSET ?""",

@@ -20,9 +20,16 @@ from .. import output_schemas
 from ..ids import COMMAND_ID_PATTERN, SNAPSHOT_ID_PATTERN
 from ..principals import Principal, Surface
 from ..review import budget, selectors
-from ..vocabulary import COMMAND_STATUSES, FILE_ORDERS, REPORT_FORMATS, RUN_STATES, SCOPES
+from ..vocabulary import (
+    COMMAND_STATUSES,
+    FILE_ORDERS,
+    FILE_SORTS,
+    FUNCTION_SORTS,
+    REPORT_FORMATS,
+    RUN_STATES,
+    SCOPES,
+)
 from . import review_task_table
-from .dashboard_nav import FILE_SORTS, FUNCTION_SORTS
 
 if TYPE_CHECKING:
     from ..review.call import Call
