@@ -12,7 +12,7 @@ import hashlib
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 import attrs
@@ -82,7 +82,7 @@ class ReportStream:
         self.size = 0
         self.sha256 = ""
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Generator[bytes]:
         """The report's decompressed bytes from the start, ``chunk`` at a time; ``report_too_large`` as soon
         as they pass the cap; ``sha256``, ``size`` and ``stored_bytes`` are set once the pass ends."""
         stream = self.opened.stream
@@ -92,6 +92,7 @@ class ReportStream:
         digest = hashlib.sha256()
         total = 0
         raw = _CountingReader(stream)
+        errors: tuple[type[Exception], ...]
         if head.startswith(GZIP_MAGIC):
             self.compression, errors, what = "gzip", (OSError, EOFError, zlib.error), "gzip"
             reader: _Readable = gzip.GzipFile(fileobj=raw, mode="rb")
