@@ -310,15 +310,18 @@ class ProjectStore:
         ``finish``. The store's write lock is held throughout."""
         with self._write_lock:
             con = self.con
-            with transaction(con):
-                # An aggregate: always one row.
-                snap_key: int = con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchall()[0][
-                    0
-                ]
-                writer = SnapshotWriter(self, con, snap_key)
-                yield writer
-                if writer.snapshot_id is None:
-                    raise RuntimeError("a snapshot writer ended without finish()")
+            stage = _Stage(con)
+            try:
+                with transaction(con):
+                    # An aggregate: always one row.
+                    query = "SELECT coalesce(max(snap), 0) + 1 FROM snapshots"
+                    snap_key: int = con.execute(query).fetchall()[0][0]
+                    writer = SnapshotWriter(self, con, snap_key, stage)
+                    yield writer
+                    if writer.snapshot_id is None:
+                        raise RuntimeError("a snapshot writer ended without finish()")
+            finally:
+                stage.close()
             record_committed(self.path, writer.snapshot_id)
 
     def _insert(
@@ -1071,17 +1074,21 @@ class SnapshotWriter:
     largest table is never held whole; ``finish`` writes the snapshot row, its totals, files and the
     rest of the detail. Until the transaction commits, no reader sees any of it."""
 
-    def __init__(self, store: ProjectStore, con: duckdb.DuckDBPyConnection, snap_key: int) -> None:
+    def __init__(
+        self, store: ProjectStore, con: duckdb.DuckDBPyConnection, snap_key: int, stage: _Stage
+    ) -> None:
         self._store = store
         self._con = con
         self.snap_key = snap_key
+        self._stage = stage
         self.observations = 0  # rows streamed in
         self.snapshot_id: str | None = None
 
     def add(self, columns: dict[str, np.ndarray]) -> None:
-        if len(columns["test"]):
-            _bulk(self._con, "test_observations", self.snap_key, _observation_columns(columns))
-            self.observations += len(columns["test"])
+        n = len(columns["test"])
+        for at in range(0, n, STAGE_ROWS):
+            self._stage.insert(self.snap_key, {k: v[at : at + STAGE_ROWS] for k, v in columns.items()})
+        self.observations += n
 
     def merge(self) -> bool:
         """Sum the rows that name one (test, file, kind, line, item) more than once: a test's several records of
@@ -1127,6 +1134,48 @@ class SnapshotWriter:
 
 
 INT64_MAX = 2**63 - 1
+STAGE_ROWS = 65_536  # observation rows per staged insert (1.6 MB of columns)
+
+
+class _Stage:
+    """NumPy columns registered with DuckDB once, before the ingest's transaction, and refilled for each
+    batch of observations.
+
+    A view registered and dropped inside a transaction stays in DuckDB's catalog, and keeps its arrays
+    alive, until the transaction ends; one registration per batch would hold every batch of a report
+    until the commit. The stage holds one batch at most.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+        self.columns = {"_row": np.arange(STAGE_ROWS, dtype=np.int32)} | {
+            name: np.zeros(STAGE_ROWS, dtype)
+            for name, dtype in (
+                ("test_id", np.int32),
+                ("file_id", np.int32),
+                ("kind", np.int8),
+                ("line", np.int32),
+                ("item", np.int32),
+                ("hits", np.int64),
+            )
+        }
+        con.register("_stage_observations", self.columns)
+
+    def insert(self, snap_key: int, obs: dict[str, np.ndarray]) -> None:
+        n = len(obs["test"])
+        for name, values in _observation_columns(obs).items():
+            self.columns[name][:n] = values
+        self._con.execute(
+            "INSERT INTO test_observations (snap, test_id, file_id, kind, line, item, hits) "
+            "SELECT ?, test_id, file_id, kind, line, item, hits FROM _stage_observations WHERE _row < ?",
+            [snap_key, n],
+        )
+
+    def close(self) -> None:
+        try:
+            self._con.unregister("_stage_observations")
+        except duckdb.Error:
+            pass  # the connection is gone with it
 
 
 def _observation_columns(obs: abc.Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
