@@ -182,6 +182,11 @@ def _regions(rec: bytes, lo: int, hi: int) -> list[tuple[int, int, bytes | None]
     writes FN and FNDA lines in turns), the bulk check fails and the region is
     read line by line, like the untagged gaps between regions.
     """
+    da = rec.find(b"\nDA:", lo, hi)
+    if da >= 0 and rec.find(b"\nBR", lo, hi) < 0 and rec.find(b"\nFN", lo, hi) < 0:
+        # DA lines only, the common record of line-only writers: one tagged region
+        stop = rec.find(b"\n", rec.rfind(b"\nDA:", da, hi) + 1, hi)
+        return [(lo, da + 1, None), (da + 1, stop, b"\nDA:"), (stop, hi, None)]
     firsts = sorted((at + 1, tag) for tag in BULK_TAGS if (at := rec.find(tag, lo, hi)) >= 0)
     regions: list[tuple[int, int, bytes | None]] = []
     at = lo
@@ -240,6 +245,11 @@ class _Functions:
 
 
 NO_FUNCTIONS = _Functions([])
+# Shared, never written: a record or file without functions, lines or branches (most records of
+# line-only writers) allocates nothing for them.
+NO_HITS = np.empty(0, I64)
+NO_LINES = np.empty((0, 2), I64)
+NO_BRANCHES = np.empty((0, 4), I64)
 
 
 class _Record:
@@ -264,7 +274,7 @@ class _Record:
         self.test = ""
         self.summary: dict[bytes, int] = {}
         self.functions = NO_FUNCTIONS
-        self.fn_hits = np.empty(0, I64)
+        self.fn_hits = NO_HITS
         # what the exact reader found
         self.exact_lines: list[tuple[int, int]] = []
         self.exact_branches: list[tuple[int, int, int, int]] = []
@@ -527,6 +537,8 @@ class _Parser:
 
     def _functions(self, r: _Record, fnda: tuple[bytes, int] | None) -> None:
         """Pair FNDA counts with the record's FN lines."""
+        if fnda is None and r.functions is NO_FUNCTIONS and not r.exact_fn and not r.exact_fnda:
+            return  # no function at all: most records of line-only writers
         fn = r.functions.extended(r.exact_fn)
         hits = np.zeros(len(fn.keys), I64)
         if fnda is not None and not (
@@ -776,12 +788,12 @@ class _FileMerge:
         self.builder = builder  # hears of a clamped sum (``saturated``)
         self.records = 0
         self.summary: dict[bytes, int] = {}
-        self.lines = np.empty((0, 2), I64)
-        self.branches = np.empty((0, 4), I64)
+        self.lines = NO_LINES
+        self.branches = NO_BRANCHES
         self.fn_keys: list[tuple[bytes, int]] = []
         self.fn_index: dict[tuple[bytes, int], int] = {}
         self.fn_items: list[tuple[bytes, int, int]] = []
-        self.fn_hits = np.empty(0, I64)
+        self.fn_hits = NO_HITS
 
     def add(self, lines: Rows, branches: Rows, r: _Record) -> None:
         """Merge one record: its rows sorted and unique, its functions and their counts."""
@@ -791,6 +803,8 @@ class _FileMerge:
         self.branches = _combine(self.branches, branches, 3, self.builder)
         fn = r.functions
         if fn.keys == self.fn_keys:
+            if not fn.keys:
+                return
             self.fn_hits, over = sums.add(self.fn_hits, r.fn_hits)
             self.builder.saturated |= over
             return
