@@ -15,7 +15,6 @@ import json
 from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape as xml_escape
 
 from ..errors import CoverageError, ErrorCode
 from ..report import NormalizedReport, PathTooLong
@@ -182,6 +181,9 @@ def _xml_errors() -> tuple[type[BaseException], ...]:
 
 def _line_of(data: bytes, path: str) -> int | None:
     """The line where ``path`` first appears in the report, as written or JSON-escaped."""
+    # Only for this error: xml.sax.saxutils imports urllib.request (tens of milliseconds at every start).
+    from xml.sax.saxutils import escape as xml_escape
+
     for form in (path, json.dumps(path)[1:-1], xml_escape(path, {'"': "&quot;"})):
         at = data.find(form.encode("utf-8", "surrogatepass"))
         if at >= 0:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import io
 import os
 import zlib
@@ -85,6 +84,8 @@ class ReportStream:
     def chunks(self) -> Generator[bytes]:
         """The report's decompressed bytes from the start, ``chunk`` at a time; ``report_too_large`` as soon
         as they pass the cap; ``sha256``, ``size`` and ``stored_bytes`` are set once the pass ends."""
+        import hashlib  # loads OpenSSL: only an ingest needs it, never `coverage-mcp parse`
+
         stream = self.opened.stream
         stream.seek(0)
         head = _read_exact(stream, 4)
