@@ -44,6 +44,7 @@ SQLITE = "lcov/sqlite-3.53.2.gcov-60tests.lcov.zst"
 SQLITE_FILES = ["sqlite3.c", "driver.c", "sqlite3.h"]
 COPIES = 4
 GOAL_MB = {"sqlite": 300, "4x": 400}  # issue 29
+CPU: dict[str, list[float]] = {}  # report path -> CPU seconds of each ingest
 CODE = ROOT  # where the measured coverage_core and coverage_cli come from (--code)
 
 
@@ -71,7 +72,8 @@ def lcov_totals(output: str) -> dict[str, tuple[int, int]]:
 
 
 def ingest_once(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """One fresh process: (wall seconds, its own peak RSS in MB from wait4, its whole stdout)."""
+    """One fresh process: (wall seconds, its own peak RSS in MB from wait4, its whole stdout); its CPU
+    seconds (user + system) go into CPU, which other processes' load distorts far less than wall time."""
     with tempfile.TemporaryFile() as out, open(os.devnull, "wb") as null:
         start = time.perf_counter()
         child = subprocess.Popen(cmd, stdout=out, stderr=null, env=env, cwd=CODE)
@@ -81,6 +83,7 @@ def ingest_once(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
         text = out.read().decode()
     if os.waitstatus_to_exitcode(status):
         raise RuntimeError(f"{cmd[:4]} failed: {text[-500:]}")
+    CPU.setdefault(str(cmd[-4]), []).append(usage.ru_utime + usage.ru_stime)
     return wall, usage.ru_maxrss // 1024, text
 
 
@@ -200,11 +203,17 @@ def main() -> None:
     mb_synth = synth.stat().st_size / 1e6
     load_before = load_average()
 
-    lcov_w, lcov_r = [], []
+    lcov_w, lcov_r, lcov_cpu = [], [], []
     lcov_out = ""
     for _ in range(args.repeat):
         # With branch data, as the manifest's ground truth and our own parse do.
+        before = os.times()
         w, r, lcov_out = run_measured(["lcov", "--summary", "--rc", "lcov_branch_coverage=1", str(sqlite)])
+        after = os.times()
+        # run_measured's wrapper and lcov are both children: their CPU is the wrapper's children's (mostly lcov's)
+        lcov_cpu.append(
+            after.children_user + after.children_system - before.children_user - before.children_system
+        )
         lcov_w.append(w)
         lcov_r.append(r)
     theirs = lcov_totals(lcov_out)
@@ -250,11 +259,12 @@ def main() -> None:
         f"median of {args.repeat}; peak RSS is the child's own (wait4), the largest of the runs; {machine()}; "
         f"{library_revision()}; load average (1/5/15 min) {loads}.",
         "",
-        "| run | MB | median s | MB/s | peak RSS MB |",
-        "|---|---:|---:|---:|---:|",
+        "| run | MB | median s | median CPU s | MB/s | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, mb, wall, rss in rows:
-        lines.append(f"| {name} | {mb:.1f} | {wall:.2f} | {mb / wall:.1f} | {rss} |")
+    cpus = [median(lcov_cpu)] + [median(CPU[str(p)]) for p in (sqlite, four, synth)]
+    for (name, mb, wall, rss), cpu in zip(rows, cpus):
+        lines.append(f"| {name} | {mb:.1f} | {wall:.2f} | {cpu:.2f} | {mb / wall:.1f} | {rss} |")
     ratio = median(lcov_w) / median(sq_w)
     stated = ", ".join(f"{k} {h:,}/{f:,}" for k, (f, h) in theirs.items())
     lines += [

@@ -38,6 +38,12 @@ Counts add up as lcov adds them, but clamped at 2^63-1 (``coverage_core.counts``
 a merged count past it is kept at the maximum and the report says
 ``saturated: true`` (a ``counts_saturated`` warning), never a wrapped number.
 
+Streaming: ``parse_chunks`` reads the report as it arrives (an ingest passes 2 MiB chunks), each
+record once its ``end_of_record`` line is complete, and parses each chunk's batch before the next
+chunk comes, so that an error still names its line. With an ``ObservationSink`` (the store's
+snapshot writer) the named-test observations, the one table that grows with tests x lines, leave
+batch by batch; what stays is the per-file merge, the size of the files' own detail.
+
 A report whose last record has no ``end_of_record`` is refused as truncated:
 a cut-off tracefile would otherwise give plausible but wrong totals.
 """
