@@ -749,12 +749,16 @@ class _Parser:
             )
             for counter, rows in (("lines", lines), ("branches", branches), ("functions", functions))
         }
+        said: dict[bytes, tuple[list[int], list[int]]] = {tag: ([], []) for tag in SUMMARY_TAGS}
         for index, merge in enumerate(self.files):
             if merge.records == 1:
-                for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
-                    found, hit = file_totals[counter]
-                    found[index] = merge.summary.get(found_tag, found[index])
-                    hit[index] = merge.summary.get(hit_tag, hit[index])
+                for tag, value in merge.summary.items():
+                    said[tag][0].append(index)
+                    said[tag][1].append(value)
+        for counter, (found_tag, hit_tag, _) in SUMMARIES.items():
+            for tag, column in zip((found_tag, hit_tag), file_totals[counter]):
+                at, values = said[tag]
+                column[at] = values
         for message in self._mismatch_messages():
             b.warn("summary_detail_mismatch", message)
         for note in self.notes[:MAX_WARNINGS]:
@@ -957,12 +961,12 @@ def _by_record(
 
 def _stack(per_file: list[Rows], width: int) -> Rows:
     """Per-file rows as one table whose first column is the file index."""
-    out = np.empty((sum(len(rows) for rows in per_file), width + 1), I64)
-    out[:, 0] = np.repeat(np.arange(len(per_file)), [len(rows) for rows in per_file])
-    at = 0
-    for rows in per_file:
-        out[at : at + len(rows), 1:] = rows
-        at += len(rows)
+    sizes = np.fromiter(map(len, per_file), np.intp, len(per_file))
+    out = np.empty((int(sizes.sum()), width + 1), I64)
+    out[:, 0] = np.repeat(np.arange(len(per_file)), sizes)
+    if len(out):
+        # One C loop over the files (a slice assignment per file costs microseconds at 100,000 files).
+        np.concatenate(per_file, out=out[:, 1:])
     return out
 
 
