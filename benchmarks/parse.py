@@ -79,6 +79,7 @@ LINE_SCAN = """
 import json, sys, time
 import duckdb
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # it prints to stdout when a query runs long
 start = time.perf_counter()
 lines, chars = con.execute(
     "SELECT count(*), sum(length(line)) FROM read_csv(?, columns = {'line': 'VARCHAR'}, header = false, "
@@ -178,7 +179,7 @@ class Measured:
 
     def inside(self, what: str) -> float:
         """Our child's own figures: seconds in ``read_report`` ("read") or ``parse_bytes`` ("parse")."""
-        return median([json.loads(run.output)[what] for run in self.runs])
+        return median([json.loads(run.output.strip().splitlines()[-1])[what] for run in self.runs])
 
 
 def run_once(command: list[str]) -> Run:
@@ -270,7 +271,7 @@ def run_case(case: Case, repeat: int) -> list[str]:
                 f"**{base.median('cpu') / measured.median('cpu'):.1f}x** by CPU time, "
                 f"{measured.median('rss') / base.median('rss'):.2f}x the peak RSS"
             )
-        last = json.loads(measured.runs[-1].output)
+        last = json.loads(measured.runs[-1].output.strip().splitlines()[-1])
         if "totals" in last and name == OURS:
             result = last
         if "read" in last:
@@ -293,13 +294,15 @@ def run_case(case: Case, repeat: int) -> list[str]:
     totals = ", ".join(f"{name} {c['hit']:,}/{c['found']:,}" for name, c in result["totals"].items())
     case.notes.append(f"{case.title}: ours read {result['format']}, {result['tests']} tests, {totals}.")
     for _, _, measured in variants[1:]:
-        if measured is not None and "read" in (other := json.loads(measured.runs[-1].output)):
+        if measured is not None and "read" in (
+            other := json.loads(measured.runs[-1].output.strip().splitlines()[-1])
+        ):
             same = other["totals"] == result["totals"]
             case.notes.append(
                 f"The streamed parse gave {'the same totals' if same else 'OTHER totals: ' + json.dumps(other['totals'])}."
             )
     if scan is not None:
-        answer = json.loads(scan.runs[-1].output)
+        answer = json.loads(scan.runs[-1].output.strip().splitlines()[-1])
         with path.open("rb") as f:
             newlines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
         case.notes.append(
