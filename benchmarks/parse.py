@@ -162,6 +162,14 @@ CASES = {
 }
 
 
+def _answer(output: str) -> dict:
+    """A child's JSON answer: its whole output (the CLI's indented envelope), else its last line."""
+    try:
+        return json.loads(output)
+    except json.JSONDecodeError:
+        return json.loads(output.strip().splitlines()[-1])
+
+
 @dataclass
 class Run:
     wall: float
@@ -179,7 +187,7 @@ class Measured:
 
     def inside(self, what: str) -> float:
         """Our child's own figures: seconds in ``read_report`` ("read") or ``parse_bytes`` ("parse")."""
-        return median([json.loads(run.output.strip().splitlines()[-1])[what] for run in self.runs])
+        return median([_answer(run.output)[what] for run in self.runs])
 
 
 def run_once(command: list[str]) -> Run:
@@ -271,7 +279,7 @@ def run_case(case: Case, repeat: int) -> list[str]:
                 f"**{base.median('cpu') / measured.median('cpu'):.1f}x** by CPU time, "
                 f"{measured.median('rss') / base.median('rss'):.2f}x the peak RSS"
             )
-        last = json.loads(measured.runs[-1].output.strip().splitlines()[-1])
+        last = _answer(measured.runs[-1].output)
         if "totals" in last and name == OURS:
             result = last
         if "read" in last:
@@ -295,15 +303,13 @@ def run_case(case: Case, repeat: int) -> list[str]:
     totals = ", ".join(f"{name} {c['hit']:,}/{c['found']:,}" for name, c in result["totals"].items())
     case.notes.append(f"{case.title}: ours read {result['format']}, {result['tests']} tests, {totals}.")
     for _, _, measured in variants[1:]:
-        if measured is not None and "read" in (
-            other := json.loads(measured.runs[-1].output.strip().splitlines()[-1])
-        ):
+        if measured is not None and "read" in (other := _answer(measured.runs[-1].output)):
             same = other["totals"] == result["totals"]
             case.notes.append(
                 f"The streamed parse gave {'the same totals' if same else 'OTHER totals: ' + json.dumps(other['totals'])}."
             )
     if scan is not None:
-        answer = json.loads(scan.runs[-1].output.strip().splitlines()[-1])
+        answer = _answer(scan.runs[-1].output)
         with path.open("rb") as f:
             newlines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
         case.notes.append(
