@@ -34,11 +34,12 @@ from .errors import CoverageError, ErrorCode, Remedy
 from .git import Git, discover
 from .locks import describe_holder, how_to_release
 from .model import FileDetail, FilesPage, Snapshot
-from .parsers import Limits, parse_bytes, read_report
+from .parsers import Limits, parse_bytes, parse_stream, read_report, streamed_format
 from .parsers.memory_budget import PARSE_BUDGET
 from .parsers.opening import OpenedReport, open_report
-from .parsers.reading import claim_bytes
-from .report import ReportWarning
+from .parsers.opening import changed as report_changed
+from .parsers.reading import ReportStream, claim_bytes
+from .report import NormalizedReport, ReportWarning
 from .storage import compaction, project_settings, run_index
 from .storage.paths import MAPPED, Mapping, map_paths
 from .storage.paths import normalize as norm_report_path
@@ -171,19 +172,96 @@ class Project:
         require_mapped: bool = False,
         also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
     ) -> Snapshot:
-        on_head = commit == head
         if progress:
             progress("reading")
-        raw = read_report(opened, Limits(self.settings.max_report_bytes))
-        if raw.data.startswith(SQLITE_MAGIC):
+        cap = Limits(self.settings.max_report_bytes)
+        stream = ReportStream(opened, cap)
+        first = stream.head()
+        if first.startswith(SQLITE_MAGIC):
             raise _coverage_data_file(opened.path)
-        sha = hashlib.sha256(raw.data).hexdigest()
-        existing = self.store.find_duplicate(sha, commit, suite)
-        if existing is not None:
-            return existing
-        if progress:
-            progress("parsing")
-        parsed = parse_bytes(raw, format)
+        streamed = streamed_format(first, format)
+        if streamed is not None:
+            # Never held whole: one pass for the identity (and the cap), one that parses as it reads.
+            scan = stream.scan()
+            existing = self.store.find_duplicate(scan.sha256, commit, suite)
+            if existing is not None:
+                return existing
+            if progress:
+                progress("parsing")
+            with self.store.writer() as writer:
+                parsed = parse_stream(stream.chunks(), scan.origin, streamed, writer)
+                if stream.sha256 != scan.sha256:
+                    raise report_changed(opened.path, "its content changed between two reads")
+                parsed, mapping, prov, measured = self._prepare(
+                    parsed,
+                    opened,
+                    scan.sha256,
+                    scan.stored_bytes,
+                    suite,
+                    scope,
+                    commit,
+                    head,
+                    branch,
+                    path_map,
+                    provenance,
+                    progress,
+                    require_mapped,
+                )
+                snapshot_id = writer.finish(
+                    parsed, mapping, prov, progress=progress, measured=measured, also=also
+                )
+            snapshot = self.store.snapshot(snapshot_id)
+        else:
+            opened.stream.seek(0)
+            raw = read_report(opened, cap)
+            sha = hashlib.sha256(raw.data).hexdigest()
+            existing = self.store.find_duplicate(sha, commit, suite)
+            if existing is not None:
+                return existing
+            if progress:
+                progress("parsing")
+            parsed = parse_bytes(raw, format)
+            stored_bytes = raw.stored_bytes
+            del raw  # what is stored is the parsed report
+            parsed, mapping, prov, measured = self._prepare(
+                parsed,
+                opened,
+                sha,
+                stored_bytes,
+                suite,
+                scope,
+                commit,
+                head,
+                branch,
+                path_map,
+                provenance,
+                progress,
+                require_mapped,
+            )
+            snapshot = self.store.ingest(
+                parsed, mapping, prov, progress=progress, measured=measured, also=also
+            )
+        self._state = None  # HEAD was just read fresh: claims must not use an older view
+        return snapshot
+
+    def _prepare(
+        self,
+        parsed: NormalizedReport,
+        opened: OpenedReport,
+        sha: str,
+        stored_bytes: int,
+        suite: str,
+        scope: str,
+        commit: str | None,
+        head: str | None,
+        branch: str | None,
+        path_map: Sequence[tuple[str, str]],
+        provenance: str,
+        progress: Callable[[str], None] | None,
+        require_mapped: bool,
+    ) -> tuple[NormalizedReport, Mapping, Provenance, MeasuredText]:
+        """A parsed report's path mapping, provenance and measured text: what its snapshot is stored with."""
+        on_head = commit == head
         unused = unused_path_maps([f.path for f in parsed.files], path_map)
         if unused:
             parsed = attrs.evolve(
@@ -227,11 +305,9 @@ class Project:
             worktree_name=self.checkout.worktree_name,
             artifact_path=self._artifact_label(opened.path),
             artifact_sha256=sha,
-            artifact_bytes=raw.stored_bytes,
+            artifact_bytes=stored_bytes,
         )
-        snapshot = self.store.ingest(parsed, mapping, prov, progress=progress, measured=measured, also=also)
-        self._state = None  # HEAD was just read fresh: claims must not use an older view
-        return snapshot
+        return parsed, mapping, prov, measured
 
     def _measured_text(self, mapping: Mapping, blobs: dict[str, str], changed: set[str]) -> MeasuredText:
         """Each mapped file's content identity: the commit's blob id (read from the tree, no file is

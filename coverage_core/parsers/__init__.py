@@ -9,15 +9,20 @@ module; whatever goes wrong reaches the caller as a ``CoverageError``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+from collections.abc import Iterable, Iterator
 from types import ModuleType
-from xml.sax.saxutils import escape as xml_escape
+from typing import TYPE_CHECKING
 
 from ..errors import CoverageError, ErrorCode
-from ..report import MAX_PATH_BYTES, NormalizedReport, PathTooLong
+from ..report import NormalizedReport, PathTooLong
 from ..vocabulary import REPORT_FORMATS
-from .reading import Limits, ReportBytes, Source, excerpt, malformed, read_report
+from .reading import Limits, ReportBytes, Source, excerpt, malformed, path_too_long, read_report
+
+if TYPE_CHECKING:
+    from .lcov import ObservationSink
 
 # Format name -> its module, in detection order (``vocabulary.REPORT_FORMATS``).
 FORMATS: dict[str, str] = {name: name.replace("-", "_") for name in REPORT_FORMATS}
@@ -40,8 +45,13 @@ def module(fmt: str) -> ModuleType:
 
 def detect(data: bytes, origin: str = "<report>") -> str:
     """The format of ``data``, judged from its first and last bytes."""
-    head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
-    tail = data[-SNIFF_BYTES:]
+    return detect_edges(data[:SNIFF_BYTES], data[-SNIFF_BYTES:], origin)
+
+
+def detect_edges(head: bytes, tail: bytes, origin: str = "<report>") -> str:
+    """The format of a report whose first and last SNIFF_BYTES are ``head`` and ``tail``."""
+    head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    tail = tail[-SNIFF_BYTES:]
     if not head:
         raise malformed(
             origin, "report is empty", suggestion="Regenerate the report; the file has no content."
@@ -72,9 +82,12 @@ REPORT_FAULTS: tuple[type[BaseException], ...] = (
 
 
 def _check_forced(report: ReportBytes, fmt: str) -> None:
+    check_forced(report.data[:SNIFF_BYTES], report.data[-SNIFF_BYTES:], report.origin, fmt)
+
+
+def check_forced(head: bytes, tail: bytes, origin: str, fmt: str) -> None:
     """A forced format must fit the content: a mismatch names what the content looks like."""
-    head = report.data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
-    tail = report.data[-SNIFF_BYTES:]
+    head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
     if not head or module(fmt).sniff(head, tail):
         return
     looks = next((other for other in FORMATS if other != fmt and module(other).sniff(head, tail)), None)
@@ -82,9 +95,9 @@ def _check_forced(report: ReportBytes, fmt: str) -> None:
         return  # nothing else fits either: the format's own parser says what is wrong
     raise CoverageError(
         ErrorCode.INVALID_ARGUMENT,
-        f"{report.origin}: format {fmt!r} was forced, but the content looks like {looks}",
+        f"{origin}: format {fmt!r} was forced, but the content looks like {looks}",
         f"Drop the format to detect it from content, or pass format {looks!r}.",
-        {"forced": fmt, "detected": looks, "path": report.origin},
+        {"forced": fmt, "detected": looks, "path": origin},
     )
 
 
@@ -94,41 +107,69 @@ def parse_bytes(report: ReportBytes, fmt: str | None = None) -> NormalizedReport
     else:
         _check_forced(report, fmt)
     mod = module(fmt)
-    try:
+    with _report_faults(report.origin, fmt, report.data):
         parsed: NormalizedReport = mod.parse_bytes(report)
-        return parsed
+    return parsed
+
+
+def streamed_format(head: bytes, fmt: str | None = None) -> str | None:
+    """The format of a report that starts with ``head`` (its first SNIFF_BYTES) when that format is parsed chunk
+    by chunk (``parse_stream``, never holding the report whole) and ``fmt`` (forced, or None) allows it;
+    else None, and the report is read whole (``parse_bytes``), detection included.
+
+    The head alone decides: only llvm's sniff reads the tail, and only after its head looks like JSON,
+    which a head that any streamed format accepts does not.
+    """
+    head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    for name in FORMATS:
+        mod = module(name)
+        if mod.sniff(head, b""):
+            return name if hasattr(mod, "parse_chunks") and fmt in (None, name) else None
+    return None
+
+
+def parse_stream(
+    chunks: Iterable[bytes], origin: str, fmt: str, observations: ObservationSink | None = None
+) -> NormalizedReport:
+    """Parse a report of a streaming format (``streamed_format``) from its decompressed ``chunks``; with
+    ``observations``, its named-test observations go there batch by batch (``lcov.parse_chunks``)."""
+    with _report_faults(origin, fmt, None):
+        parsed: NormalizedReport = module(fmt).parse_chunks(chunks, origin, observations)
+    return parsed
+
+
+@contextlib.contextmanager
+def _report_faults(origin: str, fmt: str, data: bytes | None) -> Iterator[None]:
+    """Whatever a parser raises reaches the caller as a ``CoverageError`` (``data``: the report, when it is
+    held, to name a line)."""
+    try:
+        yield
     except CoverageError:
         raise
     except PathTooLong as exc:
-        size = len(exc.path.encode("utf-8", "surrogatepass"))
-        raise malformed(
-            report.origin,
-            f"a file path of {size:,} bytes is longer than {MAX_PATH_BYTES:,} ({excerpt(exc.path)})",
-            _line_of(report.data, exc.path),
-            "Regenerate the report from a checkout whose paths are of normal length, or fix the path in it.",
-        ) from None
+        raise path_too_long(origin, exc.path, None if data is None else _line_of(data, exc.path)) from None
     except RecursionError:
-        raise malformed(report.origin, f"not a valid {fmt} report (nested too deeply)") from None
+        raise malformed(origin, f"not a valid {fmt} report (nested too deeply)") from None
     except MemoryError:
         raise CoverageError(
             ErrorCode.REPORT_TOO_LARGE,
-            f"{report.origin}: not enough memory to parse the report",
+            f"{origin}: not enough memory to parse the report",
             "Lower COVERAGE_MCP_MAX_REPORT_BYTES or free memory; split the report if you can.",
         ) from None
     except REPORT_FAULTS as exc:  # a damaged report must never escape as a traceback
         raise malformed(
-            report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
+            origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
         ) from exc
     except _xml_errors() as exc:
         raise malformed(
-            report.origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
+            origin, f"not a valid {fmt} report ({type(exc).__name__}; {excerpt(str(exc))})"
         ) from exc
     except Exception as exc:
         raise CoverageError(
             ErrorCode.INTERNAL,
-            f"{report.origin}: the {fmt} parser failed ({type(exc).__name__})",
+            f"{origin}: the {fmt} parser failed ({type(exc).__name__})",
             "This is a bug in coverage-mcp, not in the report; please report it with the report attached.",
-            {"format": fmt, "path": report.origin},
+            {"format": fmt, "path": origin},
         ) from exc
 
 
@@ -140,6 +181,9 @@ def _xml_errors() -> tuple[type[BaseException], ...]:
 
 def _line_of(data: bytes, path: str) -> int | None:
     """The line where ``path`` first appears in the report, as written or JSON-escaped."""
+    # Only for this error: xml.sax.saxutils imports urllib.request (tens of milliseconds at every start).
+    from xml.sax.saxutils import escape as xml_escape
+
     for form in (path, json.dumps(path)[1:-1], xml_escape(path, {'"': "&quot;"})):
         at = data.find(form.encode("utf-8", "surrogatepass"))
         if at >= 0:
@@ -154,4 +198,16 @@ def parse(source: Source, *, format: str | None = None, limits: Limits | None = 
     return parse_bytes(read_report(source, limits), format)
 
 
-__all__ = ["FORMATS", "Limits", "ReportBytes", "detect", "parse", "parse_bytes", "read_report"]
+__all__ = [
+    "FORMATS",
+    "Limits",
+    "ReportBytes",
+    "check_forced",
+    "detect",
+    "detect_edges",
+    "parse",
+    "parse_bytes",
+    "parse_stream",
+    "read_report",
+    "streamed_format",
+]

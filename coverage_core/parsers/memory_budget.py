@@ -1,7 +1,8 @@
 """One process-wide budget of report bytes being read and parsed at once.
 
-A report is held whole while it is parsed, so memory follows the bytes in
-flight. Bounding them per repository does not bound the process: a daemon
+A report is held whole while it is parsed (an LCOV ingest streams it in
+chunks, but claims the same share: its format is known only once it is open),
+so memory follows the bytes in flight. Bounding them per repository does not bound the process: a daemon
 serving six repositories would hold six capped reports. Every read-and-parse
 claims its bytes here first (its size if known, else the whole cap: a
 compressed stream's decompressed size is only known once read), waits its turn

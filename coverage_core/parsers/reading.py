@@ -6,10 +6,12 @@ a huge file nor a small gzip that inflates past the cap is ever held whole.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import zlib
+from collections.abc import Generator
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 import attrs
@@ -17,6 +19,7 @@ import zstandard
 
 from ..config import MIB
 from ..errors import CoverageError, ErrorCode, Remedy
+from ..report import MAX_PATH_BYTES
 from .opening import OpenedReport, open_report
 
 if TYPE_CHECKING:
@@ -26,6 +29,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 CHUNK = 1 * MIB
 DEFAULT_MAX_REPORT_BYTES = 256 * MIB
+# A streamed report arrives in pieces of this many decompressed bytes: what a streaming parser holds of it.
+STREAM_CHUNK = 2 * MIB
+EDGE_BYTES = 64 * 1024  # the head and tail a format is detected from
 
 Source = str | os.PathLike[str] | BinaryIO | bytes | OpenedReport
 
@@ -43,6 +49,97 @@ class ReportBytes:
     origin: str  # a path or "<stream>", used in error messages
     compression: str | None  # "gzip", "zstd" or None
     stored_bytes: int  # size as read, before decompression
+
+
+@attrs.frozen
+class ReportScan:
+    """What one pass over a report found without holding it: its identity, its size and its edges."""
+
+    origin: str
+    compression: str | None
+    stored_bytes: int  # size as read, before decompression
+    size: int  # decompressed bytes
+    sha256: str  # of the decompressed bytes, the report's identity
+    head: bytes  # the first EDGE_BYTES
+    tail: bytes  # the last EDGE_BYTES
+
+
+class ReportStream:
+    """A seekable report read in decompressed chunks, as often as needed, never whole.
+
+    Each pass (``chunks``) starts from the beginning, counts the bytes against the cap and hashes
+    them, so the caller can prove that a second pass read what the first one did (``sha256``).
+    """
+
+    def __init__(self, opened: OpenedReport, limits: Limits | None = None, chunk: int = STREAM_CHUNK) -> None:
+        self.opened = opened
+        self.origin = str(opened.path)
+        self.cap = (limits or Limits()).max_report_bytes
+        self.chunk = chunk
+        self.compression: str | None = None
+        self.stored_bytes = 0
+        self.size = 0
+        self.sha256 = ""
+
+    def chunks(self) -> Generator[bytes]:
+        """The report's decompressed bytes from the start, ``chunk`` at a time; ``report_too_large`` as soon
+        as they pass the cap; ``sha256``, ``size`` and ``stored_bytes`` are set once the pass ends."""
+        import hashlib  # loads OpenSSL: only an ingest needs it, never `coverage-mcp parse`
+
+        stream = self.opened.stream
+        stream.seek(0)
+        head = _read_exact(stream, 4)
+        stream.seek(0)
+        digest = hashlib.sha256()
+        total = 0
+        raw = _CountingReader(stream)
+        errors: tuple[type[Exception], ...]
+        if head.startswith(GZIP_MAGIC):
+            self.compression, errors, what = "gzip", (OSError, EOFError, zlib.error), "gzip"
+            reader: _Readable = gzip.GzipFile(fileobj=raw, mode="rb")
+        elif head.startswith(ZSTD_MAGIC):
+            self.compression, errors, what = "zstd", (zstandard.ZstdError,), "zstd"
+            dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+            reader = dctx.stream_reader(cast(BinaryIO, raw), read_across_frames=True)
+        else:
+            self.compression, errors, what = None, (), ""
+            reader = raw
+            if self.opened.size > self.cap:
+                raise too_large(self.origin, self.cap)
+        with contextlib.closing(cast(io.RawIOBase, reader)) if what else contextlib.nullcontext():
+            while True:
+                try:
+                    part = reader.read(self.chunk)
+                except errors as exc:
+                    raise malformed(self.origin, f"broken {what} stream ({exc})") from None
+                if not part:
+                    break
+                total += len(part)
+                if total > self.cap:
+                    raise too_large(self.origin, self.cap)
+                digest.update(part)
+                yield part
+        self.size, self.stored_bytes, self.sha256 = total, raw.count, digest.hexdigest()
+
+    def head(self, n: int = EDGE_BYTES) -> bytes:
+        """The first ``n`` decompressed bytes (fewer if the report is shorter), read without the rest."""
+        pieces = ReportStream(self.opened, Limits(self.cap), n).chunks()
+        try:
+            return next(pieces, b"")
+        finally:
+            pieces.close()
+
+    def scan(self) -> ReportScan:
+        """One pass: the identity, size, head and tail (nothing else is kept)."""
+        head = b""
+        tail = b""
+        for part in self.chunks():
+            if len(head) < EDGE_BYTES:
+                head += part[: EDGE_BYTES - len(head)]
+            tail = (tail + part)[-EDGE_BYTES:] if len(part) < EDGE_BYTES else part[-EDGE_BYTES:]
+        return ReportScan(
+            self.origin, self.compression, self.stored_bytes, self.size, self.sha256, head, tail
+        )
 
 
 def too_large(origin: str, limit: int) -> CoverageError:
@@ -131,6 +228,16 @@ def excerpt(value: str | bytes) -> str:
     while len(repr(text[:n])) > EXCERPT_CHARS and n > 0:
         n -= 1
     return f"excerpt: {text[:n]!r}" + (" (cut)" if n < len(text) else "")
+
+
+def path_too_long(origin: str, path: str, line: int | None) -> CoverageError:
+    size = len(path.encode("utf-8", "surrogatepass"))
+    return malformed(
+        origin,
+        f"a file path of {size:,} bytes is longer than {MAX_PATH_BYTES:,} ({excerpt(path)})",
+        line,
+        "Regenerate the report from a checkout whose paths are of normal length, or fix the path in it.",
+    )
 
 
 def malformed(origin: str, what: str, line: int | None = None, suggestion: str = "") -> CoverageError:

@@ -19,15 +19,16 @@ program's store and is refused unopened for writing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import secrets
 import threading
 import weakref
 from collections import abc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import duckdb
@@ -297,29 +298,45 @@ class ProjectStore:
     ) -> Snapshot:
         """Store ``report`` as one immutable snapshot, in one transaction (``also(con, snapshot_id)``
         writes its own rows in that same transaction: a managed run's artifact record)."""
+        with self.writer() as writer:
+            snapshot_id = writer.finish(
+                report, mapping, prov, progress=progress, measured=measured, also=also
+            )
+        return self.snapshot(snapshot_id)
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[SnapshotWriter]:
+        """One snapshot's transaction, open while its detail is streamed in (``SnapshotWriter``): it commits
+        when the block ends after ``finish``, and rolls back, leaving nothing, on any failure or without
+        ``finish``. The store's write lock is held throughout."""
         with self._write_lock:
             con = self.con
-            with transaction(con):
-                snapshot_id = self._insert(con, report, mapping, prov, progress, measured)
-                if also is not None:
-                    also(con, snapshot_id)
-            record_committed(self.path, snapshot_id)
-        return self.snapshot(snapshot_id)
+            stage = _Stage(con)
+            try:
+                with transaction(con):
+                    # An aggregate: always one row.
+                    query = "SELECT coalesce(max(snap), 0) + 1 FROM snapshots"
+                    snap_key: int = con.execute(query).fetchall()[0][0]
+                    writer = SnapshotWriter(self, con, snap_key, stage)
+                    yield writer
+                    if writer.snapshot_id is None:
+                        raise RuntimeError("a snapshot writer ended without finish()")
+            finally:
+                stage.close()
+            record_committed(self.path, writer.snapshot_id)
 
     def _insert(
         self,
         con: duckdb.DuckDBPyConnection,
+        snap_key: int,
         report: NormalizedReport,
         mapping: Mapping,
         prov: Provenance,
         progress: Callable[[str], None] | None,
         measured: MeasuredText | None = None,
+        streamed_observations: int = 0,
     ) -> str:
         now = dt.datetime.now(dt.UTC)
-        # An aggregate: always one row.
-        snap_key = cast(
-            "tuple[int]", con.execute("SELECT coalesce(max(snap), 0) + 1 FROM snapshots").fetchone()
-        )[0]
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()
         con.execute(
@@ -451,19 +468,8 @@ class ProjectStore:
             )
             obs = report.test_observations
             if len(obs):
-                _bulk(
-                    con,
-                    "test_observations",
-                    snap_key,
-                    {
-                        "test_id": obs["test"],
-                        "file_id": obs["file"],
-                        "kind": obs["kind"],
-                        "line": obs["line"],
-                        "item": obs["item"],
-                        "hits": obs["hits"],
-                    },
-                )
+                _bulk(con, "test_observations", snap_key, _observation_columns(obs.columns))
+            if len(obs) or streamed_observations:
                 self._store_signatures(con, snap_key)
         return snapshot_id
 
@@ -1062,6 +1068,128 @@ class ProjectStore:
                 ).fetchall()
             ),
         )
+
+
+class SnapshotWriter:
+    """One ingest in progress (``ProjectStore.writer``): named-test observations arrive batch by batch
+    (it is the parser's ``ObservationSink``) and go straight into the open transaction, so a report's
+    largest table is never held whole; ``finish`` writes the snapshot row, its totals, files and the
+    rest of the detail. Until the transaction commits, no reader sees any of it."""
+
+    def __init__(
+        self, store: ProjectStore, con: duckdb.DuckDBPyConnection, snap_key: int, stage: _Stage
+    ) -> None:
+        self._store = store
+        self._con = con
+        self.snap_key = snap_key
+        self._stage = stage
+        self.observations = 0  # rows streamed in
+        self.snapshot_id: str | None = None
+
+    def add(self, columns: dict[str, np.ndarray]) -> None:
+        n = len(columns["test"])
+        for at in range(0, n, STAGE_ROWS):
+            self._stage.insert(self.snap_key, {k: v[at : at + STAGE_ROWS] for k, v in columns.items()})
+        self.observations += n
+
+    def merge(self) -> bool:
+        """Sum the rows that name one (test, file, kind, line, item) more than once: a test's several records of
+        one file, streamed in different batches. Sums clamp at 2^63-1 (``counts``); True if one did."""
+        con, snap = self._con, self.snap_key
+        con.execute(
+            "CREATE TEMP TABLE _merged_observations AS SELECT test_id, file_id, kind, line, item, "
+            "sum(hits) AS hits FROM test_observations WHERE snap = ? GROUP BY ALL",
+            [snap],
+        )
+        try:
+            over = con.execute(f"SELECT max(hits) > {INT64_MAX} FROM _merged_observations").fetchall()[0][0]
+            con.execute("DELETE FROM test_observations WHERE snap = ?", [snap])
+            con.execute(
+                f"INSERT INTO test_observations SELECT ?, test_id, file_id, kind, line, item, "
+                f"least(hits, {INT64_MAX})::BIGINT FROM _merged_observations "
+                "ORDER BY test_id, file_id, kind, line, item",
+                [snap],
+            )
+            self.observations = con.execute("SELECT count(*) FROM _merged_observations").fetchall()[0][0]
+        finally:
+            con.execute("DROP TABLE _merged_observations")
+        return bool(over)
+
+    def finish(
+        self,
+        report: NormalizedReport,
+        mapping: Mapping,
+        prov: Provenance,
+        *,
+        progress: Callable[[str], None] | None = None,
+        measured: MeasuredText | None = None,
+        also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
+    ) -> str:
+        """Write the snapshot of ``report`` (whose observations, if streamed, are already in); its id."""
+        snapshot_id = self._store._insert(
+            self._con, self.snap_key, report, mapping, prov, progress, measured, self.observations
+        )
+        if also is not None:
+            also(self._con, snapshot_id)
+        self.snapshot_id = snapshot_id
+        return snapshot_id
+
+
+INT64_MAX = 2**63 - 1
+STAGE_ROWS = 65_536  # observation rows per staged insert (1.6 MB of columns)
+
+
+class _Stage:
+    """NumPy columns registered with DuckDB once, before the ingest's transaction, and refilled for each
+    batch of observations.
+
+    A view registered and dropped inside a transaction stays in DuckDB's catalog, and keeps its arrays
+    alive, until the transaction ends; one registration per batch would hold every batch of a report
+    until the commit. The stage holds one batch at most.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+        self.columns = {"_row": np.arange(STAGE_ROWS, dtype=np.int32)} | {
+            name: np.zeros(STAGE_ROWS, dtype)
+            for name, dtype in (
+                ("test_id", np.int32),
+                ("file_id", np.int32),
+                ("kind", np.int8),
+                ("line", np.int32),
+                ("item", np.int32),
+                ("hits", np.int64),
+            )
+        }
+        con.register("_stage_observations", self.columns)
+
+    def insert(self, snap_key: int, obs: dict[str, np.ndarray]) -> None:
+        n = len(obs["test"])
+        for name, values in _observation_columns(obs).items():
+            self.columns[name][:n] = values
+        self._con.execute(
+            "INSERT INTO test_observations (snap, test_id, file_id, kind, line, item, hits) "
+            "SELECT ?, test_id, file_id, kind, line, item, hits FROM _stage_observations WHERE _row < ?",
+            [snap_key, n],
+        )
+
+    def close(self) -> None:
+        try:
+            self._con.unregister("_stage_observations")
+        except duckdb.Error:
+            pass  # the connection is gone with it
+
+
+def _observation_columns(obs: abc.Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A report's observation columns under the store's names."""
+    return {
+        "test_id": obs["test"],
+        "file_id": obs["file"],
+        "kind": obs["kind"],
+        "line": obs["line"],
+        "item": obs["item"],
+        "hits": obs["hits"],
+    }
 
 
 def _file_summary(r: Sequence[Any]) -> FileSummary:
