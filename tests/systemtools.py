@@ -66,9 +66,14 @@ def peer(command: str) -> str:
 def require(command: str) -> str:
     """The tool's path; skip (or fail under CI=true) when it is not installed."""
     if command in declared_npm():
-        found = NPM_BIN / command
-        if found.is_file() and os.access(found, os.X_OK):
-            return str(found)
+        if "/" in command:  # a library, named by its file under node_modules
+            library = NPM_BIN.parent / command
+            if library.is_file():
+                return str(library)
+        else:
+            found = NPM_BIN / command
+            if found.is_file() and os.access(found, os.X_OK):
+                return str(found)
         _missing(
             f"needs {command}: install it with `npm install --prefix .cache/npm-tools --no-save "
             f"{declared_npm()[command]}` (or run scripts/test)"

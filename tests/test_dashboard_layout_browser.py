@@ -24,6 +24,7 @@ from .conftest import StoredCheckout
 from .daemons import in_process
 from .gitrepo import git, make_repo, write
 from .realcov import measure
+from .systemtools import require
 from .test_dashboard_tests import CONTEXTS
 
 # Unbreakable ids: a test function's name and its parameters' id, hundreds of characters without a space.
@@ -377,27 +378,17 @@ async def test_the_incremental_review_of_a_subset_run_shows_its_groups_as_the_cl
         assert page.errors == []
 
 
-# axe-core (npm), installed beside the suite's npm tools: `npm install --prefix .cache/npm-tools --no-save
-# axe-core@4.10.2`. It is a library, not a command, so it is looked for here.
-AXE = (
-    Path(__file__).resolve().parents[1] / ".cache" / "npm-tools" / "node_modules" / "axe-core" / "axe.min.js"
-)
-
-
 async def test_axe_finds_no_serious_or_critical_violation_in_either_colour_scheme(
     live: Live, chromium: Any
 ) -> None:
-    if not AXE.is_file():
-        pytest.skip(
-            f"needs axe-core: npm install --prefix .cache/npm-tools --no-save axe-core@4.10.2 ({AXE})"
-        )
+    axe = Path(require("axe-core/axe.min.js"))  # scripts/npm-packages: skips, or fails under CI=true
     for scheme in ("light", "dark"):
         # a context of its own that bypasses the page's CSP (axe is injected as a script); the CSP has its own tests
         async with chromium(bypass_csp=True, color_scheme=scheme) as context:
             page = await live.sign_in(context)
             await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
             await page.wait_for_selector("#source-path")
-            await page.add_script_tag(content=AXE.read_text())
+            await page.add_script_tag(content=axe.read_text())
             found = await page.evaluate(
                 "async () => (await axe.run(document)).violations"
                 ".filter((v) => v.impact === 'serious' || v.impact === 'critical')"
