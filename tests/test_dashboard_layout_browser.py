@@ -303,6 +303,11 @@ async def test_a_line_s_number_opens_the_named_tests_that_ran_it(live: Live, chr
 async def test_a_person_rejects_a_command_and_edits_the_compaction_policy_with_the_session_s_csrf_token(
     live: Live, chromium: Any
 ) -> None:
+    """Seed: "`PATCH /api/projects/{id}`, the dashboard, and the one-shot CLI pass handle later changes." and
+    "Ordinary measurements also present retention, relational-versus-compacted detail source, suite/format,
+    persisted case arguments, and server-generated execution fingerprints so a full run and a case-specific
+    incremental run are not visually conflated." Reject beside Approve, the policy edited on the page, and
+    each measurement's retention against it."""
     registered = await live.cli(
         "command",
         "register",

@@ -180,9 +180,9 @@ def test_the_largest_budget_keeps_the_command_page_at_eight(project: Project) ->
 
 
 def test_the_dashboard_says_where_a_snapshots_detail_lives_and_which_run_made_it(project: Project) -> None:
-    """Seed: "Ordinary measurements also present retention, **relational-versus-compacted detail source,
+    """Seed: "Ordinary measurements also present retention, relational-versus-compacted detail source,
     suite/format, persisted case arguments, and server-generated execution fingerprints so a full run and
-    a case-specific incremental run are not visually conflated.**" A full run and a run of one test file,
+    a case-specific incremental run are not visually conflated." (Retention: the dashboard browser test.) A full run and a run of one test file,
     the full one's snapshot compacted: the dashboard shows each with its detail source, format, case
     arguments and a fingerprint of its own."""
     service = Service(project)
