@@ -113,7 +113,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "report": Entry(
         "coverage_cli.dashboard_cmds:report_command",
-        "Write the dashboard as a static, self-contained HTML report (for CI artifacts).",
+        "Write the dashboard as a static HTML site (for CI artifacts): an index and one page per file.",
     ),
 }
 

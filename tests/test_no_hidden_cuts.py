@@ -285,11 +285,24 @@ def test_the_insight_text_says_when_a_targets_ranges_are_cut_and_its_cursor_brin
     assert sorted(map(int, shown)) == [2, 4, 6, 8, 10, 12]
 
 
-def test_the_static_report_carries_every_line_of_a_long_file(repo: Path, tmp_path: Path) -> None:
-    done = cli("report", "--html", str(tmp_path / "out"), "--baseline", "none", "--json", repo=repo)
-    assert done.returncode == 0, done.stderr
-    page = Path(json.loads(done.stdout)["report"]).read_text()
+def _embedded(page: str) -> dict:
     raw = page.split('<script type="application/json" id="dashboard-data">', 1)[1].split("</script>", 1)[0]
-    source = json.loads(raw)["sources"]["big.py"]
+    return json.loads(raw)
+
+
+def test_the_static_report_carries_every_line_of_a_long_file(repo: Path, tmp_path: Path) -> None:
+    single = cli(
+        "report", "--html", str(tmp_path / "one"), "--single-file", "--baseline", "none", "--json", repo=repo
+    )
+    assert single.returncode == 0, single.stderr
+    source = _embedded(Path(json.loads(single.stdout)["report"]).read_text())["sources"]["big.py"]
     assert [line["line"] for line in source["lines"]] == list(range(1, LINES + 1))
     assert source["truncated"] is False
+    # the site: the file's own page holds its whole text, one line of the page's source per line
+    site = cli("report", "--html", str(tmp_path / "site"), "--baseline", "none", "--json", repo=repo)
+    assert site.returncode == 0, site.stderr
+    index = Path(json.loads(site.stdout)["report"])
+    page = (index.parent / _embedded(index.read_text())["pages"]["big.py"]).read_text()
+    text = page.split('<pre class="t">', 1)[1].split("</pre>", 1)[0]
+    assert re.sub(r"<[^>]+>", "", text).count("\n") == LINES
+    assert "The first" not in page
