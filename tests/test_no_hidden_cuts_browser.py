@@ -39,4 +39,4 @@ async def test_a_file_longer_than_the_view_says_how_much_is_shown_and_of_how_man
         assert 0 < drawn <= MAX_SOURCE_LINES
         assert (await page.locator("#source pre .ln").first.inner_text()).startswith("1x0 = 0")
         said = await text(page, "#source")
-        assert f"Showing the first {MAX_SOURCE_LINES} of {LINES} lines" in said
+        assert f"This report carries the first {MAX_SOURCE_LINES} of {LINES} lines" in said
