@@ -180,6 +180,26 @@ class Project:
         if first.startswith(SQLITE_MAGIC):
             raise _coverage_data_file(opened.path)
         streamed = streamed_format(first, format)
+
+        def prepare(
+            parsed: NormalizedReport, sha: str, stored_bytes: int
+        ) -> tuple[NormalizedReport, Mapping, Provenance, MeasuredText]:
+            return self._prepare(
+                parsed,
+                opened,
+                sha,
+                stored_bytes,
+                suite,
+                scope,
+                commit,
+                head,
+                branch,
+                path_map,
+                provenance,
+                progress,
+                require_mapped,
+            )
+
         if streamed is not None:
             # Never held whole: one pass for the identity (and the cap), one that parses as it reads.
             scan = stream.scan()
@@ -192,21 +212,7 @@ class Project:
                 parsed = parse_stream(stream.chunks(), scan.origin, streamed, writer)
                 if stream.sha256 != scan.sha256:
                     raise report_changed(opened.path, "its content changed between two reads")
-                parsed, mapping, prov, measured = self._prepare(
-                    parsed,
-                    opened,
-                    scan.sha256,
-                    scan.stored_bytes,
-                    suite,
-                    scope,
-                    commit,
-                    head,
-                    branch,
-                    path_map,
-                    provenance,
-                    progress,
-                    require_mapped,
-                )
+                parsed, mapping, prov, measured = prepare(parsed, scan.sha256, scan.stored_bytes)
                 snapshot_id = writer.finish(
                     parsed, mapping, prov, progress=progress, measured=measured, also=also
                 )
@@ -223,21 +229,7 @@ class Project:
             parsed = parse_bytes(raw, format)
             stored_bytes = raw.stored_bytes
             del raw  # what is stored is the parsed report
-            parsed, mapping, prov, measured = self._prepare(
-                parsed,
-                opened,
-                sha,
-                stored_bytes,
-                suite,
-                scope,
-                commit,
-                head,
-                branch,
-                path_map,
-                provenance,
-                progress,
-                require_mapped,
-            )
+            parsed, mapping, prov, measured = prepare(parsed, sha, stored_bytes)
             snapshot = self.store.ingest(
                 parsed, mapping, prov, progress=progress, measured=measured, also=also
             )
