@@ -735,6 +735,13 @@ _OWNER_ROWS = (
 _CHOICE = {"type": "string", "maxLength": 200, "pattern": "^[^\\u0000]*$"}
 # A repository-relative path or directory, as the page passes it.
 _PATH = {"type": "string", "maxLength": 4096, "pattern": "^[^\\u0000]*$"}
+_SNAPSHOT = {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."}
+_PAGE_CURSOR = {"type": "string", "maxLength": 4096, "description": "page.next_cursor of the last page."}
+
+
+def _page_limit(maximum: int, description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "description": description}
+
 
 _DASHBOARD_ROWS = (
     Operation(
@@ -780,7 +787,7 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot", "file"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "file": {
                     "type": "string",
                     "minLength": 1,
@@ -824,7 +831,7 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "search": {**_CHOICE, "description": "Only paths containing this (any case)."},
                 "dir": {**_PATH, "description": "Only files under this directory."},
                 "hide_covered": {"type": "boolean", "description": "Leave out files with nothing uncovered."},
@@ -834,17 +841,8 @@ _DASHBOARD_ROWS = (
                 },
                 "sort": {"enum": ["", *FILE_SORTS], "description": "The column to sort by (default path)."},
                 "descending": {"type": "boolean", "description": "Largest first (default false)."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 2000,
-                    "description": "Rows per page (500).",
-                },
-                "cursor": {
-                    "type": "string",
-                    "maxLength": 4096,
-                    "description": "page.next_cursor of the last page.",
-                },
+                "limit": _page_limit(2000, "Rows per page (500)."),
+                "cursor": _PAGE_CURSOR,
             },
         },
         handler="coverage_core.operations.dashboard_nav:files",
@@ -861,7 +859,7 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "dir": {**_PATH, "description": "The directory (default: the top)."},
             },
         },
@@ -879,7 +877,7 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "file": {**_PATH, "description": "Only this file's functions (default: every file's)."},
                 "search": {**_CHOICE, "description": "Only names containing this (any case)."},
                 "uncovered": {"type": "boolean", "description": "Only functions never called."},
@@ -888,17 +886,8 @@ _DASHBOARD_ROWS = (
                     "description": "The order (default line: by file and line).",
                 },
                 "descending": {"type": "boolean", "description": "Reversed (default false)."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 2000,
-                    "description": "Rows per page (500).",
-                },
-                "cursor": {
-                    "type": "string",
-                    "maxLength": 4096,
-                    "description": "page.next_cursor of the last page.",
-                },
+                "limit": _page_limit(2000, "Rows per page (500)."),
+                "cursor": _PAGE_CURSOR,
             },
         },
         handler="coverage_core.operations.dashboard_nav:functions",
@@ -918,7 +907,7 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot", "file"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
                 "part": {
                     "enum": ["lines", "outline", "categories"],
@@ -943,20 +932,11 @@ _DASHBOARD_ROWS = (
             "additionalProperties": False,
             "required": ["snapshot", "file", "line"],
             "properties": {
-                "snapshot": {**_CHOICE, "minLength": 1, "description": "A snapshot id or unique prefix."},
+                "snapshot": _SNAPSHOT,
                 "file": {**_PATH, "minLength": 1, "description": "Repository-relative path."},
                 "line": {"type": "integer", "minimum": 1, "description": "The line."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 500,
-                    "description": "Tests per page (50).",
-                },
-                "cursor": {
-                    "type": "string",
-                    "maxLength": 4096,
-                    "description": "page.next_cursor of the last page.",
-                },
+                "limit": _page_limit(500, "Tests per page (50)."),
+                "cursor": _PAGE_CURSOR,
             },
         },
         handler="coverage_core.operations.dashboard_source:line_tests",
