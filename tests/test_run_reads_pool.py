@@ -22,7 +22,6 @@ import pytest
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import commands
 from coverage_core.principals import Principal
 from coverage_core.service import Service
 from coverage_core.storage.exec_db import exec_db
@@ -30,6 +29,7 @@ from coverage_daemon.projects import Target
 
 from .daemons import Running, in_process
 from .gitrepo import make_repo
+from .test_runs import approved
 
 AGENT = frozenset({Principal.AGENT})
 # Writes an LCOV report of app.py; given a case argument, first waits until a file named release exists.
@@ -57,18 +57,8 @@ def ran(tmp_path: Path) -> tuple[Path, str, str]:
         },
     )
     with open_project(repo) as project:
-        service = Service(project)
-        command_id = service.call(
-            "register_test_command",
-            {
-                "name": "gen",
-                "argv": [sys.executable, "gen.py"],
-                "args_policy": "selectors",
-                "artifacts": [{"path": "cov.info", "suite": "unit"}],
-            },
-        )["data"]["command"]["id"]
-        commands.approve(project, command_id, approved_by="tester", via="cli")
-        run = service.call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]
+        command_id = approved(project, [sys.executable, "gen.py"], name="gen", args_policy="selectors")
+        run = Service(project).call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]
         assert run["state"] == "succeeded", run
     return repo, command_id, run["id"]
 

@@ -21,13 +21,13 @@ import pytest
 from coverage_core import open_project
 from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
-from coverage_core.execution import commands
 from coverage_core.project import Project
 from coverage_core.service import Service
 
 from .daemons import Running, post_mcp
 from .gitrepo import git, lcov, make_repo
 from .test_connector_support import Connector, env_for
+from .test_runs import approved
 
 GEN = (
     "import sys\n"
@@ -186,16 +186,7 @@ def test_the_dashboard_says_where_a_snapshots_detail_lives_and_which_run_made_it
     the full one's snapshot compacted: the dashboard shows each with its detail source, format, case
     arguments and a fingerprint of its own."""
     service = Service(project)
-    command_id = service.call(
-        "register_test_command",
-        {
-            "name": "gen",
-            "argv": [sys.executable, "gen.py"],
-            "args_policy": "selectors",
-            "artifacts": [{"path": "cov.info", "suite": "unit"}],
-        },
-    )["data"]["command"]["id"]
-    commands.approve(project, command_id, approved_by="tester", via="cli")
+    command_id = approved(project, [sys.executable, "gen.py"], name="gen", args_policy="selectors")
     full = service.call("run_test", {"command_id": command_id, "wait": True})["data"]["run"]
     case = service.call("run_test", {"command_id": command_id, "wait": True, "args": ["test_a.py"]})
     assert full["state"] == case["data"]["run"]["state"] == "succeeded"
