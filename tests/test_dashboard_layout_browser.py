@@ -287,7 +287,11 @@ async def test_a_long_file_is_drawn_in_windows_with_its_missed_branches_and_chan
 async def test_a_line_s_number_opens_the_named_tests_that_ran_it(live: Live, chromium: Any) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
+        await ready(page)
+        renders = await page.evaluate("window.__dashboard.renders")
         await page.select_option("#pick-suite", "pytest")
+        # the chosen suite's projection drawn (until then the table is the default suite's, with its file too)
+        await until(page, f"window.__dashboard.renders > {renders}")
         await until(page, "document.querySelector('#files-table tr[data-path=\"shop/cart.py\"]') !== null")
         await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
         await page.wait_for_selector("#source-path")
