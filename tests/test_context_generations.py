@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from coverage_core import open_project
+from coverage_core.execution import runs
 from coverage_core.service import Service
 from coverage_core.storage.exec_db import exec_db
 
@@ -120,3 +121,16 @@ def test_changing_an_answer_in_process_leaves_the_next_answer_as_stored(sample_r
         first["commands"][0]["argv"].append("--injected")
         again = _context(service)["commands"][0]
         assert (again["name"], again["argv"]) == ("unit", ["true"])
+
+
+def test_a_worker_finding_nothing_queued_leaves_every_cached_answer_cached(sample_repo: Path) -> None:
+    """An idle execution worker looks at the queue every second; a look that claims nothing writes nothing,
+    so it must not start a new generation (each one makes project_context and every review read the whole
+    store again: under an open loop of reads that was a recomputation each second, issue 29's p99)."""
+    with open_project(sample_repo) as project:
+        project.ingest(sample_repo / "step3.coverage.json", suite="unit")
+        store = project.store
+        before = store.generation
+        for _ in range(3):
+            assert runs.claim(store) is None
+        assert store.generation == before
