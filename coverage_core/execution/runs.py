@@ -257,8 +257,14 @@ def queued_of(store: ProjectStore, command_id: str) -> list[str]:
 
 
 def claim(store: ProjectStore) -> Run | None:
-    """The oldest queued run, now ``running``; None when nothing is queued."""
-    with exec_db(store).transaction() as con:
+    """The oldest queued run, now ``running``; None when nothing is queued.
+
+    An idle worker asks every second: an empty queue is seen by a plain read, without the transaction, whose
+    commit would start a new store generation and make every cached answer read the store again."""
+    db = exec_db(store)
+    if db.one("SELECT 1 FROM runs WHERE state = 'queued' LIMIT 1") is None:
+        return None
+    with db.transaction() as con:
         found = con.execute(
             "SELECT run_id FROM runs WHERE state = 'queued' ORDER BY queued_at, run_id LIMIT 1"
         ).fetchone()
