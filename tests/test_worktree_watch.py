@@ -196,3 +196,34 @@ def test_two_watches_of_one_checkout_each_see_a_change_and_closing_one_keeps_the
     (repo / "top.py").write_text("changed\n")
     assert second.changed_paths() == {"top.py"}
     assert first.changed_paths() == {"top.py"}, "a closed Git still answers, reading the status each time"
+
+
+def _git_state(repo: Path) -> tuple[str, str | None, bool]:
+    branch = git(repo, "branch", "--show-current") or None
+    return git(repo, "rev-parse", "HEAD"), branch, bool(git_says(repo))
+
+
+@pytest.mark.parametrize("between", [False, True], ids=["alone", "after another status read"])
+def test_head_branch_and_dirty_are_read_again_after_each_change_and_kept_while_nothing_moves(
+    repo: Path, between: bool
+) -> None:
+    """``Git.state()`` keeps its answer while the watch sees nothing (a daemon asks it on every call), and
+    after a commit, a branch switch, a detached HEAD or an edit it answers what git's command line says, even
+    when another status read (``changed_paths``) started the watch's new interval in between."""
+    g = Git(discover(repo))
+    assert g.watching
+    assert g.state() == _git_state(repo)
+    steps: list[Callable[[Path], object]] = [
+        lambda r: (r / "top.py").write_text("a = 2\n"),
+        lambda r: commit(r, "second"),
+        lambda r: git(r, "checkout", "-q", "-b", "feature"),
+        lambda r: commit(r, "on feature"),
+        lambda r: git(r, "checkout", "-q", "--detach", "HEAD~1"),
+        lambda r: git(r, "checkout", "-q", "main"),
+    ]
+    for step in steps:
+        step(repo)
+        if between:
+            g.changed_paths()
+        assert g.state() == _git_state(repo)
+        assert g.state() == _git_state(repo)  # and kept, unchanged, when asked again
