@@ -149,6 +149,10 @@ class Git:
         self._blob_ids: dict[str, dict[str, str]] = {}
         # The last status's changed paths, kept while the watch sees nothing that could change them.
         self._changed: frozenset[str] | None = None
+        # Each arm of the watch starts a new interval; HEAD, branch and dirty are kept for the interval they
+        # were read in, while the watch sees nothing (HEAD, refs and the index are watched with the tree).
+        self._interval = 0
+        self._state: tuple[int, tuple[str | None, str | None, bool]] | None = None
         self._watch = WorktreeWatch.start(
             checkout.worktree_path, (checkout.git_dir, Path(checkout.repo_key)), self._indexed_paths
         )
@@ -184,6 +188,18 @@ class Git:
     @_serialized
     def is_dirty(self) -> bool:
         return bool(self._status())
+
+    @_serialized
+    def state(self) -> tuple[str | None, str | None, bool]:
+        """HEAD's commit, the branch and whether tracked files changed; where the tree is watched, read again
+        only after the watch saw something move (a daemon asks this on every call)."""
+        kept = self._state
+        if self._watch is not None and kept is not None and kept[0] == self._interval and not self._watch.stale():
+            return kept[1]
+        dirty = bool(self._status())  # arms the watch first when it was stale: a change from here on is seen
+        value = (self.head_commit(), self.branch(), dirty)
+        self._state = (self._interval, value) if self._watch is not None else None
+        return value
 
     # -- commits ----------------------------------------------------------
     @_serialized
@@ -273,6 +289,7 @@ class Git:
             return self._changed
         if watch is not None and not watch.arm():
             self._watch = watch = None
+        self._interval += 1
         status = self.repo.status(untracked_files="no", ignored=False)
         changed = frozenset(path for path, flags in status.items() if flags & _DIRTY)
         self._changed = changed if watch is not None else None

@@ -96,7 +96,8 @@ class Project:
             git = self.git
             now = time.monotonic()
             if git.watching or self._state is None or now - self._state[0] >= CHECKOUT_STATE_TTL_S:
-                self._state = (now, CheckoutState(git.head_commit(), git.branch(), git.is_dirty()))
+                head, branch, dirty = git.state()
+                self._state = (now, CheckoutState(head, branch, dirty))
             return self._state[1]
 
     # -- writes -------------------------------------------------------------
