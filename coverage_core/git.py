@@ -194,7 +194,12 @@ class Git:
         """HEAD's commit, the branch and whether tracked files changed; where the tree is watched, read again
         only after the watch saw something move (a daemon asks this on every call)."""
         kept = self._state
-        if self._watch is not None and kept is not None and kept[0] == self._interval and not self._watch.stale():
+        if (
+            self._watch is not None
+            and kept is not None
+            and kept[0] == self._interval
+            and not self._watch.stale()
+        ):
             return kept[1]
         dirty = bool(self._status())  # arms the watch first when it was stale: a change from here on is seen
         value = (self.head_commit(), self.branch(), dirty)
