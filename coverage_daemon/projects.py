@@ -45,6 +45,7 @@ from coverage_core.storage import project_settings
 from coverage_core.storage.store import ProjectStore
 
 from .answer_context import attach_context
+from .discovered import Discovered
 from .pool import CANCELLED, SHUTDOWN, CallToken, ReadPool, bound, interrupted_error
 from .project_registry import Registry
 
@@ -148,6 +149,7 @@ class Projects:
         self.registry = registry
         self._executor = executor
         self._handles: dict[str, ProjectHandle] = {}
+        self._discovered = Discovered()
         self._opening: dict[str, asyncio.Future[ProjectHandle]] = {}
         self._closing = False
         # The workers of open projects: the server chooses them (maintenance.Maintenance), built on these projects.
@@ -262,7 +264,9 @@ class Projects:
     async def checkout_for(self, target: Target) -> Checkout:
         if target.path is not None:
             check_repository_path(target.path)
-            checkout = await self.run(discover, target.path)
+            checkout = self._discovered.get(target.path)
+            if checkout is None:
+                checkout = await self.run(self._discovered.find, target.path, discover)
             if target.project_id is not None and checkout.project_id != target.project_id:
                 raise CoverageError(
                     ErrorCode.INVALID_ARGUMENT,
