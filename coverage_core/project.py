@@ -96,8 +96,7 @@ class Project:
             git = self.git
             now = time.monotonic()
             if git.watching or self._state is None or now - self._state[0] >= CHECKOUT_STATE_TTL_S:
-                head, branch, dirty = git.state()
-                self._state = (now, CheckoutState(head, branch, dirty))
+                self._state = (now, CheckoutState(*git.state()))
             return self._state[1]
 
     # -- writes -------------------------------------------------------------
