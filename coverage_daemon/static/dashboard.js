@@ -1028,7 +1028,9 @@
     options(pickBase, [["none", "none (no comparison)"], ...choices], base ? base.composite_snapshot_id : "none");
     pickBase.addEventListener("change", (event) => choose("composite_baseline", event.target.value));
     const combined = cur.totals.combined;
-    const delta = section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
+    // a delta only where both sides count the same members; otherwise the server withholds it and says why
+    const delta = section.delta_withheld ? "delta withheld: " + section.delta_withheld.detail
+      : section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
       : (section.delta > 0 ? "+" : section.delta < 0 ? "−" : "±") + Math.abs(section.delta).toFixed(2) +
         " points vs baseline (" + pct(base.percent) + ")";
     const headline = el("div", { class: "card composite-card", id: "composite-headline" },
@@ -1036,7 +1038,8 @@
       el("p", { class: "percent", text: pct(cur.percent) }),
       el("p", { class: "counts", text: combined.hit + " of " + combined.found + " covered · " + cur.status +
         (cur.denominator_known ? "" : " · denominator unknown") }),
-      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta }));
+      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta,
+        "data-withheld": section.delta_withheld ? section.delta_withheld.reason : null }));
     const components = el("table", { id: "composite-components", "aria-label": "Components" },
       el("thead", {}, el("tr", {}, ["Component", "Language", "Format", "Variants", "Coverage", "Measured entries"].map((h, i) =>
         el("th", { class: i === 4 ? "num" : "", text: h })))),
