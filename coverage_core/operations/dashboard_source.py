@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode
 from ..memo import Memo
 from ..review import cursors
+from ..review.annotated_source import MAX_LINE_CHARS, measured_lines
 from ..review.budget import MAX_BYTES, MAX_WORDS
 from ..review.call import Call
 
@@ -95,6 +96,7 @@ def _window(call: Call, snapshot_id: str, path: str) -> dict[str, Any]:
             break
         args["cursor"] = following
     total = (answer.get("page") or {}).get("total")
+    _whole_text(call, snapshot_id, path, lines)
     partial = [line["line"] for line in lines if line["status"] == "partial"]
     if partial:
         missed = _missed_branches(call, snapshot_id, path, partial)
@@ -109,6 +111,21 @@ def _window(call: Call, snapshot_id: str, path: str) -> dict[str, Any]:
         "claim_status": data.get("claim_status"),
         "reasons": data.get("reasons") or [],
     }
+
+
+def _whole_text(call: Call, snapshot_id: str, path: str, lines: list[dict[str, Any]]) -> None:
+    """Each line's whole text: the review cuts a line at ``MAX_LINE_CHARS`` for agents' budgets; the page
+    and the static site show the file as it is (the same measured text, read a window at a time)."""
+    cut = [line for line in lines if len(line["text"]) >= MAX_LINE_CHARS]
+    key = _file_key(call, snapshot_id, path) if cut else None
+    if key is None:
+        return
+    text = measured_lines(call, key[0], key[1], call.project.store.snapshot(snapshot_id, call.con), path)[0]
+    if text is None:
+        return
+    for line in cut:
+        if line["line"] <= len(text):
+            line["text"] = text[line["line"] - 1]
 
 
 def _file_key(call: Call, snapshot_id: str, path: str) -> tuple[int, int] | None:

@@ -23,7 +23,7 @@ measure but git has at that commit is ``not_measured``; a path neither knows is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .selection import Selection, file_id, line_range, unknown_file
+from .textlines import TextLines
 
 MAX_RANGES = 10
 # The record cap bounds a page; a longer range continues on the next page (the cursor).
@@ -49,20 +50,21 @@ MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "x": "excluded", "-":
 # and block formats (llvm, go, regions-v1) spread a count over every line of a
 # block, blank ones included.
 _STATEMENT_LINES = frozenset({"coveragepy"})
-# Decoded sources by (repository, what names the text): a blob or a commit's
-# file never changes, and splitting a 9 MB file costs more than the rest of an answer.
-_TEXTS: Memo[list[str] | None] = Memo(8)
+# Sources by (repository, what names the text): a blob or a commit's file never changes. Each is kept as
+# its bytes and line offsets (``TextLines``), decoded a window at a time: splitting a 9 MB file into
+# strings cost more than the rest of an answer, and broke lines where coverage tools do not.
+_TEXTS: Memo[TextLines | None] = Memo(8)
 
 
-def _cached(key: tuple[str, ...], load: Callable[[], bytes | None]) -> list[str] | None:
-    def decoded() -> list[str] | None:
+def _cached(key: tuple[str, ...], load: Callable[[], bytes | None]) -> TextLines | None:
+    def decoded() -> TextLines | None:
         data = load()
-        return None if data is None else data.decode("utf-8", "replace").splitlines()
+        return None if data is None else TextLines(data)
 
     return _TEXTS.get(key, decoded)
 
 
-def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
+def source_lines(call: Call, commit: str, path: str) -> Sequence[str] | None:
     """The lines of ``path`` at ``commit``, or None when git has no such file."""
     return _cached(
         (call.project.checkout.repo_key, "commit", commit, path),
@@ -72,7 +74,7 @@ def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
 
 def measured_lines(
     call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
-) -> tuple[list[str] | None, str | None]:
+) -> tuple[Sequence[str] | None, str | None]:
     """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
 
     The note says where the text came from when it is not the commit's. A text found (or proven not the
@@ -88,13 +90,14 @@ def measured_lines(
 
 def _measured_lines(
     call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
-) -> tuple[list[str] | None, str | None, bool]:
+) -> tuple[Sequence[str] | None, str | None, bool]:
     """measured_lines' answer, and whether it lasts (False: git lacks a text it may have tomorrow)."""
     repo = call.project.checkout.repo_key
     blob, packed = call.project.store.measured_text(snap_key, fid, call.con)
     call.rows_scanned += 1
     commit = (primary.commit or "none")[:12]
     note = None
+    lines: Sequence[str] | None
     if packed is not None:
         # Its own kind of key: git's answer for the same blob id may be a cached None (not in git).
         lines = _cached(
@@ -124,7 +127,7 @@ def _measured_lines(
     return (None, misfit, True) if misfit else (lines, note, True)
 
 
-def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
+def text_of(call: Call, sel: Selection, path: str) -> Sequence[str] | None:
     """The lines task=source would show for ``path`` in the selection's primary snapshot: the measured
     text when the snapshot has the file, else the commit's; None when neither is available. For
     checks of line numbers against a file (a dirty-tree snapshot's text is longer or shorter than the
@@ -137,7 +140,9 @@ def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
     return measured_lines(call, sel.snaps[0], fid, primary, path)[0]
 
 
-def _contradiction(call: Call, snap_key: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
+def _contradiction(
+    call: Call, snap_key: int, fid: int, primary: Snapshot, lines: Sequence[str]
+) -> str | None:
     """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
     measured = call.numpy(
         "SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap_key, fid], detail=("lines",)
