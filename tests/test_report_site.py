@@ -90,3 +90,97 @@ async def test_the_site_opens_from_disk_offline_and_its_file_pages_number_their_
         assert numbers == [str(n) for n in range(1, lines + 1)]
         assert await page.locator("h1").text_content() == "shop/cart.py"
         assert errors == [] and all(url.startswith("file://") or url.startswith("data:") for url in asked)
+
+
+def oracle(reports: dict[str, tuple[Path, str]], path: str) -> tuple[dict[int, str], set[int]]:
+    """From coverage.py's own JSON of both runs (the baseline c0, the current c1; git changed no line of
+    the files both measured, and added shop/extra.py): each executable line's lcov category now, by the
+    categories' definitions, and the partial lines (run, with a branch coverage.py lists as missing)."""
+    now, then = (json.loads(reports[name][0].read_text())["files"] for name in ("c1", "c0"))
+    f = now[path]
+    ran = set(f["executed_lines"])
+    code = ran | set(f["missing_lines"])
+    partial = {a for a, _ in f["missing_branches"] if a in ran}
+    if path not in then:  # a file the diff added: new code
+        return {n: "GNC" if n in ran else "UNC" for n in code}, partial
+    before = set(then[path]["executed_lines"])
+    known = before | set(then[path]["missing_lines"])
+    out = {}
+    for n in code:
+        if n not in known:
+            out[n] = "GIC" if n in ran else "UIC"
+        else:
+            out[n] = {(True, True): "CBC", (False, True): "GBC", (True, False): "LBC", (False, False): "UBC"}[
+                (n in before, n in ran)
+            ]
+    return out, partial
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_file_page_names_missed_branches_and_each_lines_change_category_against_the_baseline(
+    repo: Path,
+    tmp_path: Path,
+    isolated_home: Path,
+    chromium: Any,
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]],
+) -> None:
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), process=False)
+    data = embedded(Path(answer["report"]))
+    assert answer["baseline"] and answer["baseline"] != answer["current"]
+    async with chromium(offline=True) as context:
+        for path in ("shop/cart.py", "shop/extra.py"):
+            want, partial = oracle(shop_history[1], path)
+            assert partial or path == "shop/extra.py"
+            page = await context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto((out / data["pages"][path]).as_uri())
+            await page.wait_for_function("document.querySelector('pre.k').textContent.length > 0")
+            text = (repo / path).read_text()
+            count = text.count("\n")
+            gutter = await page.eval_on_selector("pre.k", "k => k.textContent.split('\\n')")
+            assert len(gutter) == count
+            assert {n: c for n, c in enumerate(gutter, 1) if c} == want  # every code line, nothing else
+            # each partial line is its own element, titled with the branches missed; no other line is
+            titled = await page.eval_on_selector_all(
+                "pre.t span[title]",
+                "spans => spans.map((s) => [s.textContent, s.getAttribute('title'), s.className])",
+            )
+            lines = text.split("\n")
+            assert sorted(lines.index(t[:-1]) + 1 for t, _, _ in titled) == sorted(partial)
+            assert all(c == "p" and title.startswith("missed branches: ") for _, title, c in titled)
+            # the three columns are as tall as the text's lines: no line doubled, none lost
+            heights = await page.evaluate(
+                "['pre.k', 'pre.g', 'pre.t'].map((s) => document.querySelector(s).getBoundingClientRect().height)"
+            )
+            assert heights == [count * 18] * 3
+            # n steps to the first missed block (uncovered or partial lines), p back to the last
+            blocks = sorted(n for n, c in want.items() if c in ("UNC", "UBC", "UIC", "LBC")) + sorted(partial)
+            if blocks:
+                await page.keyboard.press("n")
+                said = await page.locator("#at").text_content() or ""
+                assert said.startswith("missed block 1 of ") and f"lines {min(blocks)}" in said
+                assert await page.locator("pre.t span.h").count() >= 1
+            assert errors == []
+            await page.close()
+    # the single file carries the same categories for the files it embeds
+    single = cli(repo, "report", "--single-file", "--html", str(tmp_path / "one"), process=False)
+    cart = embedded(Path(single["report"]))["sources"]["shop/cart.py"]
+    want, partial = oracle(shop_history[1], "shop/cart.py")
+    ranges = cart["categories"]["ranges"]
+    assert cart["categories"]["available"]
+    ranged = {n: c for c, start, end in ranges for n in range(start, end + 1) if n in want}  # code lines
+    assert ranged == {n: c for n, c in want.items() if c not in ("CBC", "UBC")}
+    assert {line["line"] for line in cart["lines"] if line.get("missed")} == partial
+
+
+def test_a_site_without_a_baseline_draws_no_change_categories(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), "--baseline", "none", process=False)
+    assert answer["baseline"] is None
+    cart = (out / embedded(Path(answer["report"]))["pages"]["shop/cart.py"]).read_text()
+    assert '<pre class="k"' not in cart and 'id="categories"' not in cart
+    assert '<span class="p" title="missed branches: ' in cart  # the missed branches stay
