@@ -658,6 +658,8 @@
       v.total = embedded.lines.length ? embedded.lines[embedded.lines.length - 1].line : 0;
       for (let k = 0; k * CHUNK < v.total; k += 1) v.chunks.set(k, embedded.lines.filter((l) => l.line > k * CHUNK && l.line <= (k + 1) * CHUNK));
       v.blocks = missedBlocks(embedded.lines);
+      // the change categories the report was written with (against its baseline), as the live view asks them
+      if (embedded.categories && embedded.categories.available) v.ranges = embedded.categories.ranges;
     } else {
       try { first = await sourcePart(path, { part: "lines", start: "1", count: String(CHUNK) }); }
       catch (error) { if (viewer === v) box.replaceChildren(el("header", {}, el("strong", { text: path })), note(error.message)); return; }
@@ -687,7 +689,7 @@
     let askedFns = false;
     fns.addEventListener("toggle", () => { if (fns.open && !askedFns) { askedFns = true; const into = el("div"); fns.append(into); askFunctions(path, into); } });
     const tests = el("div", { id: "line-tests", class: "line-tests", hidden: true });
-    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
+    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && (!staticData || v.ranges) ? " · change against the baseline" : "");
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
       el("span", { class: "muted", text: legend + ", as measured at " + short(first.commit) }),
       el("span", { class: "stepper" }, prev, next, where), close),
@@ -756,7 +758,10 @@
     for (let k = start; k <= end; k += 1) lines.push(...v.chunks.get(k));
     v.pre.style.top = (start * CHUNK) * LH + "px";
     v.pre.replaceChildren(...lines.map((line) => {
-      const cat = v.ranges ? categoryAt(v.ranges, line.line) || (line.status === "covered" ? "CBC" : line.status === "uncovered" || line.status === "partial" ? "UBC" : null) : null;
+      // only code lines have a category (a range spans the blank lines between its code lines); a code line in no
+      // range is unchanged code: CBC when it runs now (a partial line runs: lcov counts its hits), UBC when not
+      const code = line.status === "covered" || line.status === "partial" || line.status === "uncovered";
+      const cat = v.ranges && code ? categoryAt(v.ranges, line.line) || (line.status === "uncovered" ? "UBC" : "CBC") : null;
       const here = v.here && line.line >= v.here[0] && line.line <= v.here[1];
       return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " k-bad" : cat && GOOD.has(cat) ? " k-good" : ""),
         title: line.status, "data-line": line.line, "data-cat": cat, "data-missed": line.missed ? line.missed.join(", ") : null,
