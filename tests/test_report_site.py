@@ -18,6 +18,7 @@ import pytest
 from coverage_daemon.static_report import FILES_DIR, PAGE_COST, SIZE_FACTOR
 
 from .browser import cli, ready
+from .categories_oracle import oracle
 from .conftest import StoredCheckout
 
 
@@ -92,30 +93,6 @@ async def test_the_site_opens_from_disk_offline_and_its_file_pages_number_their_
         assert errors == [] and all(url.startswith("file://") or url.startswith("data:") for url in asked)
 
 
-def oracle(reports: dict[str, tuple[Path, str]], path: str) -> tuple[dict[int, str], set[int]]:
-    """From coverage.py's own JSON of both runs (the baseline c0, the current c1; git changed no line of
-    the files both measured, and added shop/extra.py): each executable line's lcov category now, by the
-    categories' definitions, and the partial lines (run, with a branch coverage.py lists as missing)."""
-    now, then = (json.loads(reports[name][0].read_text())["files"] for name in ("c1", "c0"))
-    f = now[path]
-    ran = set(f["executed_lines"])
-    code = ran | set(f["missing_lines"])
-    partial = {a for a, _ in f["missing_branches"] if a in ran}
-    if path not in then:  # a file the diff added: new code
-        return {n: "GNC" if n in ran else "UNC" for n in code}, partial
-    before = set(then[path]["executed_lines"])
-    known = before | set(then[path]["missing_lines"])
-    out = {}
-    for n in code:
-        if n not in known:
-            out[n] = "GIC" if n in ran else "UIC"
-        else:
-            out[n] = {(True, True): "CBC", (False, True): "GBC", (True, False): "LBC", (False, False): "UBC"}[
-                (n in before, n in ran)
-            ]
-    return out, partial
-
-
 @pytest.mark.asyncio(loop_scope="module")
 async def test_a_file_page_names_missed_branches_and_each_lines_change_category_against_the_baseline(
     repo: Path,
@@ -134,7 +111,7 @@ async def test_a_file_page_names_missed_branches_and_each_lines_change_category_
             assert partial or path == "shop/extra.py"
             page = await context.new_page()
             errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
             await page.goto((out / data["pages"][path]).as_uri())
             await page.wait_for_function("document.querySelector('pre.k').textContent.length > 0")
             text = (repo / path).read_text()
