@@ -121,3 +121,19 @@ def test_a_window_annotates_the_lines_the_report_numbered_and_shows_each_line_wh
     # a window further in starts where it is asked, on the same numbering
     later = row(repo, "dashboard_source", snapshot=snap, file="f.c", part="lines", start=7, count=2)["data"]
     assert [(line["line"], line["text"]) for line in later["lines"]] == [(7, LONG), (8, "int g;")]
+
+
+def test_git_reads_a_blob_once_by_id_or_path_and_nothing_that_is_not_a_blob(
+    stored: tuple[Path, str],
+) -> None:
+    from .gitrepo import git
+
+    repo, _ = stored
+    blob, tree = git(repo, "rev-parse", "HEAD:f.c"), git(repo, "rev-parse", "HEAD^{tree}")
+    with open_project(repo) as project:
+        assert project.git.read_blob(blob) == TEXT.encode()
+        assert project.git.read_blob(tree) is None  # a tree is no text
+        assert project.git.read_blob("0" * 40) is None and project.git.read_blob("not an id") is None
+        head = git(repo, "rev-parse", "HEAD")
+        assert project.git.read_file(head, "f.c") == TEXT.encode()
+        assert project.git.read_file(head, "missing.c") is None
