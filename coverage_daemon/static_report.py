@@ -194,9 +194,9 @@ _PAGE_SCRIPT = (
     "a.textContent='missed block '+(at+1)+' of '+b.length+': lines '+f[0]+(f[1]>f[0]?'\u2013'+f[1]:'')});"
 )
 CATEGORY_WORDS = (
-    "change against the baseline, lcov's categories: UNC uncovered new code, LBC lost baseline coverage, "
-    "UIC uncovered included code, UBC uncovered baseline code, GBC gained baseline coverage, GIC gained "
-    "included code, GNC gained new code, CBC covered baseline code"
+    "lcov's categories: UNC uncovered new code, LBC lost baseline coverage, UIC uncovered included code, "
+    "UBC uncovered baseline code, GBC gained baseline coverage, GIC gained included code, GNC gained new "
+    "code, CBC covered baseline code"
 )
 
 
@@ -277,7 +277,10 @@ def file_page(
             data = (
                 f'<script type="application/json" id="categories">{embed_json(categories["ranges"])}</script>'
             )
-            legend += f" · left column: {CATEGORY_WORDS} {html.escape(baseline or '')}"
+            legend += (
+                f" · left column: each code line's change against the baseline {html.escape(baseline or '')} "
+                f"({CATEGORY_WORDS})"
+            )
         elif categories is not None:
             legend += (
                 f" · no change categories: {html.escape(str(categories.get('reason') or 'unavailable'))}"
