@@ -139,6 +139,9 @@ async def test_a_file_page_names_missed_branches_and_each_lines_change_category_
                 said = await page.locator("#at").text_content() or ""
                 assert said.startswith("missed block 1 of ") and f"lines {min(blocks)}" in said
                 assert await page.locator("pre.t span.h").count() >= 1
+            # nothing wider than a phone's viewport: the text scrolls inside its own box
+            await page.set_viewport_size({"width": 390, "height": 800})
+            assert await page.evaluate("document.documentElement.scrollWidth") == 390
             assert errors == []
             await page.close()
     # the single file carries the same categories for the files it embeds
