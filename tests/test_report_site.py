@@ -164,3 +164,46 @@ def test_a_site_without_a_baseline_draws_no_change_categories(
     cart = (out / embedded(Path(answer["report"]))["pages"]["shop/cart.py"]).read_text()
     assert '<pre class="k"' not in cart and 'id="categories"' not in cart
     assert '<span class="p" title="missed branches: ' in cart  # the missed branches stay
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_site_has_a_function_index_overall_and_per_file_that_leads_to_each_functions_line(
+    repo: Path,
+    tmp_path: Path,
+    isolated_home: Path,
+    chromium: Any,
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]],
+) -> None:
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), process=False)
+    data = embedded(Path(answer["report"]))
+    measured = json.loads(shop_history[1]["c1"][0].read_text())["files"]
+    # every function coverage.py's own JSON names (module code aside), at its line, called or not as it says
+    want = {
+        (path, name): (f["start_line"], bool(f["executed_lines"]))
+        for path, file in measured.items()
+        for name, f in file["functions"].items()
+        if name and f["summary"]["num_statements"]
+    }
+    got = {(f["path"], f["name"]): (f["start_line"], f["hits"] > 0) for f in data["functions"]["rows"]}
+    assert got == want and data["functions"]["truncated"] is False
+    async with chromium(offline=True) as context:
+        page = await context.new_page()
+        await page.goto(Path(answer["report"]).as_uri())
+        await ready(page)
+        await page.locator("#show-functions").click()
+        await page.wait_for_selector(".functions-table")
+        names = await page.locator(".functions-table tbody tr td:first-child").all_text_contents()
+        assert sorted(names) == sorted(name for _, name in want)
+        # a function's link opens its file's page at its line
+        line, _ = want[("shop/cart.py", "shipping")]
+        await page.locator(".functions-table a", has_text="shipping").first.click()
+        await page.wait_for_url(f"**/{data['pages']['shop/cart.py']}#L{line}")
+        await page.wait_for_function(f"document.getElementById('at').textContent === 'line {line}'")
+        # the file page lists its own functions, each a link to its line
+        listed = await page.eval_on_selector_all(
+            "#functions tbody a", "links => links.map((a) => [a.textContent, a.getAttribute('href')])"
+        )
+        assert sorted(listed) == sorted(
+            [name, f"#L{start}"] for (path, name), (start, _) in want.items() if path == "shop/cart.py"
+        )
