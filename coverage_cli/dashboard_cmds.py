@@ -175,6 +175,7 @@ def report_command(
         data, sources = _report_data(project, chosen, include_logs=include_logs, every_file=not single_file)
         rows = data.pop("all_files", None)
         tests = data.pop("file_tests", None)
+        functions = data.pop("all_functions", None)
     if include_logs:
         click.echo(
             "warning: --include-logs embeds the run output of the newest runs in the report; whatever they "
@@ -185,7 +186,7 @@ def report_command(
         out = static_report.write(directory, data, sources)
     else:
         base = (data["selection"]["baseline"] or {}).get("snapshot_id")
-        out = static_report.write_site(directory, data, rows or [], sources, tests, base)
+        out = static_report.write_site(directory, data, rows or [], sources, tests, base, functions)
     metrics = data["metrics"]
     if as_json:
         emit_json(
@@ -234,6 +235,22 @@ def _whole_file(
     return out
 
 
+def _functions(call: Any, project: Any, snap: str) -> dict[str, Any]:
+    """The site's function index: every function of the snapshot (at most ``MAX_SITE_FUNCTIONS``), by file
+    and line, as the dashboard_functions row pages them."""
+    from coverage_daemon.static_report import MAX_SITE_FUNCTIONS
+
+    rows: list[dict[str, Any]] = []
+    ask: dict[str, Any] = {"snapshot": snap, "sort": "file", "limit": 2000}
+    while len(rows) < MAX_SITE_FUNCTIONS:
+        answer = call(project, "dashboard_functions", ask)
+        rows += answer["data"]["rows"]
+        if not answer["page"]["next_cursor"]:
+            return {"rows": rows, "truncated": False}
+        ask["cursor"] = answer["page"]["next_cursor"]
+    return {"rows": rows[:MAX_SITE_FUNCTIONS], "truncated": True}
+
+
 def _report_data(
     project: Any, chosen: dict[str, str | None], *, include_logs: bool = False, every_file: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -261,6 +278,7 @@ def _report_data(
                 break
             ask["cursor"] = answer["page"]["next_cursor"]
         data["all_files"] = rows
+        data["all_functions"] = _functions(call, project, snap)
         named = (data.get("tests") or {}).get("count")
         data["file_tests"] = {r["path"]: r.get("tests", 0) for r in rows} if named else None
         sources = {r["path"]: _whole_file(call, project, snap, r["path"], base) for r in rows}

@@ -47,6 +47,8 @@ PAGE_COST = 4096
 MAX_SOURCES = 200
 # --single-file: a file's lines it carries at most (as the dashboard_file row's bound).
 MAX_FILE_LINES = 20_000
+# The site's function index carries at most this many functions (the live dashboard pages through all).
+MAX_SITE_FUNCTIONS = 20_000
 MAX_SOURCE_LINES_TOTAL = 200_000
 MAX_RUN_LOGS = 10
 
@@ -167,6 +169,8 @@ _PAGE_STYLE = (
     "pre.t{flex:1;padding-right:8px}pre.t span{display:block}"
     ".c{background:var(--c)}.u{background:var(--u)}.p{background:var(--p)}.x{font-style:italic;opacity:.7}"
     "pre.t span.h{outline:2px solid #1f5fbf;outline-offset:-2px}a{color:#1f5fbf}"
+    "#functions{overflow-x:auto;margin:4px 0}#functions td,#functions th{padding:0 8px;text-align:left;"
+    "overflow-wrap:anywhere}"
 )
 # Numbers the lines (the gutter) and writes each line's change category against the baseline (the
 # categories gutter: lcov's, from the embedded ranges, on code lines only (a range spans the blank lines
@@ -174,29 +178,26 @@ _PAGE_STYLE = (
 # UBC when not); n/j and p/k step through the missed blocks (uncovered runs and
 # partial lines). A line's status is read from the text's own runs.
 _PAGE_SCRIPT = (
-    "var t=document.querySelector('pre.t'),g=document.querySelector('pre.g'),k=document.querySelector('pre.k'),"
-    "a=document.getElementById('at'),s=[],e=[],c=t.childNodes,i,j;"
+    "var D=document,Q=function(x){return D.querySelector(x)},t=Q('pre.t'),g=Q('pre.g'),k=Q('pre.k'),a=Q('#at'),"
+    "s=[],e=[],c=t.childNodes,i,j;"
+    "function to(n){scrollTo(0,t.getBoundingClientRect().top+scrollY+(n-4)*18)}"
     "for(i=0;i<c.length;i++){var x=c[i],m=x.nodeType===1?x.className:'n',n=(x.textContent.match(/\\n/g)||[]).length;"
     "for(j=0;j<n;j++){s.push(m);e.push(x)}}"
     "var o=[];for(i=1;i<=s.length;i++)o.push(i);g.textContent=o.join('\\n');"
-    "if(k){var r=JSON.parse(document.getElementById('categories').textContent),q=0,w=[];"
-    "for(i=1;i<=s.length;i++){while(q<r.length&&r[q][2]<i)q++;"
-    "var z=s[i-1],y=z==='c'||z==='p'||z==='u';w.push(!y?'':q<r.length&&r[q][1]<=i?r[q][0]:z==='u'?'UBC':'CBC')}"
+    "if(k){var r=JSON.parse(Q('#categories').textContent),q=0,w=[];"
+    "for(i=1;i<=s.length;i++){while(q<r.length&&r[q][2]<i)q++;var z=s[i-1];"
+    "w.push(z!=='c'&&z!=='p'&&z!=='u'?'':q<r.length&&r[q][1]<=i?r[q][0]:z==='u'?'UBC':'CBC')}"
     "k.textContent=w.join('\\n')}"
-    "var b=[];for(i=0;i<s.length;i++){var bad=s[i]==='u'||s[i]==='p';"
-    "if(bad&&b.length&&b[b.length-1][1]===i)b[b.length-1][1]=i+1;else if(bad)b.push([i+1,i+1])}"
-    "var at=-1,lit=[];a.textContent=b.length+' missed block'+(b.length===1?'':'s')+(b.length?'; n and p step through them':'');"
-    "document.addEventListener('keydown',function(v){if(v.altKey||v.ctrlKey||v.metaKey||!b.length)return;"
-    "var d=v.key==='n'||v.key==='j'?1:v.key==='p'||v.key==='k'?-1:0;if(!d)return;v.preventDefault();"
-    "at=(at+d+b.length)%b.length;var f=b[at];lit.forEach(function(y){y.classList.remove('h')});lit=[];"
+    "var b=[];for(i=0;i<s.length;i++)if(s[i]==='u'||s[i]==='p'){if(b.length&&b[b.length-1][1]===i)b[b.length-1][1]=i+1;"
+    "else b.push([i+1,i+1])}"
+    "var at=-1,lit=[];a.textContent='missed blocks: '+b.length+(b.length?'; n and p step through them':'');"
+    "D.addEventListener('keydown',function(v){var d=v.key==='n'||v.key==='j'?1:v.key==='p'||v.key==='k'?-1:0;"
+    "if(v.altKey||v.ctrlKey||v.metaKey||!b.length||!d)return;v.preventDefault();at=(at+d+b.length)%b.length;"
+    "var f=b[at];lit.forEach(function(y){y.classList.remove('h')});lit=[];"
     "for(i=f[0];i<=f[1];i++)if(e[i-1].nodeType===1&&lit.indexOf(e[i-1])<0){e[i-1].classList.add('h');lit.push(e[i-1])}"
-    "window.scrollTo(0,t.getBoundingClientRect().top+window.scrollY+(f[0]-4)*18);"
-    "a.textContent='missed block '+(at+1)+' of '+b.length+': lines '+f[0]+(f[1]>f[0]?'\u2013'+f[1]:'')});"
-)
-CATEGORY_WORDS = (
-    "lcov's categories: UNC uncovered new code, LBC lost baseline coverage, UIC uncovered included code, "
-    "UBC uncovered baseline code, GBC gained baseline coverage, GIC gained included code, GNC gained new "
-    "code, CBC covered baseline code"
+    "to(f[0]);a.textContent='missed block '+(at+1)+' of '+b.length+': lines '+f[0]+(f[1]>f[0]?'\u2013'+f[1]:'')});"
+    "function go(){var h=/^#L(\\d+)$/.exec(location.hash);if(h){to(+h[1]);a.textContent='line '+h[1]}}"
+    "addEventListener('hashchange',go);go();"
 )
 
 
@@ -234,6 +235,23 @@ def _run(mark: str | None, texts: list[str]) -> str:
     return body if mark == "n" else f'<span class="{mark}">{body}</span>'
 
 
+def _function_list(functions: list[dict[str, Any]]) -> str:
+    """The file's functions (its part of the function index), each a link to its first line."""
+    if not functions:
+        return ""
+    called = sum(1 for f in functions if f["hits"])
+    rows = "".join(
+        f'<tr><td><a href="#L{f["start_line"]}">{html.escape(f["name"])}</a></td><td>{f["start_line"]}</td>'
+        f"<td{' class=u' if not f['hits'] else ''}>{f['hits']}</td></tr>"
+        for f in functions
+    )
+    return (
+        f'<details id="functions"><summary>Functions ({len(functions)}, {called} called)</summary>'
+        f"<table><thead><tr><th>Function</th><th>Line</th><th>Calls</th></tr></thead><tbody>{rows}</tbody>"
+        "</table></details>"
+    )
+
+
 def _ratio(counter: dict[str, int]) -> str:
     return (
         "—"
@@ -247,9 +265,10 @@ def file_page(
     source: dict[str, Any] | None,
     tests: int | None,
     baseline: str | None = None,
+    functions: list[dict[str, Any]] | None = None,
 ) -> str:
-    """One file's page: its figures, how many named tests ran it, and its annotated source; against
-    ``baseline`` (a snapshot id) each line's change category, from ``source["categories"]``."""
+    """One file's page: its figures, how many named tests ran it, its functions and its annotated source;
+    against ``baseline`` (a snapshot id) each line's change category, from ``source["categories"]``."""
     path = html.escape(row["path"])
     policy = (
         f"default-src 'none'; style-src {_hash(_PAGE_STYLE)}; script-src {_hash(_PAGE_SCRIPT)}; "
@@ -279,13 +298,14 @@ def file_page(
             )
             legend += (
                 f" · left column: each code line's change against the baseline {html.escape(baseline or '')} "
-                f"({CATEGORY_WORDS})"
+                "(lcov's categories, named in the index's <a href=\"../index.html#change\">change view</a>)"
             )
         elif categories is not None:
             legend += (
                 f" · no change categories: {html.escape(str(categories.get('reason') or 'unavailable'))}"
             )
         body = (
+            f"{_function_list(functions or [])}"
             f'<div class="src">{gutter}<pre class="g"></pre><pre class="t">{_runs(source["lines"])}</pre></div>'
             f"{cut}{data}"
         )
@@ -306,6 +326,7 @@ def write_site(
     sources: dict[str, dict[str, Any]],
     tests: dict[str, int] | None,
     baseline: str | None = None,
+    functions: dict[str, Any] | None = None,
 ) -> Path:
     """The site: ``index.html`` (the dashboard, every file's row, each linked to its page) and one page per
     file under ``files/``. Written beside the target, then moved in: a failure leaves the earlier site whole."""
@@ -315,6 +336,11 @@ def write_site(
         "files": {**(data.get("files") or {}), "rows": rows, "total": len(rows), "truncated": False},
     }
     body["pages"] = pages
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    if functions is not None:
+        body["functions"] = functions
+        for f in functions["rows"]:
+            by_file.setdefault(f["path"], []).append(f)
     directory.mkdir(parents=True, exist_ok=True)
     staging = directory / f".{FILES_DIR}.tmp"
     if staging.exists():
@@ -327,6 +353,7 @@ def write_site(
                 sources.get(row["path"]),
                 None if tests is None else tests.get(row["path"], 0),
                 baseline,
+                by_file.get(row["path"]),
             )
             (directory / pages[row["path"]].replace(FILES_DIR, staging.name, 1)).write_text(text, "utf-8")
         index_tmp = directory / f".{REPORT_FILE}.tmp"

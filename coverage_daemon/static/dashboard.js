@@ -583,18 +583,31 @@
 
   // -- the function index: every file's, or the open file's -----------------------------------
   const fnav = { search: "", uncovered: false, sort: "line", desc: false, asked: 0 };
+  // The static site's index: its embedded rows, filtered and sorted here by the server's rules.
+  function localFunctions() {
+    const all = staticData.functions || { rows: [], truncated: false };
+    const key = { name: (f) => f.name, file: (f) => f.path, line: (f) => f.start_line, hits: (f) => f.hits }[fnav.sort];
+    const rows = all.rows.filter((f) => (!nav.search || f.name.toLowerCase().includes(nav.search.toLowerCase())) && (!fnav.uncovered || !f.hits));
+    rows.sort((x, y) => { const a = key(x), b = key(y); const c = a < b ? -1 : a > b ? 1 : x.path < y.path ? -1 : x.path > y.path ? 1 : x.start_line - y.start_line;
+      return fnav.desc ? -c : c; });
+    return { matched: rows.length, hit: rows.filter((f) => f.hits).length, rows: rows.slice(0, 500), truncated: rows.length > 500 || all.truncated };
+  }
   async function askFunctions(file, into) {
     const target = into || byId("functions-body");
-    if (staticData) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
+    if (staticData && (file || !staticData.functions)) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
     const asked = ++fnav.asked;
-    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
-    if (file) q.set("file", file);
-    if (!file && nav.search) q.set("search", nav.search);
-    if (!file && fnav.uncovered) q.set("uncovered", "true");
-    let answer;
-    try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
-    if (!file && asked !== fnav.asked) return;
-    const a = answer.data;
+    let a;
+    if (staticData) a = localFunctions();
+    else {
+      const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
+      if (file) q.set("file", file);
+      if (!file && nav.search) q.set("search", nav.search);
+      if (!file && fnav.uncovered) q.set("uncovered", "true");
+      let answer;
+      try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
+      if (!file && asked !== fnav.asked) return;
+      a = answer.data;
+    }
     const head = [["name", "Function"], ["file", "File"], ["line", "Line"], ["hits", "Calls"]].filter(([k]) => !file || k !== "file");
     const table = el("table", { class: "wrap functions-table", "aria-label": file ? "Functions of " + file : "Functions of every file" },
       el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", { class: key === "line" || key === "hits" ? "num" : "",
@@ -602,7 +615,9 @@
       file ? label : el("button", { type: "button", "data-fsort": key, text: label, onclick: () => {
         fnav.desc = fnav.sort === key ? !fnav.desc : key === "hits" ? false : false; fnav.sort = key; askFunctions(); } }))))),
       el("tbody", {}, a.rows.map((f) => el("tr", { class: f.hits ? "" : "uncovered-fn" },
-        el("td", {}, el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
+        el("td", {}, staticData && staticData.pages && staticData.pages[f.path]
+          ? el("a", { class: "link", href: staticData.pages[f.path] + "#L" + f.start_line, text: f.name })  // the site's page, at the line
+          : el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
         file ? null : el("td", {}, pathParts(f.path)),
         el("td", { class: "num", text: f.start_line }), el("td", { class: "num" + (f.hits ? "" : " cat-bad"), text: f.hits })))));
     target.replaceChildren(note(a.matched + " functions, " + a.hit + " called" + (a.truncated ? "; the first " + a.rows.length + " shown" : "") + "."),
