@@ -153,6 +153,17 @@ async def test_a_file_page_names_missed_branches_and_each_lines_change_category_
     ranged = {n: c for c, start, end in ranges for n in range(start, end + 1) if n in want}  # code lines
     assert ranged == {n: c for n, c in want.items() if c not in ("CBC", "UBC")}
     assert {line["line"] for line in cart["lines"] if line.get("missed")} == partial
+    # and its page draws them as the live view does, every code line's category and nothing else's
+    async with chromium(offline=True) as context:
+        page = await context.new_page()
+        await page.goto(Path(single["report"]).as_uri())
+        await ready(page)
+        await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
+        await page.wait_for_selector("#source pre .ln[data-cat]")
+        shown = await page.eval_on_selector_all(
+            "#source pre .ln", "lines => lines.map((l) => [Number(l.dataset.line), l.dataset.cat || null])"
+        )
+        assert {n: c for n, c in shown if c} == want
 
 
 def test_a_site_without_a_baseline_draws_no_change_categories(
