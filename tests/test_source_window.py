@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coverage_core.errors import CoverageError
 from coverage_core.project import open_project
 from coverage_core.review.textlines import TextLines
 from coverage_core.service import Service
@@ -137,3 +138,46 @@ def test_git_reads_a_blob_once_by_id_or_path_and_nothing_that_is_not_a_blob(
         head = git(repo, "rev-parse", "HEAD")
         assert project.git.read_file(head, "f.c") == TEXT.encode()
         assert project.git.read_file(head, "missing.c") is None
+
+
+def review_lines(repo: Path, snap: str, path: str) -> list[dict[str, Any]]:
+    """task=source's own lines of a whole file (every page, no budget in the way)."""
+    args: dict[str, Any] = {
+        "task": "source",
+        "representation": "review",
+        "file": path,
+        "measurement": {"snapshot_id": snap},
+        "lines": "1-100000",
+        "limits": {"max_words": 50_000, "max_bytes": 2_000_000},
+    }
+    out: list[dict[str, Any]] = []
+    while True:
+        try:
+            answer = row(repo, "coverage_review", **args)
+        except CoverageError as error:
+            assert error.details.get("file_lines") == 0  # an empty file (a package's __init__.py)
+            return []
+        out += [line for r in answer["data"]["ranges"] for line in r["lines"]]
+        if not (answer.get("page") or {}).get("next_cursor"):
+            return out
+        args["cursor"] = answer["page"]["next_cursor"]
+
+
+def test_every_window_is_the_lines_task_source_shows_for_every_file_of_both_snapshots(
+    shop_stored: Any,
+) -> None:
+    repo = shop_stored.fresh()
+    snaps = row(repo, "coverage_review", task="snapshots", representation="review")["data"]["snapshots"]
+    assert len(snaps) == 2
+    for snap in (s["snapshot_id"] for s in snaps):
+        files = row(repo, "dashboard_files", snapshot=snap, limit=100)["data"]["rows"]
+        for path in [f["path"] for f in files] + ["tests/test_cart.py"]:  # and a file git has, not measured
+            want = review_lines(repo, snap, path)
+            first = row(repo, "dashboard_source", snapshot=snap, file=path, start=1, count=7)["data"]
+            assert first["file_lines"] == len(want)
+            got: list[dict[str, Any]] = []
+            for start in range(1, len(want) + 1, 7):  # windows of 7 lines, the last one short
+                w = row(repo, "dashboard_source", snapshot=snap, file=path, start=start, count=7)["data"]
+                got += [{k: line[k] for k in ("line", "status", "text")} for line in w["lines"]]
+                assert w["file_lines"] == len(want)
+            assert got == want, (snap, path)

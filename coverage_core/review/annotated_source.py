@@ -194,6 +194,28 @@ def line_marks(call: Call, snap_key: int, fid: int, snapshot_id: str) -> tuple[n
     return marks
 
 
+def annotated_lines(
+    call: Call, primary: Snapshot, snap_key: int, fid: int | None, path: str, start: int, end: int
+) -> list[dict[str, Any]] | None:
+    """Lines ``start``-``end`` of ``path`` as task=source marks them (its text, its marks: the measured text
+    when the snapshot has the file, else the commit's, every line not code), whole and unbudgeted, for a
+    caller that bounds its own window (the dashboard); None when task=source would show no text."""
+    if fid is None:
+        text = source_lines(call, primary.commit, path) if primary.commit else None
+        marks: dict[int, str] = {}
+    else:
+        text = measured_lines(call, snap_key, fid, primary, path)[0]
+        lines_at, codes = line_marks(call, snap_key, fid, primary.snapshot_id)
+        i, j = np.searchsorted(lines_at, [start, end + 1])
+        marks = {int(n): _MARK_OF[int(c)] for n, c in zip(lines_at[i:j], codes[i:j])}
+    if text is None:
+        return None
+    return [
+        {"line": n, "status": MARKS[marks.get(n, "-")], "text": text[n - 1]}
+        for n in range(start, min(end, len(text)) + 1)
+    ]
+
+
 def _default_target(
     call: Call, sel: Selection, path: str | None
 ) -> tuple[str, list[tuple[int, int]], int] | None:
