@@ -232,6 +232,8 @@ def _whole_file(
             {"snapshot": snap, "file": path, "part": "categories", "baseline": baseline},
         )["data"]
         out["categories"] = {k: cats[k] for k in ("available", "ranges", "reason") if k in cats}
+        # only the ranges of the lines carried (a single file carries the first ``upto``)
+        out["categories"]["ranges"] = [r for r in out["categories"].get("ranges", []) if r[1] <= len(lines)]
     return out
 
 
