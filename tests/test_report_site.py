@@ -218,3 +218,43 @@ async def test_the_site_has_a_function_index_overall_and_per_file_that_leads_to_
         assert sorted(listed) == sorted(
             [name, f"#L{start}"] for (path, name), (start, _) in want.items() if path == "shop/cart.py"
         )
+
+
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hostile_function_names_and_source_text_stay_text_on_the_site(
+    tmp_path: Path, isolated_home: Path, chromium: Any
+) -> None:
+    from .gitrepo import make_repo
+
+    source = f"int a; /* {HOSTILE} </pre> */\nint b;\n"
+    repo = make_repo(tmp_path / "repo", {"x.c": source})
+    report = (
+        "TN:\nSF:x.c\n"
+        f"FN:1,{HOSTILE}\nFNDA:0,{HOSTILE}\nDA:1,1\nDA:2,0\nBRDA:1,0,0,1\nBRDA:1,0,1,0\nend_of_record\n"
+    )
+    (tmp_path / "r.lcov").write_text(report)
+    cli(repo, "ingest", str(tmp_path / "r.lcov"), process=False)
+    out = tmp_path / "site"
+    answer = cli(repo, "report", "--html", str(out), process=False)
+    data = embedded(Path(answer["report"]))
+    assert [f["name"] for f in data["functions"]["rows"]] == [HOSTILE]
+    async with chromium(offline=True) as context:
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: errors.append("dialog " + d.message))
+        await page.goto((out / data["pages"]["x.c"]).as_uri())
+        await page.wait_for_function("document.querySelector('pre.g').textContent.length > 0")
+        assert await page.locator("img").count() == 0
+        assert await page.locator("#functions tbody a").all_text_contents() == [HOSTILE]
+        assert await page.eval_on_selector("pre.t", "t => t.textContent") == source
+        assert await page.locator("pre.t span.p").get_attribute("title") == "missed branches: 0.1"
+        await page.goto(Path(answer["report"]).as_uri())
+        await ready(page)
+        await page.locator("#show-functions").click()
+        await page.wait_for_selector(".functions-table")
+        assert await page.locator(".functions-table tbody a").all_text_contents() == [HOSTILE]
+        assert await page.locator("img").count() == 0 and errors == []
