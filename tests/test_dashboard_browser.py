@@ -183,6 +183,8 @@ async def test_the_source_view_marks_each_code_line_with_its_change_category_par
 async def test_the_file_table_sorts_from_the_keyboard(live: Live, chromium: Any) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
+        # the server's first answer redraws the table (and its buttons): focus a button of that one
+        await until(page, "document.getElementById('files-more').textContent.startsWith('Showing')")
         missed = page.locator("#files-table th button", has_text="Missed lines")
         await missed.focus()
         await page.keyboard.press("Enter")  # the first press: most missed first
