@@ -52,14 +52,22 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return repo, commits, reports
 
 
-@pytest.fixture
-def repo(measured: tuple[Path, dict[str, str], dict[str, Path]], tmp_path: Path) -> Path:
-    checkout = Path(shutil.copytree(measured[0], tmp_path / "repo"))
+@pytest.fixture(scope="module")
+def repo(
+    measured: tuple[Path, dict[str, str], dict[str, Path]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The checkout with the three reports stored, once for the module: every test here only reads it (each
+    through a daemon of its own home, or directly)."""
+    root = tmp_path_factory.mktemp("stored")
+    checkout = Path(shutil.copytree(measured[0], root / "repo"))
     _, commits, reports = measured
-    with open_project(checkout) as project:
-        for step in ("c0", "c1", "c2"):
-            local = Path(shutil.copy(reports[step], checkout / f"{step}.json"))
-            project.ingest(local, suite="unit", commit=commits[step])
+    with pytest.MonkeyPatch.context() as env:  # a home of its own: the tests' homes come later
+        env.setenv("COVERAGE_MCP_HOME", str(root / "home"))
+        env.setenv("COVERAGE_MCP_PORT", "0")
+        with open_project(checkout) as project:
+            for step in ("c0", "c1", "c2"):
+                local = Path(shutil.copy(reports[step], checkout / f"{step}.json"))
+                project.ingest(local, suite="unit", commit=commits[step])
     return checkout
 
 
