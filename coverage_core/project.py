@@ -15,12 +15,13 @@ holds it, with identical results.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,6 +74,7 @@ class Project:
         self.git = Git(checkout)
         self._state_lock = threading.Lock()
         self._analysis: duckdb.DuckDBPyConnection | None = None
+        self._relations_on = threading.local()  # .con: the connection ``relation`` uses in this thread
         self._state: tuple[float, CheckoutState] | None = None
 
     # -- lifecycle ----------------------------------------------------------
@@ -530,11 +532,29 @@ class Project:
         """Snapshot id -> why, for every snapshot a queued or running run uses as its baseline."""
         return run_index.active_baselines(self.store)
 
+    @contextlib.contextmanager
+    def relations_on(self, con: Any) -> Iterator[None]:
+        """``relation`` uses ``con`` in this thread for the block: an operation that answers a notebook's
+        helper (the ``analysis`` row) reads on its call's connection, which goes back with the call (to the
+        daemon's read pool, under its query deadline), and reads the rows before the block ends."""
+        previous = getattr(self._relations_on, "con", None)
+        self._relations_on.con = con
+        try:
+            yield
+        finally:
+            self._relations_on.con = previous
+
     def relation(self, sql: str, params: Sequence[object] = ()) -> duckdb.DuckDBPyRelation:
-        """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""
-        if self._analysis is None:
-            self._analysis = self.store.cursor()
-        return self._analysis.sql(sql, params=list(params)) if params else self._analysis.sql(sql)
+        """A DuckDB relation over the store, for notebooks and analysis: on the connection ``relations_on``
+        gave this thread, else on the project's own, kept until it closes (a relation is read lazily)."""
+        con = getattr(self._relations_on, "con", None)
+        if con is None:
+            if self._analysis is None:
+                # A cursor of the store's own connection, never ``store.cursor()``: a daemon's store lends
+                # that from its bounded read pool, and this one is kept until the project closes.
+                self._analysis = self.store.con.cursor()
+            con = self._analysis
+        return con.sql(sql, params=list(params)) if params else con.sql(sql)
 
 
 def open_project(

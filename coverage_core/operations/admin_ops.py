@@ -139,4 +139,5 @@ def analysis(call: Call) -> dict[str, Any]:
             "Pass only those, as a JSON object.",
             {"argument": "arguments"},
         )
-    return {"data": analyses.to_columns(analyses.ANALYSES[name](call.project, **arguments))}
+    with call.project.relations_on(call.con):  # the call's connection, given back with it
+        return {"data": analyses.to_columns(analyses.ANALYSES[name](call.project, **arguments))}
