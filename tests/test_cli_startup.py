@@ -242,10 +242,17 @@ def test_a_daemons_first_calls_on_many_threads_at_once_all_validate(tmp_path: Pa
     assert "jsonschema" in modules
 
 
-# What a read that owns the store may not import: the columns' library, the records' converter, the modules of
-# the runtime and the composites (project_context looks for a run, a command and a composite with one SELECT
-# each first), and every review task's modules but its own.
-NOT_FOR_READS = ("numpy", "cattrs", "rfc3987_syntax", "coverage_core.execution", "coverage_core.composite")
+# What a read that owns the store may not import: the columns' library, the records' converter, the HTTP client
+# (no daemon to talk to), the modules of the runtime and the composites (project_context looks for a run, a
+# command and a composite with one SELECT each first), and every review task's modules but its own.
+NOT_FOR_READS = (
+    "numpy",
+    "cattrs",
+    "rfc3987_syntax",
+    "http.client",
+    "coverage_core.execution",
+    "coverage_core.composite",
+)
 OTHER_TASKS = {
     "context": ("insight", "listing", "change", "incremental", "history", "audit", "named_tests"),
     "snapshots": ("insight", "change", "incremental", "history", "audit", "named_tests", "annotated_source"),
