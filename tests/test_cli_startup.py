@@ -300,3 +300,26 @@ def test_a_read_that_owns_the_store_lists_its_runs_commands_and_composite_once_t
     commands = json.loads(process.stdout)["data"]["commands"]
     assert [c["name"] for c in commands] == ["unit"]
     assert "coverage_core.execution.commands" in modules
+
+
+SPAWNS = """\
+import atexit, os, sys
+spawned = []
+sys.addaudithook(lambda event, args: spawned.append([event, repr(args)[:200]]) if event in (
+    "subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.system") else None)
+atexit.register(lambda: open(os.environ["MODULES_OUT"] + ".spawned", "w").write(json.dumps(spawned)))
+from coverage_cli.entry import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_read_that_owns_the_store_starts_no_process(tmp_path: Path, sample_repo: Path) -> None:
+    # git is read through libgit2 and the heap trim is looked up on first use: ctypes.util.find_library ran
+    # `ldconfig -p` in a subprocess at every import of the project (12 ms of each command's start).
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    for argv in (["context"], ["snapshots"], ["review", "insight", "--suite", "unit"]):
+        process, modules = child(tmp_path, SPAWNS, *argv, "--repo", str(sample_repo), cwd=sample_repo)
+        assert process.returncode == 0, process.stderr
+        assert "coverage_core.service" in modules and "snap-" in process.stdout  # read in this process
+        assert json.loads((tmp_path / "modules.json.spawned").read_text()) == [], argv

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,13 @@ def test_the_modules_a_read_imports_import_neither_numpy_nor_cattrs_nor_every_ta
     )
     assert not {m for m in before if m.startswith(("coverage_core.execution", "coverage_core.composite"))}
     assert "cattrs" in after  # the converter, built on first use
+
+
+def test_the_heap_trim_is_looked_up_on_the_first_release_and_then_kept() -> None:
+    from coverage_core.parsers import memory_budget
+
+    memory_budget.release_memory()
+    memory_budget.release_memory()
+    assert len(memory_budget._TRIM) == 1
+    if sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert callable(memory_budget._TRIM[0])  # glibc has malloc_trim
