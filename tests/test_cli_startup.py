@@ -160,7 +160,7 @@ def test_a_read_of_a_store_the_daemon_holds_goes_to_it_without_importing_duckdb_
         assert (process.returncode, process.stdout) == (expected.returncode, expected.stdout), process.stderr
         assert process.returncode == 0 and snapshot_id in process.stdout
         assert "coverage_daemon.rest_client" in modules
-        heavy = ("duckdb", "numpy", "pygit2", "jsonschema", "cattrs", "coverage_core.service")
+        heavy = ("duckdb", "numpy", "pygit2", "jsonschema", "cattrs", "coverage_core.service", "portalocker")
         assert packages(modules, *heavy) == set(), argv
 
 

@@ -152,3 +152,23 @@ def test_the_heap_trim_is_looked_up_on_the_first_release_and_then_kept() -> None
     assert len(memory_budget._TRIM) == 1
     if sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION"):
         assert callable(memory_budget._TRIM[0])  # glibc has malloc_trim
+
+
+def test_a_lease_held_through_portalocker_is_seen_held_by_the_flock_look_and_free_once_released(
+    tmp_path: Path,
+) -> None:
+    from coverage_core.locks import Lease, is_held
+
+    path = tmp_path / "x.lock"
+    assert not is_held(path)  # no file: nobody holds it
+    lease = Lease.acquire(path, {"owner": "test"}, what="the test lease", suggestion="none")
+    try:
+        assert is_held(path)
+        assert is_held(path)  # the look takes nothing: still held by the lease
+    finally:
+        lease.release()
+    assert not is_held(path)
+    again = Lease.acquire(
+        path, {"owner": "test"}, what="the test lease", suggestion="none"
+    )  # the look let go
+    again.release()
