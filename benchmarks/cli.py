@@ -30,6 +30,7 @@ Example: python benchmarks/cli.py --repeat 21 --notebooks-path /tmp/nbextra
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -53,7 +54,7 @@ from common import (
     load_average,
     machine,
     median,
-    run_measured,
+    run_measured_cpu,
     write_section,
 )
 
@@ -77,24 +78,51 @@ def manifest_totals(name: str) -> dict[str, dict[str, int]]:
     return {k: v for k, v in entry["canonical_totals"].items() if k in ("lines", "branches")}
 
 
+# Our console script's work, with the number of modules imported at its exit written to stderr last.
+COUNTED = (
+    "import atexit, os, sys\n"
+    "atexit.register(lambda: os.write(2, f'\\nmodules imported: {len(sys.modules)}\\n'.encode()))\n"
+    "from coverage_cli.entry import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
 @dataclass
 class Command:
     label: str
     argv: list[str]
     check: Callable[[str], str | None]  # stdout -> what is wrong with it, or None
     walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)
 
     env: dict[str, str] | None = None
     cwd: Path | None = None
+    modules: int | None = None  # sys.modules at exit (ours: count_modules)
 
     def measure(self) -> None:
-        wall, rss, out = run_measured(self.argv, env=self.env, cwd=self.cwd)  # raises unless it exited 0
+        # raises unless it exited 0
+        wall, cpu, rss, out, _ = run_measured_cpu(self.argv, env=self.env, cwd=self.cwd)
+        self.checked(out)
+        self.walls.append(wall)
+        self.cpus.append(cpu)
+        self.rss.append(rss)
+
+    def checked(self, out: str) -> None:
         wrong = self.check(out)
         if wrong:
             raise SystemExit(f"{self.label}: {wrong}\n--- its output ends with:\n{out[-1500:]}")
-        self.walls.append(wall)
-        self.rss.append(rss)
+
+    def count_modules(self) -> None:
+        """For our console script: the same command once more, as the script runs it, counting the modules
+        it had imported at exit (its answer checked as every timed one is)."""
+        if Path(self.argv[0]).name != "coverage-mcp":
+            return
+        _, _, _, out, err = run_measured_cpu(
+            [sys.executable, "-c", COUNTED, *self.argv[1:]], env=self.env, cwd=self.cwd
+        )
+        self.checked(out)
+        self.modules = int(err.rsplit("modules imported: ", 1)[1].split()[0])
 
 
 @dataclass
@@ -218,18 +246,20 @@ class SampleReads:
         ).stdout
 
     def command(
-        self, label: str, argv: list[str], check: Callable[[str], str | None], path: str | None = None
+        self, label: str, argv: list[str], check: Callable[[str], str | None], *paths: str | None
     ) -> Command:
-        """A command in the sample repository; ``path`` first on its PYTHONPATH (the [notebooks] case)."""
+        """A command in the sample repository; ``paths`` first on its PYTHONPATH (the [notebooks] case, an
+        exported tree of earlier code)."""
         env = self.env
-        if path:
-            env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))}
+        if any(paths):
+            env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [*paths, env.get("PYTHONPATH")]))}
         return Command(label, argv, check, env=env, cwd=self.repo)
 
 
-def read_pairs(sample: SampleReads, notebooks: str | None = None) -> list[Pair]:
+def read_pairs(sample: SampleReads, notebooks: str | None = None, before: Path | None = None) -> list[Pair]:
     """The three reads beside ``coverage report``; with ``notebooks`` (a folder holding rfc3987_syntax, as
-    the [notebooks] extra installs it) our commands also run with it importable."""
+    the [notebooks] extra installs it) our commands also run with it importable; with ``before`` (an
+    exported tree of earlier code) each read again from that tree, in the same turns."""
     where = "the daemon holds the store" if sample.daemon is not None else "the command owns the store"
     ours, coverage = script("coverage-mcp"), script("coverage")
     hit, found = sample.lines
@@ -251,23 +281,27 @@ def read_pairs(sample: SampleReads, notebooks: str | None = None) -> list[Pair]:
     report = sample.command("`coverage report`", [coverage, "report"], expect("TOTAL", "inventory/stock.py"))
     floor = [  # what a command that owns the store cannot do without, before any code of ours runs
         Pair(
-            "floor of a read that owns the store: importing DuckDB, NumPy and pygit2, nothing else",
+            "floor of a read that owns the store: importing DuckDB, pygit2, jsonschema and click, nothing else",
             sample.command(
-                "`python -c 'import duckdb, numpy, pygit2'`",
-                [sys.executable, "-c", "import duckdb, numpy, pygit2; print('imported')"],
+                "`python -c 'import duckdb, pygit2, jsonschema, click'`",
+                [sys.executable, "-c", "import duckdb, pygit2, jsonschema, click; print('imported')"],
                 expect("imported"),
             ),
             report,
         )
     ]
+    stamp = before / ".commit" if before else None
+    was = stamp.read_text().strip()[:12] if stamp and stamp.exists() else str(before)
+    versions = [("", None)] + ([(f", before (at {was})", str(before))] if before else [])
     return (floor if sample.daemon is None else []) + [
         Pair(
-            f"read: {label}{case} (sample project, {where})",
-            sample.command(label, [ours, *argv], check, path),
+            f"read: {label}{case}{version} (sample project, {where})",
+            sample.command(label, [ours, *argv], check, tree, path),
             sample.command("`coverage report`", [coverage, "report"], expect("TOTAL", "inventory/stock.py")),
         )
         for case, path in cases
         for label, argv, check in reads
+        for version, tree in versions
     ]
 
 
@@ -330,7 +364,21 @@ def main() -> None:
         help="a folder holding rfc3987_syntax (pip install --target DIR rfc3987-syntax): the reads again with "
         "it importable, as with the [notebooks] extra installed",
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="also time the reads from this exported tree of earlier code (git archive COMMIT coverage_core "
+        "coverage_cli coverage_daemon | tar -x -C DIR; git rev-parse COMMIT > DIR/.commit), in the same turns",
+    )
     args = ap.parse_args()
+    trees = [ROOT / p for p in ("coverage_core", "coverage_cli", "coverage_daemon")]
+    if args.before:
+        args.before = args.before.resolve()
+        trees += [args.before / p for p in ("coverage_core", "coverage_cli", "coverage_daemon")]
+    for (
+        tree
+    ) in trees:  # bytecode, as an installed package has it (the shell may export PYTHONDONTWRITEBYTECODE)
+        compileall.compile_dir(str(tree), quiet=1)
     if args.only != "all" and not args.no_readme:
         ap.error("--only reads measures part of the section: pass --no-readme")
     report = corpus_file(COBERTURA)
@@ -339,8 +387,8 @@ def main() -> None:
     routed = SampleReads(Path(scratch.name) / "routed", daemon=True)
     measured = (
         (pairs(report) if args.only == "all" else [])
-        + read_pairs(owned, args.notebooks_path)
-        + read_pairs(routed, args.notebooks_path)
+        + read_pairs(owned, args.notebooks_path, args.before)
+        + read_pairs(routed, args.notebooks_path, args.before)
     )
     totals = manifest_totals(COBERTURA)
     lines, branches = totals["lines"], totals["branches"]
@@ -351,7 +399,9 @@ def main() -> None:
         for command in (pair.ours, pair.theirs):  # a warm-up each (page cache, .pyc files), not kept
             command.measure()
             command.walls.clear()
+            command.cpus.clear()
             command.rss.clear()
+        pair.ours.count_modules()
         for _ in range(repeat):
             pair.ours.measure()
             pair.theirs.measure()
@@ -366,8 +416,10 @@ def main() -> None:
         elif pair.title.startswith("read:"):
             met = median(pair.ours.walls) * 1000 < READ_GOAL_MS
             verdict = f" (goal < {READ_GOAL_MS} ms: {'met' if met else 'NOT met'})"
+        modules = "" if pair.ours.modules is None else f"{pair.ours.modules:,}"
         rows.append(
             f"| {pair.title} | {pair.ours.label} | {median(pair.ours.walls) * 1000:,.0f} ms | "
+            f"{median(pair.ours.cpus) * 1000:,.0f} ms | {modules} | "
             f"{median(pair.ours.rss):,.0f} MB | {pair.theirs.label} | "
             f"{median(pair.theirs.walls) * 1000:,.0f} ms | {median(pair.theirs.rss):,.0f} MB | "
             f"**{ratio:.2f}x**{verdict} |"
@@ -382,7 +434,8 @@ def main() -> None:
             "",
             (
                 f"`python benchmarks/cli.py`: each command a fresh process of its console script in "
-                f"`{BIN}` (no shim), ours and theirs in turns after one warm-up each; median wall time (start to exit) "
+                f"`{BIN}` (no shim), ours and theirs in turns after one warm-up each; median wall time (start to exit)"
+                f", median CPU time (user + system, the steadier figure under load) "
                 f"and median peak RSS of {args.repeat} runs ({args.parse_repeat} for `parse`). Every timed run exited 0 "
                 "and printed what it should (the version; every command in `--help`; the Cobertura's totals as "
                 "tests/corpus/MANIFEST.json records them). The ratio is ours / theirs by wall time: below 1 we are "
@@ -390,10 +443,21 @@ def main() -> None:
                 f"{' → '.join(f'{x:.2f}' for x in loads)} (the machine is shared)."
             ),
             "",
-            "| what | ours | wall | peak RSS | theirs | wall | peak RSS | ours / theirs |",
-            "|---|---|---:|---:|---|---:|---:|---|",
+            "| what | ours | wall | CPU | modules | peak RSS | theirs | wall | peak RSS | ours / theirs |",
+            "|---|---|---:|---:|---:|---:|---|---:|---:|---|",
             *rows,
             "",
+            (
+                "- CPU is the median user + system time of the command's process; modules is `sys.modules` at "
+                "its exit, counted in one more run of the same command (its answer checked as well)"
+                + (
+                    f'; the rows "before" run the same console script on the code exported at {args.before} '
+                    "(PYTHONPATH), in the same turns"
+                    if args.before
+                    else ""
+                )
+                + "."
+            ),
             (
                 "- `--help` and `--version` read the command table of `coverage_cli/main.py` and import click and "
                 "nothing else of ours; a command's module is imported only to run it or show its own help "
@@ -410,7 +474,12 @@ def main() -> None:
             (
                 "- The reads (issue 29) run on the bundled sample project with its step-3 report ingested into a "
                 "store of their own home, twice. Where the command owns the store (no daemon), it opens it, "
-                "validates its arguments and reads it: DuckDB, pygit2 and NumPy are imported for that. Where "
+                "validates its arguments and reads it: DuckDB, pygit2 (HEAD, the index, the measured files' "
+                "content identity) and jsonschema are imported for that, and no NumPy, cattrs, runtime or "
+                "composite modules, nor any review task's modules but its own (NumPy is imported by the "
+                "functions that compute with columns; records are shaped without cattrs; project_context looks "
+                "for a run, a command and a composite with one SELECT each; tasks resolve by a "
+                '"module:function" name). Where '
                 "the home's daemon holds the store, the command finds that from files alone (git's layout, the "
                 "store's and the daemon's leases) and the daemon's /health, and imports none of them "
                 "(`coverage_daemon.rest_client.owning_daemon`). `coverage report` reads coverage.py's "

@@ -55,6 +55,30 @@ def run_measured(
     return res["wall"], res["rss"], res["out"]
 
 
+def run_measured_cpu(
+    cmd: list[str], *, env: dict | None = None, cwd: Path | None = None
+) -> tuple[float, float, int, str, str]:
+    """Run ``cmd`` in a fresh process; (wall seconds, CPU seconds (user + system), peak RSS in MB, stdout,
+    stderr). CPU time is the steadier figure on a shared machine: other processes' load lengthens the wall
+    time of a run, much less its own CPU time."""
+    wrapper = (
+        "import json, resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "wall = time.perf_counter() - t\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps({'wall': wall, 'cpu': u.ru_utime + u.ru_stime, 'rss': u.ru_maxrss // 1024, "
+        "'rc': p.returncode, 'out': p.stdout[-4000:], 'err': p.stderr[-2000:]}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, env=env, cwd=cwd
+    )
+    res = json.loads(out.stdout)
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd} failed: {res['err']}")
+    return res["wall"], res["cpu"], res["rss"], res["out"], res["err"]
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

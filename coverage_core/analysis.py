@@ -24,8 +24,9 @@ the answer's columns (``to_columns``) and builds the same relation in memory
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
@@ -116,11 +117,20 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
     routed = _routed(project, "history", {"suite": suite, "counter": counter})
     if routed is not None:
         return routed
+    with _reading(project) as con:
+        return _history(project, con, suite=suite, counter=counter)
+
+
+def _history(
+    project: Project, con: duckdb.DuckDBPyConnection, *, suite: str | None = None, counter: str = "lines"
+) -> duckdb.DuckDBPyRelation:
+    """``history`` read on ``con``, detached (the same defaults)."""
     if counter == "headline":
-        return _detached(_headline_history(project, suite))
+        return _detached(_headline_history(con, suite))
     if counter not in COUNTERS:
         raise _bad_counter(counter, ("headline", *COUNTERS))
-    rel = project.relation(
+    rel = _sql(
+        con,
         f"""
         SELECT s.snapshot_id, s.created_at, s.suite, s.commit_sha AS "commit", s.branch, s.scope, t.hit,
                t.found, {_PERCENT.format(hit="t.hit", found="t.found")} AS percent
@@ -132,9 +142,10 @@ def history(project: Project, suite: str | None = None, counter: str = "lines") 
     return _detached(rel)
 
 
-def _headline_history(project: Project, suite: str | None) -> duckdb.DuckDBPyRelation:
+def _headline_history(con: duckdb.DuckDBPyConnection, suite: str | None) -> duckdb.DuckDBPyRelation:
     """``history`` of each snapshot's headline: its rule's counters summed, the first of them required."""
-    return project.relation(
+    return _sql(
+        con,
         f"""
         WITH picked AS (
             SELECT s.*, {headlines.counters_sql("s.format", "s.tool")} AS counters FROM snapshots s
@@ -187,7 +198,21 @@ def file_history(
     )
     if routed is not None:
         return routed
-    rel = _file_rows(project, last_commits, suite, counter, ref)
+    with _reading(project) as con:
+        return _file_history(project, con, last_commits=last_commits, suite=suite, counter=counter, ref=ref)
+
+
+def _file_history(
+    project: Project,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    last_commits: int = 10,
+    suite: str | None = None,
+    counter: str = "lines",
+    ref: str = "HEAD",
+) -> duckdb.DuckDBPyRelation:
+    """``file_history`` read on ``con``, detached (the same defaults)."""
+    rel = _file_rows(project, con, last_commits, suite, counter, ref)
     return _detached(rel.order("commits_ago DESC, path"))
 
 
@@ -226,7 +251,21 @@ def coverage_loss(
     routed = _routed(project, "coverage_loss", {"last": last, "suite": suite, "counter": counter, "ref": ref})
     if routed is not None:
         return routed
-    rows = _file_rows(project, last, suite, counter, ref)
+    with _reading(project) as con:
+        return _coverage_loss(project, con, last=last, suite=suite, counter=counter, ref=ref)
+
+
+def _coverage_loss(
+    project: Project,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    last: int = 10,
+    suite: str | None = None,
+    counter: str = "lines",
+    ref: str = "HEAD",
+) -> duckdb.DuckDBPyRelation:
+    """``coverage_loss`` read on ``con``, detached (the same defaults)."""
+    rows = _file_rows(project, con, last, suite, counter, ref)
     ends = rows.aggregate(
         'max(commits_ago) AS first, min(commits_ago) AS last, count(DISTINCT "commit") AS n'
     )
@@ -277,12 +316,27 @@ def coverage_loss(
     return _detached(ranked)
 
 
-# What a daemon runs for a project it owns (coverage_daemon's analysis route), by name.
+# What a daemon runs for a project it owns (coverage_daemon's analysis route), by name: each reads on the
+# connection it is given (the call's pooled one), so it never borrows a second one nor keeps one.
 ANALYSES: dict[str, Callable[..., duckdb.DuckDBPyRelation]] = {
-    "history": history,
-    "file_history": file_history,
-    "coverage_loss": coverage_loss,
+    "history": _history,
+    "file_history": _file_history,
+    "coverage_loss": _coverage_loss,
 }
+
+
+@contextlib.contextmanager
+def _reading(project: Project) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read connection of ``project``'s store for one helper, given back when its answer is detached."""
+    con = project.store.cursor()
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _sql(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object]) -> duckdb.DuckDBPyRelation:
+    return con.sql(sql, params=list(params))
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -303,7 +357,7 @@ def _first_parent_commits(project: Project, ref: str, n: int) -> list[str]:
 
 
 def _file_rows(
-    project: Project, n: int, suite: str | None, counter: str, ref: str
+    project: Project, con: duckdb.DuckDBPyConnection, n: int, suite: str | None, counter: str, ref: str
 ) -> duckdb.DuckDBPyRelation:
     """Per-file rows of the newest complete snapshot on each measured commit of the window (not detached)."""
     if counter not in FILE_COUNTERS:
@@ -319,9 +373,7 @@ def _file_rows(
     if suite is None:
         suites = [
             r[0]
-            for r in project.relation(
-                f"SELECT DISTINCT suite FROM ({picked}) ORDER BY suite", params
-            ).fetchall()
+            for r in _sql(con, f"SELECT DISTINCT suite FROM ({picked}) ORDER BY suite", params).fetchall()
         ]
         if len(suites) > 1:
             raise CoverageError(
@@ -330,7 +382,8 @@ def _file_rows(
                 f"Pick one: suite={suites[0]!r}.",
                 {"suites": suites},
             )
-    return project.relation(
+    return _sql(
+        con,
         f"""
         SELECT p.commits_ago, p.snapshot_id, p.created_at, p.commit_sha AS "commit", p.suite, f.path,
                f.{counter}_hit AS hit, f.{counter}_found AS found,

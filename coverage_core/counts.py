@@ -16,14 +16,20 @@ passes 31 bits.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-MAX = np.iinfo(np.int64).max
-_LOW = np.int64(0xFFFFFFFF)
+if TYPE_CHECKING:
+    import numpy as np
+
+
+MAX = 2**63 - 1  # np.iinfo(np.int64).max, without importing NumPy for the constant
+_LOW = 0xFFFFFFFF
 
 
 def add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
     """``a + b`` element-wise, clamped at ``MAX``, and whether any clamped."""
+    import numpy as np
+
     with np.errstate(over="ignore"):
         total = np.asarray(a, np.int64) + np.asarray(b, np.int64)
     over = total < 0  # two non-negative int64s wrap to a negative sum, never further
@@ -39,6 +45,8 @@ def add_scalar(a: int, b: int) -> tuple[int, bool]:
 
 
 def _join(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, bool]:
+    import numpy as np
+
     high = high + (low >> 32)
     over = high > 0x7FFFFFFF
     out = (np.minimum(high, 0x7FFFFFFF) << 32) | (low & _LOW)
@@ -49,6 +57,8 @@ def _join(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, bool]:
 
 def reduceat(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, bool]:
     """``np.add.reduceat(values, starts)`` (groups starting at ``starts``), exact and clamped at ``MAX``."""
+    import numpy as np
+
     values = np.asarray(values, np.int64)
     if not len(values):
         return values.copy(), False
@@ -58,6 +68,8 @@ def reduceat(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, bool]:
 def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> bool:
     """``np.add.at(target, index, values)`` in place (repeated indices add up), clamped at ``MAX``;
     whether any clamped."""
+    import numpy as np
+
     values = np.asarray(values, np.int64)
     high, low = target >> 32, target & _LOW
     np.add.at(high, index, values >> 32)

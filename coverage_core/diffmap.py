@@ -22,13 +22,16 @@ with ``count`` == 0 is an insertion or deletion point *after* line ``start``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
-import numpy as np
 import pygit2
 
 from .errors import CoverageError, ErrorCode
 from .git import Git
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KEY_SHIFT = 32
 LINE_MASK = (1 << KEY_SHIFT) - 1
@@ -124,6 +127,8 @@ def _diff_trees(git: Git, base: str, head: str | None) -> DiffMap:
 
 
 def _change(patch: pygit2.Patch, *, zero_context: bool) -> FileChange | None:
+    import numpy as np
+
     delta = patch.delta
     status = _STATUS.get(delta.status)
     if status is None:
@@ -183,6 +188,8 @@ class Hunks:
     @classmethod
     def collect(cls, changes: tuple[FileChange, ...], file_of: Callable[[FileChange], int | None]) -> Hunks:
         """Hunks of the changes ``file_of`` gives an index to (the others are skipped)."""
+        import numpy as np
+
         parts, files = [], []
         for change in changes:
             index = file_of(change)
@@ -202,6 +209,8 @@ class Hunks:
 
 def _inside(keys: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Whether each key lies in one of the sorted, disjoint half-open ranges [start, end)."""
+    import numpy as np
+
     if not len(start):
         return np.zeros(len(keys), dtype=bool)
     j = np.searchsorted(start, keys, side="right") - 1
@@ -212,6 +221,8 @@ def _inside(keys: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def forward(keys: np.ndarray, hunks: Hunks) -> tuple[np.ndarray, np.ndarray]:
     """(current key of each baseline key, whether the diff removed that line)."""
+    import numpy as np
+
     if not len(hunks.file_key):
         return keys, np.zeros(len(keys), dtype=bool)
     # Lines at or after a hunk's end shift by its size change; an insertion

@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import portalocker
-
 from . import safefs
 from .errors import CoverageError, ErrorCode
 from .version import version
@@ -103,6 +101,8 @@ class Lease:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = safefs.open_file(path, os.O_RDWR | os.O_CREAT, 0o600)
         handle = os.fdopen(fd, "r+")
+        import portalocker  # the holder's side only: a look at a lease (``is_held``) needs none of it
+
         try:
             portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
         except portalocker.exceptions.LockException:
@@ -137,6 +137,8 @@ class Lease:
 
     def release(self) -> None:
         if self._handle is not None:
+            import portalocker
+
             try:
                 portalocker.unlock(self._handle)
             finally:
@@ -165,14 +167,27 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 
 def is_held(path: Path) -> bool:
-    """Whether some live process holds the lease on ``path`` right now."""
+    """Whether some live process holds the lease on ``path`` right now. On POSIX, where portalocker's lock is
+    ``fcntl.flock``, with ``flock`` itself: a command that only looks at a lease to route a read to the
+    daemon then never imports portalocker (its version module imports ``importlib.metadata``, ~10 ms)."""
     try:
         with os.fdopen(safefs.open_file(path, os.O_RDONLY), "r") as handle:
             try:
-                portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
-            except portalocker.exceptions.LockException:
+                import fcntl
+            except ImportError:  # not POSIX: portalocker's own lock
+                import portalocker
+
+                try:
+                    portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+                except portalocker.exceptions.LockException:
+                    return True
+                portalocker.unlock(handle)
+                return False
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # held (EWOULDBLOCK), as portalocker's LockException says for any flock error
                 return True
-            portalocker.unlock(handle)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
             return False
     except (OSError, CoverageError):
         return False

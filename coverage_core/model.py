@@ -7,15 +7,18 @@ never a list of records but NumPy columns (see ``FileDetail``).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
-import numpy as np
 
 from . import headline as headlines
 from .report import Counter
 from .vocabulary import COUNTERS
+
+if TYPE_CHECKING:
+    import cattrs
+    import numpy as np
 
 
 @attrs.frozen
@@ -90,32 +93,93 @@ class FileDetail:
     excluded_lines: tuple[int, ...] = ()  # lines the tool excluded (coverage.py's excluded_lines)
 
 
-converter = cattrs.Converter()
-converter.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
-converter.register_structure_hook(dt.datetime, lambda v, _: dt.datetime.fromisoformat(v))
-converter.register_unstructure_hook(Counter, Counter.to_dict)
-converter.register_structure_hook(Counter, lambda v, _: Counter(int(v["found"]), int(v["hit"])))
+_BUILDING = threading.Lock()
+_BUILT: list[cattrs.Converter] = []
+
+
+def the_converter() -> cattrs.Converter:
+    """The one converter, built on first use: cattrs (and the structure functions it generates) costs a
+    read that only prints records about 10 ms of start-up, and a snapshot or file summary needs none of
+    it (``snapshot_to_dict``, ``summary_to_dict``). ``converter`` (this module's attribute) is the same
+    object; the execution records register their hooks on it when they are imported."""
+    if _BUILT:
+        return _BUILT[0]
+    with _BUILDING:
+        if not _BUILT:
+            import cattrs
+
+            made = cattrs.Converter()
+            made.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
+            made.register_structure_hook(dt.datetime, lambda v, _: dt.datetime.fromisoformat(v))
+            made.register_unstructure_hook(Counter, Counter.to_dict)
+            made.register_structure_hook(Counter, lambda v, _: Counter(int(v["found"]), int(v["hit"])))
+            _BUILT.append(made)
+    return _BUILT[0]
+
+
+def __getattr__(name: str) -> Any:
+    """``model.converter``, built on first use (``the_converter``)."""
+    if name == "converter":
+        return the_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def to_json(record: Any) -> Any:
     """A record (or a sequence of them) as its JSON shape."""
-    return converter.unstructure(record)
+    return the_converter().unstructure(record)
 
 
 def from_json(value: Any, kind: Any) -> Any:
     """The record of ``kind`` (e.g. ``tuple[Run, ...]``) a JSON shape holds."""
-    return converter.structure(value, kind)
+    return the_converter().structure(value, kind)
 
 
 def _totals(t: dict[str, Counter]) -> dict[str, Any]:
     return {k: t[k].to_dict() for k in COUNTERS if k in t}
 
 
+def summary_to_dict(summary: FileSummary) -> dict[str, Any]:
+    """A file summary's JSON shape, as the converter gives it (field order; counters as dicts)."""
+    return {
+        "path": summary.path,
+        "report_path": summary.report_path,
+        "mapping": summary.mapping,
+        "lines": summary.lines.to_dict(),
+        "branches": summary.branches.to_dict(),
+        "functions": summary.functions.to_dict(),
+        "headline": summary.headline.to_dict() if summary.headline is not None else None,
+        "excluded": summary.excluded,
+    }
+
+
 def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
-    """The JSON shape of a snapshot record (CLI ``--json``, REST and MCP)."""
-    body: dict[str, Any] = converter.unstructure(snapshot)
-    body["totals"] = _totals(snapshot.totals)
+    """The JSON shape of a snapshot record (CLI ``--json``, REST and MCP): the converter's shape of it
+    (every field in order), built by hand so that printing a snapshot needs no cattrs."""
+    s = snapshot
+    m = s.path_mapping
+    body: dict[str, Any] = {
+        "snapshot_id": s.snapshot_id,
+        "created_at": s.created_at.isoformat(),
+        "suite": s.suite,
+        "format": s.format,
+        "tool": s.tool,
+        "scope": s.scope,
+        "provenance": s.provenance,
+        "commit": s.commit,
+        "branch": s.branch,
+        "dirty": s.dirty,
+        "worktree": s.worktree,
+        "worktree_path": s.worktree_path,
+        "artifact_path": s.artifact_path,
+        "artifact_sha256": s.artifact_sha256,
+        "artifact_bytes": s.artifact_bytes,
+        "files": s.files,
+        "tests": s.tests,
+        "path_mapping": {"mapped": m.mapped, "ambiguous": m.ambiguous, "unmapped": m.unmapped},
+        "totals": _totals(s.totals),
+        "warnings": [dict(w) for w in s.warnings],
+        "duplicate": s.duplicate,
+    }
     head = snapshot.headline
     body["headline"] = head.to_dict() if head else None
-    body["warnings"] = list(snapshot.warnings)
     return body

@@ -531,9 +531,11 @@ class Project:
         return run_index.active_baselines(self.store)
 
     def relation(self, sql: str, params: Sequence[object] = ()) -> duckdb.DuckDBPyRelation:
-        """A DuckDB relation over the store, for notebooks and analysis (on its own connection)."""
+        """A DuckDB relation over the store, for notebooks (on the project's own cursor, kept until it closes:
+        a relation is read lazily). A cursor of the store's own connection, never ``store.cursor()``: a
+        daemon's store lends that from its bounded read pool."""
         if self._analysis is None:
-            self._analysis = self.store.cursor()
+            self._analysis = self.store.con.cursor()
         return self._analysis.sql(sql, params=list(params)) if params else self._analysis.sql(sql)
 
 

@@ -11,13 +11,15 @@ parser records every such disagreement as a warning naming both figures.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
 
 from . import counts
 from .vocabulary import COUNTERS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Region kinds follow llvm-cov's numbering so LLVM data needs no translation.
 REGION_CODE, REGION_EXPANSION, REGION_SKIPPED, REGION_GAP, REGION_BRANCH = 0, 1, 2, 3, 4
@@ -32,11 +34,13 @@ REGION_KINDS = {
 # Kinds of named-test observations.
 OBS_LINE, OBS_BRANCH, OBS_FUNCTION = 0, 1, 2
 
-I32, I64, I8, OBJ = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.int8), np.dtype(object)
+# NumPy dtypes by name (NumPy takes a name wherever it takes a dtype): the records of this module are
+# imported by reads that never touch a column, and NumPy costs them 60-120 ms of start-up.
+I32, I64, I8, OBJ = "int32", "int64", "int8", "object"
 
 # Column layout of each detail table. ``file`` is an index into ``report.files``.
 # ``taken`` is -1 where the report says the branch was never evaluated ("-").
-SCHEMAS: dict[str, dict[str, np.dtype]] = {
+SCHEMAS: dict[str, dict[str, str]] = {
     "lines": {"file": I32, "line": I32, "hits": I64},
     "branches": {"file": I32, "line": I32, "block": I32, "branch": OBJ, "taken": I64},
     "functions": {"file": I32, "name": OBJ, "start_line": I32, "end_line": I32, "hits": I64},
@@ -130,6 +134,8 @@ class Table:
 
     @classmethod
     def empty(cls, name: str) -> Table:
+        import numpy as np
+
         return cls(name, {c: np.empty(0, dtype=t) for c, t in SCHEMAS[name].items()})
 
     def take(self, index: np.ndarray) -> Table:
@@ -170,6 +176,8 @@ class NormalizedReport:
 
 
 def _concat(name: str, chunks: list[dict[str, np.ndarray]]) -> Table:
+    import numpy as np
+
     if not chunks:
         return Table.empty(name)
     schema = SCHEMAS[name]
@@ -192,6 +200,8 @@ def _group_sum(
     saturated). Sums clamp at the int64 maximum (``counts``); -1 ("not evaluated") stays only
     where every value of the group is -1.
     """
+    import numpy as np
+
     order = np.lexsort(keys)
     if len(order) == 0:
         return order, values[order], False
@@ -267,6 +277,8 @@ class ReportBuilder:
     # -- detail -----------------------------------------------------------
     def add(self, table: str, **columns: Any) -> None:
         """Append a chunk; scalars broadcast (``file=3`` for a whole chunk)."""
+        import numpy as np
+
         schema = SCHEMAS[table]
         if set(columns) != set(schema):
             raise ValueError(f"{table}: expected columns {sorted(schema)}, got {sorted(columns)}")
@@ -285,6 +297,8 @@ class ReportBuilder:
             self._chunks[table].append(chunk)
 
     def add_lines(self, file: int, line: Iterable[int] | np.ndarray, hits: Any) -> None:
+        import numpy as np
+
         self.add("lines", file=file, line=np.asarray(line, dtype=I32), hits=hits)
 
     # -- result -----------------------------------------------------------
@@ -303,6 +317,8 @@ class ReportBuilder:
         by (file, line). ``merge_observations=False`` likewise skips the merge
         of named-test observations that are already unique.
         """
+        import numpy as np
+
         lines = _concat("lines", self._chunks["lines"])
         if len(lines) and merge_lines is not None:
             first, hits, saturated = _group_sum(
@@ -363,6 +379,8 @@ def detail_file_totals(
     table: Table, n_files: int, *, hit_column: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-file (found, hit) counts of a detail table, or None when it is empty."""
+    import numpy as np
+
     if not len(table):
         return None
     f = table["file"]

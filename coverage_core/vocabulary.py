@@ -13,6 +13,8 @@ COMMAND_STATUSES = ("pending", "approved", "rejected")
 
 # A run's states (``execution.runs``, which also says which state may follow which).
 RUN_STATES = ("queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted")
+# The states of a run not yet ended.
+ACTIVE_RUN_STATES = ("queued", "running")
 
 # The orders of a file listing (``review.listing``), the first the default.
 FILE_ORDERS = ("path", "uncovered", "coverage")

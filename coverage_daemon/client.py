@@ -19,7 +19,7 @@ from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.git import discover
 from coverage_core.locks import describe_holder, this_process
-from coverage_core.model import FileDetail, FilesPage, Snapshot, converter
+from coverage_core.model import FileDetail, FilesPage, Snapshot, the_converter
 from coverage_core.parsers.spool import local_report
 from coverage_core.principals import Principal
 from coverage_core.project import DEFAULT_SUITE, Project, wait_for_store
@@ -75,7 +75,7 @@ class DaemonProject:
                 "path_map": [list(p) for p in path_map] or None,
             }
             answer = call(self, "owner_import", {k: v for k, v in given.items() if v is not None})
-        return converter.structure(answer["data"]["snapshot"], Snapshot)
+        return the_converter().structure(answer["data"]["snapshot"], Snapshot)
 
     def snapshots(
         self,

@@ -30,10 +30,11 @@ import time
 from coverage_core import nesting
 from coverage_core.errors import CoverageError, ErrorCode
 
-from .credentials import UnixHTTPConnection, socket_path
+from .credentials import socket_path
 from .identity import DAEMON_LOG, REPO_HEADER
 from .launcher import Daemon, Launcher, Settings, usage
 from .rpcid import INVALID_ID_MESSAGE, invalid_id
+from .unix_http import UnixHTTPConnection
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
 if TYPE_CHECKING:

@@ -23,12 +23,11 @@ Stdlib only: the stdio connector imports this on its hot path.
 
 from __future__ import annotations
 
-import http.client
 import os
 import secrets
-import socket
 import stat
 from pathlib import Path
+from typing import Any
 
 TOKEN_FILE = "client.token"
 SOCKET_FILE = "daemon.sock"
@@ -154,21 +153,12 @@ def bearer(token: str) -> dict[str, str]:
     return {AUTHORIZATION: f"Bearer {token}"}
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """``http.client`` over the daemon's Unix socket: the one channel our clients send secrets on."""
+def __getattr__(name: str) -> Any:
+    """``UnixHTTPConnection``, from ``unix_http`` on first use: a command that reads the daemon's files to
+    learn whether it owns a store (``rest_client.owning_daemon``) and then opens the store itself never
+    imports ``http.client`` (and the ``email`` and ``ssl`` modules it brings)."""
+    if name == "UnixHTTPConnection":
+        from .unix_http import UnixHTTPConnection
 
-    def __init__(self, path: Path | str, timeout: float | None = None) -> None:
-        # The Host header names the loopback daemon, which the Host guard accepts.
-        super().__init__("localhost", timeout=timeout)
-        self._socket_path = str(path)
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            if self.timeout is not None:
-                sock.settimeout(self.timeout)
-            sock.connect(self._socket_path)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = sock
+        return UnixHTTPConnection
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ from coverage_core import safefs
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_core.settings_table import read_env
 
-from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
+from .credentials import HomeError, bearer, client_token, socket_path
 from .identity import (
     CAPABILITY_HEADER,
     COMMON_DB,
@@ -36,6 +36,7 @@ from .identity import (
     build_fingerprint,
     is_loopback_host,
 )
+from .unix_http import UnixHTTPConnection
 
 TYPE_CHECKING = False  # typing costs the connector's start; mypy still reads the block below
 if TYPE_CHECKING:

@@ -12,7 +12,6 @@ finds the same owner or opens the store itself.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import urllib.parse
@@ -29,11 +28,13 @@ from coverage_core.principals import Principal
 from coverage_core.review.budget import MAX_BYTES, MAX_PAGE_SIZE, MAX_WORDS
 
 if TYPE_CHECKING:
+    import http.client
+
     import numpy as np
 
     from coverage_core.model import FileDetail, FilesPage, Snapshot
 
-from .credentials import HomeError, UnixHTTPConnection, bearer, client_token, socket_path
+from .credentials import HomeError, bearer, client_token, socket_path
 from .errors_http import error_from_body
 from .identity import CAPABILITY_HEADER, REPO_HEADER
 
@@ -86,6 +87,10 @@ class DaemonClient:
         return cls(base_url, token=token, unix_socket=socket_path(home), **kwargs)
 
     def _connection(self) -> http.client.HTTPConnection:
+        import http.client  # on the first request: a read that opens the store itself sends none
+
+        from .unix_http import UnixHTTPConnection
+
         if self._socket is not None:
             return UnixHTTPConnection(self._socket, timeout=self.timeout_s)
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)

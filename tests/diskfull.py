@@ -11,12 +11,15 @@ skips naming why, except under ``CI=true``, where it must run and fails.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,104 @@ def run_on_small_tmpfs(
         env=dict(os.environ if env is None else env),
         check=False,
     )
+
+
+class Forks:
+    """One process inside a private mount namespace, as ``run_on_small_tmpfs``'s, that runs each job in a fork
+    of itself on a small tmpfs of the job's own: the namespace, the interpreter and the imports are paid once
+    for all the jobs instead of once per job, and each job is still a process of its own, with the tmpfs
+    mounted under it, its own environment and exit status. ``argv`` starts the server (``serve`` in it,
+    which reads one JSON job per line and answers each with its exit status); ``with`` stops it."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+        require()
+        self.process = subprocess.Popen(
+            [*_namespace(), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ if env is None else env),
+        )
+
+    def run(
+        self, folder: Path, argv: Sequence[str], *, size: str, env: Mapping[str, str], output: Path
+    ) -> subprocess.CompletedProcess[str]:
+        """Job ``argv`` (the server's to read) with a ``size`` tmpfs on ``folder`` and the environment ``env``;
+        its standard output and error are written into ``output`` (a folder off the tmpfs) and returned."""
+        folder.mkdir(parents=True, exist_ok=True)
+        output.mkdir(parents=True, exist_ok=True)
+        out, err = output / "stdout", output / "stderr"
+        job = {"folder": str(folder), "size": size, "argv": list(argv), "env": dict(env)}
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({**job, "stdout": str(out), "stderr": str(err)}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise AssertionError(f"the namespace's server ended (exit status {self.process.wait()})")
+        return subprocess.CompletedProcess(
+            list(argv),
+            json.loads(answer)["returncode"],
+            out.read_text(errors="replace"),
+            err.read_text(errors="replace"),
+        )
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> Forks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+JOB_TIMEOUT_S = 600  # a generous bound on one job (run_on_small_tmpfs's): a slow machine is no failure
+
+
+def serve(job: Callable[[list[str]], int]) -> None:
+    """The server side of ``Forks``, run inside the namespace: for each job on standard input it mounts the
+    job's tmpfs and forks; the fork takes the job's environment and output files and exits with
+    ``job(argv)`` (1 on an exception, its traceback on its standard error); the tmpfs is unmounted once it
+    has exited. Whatever the server imported before is the forks' for free:
+    it must start no thread first (a fork copies only the thread that forks)."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        folder = request["folder"]
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={request['size']},mode=0700", "tmpfs", folder], check=True
+        )
+        pid = os.fork()
+        if pid == 0:  # the job
+            status = 1
+            try:
+                signal.alarm(JOB_TIMEOUT_S)
+                os.environ.clear()
+                os.environ.update(request["env"])
+                with (
+                    open(os.devnull) as nothing,
+                    open(request["stdout"], "w") as out,
+                    open(request["stderr"], "w") as err,
+                ):
+                    os.dup2(nothing.fileno(), 0)
+                    os.dup2(out.fileno(), 1)
+                    os.dup2(err.fileno(), 2)
+                    sys.stdin, sys.stdout, sys.stderr = nothing, out, err
+                    try:
+                        status = job(request["argv"])
+                    except BaseException:
+                        traceback.print_exc()
+                    out.flush()
+                    err.flush()
+            finally:
+                os._exit(status)
+        _, waited = os.waitpid(pid, 0)
+        subprocess.run(["umount", "--lazy", folder], check=False)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(waited)}), flush=True)

@@ -1,8 +1,10 @@
 """One cell of the disk-full fault matrix, run inside a private tmpfs (``tests/diskfull.py``).
 
-``python -m tests.diskfull_cells CELL FOLDER SAMPLE``: FOLDER is the small
+``python -m tests.diskfull_cells CELL FOLDER SAMPLE HOME``: FOLDER is the small
 tmpfs, SAMPLE a prepared sample repository (on the ordinary disk) that the
-cell copies onto it. The cell does its operation once so the store exists,
+cell copies onto it, HOME the daemon home (``tmpfs``: on it). ``python -m
+tests.diskfull_cells serve`` runs each cell it is sent in a fork of itself
+(``tests/diskfull.py``'s ``Forks``). The cell does its operation once so the store exists,
 fills the tmpfs to the last byte, does the operation again (which must fail
 with ``disk_full`` naming a file on the tmpfs, leaving nothing partial),
 frees the space and does it a third time (which must succeed). It prints one
@@ -19,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,15 +43,22 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def cli(repo: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "coverage_cli", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=repo,
-        timeout=300,
-    )
+def cli(repo: Path, *args: str, env: dict[str, str], process: bool = False) -> dict[str, Any]:
+    """``coverage-mcp ARGS --json`` in ``repo``: in this process (click's CliRunner), which is already the one
+    inside the namespace (what a cell checks is the code, the message and what is left on the disk, as
+    ``tests/commandline.py`` runs such commands), or with ``process`` as a child (``dashboard`` starts a
+    daemon and leaves it running)."""
+    if process:
+        done = subprocess.run(
+            [sys.executable, "-m", "coverage_cli", *args, "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=repo,
+            timeout=300,
+        )
+    else:
+        done = _in_process(repo, [*args, "--json"], env)
     seen: dict[str, Any] = {"rc": done.returncode, "traceback": "Traceback" in done.stderr}
     if done.returncode == 0:
         with contextlib.suppress(ValueError):
@@ -58,6 +68,22 @@ def cli(repo: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
             seen["error"] = json.loads(done.stderr)["error"]
         seen.setdefault("error", {"code": None, "message": done.stderr[-2000:]})
     return seen
+
+
+def _in_process(repo: Path, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command line under CliRunner with ``env`` and ``repo`` as its folder; an exception it lets out
+    is a traceback on its standard error, as the installed command would print it."""
+    from click.testing import CliRunner
+
+    from coverage_cli.main import cli as application
+
+    with contextlib.chdir(repo):
+        result = CliRunner(env=env).invoke(application, argv, prog_name="coverage-mcp", catch_exceptions=True)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+        return subprocess.CompletedProcess(argv, 1, result.stdout, stderr)
+    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, stderr)
 
 
 def _contents(folder: Path) -> dict[str, str]:
@@ -127,15 +153,14 @@ def cell_dashboard(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, A
     try:
         return _three(
             folder,
+            # In this process too: the daemon it starts is a process of its own either way (the launcher's).
             lambda i: cli(repo, "dashboard", "--no-open", env=env),
             lambda: sorted(
                 p.name for p in home.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")
             ),
         )
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "coverage_cli", "stop"], env=env, capture_output=True, timeout=60
-        )
+        _in_process(repo, ["stop"], env)
 
 
 def cell_composite(folder: Path, repo: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -234,8 +259,9 @@ CELLS: dict[str, Callable[[Path, Path, dict[str, str]], dict[str, Any]]] = {
 }
 
 
-def main() -> None:
-    cell, folder, sample, home = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+def run_cell(argv: list[str]) -> int:
+    """``CELL FOLDER SAMPLE HOME``: the cell's JSON object on standard output; 0."""
+    cell, folder, sample, home = argv[0], Path(argv[1]), Path(argv[2]), argv[3]
     repo = folder / "repo"
     shutil.copytree(sample, repo, symlinks=True)
     env = dict(os.environ)
@@ -244,6 +270,33 @@ def main() -> None:
     Path(env["COVERAGE_MCP_HOME"]).mkdir(parents=True, exist_ok=True)
     os.chmod(env["COVERAGE_MCP_HOME"], 0o700)
     print(json.dumps(CELLS[cell](folder, repo, env)))
+    return 0
+
+
+# What the cells import, imported once by the server (``serve``) for every fork: the command line's commands,
+# the daemon and the test helpers that drive it (about a second of CPU per cell otherwise).
+PRELOADED = (
+    "click.testing",
+    "coverage_cli.main",
+    "coverage_cli.store_cmds",
+    "coverage_core.service",
+    "coverage_daemon.server",
+    "tests.daemons",
+    "tests.test_daemon_rest",
+)
+
+
+def main() -> None:
+    if sys.argv[1:] == ["serve"]:  # tests/diskfull.py's Forks: one cell per job, each in a fork
+        import importlib
+
+        from tests import diskfull
+
+        for name in PRELOADED:
+            importlib.import_module(name)
+        diskfull.serve(run_cell)
+    else:
+        sys.exit(run_cell(sys.argv[1:]))
 
 
 if __name__ == "__main__":

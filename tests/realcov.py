@@ -83,10 +83,22 @@ def test_standard_shipping():
 }
 
 REPORTS = {"json": "coverage.json", "lcov": "coverage.lcov", "xml": "coverage.xml"}
-REPORTERS = """
-import sys, coverage
-json_name, lcov_name, xml_name = sys.argv[1:]
+# What `coverage run -m pytest -q -p no:cacheprovider TESTS`, then `coverage json --show-contexts`,
+# `coverage lcov` and `coverage xml` do, in one interpreter instead of two (coverage.py's API; pytest
+# imported once measurement runs, the package's .coveragerc read as `coverage run` reads it).
+MEASURED = """
+import sys
+import coverage
+json_name, lcov_name, xml_name, *tests = sys.argv[1:]
 cov = coverage.Coverage()
+cov.start()
+import pytest
+code = pytest.main(["-q", "-p", "no:cacheprovider", *tests])
+cov.stop()
+cov.save()
+if code != 0:
+    sys.exit(f"pytest exited {code}")
+cov = coverage.Coverage()  # the reports read the saved data file, as the `coverage` commands do
 cov.load()
 cov.json_report(outfile=json_name, show_contexts=True)
 cov.lcov_report(outfile=lcov_name)
@@ -109,28 +121,13 @@ def measure(repo: Path, *tests: str) -> dict[str, Path]:
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     env.pop("COVERAGE_PROCESS_START", None)
-    run = [
-        sys.executable,
-        "-m",
-        "coverage",
-        "run",
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *(tests or ("tests",)),
-    ]
-    subprocess.run(run, cwd=repo, env=env, check=True, capture_output=True, timeout=120)
-    # The three reports of that run in one process (what `coverage json --show-contexts`, `coverage lcov`
-    # and `coverage xml` each do in their own): coverage.py's reporters, one interpreter start.
     subprocess.run(
-        [sys.executable, "-c", REPORTERS, *REPORTS.values()],
+        [sys.executable, "-c", MEASURED, *REPORTS.values(), *(tests or ("tests",))],
         cwd=repo,
         env=env,
         check=True,
         capture_output=True,
-        timeout=60,
+        timeout=120,
     )
     return {kind: repo / name for kind, name in REPORTS.items()}
 

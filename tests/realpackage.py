@@ -37,12 +37,24 @@ from .gitrepo import commit, git, write
 SDIST = Path(__file__).resolve().parent / "fixtures" / "toolz" / "toolz-1.0.0.tar.gz"
 SDIST_SHA256 = "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02"
 PY = sys.executable
+# What `coverage run --branch -m pytest -q -p no:cacheprovider TESTS` then `coverage json -o coverage.json`
+# do, in one interpreter instead of three (coverage.py's API; pytest imported once measurement runs, the
+# package's setup.cfg read as `coverage run` reads it): the same report, line for line and branch for branch.
 MEASURE = """\
-import subprocess, sys
+import sys
+import coverage
 tests = sys.argv[1:] or ["toolz/tests"]
-subprocess.run([sys.executable, "-m", "coverage", "run", "--branch", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                *tests], check=True)
-subprocess.run([sys.executable, "-m", "coverage", "json", "-o", "coverage.json"], check=True)
+cov = coverage.Coverage(branch=True)
+cov.start()
+import pytest
+code = pytest.main(["-q", "-p", "no:cacheprovider", *tests])
+cov.stop()
+cov.save()
+if code != 0:
+    sys.exit(f"pytest exited {code}")
+cov = coverage.Coverage()  # the report reads the saved data file, as `coverage json` does
+cov.load()
+cov.json_report(outfile="coverage.json")
 """
 IGNORED = ".coverage\ncoverage.json\n__pycache__/\n"
 # The package's own tests are plain pytest: none of this suite's plugins (xdist, asyncio...) loads.

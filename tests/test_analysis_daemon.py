@@ -10,6 +10,7 @@ and types.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -17,11 +18,12 @@ import pytest
 
 from coverage_core import coverage_loss, file_history, history, open_project
 from coverage_core.analysis import to_columns
+from coverage_core.config import Settings
 from coverage_core.errors import CoverageError, ErrorCode
 from coverage_daemon.client import DaemonProject
 from coverage_daemon.client import open_project as routed_open_project
 
-from .daemons import ServeProcess
+from .daemons import ServeProcess, in_process
 from .gitrepo import commit, git, write
 from .realcov import measure
 from .sidesfixture import build
@@ -50,14 +52,22 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return repo, commits, reports
 
 
-@pytest.fixture
-def repo(measured: tuple[Path, dict[str, str], dict[str, Path]], tmp_path: Path) -> Path:
-    checkout = Path(shutil.copytree(measured[0], tmp_path / "repo"))
+@pytest.fixture(scope="module")
+def repo(
+    measured: tuple[Path, dict[str, str], dict[str, Path]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The checkout with the three reports stored, once for the module: every test here only reads it (each
+    through a daemon of its own home, or directly)."""
+    root = tmp_path_factory.mktemp("stored")
+    checkout = Path(shutil.copytree(measured[0], root / "repo"))
     _, commits, reports = measured
-    with open_project(checkout) as project:
-        for step in ("c0", "c1", "c2"):
-            local = Path(shutil.copy(reports[step], checkout / f"{step}.json"))
-            project.ingest(local, suite="unit", commit=commits[step])
+    with pytest.MonkeyPatch.context() as env:  # a home of its own: the tests' homes come later
+        env.setenv("COVERAGE_MCP_HOME", str(root / "home"))
+        env.setenv("COVERAGE_MCP_PORT", "0")
+        with open_project(checkout) as project:
+            for step in ("c0", "c1", "c2"):
+                local = Path(shutil.copy(reports[step], checkout / f"{step}.json"))
+                project.ingest(local, suite="unit", commit=commits[step])
     return checkout
 
 
@@ -130,3 +140,29 @@ def test_the_notebooks_show_the_same_figures_while_the_daemon_holds_the_store(
     }
     assert held == alone
     assert "shop/basket.py" in alone["coverage-loss.ipynb"][0][0]
+
+
+async def test_the_helpers_through_the_daemon_hand_their_read_connection_back(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis the daemon runs reads on its call's pooled connection and gives it back: with a pool of
+    one connection every helper answers, again and again, and afterwards none is lent (a kept one would
+    hold the pool's only slot, keep the daemon from its idle exit and be interrupted by its watchdog)."""
+    monkeypatch.setenv("COVERAGE_MCP_DB_POOL_SIZE", "1")
+    with open_project(repo) as project:
+        direct = answers(project)
+    async with in_process(Settings.from_env(port=0)) as running_daemon:
+        client = running_daemon.client(repo=str(repo))
+
+        def ask() -> list[dict[str, dict]]:
+            pid = client.register(repo)["project_id"]
+            client.call(pid, "project_context", {})  # the daemon opens the store, and holds it
+            with routed_open_project(repo) as project:
+                assert isinstance(project, DaemonProject)
+                return [answers(project) for _ in range(3)]
+
+        through = await asyncio.to_thread(ask)
+        [handle] = running_daemon.daemon.projects._handles.values()
+        assert handle.store.pool.size == 1
+        assert handle.store.pool.busy == 0
+    assert through == [direct] * 3

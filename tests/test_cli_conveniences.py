@@ -4,9 +4,11 @@ Snapshot id prefixes, listings that say why they are empty, deleting
 snapshots in one transaction, ingest finding the usual report, the
 connector's idle exit, a serve that cannot bind leaving nothing behind,
 and client configs that name the executable by its absolute path. Each
-command runs as a subprocess of the installed ``coverage-mcp`` script with
-this test's own COVERAGE_MCP_HOME (the autouse fixture), and is judged by
-its exit code and by which stream said what.
+command runs with this test's own COVERAGE_MCP_HOME (the autouse fixture) and
+is judged by its exit code and by which stream said what: in process
+(``tests/commandline.py``) where that is all there is to judge, as a child of
+the installed ``coverage-mcp`` script where a daemon, a connector, a bind, a
+terminal or the executable's own path is what the test is about.
 """
 
 from __future__ import annotations
@@ -304,13 +306,7 @@ def test_a_deletion_that_fails_midway_rolls_back_and_leaves_everything(
 
 def test_listing_options_before_a_subcommand_are_a_usage_error(history: tuple[Path, list[str], str]) -> None:
     repo, unit, _other = history
-    done = subprocess.run(
-        [*script(), "snapshots", "--suite", "unit", "rm", unit[0], "--repo", str(repo)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = cli(repo, "snapshots", "--suite", "unit", "rm", unit[0])  # click's parsing: no process needed
     assert done.returncode == 2
     assert "--suite" in done.stderr
     assert len(listed(repo)) == 4
@@ -493,7 +489,7 @@ def test_a_connector_starts_the_daemon_with_the_documented_idle_exit_unless_one_
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert f"{IDLE_EXIT_ENV}={CONNECTOR_IDLE_EXIT_S}".encode() in environ
     finally:
-        assert cli(None, "stop", process=True).returncode == 0
+        assert cli(None, "stop").returncode == 0  # the daemon is a process of its own; stopping it needs none
 
 
 def test_an_open_connection_keeps_an_idle_daemon_alive_until_it_closes(isolated_home: Path) -> None:

@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coverage_core.project import open_project
+from coverage_core.service import Service
+
 from .commandline import cli
 from .daemons import ServeProcess
 from .environment import test_env
@@ -157,7 +160,7 @@ def test_a_read_of_a_store_the_daemon_holds_goes_to_it_without_importing_duckdb_
         assert (process.returncode, process.stdout) == (expected.returncode, expected.stdout), process.stderr
         assert process.returncode == 0 and snapshot_id in process.stdout
         assert "coverage_daemon.rest_client" in modules
-        heavy = ("duckdb", "numpy", "pygit2", "jsonschema", "cattrs", "coverage_core.service")
+        heavy = ("duckdb", "numpy", "pygit2", "jsonschema", "cattrs", "coverage_core.service", "portalocker")
         assert packages(modules, *heavy) == set(), argv
 
 
@@ -237,3 +240,86 @@ def test_a_daemons_first_calls_on_many_threads_at_once_all_validate(tmp_path: Pa
     assert process.returncode == 0, process.stderr[-2000:]
     assert json.loads(process.stdout.splitlines()[-1]) == []
     assert "jsonschema" in modules
+
+
+# What a read that owns the store may not import: the columns' library, the records' converter, the HTTP client
+# (no daemon to talk to), the modules of the runtime and the composites (project_context looks for a run, a
+# command and a composite with one SELECT each first), and every review task's modules but its own.
+NOT_FOR_READS = (
+    "numpy",
+    "cattrs",
+    "rfc3987_syntax",
+    "http.client",
+    "coverage_core.execution",
+    "coverage_core.composite",
+)
+OTHER_TASKS = {
+    "context": ("insight", "listing", "change", "incremental", "history", "audit", "named_tests"),
+    "snapshots": ("insight", "change", "incremental", "history", "audit", "named_tests", "annotated_source"),
+    "review": ("listing", "change", "incremental", "history", "audit", "named_tests", "annotated_source"),
+}
+
+
+def test_a_read_that_owns_the_store_imports_no_numpy_cattrs_runtime_composites_or_other_tasks(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    snapshot_id = json.loads(cli("snapshots", "--json", repo=sample_repo).stdout)["data"]["snapshots"][0][
+        "snapshot_id"
+    ]
+    for argv in (["context"], ["snapshots"], ["review", "insight", "--suite", "unit"]):
+        process, modules = child(tmp_path, RUN_CLI, *argv, "--repo", str(sample_repo), cwd=sample_repo)
+        assert process.returncode == 0, process.stderr
+        assert snapshot_id in process.stdout  # the real answer, read in this process
+        assert {"duckdb", "coverage_core.service"} <= modules
+        assert packages(modules, *NOT_FOR_READS) == set(), argv
+        others = [f"coverage_core.review.{name}" for name in OTHER_TASKS[argv[0]]]
+        assert packages(modules, *others) == set(), argv
+        assert not (tmp_path / "stand-in-imported").exists()
+
+
+def test_a_read_that_owns_the_store_lists_its_runs_commands_and_composite_once_there_are_some(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    # The other side of the SELECTs that keep the runtime's modules out: with a command registered the
+    # context lists it (and imports what reads it).
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    with open_project(sample_repo) as project:
+        args = {
+            "name": "unit",
+            "argv": [sys.executable, "-c", "pass"],
+            "artifacts": [{"path": "c.info", "suite": "unit"}],
+        }
+        Service(project).call("register_test_command", args)
+    process, modules = child(
+        tmp_path, RUN_CLI, "context", "--json", "--repo", str(sample_repo), cwd=sample_repo
+    )
+    assert process.returncode == 0, process.stderr
+    commands = json.loads(process.stdout)["data"]["commands"]
+    assert [c["name"] for c in commands] == ["unit"]
+    assert "coverage_core.execution.commands" in modules
+
+
+SPAWNS = """\
+import atexit, os, sys
+spawned = []
+sys.addaudithook(lambda event, args: spawned.append([event, repr(args)[:200]]) if event in (
+    "subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.system") else None)
+atexit.register(lambda: open(os.environ["MODULES_OUT"] + ".spawned", "w").write(json.dumps(spawned)))
+from coverage_cli.entry import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_read_that_owns_the_store_starts_no_process(tmp_path: Path, sample_repo: Path) -> None:
+    # git is read through libgit2 and the heap trim is looked up on first use: ctypes.util.find_library ran
+    # `ldconfig -p` in a subprocess at every import of the project (12 ms of each command's start).
+    ingested = cli("ingest", str(sample_repo / "step3.coverage.json"), "--suite", "unit", repo=sample_repo)
+    assert ingested.returncode == 0, ingested.stderr
+    for argv in (["context"], ["snapshots"], ["review", "insight", "--suite", "unit"]):
+        process, modules = child(tmp_path, SPAWNS, *argv, "--repo", str(sample_repo), cwd=sample_repo)
+        assert process.returncode == 0, process.stderr
+        assert "coverage_core.service" in modules and "snap-" in process.stdout  # read in this process
+        assert json.loads((tmp_path / "modules.json.spawned").read_text()) == [], argv

@@ -11,8 +11,10 @@ their answers before compaction, apart from ``context.stats``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,6 +29,7 @@ from coverage_core.storage import compaction, payload, payload_tables
 from coverage_core.storage.store import snap_tables
 from coverage_core.usecases import ci
 
+from .compaction_child import Compactions
 from .conftest import SAMPLE
 from .gitrepo import commit, make_repo, write
 from .realcov import copy_checkout, make_package, measure
@@ -515,21 +518,14 @@ def test_a_frame_larger_than_its_recorded_size_is_refused_before_it_is_decompres
 
 # -- crash safety ----------------------------------------------------------------------------------
 
-_COMPACT_UNTIL_KILLED = """
-import sys, time
-from coverage_core import open_project
-stop_at, nth = sys.argv[2], int(sys.argv[3])
-seen = []
-def stage(name):
-    seen.append(name)
-    print(name, flush=True)
-    if name == stop_at and seen.count(name) == nth:
-        print("paused", flush=True)
-        time.sleep(600)
-with open_project(sys.argv[1]) as project:
-    project.compact(older_than="0", on_stage=stage)
-print("finished", flush=True)
-"""
+
+@pytest.fixture(scope="module")
+def compactions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compactions]:
+    """The kill -9 cases' compactions, each a fork of one server that imported the product once
+    (tests/compaction_child.py). OpenBLAS (NumPy's) is asked for no thread: the server forks with none."""
+    errors = tmp_path_factory.mktemp("compactions") / "stderr"
+    with Compactions(errors, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}) as server:
+        yield server
 
 
 def _state(repo: Path, ids: list[str]) -> dict[str, str]:
@@ -550,35 +546,19 @@ def _state(repo: Path, ids: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize("stage", compaction.STAGES)
 @pytest.mark.parametrize("nth", [1, 2])
 def test_kill_9_at_any_stage_leaves_each_snapshot_fully_relational_or_fully_compacted(
-    three_snapshots: Stored, stage: str, nth: int
+    three_snapshots: Stored, compactions: Compactions, stage: str, nth: int
 ) -> None:
     """Seed: "Compaction includes both named-test tables in the zstd detail payload and deletes their
     relational rows in the same transaction as file and line detail." and "The original detail rows are
     removed only after the compressed payload is durable." """
-    import subprocess
-    import sys
-
     sample_repo, [*ids, newest] = three_snapshots.fresh()
     calls, before = _calls(ids[0], newest, "inventory/pricing.py"), three_snapshots.before
-    child = subprocess.Popen(
-        [sys.executable, "-c", _COMPACT_UNTIL_KILLED, str(sample_repo), stage, str(nth)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        heard = []
-        for line in child.stdout:  # bounded: the child pauses or finishes
-            heard.append(line.strip())
-            if heard[-1] in ("paused", "finished"):
-                break
-        assert heard[-1] == "paused", (heard, child.stderr.read() if child.poll() is not None else "")
-        child.kill()  # SIGKILL: no handler, no cleanup, no rollback in the child
-        assert child.wait(timeout=60) == -9
+        heard, pid = compactions.until_paused(sample_repo, stage, nth)
+        assert heard[-1] == "paused", (heard, compactions.errors())
+        assert compactions.kill(pid) == -9  # SIGKILL: no handler, no cleanup, no rollback in the child
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=60)
+        compactions.gone()
     state = _state(sample_repo, ids + [newest])
     done = nth - 1 + (stage == "committed")  # snapshots whose commit went through before the kill
     assert state == {

@@ -16,6 +16,7 @@ from coverage_core.locks import is_held
 from coverage_daemon.projects import Target
 
 from .daemons import in_process
+from .gitrepo import git
 
 SLOW = "SELECT count(*) FROM range(100000000000) a"  # hours, unless interrupted
 DEADLINE_S = 30  # a generous bound on what must end soon: a loaded machine is no failure
@@ -111,3 +112,27 @@ async def test_a_half_read_result_is_dropped_before_the_next_borrower(
         assert first == (0,)
         # con.sql() refuses to run while a result of execute() is unfinished on the same connection
         assert await d.daemon.projects.read(target, lambda _p, con: con.sql("SELECT 7").fetchall()) == [(7,)]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [("history", {}), ("file_history", {"last_commits": 2}), ("coverage_loss", {"last": 2})],
+)
+async def test_every_read_connection_is_back_in_the_pool_after_a_notebook_analysis(
+    isolated_home: Path, sample_repo: Path, name: str, arguments: dict[str, Any]
+) -> None:
+    """A notebook's helper answered by the daemon (the ``analysis`` row, ``Project.relation``) gives its read
+    connection back with its answer: one kept until the project closes would take a slot of the bounded pool
+    for good, and hold up the daemon's shutdown, which waits for every lent connection."""
+    async with in_process(Settings.from_env(port=0)) as d:
+        handle, _project = await d.daemon.projects.resolve(Target(path=str(sample_repo)))
+        client = d.client()
+        pid = (await asyncio.to_thread(client.register, sample_repo))["project_id"]
+        for i, report in enumerate(("step1.coverage.json", "step3.coverage.json")):  # coverage_loss needs 2
+            if i:
+                git(sample_repo, "commit", "-q", "--allow-empty", "-m", "the next commit")
+            imported = await asyncio.to_thread(client.call, pid, "coverage_import", {"report_path": report})
+            assert imported["data"]["snapshot"]["snapshot_id"]
+        answer = await asyncio.to_thread(client.call, pid, "analysis", {"name": name, "arguments": arguments})
+        assert answer["data"]["names"], answer
+        assert handle.store.pool.busy == 0

@@ -9,6 +9,8 @@ desktop and a phone width nothing may be wider than the viewport.
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +21,8 @@ import pytest_asyncio
 
 from coverage_core.config import Settings
 
-from .browser import Live, ready, until
+from .browser import Live, ready, store, until
+from .commandline import cli as command
 from .conftest import StoredCheckout
 from .daemons import in_process
 from .gitrepo import git, make_repo, write
@@ -58,30 +61,80 @@ OVERFLOW = """() => {
 }"""
 
 
+async def prepared(session: Live, reports: dict[str, tuple[Path, str]]) -> Live:
+    """The stored c0 and c1 plus a subset run of c1 (two of the tests) and a suite "pytest" of real pytest
+    node ids with their phase (as pytest-cov names contexts), unbreakable ones among them."""
+    repo = session.repo
+    path, _ = reports["c0"]  # two of the tests, stored as a subset run of c1
+    await session.cli("ingest", str(path), "--commit", reports["c1"][1], "--scope", "subset")
+    write(repo, {"tests/conftest.py": CONTEXTS, "tests/test_long.py": LONG_TESTS})
+    write(repo, {".coveragerc": "[run]\nbranch = True\nsource = shop\n"})
+    report = (await asyncio.to_thread(measure, repo, "tests/test_long.py", "tests/test_cart.py"))["json"]
+    git(repo, "checkout", "--", ".coveragerc")
+    await session.cli("ingest", str(report), "--suite", "pytest")
+    return session
+
+
+class SharedLive(Live):
+    """A ``Live`` whose commands name its daemon's home: the module's daemon outlives each test's own home."""
+
+    def __init__(self, running: Any, repo: Path, reports: dict[str, tuple[Path, str]], home: Path) -> None:
+        super().__init__(running, repo, reports)
+        self.home = home
+
+    async def cli(self, *args: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self._cli, *args)
+
+    def _cli(self, *args: str) -> dict[str, Any]:
+        cut = args.index("--") if "--" in args else len(args)  # as browser.cli: our options first
+        out = command(
+            *args[:cut],
+            "--json",
+            "--repo",
+            str(self.repo),
+            *args[cut:],
+            cwd=self.repo,
+            env={"COVERAGE_MCP_HOME": str(self.home), "COVERAGE_MCP_PORT": "0"},
+        )
+        assert out.returncode == 0, out.stderr + out.stdout
+        return json.loads(out.stdout)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]],
+    shop_stored: StoredCheckout,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Live]:
+    """One daemon and history for the tests that only read them (the page's state is each test's own:
+    a fresh browser context per test); a test that changes what the store holds takes ``live``."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("COVERAGE_MCP_HOME", str(home))
+        env.setenv("COVERAGE_MCP_PORT", "0")
+        settings = Settings.from_env(port=0, dashboard_refresh_s=60)
+    repo = shop_stored.fresh()  # c0 and c1, complete
+    async with in_process(settings) as running:
+        yield await prepared(SharedLive(running, repo, shop_history[1], home), shop_history[1])
+
+
 @pytest_asyncio.fixture(loop_scope="module")
 async def live(
-    shop_history: tuple[Path, dict[str, tuple[Path, str]]], shop_stored: StoredCheckout, isolated_home: Path
+    shop_history: tuple[Path, dict[str, tuple[Path, str]]], isolated_home: Path, tmp_path: Path
 ) -> AsyncIterator[Live]:
-    repo = shop_stored.fresh()  # c0 and c1, complete
+    """The same history in a checkout and daemon of this test's own, for a test that writes to the store."""
+    repo = Path(shutil.copytree(shop_history[0], tmp_path / "repo"))
+    store(repo, shop_history[1], "c0", "c1")
     async with in_process(Settings.from_env(port=0, dashboard_refresh_s=60)) as running:
-        session = Live(running, repo, shop_history[1])
-        path, _ = shop_history[1]["c0"]  # two of the tests, stored as a subset run of c1
-        await session.cli("ingest", str(path), "--commit", shop_history[1]["c1"][1], "--scope", "subset")
-        # suite "pytest": pytest node ids with their phase (as pytest-cov names contexts), unbreakable ones
-        write(repo, {"tests/conftest.py": CONTEXTS, "tests/test_long.py": LONG_TESTS})
-        write(repo, {".coveragerc": "[run]\nbranch = True\nsource = shop\n"})
-        report = (await asyncio.to_thread(measure, repo, "tests/test_long.py", "tests/test_cart.py"))["json"]
-        git(repo, "checkout", "--", ".coveragerc")
-        await session.cli("ingest", str(report), "--suite", "pytest")
-        yield session
+        yield await prepared(Live(running, repo, shop_history[1]), shop_history[1])
 
 
 async def test_the_timeline_draws_lines_leaves_the_subset_run_out_and_marks_current_and_baseline(
-    live: Live, chromium: Any
+    shared: Live, chromium: Any
 ) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
-        listed = (await live.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
+        page = await shared.sign_in(context)
+        listed = (await shared.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
         subset = [s for s in listed if s["scope"] == "subset"]
         assert len(listed) == 3 and len(subset) == 1
         for name in ("lines", "branches", "functions"):
@@ -113,10 +166,10 @@ async def test_the_timeline_draws_lines_leaves_the_subset_run_out_and_marks_curr
 
 
 async def test_tests_are_grouped_by_function_and_duplicates_read_as_groups_of_names(
-    live: Live, chromium: Any
+    shared: Live, chromium: Any
 ) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         await page.select_option("#pick-suite", "pytest")
         row = page.locator(f'#tests-table tr[data-function="tests/test_long.py::{LONG}"]')
         await until(page, "document.querySelector('#tests-table details') !== null")
@@ -133,9 +186,11 @@ async def test_tests_are_grouped_by_function_and_duplicates_read_as_groups_of_na
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-async def test_nothing_on_the_page_is_wider_than_the_viewport(live: Live, chromium: Any, width: int) -> None:
+async def test_nothing_on_the_page_is_wider_than_the_viewport(
+    shared: Live, chromium: Any, width: int
+) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         await page.set_viewport_size({"width": width, "height": 900})
         await page.reload()
         await ready(page)
@@ -164,12 +219,12 @@ async def rows(page: Any) -> list[str]:
 
 
 async def test_the_file_table_is_filtered_on_the_server_opens_directories_and_indexes_functions(
-    live: Live, chromium: Any
+    shared: Live, chromium: Any
 ) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         current = await page.eval_on_selector("#pick-current", "s => s.value")  # the newest complete snapshot
-        shown = (await live.cli("show", current))["data"]["files"]
+        shown = (await shared.cli("show", current))["data"]["files"]
         await page.fill("#files-search", "CART")
         await until(page, "document.querySelectorAll('#files-table tbody tr').length === 1")
         assert await rows(page) == ["shop/cart.py"]
@@ -203,9 +258,9 @@ async def test_the_file_table_is_filtered_on_the_server_opens_directories_and_in
         assert page.errors == []
 
 
-async def test_n_and_p_step_through_the_missed_blocks_of_a_file(live: Live, chromium: Any) -> None:
+async def test_n_and_p_step_through_the_missed_blocks_of_a_file(shared: Live, chromium: Any) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
         await page.wait_for_selector("#source-path")
         await until(page, "document.querySelector('#source-block').textContent.endsWith('missed blocks')")
@@ -284,9 +339,9 @@ async def test_a_long_file_is_drawn_in_windows_with_its_missed_branches_and_chan
         assert page.errors == []
 
 
-async def test_a_line_s_number_opens_the_named_tests_that_ran_it(live: Live, chromium: Any) -> None:
+async def test_a_line_s_number_opens_the_named_tests_that_ran_it(shared: Live, chromium: Any) -> None:
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         await ready(page)
         renders = await page.evaluate("window.__dashboard.renders")
         await page.select_option("#pick-suite", "pytest")
@@ -366,14 +421,14 @@ async def test_a_person_rejects_a_command_and_edits_the_compaction_policy_with_t
 
 
 async def test_the_incremental_review_of_a_subset_run_shows_its_groups_as_the_cli_does(
-    live: Live, chromium: Any
+    shared: Live, chromium: Any
 ) -> None:
-    listed = (await live.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
+    listed = (await shared.cli("snapshots", "--suite", "default"))["data"]["snapshots"]
     subset = next(s for s in listed if s["scope"] == "subset")["snapshot_id"]
     complete = next(s for s in listed if s["scope"] == "complete")["snapshot_id"]  # the newest complete one
-    review = (await live.cli("review", "incremental", "--snapshot", subset, "--baseline", complete))["data"]
+    review = (await shared.cli("review", "incremental", "--snapshot", subset, "--baseline", complete))["data"]
     async with chromium() as context:
-        page = await live.sign_in(context)
+        page = await shared.sign_in(context)
         for picker, chosen in (("#pick-current", subset), ("#pick-baseline", complete)):
             renders = await page.evaluate("window.__dashboard.renders")
             await page.select_option(picker, chosen)
@@ -388,13 +443,13 @@ async def test_the_incremental_review_of_a_subset_run_shows_its_groups_as_the_cl
 
 
 async def test_axe_finds_no_serious_or_critical_violation_in_either_colour_scheme(
-    live: Live, chromium: Any
+    shared: Live, chromium: Any
 ) -> None:
     axe = Path(require("axe-core/axe.min.js"))  # scripts/npm-packages: skips, or fails under CI=true
     for scheme in ("light", "dark"):
         # a context of its own that bypasses the page's CSP (axe is injected as a script); the CSP has its own tests
         async with chromium(bypass_csp=True, color_scheme=scheme) as context:
-            page = await live.sign_in(context)
+            page = await shared.sign_in(context)
             await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
             await page.wait_for_selector("#source-path")
             await page.add_script_tag(content=axe.read_text())

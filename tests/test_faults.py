@@ -11,7 +11,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -29,10 +31,11 @@ from .test_connector_support import free_port
 STORE = Path(".coverage-mcp") / "coverage.duckdb"
 
 
-def cli(repo: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
-    """``coverage-mcp ARGS --repo REPO``, in this process (what these cells check is the code, the message and
-    the exit code) or, with ``process``, as a child (``dashboard`` starts a daemon and leaves it running)."""
-    return commandline.cli(*args, repo=repo, process=process)
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """``coverage-mcp ARGS --repo REPO`` in this process: what these cells check is the code, the message and
+    the exit code. ``dashboard`` starts its daemon as a process of its own all the same (the launcher's),
+    which ``_stop_daemon`` stops."""
+    return commandline.cli(*args, repo=repo)
 
 
 def _error(done: subprocess.CompletedProcess) -> dict:
@@ -195,12 +198,25 @@ CELLS = {
 }
 
 
-@pytest.mark.parametrize("cell", list(CELLS))
-def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_works_once_space_is_freed(
-    sample_repo: Path, tmp_path: Path, cell: str
-) -> None:
+@pytest.fixture(scope="module")
+def cells() -> Iterator[Any]:
+    """The cells' server inside one private mount namespace (``diskfull.Forks``): each cell runs in a fork of
+    it, on a tmpfs of its own. Its interpreter and imports are paid once for the seven cells; OpenBLAS
+    (NumPy's) is asked for no thread of its own, since the server must have none when it forks."""
     from . import diskfull
 
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_MCP_")}
+    env["PYTHONPATH"] = str(root)
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    with diskfull.Forks([sys.executable, "-m", "tests.diskfull_cells", "serve"], env=env) as forks:
+        yield forks
+
+
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_works_once_space_is_freed(
+    sample_repo: Path, tmp_path: Path, cell: str, cells: Any
+) -> None:
     home, size = CELLS[cell]
     sample = _composite_sample(tmp_path / "gpu") if cell == "composite" else sample_repo
     folder = tmp_path / "full"
@@ -209,19 +225,8 @@ def test_a_full_disk_is_disk_full_naming_the_path_nothing_partial_and_the_store_
     env["PYTHONPATH"] = str(root)
     env["COVERAGE_MCP_PORT"] = str(free_port())  # never the user's port
     where = "tmpfs" if home == "tmpfs" else str(tmp_path / "home")
-    done = diskfull.run_on_small_tmpfs(
-        folder,
-        [
-            sys.executable,
-            "-m",
-            "tests.diskfull_cells",
-            cell,
-            str(folder),
-            str(sample),
-            where,
-        ],
-        size=size,
-        env=env,
+    done = cells.run(
+        folder, [cell, str(folder), str(sample), where], size=size, env=env, output=tmp_path / "cell"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
@@ -264,7 +269,7 @@ def test_on_a_damaged_store_compact_report_dashboard_and_token_rotate_answer_cod
     _refused_naming(cli(sample_repo, "report", "--html", str(html), "--json"), store)
     assert not html.exists() or not any(html.iterdir())  # nothing partial
     try:
-        _refused_naming(cli(sample_repo, "dashboard", "--no-open", "--json", process=True), store)
+        _refused_naming(cli(sample_repo, "dashboard", "--no-open", "--json"), store)
     finally:
         _stop_daemon(sample_repo)
     # The store is not token rotate's business: it succeeds, from inside the checkout too.
@@ -276,7 +281,7 @@ def test_on_a_damaged_store_compact_report_dashboard_and_token_rotate_answer_cod
     done = cli(sample_repo, "report", "--html", str(html), "--json")
     assert done.returncode == 0 and (html / "index.html").is_file(), done.stderr
     try:
-        signed = cli(sample_repo, "dashboard", "--no-open", "--json", process=True)
+        signed = cli(sample_repo, "dashboard", "--no-open", "--json")
         assert signed.returncode == 0, signed.stderr
     finally:
         _stop_daemon(sample_repo)

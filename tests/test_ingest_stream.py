@@ -8,18 +8,23 @@ leaves nothing behind.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from coverage_core import open_project
 from coverage_core.errors import CoverageError, ErrorCode
+from coverage_core.model import Snapshot
 from coverage_core.parsers import ReportBytes, lcov
 from coverage_core.parsers.reading import STREAM_CHUNK
+from coverage_core.project import Project
 from coverage_core.report import NormalizedReport
 
 from . import corpus
@@ -33,6 +38,7 @@ def _hits(test: int, file: int, line: int) -> int:
     return 0 if (test + file + line) % 4 == 0 else (test * 7 + file * 13 + line) % 50
 
 
+@functools.cache  # half a million DA lines, built once per form for the module
 def big_report(*, repeat_first: bool = True) -> str:
     """TESTS x FILES records; with ``repeat_first``, test t0's record of f0 once more at the very end (its
     observations then merge with those of a batch written long before)."""
@@ -69,9 +75,30 @@ def naive(text: str) -> tuple[dict[tuple[str, int], int], dict[tuple[str, str, i
     return dict(lines), dict(observed)
 
 
+def _repo(root: Path) -> Path:
+    return make_repo(root / "repo", {f"src/f{f}.c": "x\n" * LINES for f in range(FILES)})
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", {f"src/f{f}.c": "x\n" * LINES for f in range(FILES)})
+    return _repo(tmp_path)
+
+
+class Ingested(NamedTuple):
+    project: Project
+    report: Path
+    snapshot: Snapshot
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
+    """``big_report()`` ingested once for the module, its project kept open: for the tests that read what was
+    stored (and the one that ingests it again, which must store nothing)."""
+    repo = _repo(tmp_path_factory.mktemp("ingested"))
+    report = repo / "big.info"
+    report.write_text(big_report())
+    with open_project(repo) as project:
+        yield Ingested(project, report, project.ingest(report, suite="unit"))
 
 
 def stored(project, snapshot_id: str):  # type: ignore[no-untyped-def]
@@ -97,34 +124,28 @@ def stored(project, snapshot_id: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_report_of_many_chunks_and_batches_is_stored_as_a_naive_reading_of_its_text_says(
-    repo: Path,
+    ingested: Ingested,
 ) -> None:
-    text = big_report()
+    text = ingested.report.read_text()
     assert len(text) > 2 * STREAM_CHUNK and text.count("end_of_record") > lcov.BATCH_RECORDS
-    report = repo / "big.info"
-    report.write_text(text)
     want_lines, want_observed = naive(text)
-    with open_project(repo) as project:
-        snap = project.ingest(report, suite="unit")
-        lines, observed, rows = stored(project, snap.snapshot_id)
-        assert lines == want_lines
-        assert observed == want_observed
-        assert rows == len(want_observed)  # the repeated record's rows were merged, not stored twice
-        covered = sum(1 for hits in want_lines.values() if hits)
-        assert (snap.totals["lines"].found, snap.totals["lines"].hit) == (len(want_lines), covered)
-        assert project.snapshot(snap.snapshot_id).tests == TESTS
+    project, snap = ingested.project, ingested.snapshot
+    lines, observed, rows = stored(project, snap.snapshot_id)
+    assert lines == want_lines
+    assert observed == want_observed
+    assert rows == len(want_observed)  # the repeated record's rows were merged, not stored twice
+    covered = sum(1 for hits in want_lines.values() if hits)
+    assert (snap.totals["lines"].found, snap.totals["lines"].hit) == (len(want_lines), covered)
+    assert project.snapshot(snap.snapshot_id).tests == TESTS
 
 
-def test_the_streamed_totals_are_lcov_summarys_own(repo: Path) -> None:
-    report = repo / "big.info"
-    report.write_text(big_report())
+def test_the_streamed_totals_are_lcov_summarys_own(ingested: Ingested) -> None:
     out = subprocess.run(
-        [require("lcov"), "--summary", str(report)], capture_output=True, text=True, check=True
+        [require("lcov"), "--summary", str(ingested.report)], capture_output=True, text=True, check=True
     )
     m = re.search(r"lines\.+: [\d.]+% \((\d+) of (\d+) lines\)", out.stdout + out.stderr)
     assert m is not None
-    with open_project(repo) as project:
-        snap = project.ingest(report, suite="unit")
+    snap = ingested.snapshot
     assert (snap.totals["lines"].hit, snap.totals["lines"].found) == (int(m.group(1)), int(m.group(2)))
 
 
@@ -159,14 +180,11 @@ def test_a_report_cut_off_after_many_chunks_is_refused_as_truncated_and_nothing_
         assert project.store.con.execute("SELECT count(*) FROM test_observations").fetchall()[0][0] == 0
 
 
-def test_a_streamed_report_ingested_twice_is_a_duplicate_and_stored_once(repo: Path) -> None:
-    report = repo / "big.info"
-    report.write_text(big_report())
-    with open_project(repo) as project:
-        first = project.ingest(report, suite="unit")
-        again = project.ingest(report, suite="unit")
-        assert again.duplicate and again.snapshot_id == first.snapshot_id
-        assert project.store.con.execute("SELECT count(*) FROM snapshots").fetchall()[0][0] == 1
+def test_a_streamed_report_ingested_twice_is_a_duplicate_and_stored_once(ingested: Ingested) -> None:
+    project, first = ingested.project, ingested.snapshot  # the first time: the module's
+    again = project.ingest(ingested.report, suite="unit")
+    assert again.duplicate and again.snapshot_id == first.snapshot_id
+    assert project.store.con.execute("SELECT count(*) FROM snapshots").fetchall()[0][0] == 1
 
 
 def _rows(columns: dict[str, np.ndarray]) -> list[tuple[int, ...]]:

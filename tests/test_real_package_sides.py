@@ -417,12 +417,21 @@ def test_moved_lines_lose_nothing_and_an_untested_function_is_uncovered_new_code
 # -- the notebooks, and a daemon holding the store --------------------------------------------------
 
 
-@pytest.fixture
-def stored(repo: Path, toolz: History) -> Path:
-    with open_project(repo) as project:
-        for step in ("c0", "c1", "c2"):
-            report = toolz.reports[step]
-            project.ingest(placed(repo, report, f"{step}.coverage.json"), suite="unit", commit=report.commit)
+@pytest.fixture(scope="module")
+def stored(toolz: History, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkout with c0, c1 and c2 stored, once for the module: the tests that take it only read it (each
+    through a daemon of its own home, or directly)."""
+    root = tmp_path_factory.mktemp("stored")
+    repo = Path(shutil.copytree(toolz.repo, root / "repo"))
+    with pytest.MonkeyPatch.context() as env:  # a home of its own: the tests' homes come later
+        env.setenv("COVERAGE_MCP_HOME", str(root / "home"))
+        env.setenv("COVERAGE_MCP_PORT", "0")
+        with open_project(repo) as project:
+            for step in ("c0", "c1", "c2"):
+                report = toolz.reports[step]
+                project.ingest(
+                    placed(repo, report, f"{step}.coverage.json"), suite="unit", commit=report.commit
+                )
     return repo
 
 

@@ -22,8 +22,20 @@ from .conftest import make_sample_repo
 from .gitrepo import commit, lcov, make_repo, write
 
 
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """The sample with its LCOV report stored, once for the module: for the tests that only read it (no
+    import, no change to the checkout, no closing). A test that writes takes ``own_service``."""
+    repo = make_sample_repo(tmp_path_factory.mktemp("review") / "inventory")
+    with open_project(repo) as project:
+        svc = Service(project)
+        svc.call("coverage_import", {"report_path": "step3.coverage.lcov"})
+        yield svc
+
+
 @pytest.fixture
-def service(sample_repo: Path):
+def own_service(sample_repo: Path) -> Iterator[Service]:
+    """The sample with its LCOV report stored, for one test that writes (``sample_repo`` is its checkout)."""
     with open_project(sample_repo) as project:
         svc = Service(project)
         svc.call("coverage_import", {"report_path": "step3.coverage.lcov"})
@@ -101,9 +113,9 @@ def test_project_context_accounts_reserved_page_and_response_words(service: Serv
     assert small["page"]["response_word_count"] <= 40 and small["page"]["omitted"]
 
 
-def test_source_marks_lines_from_git_at_the_snapshots_commit(service: Service, sample_repo: Path) -> None:
+def test_source_marks_lines_from_git_at_the_snapshots_commit(own_service: Service, sample_repo: Path) -> None:
     (sample_repo / "inventory" / "pricing.py").write_text("rewritten\n")  # the working tree moves on
-    data = review(service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])[
+    data = review(own_service, task="source", file="inventory/pricing.py", ranges=["6-9", "14-17", "22-27"])[
         "data"
     ]
     lines = {n: (mark, text) for r in data["ranges"] for n, mark, text in r["lines"]}
@@ -158,11 +170,11 @@ def test_history_gives_two_points_and_a_window_aggregate(sample_repo: Path) -> N
 
 
 def test_a_snapshot_of_an_older_commit_is_stale_never_the_checkouts_state(
-    service: Service, sample_repo: Path
+    own_service: Service, sample_repo: Path
 ) -> None:
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
-    data = review(service, task="insight")["data"]
+    data = review(own_service, task="insight")["data"]
     assert data["claim_status"] == "stale"
     assert "1 commit behind" in data["reasons"][0]
 
@@ -297,13 +309,13 @@ def test_tampered_and_foreign_cursors_are_refused(service: Service) -> None:
         assert err.value.code is ErrorCode.INVALID_CURSOR and err.value.suggestion
 
 
-def test_a_cursor_of_another_snapshot_is_refused(service: Service, sample_repo: Path) -> None:
-    first = review(service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
+def test_a_cursor_of_another_snapshot_is_refused(own_service: Service, sample_repo: Path) -> None:
+    first = review(own_service, task="audit", file="inventory/stock.py", limits={"max_words": 80})
     sid = first["data"]["snapshot_id"]
-    other = service.call("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "other"})
+    other = own_service.call("coverage_import", {"report_path": "step3.coverage.lcov", "suite": "other"})
     other_id = other["data"]["snapshot"]["snapshot_id"]
     page = review(
-        service,
+        own_service,
         task="audit",
         measurement={"snapshot_id": sid},
         file="inventory/stock.py",
@@ -311,7 +323,7 @@ def test_a_cursor_of_another_snapshot_is_refused(service: Service, sample_repo: 
     )
     with pytest.raises(CoverageError) as err:
         review(
-            service,
+            own_service,
             task="audit",
             measurement={"snapshot_id": other_id},
             file="inventory/stock.py",
@@ -364,9 +376,9 @@ def test_nothing_stored_yet_is_not_measured_with_the_way_forward(tmp_path: Path)
     assert data["claim_status"] == "not_measured" and "coverage_import" in data["next"]
 
 
-def test_cli_review_json_prints_exactly_the_tool_envelope(service: Service, sample_repo: Path) -> None:
-    expected = review(service, task="insight")
-    service.project.close()
+def test_cli_review_json_prints_exactly_the_tool_envelope(own_service: Service, sample_repo: Path) -> None:
+    expected = review(own_service, task="insight")
+    own_service.project.close()
     out = commandline.cli("review", "insight", "--json", cwd=sample_repo)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
@@ -496,33 +508,35 @@ def test_history_in_audit_representation_pages_every_point_without_gaps(sample_r
 
 
 def test_a_union_of_snapshots_claims_no_more_than_its_weakest_member(
-    service: Service, sample_repo: Path
+    own_service: Service, sample_repo: Path
 ) -> None:
-    full = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"][
+    full = own_service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"][
         "snapshot"
     ]
-    part = service.call(
+    part = own_service.call(
         "coverage_import", {"report_path": "step1.coverage.json", "suite": "py-subset", "scope": "subset"}
     )["data"]["snapshot"]
     data = review(
-        service, task="insight", measurement={"snapshot_ids": [full["snapshot_id"], part["snapshot_id"]]}
+        own_service, task="insight", measurement={"snapshot_ids": [full["snapshot_id"], part["snapshot_id"]]}
     )["data"]
     assert data["claim_status"] == "limited"
     assert any("subset" in r for r in data["reasons"])
 
 
-def test_a_union_of_snapshots_of_different_commits_is_refused(service: Service, sample_repo: Path) -> None:
-    first = service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py"})["data"][
-        "snapshot"
-    ]
+def test_a_union_of_snapshots_of_different_commits_is_refused(
+    own_service: Service, sample_repo: Path
+) -> None:
+    first = own_service.call("coverage_import", {"report_path": "step1.coverage.json", "suite": "py"})[
+        "data"
+    ]["snapshot"]
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
-    second = service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})["data"][
-        "snapshot"
-    ]
+    second = own_service.call("coverage_import", {"report_path": "step3.coverage.json", "suite": "py"})[
+        "data"
+    ]["snapshot"]
     with pytest.raises(CoverageError) as err:
         review(
-            service,
+            own_service,
             task="insight",
             measurement={"snapshot_ids": [first["snapshot_id"], second["snapshot_id"]]},
         )
@@ -530,12 +544,12 @@ def test_a_union_of_snapshots_of_different_commits_is_refused(service: Service, 
 
 
 def test_an_import_right_after_a_commit_is_measured_at_the_new_head(
-    service: Service, sample_repo: Path
+    own_service: Service, sample_repo: Path
 ) -> None:
-    review(service, task="insight")  # the checkout state is now cached
+    review(own_service, task="insight")  # the checkout state is now cached
     write(sample_repo, {"NEWS": "x\n"})
     commit(sample_repo, "moved on")
-    data = service.call("coverage_import", {"report_path": "step3.coverage.json"})["data"]
+    data = own_service.call("coverage_import", {"report_path": "step3.coverage.json"})["data"]
     assert data["claim_status"] == "supported" and data["reasons"] == []
 
 

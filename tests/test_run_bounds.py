@@ -147,13 +147,13 @@ def test_run_logs_past_the_byte_budget_are_pruned_oldest_first(
         assert (folder / ids[2]).exists()
 
 
-def _cli(repo: Path, *args: str) -> subprocess.Popen[str]:
+def _cli(repo: Path, *args: str, wait_s: int = 3) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [CLI, *args, "--repo", str(repo)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "COVERAGE_MCP_INGEST_WAIT_S": "3"},
+        env={**os.environ, "COVERAGE_MCP_INGEST_WAIT_S": str(wait_s)},
     )
 
 
@@ -176,7 +176,8 @@ def test_an_ingest_of_a_fifo_says_it_waits_for_a_writer_then_reads_what_the_writ
 def test_an_ingest_of_a_fifo_without_a_writer_gives_up_after_its_timeout(repo: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "report.fifo"
     os.mkfifo(fifo)
-    proc = _cli(repo, "ingest", str(fifo), "--suite", "unit")
+    # The setting's least value: no writer ever comes, so the wait is all this test spends.
+    proc = _cli(repo, "ingest", str(fifo), "--suite", "unit", wait_s=1)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert "no writer" in err and "COVERAGE_MCP_INGEST_WAIT_S" in err, err

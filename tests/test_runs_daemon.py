@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from coverage_daemon.credentials import client_token
 from coverage_daemon.projects import Target
 
 from .daemons import Running, ServeProcess, sdk_client
+from .environment import checkout_cli
 from .gitrepo import make_repo
 from .realcov import PACKAGE
 from .test_daemon_rest import call, register
@@ -275,25 +277,69 @@ def test_kill_9_of_the_daemon_mid_run_leaves_no_process_of_the_run_at_once_and_a
         second.stop()
 
 
+def _released_once_followed(
+    serve: ServeProcess, command_id: str, repo: Path, release: Path, *extra: str
+) -> tuple[int, str, str]:
+    """``coverage-mcp run COMMAND`` as a child: once it says it follows the run past the request's deadline
+    (the daemon answered run_test(wait=true) while the run was still running), the run is let go (its
+    command blocks reading the ``release`` FIFO); (exit code, stdout, stderr). Generous deadlines, no sleep."""
+    cli = subprocess.Popen(
+        [*checkout_cli(), "run", command_id, "--repo", str(repo), *extra],
+        env=serve.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    said: list[str] = []
+
+    def read_until_following() -> None:
+        for line in cli.stderr:
+            said.append(line)
+            if "following it until it ends" in line:
+                return
+
+    try:
+        reader = threading.Thread(target=read_until_following, daemon=True)
+        reader.start()
+        reader.join(120)
+        assert any("following it until it ends" in line for line in said), "".join(said)
+        with release.open("w") as fifo:  # the run's command reads it: the run ends now, not before
+            fifo.write("go\n")
+        out, err = cli.communicate(timeout=120)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.communicate()
+    return cli.returncode, out, "".join(said) + err
+
+
 def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_exits_1_when_it_failed(
-    isolated_home: Path, repo: Path
+    isolated_home: Path, repo: Path, tmp_path: Path
 ) -> None:
-    # The daemon answers run_test(wait=true) after about 2 s; the runs take longer.
+    # The daemon answers run_test(wait=true) after about 2 s; each run lasts until the command line has
+    # said it follows the run past that answer (its command waits on a FIFO the test writes then).
     serve = ServeProcess(
         isolated_home, env={"COVERAGE_MCP_HTTP_TIMEOUT_S": "5", "COVERAGE_MCP_DB_QUERY_TIMEOUT_MS": "2000"}
     )
+    releases = {name: tmp_path / f"release-{name}" for name in ("late", "failing")}
+    for fifo in releases.values():
+        os.mkfifo(fifo)
     try:
         client = serve.client(repo=str(repo))
         pid = client.register(repo)["project_id"]
         late = {
             **GEN_COMMAND,
             "name": "late",
-            "argv": [PY, "-c", "import runpy, time; time.sleep(6); runpy.run_path('gen.py')"],
+            "argv": [
+                PY,
+                "-c",
+                f"import runpy; open({str(releases['late'])!r}).read(); runpy.run_path('gen.py')",
+            ],
         }
         failing = {
             **GEN_COMMAND,
             "name": "failing",
-            "argv": [PY, "-c", "import sys, time; time.sleep(6); sys.exit(2)"],
+            "argv": [PY, "-c", f"import sys; open({str(releases['failing'])!r}).read(); sys.exit(2)"],
         }
         ids = [client.call(pid, "register_test_command", c)["data"]["command"]["id"] for c in (late, failing)]
         for command_id in ids:
@@ -301,14 +347,14 @@ def test_the_cli_run_follows_a_run_past_the_request_deadline_until_it_ends_and_e
                 serve.cli("command", "approve", command_id, "--repo", str(repo), process=False).returncode
                 == 0
             )
-        done = serve.cli("run", ids[0], "--repo", str(repo), "--json", process=False)
-        assert done.returncode == 0, done.stderr
-        run = json.loads(done.stdout)["data"]["run"]
+        code, out, err = _released_once_followed(serve, ids[0], repo, releases["late"], "--json")
+        assert code == 0, err
+        run = json.loads(out)["data"]["run"]
         assert run["state"] == "succeeded" and run["artifacts"][0]["status"] == "ingested"
-        assert "following it until it ends" in done.stderr
-        failed = serve.cli("run", ids[1], "--repo", str(repo), process=False)
-        assert failed.returncode == 1, failed.stderr
-        assert "failed, exit code 2" in failed.stdout
+        assert "following it until it ends" in err
+        code, out, err = _released_once_followed(serve, ids[1], repo, releases["failing"])
+        assert code == 1, err
+        assert "failed, exit code 2" in out
     finally:
         assert serve.stop() == 0
 

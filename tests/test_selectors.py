@@ -26,6 +26,9 @@ from .test_runs import wait_for
 
 PY = sys.executable
 PYTEST = [PY, "-m", "pytest", "-p", "no:cacheprovider", "-v"]
+# The checkout's tests are plain pytest: none of this suite's plugins (xdist, asyncio, hypothesis...) loads
+# in the runs (each would cost every run's pytest its import).
+PLAIN_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 TESTS = """\
 import pytest
 
@@ -88,6 +91,8 @@ def project(repo: Path) -> Iterator[Project]:
 
 def approved(project: Project, argv: list[str], **extra: Any) -> str:
     args = {"name": "pytest", "argv": argv, "artifacts": [{"path": "cov.info", "suite": "unit"}], **extra}
+    if argv == PYTEST:
+        args.setdefault("env", PLAIN_PYTEST)
     command_id = Service(project).call("register_test_command", args)["data"]["command"]["id"]
     commands.approve(project, command_id, approved_by="tester", via="cli")
     return command_id

@@ -10,6 +10,7 @@ tool's ``internal``) is allowed only for ``deadline_exceeded`` and
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -192,14 +193,33 @@ JSON = st.recursive(
 )
 
 
+# The most of an object schema's own properties one generated object carries. Hypothesis's optional keys of
+# fixed_dictionaries take half of them on average: 36 nested values for a REST body (73 properties: every
+# tool's), each drawn and sent, where the first wrong one is all a refusal reads. A few keys per body cost a
+# fraction of that and reach past the first refusal more often; over the examples every key is still drawn.
+MOST_PROPERTIES = 8
+
+
+def some_properties(values: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects with some of ``values``' keys (any of them, at most ``MOST_PROPERTIES``), each drawn from its
+    strategy; all of them may appear where there are no more than that."""
+    if len(values) <= MOST_PROPERTIES:
+        return st.fixed_dictionaries({}, optional=values)
+    names = st.lists(st.sampled_from(sorted(values)), unique=True, max_size=MOST_PROPERTIES)
+
+    @st.composite
+    def some(draw: st.DrawFn) -> dict[str, Any]:
+        return {name: draw(values[name]) for name in draw(names)}
+
+    return some()
+
+
 def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values near what ``schema`` accepts (right keys, enum members, bounds and just past them), or any JSON."""
     if "enum" in schema:
         near: st.SearchStrategy[Any] = st.sampled_from(schema["enum"])
     elif schema.get("type") == "object" and "properties" in schema:
-        near = st.fixed_dictionaries(
-            {}, optional={key: from_schema(sub) for key, sub in schema["properties"].items()}
-        )
+        near = some_properties({key: from_schema(sub) for key, sub in schema["properties"].items()})
     elif schema.get("type") == "array":
         near = st.lists(from_schema(schema.get("items", {})), max_size=schema.get("maxItems", 3) + 1)
     elif schema.get("type") == "integer":
@@ -253,26 +273,43 @@ HEADER_NAMES = st.lists(
 )
 
 
-@st.composite
-def extra_headers(draw: st.DrawFn, live: Live, admin: bool) -> dict[str, str | bytes]:
-    headers: dict[str, str | bytes] = {}
-    if draw(st.booleans()):
-        choice = draw(st.sampled_from(["real", "sub", "fuzz"]))
-        headers[REPO_HEADER] = (
-            str(live.repo).encode()
-            if choice == "real"
-            else str(live.repo / "inventory").encode()
-            if choice == "sub"
-            else draw(REPO_VALUES)
-        )
-    if draw(st.booleans()):
-        headers[CAPABILITY_HEADER] = live.capability if admin and draw(st.booleans()) else draw(HEADER_BYTES)
-    if draw(st.integers(0, 4)) == 0:
-        headers["Content-Type"] = draw(CONTENT_TYPES)
-    for name in draw(HEADER_NAMES):
-        headers[name] = draw(st.sampled_from([MODERN, HANDSHAKE, live.session]) | HEADER_BYTES)
-    headers.pop("Origin", None)  # a foreign Origin is refused before anything else: nothing to learn there
-    return headers
+REPO_CHOICES = st.sampled_from(["real", "sub", "fuzz"])
+
+
+# Every strategy below that depends on the live daemon is built once for it (functools.cache; the daemon is
+# the module's): a strategy built inside a draw is built again for every example, and Hypothesis works out
+# what it needs to know of it (is it empty, may values be reused: a walk of every strategy it contains, JSON's
+# recursion included) on each new object.
+@functools.cache
+def extra_headers(live: Live, admin: bool) -> st.SearchStrategy[dict[str, str | bytes]]:
+    protocol_values = st.sampled_from([MODERN, HANDSHAKE, live.session]) | HEADER_BYTES
+
+    @st.composite
+    def drawn(draw: st.DrawFn) -> dict[str, str | bytes]:
+        headers: dict[str, str | bytes] = {}
+        if draw(st.booleans()):
+            choice = draw(REPO_CHOICES)
+            headers[REPO_HEADER] = (
+                str(live.repo).encode()
+                if choice == "real"
+                else str(live.repo / "inventory").encode()
+                if choice == "sub"
+                else draw(REPO_VALUES)
+            )
+        if draw(st.booleans()):
+            headers[CAPABILITY_HEADER] = (
+                live.capability if admin and draw(st.booleans()) else draw(HEADER_BYTES)
+            )
+        if draw(st.integers(0, 4)) == 0:
+            headers["Content-Type"] = draw(CONTENT_TYPES)
+        for name in draw(HEADER_NAMES):
+            headers[name] = draw(protocol_values)
+        headers.pop(
+            "Origin", None
+        )  # a foreign Origin is refused before anything else: nothing to learn there
+        return headers
+
+    return drawn()
 
 
 def _header_bytes(text: str) -> bytes:
@@ -331,21 +368,22 @@ def _route_id(route: Any) -> str:
     return f"{route.method} {route.path}"
 
 
-@st.composite
-def filled_path(draw: st.DrawFn, template: str, live: Live) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name == "project_id":
-            return draw(st.sampled_from([live.project_id, "0123456789abcdef"]))
-        if name == "snapshot_id":
-            return draw(st.sampled_from([live.snapshot_id, "snap-" + "0" * 16, "snap-f"]))
-        if name == "command_id":  # a well-formed command id no store holds (the fuzz registers none)
-            return draw(st.sampled_from(["cmd-" + "0" * 16, "cmd-0123456789abcdef"]))
-        if name == "name":  # an operation of the table, or not
-            return draw(st.sampled_from([*OPERATIONS, "no_such_op"]))
-        return draw(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))
+@functools.cache
+def filled_path(template: str, live: Live) -> st.SearchStrategy[str]:
+    parameters = {
+        "project_id": st.sampled_from([live.project_id, "0123456789abcdef"]),
+        "snapshot_id": st.sampled_from([live.snapshot_id, "snap-" + "0" * 16, "snap-f"]),
+        # a well-formed command id no store holds (the fuzz registers none)
+        "command_id": st.sampled_from(["cmd-" + "0" * 16, "cmd-0123456789abcdef"]),
+        "name": st.sampled_from([*OPERATIONS, "no_such_op"]),  # an operation of the table, or not
+    }
+    other = st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True)
 
-    return _PARAM.sub(value, template)
+    @st.composite
+    def drawn(draw: st.DrawFn) -> str:
+        return _PARAM.sub(lambda match: draw(parameters.get(match.group(1), other)), template)
+
+    return drawn()
 
 
 QUERY_PAIRS = st.lists(
@@ -358,14 +396,15 @@ QUERY_PAIRS = st.lists(
 )
 
 
-@st.composite
-def query_string(draw: st.DrawFn) -> str:
-    pairs = draw(QUERY_PAIRS)
+def _query_string(pairs: list[tuple[str, str]]) -> str:
     if not pairs:
         return ""
     return "?" + "&".join(
         f"{quote(k, safe='')}={quote(v, safe='', errors='surrogateescape')}" for k, v in pairs
     )
+
+
+QUERY_STRING = QUERY_PAIRS.map(_query_string)
 
 
 _ALL_TOOL_PROPERTIES: dict[str, Any] = {
@@ -396,7 +435,7 @@ def test_generated_requests_to_every_rest_route_never_get_a_server_error(
 ) -> None:
     """Seed: "Coverage reports, source files, logs, command strings, and database contents must be treated
     as potentially hostile input." """
-    path = data.draw(filled_path(route.path, live)) + data.draw(query_string())
+    path = data.draw(filled_path(route.path, live)) + data.draw(QUERY_STRING)
     headers = data.draw(extra_headers(live, admin=route.path != "/api/shutdown"))
     if route.path == "/api/shutdown":  # the one body that would end the run: never the real capability
         headers[CAPABILITY_HEADER] = data.draw(HEADER_BYTES)
@@ -407,6 +446,11 @@ def test_generated_requests_to_every_rest_route_never_get_a_server_error(
     )
     status, _, answer = live.request(route.method, path, body, headers)
     assert_rest_answer(status, answer, f"{route.method} {path}")
+
+
+@functools.cache
+def projects(live: Live) -> st.SearchStrategy[str]:
+    return st.sampled_from([live.project_id, "0123456789abcdef"])
 
 
 # Each row's arguments near its schema, built once (as REST_BODY).
@@ -423,11 +467,11 @@ def test_generated_calls_of_every_row_never_get_a_server_error_and_a_caller_it_d
     admin = data.draw(st.booleans())
     headers = data.draw(extra_headers(live, admin=False))
     headers[CAPABILITY_HEADER] = live.capability if admin else data.draw(HEADER_BYTES)
-    project = data.draw(st.sampled_from([live.project_id, "0123456789abcdef"]))
+    project = data.draw(projects(live))
     method = "GET" if op.read_only and data.draw(st.booleans()) else "POST"
     path = f"/api/projects/{project}/ops/{name}"
     if method == "GET":
-        path += data.draw(query_string())
+        path += data.draw(QUERY_STRING)
     body = None if method == "GET" else _body_bytes(data.draw(ROW_BODIES[name]))
     status, _, answer = live.request(method, path, body, headers)
     assert_rest_answer(status, answer, f"{method} {path}")
@@ -484,28 +528,36 @@ TOOL_ARGUMENTS = {name: from_schema(op.input_schema) for name, op in OPERATIONS.
 ANY_ARGUMENTS = from_schema({})
 
 
-@st.composite
-def mcp_params(draw: st.DrawFn, target: str, live: Live) -> tuple[str, Any]:
+INITIALIZE_PARAMS = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "protocolVersion": st.sampled_from([HANDSHAKE, MODERN, "2024-11-05", "1999"]) | JSON,
+            "capabilities": JSON,
+            "clientInfo": JSON,
+        },
+    )
+    | JSON
+)
+CANCELLED_PARAMS = st.fixed_dictionaries({}, optional={"requestId": IDS, "reason": JSON}) | JSON
+UNKNOWN_METHODS = st.sampled_from(UNKNOWN) | st.text(max_size=20)
+OTHER_PARAMS = st.fixed_dictionaries({}, optional={"cursor": JSON}) | JSON
+UNKNOWN_TOOL = st.text(max_size=20) | JSON
+
+
+@functools.cache
+def mcp_params(target: str, live: Live) -> st.SearchStrategy[tuple[str, Any]]:
     """(method, params) for one target, near what the method expects."""
     if target.startswith("tools/call "):
         name = target.split(" ", 1)[1]
-        tool = name if name in OPERATIONS else draw(st.text(max_size=20) | JSON)
+        tool = st.just(name) if name in OPERATIONS else UNKNOWN_TOOL
         arguments = TOOL_ARGUMENTS.get(name, ANY_ARGUMENTS)
-        return "tools/call", draw(
-            st.fixed_dictionaries({"name": st.just(tool)}, optional={"arguments": arguments}) | JSON
+        return st.tuples(
+            st.just("tools/call"),
+            st.fixed_dictionaries({"name": tool}, optional={"arguments": arguments}) | JSON,
         )
     if target == "initialize":
-        return target, draw(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "protocolVersion": st.sampled_from([HANDSHAKE, MODERN, "2024-11-05", "1999"]) | JSON,
-                    "capabilities": JSON,
-                    "clientInfo": JSON,
-                },
-            )
-            | JSON
-        )
+        return st.tuples(st.just(target), INITIALIZE_PARAMS)
     if target == "resources/read":
         uri = st.sampled_from(
             [
@@ -516,39 +568,48 @@ def mcp_params(draw: st.DrawFn, target: str, live: Live) -> tuple[str, Any]:
                 "file:///etc/passwd",
             ]
         )
-        return target, draw(st.fixed_dictionaries({}, optional={"uri": uri | JSON}) | JSON)
+        return st.tuples(st.just(target), st.fixed_dictionaries({}, optional={"uri": uri | JSON}) | JSON)
     if target == "notifications/cancelled":
-        return target, draw(st.fixed_dictionaries({}, optional={"requestId": IDS, "reason": JSON}) | JSON)
+        return st.tuples(st.just(target), CANCELLED_PARAMS)
     if target == "unknown":
-        return draw(st.sampled_from(UNKNOWN) | st.text(max_size=20)), draw(JSON)
-    return target, draw(st.fixed_dictionaries({}, optional={"cursor": JSON}) | JSON)
+        return st.tuples(UNKNOWN_METHODS, JSON)
+    return st.tuples(st.just(target), OTHER_PARAMS)
 
 
-@st.composite
-def mcp_exchange(draw: st.DrawFn, target: str, live: Live) -> tuple[bytes, dict[str, str | bytes]]:
-    method, params = draw(mcp_params(target, live))
-    notification = target.startswith("notifications/") or draw(st.integers(0, 9)) == 0
-    message: dict[str, Any] = {"jsonrpc": "2.0" if draw(st.integers(0, 19)) else draw(JSON), "method": method}
-    if not notification:
-        message["id"] = draw(IDS)
-    modern = draw(st.booleans())
-    if params is not None or draw(st.booleans()):
-        if modern and isinstance(params, dict) and draw(st.integers(0, 4)):
-            params = {**params, "_meta": {META_KEYS[0]: MODERN, META_KEYS[1]: {}}}
-        message["params"] = params
-    if modern:
-        headers: dict[str, str | bytes] = {
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": _header_bytes(method),
+@functools.cache
+def mcp_exchange(target: str, live: Live) -> st.SearchStrategy[tuple[bytes, dict[str, str | bytes]]]:
+    """A message for one target and the headers it is sent with (one strategy per target: see extra_headers)."""
+
+    @st.composite
+    def drawn(draw: st.DrawFn) -> tuple[bytes, dict[str, str | bytes]]:
+        method, params = draw(mcp_params(target, live))
+        notification = target.startswith("notifications/") or draw(st.integers(0, 9)) == 0
+        message: dict[str, Any] = {
+            "jsonrpc": "2.0" if draw(st.integers(0, 19)) else draw(JSON),
+            "method": method,
         }
-        name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
-        if isinstance(name, str) and name.isascii() and name.isprintable():
-            headers["Mcp-Name"] = name
-    else:
-        headers = {"Mcp-Session-Id": live.session, "MCP-Protocol-Version": HANDSHAKE}
-    if draw(st.integers(0, 4)) == 0:
-        headers.update(draw(extra_headers(live, admin=False)))
-    return _body_bytes(message), headers
+        if not notification:
+            message["id"] = draw(IDS)
+        modern = draw(st.booleans())
+        if params is not None or draw(st.booleans()):
+            if modern and isinstance(params, dict) and draw(st.integers(0, 4)):
+                params = {**params, "_meta": {META_KEYS[0]: MODERN, META_KEYS[1]: {}}}
+            message["params"] = params
+        if modern:
+            headers: dict[str, str | bytes] = {
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": _header_bytes(method),
+            }
+            name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
+            if isinstance(name, str) and name.isascii() and name.isprintable():
+                headers["Mcp-Name"] = name
+        else:
+            headers = {"Mcp-Session-Id": live.session, "MCP-Protocol-Version": HANDSHAKE}
+        if draw(st.integers(0, 4)) == 0:
+            headers.update(draw(extra_headers(live, admin=False)))
+        return _body_bytes(message), headers
+
+    return drawn()
 
 
 @pytest.mark.parametrize("target", MCP_TARGETS)

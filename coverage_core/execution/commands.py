@@ -36,7 +36,7 @@ import attrs
 from ..composite.build import report_spec
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..ids import COMMAND_ID_PATTERN
-from ..model import converter
+from ..model import the_converter
 from ..parsers import FORMATS
 from ..project import Project
 from ..storage import project_settings
@@ -55,6 +55,8 @@ from .records import (
     spec_json,
     spec_of_json,
 )
+
+converter = the_converter()  # the one converter (coverage_core.model), built when records are first needed
 
 VIAS = ("cli", "dashboard", "attested")
 ARGS_POLICIES = ("none", "selectors")

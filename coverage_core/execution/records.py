@@ -17,7 +17,9 @@ import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..composite.records import Registration
-from ..model import converter
+from ..model import the_converter
+
+converter = the_converter()  # the one converter (coverage_core.model), built when records are first needed
 
 
 @attrs.frozen

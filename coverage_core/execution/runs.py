@@ -22,11 +22,11 @@ from ..project import Project
 from ..storage import project_settings
 from ..storage.exec_db import exec_db, reader
 from ..storage.store import ProjectStore
-from ..vocabulary import RUN_STATES
+from ..vocabulary import ACTIVE_RUN_STATES, RUN_STATES
 from . import terminal
 from .records import Artifact, ReportUse, Run, Transition
 
-ACTIVE = ("queued", "running")
+ACTIVE = ACTIVE_RUN_STATES
 # Which state may follow which. A queued run starts (claim) or is cancelled before it starts; a running one ends
 # by its exit, a cancel or shutdown, its timeout, or its owner's death (recover). An ended run never changes.
 TRANSITIONS: dict[str, tuple[str, ...]] = {

@@ -139,4 +139,4 @@ def analysis(call: Call) -> dict[str, Any]:
             "Pass only those, as a JSON object.",
             {"argument": "arguments"},
         )
-    return {"data": analyses.to_columns(analyses.ANALYSES[name](call.project, **arguments))}
+    return {"data": analyses.to_columns(analyses.ANALYSES[name](call.project, call.con, **arguments))}

@@ -15,24 +15,14 @@ file's lines within it).
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import CoverageError, ErrorCode
-from ..review import annotated_source as sources
-from ..review import baseline as baselines
-from ..review import composite_view as composite_review
-from ..review.annotated_source import source
-from ..review.audit import audit
 from ..review.budget import Budget, size
 from ..review.call import Call
-from ..review.change import change
-from ..review.history import history
-from ..review.incremental import incremental
-from ..review.insight import insight
-from ..review.listing import file, files, snapshots
-from ..review.named_tests import tests
 from ..review.selection import Selection, line_range, select
 from ..vocabulary import CLAIM_ORDER
 from .review_task_table import ARGUMENTS, BY_NAME, NEEDS, TASK_NAMES, tasks_using
@@ -72,13 +62,13 @@ def _run_part(call: Call, name: str, sel: Selection, budget: Budget, share: floa
         },
     )
     if name == "insight":
-        return insight(call, sel, part_budget)
+        return handler("insight")(call, sel, part_budget)
     # The page of task=all continues insight; the other parts are first pages
     # (their page says what is left, continued by the task itself).
     sub = Call(call.project, call.con, {k: v for k, v in call.args.items() if k != "cursor"})
     sub.suite = call.suite
     try:
-        return TASKS[name](sub, sel, part_budget)
+        return handler(name)(sub, sel, part_budget)
     finally:
         call.rows_scanned += sub.rows_scanned
 
@@ -154,23 +144,40 @@ def _assemble(call: Call, sel: Selection, budget: Budget, scale: float) -> dict[
     return {"data": data, "page": page}
 
 
-# Each task's handler, by its record's name.
-TASKS: dict[str, Handler] = {
-    "insight": insight,
-    "change": change,
-    "incremental": incremental,
-    "history": history,
-    "source": source,
-    "tests": tests,
-    "audit": audit,
-    "all": review_all,
-    "files": files,
-    "file": file,
+# Each task's handler by its record's name, as "module:function" (coverage_core.review's modules): a task's
+# module is imported when the task is first asked, so a process that answers one task (a CLI read) imports
+# that task's modules, not every task's (``handler`` resolves; the suite resolves every one).
+TASKS: dict[str, str] = {
+    "insight": "insight:insight",
+    "change": "change:change",
+    "incremental": "incremental:incremental",
+    "history": "history:history",
+    "source": "annotated_source:source",
+    "tests": "named_tests:tests",
+    "audit": "audit:audit",
+    "all": "-:review_all",  # this module's own
+    "files": "listing:files",
+    "file": "listing:file",
 }
 # Tasks that read no measurement (listings across snapshots).
-UNSELECTED = {"snapshots": snapshots}
+UNSELECTED = {"snapshots": "listing:snapshots"}
 assert set(TASKS) == {n for n in TASK_NAMES if BY_NAME[n].measured}
 assert set(UNSELECTED) == {n for n in TASK_NAMES if not BY_NAME[n].measured}
+
+
+def _review(module: str) -> Any:
+    """``coverage_core.review.<module>``, imported on first use."""
+    return importlib.import_module(f"coverage_core.review.{module}")
+
+
+def handler(task: str) -> Callable[..., dict[str, Any]]:
+    """The handler of ``task`` (measured ones take a call, a selection and a budget; ``snapshots`` a call and a
+    budget), its module imported on first use."""
+    module, _, name = (TASKS.get(task) or UNSELECTED[task]).partition(":")
+    found: Callable[..., dict[str, Any]] = (
+        globals()[name] if module == "-" else getattr(_review(module), name)
+    )
+    return found
 
 
 def check_arguments(args: dict[str, Any]) -> None:
@@ -190,7 +197,7 @@ def check_arguments(args: dict[str, Any]) -> None:
     # What needs no store is refused before any store work: a baseline naming no side, an empty line
     # range, task=file without its file.
     if isinstance(args.get("baseline"), dict):
-        baselines.check_spec(args["baseline"])
+        _review("baseline").check_spec(args["baseline"])
     for text in [args.get("lines"), *(args.get("ranges") or [])]:
         line_range(text)
     for name, needed in NEEDS.items():
@@ -220,7 +227,7 @@ def _check_lines_in_file(call: Call, sel: Selection) -> None:
     texts = [t for t in [call.args.get("lines"), *(call.args.get("ranges") or [])] if t]
     if not texts or not path:
         return
-    lines = sources.text_of(call, sel, path)
+    lines = _review("annotated_source").text_of(call, sel, path)
     if lines is None:
         return  # neither the measured text nor git has the file: the task says so in its claim
     for text in texts:
@@ -241,9 +248,11 @@ def coverage_review(call: Call) -> dict[str, Any]:
     check_arguments(call.args)
     budget = Budget(call.args.get("limits"))
     if task in UNSELECTED:
-        return UNSELECTED[task](call, budget)
+        return handler(task)(call, budget)
+    composite_review = _review("composite_view")
     if composite_review.wants_composite(call.args):
-        return composite_review.review(call, budget)
+        answer: dict[str, Any] = composite_review.review(call, budget)
+        return answer
     sel = select(call)
     if sel is None:
         return {
@@ -256,4 +265,4 @@ def coverage_review(call: Call) -> dict[str, Any]:
             "page": None,
         }
     _check_lines_in_file(call, sel)
-    return TASKS[task](call, sel, budget)
+    return handler(task)(call, sel, budget)

@@ -15,8 +15,6 @@ claim ends, ``release_memory`` asks glibc to hand free pages back to the OS.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -70,22 +68,41 @@ PARSE_BUDGET = ByteBudget(setting("parse_budget_bytes"))
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None. By its soname, or from the symbols already loaded (the interpreter's
+    libc), before asking ``ctypes.util.find_library``: on Linux that runs ``ldconfig -p`` in a subprocess
+    (12 ms), which every process importing the project paid at its start when this ran at import."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim  # glibc only; musl has none
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
+    import ctypes
+
+    def trim_of(name: str | None) -> Callable[[int], int] | None:
+        try:
+            trim = ctypes.CDLL(name).malloc_trim  # glibc only; musl has none
+        except (OSError, AttributeError):
+            return None
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+        return trim
+
+    found = trim_of("libc.so.6") or trim_of(None)
+    if found is None:
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        found = trim_of(name) if name else None
+    return found
 
 
-_TRIM = _malloc_trim()
+_TRIM: list[Callable[[int], int] | None] = []  # malloc_trim once looked up (on the first release)
+_TRIM_LOCK = threading.Lock()
 
 
 def release_memory() -> None:
     """Return the heap's free pages to the OS (glibc ``malloc_trim(0)``; elsewhere nothing)."""
-    if _TRIM is not None:
-        _TRIM(0)
+    if not _TRIM:
+        with _TRIM_LOCK:
+            if not _TRIM:
+                _TRIM.append(_malloc_trim())
+    trim = _TRIM[0]
+    if trim is not None:
+        trim(0)

@@ -24,9 +24,8 @@ measure but git has at that commit is ``not_measured``; a path neither knows is
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import zstandard
 
 from ..errors import CoverageError, ErrorCode
@@ -39,6 +38,9 @@ from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .selection import Selection, file_id, line_range, unknown_file
 from .textlines import TextLines
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_RANGES = 10
 # The record cap bounds a page; a longer range continues on the next page (the cursor).
@@ -168,6 +170,8 @@ def line_marks(call: Call, snap_key: int, fid: int, snapshot_id: str) -> tuple[n
     measured or the tool excluded; a measured line's mark wins over excluded. Kept for the snapshot's life,
     so the pages of one file read it once."""
 
+    import numpy as np
+
     def load() -> tuple[np.ndarray, np.ndarray]:
         measured = call.numpy(
             """SELECT l.line, CASE WHEN l.hits = 0 THEN 0 WHEN bool_or(u.start_line IS NOT NULL) THEN 2
@@ -204,6 +208,8 @@ def annotated_lines(
         text = source_lines(call, primary.commit, path) if primary.commit else None
         marks: dict[int, str] = {}
     else:
+        import numpy as np
+
         text = measured_lines(call, snap_key, fid, primary, path)[0]
         lines_at, codes = line_marks(call, snap_key, fid, primary.snapshot_id)
         i, j = np.searchsorted(lines_at, [start, end + 1])
@@ -246,6 +252,8 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def source(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    import numpy as np
+
     representation = call.args.get("representation", "compact")
     snap, primary = sel.snaps[0], sel.primary
     path = call.args.get("file")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
-import numpy as np
 
 from ..diffmap import DiffMap, diff_trees
 from ..memo import Memo
@@ -62,6 +61,8 @@ class Compared:
 
 
 def empty_side() -> Side:
+    import numpy as np
+
     i64, obj = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
     return Side(
         (),

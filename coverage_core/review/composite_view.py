@@ -14,8 +14,6 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import CoverageError, ErrorCode, Remedy
 from ..model import to_json
 from .budget import Budget
@@ -23,6 +21,8 @@ from .call import Call
 from .context import checkout_state
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..composite.persistence import Composite
 
 
@@ -169,6 +169,8 @@ def review(call: Call, budget: Budget) -> dict[str, Any]:
 
 def _ranges(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
     """Merged line ranges of regions, as [start, end, line_count], in line order."""
+    import numpy as np
+
     order = np.argsort(start, kind="stable")
     out: list[list[int]] = []
     for s, e in zip(start[order].tolist(), end[order].tolist()):
@@ -180,6 +182,8 @@ def _ranges(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
 
 
 def _insight(call: Call, budget: Budget, comp_key: int, comp: Composite) -> dict[str, Any]:
+    import numpy as np
+
     rows = _cstore().regions(call.project.store, comp_key, call.con)
     call.rows_scanned += len(rows["kind"])
     sel = np.isin(rows["kind"], _rg().COMBINED_KINDS)

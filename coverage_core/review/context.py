@@ -21,7 +21,8 @@ from ..display import counted
 from ..model import Snapshot
 from ..project import CheckoutState
 from ..storage import guard
-from ..vocabulary import CLAIM_ORDER, COUNTERS
+from ..storage.exec_db import reader
+from ..vocabulary import ACTIVE_RUN_STATES, CLAIM_ORDER, COUNTERS
 from . import cursors
 from .budget import Budget, size, words
 from .call import Call
@@ -51,6 +52,12 @@ def _composite_store() -> ModuleType:
     from ..composite import persistence
 
     return persistence
+
+
+def _none_in(call: Call, sql: str, params: list[Any] | None = None) -> bool:
+    """Whether ``sql`` (a ``SELECT 1 ... LIMIT 1``) finds no row: most checkouts have no composite, no run in
+    flight and no command, and one look at the table says so without importing the modules that read them."""
+    return reader(call.project.store, call.con).one(sql, params or []) is None
 
 
 def checkout_state(call: Call) -> CheckoutState:
@@ -160,7 +167,12 @@ def latest_per_suite(call: Call) -> tuple[list[Snapshot], bool]:
 def _latest_composite(call: Call) -> dict[str, Any] | None:
     """The newest composite snapshot's compact record (coverage_core/composite), or None."""
     found = call.as_of_generation(
-        "latest_composite", lambda: _composite_store().latest(call.project.store, call.con)
+        "latest_composite",
+        lambda: (
+            None
+            if _none_in(call, "SELECT 1 FROM composite_snapshots LIMIT 1")
+            else _composite_store().latest(call.project.store, call.con)
+        ),
     )
     return None if found is None else found.compact()
 
@@ -221,8 +233,14 @@ def project_context(call: Call) -> dict[str, Any]:
     # paged into whatever budget remains (no approved commands exist yet).
     active = call.as_of_generation(
         "active_runs",
-        lambda: _runs().list_runs(
-            call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=_runs().ACTIVE, con=call.con
+        lambda: (
+            []
+            if _none_in(
+                call, "SELECT 1 FROM runs WHERE list_contains(?, state) LIMIT 1", [list(ACTIVE_RUN_STATES)]
+            )
+            else _runs().list_runs(
+                call.project, None, limit=MAX_ACTIVE_RUNS + 1, states=ACTIVE_RUN_STATES, con=call.con
+            )
         ),
     )
     data["active_runs"] = [
@@ -236,18 +254,22 @@ def project_context(call: Call) -> dict[str, Any]:
     # Approved and pending commands (rejected ones are not an agent's to use), a page at a time.
     listed = call.as_of_generation(
         ("commands", offset),
-        lambda: [
-            {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
-            for c in _commands().list_commands(
-                call.project,
-                None,
-                limit=MAX_COMMANDS + 1,
-                offset=offset,
-                brief=True,
-                statuses=("approved", "pending"),
-                con=call.con,
-            )
-        ],
+        lambda: (
+            []
+            if _none_in(call, "SELECT 1 FROM commands LIMIT 1")
+            else [
+                {k: c[k] for k in ("id", "name", "status", "argv", "args_policy", "approve_with") if k in c}
+                for c in _commands().list_commands(
+                    call.project,
+                    None,
+                    limit=MAX_COMMANDS + 1,
+                    offset=offset,
+                    brief=True,
+                    statuses=("approved", "pending"),
+                    con=call.con,
+                )
+            ]
+        ),
     )
     # The page's own copies: the cached records stay as they were read, whatever a caller does to its answer.
     shown = budget.fit_list(data, "commands", copy.deepcopy(listed[:MAX_COMMANDS]))

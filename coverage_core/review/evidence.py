@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
-import numpy as np
 
 from ..git import Git
 from ..report import NormalizedReport
@@ -61,6 +60,8 @@ def _named(paths: Sequence[str]) -> str:
 
 def _lcov_checksums(data: bytes) -> dict[str, dict[int, str]]:
     """Report path -> {line: checksum} of an LCOV tracefile's checksummed DA lines."""
+    import numpy as np
+
     out: dict[str, dict[int, str]] = {}
     marks = [(m.start(), m.group(1).decode("utf-8", "replace")) for m in _LCOV_SF.finditer(data)]
     if not marks or b"DA:" not in data:
@@ -86,6 +87,8 @@ def report_identity(
     git: Git, report: NormalizedReport, mapping: Mapping, data: bytes, report_path: Path
 ) -> Evidence:
     """What is missing for the report to describe the working tree now (see the module docstring)."""
+    import numpy as np
+
     missing: list[str] = []
     root = git.checkout.worktree_path
     measured = {

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
 
 from ..diffmap import KEY_SHIFT
 from ..errors import CoverageError, ErrorCode, Remedy
@@ -68,6 +67,9 @@ from .comparing import Compared, compared, scope_key
 from .context import claim_for
 from .selection import Selection
 
+if TYPE_CHECKING:
+    import numpy as np
+
 GROUPS = (
     "kept",
     "gained",
@@ -86,6 +88,8 @@ TEST_IDS = 10  # tests listed per set difference outside audit
 
 def _group_map(subset: bool, keep_baseline: bool) -> np.ndarray:
     """Category -> group, for a current run that is (or not) a subset, and a file it has (or not)."""
+    import numpy as np
+
     g = np.empty(len(CATEGORIES), dtype=np.int64)
     g[[CBC, GBC, UBC]] = [KEPT, GAINED, UNCOVERED]
     g[LBC] = NOT_OBSERVED if subset else LOST
@@ -212,6 +216,8 @@ def _attribution(call: Call, sel: Selection, done: Compared, limit: int) -> dict
 
 def _attributed(call: Call, sel: Selection, done: Compared) -> tuple[int, int, set[str]]:
     """(lines newly hit, of them those a named test ran, the names of the tests that ran them)."""
+    import numpy as np
+
     c = done.comparison
     newly = np.isin(c.cur_cat, [GBC, GNC, GIC])
     keys = done.cur.keys[newly]
@@ -236,6 +242,8 @@ def _attributed(call: Call, sel: Selection, done: Compared) -> tuple[int, int, s
 
 
 def incremental(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
+    import numpy as np
+
     spec = _arguments(call)
     base = baselines.resolve(call, sel, spec, same_suite=False)
     _same_format(sel, base)
@@ -303,6 +311,8 @@ class _Projection:
 
     @classmethod
     def of(cls, c: Comparison, subset: bool) -> _Projection:
+        import numpy as np
+
         keep = subset | ~c.in_current  # per file: the union keeps its baseline-only lines
         per_group = np.empty((len(c.paths), len(GROUPS)), dtype=np.int64)
         for flag in (False, True):

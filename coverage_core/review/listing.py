@@ -18,17 +18,18 @@ may cut it shorter, never silently: ``page.next_cursor`` continues.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CoverageError, ErrorCode
-from ..model import converter, snapshot_to_dict
+from ..model import snapshot_to_dict, summary_to_dict
 from . import cursors, provenance
 from .budget import DEFAULT_PAGE_SIZE, RECORD_CAP, Budget, record_cap_exceeded, size
 from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .selection import Selection, file_id, line_range
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SNAPSHOT_LEGEND = (
     "[snapshot_id, created_at, suite, format, commit, branch, dirty, scope, counter, hit, found, provenance, "
@@ -134,7 +135,7 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
             f.excluded,
         ]
         if compact
-        else converter.unstructure(f)
+        else summary_to_dict(f)
         for f in page.files
     ]
     data: dict[str, Any] = {"task": "files", "snapshot_id": snapshot_id, "order": order, "total": page.total}
@@ -153,6 +154,8 @@ def files(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
 def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     """One file's exact detail as named columns, one line window per page, then the named tests that
     ran those lines, paged by name (the page's ``offset``, ``records`` and ``total`` count them)."""
+    import numpy as np
+
     snapshot_id = _one(sel, "file")
     path = call.args.get("file")
     if not path:
@@ -200,7 +203,7 @@ def file(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
     head: dict[str, Any] = {
         "task": "file",
         "snapshot_id": snapshot_id,
-        "summary": converter.unstructure(detail.summary),
+        "summary": summary_to_dict(detail.summary),
         "tests": [],
     }
     if detail.excluded_lines:  # the whole file's, like its tests

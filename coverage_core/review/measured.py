@@ -24,8 +24,8 @@ change.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
 import pygit2
 import zstandard
 
@@ -33,6 +33,9 @@ from ..diffmap import DiffMap, FileChange
 from ..git import Git
 from ..model import Snapshot
 from .call import Call
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Identity = dict[str, str | None]  # path -> blob id of the measured text (None: unknown)
 
@@ -93,6 +96,8 @@ class Texts:
 
 
 def _hunks(old: bytes, new: bytes) -> np.ndarray:
+    import numpy as np
+
     patch = pygit2.Patch.create_from(old, new, context_lines=0)
     rows = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
     return np.array(rows, dtype=np.int64).reshape(-1, 4)
@@ -110,6 +115,8 @@ def as_measured(
     """``diff`` corrected to the measured texts (see the module docstring), and the paths it corrected.
 
     ``base_assumed`` / ``cur_assumed``: path -> blob id of the text the git diff compared on each side."""
+    import numpy as np
+
     by_old = {c.old_path: c for c in diff.changes if c.old_path is not None}
     changes = {id(c): c for c in diff.changes}
     added: list[FileChange] = []

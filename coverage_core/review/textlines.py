@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-import numpy as np
-
 _NL, _CR = 0x0A, 0x0D
 
 
@@ -28,6 +26,8 @@ class TextLines(Sequence[str]):
     __slots__ = ("_data", "_ends", "_starts")
 
     def __init__(self, data: bytes) -> None:
+        import numpy as np  # when a text is read, not when the module is (a CLI read need not load NumPy)
+
         self._data = data
         breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NL)
         starts = np.concatenate((np.zeros(1, np.int64), breaks + 1))

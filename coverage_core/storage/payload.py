@@ -31,12 +31,14 @@ import hashlib
 import json
 import struct
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import zstandard
 
 from ..errors import CoverageError, ErrorCode
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FORMAT_VERSION = 2
 # Formats this version reads: 1 (no run-length columns) and 2 (run-length "r" integer columns).
@@ -91,7 +93,7 @@ KEPT = (
     "excluded_lines",  # a few line numbers per file, read by the file and source answers without a restore
 )
 
-Columns = dict[str, np.ndarray]
+Columns = dict[str, "np.ndarray"]
 
 # Tables whose rows a payload stores in its own order (``_regrouped``): no reader depends on theirs.
 REGROUPED = ("test_observations",)
@@ -136,6 +138,8 @@ _STORED = ("<i1", "<i2", "<i4", "<i8")
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """The smallest signed little-endian integer dtype holding every value."""
+    import numpy as np
+
     if not len(values):
         return values.astype("<i1")
     lo, hi = int(values.min()), int(values.max())
@@ -148,10 +152,14 @@ def _narrow(values: np.ndarray) -> np.ndarray:
 
 def _shuffle(values: np.ndarray) -> bytes:
     """Byte planes: every value's first byte, then every second byte, ... (zstd finds the runs)."""
+    import numpy as np
+
     return np.ascontiguousarray(values.view(np.uint8).reshape(-1, values.dtype.itemsize).T).tobytes()
 
 
 def _unshuffle(data: bytes | memoryview, dtype: str, n: int) -> np.ndarray:
+    import numpy as np
+
     size = np.dtype(dtype).itemsize
     planes = np.frombuffer(data, dtype=np.uint8).reshape(size, n)
     return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
@@ -160,6 +168,8 @@ def _unshuffle(data: bytes | memoryview, dtype: str, n: int) -> np.ndarray:
 def _numbers(values: np.ndarray) -> tuple[list[Any], bytes]:
     """([mode, stored dtype], bytes) of an integer column: plain or delta ("d", running differences),
     narrowed and byte-shuffled, whichever zstd compresses smaller."""
+    import numpy as np
+
     wide = np.asarray(values).astype(np.int64)
     plain = _narrow(wide)
     delta = _narrow(np.diff(wide, prepend=np.int64(0))) if len(wide) else plain
@@ -174,6 +184,8 @@ def _column(values: np.ndarray) -> tuple[list[Any], list[bytes]]:
     """(how, parts) of an integer column: ``_numbers``, or as runs when that compresses smaller:
     ["r", runs, <the run values' mode and size>, <the run lengths' size>] and [values, lengths]
     (sorted key columns, like the observations' file, kind, line and item, are long runs)."""
+    import numpy as np
+
     mode, packed = _numbers(values)
     n = len(values)
     if n <= 64:
@@ -193,6 +205,8 @@ def _column(values: np.ndarray) -> tuple[list[Any], list[bytes]]:
 
 def _strings(items: list[bytes]) -> list[bytes]:
     """int64 end offsets, then the concatenated bytes."""
+    import numpy as np
+
     ends = np.cumsum([len(b) for b in items], dtype=np.int64) if items else np.zeros(0, np.int64)
     return [ends.astype("<i8").tobytes(), b"".join(items)]
 
@@ -203,6 +217,8 @@ def _regrouped(data: Columns) -> Columns:
     Every reader of observations aggregates them (or orders them itself), so their order carries
     no meaning; in this one the key columns are long runs and one line's hits under successive
     tests sit side by side (a third less payload on the SQLite snapshot)."""
+    import numpy as np
+
     order = np.lexsort([np.asarray(data[c]) for c in ("test_id", "item", "line", "kind", "file_id")])
     return {c: np.asarray(v)[order] for c, v in data.items()}
 
@@ -213,6 +229,8 @@ def encode(tables: dict[str, Columns], *, level: int | None = None) -> tuple[byt
     Integer columns are narrowed, optionally delta-coded and byte-shuffled; text columns are a
     dictionary (its distinct values) and the narrowed codes; blobs are offsets and bytes. The rows
     keep their order, except the named-test observations (``_regrouped``)."""
+    import numpy as np
+
     header: dict[str, Any] = {"v": FORMAT_VERSION, "tables": {}}
     chunks: list[bytes] = []
     rows = 0
@@ -263,6 +281,8 @@ def digest(frame: bytes, *, max_bytes: int) -> str:
 
 
 def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where: str) -> list[bytes]:
+    import numpy as np
+
     if sizes[0] != 8 * n:
         raise _Damaged(f"bad offsets of {where}")
     ends = np.frombuffer(view[pos : pos + sizes[0]], dtype="<i8")
@@ -276,6 +296,8 @@ def _decode_strings(view: memoryview, pos: int, sizes: list[int], n: int, where:
 def _decode_numbers(
     view: memoryview, pos: int, size: int, how: Any, n: int, kind: str, where: str
 ) -> np.ndarray:
+    import numpy as np
+
     if not (
         isinstance(how, list)
         and len(how) == 2
@@ -295,6 +317,8 @@ def _decode_numbers(
 def _decode_runs(
     view: memoryview, pos: int, sizes: list[int], how: list[Any], n: int, kind: str, where: str
 ) -> np.ndarray:
+    import numpy as np
+
     if not (len(how) == 5 and isinstance(how[1], int) and not isinstance(how[1], bool) and 0 <= how[1] <= n):
         raise _Damaged(f"bad runs of {where}")
     values = _decode_numbers(view, pos, sizes[0], how[2:4], how[1], "<i8", where)
@@ -327,6 +351,8 @@ def decode(
 
 
 def _decoded(raw: bytes, max_bytes: int, wanted: set[str]) -> dict[str, Columns]:
+    import numpy as np
+
     if len(raw) > max_bytes or not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 4:
         raise _Damaged("not a payload frame")
     (head_len,) = struct.unpack_from("<I", raw, len(MAGIC))

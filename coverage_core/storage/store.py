@@ -28,11 +28,10 @@ import weakref
 from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import duckdb
-import numpy as np
 
 from .. import headline
 from ..errors import CoverageError, ErrorCode, Remedy
@@ -48,6 +47,9 @@ from .paths import AMBIGUOUS, MAPPED, UNMAPPED, Mapping
 from .payload import DETAIL
 from .restore import ReadGate, ensure
 from .transactions import transaction
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_CANDIDATES = 10  # ids an ambiguous prefix error lists
 
@@ -336,6 +338,8 @@ class ProjectStore:
         measured: MeasuredText | None = None,
         streamed_observations: int = 0,
     ) -> str:
+        import numpy as np
+
         now = dt.datetime.now(dt.UTC)
         snapshot_id = new_snapshot_id()
         counts = mapping.counts()
@@ -478,6 +482,8 @@ class ProjectStore:
         # Runs of consecutive uncovered executable lines, found in one pass over
         # the (file, line)-sorted columns: a run starts at an uncovered line
         # whose predecessor is covered or belongs to another file.
+        import numpy as np
+
         if len(lines):
             files, numbers, zero = lines["file"], lines["line"], lines["hits"] == 0
             continues = np.zeros(len(zero), dtype=bool)
@@ -1149,6 +1155,8 @@ class _Stage:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        import numpy as np
+
         self._con = con
         self.columns = {"_row": np.arange(STAGE_ROWS, dtype=np.int32)} | {
             name: np.zeros(STAGE_ROWS, dtype)
@@ -1266,6 +1274,8 @@ def _headline_per_file(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each file's headline (found, hit) by ``rule``, as columns; lines where the report has no per-file
     figures of the rule's counters (zeros where it has neither)."""
+    import numpy as np
+
     counters = (
         [c for c in rule.counters if c in file_totals] if rule.counters[0] in file_totals else ["lines"]
     )
