@@ -175,6 +175,7 @@ def report_command(
         data, sources = _report_data(project, chosen, include_logs=include_logs, every_file=not single_file)
         rows = data.pop("all_files", None)
         tests = data.pop("file_tests", None)
+        functions = data.pop("all_functions", None)
     if include_logs:
         click.echo(
             "warning: --include-logs embeds the run output of the newest runs in the report; whatever they "
@@ -184,7 +185,8 @@ def report_command(
     if single_file:
         out = static_report.write(directory, data, sources)
     else:
-        out = static_report.write_site(directory, data, rows or [], sources, tests)
+        base = (data["selection"]["baseline"] or {}).get("snapshot_id")
+        out = static_report.write_site(directory, data, rows or [], sources, tests, base, functions)
     metrics = data["metrics"]
     if as_json:
         emit_json(
@@ -202,20 +204,53 @@ def report_command(
     click.echo(f"wrote {out} (lines {lines if lines is not None else '—'}%)", file=sys.stdout)
 
 
-def _whole_file(call: Any, project: Any, snap: str, path: str) -> dict[str, Any]:
-    """Every annotated line of one file (dashboard_source, a window at a time): a site's file page is whole."""
+def _whole_file(
+    call: Any, project: Any, snap: str, path: str, baseline: str | None, upto: int | None = None
+) -> dict[str, Any]:
+    """Every annotated line of one file (dashboard_source, a window at a time; the first ``upto`` lines when
+    given), partial lines with their missed branches, and against ``baseline`` the file's change-category
+    ranges: a site's file page is whole."""
     lines: list[dict[str, Any]] = []
     first: dict[str, Any] = {}
     while True:
+        count = 2000 if upto is None else min(2000, upto - len(lines))
         window = call(
             project,
             "dashboard_source",
-            {"snapshot": snap, "file": path, "start": len(lines) + 1, "count": 2000},
+            {"snapshot": snap, "file": path, "start": len(lines) + 1, "count": max(1, count)},
         )
         first = first or window["data"]
         lines += window["data"]["lines"]
-        if not window["data"]["lines"] or len(lines) >= window["data"]["file_lines"]:
-            return {**first, "lines": lines, "truncated": False}
+        total = window["data"]["file_lines"]
+        if not window["data"]["lines"] or len(lines) >= total or (upto is not None and len(lines) >= upto):
+            break
+    out = {**first, "lines": lines, "truncated": len(lines) < total, "file_lines": total}
+    if baseline:
+        cats = call(
+            project,
+            "dashboard_source",
+            {"snapshot": snap, "file": path, "part": "categories", "baseline": baseline},
+        )["data"]
+        out["categories"] = {k: cats[k] for k in ("available", "ranges", "reason") if k in cats}
+        # only the ranges of the lines carried (a single file carries the first ``upto``)
+        out["categories"]["ranges"] = [r for r in out["categories"].get("ranges", []) if r[1] <= len(lines)]
+    return out
+
+
+def _functions(call: Any, project: Any, snap: str) -> dict[str, Any]:
+    """The site's function index: every function of the snapshot (at most ``MAX_SITE_FUNCTIONS``), by file
+    and line, as the dashboard_functions row pages them."""
+    from coverage_daemon.static_report import MAX_SITE_FUNCTIONS
+
+    rows: list[dict[str, Any]] = []
+    ask: dict[str, Any] = {"snapshot": snap, "sort": "file", "limit": 2000}
+    while len(rows) < MAX_SITE_FUNCTIONS:
+        answer = call(project, "dashboard_functions", ask)
+        rows += answer["data"]["rows"]
+        if not answer["page"]["next_cursor"]:
+            return {"rows": rows, "truncated": False}
+        ask["cursor"] = answer["page"]["next_cursor"]
+    return {"rows": rows[:MAX_SITE_FUNCTIONS], "truncated": True}
 
 
 def _report_data(
@@ -228,6 +263,7 @@ def _report_data(
 
     data = call(project, "dashboard", {k: v for k, v in chosen.items() if v is not None})["data"]
     snap = (data["selection"]["current"] or {}).get("snapshot_id")
+    base = (data["selection"]["baseline"] or {}).get("snapshot_id")
     if every_file and snap:
         rows: list[dict[str, Any]] = []
         ask: dict[str, Any] = {
@@ -244,14 +280,20 @@ def _report_data(
                 break
             ask["cursor"] = answer["page"]["next_cursor"]
         data["all_files"] = rows
+        data["all_functions"] = _functions(call, project, snap)
         named = (data.get("tests") or {}).get("count")
         data["file_tests"] = {r["path"]: r.get("tests", 0) for r in rows} if named else None
-        sources = {r["path"]: _whole_file(call, project, snap, r["path"]) for r in rows}
+        sources = {r["path"]: _whole_file(call, project, snap, r["path"], base) for r in rows}
     else:
-        paths = static_report.source_candidates(data) if snap else []
-        sources = {
-            path: call(project, "dashboard_file", {"snapshot": snap, "file": path})["data"] for path in paths
-        }
+        # the worst files, each to dashboard_file's bound, with their missed branches and change categories
+        sources = (
+            {
+                path: _whole_file(call, project, snap, path, base, upto=static_report.MAX_FILE_LINES)
+                for path in static_report.source_candidates(data)
+            }
+            if snap
+            else {}
+        )
     data["run_logs"] = {
         run: call(project, "dashboard_run", {"run": run})["data"]
         for run in (static_report.run_candidates(data) if include_logs else [])

@@ -24,6 +24,7 @@ import pytest_asyncio
 from coverage_core.config import Settings
 
 from .browser import WAIT_MS, Live, ready, shots_dir, store, text, until
+from .categories_oracle import oracle
 from .conftest import StoredCheckout
 from .daemons import in_process
 from .realcov import copy_checkout
@@ -160,9 +161,30 @@ async def test_a_file_drills_down_to_its_annotated_source(
         await page.locator("#source").screenshot(path=str(shots_dir(tmp_path_factory) / "view-source.png"))
 
 
+async def test_the_source_view_marks_each_code_line_with_its_change_category_partial_lines_as_run(
+    live: Live, chromium: Any
+) -> None:
+    """lcov's rule, against categories derived from coverage.py's own JSON of both runs: an unchanged
+    partial line ran, so it is CBC (not UBC); a blank line inside a change range has no category."""
+    want, partial = oracle(live.reports, "shop/cart.py")
+    async with chromium() as context:
+        page = await live.sign_in(context)
+        await page.locator('#files-table tr[data-path="shop/cart.py"] button').click()
+        await until(page, "document.querySelector('#source pre .ln[data-cat]') !== null")
+        shown = await page.eval_on_selector_all(
+            "#source pre .ln", "lines => lines.map((l) => [Number(l.dataset.line), l.dataset.cat || null])"
+        )
+        assert {n: c for n, c in shown if c} == want
+        assert partial and all(want[n] in ("CBC", "GBC", "GIC", "GNC") for n in partial)
+        assert any(want[n] == "CBC" for n in partial)
+        assert page.errors == []
+
+
 async def test_the_file_table_sorts_from_the_keyboard(live: Live, chromium: Any) -> None:
     async with chromium() as context:
         page = await live.sign_in(context)
+        # the server's first answer redraws the table (and its buttons): focus a button of that one
+        await until(page, "document.getElementById('files-more').textContent.startsWith('Showing')")
         missed = page.locator("#files-table th button", has_text="Missed lines")
         await missed.focus()
         await page.keyboard.press("Enter")  # the first press: most missed first

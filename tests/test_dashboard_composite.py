@@ -68,12 +68,26 @@ async def test_the_composite_view_shows_the_percentage_components_and_blocking_r
         assert (await text(page, "#composite-headline .counts")).startswith(
             f"{combined['hit']} of {combined['found']} covered · {comp['status']}"
         )
-        # From the counts, as the page computes it (the earlier composite withholds its own percentage: an
-        # entry's denominator is unknown).
-        then = base["totals"]["combined"]
-        delta = comp["percent"] - 100 * then["hit"] / then["found"]
-        sign = "+" if round(delta, 2) > 0 else "−" if round(delta, 2) < 0 else "±"
-        assert (await text(page, "#composite-headline .delta")).startswith(f"{sign}{abs(delta):.2f} points")
+        # The earlier composite withholds its own percentage (the JavaScript entries' denominator is unknown):
+        # the two count different members, so no delta is honest and none is shown; the page says why.
+        shown_delta = page.locator("#composite-headline .delta")
+        assert await shown_delta.get_attribute("data-withheld") == "members_differ"
+        said = await text(page, "#composite-headline .delta")
+        assert said.startswith("delta withheld: ") and "baseline has no denominator for js" in said
+        assert "points" not in said
+        answer = await page.evaluate(
+            "(q) => fetch('/api/dashboard?' + q).then((r) => r.json())",
+            f"composite={complete}&composite_baseline={incomplete}",
+        )
+        section = answer["data"]["composite"]
+        assert section["delta"] is None and section["delta_withheld"]["reason"] == "members_differ"
+        # The same members on both sides (the complete composite against itself): a delta, none withheld.
+        same = await page.evaluate(
+            "(q) => fetch('/api/dashboard?' + q).then((r) => r.json())",
+            f"composite={complete}&composite_baseline={complete}",
+        )
+        assert same["data"]["composite"]["delta"] == 0.0
+        assert same["data"]["composite"]["delta_withheld"] is None
         for component in comp["components"]:
             row = page.locator(f'#composite-components tr[data-component="{component["id"]}"] td')
             cells = await row.all_text_contents()

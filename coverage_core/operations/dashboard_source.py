@@ -27,8 +27,10 @@ from typing import Any
 from ..errors import CoverageError, ErrorCode
 from ..memo import Memo
 from ..review import cursors
+from ..review.annotated_source import annotated_lines
 from ..review.budget import MAX_BYTES, MAX_WORDS
 from ..review.call import Call
+from ..review.selection import file_id
 
 MAX_WINDOW = 2000
 DEFAULT_WINDOW = 500
@@ -68,6 +70,11 @@ def source(call: Call) -> dict[str, Any]:
 
 
 def _window(call: Call, snapshot_id: str, path: str) -> dict[str, Any]:
+    """One window of annotated lines. The review (task=source, one line) answers the window's claim, the
+    file's length and its refusals (an empty file, a start past the end, an unknown path); the lines
+    themselves are read as it reads them (``annotated_lines``), whole and without its word budget, which
+    a bounded window of the page does not need (fitting 2,000 lines to a budget cost more than reading
+    them)."""
     start = int(call.args.get("start") or 1)
     count = int(call.args.get("count") or DEFAULT_WINDOW)
     args: dict[str, Any] = {
@@ -76,25 +83,27 @@ def _window(call: Call, snapshot_id: str, path: str) -> dict[str, Any]:
         "limits": WHOLE,
         "file": path,
         "measurement": {"snapshot_id": snapshot_id},
-        "lines": f"{start}-{start + count - 1}",
+        "lines": f"{start}-{start}",
     }
-    lines: list[dict[str, Any]] = []
-    while True:
-        try:
-            answer = call.ask("coverage_review", args)
-        except CoverageError as error:
-            if error.details.get("file_lines") == 0:  # an empty file: no lines, not an error
-                return {"start": start, "lines": [], "file_lines": 0, "commit": error.details.get("commit")}
-            if error.details.get("file_lines") and start > int(error.details["file_lines"]):
-                return {"start": start, "lines": [], "file_lines": int(error.details["file_lines"])}
-            raise
-        data = answer["data"]
-        lines += [dict(line) for r in data.get("ranges") or [] for line in r.get("lines", [])]
-        following = (answer.get("page") or {}).get("next_cursor")
-        if not following:
-            break
-        args["cursor"] = following
+    try:
+        answer = call.ask("coverage_review", args)
+    except CoverageError as error:
+        if error.details.get("file_lines") == 0:  # an empty file: no lines, not an error
+            return {"start": start, "lines": [], "file_lines": 0, "commit": error.details.get("commit")}
+        if error.details.get("file_lines") and start > int(error.details["file_lines"]):
+            return {"start": start, "lines": [], "file_lines": int(error.details["file_lines"])}
+        raise
+    data = answer["data"]
     total = (answer.get("page") or {}).get("total")
+    lines: list[dict[str, Any]] = []
+    if data.get("ranges"):  # the review shows the text: the window, read the same way
+        snap = call.project.store.snapshot(snapshot_id, call.con)
+        snap_key = call.project.store.snap_key(snapshot_id, call.con)
+        try:  # the file as the review finds it (a repository or a report path), or none: the commit's text
+            fid, real = file_id(call, snap_key, path, snapshot_id)
+        except CoverageError:
+            fid, real = None, path
+        lines = annotated_lines(call, snap, snap_key, fid, real, start, start + count - 1) or []
     partial = [line["line"] for line in lines if line["status"] == "partial"]
     if partial:
         missed = _missed_branches(call, snapshot_id, path, partial)

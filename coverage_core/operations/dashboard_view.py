@@ -27,7 +27,8 @@ with fixed bounds on every list:
   (``dashboard_tests``).
 - ``composite``: composite production coverage, its current and baseline
   composite snapshots chosen independently of the ordinary ones: the exact
-  percentage, the components, blocking reasons and remediation buckets.
+  percentage, the components, blocking reasons and remediation buckets; the delta against the
+  baseline only where both count the same members (else ``delta_withheld`` says why).
 - ``runs``: managed runs, newest first (``run_logs`` reads one run's logs);
   ``approvals``: commands waiting for a person's approval.
 - ``compaction``: the compaction inventory.
@@ -361,6 +362,46 @@ def _composite_record(comp: Any) -> dict[str, Any]:
     return summary(comp)
 
 
+def composite_delta_withheld(cur: Any, base: Any) -> dict[str, str] | None:
+    """Why no delta between two composites is honest, or None when one is: both must count the same members
+    (the same inventory and mapping, every entry's denominator known on both sides); otherwise a change of
+    what is counted would read as a change of coverage."""
+    if cur.inventory_sha256 != base.inventory_sha256:
+        return {
+            "reason": "inventory_differs",
+            "detail": f"the baseline was built from another inventory ({base.inventory_sha256[:12]}, "
+            f"now {cur.inventory_sha256[:12]})",
+        }
+    if cur.mapping_version != base.mapping_version:
+        return {
+            "reason": "mapping_differs",
+            "detail": f"the baseline maps regions by {base.mapping_version}, now {cur.mapping_version}",
+        }
+    unknown = {
+        side: {
+            (b.component, b.variant, b.logical_source_id) for b in c.blocking if b.denominator == "unknown"
+        }
+        for side, c in (("current", cur), ("baseline", base))
+    }
+    if unknown["current"] != unknown["baseline"]:
+        only = sorted(unknown["baseline"] - unknown["current"]) or sorted(
+            unknown["current"] - unknown["baseline"]
+        )
+        side = "baseline" if unknown["baseline"] - unknown["current"] else "current"
+        c, v, s = only[0]
+        return {
+            "reason": "members_differ",
+            "detail": f"{len(only)} entr{'y' if len(only) == 1 else 'ies'} counted on one side only: the {side} "
+            f"has no denominator for {c}" + (f":{v}" if v and v != "default" else "") + f" {s}",
+        }
+    if unknown["current"]:
+        return {
+            "reason": "total_withheld",
+            "detail": "both sides withhold their total (a denominator is unknown)",
+        }
+    return None
+
+
 def _composite(
     project: Project, con: duckdb.DuckDBPyConnection, current: str | None, baseline: str | None
 ) -> dict[str, Any]:
@@ -417,7 +458,8 @@ def _composite(
         ) from None
     record = _composite_record(cur)
     delta = None
-    if base is not None:
+    withheld = None if base is None else composite_delta_withheld(cur, base)
+    if base is not None and withheld is None:
         then, now = _composite_record(base)["totals"]["combined"], record["totals"]["combined"]
         found = delta_hundredths((then["hit"], then["found"]), (now["hit"], now["found"]))
         delta = None if found is None else found[0] * found[1] / 100  # exact from the counts, as the metrics
@@ -426,6 +468,7 @@ def _composite(
         "current": record,
         "baseline": _composite_record(base) if base is not None else None,
         "delta": delta,
+        "delta_withheld": withheld,
         "choices": [choice(r) for r in rows[:MAX_COMPOSITES]],
         "choices_truncated": len(rows) > MAX_COMPOSITES,
         "items": [

@@ -23,7 +23,7 @@ measure but git has at that commit is ``not_measured``; a path neither knows is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import zstandard
@@ -37,6 +37,7 @@ from .call import Call
 from .context import claim_for_file, claim_for_selection
 from .insight import RANGES_PER_TARGET, ranked_files, targets_for
 from .selection import Selection, file_id, line_range, unknown_file
+from .textlines import TextLines
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,20 +52,21 @@ MARKS = {"c": "covered", "u": "uncovered", "p": "partial", "x": "excluded", "-":
 # and block formats (llvm, go, regions-v1) spread a count over every line of a
 # block, blank ones included.
 _STATEMENT_LINES = frozenset({"coveragepy"})
-# Decoded sources by (repository, what names the text): a blob or a commit's
-# file never changes, and splitting a 9 MB file costs more than the rest of an answer.
-_TEXTS: Memo[list[str] | None] = Memo(8)
+# Sources by (repository, what names the text): a blob or a commit's file never changes. Each is kept as
+# its bytes and line offsets (``TextLines``), decoded a window at a time: splitting a 9 MB file into
+# strings cost more than the rest of an answer, and broke lines where coverage tools do not.
+_TEXTS: Memo[TextLines | None] = Memo(8)
 
 
-def _cached(key: tuple[str, ...], load: Callable[[], bytes | None]) -> list[str] | None:
-    def decoded() -> list[str] | None:
+def _cached(key: tuple[str, ...], load: Callable[[], bytes | None]) -> TextLines | None:
+    def decoded() -> TextLines | None:
         data = load()
-        return None if data is None else data.decode("utf-8", "replace").splitlines()
+        return None if data is None else TextLines(data)
 
     return _TEXTS.get(key, decoded)
 
 
-def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
+def source_lines(call: Call, commit: str, path: str) -> Sequence[str] | None:
     """The lines of ``path`` at ``commit``, or None when git has no such file."""
     return _cached(
         (call.project.checkout.repo_key, "commit", commit, path),
@@ -74,7 +76,7 @@ def source_lines(call: Call, commit: str, path: str) -> list[str] | None:
 
 def measured_lines(
     call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
-) -> tuple[list[str] | None, str | None]:
+) -> tuple[Sequence[str] | None, str | None]:
     """(lines, note) of the text file ``fid`` of ``snap`` was measured on, or (None, why it is unavailable).
 
     The note says where the text came from when it is not the commit's. A text found (or proven not the
@@ -90,13 +92,14 @@ def measured_lines(
 
 def _measured_lines(
     call: Call, snap_key: int, fid: int, primary: Snapshot, path: str
-) -> tuple[list[str] | None, str | None, bool]:
+) -> tuple[Sequence[str] | None, str | None, bool]:
     """measured_lines' answer, and whether it lasts (False: git lacks a text it may have tomorrow)."""
     repo = call.project.checkout.repo_key
     blob, packed = call.project.store.measured_text(snap_key, fid, call.con)
     call.rows_scanned += 1
     commit = (primary.commit or "none")[:12]
     note = None
+    lines: Sequence[str] | None
     if packed is not None:
         # Its own kind of key: git's answer for the same blob id may be a cached None (not in git).
         lines = _cached(
@@ -126,7 +129,7 @@ def _measured_lines(
     return (None, misfit, True) if misfit else (lines, note, True)
 
 
-def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
+def text_of(call: Call, sel: Selection, path: str) -> Sequence[str] | None:
     """The lines task=source would show for ``path`` in the selection's primary snapshot: the measured
     text when the snapshot has the file, else the commit's; None when neither is available. For
     checks of line numbers against a file (a dirty-tree snapshot's text is longer or shorter than the
@@ -139,7 +142,9 @@ def text_of(call: Call, sel: Selection, path: str) -> list[str] | None:
     return measured_lines(call, sel.snaps[0], fid, primary, path)[0]
 
 
-def _contradiction(call: Call, snap_key: int, fid: int, primary: Snapshot, lines: list[str]) -> str | None:
+def _contradiction(
+    call: Call, snap_key: int, fid: int, primary: Snapshot, lines: Sequence[str]
+) -> str | None:
     """Why the report's own line numbers prove ``lines`` is not the text it measured, or None."""
     measured = call.numpy(
         "SELECT line FROM lines WHERE snap = ? AND file_id = ?", [snap_key, fid], detail=("lines",)
@@ -191,6 +196,30 @@ def line_marks(call: Call, snap_key: int, fid: int, snapshot_id: str) -> tuple[n
         ("line_marks", snapshot_id, snap_key, fid), load
     )
     return marks
+
+
+def annotated_lines(
+    call: Call, primary: Snapshot, snap_key: int, fid: int | None, path: str, start: int, end: int
+) -> list[dict[str, Any]] | None:
+    """Lines ``start``-``end`` of ``path`` as task=source marks them (its text, its marks: the measured text
+    when the snapshot has the file, else the commit's, every line not code), whole and unbudgeted, for a
+    caller that bounds its own window (the dashboard); None when task=source would show no text."""
+    if fid is None:
+        text = source_lines(call, primary.commit, path) if primary.commit else None
+        marks: dict[int, str] = {}
+    else:
+        import numpy as np
+
+        text = measured_lines(call, snap_key, fid, primary, path)[0]
+        lines_at, codes = line_marks(call, snap_key, fid, primary.snapshot_id)
+        i, j = np.searchsorted(lines_at, [start, end + 1])
+        marks = {int(n): _MARK_OF[int(c)] for n, c in zip(lines_at[i:j], codes[i:j])}
+    if text is None:
+        return None
+    return [
+        {"line": n, "status": MARKS[marks.get(n, "-")], "text": text[n - 1]}
+        for n in range(start, min(end, len(text)) + 1)
+    ]
 
 
 def _default_target(

@@ -583,18 +583,31 @@
 
   // -- the function index: every file's, or the open file's -----------------------------------
   const fnav = { search: "", uncovered: false, sort: "line", desc: false, asked: 0 };
+  // The static site's index: its embedded rows, filtered and sorted here by the server's rules.
+  function localFunctions() {
+    const all = staticData.functions || { rows: [], truncated: false };
+    const key = { name: (f) => f.name, file: (f) => f.path, line: (f) => f.start_line, hits: (f) => f.hits }[fnav.sort];
+    const rows = all.rows.filter((f) => (!nav.search || f.name.toLowerCase().includes(nav.search.toLowerCase())) && (!fnav.uncovered || !f.hits));
+    rows.sort((x, y) => { const a = key(x), b = key(y); const c = a < b ? -1 : a > b ? 1 : x.path < y.path ? -1 : x.path > y.path ? 1 : x.start_line - y.start_line;
+      return fnav.desc ? -c : c; });
+    return { matched: rows.length, hit: rows.filter((f) => f.hits).length, rows: rows.slice(0, 500), truncated: rows.length > 500 || all.truncated };
+  }
   async function askFunctions(file, into) {
     const target = into || byId("functions-body");
-    if (staticData) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
+    if (staticData && (file || !staticData.functions)) { target.replaceChildren(note("The function index is in the live dashboard (coverage-mcp dashboard).")); return; }
     const asked = ++fnav.asked;
-    const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
-    if (file) q.set("file", file);
-    if (!file && nav.search) q.set("search", nav.search);
-    if (!file && fnav.uncovered) q.set("uncovered", "true");
-    let answer;
-    try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
-    if (!file && asked !== fnav.asked) return;
-    const a = answer.data;
+    let a;
+    if (staticData) a = localFunctions();
+    else {
+      const q = new URLSearchParams({ snapshot: data.selection.current.snapshot_id, sort: fnav.sort, descending: String(fnav.desc), limit: "500" });
+      if (file) q.set("file", file);
+      if (!file && nav.search) q.set("search", nav.search);
+      if (!file && fnav.uncovered) q.set("uncovered", "true");
+      let answer;
+      try { answer = await row("dashboard_functions", q); } catch (error) { target.replaceChildren(note(error.message)); return; }
+      if (!file && asked !== fnav.asked) return;
+      a = answer.data;
+    }
     const head = [["name", "Function"], ["file", "File"], ["line", "Line"], ["hits", "Calls"]].filter(([k]) => !file || k !== "file");
     const table = el("table", { class: "wrap functions-table", "aria-label": file ? "Functions of " + file : "Functions of every file" },
       el("thead", {}, el("tr", {}, head.map(([key, label]) => el("th", { class: key === "line" || key === "hits" ? "num" : "",
@@ -602,7 +615,9 @@
       file ? label : el("button", { type: "button", "data-fsort": key, text: label, onclick: () => {
         fnav.desc = fnav.sort === key ? !fnav.desc : key === "hits" ? false : false; fnav.sort = key; askFunctions(); } }))))),
       el("tbody", {}, a.rows.map((f) => el("tr", { class: f.hits ? "" : "uncovered-fn" },
-        el("td", {}, el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
+        el("td", {}, staticData && staticData.pages && staticData.pages[f.path]
+          ? el("a", { class: "link", href: staticData.pages[f.path] + "#L" + f.start_line, text: f.name })  // the site's page, at the line
+          : el("button", { type: "button", class: "link", text: f.name, onclick: () => showSource(f.path, f.start_line) })),
         file ? null : el("td", {}, pathParts(f.path)),
         el("td", { class: "num", text: f.start_line }), el("td", { class: "num" + (f.hits ? "" : " cat-bad"), text: f.hits })))));
     target.replaceChildren(note(a.matched + " functions, " + a.hit + " called" + (a.truncated ? "; the first " + a.rows.length + " shown" : "") + "."),
@@ -658,6 +673,8 @@
       v.total = embedded.lines.length ? embedded.lines[embedded.lines.length - 1].line : 0;
       for (let k = 0; k * CHUNK < v.total; k += 1) v.chunks.set(k, embedded.lines.filter((l) => l.line > k * CHUNK && l.line <= (k + 1) * CHUNK));
       v.blocks = missedBlocks(embedded.lines);
+      // the change categories the report was written with (against its baseline), as the live view asks them
+      if (embedded.categories && embedded.categories.available) v.ranges = embedded.categories.ranges;
     } else {
       try { first = await sourcePart(path, { part: "lines", start: "1", count: String(CHUNK) }); }
       catch (error) { if (viewer === v) box.replaceChildren(el("header", {}, el("strong", { text: path })), note(error.message)); return; }
@@ -687,7 +704,7 @@
     let askedFns = false;
     fns.addEventListener("toggle", () => { if (fns.open && !askedFns) { askedFns = true; const into = el("div"); fns.append(into); askFunctions(path, into); } });
     const tests = el("div", { id: "line-tests", class: "line-tests", hidden: true });
-    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && !staticData ? " · change against the baseline" : "");
+    const legend = "covered · partial (its missed branches named) · uncovered · excluded" + (data.selection.baseline && (!staticData || v.ranges) ? " · change against the baseline" : "");
     box.replaceChildren(el("header", {}, el("strong", { id: "source-path", text: path }),
       el("span", { class: "muted", text: legend + ", as measured at " + short(first.commit) }),
       el("span", { class: "stepper" }, prev, next, where), close),
@@ -756,7 +773,10 @@
     for (let k = start; k <= end; k += 1) lines.push(...v.chunks.get(k));
     v.pre.style.top = (start * CHUNK) * LH + "px";
     v.pre.replaceChildren(...lines.map((line) => {
-      const cat = v.ranges ? categoryAt(v.ranges, line.line) || (line.status === "covered" ? "CBC" : line.status === "uncovered" || line.status === "partial" ? "UBC" : null) : null;
+      // only code lines have a category (a range spans the blank lines between its code lines); a code line in no
+      // range is unchanged code: CBC when it runs now (a partial line runs: lcov counts its hits), UBC when not
+      const code = line.status === "covered" || line.status === "partial" || line.status === "uncovered";
+      const cat = v.ranges && code ? categoryAt(v.ranges, line.line) || (line.status === "uncovered" ? "UBC" : "CBC") : null;
       const here = v.here && line.line >= v.here[0] && line.line <= v.here[1];
       return el("span", { class: "ln " + line.status.replace(" ", "-") + (here ? " here" : "") + (cat && BAD.has(cat) ? " k-bad" : cat && GOOD.has(cat) ? " k-good" : ""),
         title: line.status, "data-line": line.line, "data-cat": cat, "data-missed": line.missed ? line.missed.join(", ") : null,
@@ -1028,7 +1048,9 @@
     options(pickBase, [["none", "none (no comparison)"], ...choices], base ? base.composite_snapshot_id : "none");
     pickBase.addEventListener("change", (event) => choose("composite_baseline", event.target.value));
     const combined = cur.totals.combined;
-    const delta = section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
+    // a delta only where both sides count the same members; otherwise the server withholds it and says why
+    const delta = section.delta_withheld ? "delta withheld: " + section.delta_withheld.detail
+      : section.delta === null || section.delta === undefined ? (base ? "no delta" : "no baseline")
       : (section.delta > 0 ? "+" : section.delta < 0 ? "−" : "±") + Math.abs(section.delta).toFixed(2) +
         " points vs baseline (" + pct(base.percent) + ")";
     const headline = el("div", { class: "card composite-card", id: "composite-headline" },
@@ -1036,7 +1058,8 @@
       el("p", { class: "percent", text: pct(cur.percent) }),
       el("p", { class: "counts", text: combined.hit + " of " + combined.found + " covered · " + cur.status +
         (cur.denominator_known ? "" : " · denominator unknown") }),
-      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta }));
+      el("p", { class: "delta " + (section.delta > 0 ? "up" : section.delta < 0 ? "down" : ""), text: delta,
+        "data-withheld": section.delta_withheld ? section.delta_withheld.reason : null }));
     const components = el("table", { id: "composite-components", "aria-label": "Components" },
       el("thead", {}, el("tr", {}, ["Component", "Language", "Format", "Variants", "Coverage", "Measured entries"].map((h, i) =>
         el("th", { class: i === 4 ? "num" : "", text: h })))),
