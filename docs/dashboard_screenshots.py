@@ -7,8 +7,11 @@ repository and measures it with coverage.py over nine commits: the code and
 its tests grow (contexts named by pytest node id and phase), one commit is measured by a subset of its tests (stored with
 ``scope=subset``), and the last snapshot is of a dirty tree (an uncommitted
 edit). A real ``coverage-mcp serve`` in a home of its own serves the page;
-headless Chromium (the system's ``chromium``, driven by Playwright) signs in
-through a one-time link and saves, at 1280 and 390 px wide, the whole page
+two test commands are registered: the whole suite under coverage.py, which
+the script approves on the page and runs (a managed run with its log and
+review, the current snapshot), and the tax tests, left pending for the
+approvals view. Headless Chromium (the system's ``chromium``, driven by
+Playwright) signs in through a one-time link and saves, at 1280 and 390 px wide, the whole page
 and each view. ``--readme`` also writes the 1280 x 900 top of the page to
 ``docs/dashboard.png``. Not part of the test suite: its tests assert, this
 script only shows.
@@ -17,6 +20,7 @@ script only shows.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -24,7 +28,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,7 +39,7 @@ from coverage_core import open_project  # noqa: E402
 from coverage_daemon.identity import CAPABILITY_HEADER  # noqa: E402
 from coverage_daemon.rest_client import DaemonClient  # noqa: E402
 from tests.gitrepo import commit, write  # noqa: E402
-from tests.realcov import make_package, measure  # noqa: E402
+from tests.realcov import MEASURED, REPORTS, make_package, measure  # noqa: E402
 from tests.test_dashboard_tests import CONTEXTS  # noqa: E402
 
 VIEWS = ("overview", "timeline", "change", "files", "tests", "runs", "approvals", "compaction", "composite")
@@ -146,7 +152,63 @@ class Serve:
         self.proc.wait(timeout=30)
 
 
-def shoot(serve: Serve, project_id: str, out: Path, readme: bool) -> list[Path]:
+def cli(serve: Serve, repo: Path, *args: str) -> dict[str, Any]:
+    """``coverage-mcp ARGS`` with ``--json`` (before a ``--``) in ``repo``, through the script's daemon."""
+    cut = args.index("--") if "--" in args else len(args)
+    done = subprocess.run(
+        [sys.executable, "-m", "coverage_cli", *args[:cut], "--json", *args[cut:]],
+        cwd=repo,
+        env=serve.env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def register(serve: Serve, repo: Path, name: str, tests: str) -> str:
+    """A test command measuring ``tests`` under coverage.py (pending until approved); its id."""
+    answer = cli(
+        serve,
+        repo,
+        "command",
+        "register",
+        "--name",
+        name,
+        "--artifact",
+        f"{REPORTS['json']}:default",
+        "--env",
+        f"PYTHONPATH={repo}",
+        "--env",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+        "--",
+        sys.executable,
+        "-c",
+        MEASURED,
+        *REPORTS.values(),
+        tests,
+    )
+    return str(answer["data"]["command"]["id"])
+
+
+def approve_and_run(serve: Serve, repo: Path, page: Any, command_id: str) -> None:
+    """Approve ``command_id`` on the page as a person does, run it and wait for its review on the page."""
+    row = page.locator(f'#approvals-table tr[data-command="{command_id}"]')
+    row.locator("button.approve").click()
+    row.locator("button.confirm").click()
+    # the page's CSP forbids eval, so waits are selectors, never wait_for_function
+    row.wait_for(state="detached", timeout=60_000)
+    run_id = cli(serve, repo, "run", command_id)["data"]["run"]["id"]
+    page.wait_for_selector(
+        f'#runs-table tr[data-run="{run_id}"] td:nth-child(2):text-is("succeeded")', timeout=300_000
+    )
+    page.locator(f'#runs-table tr[data-run="{run_id}"] button').click()
+    page.wait_for_selector("#run-log-text", timeout=60_000)
+
+
+def shoot(serve: Serve, project_id: str, out: Path, readme: bool, run: Callable[[Any], None]) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium")
@@ -161,6 +223,8 @@ def shoot(serve: Serve, project_id: str, out: Path, readme: bool) -> list[Path]:
             page = context.new_page()
             page.goto(serve.ticket(project_id))
             page.wait_for_selector("body[data-ready=true]", timeout=60_000)
+            if width == WIDTHS[0]:
+                run(page)  # once: the run is stored, every later page shows it
             page.locator("#files-table tbody tr button").nth(1).click()
             page.wait_for_selector("#source-path", timeout=60_000)
             page.mouse.move(0, 0)  # no hover highlight in the pictures
@@ -197,7 +261,10 @@ def main() -> None:
         serve = Serve(root / "home")
         try:
             DaemonClient.of_home(serve.home, serve.url).register(repo)
-            for path in shoot(serve, project_id, args.out, args.readme):
+            suite = register(serve, repo, "the whole suite", "tests")
+            register(serve, repo, "the tax tests", "tests/test_tax.py")  # left pending
+            run = functools.partial(approve_and_run, serve, repo, command_id=suite)
+            for path in shoot(serve, project_id, args.out, args.readme, run):
                 print(path)
         finally:
             serve.stop()
