@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from .lineserver import LineServer
+
 # The imports every fork shares: what opening a project and compacting it import.
 PRELOADED = ("coverage_core", "coverage_core.project", "coverage_core.storage.compaction")
 PAUSE_S = 600  # a paused fork sleeps until it is killed: far longer than any test waits
@@ -75,7 +77,7 @@ def serve() -> None:
         print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
-class Compactions:
+class Compactions(LineServer):
     """The test's side: ``with Compactions(stderr) as c``; ``c.until_paused(...)``, then ``c.kill(pid)``."""
 
     def __init__(self, stderr: Path, env: Mapping[str, str] | None = None) -> None:
@@ -150,21 +152,7 @@ class Compactions:
 
     def close(self) -> None:
         self.gone()
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-    def __enter__(self) -> Compactions:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().close()
 
 
 if __name__ == "__main__":

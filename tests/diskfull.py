@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from .lineserver import LineServer
+
 # Mounts the tmpfs ($1: size, $2: folder), then becomes the program (the rest).
 _MOUNT_THEN_EXEC = 'mount -t tmpfs -o "size=$1,mode=0700" tmpfs "$2" && shift 2 && exec "$@"'
 
@@ -91,7 +93,7 @@ def run_on_small_tmpfs(
     )
 
 
-class Forks:
+class Forks(LineServer):
     """One process inside a private mount namespace, as ``run_on_small_tmpfs``'s, that runs each job in a fork
     of itself on a small tmpfs of the job's own: the namespace, the interpreter and the imports are paid once
     for all the jobs instead of once per job, and each job is still a process of its own, with the tmpfs
@@ -129,23 +131,6 @@ class Forks:
             out.read_text(errors="replace"),
             err.read_text(errors="replace"),
         )
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-    def __enter__(self) -> Forks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 JOB_TIMEOUT_S = 600  # a generous bound on one job (run_on_small_tmpfs's): a slow machine is no failure

@@ -83,27 +83,36 @@ def test_standard_shipping():
 }
 
 REPORTS = {"json": "coverage.json", "lcov": "coverage.lcov", "xml": "coverage.xml"}
-# What `coverage run -m pytest -q -p no:cacheprovider TESTS`, then `coverage json --show-contexts`,
-# `coverage lcov` and `coverage xml` do, in one interpreter instead of two (coverage.py's API; pytest
-# imported once measurement runs, the package's .coveragerc read as `coverage run` reads it).
-MEASURED = """
-import sys
+
+
+def measuring(*, arguments: str, reports: str, options: str = "") -> str:
+    """A script doing what ``coverage run [options] -m pytest -q -p no:cacheprovider TESTS`` then coverage.py's
+    report commands do, in one interpreter (coverage.py's API; pytest imported once measurement runs, the
+    package's configuration read as `coverage run` reads it): ``arguments`` binds ``tests`` (and any report
+    names) from ``sys.argv``; ``reports`` writes the reports of ``cov``, made of the saved data file."""
+    return f"""import sys
 import coverage
-json_name, lcov_name, xml_name, *tests = sys.argv[1:]
-cov = coverage.Coverage()
+{arguments}
+cov = coverage.Coverage({options})
 cov.start()
 import pytest
 code = pytest.main(["-q", "-p", "no:cacheprovider", *tests])
 cov.stop()
 cov.save()
 if code != 0:
-    sys.exit(f"pytest exited {code}")
+    sys.exit(f"pytest exited {{code}}")
 cov = coverage.Coverage()  # the reports read the saved data file, as the `coverage` commands do
 cov.load()
-cov.json_report(outfile=json_name, show_contexts=True)
-cov.lcov_report(outfile=lcov_name)
-cov.xml_report(outfile=xml_name)
+{reports}
 """
+
+
+# `coverage run -m pytest TESTS`, then `coverage json --show-contexts`, `coverage lcov` and `coverage xml`.
+MEASURED = measuring(
+    arguments="json_name, lcov_name, xml_name, *tests = sys.argv[1:]",
+    reports="cov.json_report(outfile=json_name, show_contexts=True)\n"
+    "cov.lcov_report(outfile=lcov_name)\ncov.xml_report(outfile=xml_name)",
+)
 
 
 def make_package(root: Path) -> Path:

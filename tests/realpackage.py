@@ -33,29 +33,18 @@ from typing import Any
 import attrs
 
 from .gitrepo import commit, git, write
+from .realcov import measuring
 
 SDIST = Path(__file__).resolve().parent / "fixtures" / "toolz" / "toolz-1.0.0.tar.gz"
 SDIST_SHA256 = "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02"
 PY = sys.executable
-# What `coverage run --branch -m pytest -q -p no:cacheprovider TESTS` then `coverage json -o coverage.json`
-# do, in one interpreter instead of three (coverage.py's API; pytest imported once measurement runs, the
-# package's setup.cfg read as `coverage run` reads it): the same report, line for line and branch for branch.
-MEASURE = """\
-import sys
-import coverage
-tests = sys.argv[1:] or ["toolz/tests"]
-cov = coverage.Coverage(branch=True)
-cov.start()
-import pytest
-code = pytest.main(["-q", "-p", "no:cacheprovider", *tests])
-cov.stop()
-cov.save()
-if code != 0:
-    sys.exit(f"pytest exited {code}")
-cov = coverage.Coverage()  # the report reads the saved data file, as `coverage json` does
-cov.load()
-cov.json_report(outfile="coverage.json")
-"""
+# `coverage run --branch -m pytest TESTS` then `coverage json -o coverage.json`: the same report, line for line
+# and branch for branch, in one interpreter instead of three.
+MEASURE = measuring(
+    arguments='tests = sys.argv[1:] or ["toolz/tests"]',
+    options="branch=True",
+    reports='cov.json_report(outfile="coverage.json")',
+)
 IGNORED = ".coverage\ncoverage.json\n__pycache__/\n"
 # The package's own tests are plain pytest: none of this suite's plugins (xdist, asyncio...) loads.
 MEASURE_ENV = {"PYTHONPATH": ".", "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}

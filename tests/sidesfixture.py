@@ -15,29 +15,14 @@ import sys
 from pathlib import Path
 
 from .gitrepo import commit, git, write
-from .realcov import make_package, measure
+from .realcov import make_package, measure, measuring
 
 PY = sys.executable
-# What `coverage run -m pytest -q -p no:cacheprovider TESTS` then `coverage json --show-contexts -o
-# coverage.json` do, in one interpreter instead of three (coverage.py's API; pytest imported once
-# measurement runs, the package's .coveragerc read as `coverage run` reads it, the report made of the saved
-# data file): the same report.
-MEASURE = """\
-import sys
-import coverage
-tests = sys.argv[1:] or ["tests"]
-cov = coverage.Coverage()
-cov.start()
-import pytest
-code = pytest.main(["-q", "-p", "no:cacheprovider", *tests])
-cov.stop()
-cov.save()
-if code != 0:
-    sys.exit(f"pytest exited {code}")
-cov = coverage.Coverage()
-cov.load()
-cov.json_report(outfile="coverage.json", show_contexts=True)
-"""
+# `coverage run -m pytest TESTS` then `coverage json --show-contexts -o coverage.json`, in one interpreter.
+MEASURE = measuring(
+    arguments='tests = sys.argv[1:] or ["tests"]',
+    reports='cov.json_report(outfile="coverage.json", show_contexts=True)',
+)
 DISCOUNT = """
 
 def discount(amount, percent):
