@@ -118,7 +118,7 @@ IMPORTS = """\
 import json, sys
 import coverage_core.model, coverage_core.report, coverage_core.counts, coverage_core.diffmap
 import coverage_core.storage.store, coverage_core.storage.payload, coverage_core.project
-import coverage_core.operations.review_tasks, coverage_core.review.categories, coverage_core.review.change
+import coverage_core.operations.review_tasks
 import coverage_core.review.insight, coverage_core.review.listing, coverage_core.review.context
 before = sorted(sys.modules)
 coverage_core.model.converter

@@ -37,16 +37,14 @@ an unstored report. Nothing here creates a Python object per line.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import duckdb
+import numpy as np
 
 from ..diffmap import KEY_SHIFT, LINE_MASK, DiffMap, FileChange, Hunks, added, forward
 from ..report import NormalizedReport
-
-if TYPE_CHECKING:
-    import numpy as np
 
 CATEGORIES: tuple[str, ...] = (
     "UNC",
@@ -119,8 +117,6 @@ class Side:
 
     @property
     def lines_hit(self) -> int:
-        import numpy as np
-
         return int(np.count_nonzero(self.hits > 0))
 
 
@@ -128,8 +124,6 @@ def path_ids(
     con: duckdb.DuckDBPyConnection, snaps: Sequence[int]
 ) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
     """The sorted paths of stored snapshots, and columns (snap, file_id, pid) giving each file its path's index."""
-    import numpy as np
-
     ids = ",".join(str(int(s)) for s in snaps)
     files = con.execute(f"SELECT snap, file_id, path FROM files WHERE snap IN ({ids})").fetchnumpy()
     paths, pid = np.unique(files["path"], return_inverse=True)
@@ -146,8 +140,6 @@ SIDE_READS = ("lines", "branches", "functions")
 
 def load_side(con: duckdb.DuckDBPyConnection, snaps: Sequence[int]) -> Side:
     """The lines, branches and functions of stored snapshots, unioned by repository path."""
-    import numpy as np
-
     ids = ",".join(str(int(s)) for s in snaps)
     # Integer joins only: (snap, file_id) -> pid, never a path string per row.
     paths, mapping = path_ids(con, snaps)
@@ -192,8 +184,6 @@ def _relabel(keys: np.ndarray, lut: np.ndarray) -> np.ndarray:
 
 def _sorted_union(keys: list[np.ndarray], hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Keys sorted and unique; a key several snapshots carry keeps its largest hit count."""
-    import numpy as np
-
     k = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
     h = np.concatenate(hits) if hits else np.empty(0, dtype=np.int64)
     if len(k) > 1 and not np.all(k[1:] > k[:-1]):
@@ -208,8 +198,6 @@ def _sorted_union(keys: list[np.ndarray], hits: list[np.ndarray]) -> tuple[np.nd
 
 def side_from_report(report: NormalizedReport, paths: Sequence[str]) -> Side:
     """A side from a parsed report whose file ``i`` maps to ``paths[i]`` (nothing is stored)."""
-    import numpy as np
-
     unique = sorted(set(paths))
     index = {p: i for i, p in enumerate(unique)}
     pid_of = np.array([index[p] for p in paths], dtype=np.int64)
@@ -257,15 +245,16 @@ class Comparison:
 
 
 # Category of a current line by (new, matched, hit in the baseline, hit now), as 8*new + 4*m + 2*b + c.
-_CURRENT = [UIC, GIC, UIC, GIC, UBC, GBC, LBC, CBC] + [UNC, GNC] * 4
+_CURRENT = np.array(
+    [UIC, GIC, UIC, GIC, UBC, GBC, LBC, CBC] + [UNC, GNC] * 4,
+    dtype=np.uint8,
+)
 # Category of a baseline-only line by (removed, hit), as 2*removed + hit.
-_BASELINE = [EUB, ECB, DUB, DCB]
+_BASELINE = np.array([EUB, ECB, DUB, DCB], dtype=np.uint8)
 
 
 def _follow(keys: np.ndarray, hunks: Hunks, files: _Files) -> tuple[np.ndarray, np.ndarray]:
     """Baseline keys moved into the current version, and whether the diff removed each line."""
-    import numpy as np
-
     moved, removed = keys.copy(), np.zeros(len(keys), dtype=bool)
     # Only lines of touched files can move: the rest of a big tree is skipped.
     at = np.flatnonzero(files.touched[keys >> KEY_SHIFT]) if len(keys) else np.empty(0, dtype=np.int64)
@@ -277,8 +266,6 @@ def _follow(keys: np.ndarray, hunks: Hunks, files: _Files) -> tuple[np.ndarray, 
 
 def _new(keys: np.ndarray, hunks: Hunks, files: _Files) -> np.ndarray:
     """Whether the diff added or changed each current line."""
-    import numpy as np
-
     new = np.zeros(len(keys), dtype=bool)
     at = np.flatnonzero(files.touched[keys >> KEY_SHIFT]) if len(keys) else np.empty(0, dtype=np.int64)
     if len(at):
@@ -288,8 +275,6 @@ def _new(keys: np.ndarray, hunks: Hunks, files: _Files) -> np.ndarray:
 
 def _match(moved: np.ndarray, removed: np.ndarray, c_keys: np.ndarray, new: np.ndarray) -> np.ndarray:
     """For each current line, the index of the baseline line carried over to it, or -1."""
-    import numpy as np
-
     kept = np.flatnonzero(~removed)
     targets = moved[kept]
     if len(targets) > 1 and not np.all(targets[1:] > targets[:-1]):  # a rename can reorder files
@@ -309,8 +294,6 @@ def compare(base: Side, cur: Side, diff: DiffMap, con: duckdb.DuckDBPyConnection
     it open) or, without one, of an in-memory database of their own: creating a database costs 15-40 ms,
     a cursor of an open one about 1 ms, and the comparison needs nothing of the store's tables.
     """
-    import numpy as np
-
     files = _Files(base, cur, diff)
     hunks = Hunks.collect(diff.changes, files.hunk_file)
     b_keys = _relabel(base.keys, files.base_pid)
@@ -320,13 +303,13 @@ def compare(base: Side, cur: Side, diff: DiffMap, con: duckdb.DuckDBPyConnection
     base_index = _match(moved, removed, c_keys, new)
     matched = base_index >= 0
     base_hits = np.where(matched, base.hits[np.maximum(base_index, 0)] if len(base.hits) else 0, -1)
-    cur_cat = np.array(_CURRENT, dtype=np.uint8)[new * 8 + matched * 4 + (base_hits > 0) * 2 + (cur.hits > 0)]
+    cur_cat = _CURRENT[new * 8 + matched * 4 + (base_hits > 0) * 2 + (cur.hits > 0)]
 
     # Baseline lines no current line carried over: deleted or excluded.
     used = np.zeros(len(b_keys), dtype=bool)
     used[base_index[matched]] = True
     only = np.flatnonzero(~used)
-    base_cat = np.array(_BASELINE, dtype=np.uint8)[removed[only] * 2 + (base.hits[only] > 0)]
+    base_cat = _BASELINE[removed[only] * 2 + (base.hits[only] > 0)]
     base_file = b_keys[only] >> KEY_SHIFT
     by_file = np.argsort(base_file, kind="stable")
     only, base_file, base_cat = only[by_file], base_file[by_file], base_cat[by_file]
@@ -369,8 +352,6 @@ class _Files:
     """The identity file space: current paths, renamed baseline paths, and every path the diff names."""
 
     def __init__(self, base: Side, cur: Side, diff: DiffMap) -> None:
-        import numpy as np
-
         by_old: dict[str, FileChange] = {c.old_path: c for c in diff.changes if c.old_path is not None}
         by_new: dict[str, FileChange] = {c.new_path: c for c in diff.changes if c.new_path is not None}
         renamed = {
@@ -400,8 +381,6 @@ class _Files:
 
 
 def _rekey_lines(pid: np.ndarray, line: np.ndarray, pid_to_file: np.ndarray) -> np.ndarray:
-    import numpy as np
-
     pid = np.asarray(pid, dtype=np.int64)
     if not len(pid):
         return np.empty(0, dtype=np.int64)
@@ -444,8 +423,6 @@ def _count_categories(
 
 def _per_category(rows: list[tuple[Any, ...]]) -> np.ndarray:
     """``(category, count)`` rows as one count per category (absent ones zero)."""
-    import numpy as np
-
     out = np.zeros(N, dtype=np.int64)
     for cat, count in rows:
         out[int(cat)] = int(count)
@@ -465,8 +442,6 @@ _TARGET_GONE = -1  # the diff removed the line the baseline branch jumped to
 
 def _targets(con: duckdb.DuckDBPyConnection, labels: np.ndarray) -> np.ndarray:
     """The line each branch id names ("jump to line N"), or ``_NO_TARGET`` (in order: one scan, no per-row Python)."""
-    import numpy as np
-
     labels = np.asarray(labels, dtype=object)
     if not len(labels):
         return np.empty(0, dtype=np.int64)
@@ -488,8 +463,6 @@ def _outcomes(
     outcomes of one decision as coverage.py lists them (jumps by target, then
     the others); ``label`` is the id itself when it names no line, else empty.
     """
-    import numpy as np
-
     target = _targets(con, labels)
     named = target != _NO_TARGET
     order = np.where(named, 0, LINE_MASK + 1)
@@ -519,8 +492,6 @@ def _branch_categories(
     outcome: the unmatched outcomes of a carried-over decision pair up in
     coverage.py's order. See ``_BRANCH_SQL``.
     """
-    import numpy as np
-
     bb, cb = base.branches, cur.branches
     b_line = _rekey_lines(bb["pid"], bb["line"], files.base_pid)
     c_keys = _rekey_lines(cb["pid"], cb["line"], files.cur_pid)
@@ -600,8 +571,6 @@ _BRANCH_SQL = f"""
 def _function_categories(
     base: Side, cur: Side, files: _Files, hunks: Hunks, con: duckdb.DuckDBPyConnection | None
 ) -> np.ndarray:
-    import numpy as np
-
     bf, cf = base.functions, cur.functions
     b_keys = _rekey_lines(bf["pid"], bf["start_line"], files.base_pid)
     c_keys = _rekey_lines(cf["pid"], cf["start_line"], files.cur_pid)
@@ -624,8 +593,6 @@ def runs(positions: np.ndarray, files: np.ndarray, lines: np.ndarray) -> list[tu
     ``positions`` are the lines' indices among their side's executable lines:
     adjacent code has consecutive positions, whatever blank lines lie between.
     """
-    import numpy as np
-
     if not len(positions):
         return []
     brk = np.flatnonzero((np.diff(positions) != 1) | (np.diff(files) != 0)) + 1
@@ -642,8 +609,6 @@ def file_runs(
     ``cur_code`` / ``base_code`` map each category to the code a run is grouped
     by (several categories may share one); a code outside ``order`` is not listed.
     """
-    import numpy as np
-
     s, e = np.searchsorted(c.cur_file, [f, f + 1])
     bs, be = np.searchsorted(c.base_file, [f, f + 1])
     cur = cur_code[c.cur_cat[s:e]]

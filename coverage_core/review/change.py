@@ -31,9 +31,10 @@ The baseline defaults to ``previous_snapshot``; see ``baseline`` for the kinds.
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import numpy as np
 
 from . import baseline as baselines
 from . import cursors
@@ -67,9 +68,6 @@ from .evidence import REPORT_IDENTITY_UNPROVEN
 from .freshness import file_freshness
 from .selection import Selection, current_at_head, names_current
 
-if TYPE_CHECKING:
-    import numpy as np
-
 DEFAULT_BASELINE = {"kind": "previous_snapshot"}
 # The reason code of a comparison whose current side is not HEAD's measurement (data.reason_codes).
 CURRENT_NOT_MEASURED = "current_not_measured"
@@ -78,6 +76,7 @@ CURRENT_NOT_MEASURED = "current_not_measured"
 RANGE_ORDER = (UNC, LBC, UIC, GNC, GBC, GIC, ECB, EUB, DCB, DUB)
 ATTENTION = (UNC, LBC, UIC)
 _INTERESTING = [c for c in range(len(CATEGORIES)) if c not in (CBC, UBC)]
+_IDENTITY = np.arange(len(CATEGORIES))
 
 
 def change(call: Call, sel: Selection, budget: Budget) -> dict[str, Any]:
@@ -200,8 +199,6 @@ class Gaps:
 def gaps(call: Call, sel: Selection, c: Comparison, cur: Side) -> Gaps:
     # Columnar: on 100,000 files a per-path test cost 60 ms of every call; only the few files the current
     # side does not list are looked at one by one.
-    import numpy as np
-
     absent = ~c.reported
     absent[np.flatnonzero(absent)] = [c.status[f] != "deleted" for f in np.flatnonzero(absent)]
     if not absent.any():
@@ -251,16 +248,12 @@ def _status(c: Comparison, f: int, g: Gaps) -> str:
 
 
 def _flags(values: Any, predicate: Any) -> np.ndarray:
-    import numpy as np
-
     values = list(values)
     return np.fromiter((bool(predicate(v)) for v in values), dtype=bool, count=len(values))
 
 
 def ranked_files(c: Comparison, g: Gaps, only: str | None = None) -> np.ndarray:
     """Indices of the files worth a row, most in need of attention first."""
-    import numpy as np
-
     per = c.per_file
     code_gap = g.missing
     relevant = (per[:, _INTERESTING].sum(axis=1) > 0) | c.changed | g.missing | g.outside
@@ -282,10 +275,7 @@ def ranked_files(c: Comparison, g: Gaps, only: str | None = None) -> np.ndarray:
 
 def file_ranges(c: Comparison, f: int) -> list[tuple[int, int, int, int]]:
     """(category, start, end, line_count) of one file, in RANGE_ORDER then line order."""
-    import numpy as np
-
-    identity = np.arange(len(CATEGORIES))
-    return file_runs(c, f, identity, identity, RANGE_ORDER)
+    return file_runs(c, f, _IDENTITY, _IDENTITY, RANGE_ORDER)
 
 
 def _row(c: Comparison, f: int, g: Gaps, representation: str, subset: bool) -> Any:
@@ -351,8 +341,6 @@ def _fixed(
     call: Call, sel: Selection, base: baselines.Baseline, done: Compared, g: Gaps, representation: str
 ) -> dict[str, Any]:
     """The part of the answer every page carries: sides, diff, counts, patch, regression, claim."""
-    import numpy as np
-
     c = done.comparison
     totals = c.totals
     subset = any(s.scope == "subset" for s in sel.snapshots)
