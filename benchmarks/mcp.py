@@ -473,9 +473,13 @@ def main() -> None:
         context = [session.timed(*CONTEXT) for _ in range(calls_n)]
         insight = [session.timed(*INSIGHT) for _ in range(calls_n)]
 
+        loads = [os.getloadavg()[0]]
         load = asyncio.run(open_loop(bench, clients=32, rate=5, seconds=load_s))
+        loads.append(os.getloadavg()[0])
         during = reads_during_ingest(bench)
+        loads.append(os.getloadavg()[0])
         mixed = asyncio.run(mixed_load(bench, approved_command(bench, session), clients=32, seconds=load_s))
+        loads.append(os.getloadavg()[0])
     finally:
         bench.stop_daemon()
 
@@ -508,14 +512,14 @@ def main() -> None:
             f"open loop, 32 clients x 5 calls/s for {load_s} s (p50 / p99, errors)",
             f"{ms(load['p50'])} / {ms(load['p99'])}, {load['errors']} errors of {load['requests']}",
             "-",
-            "",
+            "0 errors, p99 < 50 ms",
         ),
         (
             f"reads during a {during['seconds']:.1f} s ingest of the SQLite LCOV "
             f"(p50 / p99 / max, {during['reads']} reads)",
             f"{ms(during['p50'])} / {ms(during['p99'])} / {ms(during['max'])}",
             PREDECESSOR["ingest_reads"],
-            "",
+            "p99 < 50 ms",
         ),
         *(
             (
@@ -533,7 +537,8 @@ def main() -> None:
         f"`python benchmarks/mcp.py`: a real daemon and connector processes on loopback; the sample project "
         f"with its step-3 report; calls are `tools/call` over `POST /mcp` (handshake-era session, one "
         f"connection per request); {machine()}. Cold: median of {cold_n}; warm: median of {warm_n}; calls: "
-        f"{calls_n} each.",
+        f"{calls_n} each. Load average (1 minute) before the open loop, after it, after the ingest and after "
+        f"the mixed load: {' → '.join(f'{x:.2f}' for x in loads)}.",
         "",
         "| measurement | coverage-mcp | predecessor (quoted from the seed, not measured here) | target |",
         "|---|---:|---:|---|",
